@@ -1,0 +1,54 @@
+/* common/err.c — see err.h. */
+#include "common/err.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static int sk_err_vset(struct sk_err *err, int code, const char *suffix, const char *fmt, va_list ap)
+{
+	if (code <= 0)
+		code = EINVAL;
+	if (err) {
+		int n = vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+		if (suffix && n >= 0 && (size_t)n < sizeof(err->msg))
+			snprintf(err->msg + n, sizeof(err->msg) - (size_t)n, ": %s", suffix);
+		err->code = code;
+	}
+	return -code;
+}
+
+int sk_err_set(struct sk_err *err, int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int r = sk_err_vset(err, code, NULL, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+int sk_err_sys(struct sk_err *err, int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int r = sk_err_vset(err, code, strerror(code > 0 ? code : EINVAL), fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+int sk_err_prefix(struct sk_err *err, const char *fmt, ...)
+{
+	if (!err)
+		return -EINVAL;
+	char prefix[SK_ERR_MSG_MAX], old[SK_ERR_MSG_MAX];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(prefix, sizeof(prefix), fmt, ap);
+	va_end(ap);
+	memcpy(old, err->msg, sizeof(old));
+	snprintf(err->msg, sizeof(err->msg), "%s: %s", prefix, old);
+	if (err->code <= 0)
+		err->code = EINVAL;
+	return -err->code;
+}

@@ -1,0 +1,46 @@
+/* policy/addr.h — IP addresses and CIDRs: parsing (strict, no bracket/zone/octal tricks), formatting,
+ * containment, and the private/link-local classification used by blockPrivate (DESIGN.md §2, §5.1). */
+#ifndef SK_POLICY_ADDR_H
+#define SK_POLICY_ADDR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* An address. family is AF_INET (bytes[0..3] used, rest zero) or AF_INET6. */
+struct sk_addr {
+	uint8_t family;
+	uint8_t bytes[16];
+};
+
+struct sk_cidr {
+	struct sk_addr net;    /* host bits are zero */
+	uint8_t prefix;        /* 0..32 or 0..128 */
+};
+
+#define SK_ADDR_STRLEN 46  /* INET6_ADDRSTRLEN */
+
+/* Strict dotted-quad or RFC 4291 text; no brackets, zone ids, leading zeros in IPv4 octets, or
+ * shorthand ("10.1"). Returns 0 or -EINVAL. */
+int sk_addr_parse(const char *s, struct sk_addr *out);
+/* "a.b.c.d/n" or "x::/n"; without "/n" a single host. Host bits set in the address → -EINVAL
+ * (why, if non-NULL, gets a static reason). */
+int sk_cidr_parse(const char *s, struct sk_cidr *out, const char **why);
+void sk_addr_format(const struct sk_addr *a, char out[SK_ADDR_STRLEN]);
+void sk_cidr_format(const struct sk_cidr *c, char out[SK_ADDR_STRLEN + 4]);
+bool sk_addr_equal(const struct sk_addr *a, const struct sk_addr *b);
+bool sk_cidr_contains(const struct sk_cidr *c, const struct sk_addr *a);
+
+/* The IPv4 address an IPv6 address stands for, if any: IPv4-mapped (::ffff:0:0/96), IPv4-compatible
+ * (::/96 except :: and ::1), NAT64 (64:ff9b::/96), 6to4 (2002::/16), Teredo client (2001::/32). Returns
+ * true and fills *v4 when it does. An AF_INET address returns itself. */
+bool sk_addr_embedded_v4(const struct sk_addr *a, struct sk_addr *v4);
+
+/* Classification, applied to the address and to any embedded IPv4 address. */
+bool sk_addr_is_link_local(const struct sk_addr *a);  /* 169.254/16, fe80::/10 (cloud metadata lives here) */
+bool sk_addr_is_private(const struct sk_addr *a);     /* blockPrivate set: 127/8, 0/8, 10/8, 172.16/12,
+                                                       * 192.168/16, 100.64/10, 169.254/16, ::, ::1,
+                                                       * fc00::/7, fe80::/10, multicast, and embedded forms */
+bool sk_addr_is_loopback(const struct sk_addr *a);    /* 127/8, ::1, and embedded 127/8 */
+
+#endif

@@ -1,0 +1,147 @@
+/* policy/policy.h — the policy model: one immutable snapshot of a loaded, validated, normalised policy
+ * (DESIGN.md §2). Owns: the model types, loading (YAML, JSON, forge-supervisor egress_allowlist.json),
+ * diagnostics with file:line:col, defaults, the netns-part hash. The matcher lives in match.h, domain
+ * names in domain.h, addresses and CIDRs in addr.h.
+ *
+ * Ownership: sk_policy_load_* returns an owned snapshot; free it with sk_policy_free(). Everything reached
+ * from a snapshot is owned by it and never mutated after load (reload swaps the whole snapshot). */
+#ifndef SK_POLICY_POLICY_H
+#define SK_POLICY_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "policy/addr.h"
+
+enum sk_mode { SK_MODE_ENFORCE = 0, SK_MODE_AUDIT };
+
+/* Protocol of a rule (what it allows) and of a connection (what was seen). A rule of protocol
+ * ANY matches every connection; TCP matches every TCP connection (tls, http or other); TLS only a TLS
+ * ClientHello; HTTP only HTTP/1.x; UDP only UDP. */
+enum sk_proto { SK_PROTO_ANY = 0, SK_PROTO_TLS, SK_PROTO_HTTP, SK_PROTO_TCP, SK_PROTO_UDP };
+
+enum sk_rule_kind { SK_RULE_HOST = 0, SK_RULE_CIDR };
+
+enum sk_dns_deny { SK_DNS_DENY_NXDOMAIN = 0, SK_DNS_DENY_REFUSED };
+
+enum sk_loopback { SK_LOOPBACK_ALLOW = 0, SK_LOOPBACK_DENY, SK_LOOPBACK_PORTS };
+
+enum sk_policy_format { SK_FORMAT_YAML = 0, SK_FORMAT_JSON, SK_FORMAT_FORGE };
+
+/* Where a value came from, for messages and `explain`. line/col are 1-based; 0 = unknown. */
+struct sk_pos {
+	unsigned line, col;
+};
+
+struct sk_rule {
+	enum sk_rule_kind kind;
+	char *host;            /* HOST: normalised (lower case, no trailing dot, A-labels); for a wildcard
+	                        * the suffix WITHOUT "*." (e.g. "githubusercontent.com") */
+	bool wildcard;         /* HOST: "*.suffix" — any subdomain of suffix, never the apex itself */
+	struct sk_cidr cidr;   /* CIDR: network address (host bits zero) + prefix */
+	uint16_t *ports;       /* sorted, unique; n_ports == 0 means any port */
+	size_t n_ports;
+	enum sk_proto proto;
+	bool direct;           /* CIDR only: compiled into the kernel fast path (nft sets), bypasses the proxy */
+	struct sk_pos pos;     /* position of the rule's mapping in the file */
+};
+
+struct sk_api {
+	char *name;            /* [a-z0-9-]{1,63}, unique */
+	char *upstream;        /* https URL without trailing slash */
+	char *header_name;     /* HTTP field name (token) */
+	char *value_file;      /* path of the secret header value */
+	char *caller_token_file; /* optional, NULL if unset */
+	char *ca_file;         /* optional, NULL = system CA bundle */
+	double rate;           /* requests per second; 0 = unlimited */
+	double burst;          /* bucket size; 0 = max(1, rate) */
+	char **methods;        /* upper-case; n_methods == 0 = any */
+	size_t n_methods;
+	char **path_prefixes;  /* each starting with '/'; n == 0 = any */
+	size_t n_path_prefixes;
+	struct sk_pos pos;
+};
+
+struct sk_policy_dns {
+	char **upstream;       /* "resolv.conf" or IP literals with optional port ("10.0.0.10", "[fd00::a]:53") */
+	size_t n_upstream;
+	enum sk_dns_deny deny;
+	unsigned max_query_length;  /* 1..253, default 253 */
+	uint16_t *allow_types;      /* qtype numbers, sorted, unique */
+	size_t n_allow_types;
+};
+
+struct sk_policy_seccomp {
+	char **allow;          /* extra syscalls to allow, names validated by the seccomp generator */
+	size_t n_allow;
+	char **deny;           /* extra syscalls to deny */
+	size_t n_deny;
+};
+
+struct sk_ports {
+	uint16_t proxy, dns, admin, api;   /* defaults 15001, 15053, 15000, 15080; pairwise distinct */
+};
+
+struct sk_matcher;  /* match.h; built by the loader, owned by the policy */
+
+struct sk_policy {
+	char *source;          /* file path it was loaded from ("<buffer>" for in-memory) */
+	enum sk_policy_format format;
+	int version;           /* 1 */
+	enum sk_mode mode;
+	uint32_t agent_uid;    /* default 1000; != 0, != sidecar_uid */
+	uint32_t sidecar_uid;  /* default 1337; != 0 */
+	uint32_t *exempt_uids; /* sorted, unique; none may be 0, agent or sidecar */
+	size_t n_exempt_uids;
+	struct sk_ports ports;
+	struct sk_rule *rules; /* in file order: first match wins */
+	size_t n_rules;
+	struct sk_policy_dns dns;
+	bool block_private;    /* default true */
+	enum sk_loopback loopback;  /* default allow */
+	uint16_t *loopback_ports;   /* LOOPBACK_PORTS: sorted, unique */
+	size_t n_loopback_ports;
+	struct sk_api *apis;
+	size_t n_apis;
+	struct sk_policy_seccomp seccomp;
+	struct sk_matcher *matcher; /* owned; never NULL in a loaded policy */
+	char **import_notes;   /* forge import: one line per mapped field, for `check` output */
+	size_t n_import_notes;
+};
+
+/* One diagnostic: "file:line:col: message". */
+struct sk_diag {
+	char *file;
+	unsigned line, col;
+	char *msg;
+};
+struct sk_diags {
+	struct sk_diag *v;
+	size_t n, cap;
+};
+void sk_diags_add(struct sk_diags *d, const char *file, unsigned line, unsigned col, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+void sk_diags_free(struct sk_diags *d);
+/* Writes every diagnostic as "file:line:col: msg\n". */
+void sk_diags_print(const struct sk_diags *d, void *stdio_file);
+
+/* Loads and validates a policy. Format: forced by `format` unless it is -1, in which case it is
+ * detected (JSON if the first non-blank byte is '{', forge shape if a JSON object has any of the keys
+ * "profile", "allowed_domains", "all_domains", "tool_domains", "allow_private_ips"; YAML otherwise).
+ * On failure returns -EINVAL (or -errno for I/O) and appends every error found to diags (not only the
+ * first); *out stays NULL. On success *out is an owned snapshot with the matcher built. */
+int sk_policy_load_file(const char *path, int format, struct sk_policy **out, struct sk_diags *diags);
+int sk_policy_load_buffer(const char *name, const char *buf, size_t len, int format,
+			  struct sk_policy **out, struct sk_diags *diags);
+void sk_policy_free(struct sk_policy *p);
+
+/* Hash of the netns part of the policy (UIDs, ports, loopback, exemptUids, direct and udp rules), as 16
+ * lower-case hex digits + NUL. Stable across processes and versions of the same policy content; the init
+ * writes it into its marker and the sidecar compares it (readiness, reload refusal). */
+void sk_policy_netns_hash(const struct sk_policy *p, char out[17]);
+
+const char *sk_proto_name(enum sk_proto p);   /* "any", "tls", ... */
+const char *sk_mode_name(enum sk_mode m);
+
+#endif
