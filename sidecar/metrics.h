@@ -1,0 +1,35 @@
+/* sidecar/metrics.h — the sidecar's counters and histograms, rendered as Prometheus text exposition
+ * 0.0.4 (names stockade_*) by the admin server. The proxy, DNS filter and gateway only call the
+ * recording functions below; label sets are bounded (reason/result/qtype names come from fixed enums,
+ * rule is an index into the policy), so memory stays bounded whatever the agent does.
+ * Single-threaded: called only from the event loop. */
+#ifndef SK_SIDECAR_METRICS_H
+#define SK_SIDECAR_METRICS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct sk_metrics;
+struct sk_policy;
+
+int sk_metrics_new(struct sk_metrics **out);            /* returns 0 or -ENOMEM; *out owned */
+void sk_metrics_free(struct sk_metrics *m);
+
+/* One proxy decision. decision "allow"|"deny"; reason a short static token ("rule", "no_match", "private",
+ * "sni_ip_mismatch", "malformed_hello", ...); rule index or -1; proto "tls"|"http"|"tcp". */
+void sk_metrics_conn(struct sk_metrics *m, const char *decision, const char *reason, int rule, const char *proto);
+void sk_metrics_conn_active(struct sk_metrics *m, int delta);
+void sk_metrics_bytes(struct sk_metrics *m, uint64_t to_upstream, uint64_t to_client);
+void sk_metrics_decision_latency(struct sk_metrics *m, double seconds);
+/* One DNS query. result "forwarded"|"denied"|"refused_type"|"malformed"|"upstream_error"|"rebinding"|... */
+void sk_metrics_dns(struct sk_metrics *m, const char *result, const char *qtype);
+void sk_metrics_reload(struct sk_metrics *m, bool ok);
+/* API gateway request: api name (policy-bounded), HTTP status. */
+void sk_metrics_api(struct sk_metrics *m, const char *api, int status, double seconds);
+
+/* Renders the exposition into a malloc'd buffer (*out owned by the caller). policy may be NULL.
+ * Returns 0 or -ENOMEM. */
+int sk_metrics_render(const struct sk_metrics *m, const struct sk_policy *policy, char **out, size_t *len);
+
+#endif
