@@ -1,0 +1,336 @@
+/* policy/addr.c — see addr.h. Parsing is stricter than inet_pton on purpose: every spelling that some
+ * other parser reads differently (octal "010", shorthand "10.1", brackets, zone ids) is refused, so an
+ * address in a policy or a query means the same thing to us, to the kernel and to the agent's libc. */
+#include "policy/addr.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+/* Strict dotted quad: four decimal octets of 1..3 digits, no leading zeros, each <= 255. */
+static int parse_v4(const char *s, size_t len, uint8_t out[4])
+{
+	size_t i = 0;
+	for (int part = 0; part < 4; part++) {
+		if (part > 0) {
+			if (i >= len || s[i] != '.')
+				return -EINVAL;
+			i++;
+		}
+		size_t start = i;
+		unsigned v = 0;
+		while (i < len && s[i] >= '0' && s[i] <= '9' && i - start < 3)
+			v = v * 10 + (unsigned)(s[i++] - '0');
+		size_t nd = i - start;
+		if (nd == 0 || v > 255 || (nd > 1 && s[start] == '0'))
+			return -EINVAL;
+		out[part] = (uint8_t)v;
+	}
+	return i == len ? 0 : -EINVAL;
+}
+
+static int parse_v6(const char *s, size_t len, uint8_t out[16])
+{
+	char buf[SK_ADDR_STRLEN];
+	if (len == 0 || len >= sizeof(buf))
+		return -EINVAL;
+	size_t last_colon = 0;
+	bool dotted = false;
+	for (size_t i = 0; i < len; i++) {
+		char c = s[i];
+		if (c == ':')
+			last_colon = i;
+		else if (c == '.')
+			dotted = true;
+		else if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')))
+			return -EINVAL;  /* brackets, '%zone', whitespace, '/' ... */
+	}
+	/* An embedded dotted tail ("::ffff:10.0.0.1") gets the same octal/shorthand rules as IPv4. */
+	uint8_t tail[4];
+	if (dotted && parse_v4(s + last_colon + 1, len - last_colon - 1, tail) < 0)
+		return -EINVAL;
+	memcpy(buf, s, len);
+	buf[len] = '\0';
+	return inet_pton(AF_INET6, buf, out) == 1 ? 0 : -EINVAL;
+}
+
+static int parse_len(const char *s, size_t len, struct sk_addr *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (memchr(s, ':', len)) {
+		out->family = AF_INET6;
+		return parse_v6(s, len, out->bytes);
+	}
+	out->family = AF_INET;
+	return parse_v4(s, len, out->bytes);
+}
+
+int sk_addr_parse(const char *s, struct sk_addr *out)
+{
+	if (!s || !out)
+		return -EINVAL;
+	return parse_len(s, strlen(s), out);
+}
+
+static size_t addr_bits(const struct sk_addr *a)
+{
+	return a->family == AF_INET ? 32 : 128;
+}
+
+/* True when the first `prefix` bits of x and y agree. */
+static bool prefix_eq(const uint8_t *x, const uint8_t *y, unsigned prefix)
+{
+	unsigned full = prefix / 8, rem = prefix % 8;
+	if (memcmp(x, y, full) != 0)
+		return false;
+	if (rem == 0)
+		return true;
+	uint8_t mask = (uint8_t)(0xff << (8 - rem));
+	return ((x[full] ^ y[full]) & mask) == 0;
+}
+
+int sk_cidr_parse(const char *s, struct sk_cidr *out, const char **why)
+{
+	const char *reason;
+	if (!s || !out) {
+		reason = "missing address";
+		goto fail;
+	}
+	const char *slash = strchr(s, '/');
+	size_t alen = slash ? (size_t)(slash - s) : strlen(s);
+	memset(out, 0, sizeof(*out));
+	if (parse_len(s, alen, &out->net) < 0) {
+		reason = "invalid IP address (strict dotted quad or RFC 4291 text, no brackets, zone or "
+			 "leading zeros)";
+		goto fail;
+	}
+	unsigned max = (unsigned)addr_bits(&out->net);
+	unsigned prefix = max;
+	if (slash) {
+		const char *p = slash + 1;
+		size_t n = strlen(p);
+		if (n == 0 || n > 3 || (n > 1 && p[0] == '0') || strspn(p, "0123456789") != n) {
+			reason = "invalid prefix length (decimal, no leading zeros)";
+			goto fail;
+		}
+		prefix = 0;
+		for (size_t i = 0; i < n; i++)
+			prefix = prefix * 10 + (unsigned)(p[i] - '0');
+		if (prefix > max) {
+			reason = out->net.family == AF_INET ? "prefix length over 32" : "prefix length over 128";
+			goto fail;
+		}
+	}
+	out->prefix = (uint8_t)prefix;
+	/* Host bits set usually means a typo ("10.0.0.1/8"); silently masking would widen or move the rule. */
+	for (unsigned bit = prefix; bit < max; bit++) {
+		if (out->net.bytes[bit / 8] & (0x80 >> (bit % 8))) {
+			reason = "host bits set beyond the prefix length";
+			goto fail;
+		}
+	}
+	return 0;
+fail:
+	if (why)
+		*why = reason;
+	return -EINVAL;
+}
+
+void sk_addr_format(const struct sk_addr *a, char out[SK_ADDR_STRLEN])
+{
+	if (!a || (a->family != AF_INET && a->family != AF_INET6) ||
+	    !inet_ntop(a->family, a->bytes, out, SK_ADDR_STRLEN))
+		snprintf(out, SK_ADDR_STRLEN, "?");
+}
+
+void sk_cidr_format(const struct sk_cidr *c, char out[SK_ADDR_STRLEN + 4])
+{
+	char a[SK_ADDR_STRLEN];
+	sk_addr_format(&c->net, a);
+	snprintf(out, SK_ADDR_STRLEN + 4, "%s/%u", a, (unsigned)c->prefix);
+}
+
+bool sk_addr_equal(const struct sk_addr *a, const struct sk_addr *b)
+{
+	return a->family == b->family && memcmp(a->bytes, b->bytes, addr_bits(a) / 8) == 0;
+}
+
+bool sk_cidr_contains(const struct sk_cidr *c, const struct sk_addr *a)
+{
+	if (c->net.family != a->family || c->prefix > addr_bits(a))
+		return false;
+	return prefix_eq(c->net.bytes, a->bytes, c->prefix);
+}
+
+/* --- embedded IPv4 ------------------------------------------------------------------------------- */
+
+static const uint8_t zero12[12];
+
+static bool v6_prefix(const struct sk_addr *a, const uint8_t *p, unsigned bits)
+{
+	return a->family == AF_INET6 && prefix_eq(a->bytes, p, bits);
+}
+
+static void make_v4(struct sk_addr *v4, uint8_t b0, uint8_t b1, uint8_t b2, uint8_t b3)
+{
+	memset(v4, 0, sizeof(*v4));
+	v4->family = AF_INET;
+	v4->bytes[0] = b0;
+	v4->bytes[1] = b1;
+	v4->bytes[2] = b2;
+	v4->bytes[3] = b3;
+}
+
+/* Every IPv4 address an IPv6 address may stand for; at most two (the local-use NAT64 prefix
+ * 64:ff9b:1::/48 may carry the address at the /96 or the /48 position of RFC 6052, and a deployment's
+ * choice is not visible in the address, so classification checks both). Returns the count. */
+static int embedded_all(const struct sk_addr *a, struct sk_addr v4[2])
+{
+	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	static const uint8_t nat64[12] = { 0, 0x64, 0xff, 0x9b };
+	static const uint8_t nat64_local[6] = { 0, 0x64, 0xff, 0x9b, 0, 1 };
+	static const uint8_t six_to_four[2] = { 0x20, 0x02 };
+	static const uint8_t teredo[4] = { 0x20, 0x01, 0, 0 };
+	const uint8_t *b = a->bytes;
+
+	if (a->family == AF_INET) {
+		v4[0] = *a;
+		return 1;
+	}
+	if (a->family != AF_INET6)
+		return 0;
+	if (v6_prefix(a, mapped, 96)) {
+		make_v4(&v4[0], b[12], b[13], b[14], b[15]);
+		return 1;
+	}
+	if (v6_prefix(a, zero12, 96)) {
+		/* IPv4-compatible (deprecated); "::" and "::1" are IPv6's own unspecified and loopback. */
+		if (b[12] == 0 && b[13] == 0 && b[14] == 0 && b[15] <= 1)
+			return 0;
+		make_v4(&v4[0], b[12], b[13], b[14], b[15]);
+		return 1;
+	}
+	if (v6_prefix(a, nat64, 96)) {
+		make_v4(&v4[0], b[12], b[13], b[14], b[15]);
+		return 1;
+	}
+	if (v6_prefix(a, nat64_local, 48)) {
+		make_v4(&v4[0], b[12], b[13], b[14], b[15]);
+		make_v4(&v4[1], b[6], b[7], b[9], b[10]);
+		return 2;
+	}
+	if (v6_prefix(a, six_to_four, 16)) {
+		make_v4(&v4[0], b[2], b[3], b[4], b[5]);
+		return 1;
+	}
+	if (v6_prefix(a, teredo, 32)) {
+		/* RFC 4380: the client's public address is stored inverted in the last 32 bits. */
+		make_v4(&v4[0], (uint8_t)~b[12], (uint8_t)~b[13], (uint8_t)~b[14], (uint8_t)~b[15]);
+		return 1;
+	}
+	return 0;
+}
+
+bool sk_addr_embedded_v4(const struct sk_addr *a, struct sk_addr *v4)
+{
+	struct sk_addr all[2];
+	if (embedded_all(a, all) == 0)
+		return false;
+	if (v4)
+		*v4 = all[0];
+	return true;
+}
+
+/* --- classification ------------------------------------------------------------------------------ */
+
+struct range {
+	uint8_t bytes[16];
+	uint8_t prefix;
+};
+
+static bool in_table(const struct sk_addr *a, const struct range *t, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (prefix_eq(a->bytes, t[i].bytes, t[i].prefix))
+			return true;
+	return false;
+}
+
+/* Applies a per-family table check to a and to every IPv4 address embedded in it. */
+static bool classify(const struct sk_addr *a, const struct range *t4, size_t n4, const struct range *t6,
+		     size_t n6)
+{
+	if (a->family == AF_INET)
+		return in_table(a, t4, n4);
+	if (a->family != AF_INET6)
+		return false;
+	if (in_table(a, t6, n6))
+		return true;
+	struct sk_addr v4[2];
+	int n = embedded_all(a, v4);
+	for (int i = 0; i < n; i++)
+		if (in_table(&v4[i], t4, n4))
+			return true;
+	return false;
+}
+
+static const struct range link_local4[] = {
+	{ { 169, 254 }, 16 },
+};
+/* fd00:ec2::254 is the AWS IPv6 instance-metadata endpoint: a ULA, but it is "cloud metadata" in the
+ * DESIGN.md §5.1 sense, so it gets the link-local treatment (denied even without blockPrivate). */
+static const struct range link_local6[] = {
+	{ { 0xfe, 0x80 }, 10 },
+	{ { 0xfd, 0x00, 0x0e, 0xc2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0x54 }, 128 },
+};
+
+/* 198.18.0.0/15 (RFC 2544 benchmarking) is deliberately NOT here: it is not routable on the internet
+ * either, but the e2e suites use it as "the public internet" inside their network namespaces, and a
+ * policy has no reason to fear it. Likewise the documentation ranges (192.0.2/24, 2001:db8::/32). */
+static const struct range private4[] = {
+	{ { 0 }, 8 },                /* "this network" */
+	{ { 10 }, 8 },
+	{ { 100, 64 }, 10 },         /* CGNAT, also used by some clusters for pods */
+	{ { 127 }, 8 },
+	{ { 169, 254 }, 16 },
+	{ { 172, 16 }, 12 },
+	{ { 192, 0, 0 }, 24 },       /* IETF protocol assignments */
+	{ { 192, 168 }, 16 },
+	{ { 224 }, 4 },              /* multicast */
+	{ { 240 }, 4 },              /* reserved, includes 255.255.255.255 */
+};
+static const struct range private6[] = {
+	{ { 0 }, 128 },              /* :: */
+	{ { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1 }, 128 },  /* ::1 */
+	{ { 0xfc }, 7 },             /* unique local */
+	{ { 0xfe, 0x80 }, 10 },      /* link-local */
+	{ { 0xfe, 0xc0 }, 10 },      /* deprecated site-local: still routed inside some sites */
+	{ { 0xff }, 8 },             /* multicast */
+};
+static const struct range loopback4[] = {
+	{ { 127 }, 8 },
+};
+static const struct range loopback6[] = {
+	{ { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1 }, 128 },
+};
+
+bool sk_addr_is_link_local(const struct sk_addr *a)
+{
+	return classify(a, link_local4, sizeof(link_local4) / sizeof(link_local4[0]), link_local6,
+			sizeof(link_local6) / sizeof(link_local6[0]));
+}
+
+bool sk_addr_is_private(const struct sk_addr *a)
+{
+	return classify(a, private4, sizeof(private4) / sizeof(private4[0]), private6,
+			sizeof(private6) / sizeof(private6[0])) ||
+	       sk_addr_is_link_local(a);
+}
+
+bool sk_addr_is_loopback(const struct sk_addr *a)
+{
+	return classify(a, loopback4, sizeof(loopback4) / sizeof(loopback4[0]), loopback6,
+			sizeof(loopback6) / sizeof(loopback6[0]));
+}
