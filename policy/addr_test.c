@@ -1,0 +1,272 @@
+/* policy/addr_test.c — strict address/CIDR parsing, formatting, containment, and the private /
+ * link-local / loopback classification including every embedded-IPv4 form. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "policy/addr.h"
+
+static struct sk_addr A(const char *s)
+{
+	struct sk_addr a;
+	if (sk_addr_parse(s, &a) != 0)
+		fail_msg("test address %s does not parse", s);
+	return a;
+}
+
+static void test_addr_parse_accepts_canonical_forms(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *in, *fmt;
+		int family;
+	} ok[] = {
+		{ "0.0.0.0", "0.0.0.0", AF_INET },
+		{ "10.1.2.3", "10.1.2.3", AF_INET },
+		{ "255.255.255.255", "255.255.255.255", AF_INET },
+		{ "198.18.0.1", "198.18.0.1", AF_INET },
+		{ "::", "::", AF_INET6 },
+		{ "::1", "::1", AF_INET6 },
+		{ "2001:DB8::1", "2001:db8::1", AF_INET6 },
+		{ "2001:db8:0:0:0:0:0:1", "2001:db8::1", AF_INET6 },
+		{ "::ffff:10.0.0.1", "::ffff:10.0.0.1", AF_INET6 },
+		{ "64:ff9b::192.168.1.1", "64:ff9b::c0a8:101", AF_INET6 },
+		{ "fe80::1", "fe80::1", AF_INET6 },
+	};
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		struct sk_addr a;
+		char out[SK_ADDR_STRLEN];
+		if (sk_addr_parse(ok[i].in, &a) != 0)
+			fail_msg("%s rejected", ok[i].in);
+		assert_int_equal(a.family, ok[i].family);
+		sk_addr_format(&a, out);
+		assert_string_equal(out, ok[i].fmt);
+	}
+	struct sk_addr a = A("1.2.3.4");
+	for (int i = 4; i < 16; i++)
+		assert_int_equal(a.bytes[i], 0);
+}
+
+static void test_addr_parse_rejects_ambiguous_spellings(void **state)
+{
+	(void)state;
+	static const char *const bad[] = {
+		"", "010.1.1.1", "10.01.1.1", "10.1.1.01", "00.1.1.1", "10.1", "10.1.1", "10.1.1.1.1",
+		"256.1.1.1", "1.2.3.256", "1.2.3.", ".1.2.3", "1..2.3", "0x7f.0.0.1", "2130706433",
+		"1.2.3.4 ", " 1.2.3.4", "1.2.3.4\n", "+1.2.3.4", "1.2.3.-4", "1234.1.1.1",
+		"[::1]", "::1%eth0", "fe80::1%1", "[::1]:443", ":::", "1:2:3:4:5:6:7:8:9", "12345::",
+		"::ffff:010.0.0.1", "::ffff:10.0.1", "::1 ", "g::1", "::ffff:1.2.3.4:5", "1.2.3.4::",
+		"localhost", "1.2.3.4/32",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct sk_addr a;
+		if (sk_addr_parse(bad[i], &a) != -EINVAL)
+			fail_msg("\"%s\" accepted", bad[i]);
+	}
+	struct sk_addr a;
+	assert_int_equal(sk_addr_parse(NULL, &a), -EINVAL);
+}
+
+static void test_cidr_parse_and_format(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *in, *fmt;
+	} ok[] = {
+		{ "10.0.0.0/8", "10.0.0.0/8" },   { "0.0.0.0/0", "0.0.0.0/0" },
+		{ "1.2.3.4", "1.2.3.4/32" },      { "1.2.3.4/32", "1.2.3.4/32" },
+		{ "::/0", "::/0" },               { "2001:db8::/32", "2001:db8::/32" },
+		{ "fd00:ec2::254", "fd00:ec2::254/128" }, { "::ffff:0:0/96", "::ffff:0.0.0.0/96" },
+		{ "169.254.169.254/32", "169.254.169.254/32" },
+	};
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		struct sk_cidr c;
+		const char *why = NULL;
+		char out[SK_ADDR_STRLEN + 4];
+		if (sk_cidr_parse(ok[i].in, &c, &why) != 0)
+			fail_msg("%s rejected: %s", ok[i].in, why);
+		sk_cidr_format(&c, out);
+		assert_string_equal(out, ok[i].fmt);
+	}
+}
+
+static void test_cidr_parse_rejections_have_reasons(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *in, *why;
+	} bad[] = {
+		{ "10.0.0.1/8", "host bits set beyond the prefix length" },
+		{ "2001:db8::1/32", "host bits set beyond the prefix length" },
+		{ "10.0.0.0/33", "prefix length over 32" },
+		{ "::/129", "prefix length over 128" },
+		{ "10.0.0.0/", "invalid prefix length (decimal, no leading zeros)" },
+		{ "10.0.0.0/08", "invalid prefix length (decimal, no leading zeros)" },
+		{ "10.0.0.0/-1", "invalid prefix length (decimal, no leading zeros)" },
+		{ "10.0.0.0/8/8", "invalid prefix length (decimal, no leading zeros)" },
+		{ "10.0.0.0/ 8", "invalid prefix length (decimal, no leading zeros)" },
+		{ "10.0.0.0/1000", "invalid prefix length (decimal, no leading zeros)" },
+		{ "010.0.0.0/8", "invalid IP address (strict dotted quad or RFC 4291 text, no brackets, zone or "
+				 "leading zeros)" },
+		{ "[::]/0", "invalid IP address (strict dotted quad or RFC 4291 text, no brackets, zone or "
+			    "leading zeros)" },
+		{ "/8", "invalid IP address (strict dotted quad or RFC 4291 text, no brackets, zone or "
+			"leading zeros)" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct sk_cidr c;
+		const char *why = NULL;
+		int r = sk_cidr_parse(bad[i].in, &c, &why);
+		if (r != -EINVAL || !why || strcmp(why, bad[i].why) != 0)
+			fail_msg("%s: r=%d why=%s", bad[i].in, r, why ? why : "(null)");
+	}
+	struct sk_cidr c;
+	assert_int_equal(sk_cidr_parse("10.0.0.1/8", &c, NULL), -EINVAL);
+}
+
+static void test_cidr_contains_and_equal(void **state)
+{
+	(void)state;
+	struct sk_cidr c;
+	assert_int_equal(sk_cidr_parse("172.16.0.0/12", &c, NULL), 0);
+	struct sk_addr in = A("172.31.255.255"), out = A("172.32.0.0"), v6 = A("::ffff:172.16.0.1");
+	assert_true(sk_cidr_contains(&c, &in));
+	assert_false(sk_cidr_contains(&c, &out));
+	assert_false(sk_cidr_contains(&c, &v6));  /* family must agree; embedding is the matcher's job */
+	assert_int_equal(sk_cidr_parse("0.0.0.0/0", &c, NULL), 0);
+	assert_true(sk_cidr_contains(&c, &out));
+	assert_int_equal(sk_cidr_parse("2001:db8::/33", &c, NULL), 0);
+	struct sk_addr a6 = A("2001:db8:7fff::1"), b6 = A("2001:db8:8000::1");
+	assert_true(sk_cidr_contains(&c, &a6));
+	assert_false(sk_cidr_contains(&c, &b6));
+
+	struct sk_addr x = A("2001:db8::1"), y = A("2001:0db8:0::1");
+	assert_true(sk_addr_equal(&x, &y));
+	assert_false(sk_addr_equal(&x, &a6));
+	struct sk_addr p = A("1.2.3.4"), q = A("::ffff:1.2.3.4");
+	assert_false(sk_addr_equal(&p, &q));
+}
+
+static void test_embedded_v4_forms(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *in, *v4;  /* v4 NULL: nothing embedded */
+	} cases[] = {
+		{ "10.1.2.3", "10.1.2.3" },
+		{ "::ffff:10.1.2.3", "10.1.2.3" },
+		{ "::ffff:a01:203", "10.1.2.3" },
+		{ "::10.1.2.3", "10.1.2.3" },                 /* IPv4-compatible */
+		{ "64:ff9b::a01:203", "10.1.2.3" },           /* NAT64 well-known */
+		{ "64:ff9b:1::a01:203", "10.1.2.3" },         /* NAT64 local-use, /96 position */
+		{ "2002:a01:203::1", "10.1.2.3" },            /* 6to4 */
+		{ "2001:0:4136:e378:8000:63bf:f5fe:fdfc", "10.1.2.3" },  /* Teredo: ~f5fefdfc */
+		{ "::", NULL },
+		{ "::1", NULL },
+		{ "2001:db8::1", NULL },
+		{ "fe80::1", NULL },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct sk_addr a = A(cases[i].in), v4;
+		bool got = sk_addr_embedded_v4(&a, &v4);
+		if (got != (cases[i].v4 != NULL))
+			fail_msg("%s: embedded=%d", cases[i].in, got);
+		if (!got)
+			continue;
+		char out[SK_ADDR_STRLEN];
+		sk_addr_format(&v4, out);
+		if (strcmp(out, cases[i].v4) != 0)
+			fail_msg("%s: embedded %s, expected %s", cases[i].in, out, cases[i].v4);
+		assert_int_equal(v4.family, AF_INET);
+	}
+}
+
+static void test_classification_table(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *in;
+		bool priv, link, loop;
+	} cases[] = {
+		/* IPv4 blockPrivate set */
+		{ "0.1.2.3", true, false, false },
+		{ "10.0.0.1", true, false, false },
+		{ "100.64.0.1", true, false, false },
+		{ "100.127.255.255", true, false, false },
+		{ "100.128.0.0", false, false, false },
+		{ "127.0.0.1", true, false, true },
+		{ "127.255.0.9", true, false, true },
+		{ "169.254.169.254", true, true, false },
+		{ "172.16.0.1", true, false, false },
+		{ "172.31.255.255", true, false, false },
+		{ "172.32.0.1", false, false, false },
+		{ "192.0.0.8", true, false, false },
+		{ "192.168.1.1", true, false, false },
+		{ "224.0.0.1", true, false, false },
+		{ "239.255.255.250", true, false, false },
+		{ "240.0.0.1", true, false, false },
+		{ "255.255.255.255", true, false, false },
+		/* public, including the test range 198.18/15 (kept public on purpose) */
+		{ "198.18.0.1", false, false, false },
+		{ "198.19.255.255", false, false, false },
+		{ "8.8.8.8", false, false, false },
+		{ "1.1.1.1", false, false, false },
+		/* IPv6 */
+		{ "::", true, false, false },
+		{ "::1", true, false, true },
+		{ "fc00::1", true, false, false },
+		{ "fd12:3456::1", true, false, false },
+		{ "fe80::1", true, true, false },
+		{ "febf::1", true, true, false },
+		{ "fec0::1", true, false, false },
+		{ "ff02::1", true, false, false },
+		{ "fd00:ec2::254", true, true, false },        /* AWS IPv6 metadata */
+		{ "fd00:ec2::253", true, false, false },
+		{ "2001:db8::1", false, false, false },
+		{ "2606:4700::1111", false, false, false },
+		/* embedded forms of private addresses */
+		{ "::ffff:127.0.0.1", true, false, true },
+		{ "::ffff:10.0.0.1", true, false, false },
+		{ "::ffff:169.254.169.254", true, true, false },
+		{ "::ffff:8.8.8.8", false, false, false },
+		{ "::127.0.0.1", true, false, true },
+		{ "::10.0.0.1", true, false, false },
+		{ "64:ff9b::7f00:1", true, false, true },
+		{ "64:ff9b::a9fe:a9fe", true, true, false },
+		{ "64:ff9b::808:808", false, false, false },
+		{ "64:ff9b:1::c0a8:101", true, false, false },   /* /96 position */
+		{ "64:ff9b:1:c0a8:1:100::", true, false, false }, /* /48 position: 192.168.1.1 */
+		{ "2002:7f00:1::", true, false, true },
+		{ "2002:a9fe:a9fe::1", true, true, false },
+		{ "2002:808:808::1", false, false, false },
+		{ "2001:0:4136:e378:8000:63bf:80ff:fffe", true, false, true },  /* Teredo client 127.0.0.1 */
+		{ "2001:0:4136:e378:8000:63bf:f7f7:f7f7", false, false, false }, /* Teredo client 8.8.8.8 */
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct sk_addr a = A(cases[i].in);
+		bool p = sk_addr_is_private(&a), l = sk_addr_is_link_local(&a), lo = sk_addr_is_loopback(&a);
+		if (p != cases[i].priv || l != cases[i].link || lo != cases[i].loop)
+			fail_msg("%s: private=%d link_local=%d loopback=%d, expected %d %d %d", cases[i].in, p,
+				 l, lo, cases[i].priv, cases[i].link, cases[i].loop);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_addr_parse_accepts_canonical_forms),
+		cmocka_unit_test(test_addr_parse_rejects_ambiguous_spellings),
+		cmocka_unit_test(test_cidr_parse_and_format),
+		cmocka_unit_test(test_cidr_parse_rejections_have_reasons),
+		cmocka_unit_test(test_cidr_contains_and_equal),
+		cmocka_unit_test(test_embedded_v4_forms),
+		cmocka_unit_test(test_classification_table),
+	};
+	return cmocka_run_group_tests_name("addr", tests, NULL, NULL);
+}
