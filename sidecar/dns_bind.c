@@ -1,0 +1,311 @@
+/* sidecar/dns_bind.c — see dns_bind.h. */
+#include "sidecar/dns_bind.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+
+#include "policy/domain.h"
+
+struct bind_name {
+	struct bind_name *next;     /* most recently bound first */
+	uint64_t expires_ms;
+	char name[];                /* NUL-terminated */
+};
+
+struct bind_addr {
+	struct sk_addr key;         /* folded: mapped IPv6 → IPv4, unused bytes zero */
+	struct bind_addr *hnext;    /* bucket chain */
+	struct bind_addr *prev, *next;  /* LRU list: head = most recent */
+	struct bind_name *names;
+	unsigned n_names;
+};
+
+struct sk_bind_table {
+	struct bind_addr **buckets;
+	size_t mask;                /* buckets - 1, a power of two minus one */
+	struct bind_addr *head, *tail;
+	size_t count, max;
+	uint64_t seed[2];
+};
+
+static void fold(const struct sk_addr *in, struct sk_addr *out)
+{
+	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	memset(out, 0, sizeof(*out));
+	out->family = in->family;
+	if (in->family == AF_INET) {
+		memcpy(out->bytes, in->bytes, 4);
+	} else if (memcmp(in->bytes, mapped, 12) == 0) {
+		/* The kernel reports a v4 connection made through a v6 socket as IPv4: key both the same. */
+		out->family = AF_INET;
+		memcpy(out->bytes, in->bytes + 12, 4);
+	} else {
+		memcpy(out->bytes, in->bytes, 16);
+	}
+}
+
+static uint64_t mix(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	h ^= h >> 33;
+	return h;
+}
+
+static size_t hash_addr(const struct sk_bind_table *t, const struct sk_addr *a)
+{
+	uint64_t lo, hi;
+	memcpy(&lo, a->bytes, 8);
+	memcpy(&hi, a->bytes + 8, 8);
+	uint64_t h = mix(lo ^ t->seed[0]) ^ mix(hi ^ t->seed[1] ^ a->family);
+	return (size_t)mix(h + t->seed[0]) & t->mask;
+}
+
+int sk_bind_new(size_t max_bindings, struct sk_bind_table **out)
+{
+	*out = NULL;
+	if (max_bindings == 0 || max_bindings > (1u << 24))
+		return -EINVAL;
+	struct sk_bind_table *t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	size_t nb = 64;
+	while (nb < max_bindings)
+		nb <<= 1;
+	t->buckets = calloc(nb, sizeof(*t->buckets));
+	if (!t->buckets) {
+		free(t);
+		return -ENOMEM;
+	}
+	t->mask = nb - 1;
+	t->max = max_bindings;
+	if (getrandom(t->seed, sizeof(t->seed), 0) != (ssize_t)sizeof(t->seed)) {
+		int e = errno ? errno : EIO;
+		free(t->buckets);
+		free(t);
+		return -e;
+	}
+	*out = t;
+	return 0;
+}
+
+static void lru_unlink(struct sk_bind_table *t, struct bind_addr *e)
+{
+	if (e->prev)
+		e->prev->next = e->next;
+	else
+		t->head = e->next;
+	if (e->next)
+		e->next->prev = e->prev;
+	else
+		t->tail = e->prev;
+	e->prev = e->next = NULL;
+}
+
+static void lru_push_front(struct sk_bind_table *t, struct bind_addr *e)
+{
+	e->prev = NULL;
+	e->next = t->head;
+	if (t->head)
+		t->head->prev = e;
+	t->head = e;
+	if (!t->tail)
+		t->tail = e;
+}
+
+static void free_names(struct bind_name *n)
+{
+	while (n) {
+		struct bind_name *next = n->next;
+		free(n);
+		n = next;
+	}
+}
+
+static void remove_addr(struct sk_bind_table *t, struct bind_addr *e)
+{
+	struct bind_addr **pp = &t->buckets[hash_addr(t, &e->key)];
+	while (*pp && *pp != e)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = e->hnext;
+	lru_unlink(t, e);
+	t->count -= e->n_names;
+	free_names(e->names);
+	free(e);
+}
+
+void sk_bind_free(struct sk_bind_table *t)
+{
+	if (!t)
+		return;
+	struct bind_addr *e = t->head;
+	while (e) {
+		struct bind_addr *next = e->next;
+		free_names(e->names);
+		free(e);
+		e = next;
+	}
+	free(t->buckets);
+	free(t);
+}
+
+static struct bind_addr *find(struct sk_bind_table *t, const struct sk_addr *key)
+{
+	for (struct bind_addr *e = t->buckets[hash_addr(t, key)]; e; e = e->hnext)
+		if (e->key.family == key->family && memcmp(e->key.bytes, key->bytes, 16) == 0)
+			return e;
+	return NULL;
+}
+
+/* Drops expired names of e; returns the number left. */
+static unsigned prune(struct sk_bind_table *t, struct bind_addr *e, uint64_t now_ms)
+{
+	struct bind_name **pp = &e->names;
+	while (*pp) {
+		if ((*pp)->expires_ms <= now_ms) {
+			struct bind_name *dead = *pp;
+			*pp = dead->next;
+			free(dead);
+			e->n_names--;
+			t->count--;
+		} else {
+			pp = &(*pp)->next;
+		}
+	}
+	return e->n_names;
+}
+
+int sk_bind_add(struct sk_bind_table *t, const struct sk_addr *addr, const char *name, uint32_t ttl_s,
+		uint64_t now_ms)
+{
+	size_t nl = strnlen(name, SK_DOMAIN_MAX + 1);
+	if (nl == 0 || nl > SK_DOMAIN_MAX || (addr->family != AF_INET && addr->family != AF_INET6))
+		return -EINVAL;
+	uint32_t ttl = ttl_s < SK_BIND_TTL_MIN ? SK_BIND_TTL_MIN : ttl_s > SK_BIND_TTL_MAX ? SK_BIND_TTL_MAX : ttl_s;
+	uint64_t expires = now_ms + (uint64_t)ttl * 1000u;
+
+	struct sk_addr key;
+	fold(addr, &key);
+	struct bind_addr *e = find(t, &key);
+	if (e) {
+		prune(t, e, now_ms);
+		struct bind_name **pp = &e->names;
+		for (; *pp; pp = &(*pp)->next) {
+			if (strcmp((*pp)->name, name) == 0) {
+				struct bind_name *n = *pp;
+				if (n->expires_ms < expires)
+					n->expires_ms = expires;
+				*pp = n->next;          /* move to the front: most recently bound */
+				n->next = e->names;
+				e->names = n;
+				lru_unlink(t, e);
+				lru_push_front(t, e);
+				return 0;
+			}
+		}
+	} else {
+		e = calloc(1, sizeof(*e));
+		if (!e)
+			return -ENOMEM;
+		e->key = key;
+		size_t b = hash_addr(t, &key);
+		e->hnext = t->buckets[b];
+		t->buckets[b] = e;
+		lru_push_front(t, e);
+	}
+
+	struct bind_name *n = malloc(sizeof(*n) + nl + 1);
+	if (!n) {
+		if (!e->names)
+			remove_addr(t, e);
+		return -ENOMEM;
+	}
+	memcpy(n->name, name, nl + 1);
+	n->expires_ms = expires;
+	n->next = e->names;
+	e->names = n;
+	e->n_names++;
+	t->count++;
+	if (e->n_names > SK_BIND_NAMES_PER_ADDR) {
+		/* The list is most-recent-first: drop the oldest binding (the tail). */
+		struct bind_name **pp = &e->names;
+		while ((*pp)->next)
+			pp = &(*pp)->next;
+		free(*pp);
+		*pp = NULL;
+		e->n_names--;
+		t->count--;
+	}
+	lru_unlink(t, e);
+	lru_push_front(t, e);
+	/* Evict whole least-recently-used addresses; never the one just touched (it is at the head). */
+	while (t->count > t->max && t->tail && t->tail != e)
+		remove_addr(t, t->tail);
+	return 0;
+}
+
+bool sk_bind_has(struct sk_bind_table *t, const struct sk_addr *addr, const char *name, uint64_t now_ms)
+{
+	struct sk_addr key;
+	fold(addr, &key);
+	struct bind_addr *e = find(t, &key);
+	if (!e)
+		return false;
+	if (prune(t, e, now_ms) == 0) {
+		remove_addr(t, e);
+		return false;
+	}
+	lru_unlink(t, e);
+	lru_push_front(t, e);
+	for (const struct bind_name *n = e->names; n; n = n->next)
+		if (strcmp(n->name, name) == 0)
+			return true;
+	return false;
+}
+
+size_t sk_bind_names(struct sk_bind_table *t, const struct sk_addr *addr, uint64_t now_ms, sk_bind_name_cb cb,
+		     void *arg)
+{
+	struct sk_addr key;
+	fold(addr, &key);
+	struct bind_addr *e = find(t, &key);
+	if (!e)
+		return 0;
+	if (prune(t, e, now_ms) == 0) {
+		remove_addr(t, e);
+		return 0;
+	}
+	lru_unlink(t, e);
+	lru_push_front(t, e);
+	size_t calls = 0;
+	for (const struct bind_name *n = e->names; n; n = n->next) {
+		calls++;
+		if (!cb(n->name, n->expires_ms, arg))
+			break;
+	}
+	return calls;
+}
+
+size_t sk_bind_count(const struct sk_bind_table *t)
+{
+	return t->count;
+}
+
+size_t sk_bind_sweep(struct sk_bind_table *t, uint64_t now_ms, size_t max_work)
+{
+	size_t before = t->count;
+	struct bind_addr *e = t->tail;
+	while (e && max_work--) {
+		struct bind_addr *prev = e->prev;
+		if (prune(t, e, now_ms) == 0)
+			remove_addr(t, e);
+		e = prev;
+	}
+	return before - t->count;
+}
