@@ -334,3 +334,61 @@ bool sk_addr_is_loopback(const struct sk_addr *a)
 	return classify(a, loopback4, sizeof(loopback4) / sizeof(loopback4[0]), loopback6,
 			sizeof(loopback6) / sizeof(loopback6[0]));
 }
+
+/* --- whole-block classification ------------------------------------------------------------------ */
+
+static bool table_covers(const uint8_t *bytes, unsigned prefix, const struct range *t, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (prefix >= t[i].prefix && prefix_eq(bytes, t[i].bytes, t[i].prefix))
+			return true;
+	return false;
+}
+
+/* The IPv4 block an IPv6 block stands for, when the whole block sits inside one embedding. */
+static bool cidr_embedded_v4(const struct sk_cidr *c, uint8_t v4[4], unsigned *prefix)
+{
+	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	static const uint8_t nat64[12] = { 0, 0x64, 0xff, 0x9b };
+	static const uint8_t six_to_four[2] = { 0x20, 0x02 };
+	const uint8_t *b = c->net.bytes;
+
+	if (c->prefix >= 96 && (prefix_eq(b, mapped, 96) || prefix_eq(b, zero12, 96) || prefix_eq(b, nat64, 96))) {
+		memcpy(v4, b + 12, 4);
+		*prefix = c->prefix - 96u;
+		return true;
+	}
+	if (c->prefix >= 48 && prefix_eq(b, six_to_four, 16)) {
+		memcpy(v4, b + 2, 4);
+		*prefix = c->prefix - 16u;
+		return true;
+	}
+	return false;
+}
+
+static bool cidr_within(const struct sk_cidr *c, const struct range *t4, size_t n4, const struct range *t6,
+			size_t n6)
+{
+	if (c->net.family == AF_INET)
+		return c->prefix <= 32 && table_covers(c->net.bytes, c->prefix, t4, n4);
+	if (c->net.family != AF_INET6 || c->prefix > 128)
+		return false;
+	if (table_covers(c->net.bytes, c->prefix, t6, n6))
+		return true;
+	uint8_t v4[4];
+	unsigned p4;
+	return cidr_embedded_v4(c, v4, &p4) && table_covers(v4, p4, t4, n4);
+}
+
+bool sk_cidr_is_link_local(const struct sk_cidr *c)
+{
+	return cidr_within(c, link_local4, sizeof(link_local4) / sizeof(link_local4[0]), link_local6,
+			   sizeof(link_local6) / sizeof(link_local6[0]));
+}
+
+bool sk_cidr_is_private(const struct sk_cidr *c)
+{
+	return cidr_within(c, private4, sizeof(private4) / sizeof(private4[0]), private6,
+			   sizeof(private6) / sizeof(private6[0])) ||
+	       sk_cidr_is_link_local(c);
+}

@@ -43,4 +43,10 @@ bool sk_addr_is_private(const struct sk_addr *a);     /* blockPrivate set: 127/8
                                                        * fc00::/7, fe80::/10, multicast, and embedded forms */
 bool sk_addr_is_loopback(const struct sk_addr *a);    /* 127/8, ::1, and embedded 127/8 */
 
+/* Whether every address of c lies inside one private (resp. link-local) range, directly or through its
+ * IPv4-mapped, IPv4-compatible, NAT64 (64:ff9b::/96) or 6to4 image. The matcher lets only such a rule
+ * "name" a private or link-local destination: 0.0.0.0/0 matches 169.254.169.254 but does not name it. */
+bool sk_cidr_is_private(const struct sk_cidr *c);
+bool sk_cidr_is_link_local(const struct sk_cidr *c);
+
 #endif

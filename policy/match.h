@@ -15,7 +15,8 @@ struct sk_query {
 	const char *host;          /* normalised name (SNI, Host, or DNS binding); NULL if none */
 	const struct sk_addr *dst; /* original destination; NULL for name-only questions (DNS) */
 	uint16_t port;
-	enum sk_proto proto;       /* TLS, HTTP, TCP (other) or UDP as seen on the wire */
+	enum sk_proto proto;       /* TLS, HTTP, TCP (other) or UDP as seen on the wire; ANY (unknown) is
+	                            * treated as TCP (other): only rules of protocol any or tcp match */
 };
 
 enum sk_reason {
@@ -32,14 +33,19 @@ struct sk_decision {
 	enum sk_reason reason;
 };
 
-/* Builds the matcher for p (called by the loader). Returns 0 or -ENOMEM. */
+/* Builds the matcher for p (called by the loader) and stores it in p->matcher (replacing any previous
+ * one). The matcher borrows rule->host strings from p. Returns 0, -ENOMEM, or -EINVAL for a rule the
+ * loader should not have produced (NULL host, bad family or prefix, ports NULL with n_ports > 0). */
 int sk_matcher_build(struct sk_policy *p);
 void sk_matcher_free(struct sk_matcher *m);
 
 /* Decision rules, in order:
  * 1. If q->dst is link-local (sk_addr_is_link_local), deny (LINK_LOCAL) unless a CIDR rule matching dst,
- *    port and proto exists (then allow with that rule).
- * 2. If block_private and q->dst is private, deny (PRIVATE) unless such a CIDR rule exists.
+ *    port and proto exists that names it (then allow with that rule). "Names" = the rule's block lies
+ *    wholly inside the link-local set (sk_cidr_is_link_local): 169.254.169.254/32 names the metadata
+ *    address, 0.0.0.0/0 matches it but does not name it.
+ * 2. If block_private and q->dst is private, deny (PRIVATE) unless such a CIDR rule exists (naming =
+ *    sk_cidr_is_private: 10.0.0.0/8 names 10.1.2.3; 0.0.0.0/0 does not).
  * 3. Otherwise the smallest-index rule that matches: a HOST rule when q->host matches (exact, or a strict
  *    subdomain of a wildcard suffix), a CIDR rule when q->dst is inside it; both also need the port in
  *    the rule's ports (or none listed) and a compatible protocol. No match → deny (NO_MATCH).
@@ -48,7 +54,8 @@ void sk_matcher_free(struct sk_matcher *m);
 void sk_match(const struct sk_policy *p, const struct sk_query *q, struct sk_decision *out);
 
 /* DNS: is `name` (normalised) allowed by some HOST rule on some port and protocol? Returns the smallest
- * such rule index, or -1. */
+ * such rule index, or -1. sk_match and sk_match_name re-normalise the name they are given (a trailing
+ * dot or upper case is fine); a name that does not normalise matches no HOST rule. */
 int sk_match_name(const struct sk_policy *p, const char *name);
 
 const char *sk_reason_name(enum sk_reason r);  /* "rule", "no_match", "private", "link_local", "audit" */
