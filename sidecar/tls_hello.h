@@ -23,7 +23,12 @@ enum sk_hello_result {
 };
 
 /* Parses buf[0..len). `cap` is the most bytes the caller will ever buffer; a hello that cannot fit
- * returns TOO_BIG rather than NEED_MORE. On OK, sni (SK_DOMAIN_MAX + 1 bytes) holds the name. */
+ * returns TOO_BIG rather than NEED_MORE. On OK, sni (SK_DOMAIN_MAX + 1 bytes) holds the name.
+ * For the audit line only: on SNI_IP sni holds the literal as sent (digits, dots, hex, colons), on ECH
+ * the normalised outer (public) name if it is a valid name; otherwise sni is "".
+ * Any result other than NEED_MORE is final: more bytes never change it (bytes after the hello's last
+ * record are ignored). Precedence: NOT_TLS, MALFORMED / TOO_BIG, MULTI_SNI, ECH, NO_SNI, SNI_IP,
+ * BAD_NAME. */
 enum sk_hello_result sk_tls_hello_parse(const uint8_t *buf, size_t len, size_t cap, char *sni);
 
 const char *sk_hello_result_name(enum sk_hello_result r);  /* "ok", "need_more", "not_tls", ... */
