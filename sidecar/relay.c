@@ -1,0 +1,254 @@
+/* sidecar/relay.c — splice relay; see relay.h. */
+#include "sidecar/relay.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* ---- pipe pool ---- */
+
+void sk_pipe_pool_init(struct sk_pipe_pool *p, size_t max_free, int pipe_size)
+{
+	memset(p, 0, sizeof(*p));
+	p->max_free = max_free;
+	p->pipe_size = pipe_size;
+}
+
+void sk_pipe_pool_fini(struct sk_pipe_pool *p)
+{
+	for (size_t i = 0; i < p->n_free; i++) {
+		close(p->free[i].r);
+		close(p->free[i].w);
+	}
+	free(p->free);
+	p->free = NULL;
+	p->n_free = 0;
+}
+
+int sk_pipe_pool_get(struct sk_pipe_pool *p, struct sk_pipe *out)
+{
+	if (p->n_free > 0) {
+		*out = p->free[--p->n_free];
+		p->live++;
+		return 0;
+	}
+	int fds[2];
+	if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) < 0)
+		return -errno;
+	/* Failing to resize is not fatal: past pipe-user-pages-soft the kernel hands out small pipes and
+	 * refuses growth, and a small pipe only costs more syscalls. */
+	if (p->pipe_size > 0)
+		(void)fcntl(fds[1], F_SETPIPE_SZ, p->pipe_size);
+	int cap = fcntl(fds[1], F_GETPIPE_SZ);
+	out->r = fds[0];
+	out->w = fds[1];
+	out->cap = cap > 0 ? (size_t)cap : 4096;
+	p->live++;
+	return 0;
+}
+
+void sk_pipe_pool_put(struct sk_pipe_pool *p, struct sk_pipe *pp, bool empty)
+{
+	if (pp->r < 0)
+		return;
+	p->live--;
+	if (empty && p->n_free < p->max_free) {
+		if (!p->free) {
+			p->free = calloc(p->max_free, sizeof(*p->free));
+			if (!p->free)
+				goto close_it;
+		}
+		p->free[p->n_free++] = *pp;
+		pp->r = pp->w = -1;
+		return;
+	}
+close_it:
+	close(pp->r);
+	close(pp->w);
+	pp->r = pp->w = -1;
+}
+
+/* ---- relay ---- */
+
+const char *sk_relay_end_name(enum sk_relay_end e)
+{
+	switch (e) {
+	case SK_RELAY_DONE: return "done";
+	case SK_RELAY_RESET: return "reset";
+	case SK_RELAY_IDLE: return "idle";
+	}
+	return "?";
+}
+
+static void relay_release(struct sk_relay *r)
+{
+	if (!r->running)
+		return;
+	r->running = false;
+	sk_loop_del(r->loop, &r->a);
+	sk_loop_del(r->loop, &r->b);
+	sk_timer_cancel(r->loop, &r->idle);
+	sk_pipe_pool_put(r->pool, &r->a2b.pipe, r->a2b.fill == 0);
+	sk_pipe_pool_put(r->pool, &r->b2a.pipe, r->b2a.fill == 0);
+}
+
+void sk_relay_stop(struct sk_relay *r) { relay_release(r); }
+
+static void relay_finish(struct sk_relay *r, enum sk_relay_end how, int errnum)
+{
+	relay_release(r);
+	r->done(r, how, errnum);   /* may free r: nothing after this */
+}
+
+/* Moves what it can in one direction; returns 0, or -errno when a side failed. Sets *moved when any
+ * byte moved or a state changed. Edge-triggered: it tries every step until EAGAIN instead of tracking
+ * readiness, so a pipe that was full when the socket became readable can never leave bytes stranded. */
+static int dir_pump(struct sk_relay *r, struct sk_relay_dir *d, int src, int dst, bool with_prefix,
+		    bool *moved)
+{
+	for (;;) {
+		bool step = false;
+		if (with_prefix && r->prefix_len > 0) {
+			ssize_t n = send(dst, r->prefix, r->prefix_len, MSG_NOSIGNAL | MSG_DONTWAIT);
+			if (n > 0) {
+				r->prefix += n;
+				r->prefix_len -= (size_t)n;
+				d->bytes += (uint64_t)n;
+				step = true;
+			} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+				return -errno;
+			}
+		}
+		if (!d->eof && (d->pipe.r < 0 || d->fill < d->pipe.cap)) {
+			if (d->pipe.r < 0) {
+				int rc = sk_pipe_pool_get(r->pool, &d->pipe);
+				if (rc < 0)
+					return rc;
+			}
+			ssize_t n = splice(src, NULL, d->pipe.w, NULL, d->pipe.cap - d->fill,
+					   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			if (n > 0) {
+				d->fill += (size_t)n;
+				step = true;
+			} else if (n == 0) {
+				d->eof = true;
+				step = true;
+			} else if (errno != EAGAIN && errno != EINTR) {
+				return -errno;
+			}
+		}
+		/* The prefix goes out before any spliced byte, so order is kept exactly. */
+		if (d->fill > 0 && !(with_prefix && r->prefix_len > 0)) {
+			ssize_t n = splice(d->pipe.r, NULL, dst, NULL, d->fill, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			if (n > 0) {
+				d->fill -= (size_t)n;
+				d->bytes += (uint64_t)n;
+				step = true;
+			} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+				return -errno;
+			}
+		}
+		if (d->fill == 0 && d->pipe.r >= 0)
+			sk_pipe_pool_put(r->pool, &d->pipe, true);
+		if (d->eof && d->fill == 0 && !d->shut && !(with_prefix && r->prefix_len > 0)) {
+			if (shutdown(dst, SHUT_WR) < 0 && errno != ENOTCONN)
+				return -errno;
+			d->shut = true;
+			step = true;
+		}
+		if (!step)
+			return 0;
+		*moved = true;
+	}
+}
+
+static int sock_error(int fd)
+{
+	int e = 0;
+	socklen_t len = sizeof(e);
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &len) < 0)
+		return errno;
+	return e;
+}
+
+static void relay_pump(struct sk_relay *r, uint32_t events, int fd)
+{
+	if (events & EPOLLERR) {
+		int e = sock_error(fd);
+		if (e) {
+			relay_finish(r, SK_RELAY_RESET, e);
+			return;
+		}
+	}
+	bool moved = false;
+	int rc = dir_pump(r, &r->a2b, r->a.fd, r->b.fd, true, &moved);
+	if (rc == 0)
+		rc = dir_pump(r, &r->b2a, r->b.fd, r->a.fd, false, &moved);
+	if (rc < 0) {
+		relay_finish(r, SK_RELAY_RESET, -rc);
+		return;
+	}
+	if (moved)
+		r->last_ms = sk_loop_now_ms(r->loop);
+	if (r->a2b.shut && r->b2a.shut)
+		relay_finish(r, SK_RELAY_DONE, 0);
+}
+
+static void relay_io(struct sk_loop *l, struct sk_io *io, uint32_t events)
+{
+	(void)l;
+	relay_pump(io->ctx, events, io->fd);
+}
+
+static void relay_idle(struct sk_loop *l, struct sk_timer *t)
+{
+	struct sk_relay *r = t->ctx;
+	uint64_t now = sk_loop_now_ms(l), quiet = now - r->last_ms;
+	if (quiet >= r->idle_ms) {
+		relay_finish(r, SK_RELAY_IDLE, ETIMEDOUT);
+		return;
+	}
+	if (sk_timer_arm(l, t, r->idle_ms - quiet) < 0)
+		relay_finish(r, SK_RELAY_RESET, ENOMEM);
+}
+
+int sk_relay_start(struct sk_relay *r, struct sk_loop *l, struct sk_pipe_pool *pool, int a_fd, int b_fd,
+		   const uint8_t *prefix, size_t prefix_len, uint64_t idle_ms, sk_relay_done_cb done,
+		   void *ctx, struct sk_err *err)
+{
+	memset(r, 0, sizeof(*r));
+	r->loop = l;
+	r->pool = pool;
+	r->a2b.pipe.r = r->a2b.pipe.w = r->b2a.pipe.r = r->b2a.pipe.w = -1;
+	r->prefix = prefix;
+	r->prefix_len = prefix_len;
+	r->idle_ms = idle_ms;
+	r->last_ms = sk_loop_now_ms(l);
+	r->done = done;
+	r->ctx = ctx;
+	sk_io_init(&r->a, a_fd, relay_io, r);
+	sk_io_init(&r->b, b_fd, relay_io, r);
+	sk_timer_init(&r->idle, relay_idle, r);
+	const uint32_t ev = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+	int rc = sk_loop_add(l, &r->a, ev, err);
+	if (rc < 0)
+		return sk_err_prefix(err, "relay: client");
+	rc = sk_loop_add(l, &r->b, ev, err);
+	if (rc < 0) {
+		sk_loop_del(l, &r->a);
+		return sk_err_prefix(err, "relay: upstream");
+	}
+	if (idle_ms > 0 && sk_timer_arm(l, &r->idle, idle_ms) < 0) {
+		sk_loop_del(l, &r->a);
+		sk_loop_del(l, &r->b);
+		return sk_err_set(err, ENOMEM, "relay: idle timer");
+	}
+	r->running = true;
+	/* Edge-triggered registration reports what is already pending, so the first round moves the
+	 * prefix and anything queued without an explicit kick here. */
+	return 0;
+}
