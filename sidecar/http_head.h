@@ -33,7 +33,10 @@ struct sk_http_head {
 };
 
 /* Parses buf[0..len). Absolute-form target (http://host[:port]/...) wins over Host, but both present
- * and naming different hosts is HOST_MISMATCH. */
+ * and naming different hosts is HOST_MISMATCH. Any result other than NEED_MORE is final: more bytes
+ * never change it. out->method is set once the request line is complete; host/ip/port on OK and on
+ * HOST_MISMATCH (then: the target's authority); head_len once the blank line is seen. The strictness
+ * choices (what is NOT_HTTP vs MALFORMED, which Host spellings are BAD_HOST) are listed in http_head.c. */
 enum sk_http_result sk_http_head_parse(const uint8_t *buf, size_t len, struct sk_http_head *out);
 
 const char *sk_http_result_name(enum sk_http_result r);

@@ -1,0 +1,428 @@
+/* sidecar/http_head.c — the HTTP/1.x request-head parser (see http_head.h).
+ *
+ * One left-to-right pass over the head, line by line; each line is judged byte by byte as far as it has
+ * arrived, so NEED_MORE means "valid so far" and NOT_HTTP / MALFORMED are final. The verdicts that need
+ * the whole head (DUP_HOST, BAD_HOST, NO_HOST, HOST_MISMATCH) are given once the blank line is seen.
+ *
+ * Choices (RFC 9112 lets a server be lenient in places; we are not, because the upstream and we must
+ * agree on the host, and "reject" is always safe for a proxy that denies by default):
+ *   - NOT_HTTP only when the bytes before the first SP are not a 1..15 byte method token; anything that
+ *     starts like a request line and then goes wrong is MALFORMED, including versions other than
+ *     HTTP/1.0 and HTTP/1.1 (HTTP/0.9, HTTP/1.2, HTTP/2.0 except the h2c preface) and leading CRLFs.
+ *   - bare CR, bare LF, obs-fold, whitespace before ':', empty field names, CTLs other than HTAB in
+ *     field values: MALFORMED.
+ *   - Host: empty (any version), userinfo, a port outside 1..65535 or with leading zeros, an unbracketed
+ *     IPv6 address, a bracketed non-IPv6 or zone id, or an IPv4 address in a non-canonical spelling:
+ *     BAD_HOST.
+ *   - absolute-form: schemes http and https only (any case); its authority wins, and a Host header that
+ *     names another host or port (an absent port meaning the scheme's default) is HOST_MISMATCH. */
+#include "sidecar/http_head.h"
+
+#include <stdbool.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#define METHOD_MAX 15
+#define H2C_PREFACE "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+#define H2C_PREFACE_LEN (sizeof(H2C_PREFACE) - 1)
+
+/* RFC 9110 §5.6.2 tchar. */
+static bool is_tchar(uint8_t c)
+{
+	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
+		return true;
+	return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+static char lower(char c)
+{
+	return (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c;
+}
+
+static bool ieq(const char *a, size_t n, const char *b)
+{
+	if (strlen(b) != n)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (lower(a[i]) != b[i])
+			return false;
+	return true;
+}
+
+/* A host as we compare it: a normalised name or an address, and a port (0 = not given). */
+struct authority {
+	char name[SK_DOMAIN_MAX + 1];
+	bool is_ip;
+	struct sk_addr ip;
+	uint16_t port;
+};
+
+/* "1".."65535", digits only, no leading zero. */
+static bool parse_port(const char *p, size_t n, uint16_t *port)
+{
+	unsigned v = 0;
+
+	if (n == 0 || n > 5 || p[0] == '0')
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (p[i] < '0' || p[i] > '9')
+			return false;
+		v = v * 10 + (unsigned)(p[i] - '0');
+	}
+	if (v > 65535)
+		return false;
+	*port = (uint16_t)v;
+	return true;
+}
+
+/* Digits and dots only: an IPv4 address in some spelling sk_addr_parse refused ("127.1", "010.0.0.1"),
+ * which resolvers and HTTP libraries may still read as an address. */
+static bool all_numeric(const char *p, size_t n)
+{
+	bool digit = false;
+
+	for (size_t i = 0; i < n; i++) {
+		if (p[i] >= '0' && p[i] <= '9')
+			digit = true;
+		else if (p[i] != '.')
+			return false;
+	}
+	return digit;
+}
+
+/* uri-host [ ":" port ] (RFC 3986 authority without userinfo). Returns false on anything else. */
+static bool parse_authority(const char *p, size_t n, bool need_port, struct authority *a)
+{
+	char tmp[SK_ADDR_STRLEN + 1];
+	const char *host, *colon;
+	size_t host_len;
+	bool wild;
+	const char *why;
+
+	memset(a, 0, sizeof(*a));
+	/* userinfo is never legitimate in a request and is how "good.com@evil.com" tricks start. */
+	if (n == 0 || memchr(p, '@', n))
+		return false;
+	if (p[0] == '[') {
+		const char *close = memchr(p, ']', n);
+		if (!close)
+			return false;
+		host = p + 1;
+		host_len = (size_t)(close - host);
+		colon = close + 1 < p + n ? close + 1 : NULL;
+		if (colon && *colon != ':')
+			return false;
+		/* Strict RFC 4291 text only; sk_addr_parse refuses zone ids ("%25eth0"). IPvFuture is refused. */
+		if (host_len == 0 || host_len >= sizeof(tmp))
+			return false;
+		memcpy(tmp, host, host_len);
+		tmp[host_len] = '\0';
+		if (sk_addr_parse(tmp, &a->ip) != 0 || a->ip.family != AF_INET6)
+			return false;
+		a->is_ip = true;
+	} else {
+		colon = memchr(p, ':', n);
+		host = p;
+		host_len = colon ? (size_t)(colon - p) : n;
+		/* A second ':' means an unbracketed IPv6 address or garbage. */
+		if (colon && memchr(colon + 1, ':', n - host_len - 1))
+			return false;
+		if (host_len == 0)
+			return false;
+		if (host_len < sizeof(tmp) && !memchr(host, '\0', host_len)) {
+			memcpy(tmp, host, host_len);
+			tmp[host_len] = '\0';
+			if (sk_addr_parse(tmp, &a->ip) == 0) {
+				if (a->ip.family != AF_INET)   /* cannot happen without ':' in the text */
+					return false;
+				a->is_ip = true;
+			}
+		}
+		if (!a->is_ip) {
+			if (all_numeric(host, host_len))
+				return false;
+			if (sk_domain_normalize(host, host_len, 0, a->name, &wild, &why) != 0)
+				return false;
+		}
+	}
+	if (colon) {
+		if (!parse_port(colon + 1, (size_t)(p + n - colon - 1), &a->port))
+			return false;
+	} else if (need_port) {
+		return false;
+	}
+	return true;
+}
+
+static bool same_authority(const struct authority *a, const struct authority *b, uint16_t default_port)
+{
+	uint16_t pa = a->port ? a->port : default_port, pb = b->port ? b->port : default_port;
+
+	if (pa != pb || a->is_ip != b->is_ip)
+		return false;
+	if (a->is_ip)
+		return sk_addr_equal(&a->ip, &b->ip);
+	return strcmp(a->name, b->name) == 0;
+}
+
+enum target_form { FORM_ORIGIN, FORM_ABSOLUTE, FORM_AUTHORITY, FORM_ASTERISK };
+
+struct request_line {
+	size_t method_len;
+	const char *target;
+	size_t target_len;
+};
+
+/* METHOD SP request-target SP HTTP/1.x CRLF, judged as far as p[0..n) goes. On OK *line_len covers
+ * the CRLF. */
+static enum sk_http_result parse_request_line(const uint8_t *p, size_t n, struct request_line *rl,
+					      size_t *line_len)
+{
+	static const char version[] = "HTTP/1.";
+	size_t i = 0, j, k;
+
+	while (i < n && i <= METHOD_MAX && is_tchar(p[i]))
+		i++;
+	if (i == 0)
+		/* Leading empty lines are tolerated by some servers (RFC 9112 §2.2) but not by us. */
+		return (p[0] == '\r' || p[0] == '\n') ? SK_HTTP_MALFORMED : SK_HTTP_NOT_HTTP;
+	if (i > METHOD_MAX)
+		return SK_HTTP_NOT_HTTP;
+	if (i == n)
+		return SK_HTTP_NEED_MORE;
+	if (p[i] != ' ')
+		return SK_HTTP_NOT_HTTP;
+	rl->method_len = i;
+
+	/* request-target: visible ASCII only; a second SP ends it, so "GET  /" has an empty target. */
+	for (j = i + 1; j < n && p[j] > 0x20 && p[j] < 0x7f; j++)
+		;
+	if (j == n)
+		return SK_HTTP_NEED_MORE;
+	if (j == i + 1 || p[j] != ' ')
+		return SK_HTTP_MALFORMED;
+	rl->target = (const char *)p + i + 1;
+	rl->target_len = j - i - 1;
+
+	for (k = 0; k < sizeof(version) - 1; k++) {
+		if (j + 1 + k == n)
+			return SK_HTTP_NEED_MORE;
+		if (p[j + 1 + k] != (uint8_t)version[k])
+			return SK_HTTP_MALFORMED;
+	}
+	k = j + 1 + k;
+	if (k == n)
+		return SK_HTTP_NEED_MORE;
+	if (p[k] != '0' && p[k] != '1')
+		return SK_HTTP_MALFORMED;
+	if (k + 1 == n)
+		return SK_HTTP_NEED_MORE;
+	if (p[k + 1] != '\r')
+		return SK_HTTP_MALFORMED;
+	if (k + 2 == n)
+		return SK_HTTP_NEED_MORE;
+	if (p[k + 2] != '\n')
+		return SK_HTTP_MALFORMED;
+	*line_len = k + 3;
+	return SK_HTTP_OK;
+}
+
+struct field {
+	bool end;                 /* the blank line ending the head */
+	const char *name;
+	size_t name_len;
+	const char *value;        /* without surrounding whitespace */
+	size_t value_len;
+};
+
+/* field-name ":" OWS field-value OWS CRLF, or the final CRLF, judged as far as p[0..n) goes. */
+static enum sk_http_result parse_field_line(const uint8_t *p, size_t n, struct field *f, size_t *line_len)
+{
+	size_t i = 0, v, e;
+
+	memset(f, 0, sizeof(*f));
+	if (n == 0)
+		return SK_HTTP_NEED_MORE;
+	if (p[0] == '\r') {
+		if (n == 1)
+			return SK_HTTP_NEED_MORE;
+		if (p[1] != '\n')
+			return SK_HTTP_MALFORMED;
+		f->end = true;
+		*line_len = 2;
+		return SK_HTTP_OK;
+	}
+	/* obs-fold (a continuation line) and whitespace after the start line: RFC 9112 §5.2 lets a server
+	 * unfold, an upstream may not; either way the two could see different values. */
+	while (i < n && is_tchar(p[i]))
+		i++;
+	if (i == n)
+		return SK_HTTP_NEED_MORE;
+	if (i == 0 || p[i] != ':')   /* also "Host : x", "Host\t:", a bare LF, a folded line */
+		return SK_HTTP_MALFORMED;
+	f->name = (const char *)p;
+	f->name_len = i;
+
+	for (v = i + 1; v < n && (p[v] == ' ' || p[v] == '\t'); v++)
+		;
+	for (e = v; e < n; e++) {
+		uint8_t c = p[e];
+		if (c == '\r' || c == '\n')
+			break;
+		if ((c < 0x20 && c != '\t') || c == 0x7f)   /* NUL and other CTLs */
+			return SK_HTTP_MALFORMED;
+	}
+	if (e == n)
+		return SK_HTTP_NEED_MORE;
+	if (p[e] == '\n')
+		return SK_HTTP_MALFORMED;                   /* bare LF */
+	if (e + 1 == n)
+		return SK_HTTP_NEED_MORE;
+	if (p[e + 1] != '\n')
+		return SK_HTTP_MALFORMED;                   /* bare CR */
+	*line_len = e + 2;
+	while (e > v && (p[e - 1] == ' ' || p[e - 1] == '\t'))
+		e--;
+	f->value = (const char *)p + v;
+	f->value_len = e - v;
+	return SK_HTTP_OK;
+}
+
+/* Sorts the request-target into its form (RFC 9112 §3.2). For absolute- and authority-form, *auth
+ * and *auth_len delimit the authority it names and *default_port is what an absent port means. Only
+ * the form is judged here (MALFORMED at once); the authority is judged with the Host header. */
+static enum sk_http_result classify_target(const struct request_line *rl, const char *method,
+					   enum target_form *form, const char **auth, size_t *auth_len,
+					   uint16_t *default_port)
+{
+	const char *t = rl->target;
+	size_t n = rl->target_len, s;
+
+	*default_port = 0;
+	*auth = NULL;
+	*auth_len = 0;
+	if (strcmp(method, "CONNECT") == 0) {
+		/* authority-form; RFC 9110 §9.3.6 shows a Host without the port, so an absent Host port
+		 * means the target's (filled in by the caller). */
+		*form = FORM_AUTHORITY;
+		*auth = t;
+		*auth_len = n;
+		return SK_HTTP_OK;
+	}
+	if (t[0] == '/') {
+		*form = FORM_ORIGIN;
+		return SK_HTTP_OK;
+	}
+	if (n == 1 && t[0] == '*') {
+		*form = FORM_ASTERISK;
+		return strcmp(method, "OPTIONS") == 0 ? SK_HTTP_OK : SK_HTTP_MALFORMED;
+	}
+	/* absolute-form: scheme "://" authority path-abempty [ "?" query ] */
+	for (s = 0; s < n && t[s] != ':'; s++)
+		;
+	if (s == n || n - s < 3 || t[s + 1] != '/' || t[s + 2] != '/')
+		return SK_HTTP_MALFORMED;
+	if (ieq(t, s, "http"))
+		*default_port = 80;
+	else if (ieq(t, s, "https"))
+		*default_port = 443;
+	else
+		return SK_HTTP_MALFORMED;
+	*form = FORM_ABSOLUTE;
+	*auth = t + s + 3;
+	while (s + 3 + *auth_len < n && !strchr("/?#", (*auth)[*auth_len]))
+		(*auth_len)++;
+	return SK_HTTP_OK;
+}
+
+static void set_host(struct sk_http_head *out, const struct authority *a)
+{
+	out->host_is_ip = a->is_ip;
+	if (a->is_ip) {
+		out->ip = a->ip;
+		out->host[0] = '\0';
+	} else {
+		memcpy(out->host, a->name, sizeof(out->host));
+	}
+	out->port = a->port;
+}
+
+enum sk_http_result sk_http_head_parse(const uint8_t *buf, size_t len, struct sk_http_head *out)
+{
+	struct request_line rl = { 0 };
+	struct field f;
+	struct authority target_auth, host_auth;
+	enum target_form form;
+	enum sk_http_result r;
+	const char *host_value = NULL, *auth;
+	size_t host_value_len = 0, host_count = 0, pos, line_len = 0, auth_len;
+	uint16_t default_port;
+
+	memset(out, 0, sizeof(*out));
+	if (len == 0)
+		return SK_HTTP_NEED_MORE;
+	/* The h2c preface is itself a valid-looking head up to its blank line: decide on it first. */
+	if (memcmp(buf, H2C_PREFACE, len < H2C_PREFACE_LEN ? len : H2C_PREFACE_LEN) == 0)
+		return len < H2C_PREFACE_LEN ? SK_HTTP_NEED_MORE : SK_HTTP_H2C_PRIOR;
+
+	r = parse_request_line(buf, len, &rl, &line_len);
+	if (r != SK_HTTP_OK)
+		return r;
+	memcpy(out->method, buf, rl.method_len);
+	out->method[rl.method_len] = '\0';
+	r = classify_target(&rl, out->method, &form, &auth, &auth_len, &default_port);
+	if (r != SK_HTTP_OK)
+		return r;
+
+	for (pos = line_len;; pos += line_len) {
+		r = parse_field_line(buf + pos, len - pos, &f, &line_len);
+		if (r != SK_HTTP_OK)
+			return r;
+		if (f.end)
+			break;
+		if (ieq(f.name, f.name_len, "host")) {
+			host_count++;
+			host_value = f.value;
+			host_value_len = f.value_len;
+		}
+	}
+	out->head_len = pos + line_len;
+
+	/* The whole head is well-formed; now what it says about the host. */
+	if (host_count > 1)
+		return SK_HTTP_DUP_HOST;
+	if (auth) {
+		if (!parse_authority(auth, auth_len, form == FORM_AUTHORITY, &target_auth))
+			return SK_HTTP_BAD_HOST;
+		if (form == FORM_AUTHORITY)
+			default_port = target_auth.port;
+	}
+	if (host_count == 1 && !parse_authority(host_value, host_value_len, false, &host_auth))
+		return SK_HTTP_BAD_HOST;
+	if (auth) {
+		set_host(out, &target_auth);
+		if (host_count == 1 && !same_authority(&target_auth, &host_auth, default_port))
+			return SK_HTTP_HOST_MISMATCH;
+		return SK_HTTP_OK;
+	}
+	if (host_count == 0)
+		return SK_HTTP_NO_HOST;   /* HTTP/1.0 too: without a name we cannot decide */
+	set_host(out, &host_auth);
+	return SK_HTTP_OK;
+}
+
+const char *sk_http_result_name(enum sk_http_result r)
+{
+	switch (r) {
+	case SK_HTTP_OK: return "ok";
+	case SK_HTTP_NEED_MORE: return "need_more";
+	case SK_HTTP_NOT_HTTP: return "not_http";
+	case SK_HTTP_H2C_PRIOR: return "h2c_prior";
+	case SK_HTTP_MALFORMED: return "malformed";
+	case SK_HTTP_NO_HOST: return "no_host";
+	case SK_HTTP_DUP_HOST: return "dup_host";
+	case SK_HTTP_BAD_HOST: return "bad_host";
+	case SK_HTTP_HOST_MISMATCH: return "host_mismatch";
+	}
+	return "unknown";
+}
