@@ -1,0 +1,159 @@
+/* sidecar/audit.c — NDJSON audit lines; see audit.h. */
+#include "sidecar/audit.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "sidecar/denials.h"
+
+/* Longest source string copied into a line; names are <= 253 bytes, so nothing real is cut. */
+#define SK_AUDIT_STR_MAX 300
+
+struct out {
+	char *buf;
+	size_t cap, len;  /* len may pass cap: then the line was cut (never with cap >= SK_AUDIT_LINE_MAX) */
+};
+
+static void put(struct out *o, const char *s, size_t n)
+{
+	if (o->len < o->cap) {
+		size_t room = o->cap - o->len;
+		memcpy(o->buf + o->len, s, n < room ? n : room);
+	}
+	o->len += n;
+}
+
+static void puts_(struct out *o, const char *s) { put(o, s, strlen(s)); }
+
+static void put_json_str(struct out *o, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	put(o, "\"", 1);
+	for (size_t i = 0; s[i] && i < SK_AUDIT_STR_MAX; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c == '"' || c == '\\') {
+			char e[2] = { '\\', (char)c };
+			put(o, e, 2);
+		} else if (c < 0x20 || c >= 0x7f) {
+			/* Control bytes and anything non-ASCII become \u00XX: the line stays valid JSON (and
+			 * valid UTF-8) even when an agent feeds raw bytes through a parser bug. */
+			char e[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
+			put(o, e, 6);
+		} else {
+			put(o, (const char *)&c, 1);
+		}
+	}
+	put(o, "\"", 1);
+}
+
+static void put_field_str(struct out *o, const char *key, const char *v)
+{
+	puts_(o, ",\"");
+	puts_(o, key);
+	puts_(o, "\":");
+	if (v)
+		put_json_str(o, v);
+	else
+		puts_(o, "null");
+}
+
+static void put_field_u64(struct out *o, const char *key, uint64_t v)
+{
+	char num[32];
+	snprintf(num, sizeof(num), "%" PRIu64, v);
+	puts_(o, ",\"");
+	puts_(o, key);
+	puts_(o, "\":");
+	puts_(o, num);
+}
+
+void sk_audit_endpoint(const struct sk_addr *a, uint16_t port, char out[SK_ADDR_STRLEN + 8])
+{
+	char ip[SK_ADDR_STRLEN];
+	sk_addr_format(a, ip);
+	if (a->family == AF_INET6)
+		snprintf(out, SK_ADDR_STRLEN + 8, "[%s]:%u", ip, port);
+	else
+		snprintf(out, SK_ADDR_STRLEN + 8, "%s:%u", ip, port);
+}
+
+size_t sk_audit_format(const struct sk_audit_rec *r, const struct timespec *wall, char *buf, size_t cap)
+{
+	struct out o = { .buf = buf, .cap = cap, .len = 0 };
+	struct tm tm;
+	char ts[40], ep[SK_ADDR_STRLEN + 8];
+	time_t sec = wall->tv_sec;
+	gmtime_r(&sec, &tm);
+	snprintf(ts, sizeof(ts), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900, tm.tm_mon + 1,
+		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, wall->tv_nsec / 1000000L);
+	puts_(&o, "{\"ts\":");
+	put_json_str(&o, ts);
+	put_field_str(&o, "event", r->event);
+	if (r->src)
+		sk_audit_endpoint(r->src, r->src_port, ep);
+	put_field_str(&o, "src", r->src ? ep : NULL);
+	if (r->dst)
+		sk_audit_endpoint(r->dst, r->dst_port, ep);
+	put_field_str(&o, "dst", r->dst ? ep : NULL);
+	put_field_str(&o, "name", r->name);
+	put_field_str(&o, "proto", r->proto);
+	if (r->rule >= 0)
+		put_field_u64(&o, "rule", (uint64_t)r->rule);
+	else
+		puts_(&o, ",\"rule\":null");
+	put_field_str(&o, "decision", r->decision);
+	put_field_str(&o, "reason", r->reason);
+	if (r->binding)
+		put_field_str(&o, "binding", r->binding);
+	put_field_u64(&o, "bytes_in", r->bytes_in);
+	put_field_u64(&o, "bytes_out", r->bytes_out);
+	put_field_u64(&o, "duration_ms", r->duration_ms);
+	puts_(&o, "}");
+	if (o.len >= cap && cap > 0) {
+		/* Cut line: cannot happen with cap >= SK_AUDIT_LINE_MAX; keep it parseable anyway. */
+		static const char cut[] = "{\"event\":\"audit_line_cut\"}";
+		size_t n = sizeof(cut) - 1 < cap ? sizeof(cut) - 1 : cap - 1;
+		memcpy(buf, cut, n);
+		buf[n] = '\0';
+		return n;
+	}
+	if (cap > 0)
+		buf[o.len] = '\0';
+	return o.len;
+}
+
+void sk_audit_init(struct sk_audit *a, int fd, struct sk_denials *denials)
+{
+	a->fd = fd;
+	a->denials = denials;
+	a->lines = a->write_errors = 0;
+}
+
+void sk_audit_emit(struct sk_audit *a, const struct sk_audit_rec *r)
+{
+	char line[SK_AUDIT_LINE_MAX + 1];
+	struct timespec wall;
+	clock_gettime(CLOCK_REALTIME, &wall);
+	size_t n = sk_audit_format(r, &wall, line, SK_AUDIT_LINE_MAX);
+	bool deny = r->decision && strcmp(r->decision, "allow") != 0;
+	if (deny && a->denials)
+		sk_denials_push(a->denials, line, n);
+	line[n++] = '\n';
+	size_t off = 0;
+	while (off < n) {
+		ssize_t w = write(a->fd, line + off, n - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			a->write_errors++;
+			return;
+		}
+		off += (size_t)w;
+	}
+	a->lines++;
+}

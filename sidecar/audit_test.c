@@ -1,0 +1,177 @@
+/* sidecar/audit_test.c — audit lines are valid JSON with exact fields, whatever bytes the agent sends. */
+#include <cjson/cJSON.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "sidecar/audit.h"
+#include "sidecar/denials.h"
+
+static struct sk_audit_rec sample(const struct sk_addr *src, const struct sk_addr *dst)
+{
+	struct sk_audit_rec r = {
+		.event = "deny", .src = src, .src_port = 40000, .dst = dst, .dst_port = 443,
+		.name = "allowed.example", .proto = "tls", .rule = -1, .decision = "deny",
+		.reason = "no_match", .bytes_in = 0, .bytes_out = 517, .duration_ms = 3,
+	};
+	return r;
+}
+
+static void test_audit_exact_fields_and_rfc3339_ms(void **state)
+{
+	(void)state;
+	struct sk_addr src, dst;
+	assert_int_equal(sk_addr_parse("198.18.0.2", &src), 0);
+	assert_int_equal(sk_addr_parse("2001:db8:19::5", &dst), 0);
+	struct sk_audit_rec r = sample(&src, &dst);
+	r.rule = 7;
+	r.binding = "unchecked";
+	struct timespec wall = { .tv_sec = 1700000000, .tv_nsec = 123456789 };
+	char buf[SK_AUDIT_LINE_MAX];
+	size_t n = sk_audit_format(&r, &wall, buf, sizeof(buf));
+	assert_int_equal(n, strlen(buf));
+	assert_null(strchr(buf, '\n'));
+	cJSON *j = cJSON_Parse(buf);
+	assert_non_null(j);
+	assert_string_equal(cJSON_GetObjectItem(j, "ts")->valuestring, "2023-11-14T22:13:20.123Z");
+	assert_string_equal(cJSON_GetObjectItem(j, "event")->valuestring, "deny");
+	assert_string_equal(cJSON_GetObjectItem(j, "src")->valuestring, "198.18.0.2:40000");
+	assert_string_equal(cJSON_GetObjectItem(j, "dst")->valuestring, "[2001:db8:19::5]:443");
+	assert_string_equal(cJSON_GetObjectItem(j, "name")->valuestring, "allowed.example");
+	assert_string_equal(cJSON_GetObjectItem(j, "proto")->valuestring, "tls");
+	assert_int_equal(cJSON_GetObjectItem(j, "rule")->valueint, 7);
+	assert_string_equal(cJSON_GetObjectItem(j, "decision")->valuestring, "deny");
+	assert_string_equal(cJSON_GetObjectItem(j, "reason")->valuestring, "no_match");
+	assert_string_equal(cJSON_GetObjectItem(j, "binding")->valuestring, "unchecked");
+	assert_int_equal(cJSON_GetObjectItem(j, "bytes_in")->valueint, 0);
+	assert_int_equal(cJSON_GetObjectItem(j, "bytes_out")->valueint, 517);
+	assert_int_equal(cJSON_GetObjectItem(j, "duration_ms")->valueint, 3);
+	assert_int_equal(cJSON_GetArraySize(j), 13);
+	cJSON_Delete(j);
+}
+
+static void test_audit_nulls_when_unknown(void **state)
+{
+	(void)state;
+	struct sk_audit_rec r = sample(NULL, NULL);
+	r.name = NULL;
+	r.proto = NULL;
+	struct timespec wall = { 0, 0 };
+	char buf[SK_AUDIT_LINE_MAX];
+	sk_audit_format(&r, &wall, buf, sizeof(buf));
+	cJSON *j = cJSON_Parse(buf);
+	assert_non_null(j);
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(j, "src")));
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(j, "dst")));
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(j, "name")));
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(j, "rule")));
+	assert_null(cJSON_GetObjectItem(j, "binding"));
+	assert_string_equal(cJSON_GetObjectItem(j, "ts")->valuestring, "1970-01-01T00:00:00.000Z");
+	cJSON_Delete(j);
+}
+
+/* A hostile name with quotes, backslashes, newlines, NUL-adjacent control bytes and high bytes must
+ * neither break the line nor inject a field. */
+static void test_audit_escapes_hostile_strings(void **state)
+{
+	(void)state;
+	const char evil[] = "a\"b\\c\nd\re\tf\x01g\x7f\xff\xc3\xa9\",\"decision\":\"allow";
+	struct sk_audit_rec r = sample(NULL, NULL);
+	r.name = evil;
+	r.reason = "x\"}\n{\"event\":\"forged";
+	struct timespec wall = { 0, 0 };
+	char buf[SK_AUDIT_LINE_MAX];
+	sk_audit_format(&r, &wall, buf, sizeof(buf));
+	assert_null(strchr(buf, '\n'));
+	assert_null(strchr(buf, '\r'));
+	for (const char *p = buf; *p; p++)
+		assert_true((unsigned char)*p >= 0x20 && (unsigned char)*p < 0x7f);
+	cJSON *j = cJSON_Parse(buf);
+	assert_non_null(j);
+	assert_string_equal(cJSON_GetObjectItem(j, "decision")->valuestring, "deny");
+	/* Round trip: every ASCII byte comes back as itself, high bytes as U+00XX. */
+	const char *name = cJSON_GetObjectItem(j, "name")->valuestring;
+	assert_memory_equal(name, "a\"b\\c\nd\re\tf\x01g\x7f", 13);
+	assert_string_equal(cJSON_GetObjectItem(j, "reason")->valuestring, "x\"}\n{\"event\":\"forged");
+	cJSON_Delete(j);
+}
+
+static void test_audit_long_name_stays_in_line(void **state)
+{
+	(void)state;
+	char name[2000];
+	memset(name, '"', sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	struct sk_audit_rec r = sample(NULL, NULL);
+	r.name = name;
+	struct timespec wall = { 0, 0 };
+	char buf[SK_AUDIT_LINE_MAX];
+	size_t n = sk_audit_format(&r, &wall, buf, sizeof(buf));
+	assert_true(n < sizeof(buf));
+	cJSON *j = cJSON_Parse(buf);
+	assert_non_null(j);
+	assert_int_equal(strlen(cJSON_GetObjectItem(j, "name")->valuestring), 300);
+	cJSON_Delete(j);
+}
+
+static void test_audit_emit_writes_one_line_and_pushes_denials(void **state)
+{
+	(void)state;
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	struct sk_denials *d;
+	assert_int_equal(sk_denials_new(8, &d), 0);
+	struct sk_audit a;
+	sk_audit_init(&a, p[1], d);
+	struct sk_audit_rec r = sample(NULL, NULL);
+	sk_audit_emit(&a, &r);
+	r.decision = "allow";
+	r.event = "conn";
+	sk_audit_emit(&a, &r);
+	r.decision = "would_deny";
+	sk_audit_emit(&a, &r);
+	close(p[1]);
+	char buf[8192];
+	ssize_t n = read(p[0], buf, sizeof(buf) - 1);
+	assert_true(n > 0);
+	buf[n] = '\0';
+	int lines = 0;
+	for (char *s = buf, *nl; (nl = strchr(s, '\n')); s = nl + 1) {
+		*nl = '\0';
+		cJSON *j = cJSON_Parse(s);
+		assert_non_null(j);
+		cJSON_Delete(j);
+		lines++;
+	}
+	assert_int_equal(lines, 3);
+	assert_int_equal(a.lines, 3);
+	char *out;
+	size_t len;
+	assert_int_equal(sk_denials_render(d, 10, &out, &len), 0);
+	cJSON *arr = cJSON_Parse(out);
+	assert_non_null(arr);
+	assert_int_equal(cJSON_GetArraySize(arr), 2);   /* the deny and the would_deny, not the allow */
+	cJSON_Delete(arr);
+	free(out);
+	sk_denials_free(d);
+	close(p[0]);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_audit_exact_fields_and_rfc3339_ms),
+		cmocka_unit_test(test_audit_nulls_when_unknown),
+		cmocka_unit_test(test_audit_escapes_hostile_strings),
+		cmocka_unit_test(test_audit_long_name_stays_in_line),
+		cmocka_unit_test(test_audit_emit_writes_one_line_and_pushes_denials),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
