@@ -1,0 +1,501 @@
+/* sidecar/admin.c — see admin.h. */
+#include "sidecar/admin.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/util.h"
+#include "sidecar/denials.h"
+#include "sidecar/metrics.h"
+
+/* ---- request head parsing (pure) ---- */
+
+static bool is_tchar(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       (c && strchr("!#$%&'*+-.^_`|~", c));
+}
+
+/* Length of the line starting at p (excluding its CRLF/LF), and sets *next past the terminator.
+ * Returns -1 when no LF is found before end. A CR not followed by LF is malformed (returns -2). */
+static long line_at(const char *p, const char *end, const char **next)
+{
+	const char *lf = memchr(p, '\n', (size_t)(end - p));
+	if (!lf)
+		return -1;
+	const char *e = lf;
+	if (e > p && e[-1] == '\r')
+		e--;
+	if (memchr(p, '\r', (size_t)(e - p)))
+		return -2;
+	*next = lf + 1;
+	return e - p;
+}
+
+int sk_admin_parse_head(const char *buf, size_t len, struct sk_admin_request *req)
+{
+	const char *end = buf + len, *p = buf, *next = NULL;
+
+	/* Find the blank line first: until the head is complete nothing is judged, except a request line
+	 * that is already visibly wrong. */
+	long l = line_at(p, end, &next);
+	if (l == -1)
+		return 0;
+	if (l < 0)
+		return -EINVAL;
+	const char *line = p, *le = p + l;
+
+	/* request-line = method SP request-target SP HTTP-version */
+	const char *sp1 = memchr(line, ' ', (size_t)(le - line));
+	if (!sp1 || sp1 == line)
+		return -EINVAL;
+	for (const char *c = line; c < sp1; c++)
+		if (!is_tchar((unsigned char)*c))
+			return -EINVAL;
+	if ((size_t)(sp1 - line) >= sizeof(req->method))
+		return -E2BIG;
+	const char *tgt = sp1 + 1;
+	const char *sp2 = memchr(tgt, ' ', (size_t)(le - tgt));
+	if (!sp2 || sp2 == tgt || *tgt != '/')
+		return -EINVAL;
+	for (const char *c = tgt; c < sp2; c++)
+		if ((unsigned char)*c <= 0x20 || (unsigned char)*c >= 0x7f)
+			return -EINVAL;
+	if ((size_t)(sp2 - tgt) >= sizeof(req->target))
+		return -E2BIG;
+	size_t vl = (size_t)(le - sp2 - 1);
+	if (vl != 8 || (memcmp(sp2 + 1, "HTTP/1.1", 8) != 0 && memcmp(sp2 + 1, "HTTP/1.0", 8) != 0))
+		return -EINVAL;
+
+	/* header-field = field-name ":" OWS field-value OWS; obs-fold is rejected (RFC 9112 §5.2). */
+	p = next;
+	for (;;) {
+		l = line_at(p, end, &next);
+		if (l == -1)
+			return 0;
+		if (l < 0)
+			return -EINVAL;
+		if (l == 0)
+			break;
+		const char *colon = memchr(p, ':', (size_t)l);
+		if (!colon || colon == p)
+			return -EINVAL;
+		for (const char *c = p; c < colon; c++)
+			if (!is_tchar((unsigned char)*c))
+				return -EINVAL;
+		for (const char *c = colon + 1; c < p + l; c++) {
+			unsigned char u = (unsigned char)*c;
+			if ((u < 0x20 && u != '\t') || u == 0x7f)
+				return -EINVAL;
+		}
+		p = next;
+	}
+
+	memcpy(req->method, line, (size_t)(sp1 - line));
+	req->method[sp1 - line] = '\0';
+	memcpy(req->target, tgt, (size_t)(sp2 - tgt));
+	req->target[sp2 - tgt] = '\0';
+	return (int)(next - buf);
+}
+
+/* ---- routing (pure) ---- */
+
+static int set_body(struct sk_admin_response *r, int status, const char *reason, const char *ctype,
+		    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static int set_body(struct sk_admin_response *r, int status, const char *reason, const char *ctype,
+		    const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *b = NULL;
+	int n = vasprintf(&b, fmt, ap);
+	va_end(ap);
+	memset(r, 0, sizeof(*r));
+	r->status = status;
+	r->reason = reason;
+	r->content_type = ctype;
+	if (n < 0)
+		return -ENOMEM;
+	r->body = b;
+	r->body_len = (size_t)n;
+	return 0;
+}
+
+void sk_admin_error_response(int status, struct sk_admin_response *resp)
+{
+	static const struct {
+		int status;
+		const char *reason, *text;
+	} canned[] = {
+		{ 400, "Bad Request", "malformed request\n" },
+		{ 404, "Not Found", "no such endpoint; try /healthz /readyz /metrics /denials\n" },
+		{ 405, "Method Not Allowed", "the admin port is read-only: GET or HEAD\n" },
+		{ 408, "Request Timeout", "request not received in time\n" },
+		{ 414, "URI Too Long", "request target too long\n" },
+		{ 431, "Request Header Fields Too Large", "request head over 8 KiB\n" },
+		{ 503, "Service Unavailable", "too many admin connections\n" },
+	};
+	size_t i = 0;
+	while (i < SK_ARRAY_SIZE(canned) - 1 && canned[i].status != status)
+		i++;
+	if (set_body(resp, canned[i].status, canned[i].reason, "text/plain; charset=utf-8", "%s", canned[i].text) < 0)
+		resp->body = NULL;
+	resp->allow_header = status == 405;
+}
+
+/* Parses the query of /denials: only `limit=N` (0..capacity, default 256) is understood; other keys are
+ * ignored so probes with cache-busting parameters work. Returns false on a malformed limit. */
+static bool parse_limit(const char *query, size_t *limit)
+{
+	*limit = SK_ADMIN_DENIALS_DEFAULT;
+	while (query && *query) {
+		const char *amp = strchr(query, '&');
+		size_t n = amp ? (size_t)(amp - query) : strlen(query);
+		if (n > 6 && strncmp(query, "limit=", 6) == 0) {
+			size_t v = 0;
+			for (size_t i = 6; i < n; i++) {
+				if (query[i] < '0' || query[i] > '9' || i > 12)
+					return false;
+				v = v * 10 + (size_t)(query[i] - '0');
+			}
+			*limit = v;
+		} else if (n == 6 && strncmp(query, "limit=", 6) == 0) {
+			return false;
+		}
+		query = amp ? amp + 1 : NULL;
+	}
+	return true;
+}
+
+int sk_admin_handle(const struct sk_admin_view *v, const char *method, const char *target,
+		    struct sk_admin_response *resp)
+{
+	memset(resp, 0, sizeof(*resp));
+	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
+		sk_admin_error_response(405, resp);
+		return resp->body ? 0 : -ENOMEM;
+	}
+	char path[sizeof(((struct sk_admin_request *)0)->target)];
+	snprintf(path, sizeof(path), "%s", target);
+	char *q = strchr(path, '?');
+	if (q)
+		*q++ = '\0';
+
+	if (strcmp(path, "/healthz") == 0) {
+		uint64_t age = 0;
+		if (v->health && sk_health_alive(v->health, v->now_ms, &age))
+			return set_body(resp, 200, "OK", "text/plain; charset=utf-8", "ok\n");
+		return set_body(resp, 503, "Service Unavailable", "text/plain; charset=utf-8",
+				"event loop heartbeat stale: last beat %llu ms ago\n", (unsigned long long)age);
+	}
+	if (strcmp(path, "/readyz") == 0) {
+		struct sk_ready_input in = v->ready;
+		in.policy = v->policy;
+		char *json = NULL;
+		size_t len = 0;
+		bool ready = sk_ready_check(&in, &json, &len);
+		if (!json)
+			return -ENOMEM;
+		resp->status = ready ? 200 : 503;
+		resp->reason = ready ? "OK" : "Service Unavailable";
+		resp->content_type = "application/json";
+		resp->body = json;
+		resp->body_len = len;
+		return 0;
+	}
+	if (strcmp(path, "/metrics") == 0) {
+		if (sk_metrics_render(v->metrics, v->policy, &resp->body, &resp->body_len) < 0)
+			return -ENOMEM;
+		resp->status = 200;
+		resp->reason = "OK";
+		resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
+		return 0;
+	}
+	if (strcmp(path, "/denials") == 0) {
+		size_t limit;
+		if (!parse_limit(q, &limit))
+			return set_body(resp, 400, "Bad Request", "text/plain; charset=utf-8",
+					"limit must be a non-negative integer\n");
+		if (sk_denials_render(v->denials, limit, &resp->body, &resp->body_len) < 0)
+			return -ENOMEM;
+		resp->status = 200;
+		resp->reason = "OK";
+		resp->content_type = "application/json";
+		return 0;
+	}
+	sk_admin_error_response(404, resp);
+	return resp->body ? 0 : -ENOMEM;
+}
+
+int sk_admin_serialize(const struct sk_admin_response *resp, bool head_only, char **out, size_t *len)
+{
+	char head[512];
+	int n = snprintf(head, sizeof(head),
+			 "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+			 "Cache-Control: no-store\r\nConnection: close\r\n%s\r\n",
+			 resp->status, resp->reason, resp->content_type, resp->body_len,
+			 resp->allow_header ? "Allow: GET, HEAD\r\n" : "");
+	if (n < 0 || (size_t)n >= sizeof(head))
+		return -EINVAL;
+	size_t blen = head_only || !resp->body ? 0 : resp->body_len;
+	char *b = malloc((size_t)n + blen + 1);
+	if (!b)
+		return -ENOMEM;
+	memcpy(b, head, (size_t)n);
+	if (blen)
+		memcpy(b + n, resp->body, blen);
+	b[(size_t)n + blen] = '\0';
+	*out = b;
+	*len = (size_t)n + blen;
+	return 0;
+}
+
+/* ---- socket side ---- */
+
+struct admin_conn {
+	struct sk_admin *srv;
+	struct sk_io io;
+	struct sk_timer deadline;
+	struct admin_conn *prev, *next;
+	size_t in_len;
+	char *out;        /* response being written; NULL while reading */
+	size_t out_len, out_off;
+	char in[SK_ADMIN_HEAD_MAX];
+};
+
+struct sk_admin {
+	struct sk_loop *loop;
+	struct sk_io listen_io;
+	sk_admin_gather_fn gather;
+	void *ctx;
+	struct admin_conn *conns;
+	size_t n_conns;
+};
+
+static void conn_close(struct admin_conn *c)
+{
+	struct sk_admin *a = c->srv;
+	sk_loop_del(a->loop, &c->io);
+	sk_timer_cancel(a->loop, &c->deadline);
+	close(c->io.fd);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		a->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	a->n_conns--;
+	free(c->out);
+	free(c);
+}
+
+/* Writes what it can; closes the connection when everything is out or on an error. */
+static void conn_flush(struct admin_conn *c)
+{
+	while (c->out_off < c->out_len) {
+		ssize_t n = send(c->io.fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			if (sk_loop_mod(c->srv->loop, &c->io, EPOLLOUT, NULL) < 0)
+				conn_close(c);
+			return;
+		}
+		if (n <= 0) {
+			conn_close(c);
+			return;
+		}
+		c->out_off += (size_t)n;
+	}
+	shutdown(c->io.fd, SHUT_WR);
+	conn_close(c);
+}
+
+static void conn_respond(struct admin_conn *c, struct sk_admin_response *resp, bool head_only)
+{
+	int r = sk_admin_serialize(resp, head_only, &c->out, &c->out_len);
+	free(resp->body);
+	resp->body = NULL;
+	if (r < 0) {
+		conn_close(c);
+		return;
+	}
+	c->out_off = 0;
+	conn_flush(c);
+}
+
+static void conn_error(struct admin_conn *c, int status)
+{
+	struct sk_admin_response resp;
+	sk_admin_error_response(status, &resp);
+	conn_respond(c, &resp, false);
+}
+
+static void conn_request(struct admin_conn *c, const struct sk_admin_request *req)
+{
+	struct sk_admin *a = c->srv;
+	struct sk_admin_view v;
+	memset(&v, 0, sizeof(v));
+	a->gather(a->ctx, &v);
+	struct sk_admin_response resp;
+	if (sk_admin_handle(&v, req->method, req->target, &resp) < 0) {
+		free(resp.body);
+		conn_close(c);
+		return;
+	}
+	conn_respond(c, &resp, strcmp(req->method, "HEAD") == 0);
+}
+
+static void conn_io(struct sk_loop *l, struct sk_io *io, uint32_t events)
+{
+	(void)l;
+	struct admin_conn *c = io->ctx;
+	if (c->out) {
+		if (events & (EPOLLERR | EPOLLHUP))
+			conn_close(c);
+		else
+			conn_flush(c);
+		return;
+	}
+	for (;;) {
+		if (c->in_len == sizeof(c->in)) {
+			conn_error(c, 431);
+			return;
+		}
+		ssize_t n = recv(c->io.fd, c->in + c->in_len, sizeof(c->in) - c->in_len, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		if (n <= 0) {  /* peer gave up or reset: nobody to answer */
+			conn_close(c);
+			return;
+		}
+		c->in_len += (size_t)n;
+		struct sk_admin_request req;
+		int r = sk_admin_parse_head(c->in, c->in_len, &req);
+		if (r > 0) {
+			conn_request(c, &req);
+			return;
+		}
+		if (r == -E2BIG) {
+			conn_error(c, 414);
+			return;
+		}
+		if (r < 0) {
+			conn_error(c, 400);
+			return;
+		}
+	}
+}
+
+static void conn_deadline(struct sk_loop *l, struct sk_timer *t)
+{
+	(void)l;
+	struct admin_conn *c = t->ctx;
+	if (c->out) {  /* a reader too slow to take the response: drop it */
+		conn_close(c);
+		return;
+	}
+	/* Slowloris on the probe port: answer 408 best-effort (one non-blocking send) and close. */
+	static const char msg[] = "HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+	(void)!send(c->io.fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+	conn_close(c);
+}
+
+static void listen_io(struct sk_loop *l, struct sk_io *io, uint32_t events)
+{
+	(void)events;
+	struct sk_admin *a = io->ctx;
+	for (int i = 0; i < 64; i++) {  /* bounded, so a connect flood cannot starve the loop */
+		int fd = accept4(io->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0)
+			return;  /* EAGAIN, or a transient error (EMFILE, ECONNABORTED): retried on the next event */
+		if (a->n_conns >= SK_ADMIN_MAX_CONNS) {
+			static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
+						   "Connection: close\r\n\r\n";
+			(void)!send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+			close(fd);
+			continue;
+		}
+		struct admin_conn *c = malloc(sizeof(*c));
+		if (!c) {
+			close(fd);
+			continue;
+		}
+		c->srv = a;
+		c->in_len = 0;
+		c->out = NULL;
+		c->out_len = c->out_off = 0;
+		c->prev = NULL;
+		c->next = a->conns;
+		sk_io_init(&c->io, fd, conn_io, c);
+		sk_timer_init(&c->deadline, conn_deadline, c);
+		if (sk_loop_add(l, &c->io, EPOLLIN | EPOLLRDHUP, NULL) < 0 ||
+		    sk_timer_arm(l, &c->deadline, SK_ADMIN_DEADLINE_MS) < 0) {
+			sk_loop_del(l, &c->io);
+			close(fd);
+			free(c);
+			continue;
+		}
+		if (a->conns)
+			a->conns->prev = c;
+		a->conns = c;
+		a->n_conns++;
+	}
+}
+
+int sk_admin_start(struct sk_loop *l, const struct sockaddr *addr, socklen_t addrlen, sk_admin_gather_fn gather,
+		   void *ctx, struct sk_admin **out, struct sk_err *err)
+{
+	sk_autoclose int fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return sk_err_sys(err, errno, "admin: socket");
+	int one = 1, zero = 0;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	/* One dual-stack socket serves the kubelet's probe whichever family the pod IP has. */
+	if (addr->sa_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+	if (bind(fd, addr, addrlen) < 0)
+		return sk_err_sys(err, errno, "admin: bind");
+	if (listen(fd, 64) < 0)
+		return sk_err_sys(err, errno, "admin: listen");
+	struct sk_admin *a = calloc(1, sizeof(*a));
+	if (!a)
+		return sk_err_sys(err, ENOMEM, "admin: allocate");
+	a->loop = l;
+	a->gather = gather;
+	a->ctx = ctx;
+	sk_io_init(&a->listen_io, fd, listen_io, a);
+	int r = sk_loop_add(l, &a->listen_io, EPOLLIN, err);
+	if (r < 0) {
+		free(a);
+		return sk_err_prefix(err, "admin");
+	}
+	sk_steal_fd(&fd);
+	*out = a;
+	return 0;
+}
+
+void sk_admin_free(struct sk_admin *a)
+{
+	if (!a)
+		return;
+	while (a->conns)
+		conn_close(a->conns);
+	sk_loop_del(a->loop, &a->listen_io);
+	close(a->listen_io.fd);
+	free(a);
+}
+
+int sk_admin_fd(const struct sk_admin *a)
+{
+	return a->listen_io.fd;
+}

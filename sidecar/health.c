@@ -1,0 +1,247 @@
+/* sidecar/health.c — see health.h. */
+#include "sidecar/health.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/util.h"
+#include "policy/policy.h"
+
+/* ---- liveness ---- */
+
+void sk_health_beat(struct sk_health *h, uint64_t now_ms)
+{
+	h->last_beat_ms = now_ms;
+}
+
+bool sk_health_alive(const struct sk_health *h, uint64_t now_ms, uint64_t *age_ms)
+{
+	uint64_t age = now_ms > h->last_beat_ms ? now_ms - h->last_beat_ms : 0;
+	if (age_ms)
+		*age_ms = age;
+	return age <= SK_HEALTH_STALE_MS;
+}
+
+/* Test hook; see health.h. Bounded so a forgotten file cannot wedge a real pod forever. */
+static bool test_hook_skip_beat(const char *block_file)
+{
+	char buf[16] = "";
+	int fd = open(block_file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n < 5 || strncmp(buf, "stall", 5) != 0)
+		return true;
+	for (int i = 0; i < 600 && access(block_file, F_OK) == 0; i++) {
+		struct timespec ts = { 0, 100 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	return false;
+}
+
+static void health_tick(struct sk_loop *l, struct sk_timer *t)
+{
+	struct sk_health *h = t->ctx;
+	bool skip = h->block_file && test_hook_skip_beat(h->block_file);
+	if (!skip)
+		sk_health_beat(h, sk_monotonic_ms());
+	/* Re-arming can only fail on ENOMEM; the heartbeat then goes stale and /healthz reports it, which
+	 * is the honest outcome. */
+	(void)sk_timer_arm(l, t, SK_HEALTH_BEAT_MS);
+}
+
+int sk_health_start(struct sk_health *h, struct sk_loop *l, const char *block_file, struct sk_err *err)
+{
+	h->block_file = block_file && *block_file ? block_file : NULL;
+	sk_health_beat(h, sk_loop_now_ms(l));
+	sk_timer_init(&h->timer, health_tick, h);
+	int r = sk_timer_arm(l, &h->timer, SK_HEALTH_BEAT_MS);
+	if (r < 0)
+		return sk_err_sys(err, -r, "health: arm heartbeat timer");
+	return 0;
+}
+
+void sk_health_stop(struct sk_health *h, struct sk_loop *l)
+{
+	sk_timer_cancel(l, &h->timer);
+}
+
+/* ---- readiness ---- */
+
+bool sk_fd_listening(int fd, int type, uint16_t port)
+{
+	int v = 0;
+	socklen_t vl = sizeof(v);
+	if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &vl) < 0 || v != type)
+		return false;
+	if (type == SOCK_STREAM) {
+		vl = sizeof(v);
+		if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &v, &vl) < 0 || !v)
+			return false;
+	}
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0)
+		return false;
+	if (ss.ss_family == AF_INET)
+		return ntohs(((struct sockaddr_in *)&ss)->sin_port) == port;
+	if (ss.ss_family == AF_INET6)
+		return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port) == port;
+	return false;
+}
+
+int sk_marker_read_hash(const char *path, char out[17], struct sk_err *err)
+{
+	char buf[64];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return sk_err_sys(err, errno, "marker %s: open", path);
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	int saved = errno;
+	close(fd);
+	if (n < 0)
+		return sk_err_sys(err, saved, "marker %s: read", path);
+	buf[n] = '\0';
+	if (n < 21 || strncmp(buf, "hash=", 5) != 0 || (buf[21] != '\n' && buf[21] != '\0'))
+		return sk_err_set(err, EINVAL, "marker %s: first line is not hash=<16 hex digits>", path);
+	for (int i = 5; i < 21; i++)
+		if (!((buf[i] >= '0' && buf[i] <= '9') || (buf[i] >= 'a' && buf[i] <= 'f')))
+			return sk_err_set(err, EINVAL, "marker %s: first line is not hash=<16 hex digits>", path);
+	memcpy(out, buf + 5, 16);
+	out[16] = '\0';
+	return 0;
+}
+
+struct jbuf {
+	char *p;
+	size_t len, cap;
+	bool oom;
+};
+
+static void jput(struct jbuf *b, const char *s, size_t n)
+{
+	if (b->oom)
+		return;
+	if (b->len + n + 1 > b->cap) {
+		size_t ncap = (b->cap + n + 1) * 2;
+		char *np = realloc(b->p, ncap);
+		if (!np) {
+			b->oom = true;
+			return;
+		}
+		b->p = np;
+		b->cap = ncap;
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+static void jstr(struct jbuf *b, const char *s)
+{
+	jput(b, "\"", 1);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		char esc[8];
+		if (c == '"' || c == '\\') {
+			esc[0] = '\\';
+			esc[1] = (char)c;
+			jput(b, esc, 2);
+		} else if (c < 0x20 || c == 0x7f) {
+			snprintf(esc, sizeof(esc), "\\u%04x", c);
+			jput(b, esc, 6);
+		} else {
+			jput(b, (const char *)&c, 1);
+		}
+	}
+	jput(b, "\"", 1);
+}
+
+static void missing(struct jbuf *b, bool *first, const char *check, const char *detail)
+{
+	jput(b, *first ? "{\"check\":" : ",{\"check\":", *first ? 10 : 11);
+	*first = false;
+	jstr(b, check);
+	jput(b, ",\"detail\":", 10);
+	jstr(b, detail);
+	jput(b, "}", 1);
+}
+
+static bool all_listening(const int *fds, size_t n, int type, uint16_t port)
+{
+	for (size_t i = 0; i < n; i++)
+		if (sk_fd_listening(fds[i], type, port))
+			return true;
+	return false;
+}
+
+bool sk_ready_check(const struct sk_ready_input *in, char **json, size_t *json_len)
+{
+	struct jbuf b = { 0 };
+	bool first = true;
+	char detail[SK_ERR_MSG_MAX + 64];
+	jput(&b, "{\"ready\":false,\"missing\":[", 27);
+
+	if (in->draining)
+		missing(&b, &first, "draining", "SIGTERM received; finishing open connections");
+	if (!in->policy) {
+		missing(&b, &first, "policy", "no policy loaded");
+	} else {
+		const struct sk_policy *p = in->policy;
+		if (!all_listening(in->proxy_fds, in->n_proxy_fds, SOCK_STREAM, p->ports.proxy)) {
+			snprintf(detail, sizeof(detail), "nothing listening on proxy port %u", p->ports.proxy);
+			missing(&b, &first, "proxy_listener", detail);
+		}
+		bool udp = false, tcp = false;
+		for (size_t i = 0; i < in->n_dns_fds; i++) {
+			udp = udp || sk_fd_listening(in->dns_fds[i], SOCK_DGRAM, p->ports.dns);
+			tcp = tcp || sk_fd_listening(in->dns_fds[i], SOCK_STREAM, p->ports.dns);
+		}
+		if (!udp || !tcp) {
+			snprintf(detail, sizeof(detail), "DNS port %u not bound for %s", p->ports.dns,
+				 !udp && !tcp ? "udp and tcp" : !udp ? "udp" : "tcp");
+			missing(&b, &first, "dns_listener", detail);
+		}
+		char want[17], have[17];
+		struct sk_err err = { 0 };
+		sk_policy_netns_hash(p, want);
+		if (!in->marker_path) {
+			missing(&b, &first, "marker", "no marker path configured");
+		} else if (sk_marker_read_hash(in->marker_path, have, &err) < 0) {
+			missing(&b, &first, "marker", err.msg);
+		} else if (strcmp(want, have) != 0) {
+			snprintf(detail, sizeof(detail),
+				 "marker hash %s differs from the policy's netns hash %s: the init applied another policy",
+				 have, want);
+			missing(&b, &first, "marker", detail);
+		}
+	}
+	if (!in->dns_upstream_ok)
+		missing(&b, &first, "dns_upstream", "no upstream resolver has answered yet");
+
+	bool ready = first;
+	if (ready) {
+		b.len = 0;
+		jput(&b, "{\"ready\":true}\n", 15);
+	} else {
+		jput(&b, "]}\n", 3);
+	}
+	if (b.oom) {
+		free(b.p);
+		*json = NULL;
+		*json_len = 0;
+		return false;
+	}
+	*json = b.p;
+	*json_len = b.len;
+	return ready;
+}
