@@ -1,0 +1,303 @@
+{{/*
+stockade.name: the chart name. Usage: {{ include "stockade.name" . }}
+*/}}
+{{- define "stockade.name" -}}
+{{- .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/*
+stockade.fullname: release-scoped base name for every object. Usage: {{ include "stockade.fullname" . }}
+*/}}
+{{- define "stockade.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+stockade.labels: the app.kubernetes.io/* labels of every object. Usage: {{ include "stockade.labels" . | nindent 4 }}
+*/}}
+{{- define "stockade.labels" -}}
+app.kubernetes.io/name: {{ include "stockade.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{/*
+stockade.selectorLabels: the stable subset used in selectors. Usage: {{ include "stockade.selectorLabels" . | nindent 6 }}
+*/}}
+{{- define "stockade.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "stockade.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/*
+stockade.image: "repository:tag" with the tag defaulting to the chart appVersion. Usage: {{ include "stockade.image" (list . .Values.images.init) }}
+*/}}
+{{- define "stockade.image" -}}
+{{- $root := index . 0 -}}
+{{- $img := index . 1 -}}
+{{- printf "%s:%s" $img.repository (default $root.Chart.AppVersion $img.tag) -}}
+{{- end -}}
+
+{{/*
+stockade.validate: fails the render with a clear message on values the schema cannot express. Usage: {{ include "stockade.validate" . }}
+*/}}
+{{- define "stockade.validate" -}}
+{{- if eq (int .Values.uids.agent) (int .Values.uids.sidecar) -}}
+{{- fail "uids.agent and uids.sidecar must differ: the sidecar's traffic is exempt by UID" -}}
+{{- end -}}
+{{- $p := .Values.ports -}}
+{{- if ne (len (uniq (list (int $p.proxy) (int $p.dns) (int $p.admin) (int $p.api)))) 4 -}}
+{{- fail "ports.proxy, ports.dns, ports.admin and ports.api must be four different ports" -}}
+{{- end -}}
+{{- if and (not .Values.policy.existingConfigMap) (not .Values.policy.spec) -}}
+{{- fail "set policy.spec (inline policy) or policy.existingConfigMap" -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+stockade.policyConfigMap: name of the ConfigMap holding policy.yaml. Usage: {{ include "stockade.policyConfigMap" . }}
+*/}}
+{{- define "stockade.policyConfigMap" -}}
+{{- default (printf "%s-policy" (include "stockade.fullname" .)) .Values.policy.existingConfigMap -}}
+{{- end -}}
+
+{{/*
+stockade.policyYaml: the policy file rendered from values; the chart owns version, UIDs and ports so the
+init, the sidecar and the pod spec cannot disagree. Usage: {{ include "stockade.policyYaml" . | nindent 4 }}
+*/}}
+{{- define "stockade.policyYaml" -}}
+version: 1
+agent: { uid: {{ int .Values.uids.agent }} }
+sidecar: { uid: {{ int .Values.uids.sidecar }} }
+ports: { proxy: {{ int .Values.ports.proxy }}, dns: {{ int .Values.ports.dns }}, admin: {{ int .Values.ports.admin }}, api: {{ int .Values.ports.api }} }
+{{ omit .Values.policy.spec "version" "agent" "sidecar" "ports" | toYaml }}
+{{- end -}}
+
+{{/*
+stockade.nativeSidecar: "true" when the sidecar runs as a native sidecar (K8s >= 1.29 or forced). Usage: {{ if eq (include "stockade.nativeSidecar" .) "true" }}
+*/}}
+{{- define "stockade.nativeSidecar" -}}
+{{- $n := toString .Values.sidecar.native -}}
+{{- if eq $n "auto" -}}
+{{- semverCompare ">=1.29.0-0" .Capabilities.KubeVersion.Version -}}
+{{- else -}}
+{{- eq $n "true" -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+stockade.initContainer: the stockade-init container (first init container). Another chart may include it
+in its own pod spec's initContainers. Usage: {{ include "stockade.initContainer" . | nindent 8 }}
+*/}}
+{{- define "stockade.initContainer" -}}
+- name: stockade-init
+  image: {{ include "stockade.image" (list . .Values.images.init) }}
+  imagePullPolicy: {{ .Values.images.init.pullPolicy }}
+  args: ["--policy", "/etc/stockade/policy.yaml", "--marker", "/run/stockade/init.marker"]
+  securityContext:
+    # root inside the pod's own network namespace: nftables needs uid 0 with NET_ADMIN.
+    runAsUser: 0
+    runAsGroup: 0
+    runAsNonRoot: false
+    allowPrivilegeEscalation: false
+    readOnlyRootFilesystem: true
+    capabilities:
+      # NET_ADMIN: the init programs the pod netns's nftables (one netlink batch), nothing else.
+      add: [NET_ADMIN]
+      drop: [ALL]
+    seccompProfile:
+      type: RuntimeDefault
+  resources: {{- toYaml .Values.init.resources | nindent 4 }}
+  volumeMounts:
+    - name: stockade-policy
+      mountPath: /etc/stockade
+      readOnly: true
+    - name: stockade-run
+      mountPath: /run/stockade
+{{- end -}}
+
+{{/*
+stockade.sidecarContainer: the stockade-sidecar container. For a native sidecar include it in
+initContainers (it carries restartPolicy: Always and a startupProbe); for a classic one in containers.
+Usage: {{ include "stockade.sidecarContainer" (dict "root" . "native" true) | nindent 8 }}
+*/}}
+{{- define "stockade.sidecarContainer" -}}
+{{- $ := .root -}}
+- name: stockade-sidecar
+  image: {{ include "stockade.image" (list $ $.Values.images.sidecar) }}
+  imagePullPolicy: {{ $.Values.images.sidecar.pullPolicy }}
+  {{- if .native }}
+  restartPolicy: Always
+  {{- end }}
+  args:
+    - --policy=/etc/stockade/policy.yaml
+    - --marker=/run/stockade/init.marker
+    - --admin-addr=0.0.0.0:{{ int $.Values.ports.admin }}
+    - --log-level={{ $.Values.sidecar.logLevel }}
+  env:
+    - name: STOCKADE_DRAIN_SECONDS
+      value: {{ $.Values.sidecar.drainSeconds | quote }}
+  ports:
+    - name: admin
+      containerPort: {{ int $.Values.ports.admin }}
+      protocol: TCP
+  securityContext:
+    # Its own UID: nftables exempts it, and no other container may use it (admission policy).
+    runAsUser: {{ int $.Values.uids.sidecar }}
+    runAsGroup: {{ int $.Values.uids.sidecar }}
+    runAsNonRoot: true
+    allowPrivilegeEscalation: false
+    readOnlyRootFilesystem: true
+    capabilities:
+      drop: [ALL]
+    seccompProfile:
+      type: RuntimeDefault
+  {{- if .native }}
+  startupProbe:
+    httpGet: { path: /readyz, port: admin }
+    periodSeconds: 1
+    failureThreshold: 30
+  {{- end }}
+  livenessProbe:
+    httpGet: { path: /healthz, port: admin }
+    periodSeconds: {{ int $.Values.sidecar.probes.periodSeconds }}
+    timeoutSeconds: 2
+    failureThreshold: {{ int $.Values.sidecar.probes.failureThreshold }}
+  readinessProbe:
+    httpGet: { path: /readyz, port: admin }
+    periodSeconds: {{ int $.Values.sidecar.probes.periodSeconds }}
+    timeoutSeconds: 2
+    failureThreshold: 1
+  resources: {{- toYaml $.Values.sidecar.resources | nindent 4 }}
+  volumeMounts:
+    - name: stockade-policy
+      mountPath: /etc/stockade
+      readOnly: true
+    - name: stockade-run
+      mountPath: /run/stockade
+      readOnly: true
+    {{- range $.Values.sidecar.apiSecrets }}
+    - name: stockade-secret-{{ .name }}
+      mountPath: /var/run/stockade/secrets/{{ .name }}
+      readOnly: true
+    {{- end }}
+{{- end -}}
+
+{{/*
+stockade.agentSecurityContext: the agent container's securityContext (Pod Security "restricted").
+Usage: securityContext: {{- include "stockade.agentSecurityContext" . | nindent 10 }}
+*/}}
+{{- define "stockade.agentSecurityContext" -}}
+runAsUser: {{ int .Values.uids.agent }}
+runAsGroup: {{ int .Values.uids.agent }}
+runAsNonRoot: true
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+capabilities:
+  drop: [ALL]
+seccompProfile:
+{{- if .Values.seccomp.enabled }}
+  type: Localhost
+  localhostProfile: {{ .Values.seccomp.profileName }}
+{{- else }}
+  type: RuntimeDefault
+{{- end }}
+{{- end -}}
+
+{{/*
+stockade.podVolumes: the volumes stockade's containers use (policy, init marker, API secrets).
+Usage: volumes: {{- include "stockade.podVolumes" . | nindent 8 }}
+*/}}
+{{- define "stockade.podVolumes" -}}
+- name: stockade-policy
+  configMap:
+    name: {{ include "stockade.policyConfigMap" . }}
+- name: stockade-run
+  emptyDir:
+    medium: Memory
+    sizeLimit: 1Mi
+{{- range .Values.sidecar.apiSecrets }}
+- name: stockade-secret-{{ .name }}
+  secret:
+    secretName: {{ .secretName }}
+    defaultMode: 0400
+{{- end }}
+{{- end -}}
+
+{{/*
+stockade.podSpec: the whole wrapped pod spec (init, sidecar, agent). Usage: {{ include "stockade.podSpec" . | nindent 6 }}
+*/}}
+{{- define "stockade.podSpec" -}}
+{{- $native := eq (include "stockade.nativeSidecar" .) "true" -}}
+{{- with .Values.workload.nodeName }}
+nodeName: {{ . }}
+{{- end }}
+{{- if eq .Values.workload.kind "Pod" }}
+restartPolicy: Never
+{{- else if eq .Values.workload.kind "Job" }}
+restartPolicy: Never
+{{- end }}
+terminationGracePeriodSeconds: {{ int .Values.workload.terminationGracePeriodSeconds }}
+automountServiceAccountToken: false
+enableServiceLinks: false
+{{- with .Values.agent.dnsPolicy }}
+dnsPolicy: {{ . }}
+{{- end }}
+{{- with .Values.agent.dnsConfig }}
+dnsConfig: {{- toYaml . | nindent 2 }}
+{{- end }}
+securityContext:
+  seccompProfile:
+    type: RuntimeDefault
+initContainers:
+{{- include "stockade.initContainer" . | nindent 2 }}
+{{- if $native }}
+{{- include "stockade.sidecarContainer" (dict "root" . "native" true) | nindent 2 }}
+{{- end }}
+containers:
+  - name: {{ .Values.agent.name }}
+    image: {{ printf "%s:%s" .Values.agent.image.repository .Values.agent.image.tag }}
+    imagePullPolicy: {{ .Values.agent.image.pullPolicy }}
+    {{- with .Values.agent.command }}
+    command: {{- toYaml . | nindent 6 }}
+    {{- end }}
+    {{- with .Values.agent.args }}
+    args: {{- toYaml . | nindent 6 }}
+    {{- end }}
+    env:
+      - name: HOME
+        value: /home/agent
+      {{- with .Values.agent.env }}
+      {{- toYaml . | nindent 6 }}
+      {{- end }}
+    securityContext: {{- include "stockade.agentSecurityContext" . | nindent 6 }}
+    {{- with .Values.agent.resources }}
+    resources: {{- toYaml . | nindent 6 }}
+    {{- end }}
+    volumeMounts:
+      {{- range $i, $d := .Values.agent.writableDirs }}
+      - name: agent-writable-{{ $i }}
+        mountPath: {{ $d }}
+      {{- end }}
+      {{- with .Values.agent.volumeMounts }}
+      {{- toYaml . | nindent 6 }}
+      {{- end }}
+{{- if not $native }}
+{{- include "stockade.sidecarContainer" (dict "root" . "native" false) | nindent 2 }}
+{{- end }}
+volumes:
+{{- include "stockade.podVolumes" . | nindent 2 }}
+{{- range $i, $d := .Values.agent.writableDirs }}
+  - name: agent-writable-{{ $i }}
+    emptyDir: {}
+{{- end }}
+{{- with .Values.agent.volumes }}
+{{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
