@@ -180,13 +180,17 @@ static int trie_add(struct sk_matcher *m, struct trie *t, const struct sk_cidr *
 		}
 		cur = t->nodes[cur].child[b];
 	}
-	if (!t->nodes[cur].list) {
+	uint32_t li = t->nodes[cur].list;
+	if (!li) {
 		long l = new_list(m);
 		if (l < 0)
 			return (int)l;
-		t->nodes[cur].list = (uint32_t)l + 1;
+		li = (uint32_t)l + 1;
+		t->nodes[cur].list = li;
 	}
-	return list_push(&m->lists[t->nodes[cur].list - 1], rule);
+	if (li > m->n_lists)  /* invariant: node lists index m->lists */
+		return -EINVAL;
+	return list_push(&m->lists[li - 1], rule);
 }
 
 /* --- build / free -------------------------------------------------------------------------------- */

@@ -656,6 +656,12 @@ static int ref_match(const struct sk_policy *p, const char *host, const struct s
 	return -1;
 }
 
+static void append(char *buf, size_t size, const char *s)
+{
+	size_t n = strlen(buf);
+	snprintf(buf + n, size - n, "%s", s);
+}
+
 static void test_random_policies_agree_with_linear_scan(void **state)
 {
 	(void)state;
@@ -674,7 +680,7 @@ static void test_random_policies_agree_with_linear_scan(void **state)
 	static const uint16_t port_sets[][4] = { { 0 }, { 443, 0 }, { 80, 443, 0 }, { 53, 0 }, { 22, 80, 8443, 0 } };
 	static const uint16_t qports[] = { 22, 53, 80, 443, 8443, 9999 };
 	unsigned seed = 12345;
-#define RND(n) ((seed = seed * 1103515245u + 12345u) >> 16) % (n)
+#define RND(n) (((seed = seed * 1103515245u + 12345u) >> 16) % (n))
 	unsigned mismatches = 0, allows = 0, checks = 0;
 	for (int round = 0; round < 60; round++) {
 		struct fixture *f = fx_new(40);
@@ -689,8 +695,8 @@ static void test_random_policies_agree_with_linear_scan(void **state)
 				unsigned nl = 1 + RND(3);
 				for (unsigned l = 0; l < nl; l++) {
 					if (l)
-						strcat(name, ".");
-					strcat(name, labels[RND(6)]);
+						append(name, sizeof(name), ".");
+					append(name, sizeof(name), labels[RND(6)]);
 				}
 				char pat[70];
 				snprintf(pat, sizeof(pat), "%s%s", kind == 1 ? "*." : "", name);
@@ -707,8 +713,8 @@ static void test_random_policies_agree_with_linear_scan(void **state)
 			unsigned nl = RND(5);
 			for (unsigned l = 0; l < nl; l++) {
 				if (l)
-					strcat(host, ".");
-				strcat(host, labels[RND(6)]);
+					append(host, sizeof(host), ".");
+				append(host, sizeof(host), labels[RND(6)]);
 			}
 			struct sk_addr dst;
 			bool has_dst = RND(4) != 0;
