@@ -1,19 +1,324 @@
-/* policy/cli/cmd_seccomp.c — placeholder until its owner lands it. */
+/* policy/cli/cmd_seccomp.c — `stockade-policy seccomp` (generate / diff the agent's seccomp profile) and
+ * `stockade-policy exec --seccomp FILE -- CMD` (run one command under a profile, as runc would). */
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/err.h"
+#include "common/util.h"
 #include "policy/cli/cli.h"
+#include "policy/policy.h"
+#include "policy/seccomp.h"
+#include "policy/seccomp_apply.h"
+
+static void seccomp_usage(FILE *out)
+{
+	fprintf(out,
+		"usage: stockade-policy seccomp [--policy FILE] [--allow SYSCALL[,..]]... [--deny SYSCALL[,..]]...\n"
+		"                               [--arch x86_64,aarch64] [-o FILE]\n"
+		"       stockade-policy seccomp --diff A.json B.json   (exit 0 same, 1 different)\n"
+		"       stockade-policy seccomp --describe FILE SYSCALL...\n");
+}
+
+struct strv {
+	const char **v;
+	size_t n;
+};
+
+/* Appends each comma-separated item of s (borrowed: points into argv or the policy). */
+static int strv_add_list(struct strv *sv, char *s)
+{
+	for (char *save = NULL, *tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		const char **nv = realloc(sv->v, (sv->n + 1) * sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		sv->v = nv;
+		sv->v[sv->n++] = tok;
+	}
+	return 0;
+}
+
+static int strv_add(struct strv *sv, const char *s)
+{
+	const char **nv = realloc(sv->v, (sv->n + 1) * sizeof(*nv));
+	if (!nv)
+		return -ENOMEM;
+	sv->v = nv;
+	sv->v[sv->n++] = s;
+	return 0;
+}
+
+/* Writes text to path through a temporary file and rename, so a kubelet never reads half a profile. */
+static int write_file_atomic(const char *path, const char *text, struct sk_err *err)
+{
+	size_t len = strlen(path) + 16;
+	sk_autofree char *tmp = malloc(len);
+	if (!tmp)
+		return sk_err_sys(err, ENOMEM, "write %s", path);
+	snprintf(tmp, len, "%s.tmpXXXXXX", path);
+	sk_autoclose int fd = mkstemp(tmp);
+	if (fd < 0)
+		return sk_err_sys(err, errno, "create %s", tmp);
+	size_t n = strlen(text), off = 0;
+	while (off < n) {
+		ssize_t w = write(fd, text + off, n - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			int e = errno;
+			unlink(tmp);
+			return sk_err_sys(err, e, "write %s", tmp);
+		}
+		off += (size_t)w;
+	}
+	if (fchmod(fd, 0644) < 0 || fsync(fd) < 0 || rename(tmp, path) < 0) {
+		int e = errno;
+		unlink(tmp);
+		return sk_err_sys(err, e, "write %s", path);
+	}
+	return 0;
+}
+
+static int count_allowed(const struct sk_scmp_profile *p, size_t *cond)
+{
+	int n = 0;
+	*cond = 0;
+	for (size_t i = 0; i < p->n_rules; i++) {
+		bool seen = false;
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = !strcmp(p->rules[j].name, p->rules[i].name);
+		if (seen)
+			continue;
+		char *d = sk_scmp_profile_describe(p, p->rules[i].name);
+		if (d && !strncmp(d, "allow", 5)) {
+			n++;
+			if (strstr(d, " when "))
+				(*cond)++;
+		}
+		free(d);
+	}
+	return n;
+}
+
+static int cmd_diff(const char *a_path, const char *b_path)
+{
+	struct sk_err err = { 0 };
+	struct sk_scmp_profile *a = NULL, *b = NULL;
+	int rc = SK_EXIT_RUNTIME;
+	if (sk_scmp_profile_load_file(a_path, &a, &err) < 0 || sk_scmp_profile_load_file(b_path, &b, &err) < 0) {
+		fprintf(stderr, "stockade-policy seccomp: %s\n", err.msg);
+		rc = SK_EXIT_USAGE;
+		goto out;
+	}
+	size_t n = 0, ca, cb;
+	char *text = sk_scmp_profile_diff(a, b, &n, &err);
+	if (!text) {
+		fprintf(stderr, "stockade-policy seccomp: %s\n", err.msg);
+		goto out;
+	}
+	int na = count_allowed(a, &ca), nb = count_allowed(b, &cb);
+	printf("# A = %s\n# B = %s\n%s", a_path, b_path, text);
+	printf("# A allows %d syscalls (%zu conditionally), B allows %d (%zu conditionally); %zu differences\n", na,
+	       ca, nb, cb, n);
+	free(text);
+	rc = n ? SK_EXIT_FAIL : SK_EXIT_OK;
+out:
+	sk_scmp_profile_free(a);
+	sk_scmp_profile_free(b);
+	return rc;
+}
+
+static int cmd_describe(int argc, char **argv)
+{
+	struct sk_err err = { 0 };
+	struct sk_scmp_profile *p = NULL;
+	if (sk_scmp_profile_load_file(argv[0], &p, &err) < 0) {
+		fprintf(stderr, "stockade-policy seccomp: %s\n", err.msg);
+		return SK_EXIT_USAGE;
+	}
+	for (int i = 1; i < argc; i++) {
+		char *d = sk_scmp_profile_describe(p, argv[i]);
+		printf("%s: %s\n", argv[i], d ? d : "?");
+		free(d);
+	}
+	sk_scmp_profile_free(p);
+	return SK_EXIT_OK;
+}
 
 int sk_cmd_seccomp(int argc, char **argv)
 {
-	(void)argc;
-	fprintf(stderr, "stockade-policy: %s: not implemented yet\n", argv[0]);
-	return SK_EXIT_USAGE;
+	struct strv allow = { 0 }, deny = { 0 };
+	const char *policy_path = NULL, *out_path = NULL, *arch_list = NULL;
+	struct sk_policy *pol = NULL;
+	struct sk_scmp_profile *prof = NULL;
+	struct sk_err err = { 0 };
+	char *json = NULL;
+	int rc = SK_EXIT_USAGE;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		bool has_val = i + 1 < argc;
+		if (!strcmp(a, "--diff")) {
+			if (i + 2 >= argc || argc != i + 3) {
+				seccomp_usage(stderr);
+				goto out;
+			}
+			rc = cmd_diff(argv[i + 1], argv[i + 2]);
+			goto out;
+		} else if (!strcmp(a, "--describe") && has_val) {
+			rc = cmd_describe(argc - i - 1, argv + i + 1);
+			goto out;
+		} else if (!strcmp(a, "--policy") && has_val) {
+			policy_path = argv[++i];
+		} else if (!strcmp(a, "--allow") && has_val) {
+			if (strv_add_list(&allow, argv[++i]) < 0)
+				goto oom;
+		} else if (!strcmp(a, "--deny") && has_val) {
+			if (strv_add_list(&deny, argv[++i]) < 0)
+				goto oom;
+		} else if (!strcmp(a, "--arch") && has_val) {
+			arch_list = argv[++i];
+		} else if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && has_val) {
+			out_path = argv[++i];
+		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			seccomp_usage(stdout);
+			rc = SK_EXIT_OK;
+			goto out;
+		} else {
+			fprintf(stderr, "stockade-policy seccomp: unknown or incomplete argument '%s'\n", a);
+			seccomp_usage(stderr);
+			goto out;
+		}
+	}
+
+	if (policy_path) {
+		struct sk_diags diags = { 0 };
+		if (sk_policy_load_file(policy_path, -1, &pol, &diags) < 0) {
+			sk_diags_print(&diags, stderr);
+			sk_diags_free(&diags);
+			rc = SK_EXIT_POLICY;
+			goto out;
+		}
+		sk_diags_free(&diags);
+		for (size_t i = 0; i < pol->seccomp.n_allow; i++)
+			if (strv_add(&allow, pol->seccomp.allow[i]) < 0)
+				goto oom;
+		for (size_t i = 0; i < pol->seccomp.n_deny; i++)
+			if (strv_add(&deny, pol->seccomp.deny[i]) < 0)
+				goto oom;
+	}
+
+	uint32_t arches[4];
+	size_t n_arches = 0;
+	if (arch_list && sk_seccomp_parse_arches(arch_list, arches, SK_ARRAY_SIZE(arches), &n_arches, &err) < 0) {
+		fprintf(stderr, "stockade-policy %s\n", err.msg);
+		goto out;
+	}
+	struct sk_seccomp_opts opts = {
+		.allow = allow.v, .n_allow = allow.n, .deny = deny.v, .n_deny = deny.n,
+		.arches = arches, .n_arches = n_arches,
+	};
+	if (sk_seccomp_generate(&opts, &prof, &err) < 0) {
+		fprintf(stderr, "stockade-policy %s%s%s\n", policy_path ? policy_path : "", policy_path ? ": " : "",
+			err.msg);
+		rc = policy_path ? SK_EXIT_POLICY : SK_EXIT_USAGE;
+		goto out;
+	}
+	json = sk_scmp_profile_to_json(prof, &err);
+	if (!json) {
+		fprintf(stderr, "stockade-policy %s\n", err.msg);
+		rc = SK_EXIT_RUNTIME;
+		goto out;
+	}
+	if (out_path) {
+		size_t len = strlen(json);
+		char *j2 = realloc(json, len + 2);
+		if (!j2)
+			goto oom;
+		json = j2;
+		memcpy(json + len, "\n", 2);
+		if (write_file_atomic(out_path, json, &err) < 0) {
+			fprintf(stderr, "stockade-policy seccomp: %s\n", err.msg);
+			rc = SK_EXIT_RUNTIME;
+			goto out;
+		}
+	} else {
+		printf("%s\n", json);
+	}
+	rc = SK_EXIT_OK;
+	goto out;
+oom:
+	fprintf(stderr, "stockade-policy seccomp: out of memory\n");
+	rc = SK_EXIT_RUNTIME;
+out:
+	free(json);
+	sk_scmp_profile_free(prof);
+	sk_policy_free(pol);
+	free(allow.v);
+	free(deny.v);
+	return rc;
+}
+
+/* A harness that leaves SIGPIPE ignored changes pipelines under it (`yes | head` never ends), and a blocked
+ * mask is inherited through exec: start CMD with every signal at its default, as a fresh container is. */
+static void reset_signals(void)
+{
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	for (int s = 1; s < NSIG; s++) {
+		struct sigaction sa;
+		if (s == SIGKILL || s == SIGSTOP || sigaction(s, NULL, &sa) < 0)
+			continue;
+		if (sa.sa_handler == SIG_IGN) {
+			sa.sa_handler = SIG_DFL;
+			sa.sa_flags = 0;
+			sigemptyset(&sa.sa_mask);
+			sigaction(s, &sa, NULL);
+		}
+	}
 }
 
 int sk_cmd_exec(int argc, char **argv)
 {
-	(void)argc;
-	fprintf(stderr, "stockade-policy: %s: not implemented yet\n", argv[0]);
-	return SK_EXIT_USAGE;
+	const char *profile_path = NULL;
+	int i = 1;
+	for (; i < argc; i++) {
+		if (!strcmp(argv[i], "--seccomp") && i + 1 < argc) {
+			profile_path = argv[++i];
+		} else if (!strcmp(argv[i], "--")) {
+			i++;
+			break;
+		} else if (argv[i][0] == '-') {
+			fprintf(stderr, "stockade-policy exec: unknown argument '%s'\n", argv[i]);
+			return SK_EXIT_USAGE;
+		} else {
+			break;
+		}
+	}
+	if (!profile_path || i >= argc) {
+		fprintf(stderr, "usage: stockade-policy exec --seccomp FILE -- CMD [ARG]...\n");
+		return SK_EXIT_USAGE;
+	}
+	struct sk_err err = { 0 };
+	struct sk_scmp_profile *p = NULL;
+	if (sk_scmp_profile_load_file(profile_path, &p, &err) < 0) {
+		fprintf(stderr, "stockade-policy exec: %s\n", err.msg);
+		return SK_EXIT_USAGE;
+	}
+	reset_signals();
+	int r = sk_seccomp_apply(p, &err);
+	sk_scmp_profile_free(p);
+	if (r < 0) {
+		fprintf(stderr, "stockade-policy exec: %s\n", err.msg);
+		return SK_EXIT_RUNTIME;
+	}
+	execvp(argv[i], argv + i);
+	int e = errno;
+	fprintf(stderr, "stockade-policy exec: %s: %s\n", argv[i], strerror(e));
+	return e == ENOENT ? 127 : 126;
 }

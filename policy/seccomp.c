@@ -1,0 +1,1034 @@
+/* policy/seccomp.c — see seccomp.h. The generator, the profile's JSON form and the diff. */
+#include "policy/seccomp.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/personality.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <linux/netlink.h>
+
+#include "common/util.h"
+
+/* What real agent workloads (python, node, git, gcc/make, curl, pip, npm, bash/coreutils, tar/gzip) call,
+ * checked against the workload corpus in e2e/seccomp.test.sh. Names missing on an architecture (open on
+ * aarch64) are dropped for that architecture by the runtime. clone, clone3, socket, ioctl and personality
+ * are not here: they get argument filters below. */
+static const char *const default_allow[] = {
+	/* files and directories */
+	"read", "write", "readv", "writev", "pread64", "pwrite64", "preadv", "pwritev", "preadv2", "pwritev2",
+	"open", "openat", "openat2", "creat", "close", "close_range", "lseek", "dup", "dup2", "dup3",
+	"stat", "lstat", "fstat", "newfstatat", "statx", "statfs", "fstatfs", "access", "faccessat",
+	"faccessat2", "readlink", "readlinkat", "getdents", "getdents64", "getcwd", "chdir", "fchdir",
+	"mkdir", "mkdirat", "rmdir", "rename", "renameat", "renameat2", "link", "linkat", "symlink",
+	"symlinkat", "unlink", "unlinkat", "mknod", "mknodat", "chmod", "fchmod", "fchmodat", "fchmodat2",
+	"chown", "fchown", "lchown", "fchownat", "umask", "truncate", "ftruncate", "fallocate", "fsync",
+	"fdatasync", "sync", "syncfs", "sync_file_range", "flock", "fcntl", "utime", "utimes", "futimesat",
+	"utimensat", "fadvise64", "readahead", "copy_file_range", "sendfile", "splice", "tee", "vmsplice",
+	"getxattr", "lgetxattr", "fgetxattr", "setxattr", "lsetxattr", "fsetxattr", "listxattr",
+	"llistxattr", "flistxattr", "removexattr", "lremovexattr", "fremovexattr", "cachestat",
+	"inotify_init", "inotify_init1", "inotify_add_watch", "inotify_rm_watch",
+	/* descriptors, polling, events */
+	"pipe", "pipe2", "poll", "ppoll", "select", "pselect6", "epoll_create", "epoll_create1",
+	"epoll_ctl", "epoll_wait", "epoll_pwait", "epoll_pwait2", "eventfd", "eventfd2", "signalfd",
+	"signalfd4", "timerfd_create", "timerfd_settime", "timerfd_gettime", "memfd_create",
+	"io_setup", "io_destroy", "io_submit", "io_cancel", "io_getevents", "io_pgetevents",
+	/* sockets (socket itself is filtered by family/type below) */
+	"socketpair", "bind", "listen", "accept", "accept4", "connect", "getsockname", "getpeername",
+	"sendto", "recvfrom", "sendmsg", "recvmsg", "sendmmsg", "recvmmsg", "shutdown", "setsockopt",
+	"getsockopt",
+	/* memory */
+	"brk", "mmap", "munmap", "mprotect", "mremap", "msync", "mincore", "madvise", "mlock", "mlock2",
+	"munlock", "mlockall", "munlockall", "remap_file_pages", "membarrier", "pkey_alloc", "pkey_free",
+	"pkey_mprotect", "get_mempolicy", "set_mempolicy", "mbind", "map_shadow_stack",
+	/* processes and threads; vfork, wait4, exit and exit_group must stay or shells and compilers hang */
+	"execve", "execveat", "fork", "vfork", "exit", "exit_group", "wait4", "waitid", "kill", "tkill",
+	"tgkill", "getpid", "getppid", "gettid", "getpgid", "setpgid", "getpgrp", "getsid", "setsid",
+	"set_tid_address", "arch_prctl", "prctl", "futex", "futex_waitv", "futex_wake", "futex_wait",
+	"futex_requeue", "get_robust_list", "set_robust_list", "rseq", "pidfd_open", "pidfd_send_signal",
+	"process_mrelease", "seccomp", "landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self",
+	"sched_yield", "sched_getaffinity", "sched_setaffinity", "sched_getparam", "sched_setparam",
+	"sched_getscheduler", "sched_setscheduler", "sched_get_priority_max", "sched_get_priority_min",
+	"sched_rr_get_interval", "sched_getattr", "sched_setattr", "getcpu", "getpriority", "setpriority",
+	"ioprio_get", "ioprio_set", "getrlimit", "setrlimit", "prlimit64", "getrusage", "times", "sysinfo",
+	"uname", "capget", "capset",
+	/* credentials (changing them still needs capabilities the agent does not have) */
+	"getuid", "geteuid", "getgid", "getegid", "getresuid", "getresgid", "getgroups", "setuid", "setgid",
+	"setreuid", "setregid", "setresuid", "setresgid", "setgroups", "setfsuid", "setfsgid",
+	/* signals */
+	"rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "rt_sigpending", "rt_sigtimedwait",
+	"rt_sigqueueinfo", "rt_tgsigqueueinfo", "rt_sigsuspend", "sigaltstack", "restart_syscall", "pause",
+	/* time (reading it; setting it is never allowed) */
+	"time", "gettimeofday", "clock_gettime", "clock_getres", "clock_nanosleep", "nanosleep", "alarm",
+	"getitimer", "setitimer", "timer_create", "timer_settime", "timer_gettime", "timer_getoverrun",
+	"timer_delete",
+	/* System V and POSIX IPC (multiprocessing, postgres-style tools) */
+	"msgget", "msgsnd", "msgrcv", "msgctl", "semget", "semop", "semtimedop", "semctl", "shmget", "shmat",
+	"shmdt", "shmctl", "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify",
+	"mq_getsetattr",
+	/* getrandom: python, node and openssl seed from it */
+	"getrandom",
+	NULL,
+};
+
+/* Never allowed, whatever the policy says (DESIGN.md §4, issue 8). Names absent on every architecture we
+ * generate for (vm86 is i386-only) are harmless here: they can never be allowed either. */
+static const char *const never_allowed[] = {
+	"mount", "umount", "umount2", "pivot_root", "chroot", "unshare", "setns", "ptrace",
+	"process_vm_readv", "process_vm_writev", "bpf", "perf_event_open", "keyctl", "add_key", "request_key",
+	"kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module", "userfaultfd",
+	"io_uring_setup", "io_uring_enter", "io_uring_register", "open_by_handle_at", "name_to_handle_at",
+	"swapon", "swapoff", "reboot", "acct", "quotactl", "quotactl_fd", "settimeofday", "clock_settime",
+	"adjtimex", "clock_adjtime", "syslog", "lookup_dcookie", "vm86", "vm86old",
+	/* the new mount API and other ways around the list above */
+	"fsopen", "fsconfig", "fsmount", "fspick", "move_mount", "open_tree", "mount_setattr", "pidfd_getfd",
+	"kcmp", "process_madvise", "iopl", "ioperm", "create_module", "get_kernel_syms", "query_module",
+	"nfsservctl", "uselib", "_sysctl", "sethostname", "setdomainname", "vhangup", "fanotify_init",
+	"modify_ldt", "stime",
+	NULL,
+};
+
+/* Names that only exist here with argument filters; allowing them outright would undo the filter. */
+static const char *const conditioned[] = { "clone", "clone3", "socket", "ioctl", "personality", NULL };
+
+#define SK_CLONE_NS_FLAGS                                                                                  \
+	((uint64_t)(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC | \
+		    CLONE_NEWCGROUP))
+#define SK_TIOCSTI 0x5412u
+#define SK_SOCK_TYPE_MASK 0xfu
+
+const char *const *sk_seccomp_default_allow(void) { return default_allow; }
+const char *const *sk_seccomp_never_allowed(void) { return never_allowed; }
+
+static bool in_list(const char *const *list, const char *name)
+{
+	for (size_t i = 0; list[i]; i++)
+		if (!strcmp(list[i], name))
+			return true;
+	return false;
+}
+
+bool sk_seccomp_is_never_allowed(const char *name) { return in_list(never_allowed, name); }
+
+static const struct {
+	enum sk_scmp_action a;
+	const char *name;
+} action_names[] = {
+	{ SK_SCMP_ALLOW, "SCMP_ACT_ALLOW" },
+	{ SK_SCMP_ERRNO, "SCMP_ACT_ERRNO" },
+	{ SK_SCMP_KILL, "SCMP_ACT_KILL" },
+	{ SK_SCMP_KILL_THREAD, "SCMP_ACT_KILL_THREAD" },
+	{ SK_SCMP_KILL_PROCESS, "SCMP_ACT_KILL_PROCESS" },
+	{ SK_SCMP_TRAP, "SCMP_ACT_TRAP" },
+	{ SK_SCMP_TRACE, "SCMP_ACT_TRACE" },
+	{ SK_SCMP_LOG, "SCMP_ACT_LOG" },
+	{ SK_SCMP_NOTIFY, "SCMP_ACT_NOTIFY" },
+};
+
+static const char *const op_names[] = {
+	[SK_CMP_NE] = "SCMP_CMP_NE", [SK_CMP_LT] = "SCMP_CMP_LT", [SK_CMP_LE] = "SCMP_CMP_LE",
+	[SK_CMP_EQ] = "SCMP_CMP_EQ", [SK_CMP_GE] = "SCMP_CMP_GE", [SK_CMP_GT] = "SCMP_CMP_GT",
+	[SK_CMP_MASKED_EQ] = "SCMP_CMP_MASKED_EQ",
+};
+
+const char *sk_scmp_action_name(enum sk_scmp_action a)
+{
+	for (size_t i = 0; i < SK_ARRAY_SIZE(action_names); i++)
+		if (action_names[i].a == a)
+			return action_names[i].name;
+	return "SCMP_ACT_INVALID";
+}
+
+const char *sk_scmp_op_name(enum sk_scmp_op op)
+{
+	return (unsigned)op < SK_ARRAY_SIZE(op_names) ? op_names[op] : "SCMP_CMP_INVALID";
+}
+
+static int action_from_name(const char *s, enum sk_scmp_action *out)
+{
+	for (size_t i = 0; i < SK_ARRAY_SIZE(action_names); i++)
+		if (!strcmp(action_names[i].name, s)) {
+			*out = action_names[i].a;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+static int op_from_name(const char *s, enum sk_scmp_op *out)
+{
+	for (size_t i = 0; i < SK_ARRAY_SIZE(op_names); i++)
+		if (!strcmp(op_names[i], s)) {
+			*out = (enum sk_scmp_op)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+/* ---- the model ---- */
+
+void sk_scmp_profile_free(struct sk_scmp_profile *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->n_rules; i++) {
+		free(p->rules[i].name);
+		free(p->rules[i].args);
+	}
+	free(p->rules);
+	free(p->arches);
+	free(p);
+}
+
+static int profile_add_rule(struct sk_scmp_profile *p, const char *name, enum sk_scmp_action action,
+			    int errno_ret, const struct sk_scmp_arg *args, size_t n_args, struct sk_err *err)
+{
+	struct sk_scmp_rule *v = realloc(p->rules, (p->n_rules + 1) * sizeof(*v));
+	if (!v)
+		return sk_err_sys(err, ENOMEM, "seccomp: add rule %s", name);
+	p->rules = v;
+	struct sk_scmp_rule *r = &v[p->n_rules];
+	memset(r, 0, sizeof(*r));
+	r->name = strdup(name);
+	if (n_args) {
+		r->args = calloc(n_args, sizeof(*r->args));
+		if (r->args)
+			memcpy(r->args, args, n_args * sizeof(*args));
+	}
+	if (!r->name || (n_args && !r->args)) {
+		free(r->name);
+		free(r->args);
+		return sk_err_sys(err, ENOMEM, "seccomp: add rule %s", name);
+	}
+	r->action = action;
+	r->errno_ret = errno_ret;
+	r->n_args = n_args;
+	p->n_rules++;
+	return 0;
+}
+
+static int profile_add_arch(struct sk_scmp_profile *p, uint32_t arch, struct sk_err *err)
+{
+	for (size_t i = 0; i < p->n_arches; i++)
+		if (p->arches[i] == arch)
+			return 0;
+	uint32_t *v = realloc(p->arches, (p->n_arches + 1) * sizeof(*v));
+	if (!v)
+		return sk_err_sys(err, ENOMEM, "seccomp: add architecture");
+	p->arches = v;
+	v[p->n_arches++] = arch;
+	return 0;
+}
+
+/* ---- architectures ---- */
+
+static const struct {
+	uint32_t token;
+	const char *scmp;    /* OCI spelling */
+	const char *names[3];
+} arch_table[] = {
+	{ SCMP_ARCH_X86_64, "SCMP_ARCH_X86_64", { "x86_64", "amd64", NULL } },
+	{ SCMP_ARCH_AARCH64, "SCMP_ARCH_AARCH64", { "aarch64", "arm64", NULL } },
+};
+
+int sk_seccomp_parse_arches(const char *list, uint32_t *out, size_t cap, size_t *n, struct sk_err *err)
+{
+	*n = 0;
+	const char *s = list;
+	while (*s) {
+		size_t len = strcspn(s, ",");
+		bool found = false;
+		for (size_t i = 0; i < SK_ARRAY_SIZE(arch_table) && !found; i++) {
+			bool hit = strlen(arch_table[i].scmp) == len && !strncmp(s, arch_table[i].scmp, len);
+			for (size_t j = 0; !hit && arch_table[i].names[j]; j++)
+				hit = strlen(arch_table[i].names[j]) == len && !strncmp(s, arch_table[i].names[j], len);
+			if (!hit)
+				continue;
+			found = true;
+			bool dup = false;
+			for (size_t k = 0; k < *n; k++)
+				dup |= out[k] == arch_table[i].token;
+			if (dup)
+				continue;
+			if (*n >= cap)
+				return sk_err_set(err, EINVAL, "seccomp: --arch: too many architectures");
+			out[(*n)++] = arch_table[i].token;
+		}
+		if (!found)
+			return sk_err_set(err, EINVAL, "seccomp: --arch: unsupported architecture '%.*s' (x86_64, aarch64)",
+					  (int)len, s);
+		s += len;
+		if (*s == ',')
+			s++;
+	}
+	if (*n == 0)
+		return sk_err_set(err, EINVAL, "seccomp: --arch: empty list");
+	return 0;
+}
+
+/* OCI spelling of any libseccomp architecture: "SCMP_ARCH_" + upper-cased libseccomp name. */
+static void arch_to_oci(uint32_t token, char *buf, size_t len)
+{
+	for (size_t i = 0; i < SK_ARRAY_SIZE(arch_table); i++)
+		if (arch_table[i].token == token) {
+			snprintf(buf, len, "%s", arch_table[i].scmp);
+			return;
+		}
+	static const struct {
+		uint32_t t;
+		const char *n;
+	} others[] = {
+		{ SCMP_ARCH_X86, "X86" },     { SCMP_ARCH_X32, "X32" },     { SCMP_ARCH_ARM, "ARM" },
+		{ SCMP_ARCH_PPC64LE, "PPC64LE" }, { SCMP_ARCH_S390X, "S390X" }, { SCMP_ARCH_RISCV64, "RISCV64" },
+		{ SCMP_ARCH_PPC64, "PPC64" }, { SCMP_ARCH_S390, "S390" },   { SCMP_ARCH_PPC, "PPC" },
+		{ SCMP_ARCH_MIPS, "MIPS" },   { SCMP_ARCH_MIPS64, "MIPS64" }, { SCMP_ARCH_MIPSEL, "MIPSEL" },
+		{ SCMP_ARCH_MIPSEL64, "MIPSEL64" }, { SCMP_ARCH_MIPS64N32, "MIPS64N32" },
+		{ SCMP_ARCH_MIPSEL64N32, "MIPSEL64N32" },
+	};
+	for (size_t i = 0; i < SK_ARRAY_SIZE(others); i++)
+		if (others[i].t == token) {
+			snprintf(buf, len, "SCMP_ARCH_%s", others[i].n);
+			return;
+		}
+	snprintf(buf, len, "SCMP_ARCH_0x%" PRIx32, token);
+}
+
+/* Accepts "SCMP_ARCH_X86_64" (OCI) and "x86_64"/"amd64" style names. 0 when unknown. */
+static uint32_t arch_from_name(const char *s)
+{
+	char low[64];
+	const char *p = strncmp(s, "SCMP_ARCH_", 10) ? s : s + 10;
+	size_t i = 0;
+	for (; p[i] && i + 1 < sizeof(low); i++)
+		low[i] = (char)tolower((unsigned char)p[i]);
+	low[i] = '\0';
+	if (!strcmp(low, "amd64"))
+		return SCMP_ARCH_X86_64;
+	if (!strcmp(low, "arm64"))
+		return SCMP_ARCH_AARCH64;
+	if (!strcmp(low, "native"))
+		return seccomp_arch_native();
+	return seccomp_arch_resolve_name(low);
+}
+
+static bool resolves_on_any(const char *name, const uint32_t *arches, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (seccomp_syscall_resolve_name_arch(arches[i], name) >= 0)
+			return true;
+	return false;
+}
+
+/* ---- the generator ---- */
+
+static bool in_argv(const char *const *v, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(v[i], name))
+			return true;
+	return false;
+}
+
+static int add_allow(struct sk_scmp_profile *p, const char *name, const struct sk_seccomp_opts *o,
+		     struct sk_err *err)
+{
+	if (in_argv(o->deny, o->n_deny, name) || !resolves_on_any(name, p->arches, p->n_arches))
+		return 0;
+	for (size_t i = 0; i < p->n_rules; i++)
+		if (!strcmp(p->rules[i].name, name))
+			return 0;
+	return profile_add_rule(p, name, SK_SCMP_ALLOW, -1, NULL, 0, err);
+}
+
+static int add_conditioned(struct sk_scmp_profile *p, const struct sk_seccomp_opts *o, struct sk_err *err)
+{
+	int r = 0;
+	/* clone: the namespace flags are what turns a fork into a container escape kit; with all of them
+	 * masked to zero, clone can only make ordinary threads and processes. */
+	if (!in_argv(o->deny, o->n_deny, "clone")) {
+		struct sk_scmp_arg a = { 0, SK_CLONE_NS_FLAGS, 0, SK_CMP_MASKED_EQ };
+		if ((r = profile_add_rule(p, "clone", SK_SCMP_ALLOW, -1, &a, 1, err)) < 0)
+			return r;
+	}
+	/* clone3 passes its flags in memory, out of seccomp's reach, so it is refused whole; ENOSYS (not
+	 * EPERM) makes glibc fall back to clone, which is filtered above. */
+	if (!in_argv(o->deny, o->n_deny, "clone3") &&
+	    (r = profile_add_rule(p, "clone3", SK_SCMP_ERRNO, ENOSYS, NULL, 0, err)) < 0)
+		return r;
+
+	/* socket: by family and type. The type's low 4 bits are the socket type; the rest are
+	 * SOCK_NONBLOCK/SOCK_CLOEXEC, which are fine. EQ on the family compares all 64 bits, so a family
+	 * padded with high garbage does not match (the kernel would truncate it to an int). */
+	if (!in_argv(o->deny, o->n_deny, "socket")) {
+		static const int fams[] = { AF_UNIX, AF_INET, AF_INET6 };
+		static const int types[] = { SOCK_STREAM, SOCK_DGRAM, SOCK_SEQPACKET };
+		for (size_t f = 0; f < SK_ARRAY_SIZE(fams); f++)
+			for (size_t t = 0; t < SK_ARRAY_SIZE(types); t++) {
+				struct sk_scmp_arg a[2] = {
+					{ 0, (uint64_t)fams[f], 0, SK_CMP_EQ },
+					{ 1, SK_SOCK_TYPE_MASK, (uint64_t)types[t], SK_CMP_MASKED_EQ },
+				};
+				if ((r = profile_add_rule(p, "socket", SK_SCMP_ALLOW, -1, a, 2, err)) < 0)
+					return r;
+			}
+		/* AF_NETLINK only for NETLINK_ROUTE (any type: glibc's getaddrinfo/getifaddrs use SOCK_RAW). */
+		struct sk_scmp_arg nl[2] = {
+			{ 0, AF_NETLINK, 0, SK_CMP_EQ },
+			{ 2, NETLINK_ROUTE, 0, SK_CMP_EQ },
+		};
+		if ((r = profile_add_rule(p, "socket", SK_SCMP_ALLOW, -1, nl, 2, err)) < 0)
+			return r;
+	}
+
+	/* personality: only the default persona and the query (0xffffffff); anything else would turn off
+	 * ASLR (ADDR_NO_RANDOMIZE) or change the syscall ABI persona. EQ on 64 bits: no high-bit games. */
+	if (!in_argv(o->deny, o->n_deny, "personality")) {
+		static const uint64_t ok[] = { PER_LINUX, 0xffffffffu };
+		for (size_t i = 0; i < SK_ARRAY_SIZE(ok); i++) {
+			struct sk_scmp_arg a = { 0, ok[i], 0, SK_CMP_EQ };
+			if ((r = profile_add_rule(p, "personality", SK_SCMP_ALLOW, -1, &a, 1, err)) < 0)
+				return r;
+		}
+	}
+
+	/* ioctl without TIOCSTI (pushing input into the controlling terminal). The kernel reads cmd as a
+	 * 32-bit int, so a plain 64-bit NE would let 0x100005412 through. "cmd's low 32 bits differ from
+	 * TIOCSTI" is the OR, over each bit i < 32, of "bit i of cmd differs from bit i of TIOCSTI": one
+	 * MASKED_EQ rule per bit (32 is the least such a cover can use). One condition per rule, so every
+	 * runtime ORs them the same way. */
+	if (!in_argv(o->deny, o->n_deny, "ioctl")) {
+		for (unsigned bit = 0; bit < 32; bit++) {
+			uint64_t m = (uint64_t)1 << bit;
+			struct sk_scmp_arg a = { 1, m, ~(uint64_t)SK_TIOCSTI & m, SK_CMP_MASKED_EQ };
+			if ((r = profile_add_rule(p, "ioctl", SK_SCMP_ALLOW, -1, &a, 1, err)) < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+static int check_user_name(const char *what, const char *name, const uint32_t *arches, size_t n,
+			   struct sk_err *err)
+{
+	if (!*name)
+		return sk_err_set(err, EINVAL, "seccomp: %s: empty syscall name", what);
+	if (!resolves_on_any(name, arches, n)) {
+		static const uint32_t all[] = { SCMP_ARCH_X86_64, SCMP_ARCH_AARCH64, SCMP_ARCH_X86, SCMP_ARCH_ARM,
+						SCMP_ARCH_X32, SCMP_ARCH_RISCV64, SCMP_ARCH_PPC64LE, SCMP_ARCH_S390X };
+		bool known = resolves_on_any(name, all, SK_ARRAY_SIZE(all));
+		return sk_err_set(err, EINVAL, "seccomp: %s %s: %s", what, name,
+				  known ? "not a syscall on any selected architecture" : "unknown syscall");
+	}
+	return 0;
+}
+
+int sk_seccomp_generate(const struct sk_seccomp_opts *o, struct sk_scmp_profile **out, struct sk_err *err)
+{
+	static const uint32_t def_arches[] = { SCMP_ARCH_X86_64, SCMP_ARCH_AARCH64 };
+	static const struct sk_seccomp_opts none;
+	int r;
+	*out = NULL;
+	if (!o)
+		o = &none;
+	const uint32_t *arches = o->n_arches ? o->arches : def_arches;
+	size_t n_arches = o->n_arches ? o->n_arches : SK_ARRAY_SIZE(def_arches);
+
+	for (size_t i = 0; i < o->n_allow; i++) {
+		if ((r = check_user_name("allow", o->allow[i], arches, n_arches, err)) < 0)
+			return r;
+		if (sk_seccomp_is_never_allowed(o->allow[i]))
+			return sk_err_set(err, EPERM, "seccomp: allow %s: never allowed for the agent (DESIGN.md §4)",
+					  o->allow[i]);
+		if (in_list(conditioned, o->allow[i]))
+			return sk_err_set(err, EPERM,
+					  "seccomp: allow %s: only allowed with stockade's argument filter, not outright",
+					  o->allow[i]);
+		if (in_argv(o->deny, o->n_deny, o->allow[i]))
+			return sk_err_set(err, EINVAL, "seccomp: %s is both allowed and denied", o->allow[i]);
+	}
+	for (size_t i = 0; i < o->n_deny; i++)
+		if ((r = check_user_name("deny", o->deny[i], arches, n_arches, err)) < 0)
+			return r;
+
+	struct sk_scmp_profile *p = calloc(1, sizeof(*p));
+	if (!p)
+		return sk_err_sys(err, ENOMEM, "seccomp: generate");
+	p->default_action = SK_SCMP_ERRNO;
+	p->default_errno = EPERM;
+	for (size_t i = 0; i < n_arches; i++)
+		if ((r = profile_add_arch(p, arches[i], err)) < 0)
+			goto fail;
+	for (size_t i = 0; default_allow[i]; i++)
+		if ((r = add_allow(p, default_allow[i], o, err)) < 0)
+			goto fail;
+	for (size_t i = 0; i < o->n_allow; i++)
+		if ((r = add_allow(p, o->allow[i], o, err)) < 0)
+			goto fail;
+	if ((r = add_conditioned(p, o, err)) < 0)
+		goto fail;
+	*out = p;
+	return 0;
+fail:
+	sk_scmp_profile_free(p);
+	return r;
+}
+
+/* ---- JSON out ---- */
+
+static bool same_action(const struct sk_scmp_rule *a, const struct sk_scmp_rule *b)
+{
+	return a->action == b->action && a->errno_ret == b->errno_ret;
+}
+
+static cJSON *entry_new(const struct sk_scmp_rule *r)
+{
+	cJSON *e = cJSON_CreateObject();
+	if (!e)
+		return NULL;
+	cJSON *names = cJSON_AddArrayToObject(e, "names");
+	bool ok = names && cJSON_AddStringToObject(e, "action", sk_scmp_action_name(r->action));
+	if (ok && r->errno_ret >= 0)
+		ok = cJSON_AddNumberToObject(e, "errnoRet", r->errno_ret) != NULL;
+	if (ok && r->n_args) {
+		cJSON *args = cJSON_AddArrayToObject(e, "args");
+		ok = args != NULL;
+		for (size_t i = 0; ok && i < r->n_args; i++) {
+			cJSON *a = cJSON_CreateObject();
+			ok = a && cJSON_AddItemToArray(args, a);
+			if (!ok) {
+				cJSON_Delete(a);
+				break;
+			}
+			ok = cJSON_AddNumberToObject(a, "index", r->args[i].index) &&
+			     cJSON_AddNumberToObject(a, "value", (double)r->args[i].value) &&
+			     cJSON_AddNumberToObject(a, "valueTwo", (double)r->args[i].value_two) &&
+			     cJSON_AddStringToObject(a, "op", sk_scmp_op_name(r->args[i].op));
+		}
+	}
+	if (!ok) {
+		cJSON_Delete(e);
+		return NULL;
+	}
+	return e;
+}
+
+char *sk_scmp_profile_to_json(const struct sk_scmp_profile *p, struct sk_err *err)
+{
+	cJSON *root = cJSON_CreateObject();
+	char *text = NULL;
+	bool *done = calloc(p->n_rules ? p->n_rules : 1, sizeof(*done));
+	if (!root || !done)
+		goto oom;
+	if (!cJSON_AddStringToObject(root, "defaultAction", sk_scmp_action_name(p->default_action)))
+		goto oom;
+	if (p->default_errno >= 0 && !cJSON_AddNumberToObject(root, "defaultErrnoRet", p->default_errno))
+		goto oom;
+	cJSON *arches = cJSON_AddArrayToObject(root, "architectures");
+	if (!arches)
+		goto oom;
+	for (size_t i = 0; i < p->n_arches; i++) {
+		char name[40];
+		arch_to_oci(p->arches[i], name, sizeof(name));
+		cJSON *s = cJSON_CreateString(name);
+		if (!s || !cJSON_AddItemToArray(arches, s)) {
+			cJSON_Delete(s);
+			goto oom;
+		}
+	}
+	cJSON *calls = cJSON_AddArrayToObject(root, "syscalls");
+	if (!calls)
+		goto oom;
+	/* Unconditional rules with one action share an entry ("names": [...]); each conditional rule gets its
+	 * own entry, so its conditions stay ANDed in every runtime. */
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < p->n_rules; i++) {
+			const struct sk_scmp_rule *r = &p->rules[i];
+			if (done[i] || (pass == 0) != (r->n_args == 0))
+				continue;
+			cJSON *e = entry_new(r);
+			if (!e || !cJSON_AddItemToArray(calls, e)) {
+				cJSON_Delete(e);
+				goto oom;
+			}
+			cJSON *names = cJSON_GetObjectItemCaseSensitive(e, "names");
+			for (size_t j = i; j < p->n_rules; j++) {
+				if (done[j] || (j != i && (p->rules[j].n_args || r->n_args || !same_action(r, &p->rules[j]))))
+					continue;
+				cJSON *s = cJSON_CreateString(p->rules[j].name);
+				if (!s || !cJSON_AddItemToArray(names, s)) {
+					cJSON_Delete(s);
+					goto oom;
+				}
+				done[j] = true;
+			}
+		}
+	text = cJSON_Print(root);
+	if (!text)
+		goto oom;
+	cJSON_Delete(root);
+	free(done);
+	return text;
+oom:
+	cJSON_Delete(root);
+	free(done);
+	sk_err_sys(err, ENOMEM, "seccomp: write JSON");
+	return NULL;
+}
+
+/* ---- JSON in ---- */
+
+static int get_u64(const cJSON *o, const char *key, uint64_t *out, bool required, const char *where,
+		   struct sk_err *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	if (!v || cJSON_IsNull(v)) {
+		if (required)
+			return sk_err_set(err, EINVAL, "%s: missing \"%s\"", where, key);
+		*out = 0;
+		return 0;
+	}
+	/* cJSON holds numbers as doubles: integers above 2^53 would be silently rounded, so refuse them. */
+	if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 9007199254740992.0 ||
+	    v->valuedouble != (double)(uint64_t)v->valuedouble)
+		return sk_err_set(err, EINVAL, "%s: \"%s\" must be an integer in 0..2^53", where, key);
+	*out = (uint64_t)v->valuedouble;
+	return 0;
+}
+
+static int parse_action(const cJSON *o, const char *key, enum sk_scmp_action *out, const char *where,
+			struct sk_err *err)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	if (!cJSON_IsString(v))
+		return sk_err_set(err, EINVAL, "%s: \"%s\" must be a string", where, key);
+	if (action_from_name(v->valuestring, out) < 0)
+		return sk_err_set(err, EINVAL, "%s: unknown action \"%s\"", where, v->valuestring);
+	return 0;
+}
+
+static int parse_errno(const cJSON *o, const char *key, int *out, const char *where, struct sk_err *err)
+{
+	uint64_t v;
+	int r = get_u64(o, key, &v, false, where, err);
+	if (r < 0)
+		return r;
+	if (v > 4095)
+		return sk_err_set(err, EINVAL, "%s: \"%s\" out of range", where, key);
+	*out = cJSON_GetObjectItemCaseSensitive(o, key) && !cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(o, key))
+		       ? (int)v
+		       : -1;
+	return 0;
+}
+
+/* Docker's "includes"/"excludes": this tool runs the agent with no capabilities, so an entry that needs a
+ * capability never applies; "arches" (Go names: amd64, arm64, ...) select by architecture. */
+static bool entry_applies(const cJSON *e, const struct sk_scmp_profile *p)
+{
+	const cJSON *inc = cJSON_GetObjectItemCaseSensitive(e, "includes");
+	if (cJSON_IsObject(inc)) {
+		const cJSON *caps = cJSON_GetObjectItemCaseSensitive(inc, "caps");
+		if (cJSON_IsArray(caps) && cJSON_GetArraySize(caps) > 0)
+			return false;
+		const cJSON *ar = cJSON_GetObjectItemCaseSensitive(inc, "arches");
+		if (cJSON_IsArray(ar) && cJSON_GetArraySize(ar) > 0) {
+			const cJSON *a;
+			bool hit = false;
+			cJSON_ArrayForEach(a, ar) {
+				uint32_t t = cJSON_IsString(a) ? arch_from_name(a->valuestring) : 0;
+				for (size_t i = 0; t && i < p->n_arches; i++)
+					hit |= p->arches[i] == t;
+			}
+			if (!hit)
+				return false;
+		}
+	}
+	const cJSON *exc = cJSON_GetObjectItemCaseSensitive(e, "excludes");
+	if (cJSON_IsObject(exc)) {
+		const cJSON *ar = cJSON_GetObjectItemCaseSensitive(exc, "arches");
+		const cJSON *a;
+		cJSON_ArrayForEach(a, ar) {
+			uint32_t t = cJSON_IsString(a) ? arch_from_name(a->valuestring) : 0;
+			if (t && t == seccomp_arch_native())
+				return false;
+		}
+	}
+	return true;
+}
+
+static int parse_entry(const cJSON *e, size_t idx, struct sk_scmp_profile *p, const char *name,
+		       struct sk_err *err)
+{
+	char where[300];
+	snprintf(where, sizeof(where), "%s: syscalls[%zu]", name, idx);
+	if (!cJSON_IsObject(e))
+		return sk_err_set(err, EINVAL, "%s: must be an object", where);
+	if (!entry_applies(e, p))
+		return 0;
+	enum sk_scmp_action act;
+	int errno_ret, r;
+	if ((r = parse_action(e, "action", &act, where, err)) < 0 ||
+	    (r = parse_errno(e, "errnoRet", &errno_ret, where, err)) < 0)
+		return r;
+	struct sk_scmp_arg args[6];
+	size_t n_args = 0;
+	const cJSON *ja = cJSON_GetObjectItemCaseSensitive(e, "args");
+	if (ja && !cJSON_IsNull(ja)) {
+		if (!cJSON_IsArray(ja))
+			return sk_err_set(err, EINVAL, "%s: \"args\" must be an array", where);
+		const cJSON *a;
+		cJSON_ArrayForEach(a, ja) {
+			char aw[340];
+			snprintf(aw, sizeof(aw), "%s.args[%zu]", where, n_args);
+			if (n_args >= SK_ARRAY_SIZE(args))
+				return sk_err_set(err, EINVAL, "%s: more than 6 conditions", aw);
+			uint64_t index;
+			struct sk_scmp_arg *x = &args[n_args];
+			if (!cJSON_IsObject(a))
+				return sk_err_set(err, EINVAL, "%s: must be an object", aw);
+			if ((r = get_u64(a, "index", &index, true, aw, err)) < 0 ||
+			    (r = get_u64(a, "value", &x->value, false, aw, err)) < 0 ||
+			    (r = get_u64(a, "valueTwo", &x->value_two, false, aw, err)) < 0)
+				return r;
+			if (index > 5)
+				return sk_err_set(err, EINVAL, "%s: index %" PRIu64 " out of range 0..5", aw, index);
+			x->index = (unsigned)index;
+			const cJSON *op = cJSON_GetObjectItemCaseSensitive(a, "op");
+			if (!cJSON_IsString(op) || op_from_name(op->valuestring, &x->op) < 0)
+				return sk_err_set(err, EINVAL, "%s: unknown or missing \"op\"", aw);
+			n_args++;
+		}
+	}
+	const cJSON *names = cJSON_GetObjectItemCaseSensitive(e, "names");
+	const cJSON *one = cJSON_GetObjectItemCaseSensitive(e, "name");
+	if (cJSON_IsString(one))
+		return profile_add_rule(p, one->valuestring, act, errno_ret, args, n_args, err);
+	if (!cJSON_IsArray(names))
+		return sk_err_set(err, EINVAL, "%s: needs \"names\" (array) or \"name\"", where);
+	const cJSON *n;
+	cJSON_ArrayForEach(n, names) {
+		if (!cJSON_IsString(n) || !*n->valuestring)
+			return sk_err_set(err, EINVAL, "%s: names must be non-empty strings", where);
+		if ((r = profile_add_rule(p, n->valuestring, act, errno_ret, args, n_args, err)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int parse_arches(const cJSON *root, struct sk_scmp_profile *p, const char *name, struct sk_err *err)
+{
+	const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "architectures");
+	const cJSON *map = cJSON_GetObjectItemCaseSensitive(root, "archMap");
+	bool has_list = list && !cJSON_IsNull(list) && cJSON_GetArraySize(list) > 0;
+	bool has_map = map && !cJSON_IsNull(map) && cJSON_GetArraySize(map) > 0;
+	const cJSON *a;
+	int r;
+	if (has_list && has_map)
+		return sk_err_set(err, EINVAL, "%s: both \"architectures\" and \"archMap\"", name);
+	if (has_list) {
+		if (!cJSON_IsArray(list))
+			return sk_err_set(err, EINVAL, "%s: \"architectures\" must be an array", name);
+		cJSON_ArrayForEach(a, list) {
+			uint32_t t = cJSON_IsString(a) ? arch_from_name(a->valuestring) : 0;
+			if (!t)
+				return sk_err_set(err, EINVAL, "%s: unknown architecture %s", name,
+						  cJSON_IsString(a) ? a->valuestring : "(not a string)");
+			if ((r = profile_add_arch(p, t, err)) < 0)
+				return r;
+		}
+		return 0;
+	}
+	if (!has_map)
+		return 0;
+	/* archMap (Docker): dockerd keeps the native entry and its sub-architectures; so do we. */
+	if (!cJSON_IsArray(map))
+		return sk_err_set(err, EINVAL, "%s: \"archMap\" must be an array", name);
+	cJSON_ArrayForEach(a, map) {
+		const cJSON *arch = cJSON_GetObjectItemCaseSensitive(a, "architecture");
+		uint32_t t = cJSON_IsString(arch) ? arch_from_name(arch->valuestring) : 0;
+		if (!t)
+			return sk_err_set(err, EINVAL, "%s: archMap: unknown or missing architecture", name);
+		if (t != seccomp_arch_native())
+			continue;
+		if ((r = profile_add_arch(p, t, err)) < 0)
+			return r;
+		const cJSON *s;
+		cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(a, "subArchitectures")) {
+			uint32_t st = cJSON_IsString(s) ? arch_from_name(s->valuestring) : 0;
+			if (!st)
+				return sk_err_set(err, EINVAL, "%s: archMap: unknown sub-architecture", name);
+			if ((r = profile_add_arch(p, st, err)) < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+int sk_scmp_profile_parse(const char *name, const char *buf, size_t len, struct sk_scmp_profile **out,
+			  struct sk_err *err)
+{
+	*out = NULL;
+	const char *end = NULL;
+	cJSON *root = cJSON_ParseWithLengthOpts(buf, len, &end, false);
+	if (!root) {
+		size_t off = end && end >= buf ? (size_t)(end - buf) : 0;
+		return sk_err_set(err, EINVAL, "%s: invalid JSON near byte %zu", name, off);
+	}
+	int r;
+	struct sk_scmp_profile *p = calloc(1, sizeof(*p));
+	if (!p) {
+		cJSON_Delete(root);
+		return sk_err_sys(err, ENOMEM, "%s", name);
+	}
+	if (!cJSON_IsObject(root)) {
+		r = sk_err_set(err, EINVAL, "%s: the profile must be a JSON object", name);
+		goto out;
+	}
+	if ((r = parse_action(root, "defaultAction", &p->default_action, name, err)) < 0 ||
+	    (r = parse_errno(root, "defaultErrnoRet", &p->default_errno, name, err)) < 0 ||
+	    (r = parse_arches(root, p, name, err)) < 0)
+		goto out;
+	const cJSON *calls = cJSON_GetObjectItemCaseSensitive(root, "syscalls");
+	if (calls && !cJSON_IsNull(calls)) {
+		if (!cJSON_IsArray(calls)) {
+			r = sk_err_set(err, EINVAL, "%s: \"syscalls\" must be an array", name);
+			goto out;
+		}
+		size_t i = 0;
+		const cJSON *e;
+		cJSON_ArrayForEach(e, calls) {
+			if ((r = parse_entry(e, i++, p, name, err)) < 0)
+				goto out;
+		}
+	}
+	r = 0;
+out:
+	cJSON_Delete(root);
+	if (r < 0)
+		sk_scmp_profile_free(p);
+	else
+		*out = p;
+	return r;
+}
+
+int sk_scmp_profile_load_file(const char *path, struct sk_scmp_profile **out, struct sk_err *err)
+{
+	*out = NULL;
+	sk_autoclose int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return sk_err_sys(err, errno, "open %s", path);
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return sk_err_sys(err, errno, "stat %s", path);
+	if (st.st_size > 16 * 1024 * 1024)
+		return sk_err_set(err, EFBIG, "%s: larger than 16 MiB", path);
+	size_t cap = (size_t)st.st_size + 1, len = 0;
+	sk_autofree char *buf = malloc(cap);
+	if (!buf)
+		return sk_err_sys(err, ENOMEM, "read %s", path);
+	for (;;) {
+		if (len == cap) {
+			char *nb = realloc(buf, cap * 2);
+			if (!nb)
+				return sk_err_sys(err, ENOMEM, "read %s", path);
+			buf = nb;
+			cap *= 2;
+		}
+		ssize_t n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return sk_err_sys(err, errno, "read %s", path);
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	return sk_scmp_profile_parse(path, buf, len, out, err);
+}
+
+/* ---- describe and diff ---- */
+
+struct sbuf {
+	char *s;
+	size_t len, cap;
+	bool oom;
+};
+
+__attribute__((format(printf, 2, 3))) static void sb_printf(struct sbuf *b, const char *fmt, ...)
+{
+	if (b->oom)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (b->len + (size_t)n + 1 > b->cap)) {
+		size_t nc = b->cap ? b->cap : 256;
+		while (n >= 0 && nc < b->len + (size_t)n + 1)
+			nc *= 2;
+		char *ns = n < 0 ? NULL : realloc(b->s, nc);
+		if (!ns) {
+			b->oom = true;
+			return;
+		}
+		b->s = ns;
+		b->cap = nc;
+	}
+	va_start(ap, fmt);
+	vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+}
+
+static void describe_action(struct sbuf *b, enum sk_scmp_action a, int errno_ret)
+{
+	switch (a) {
+	case SK_SCMP_ALLOW: sb_printf(b, "allow"); break;
+	case SK_SCMP_ERRNO: sb_printf(b, "errno %d", errno_ret < 0 ? EPERM : errno_ret); break;
+	case SK_SCMP_TRACE: sb_printf(b, "trace %d", errno_ret < 0 ? EPERM : errno_ret); break;
+	case SK_SCMP_KILL:
+	case SK_SCMP_KILL_THREAD: sb_printf(b, "kill-thread"); break;
+	case SK_SCMP_KILL_PROCESS: sb_printf(b, "kill-process"); break;
+	case SK_SCMP_TRAP: sb_printf(b, "trap"); break;
+	case SK_SCMP_LOG: sb_printf(b, "log"); break;
+	case SK_SCMP_NOTIFY: sb_printf(b, "notify"); break;
+	}
+}
+
+static void describe_args(struct sbuf *b, const struct sk_scmp_rule *r)
+{
+	static const char *const sym[] = { "!=", "<", "<=", "==", ">=", ">" };
+	for (size_t i = 0; i < r->n_args; i++) {
+		const struct sk_scmp_arg *a = &r->args[i];
+		if (i)
+			sb_printf(b, " && ");
+		if (a->op == SK_CMP_MASKED_EQ)
+			sb_printf(b, "arg%u & %#" PRIx64 " == %#" PRIx64, a->index, a->value, a->value_two);
+		else if ((unsigned)a->op < SK_ARRAY_SIZE(sym))
+			sb_printf(b, "arg%u %s %#" PRIx64, a->index, sym[a->op], a->value);
+	}
+}
+
+static bool rule_is_default(const struct sk_scmp_profile *p, const struct sk_scmp_rule *r)
+{
+	int de = p->default_errno < 0 ? EPERM : p->default_errno, re = r->errno_ret < 0 ? EPERM : r->errno_ret;
+	return r->action == p->default_action && (r->action != SK_SCMP_ERRNO || de == re);
+}
+
+char *sk_scmp_profile_describe(const struct sk_scmp_profile *p, const char *name)
+{
+	struct sbuf b = { 0 };
+	const struct sk_scmp_rule *uncond = NULL;
+	bool any = false;
+	for (size_t i = 0; i < p->n_rules; i++) {
+		const struct sk_scmp_rule *r = &p->rules[i];
+		if (strcmp(r->name, name) || rule_is_default(p, r))
+			continue;
+		any = true;
+		if (!r->n_args && !uncond)
+			uncond = r;
+	}
+	if (!any) {
+		sb_printf(&b, "default (");
+		describe_action(&b, p->default_action, p->default_errno);
+		sb_printf(&b, ")");
+	} else if (uncond) {
+		describe_action(&b, uncond->action, uncond->errno_ret);
+	} else {
+		/* Conditional rules, grouped by action in order of first appearance. */
+		bool first_group = true;
+		for (size_t i = 0; i < p->n_rules; i++) {
+			const struct sk_scmp_rule *r = &p->rules[i];
+			if (strcmp(r->name, name) || rule_is_default(p, r))
+				continue;
+			bool seen = false;
+			for (size_t j = 0; j < i && !seen; j++)
+				seen = !strcmp(p->rules[j].name, name) && !rule_is_default(p, &p->rules[j]) &&
+				       same_action(&p->rules[j], r);
+			if (seen)
+				continue;
+			if (!first_group)
+				sb_printf(&b, "; ");
+			first_group = false;
+			describe_action(&b, r->action, r->errno_ret);
+			sb_printf(&b, " when ");
+			bool first = true;
+			for (size_t j = i; j < p->n_rules; j++) {
+				if (strcmp(p->rules[j].name, name) || !same_action(&p->rules[j], r))
+					continue;
+				sb_printf(&b, first ? "(" : " || (");
+				describe_args(&b, &p->rules[j]);
+				sb_printf(&b, ")");
+				first = false;
+			}
+		}
+		sb_printf(&b, "; else ");
+		describe_action(&b, p->default_action, p->default_errno);
+	}
+	if (b.oom) {
+		free(b.s);
+		return NULL;
+	}
+	return b.s;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+char *sk_scmp_profile_diff(const struct sk_scmp_profile *a, const struct sk_scmp_profile *b, size_t *n_diff,
+			   struct sk_err *err)
+{
+	*n_diff = 0;
+	size_t n = a->n_rules + b->n_rules, m = 0;
+	const char **names = calloc(n ? n : 1, sizeof(*names));
+	if (!names) {
+		sk_err_sys(err, ENOMEM, "seccomp diff");
+		return NULL;
+	}
+	for (size_t i = 0; i < a->n_rules; i++)
+		names[m++] = a->rules[i].name;
+	for (size_t i = 0; i < b->n_rules; i++)
+		names[m++] = b->rules[i].name;
+	qsort(names, m, sizeof(*names), cmp_str);
+	struct sbuf out = { 0 };
+	sb_printf(&out, "%s", "");
+	for (size_t i = 0; i < m; i++) {
+		if (i && !strcmp(names[i], names[i - 1]))
+			continue;
+		char *da = sk_scmp_profile_describe(a, names[i]);
+		char *db = sk_scmp_profile_describe(b, names[i]);
+		if (!da || !db) {
+			out.oom = true;
+		} else if (strcmp(da, db)) {
+			bool a_deny = !strncmp(da, "default (", 9) && a->default_action != SK_SCMP_ALLOW;
+			bool b_deny = !strncmp(db, "default (", 9) && b->default_action != SK_SCMP_ALLOW;
+			if (b_deny && !strncmp(da, "allow", 5))
+				sb_printf(&out, "only A: %s: %s\n", names[i], da);
+			else if (a_deny && !strncmp(db, "allow", 5))
+				sb_printf(&out, "only B: %s: %s\n", names[i], db);
+			else
+				sb_printf(&out, "differs: %s: A %s | B %s\n", names[i], da, db);
+			(*n_diff)++;
+		}
+		free(da);
+		free(db);
+	}
+	free(names);
+	if (out.oom) {
+		free(out.s);
+		sk_err_sys(err, ENOMEM, "seccomp diff");
+		return NULL;
+	}
+	return out.s;
+}
