@@ -146,6 +146,11 @@ static void jput(struct jbuf *b, const char *s, size_t n)
 	b->p[b->len] = '\0';
 }
 
+static void jputs(struct jbuf *b, const char *s)
+{
+	jput(b, s, strlen(s));
+}
+
 static void jstr(struct jbuf *b, const char *s)
 {
 	jput(b, "\"", 1);
@@ -168,10 +173,10 @@ static void jstr(struct jbuf *b, const char *s)
 
 static void missing(struct jbuf *b, bool *first, const char *check, const char *detail)
 {
-	jput(b, *first ? "{\"check\":" : ",{\"check\":", *first ? 10 : 11);
+	jputs(b, *first ? "{\"check\":" : ",{\"check\":");
 	*first = false;
 	jstr(b, check);
-	jput(b, ",\"detail\":", 10);
+	jputs(b, ",\"detail\":");
 	jstr(b, detail);
 	jput(b, "}", 1);
 }
@@ -189,7 +194,7 @@ bool sk_ready_check(const struct sk_ready_input *in, char **json, size_t *json_l
 	struct jbuf b = { 0 };
 	bool first = true;
 	char detail[SK_ERR_MSG_MAX + 64];
-	jput(&b, "{\"ready\":false,\"missing\":[", 27);
+	jputs(&b, "{\"ready\":false,\"missing\":[");
 
 	if (in->draining)
 		missing(&b, &first, "draining", "SIGTERM received; finishing open connections");
@@ -231,9 +236,9 @@ bool sk_ready_check(const struct sk_ready_input *in, char **json, size_t *json_l
 	bool ready = first;
 	if (ready) {
 		b.len = 0;
-		jput(&b, "{\"ready\":true}\n", 15);
+		jputs(&b, "{\"ready\":true}\n");
 	} else {
-		jput(&b, "]}\n", 3);
+		jputs(&b, "]}\n");
 	}
 	if (b.oom) {
 		free(b.p);
