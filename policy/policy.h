@@ -136,6 +136,19 @@ int sk_policy_load_buffer(const char *name, const char *buf, size_t len, int for
 			  struct sk_policy **out, struct sk_diags *diags);
 void sk_policy_free(struct sk_policy *p);
 
+/* Load flags (added by the loaders; the plain entry points use 0). */
+enum sk_load_flags {
+	SK_LOAD_NO_FILE_CHECKS = 1 << 0,   /* skip the readability check of apis' valueFile/callerToken/caFile
+	                                    * (fuzzers, unit tests, checking a policy off-node) */
+};
+int sk_policy_load_file_ex(const char *path, int format, unsigned flags, struct sk_policy **out,
+			   struct sk_diags *diags);
+int sk_policy_load_buffer_ex(const char *name, const char *buf, size_t len, int format, unsigned flags,
+			     struct sk_policy **out, struct sk_diags *diags);
+/* One rule as text, e.g. "host api.github.com ports [443]", "host *.example.com ports any protocol tls",
+ * "cidr 10.96.0.0/12 ports [8125] protocol udp direct". Truncates to outsz. Returns out. */
+char *sk_rule_format(const struct sk_rule *r, char *out, size_t outsz);
+
 /* Hash of the netns part of the policy (UIDs, ports, loopback, exemptUids, direct and udp rules), as 16
  * lower-case hex digits + NUL. Stable across processes and versions of the same policy content; the init
  * writes it into its marker and the sidecar compares it (readiness, reload refusal). */

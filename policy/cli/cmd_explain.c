@@ -1,12 +1,150 @@
-/* policy/cli/cmd_explain.c — placeholder until its owner lands it. */
+/* policy/cli/cmd_explain.c — `stockade-policy explain FILE HOST PORT [--proto tls|http|tcp|udp]`: runs
+ * the matcher the sidecar uses on one connection and prints the decision as one JSON line. HOST is a
+ * name (normalised as the proxy would) or an IP literal; without --proto the protocol is guessed from
+ * the port as a client would speak it (443 tls, 80 http, else tcp) and printed, so it is never hidden.
+ * Exit 0 allow, 1 deny, 2 usage or policy error. */
+#include <cjson/cJSON.h>
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "common/err.h"
+#include "policy/addr.h"
 #include "policy/cli/cli.h"
+#include "policy/domain.h"
+#include "policy/match.h"
+#include "policy/policy.h"
+
+#define EXPLAIN_USAGE "usage: stockade-policy explain [--no-file-checks] FILE HOST PORT [--proto tls|http|tcp|udp]\n"
+
+static int parse_port(const char *s, uint16_t *out)
+{
+	size_t n = strlen(s);
+	if (n < 1 || n > 5 || s[0] == '0')
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return -EINVAL;
+	long v = strtol(s, NULL, 10);
+	if (v > 65535)
+		return -EINVAL;
+	*out = (uint16_t)v;
+	return 0;
+}
+
+static int parse_proto(const char *s, enum sk_proto *out)
+{
+	static const enum sk_proto all[] = { SK_PROTO_TLS, SK_PROTO_HTTP, SK_PROTO_TCP, SK_PROTO_UDP };
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		if (!strcmp(s, sk_proto_name(all[i]))) {
+			*out = all[i];
+			return 0;
+		}
+	return -EINVAL;
+}
+
+static int print_decision(const struct sk_policy *p, const struct sk_query *q, const char *host_text,
+			  const struct sk_decision *d)
+{
+	char text[512];
+	cJSON *o = cJSON_CreateObject();
+	if (!o)
+		return -ENOMEM;
+	cJSON_AddStringToObject(o, "decision", d->allow ? "allow" : "deny");
+	cJSON_AddNumberToObject(o, "rule", d->rule);
+	cJSON_AddStringToObject(o, "reason", sk_reason_name(d->reason));
+	cJSON_AddStringToObject(o, "host", host_text);
+	cJSON_AddNumberToObject(o, "port", q->port);
+	cJSON_AddStringToObject(o, "proto", sk_proto_name(q->proto));
+	if (d->rule >= 0 && (size_t)d->rule < p->n_rules) {
+		const struct sk_rule *r = &p->rules[d->rule];
+		cJSON_AddStringToObject(o, "rule_text", sk_rule_format(r, text, sizeof(text)));
+		snprintf(text, sizeof(text), "%s:%u:%u", p->source, r->pos.line, r->pos.col);
+		cJSON_AddStringToObject(o, "rule_at", text);
+	} else {
+		cJSON_AddNullToObject(o, "rule_text");
+	}
+	cJSON_AddStringToObject(o, "mode", sk_mode_name(p->mode));
+	char *s = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	if (!s)
+		return -ENOMEM;
+	printf("%s\n", s);
+	free(s);
+	return 0;
+}
 
 int sk_cmd_explain(int argc, char **argv)
 {
-	(void)argc;
-	fprintf(stderr, "stockade-policy: %s: not implemented yet\n", argv[0]);
-	return SK_EXIT_USAGE;
+	const char *pos[3];
+	int n_pos = 0;
+	unsigned flags = 0;
+	const char *proto_arg = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--proto") && i + 1 < argc) {
+			proto_arg = argv[++i];
+		} else if (!strncmp(argv[i], "--proto=", 8)) {
+			proto_arg = argv[i] + 8;
+		} else if (!strcmp(argv[i], "--no-file-checks")) {
+			flags |= SK_LOAD_NO_FILE_CHECKS;
+		} else if (argv[i][0] == '-' && argv[i][1] && n_pos < 3) {
+			fprintf(stderr, "stockade-policy explain: unknown option '%s'\n" EXPLAIN_USAGE, argv[i]);
+			return SK_EXIT_USAGE;
+		} else if (n_pos < 3) {
+			pos[n_pos++] = argv[i];
+		} else {
+			fprintf(stderr, "stockade-policy explain: too many arguments\n" EXPLAIN_USAGE);
+			return SK_EXIT_USAGE;
+		}
+	}
+	if (n_pos != 3) {
+		fprintf(stderr, EXPLAIN_USAGE);
+		return SK_EXIT_USAGE;
+	}
+	struct sk_query q = { 0 };
+	struct sk_addr addr;
+	char name[SK_DOMAIN_MAX + 1], host_text[SK_ADDR_STRLEN > SK_DOMAIN_MAX + 1 ? SK_ADDR_STRLEN : SK_DOMAIN_MAX + 1];
+	if (parse_port(pos[2], &q.port) < 0) {
+		fprintf(stderr, "stockade-policy explain: invalid port '%s', expected 1..65535\n", pos[2]);
+		return SK_EXIT_USAGE;
+	}
+	if (proto_arg && parse_proto(proto_arg, &q.proto) < 0) {
+		fprintf(stderr, "stockade-policy explain: invalid protocol '%s', expected tls, http, tcp or udp\n",
+			proto_arg);
+		return SK_EXIT_USAGE;
+	}
+	if (!proto_arg)
+		q.proto = q.port == 443 ? SK_PROTO_TLS : q.port == 80 ? SK_PROTO_HTTP : SK_PROTO_TCP;
+	if (sk_addr_parse(pos[1], &addr) == 0) {
+		q.dst = &addr;
+		sk_addr_format(&addr, host_text);
+	} else {
+		bool wildcard = false;
+		const char *why = NULL;
+		if (sk_domain_normalize(pos[1], strlen(pos[1]), 0, name, &wildcard, &why) < 0) {
+			fprintf(stderr, "stockade-policy explain: invalid host '%s': %s, expected a name or an IP address\n",
+				pos[1], why ? why : "invalid");
+			return SK_EXIT_USAGE;
+		}
+		q.host = name;
+		snprintf(host_text, sizeof(host_text), "%s", name);
+	}
+
+	struct sk_diags diags = { 0 };
+	struct sk_policy *p = NULL;
+	int r = sk_policy_load_file_ex(pos[0], -1, flags, &p, &diags);
+	sk_diags_print(&diags, stderr);
+	sk_diags_free(&diags);
+	if (r < 0)
+		return SK_EXIT_USAGE;
+	struct sk_decision d;
+	sk_match(p, &q, &d);
+	r = print_decision(p, &q, host_text, &d);
+	sk_policy_free(p);
+	if (r < 0) {
+		fprintf(stderr, "stockade-policy explain: out of memory\n");
+		return SK_EXIT_USAGE;
+	}
+	return d.allow ? SK_EXIT_OK : SK_EXIT_FAIL;
 }

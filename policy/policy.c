@@ -1,0 +1,439 @@
+/* policy/policy.c — the policy model's life cycle: diagnostics, defaults, format detection, the
+ * sk_policy_load_* entry points (text → tree → validated model → matcher), freeing, names, and the
+ * netns-part hash. Parsing lives in load_yaml.c/load_json.c, validation in validate.c and forge.c. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/util.h"
+#include "policy/load-internal.h"
+#include "policy/match.h"
+#include "policy/policy.h"
+
+void sk_diags_add(struct sk_diags *d, const char *file, unsigned line, unsigned col, const char *fmt, ...)
+{
+	char *msg = NULL;
+	va_list ap;
+	va_start(ap, fmt);
+	int r = vasprintf(&msg, fmt, ap);
+	va_end(ap);
+	if (r < 0)
+		msg = NULL;
+	if (d->n == d->cap) {
+		size_t cap = d->cap ? d->cap * 2 : 8;
+		struct sk_diag *v = realloc(d->v, cap * sizeof(*v));
+		if (!v) {
+			free(msg);
+			return;  /* out of memory: the load still fails, it just says less */
+		}
+		d->v = v;
+		d->cap = cap;
+	}
+	struct sk_diag *g = &d->v[d->n++];
+	g->file = strdup(file ? file : "<buffer>");
+	g->line = line;
+	g->col = col;
+	g->msg = msg;
+}
+
+void sk_diags_free(struct sk_diags *d)
+{
+	for (size_t i = 0; i < d->n; i++) {
+		free(d->v[i].file);
+		free(d->v[i].msg);
+	}
+	free(d->v);
+	d->v = NULL;
+	d->n = d->cap = 0;
+}
+
+void sk_diags_print(const struct sk_diags *d, void *stdio_file)
+{
+	FILE *f = stdio_file;
+	for (size_t i = 0; i < d->n; i++) {
+		const struct sk_diag *g = &d->v[i];
+		const char *file = g->file ? g->file : "<buffer>", *msg = g->msg ? g->msg : "out of memory";
+		if (g->line)
+			fprintf(f, "%s:%u:%u: %s\n", file, g->line, g->col, msg);
+		else
+			fprintf(f, "%s: %s\n", file, msg);
+	}
+}
+
+static void free_strv(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+void sk_policy_free(struct sk_policy *p)
+{
+	if (!p)
+		return;
+	if (p->matcher)
+		sk_matcher_free(p->matcher);
+	free(p->source);
+	free(p->exempt_uids);
+	for (size_t i = 0; i < p->n_rules; i++) {
+		free(p->rules[i].host);
+		free(p->rules[i].ports);
+	}
+	free(p->rules);
+	free_strv(p->dns.upstream, p->dns.n_upstream);
+	free(p->dns.allow_types);
+	free(p->loopback_ports);
+	for (size_t i = 0; i < p->n_apis; i++) {
+		struct sk_api *a = &p->apis[i];
+		free(a->name);
+		free(a->upstream);
+		free(a->header_name);
+		free(a->value_file);
+		free(a->caller_token_file);
+		free(a->ca_file);
+		free_strv(a->methods, a->n_methods);
+		free_strv(a->path_prefixes, a->n_path_prefixes);
+	}
+	free(p->apis);
+	free_strv(p->seccomp.allow, p->seccomp.n_allow);
+	free_strv(p->seccomp.deny, p->seccomp.n_deny);
+	free_strv(p->import_notes, p->n_import_notes);
+	free(p);
+}
+
+/* DESIGN.md §2 defaults. dns.upstream and dns.allowTypes are filled by the validator when absent, so
+ * that a present key replaces the default instead of adding to it. */
+void sk_policy_set_defaults(struct sk_policy *p)
+{
+	p->version = 1;
+	p->mode = SK_MODE_ENFORCE;
+	p->agent_uid = 1000;
+	p->sidecar_uid = 1337;
+	p->ports = (struct sk_ports){ .proxy = 15001, .dns = 15053, .admin = 15000, .api = 15080 };
+	p->dns.deny = SK_DNS_DENY_NXDOMAIN;
+	p->dns.max_query_length = 253;
+	p->block_private = true;
+	p->loopback = SK_LOOPBACK_ALLOW;
+}
+
+struct sk_rule *sk_policy_add_rule(struct sk_load_ctx *c, struct sk_policy *p)
+{
+	struct sk_rule *v = realloc(p->rules, (p->n_rules + 1) * sizeof(*v));
+	if (!v) {
+		sk_ctx_error(c, 1, 1, "out of memory");
+		return NULL;
+	}
+	p->rules = v;
+	struct sk_rule *r = &v[p->n_rules++];
+	memset(r, 0, sizeof(*r));
+	return r;
+}
+
+void sk_policy_add_note(struct sk_policy *p, const char *fmt, ...)
+{
+	char *s = NULL;
+	va_list ap;
+	va_start(ap, fmt);
+	int r = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (r < 0)
+		return;
+	char **v = realloc(p->import_notes, (p->n_import_notes + 1) * sizeof(*v));
+	if (!v) {
+		free(s);
+		return;
+	}
+	p->import_notes = v;
+	v[p->n_import_notes++] = s;
+}
+
+static const char *skip_bom_ws(const char *buf, size_t len, size_t *off)
+{
+	size_t o = 0;
+	if (len >= 3 && !memcmp(buf, "\xef\xbb\xbf", 3))
+		o = 3;
+	while (o < len && (buf[o] == ' ' || buf[o] == '\t' || buf[o] == '\n' || buf[o] == '\r'))
+		o++;
+	*off = o;
+	return buf + o;
+}
+
+int sk_policy_load_buffer_ex(const char *name, const char *buf, size_t len, int format, unsigned flags,
+			     struct sk_policy **out, struct sk_diags *diags)
+{
+	struct sk_load_ctx c = { .file = name ? name : "<buffer>", .diags = diags, .flags = flags };
+	struct sk_node *tree = NULL;
+	struct sk_policy *p = NULL;
+	int ret = -EINVAL;
+
+	*out = NULL;
+	if (format < -1 || format > SK_FORMAT_FORGE) {
+		sk_ctx_error(&c, 0, 0, "unknown policy format %d", format);
+		return -EINVAL;
+	}
+	size_t off;
+	const char *first = skip_bom_ws(buf, len, &off);
+	const bool json = format == SK_FORMAT_JSON || format == SK_FORMAT_FORGE || (format == -1 && off < len && *first == '{');
+	tree = json ? sk_json_parse(&c, buf, len) : sk_yaml_parse(&c, buf, len);
+	if (!tree)
+		goto out;
+	enum sk_policy_format fmt = !json ? SK_FORMAT_YAML
+		: (format == SK_FORMAT_FORGE || (format == -1 && sk_forge_detect(tree))) ? SK_FORMAT_FORGE
+		: SK_FORMAT_JSON;
+	p = calloc(1, sizeof(*p));
+	if (!p || !(p->source = strdup(c.file))) {
+		sk_ctx_error(&c, 0, 0, "out of memory");
+		ret = -ENOMEM;
+		goto out;
+	}
+	p->format = fmt;
+	sk_policy_set_defaults(p);
+	if (fmt == SK_FORMAT_FORGE)
+		sk_forge_import(&c, tree, p);
+	else
+		sk_validate_policy(&c, tree, p);
+	if (c.n_errors)
+		goto out;
+	/* Only a fully valid model gets a matcher: a half-validated policy must never decide anything. */
+	int r = sk_matcher_build(p);
+	if (r < 0) {
+		sk_ctx_error(&c, 0, 0, "building the matcher: %s", strerror(-r));
+		ret = r;
+		goto out;
+	}
+	*out = sk_steal_pointer(&p);
+	ret = 0;
+out:
+	sk_node_free(tree);
+	sk_policy_free(p);
+	return ret;
+}
+
+int sk_policy_load_buffer(const char *name, const char *buf, size_t len, int format, struct sk_policy **out,
+			  struct sk_diags *diags)
+{
+	return sk_policy_load_buffer_ex(name, buf, len, format, 0, out, diags);
+}
+
+/* Reads the whole file; returns owned buffer or NULL with -errno in *err. */
+static char *read_file(const char *path, size_t *len, int *err)
+{
+	sk_autoclose int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		*err = -errno;
+		return NULL;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		*err = -EISDIR;
+		return NULL;
+	}
+	size_t cap = 4096, n = 0;
+	sk_autofree char *buf = malloc(cap);
+	if (!buf) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	for (;;) {
+		if (n == cap) {
+			if (cap >= SK_POLICY_MAX_BYTES) {
+				*err = -EFBIG;
+				return NULL;
+			}
+			char *nb = realloc(buf, cap * 2);
+			if (!nb) {
+				*err = -ENOMEM;
+				return NULL;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		ssize_t r = read(fd, buf + n, cap - n);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			*err = -errno;
+			return NULL;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	*len = n;
+	return sk_steal_pointer(&buf);
+}
+
+int sk_policy_load_file_ex(const char *path, int format, unsigned flags, struct sk_policy **out,
+			   struct sk_diags *diags)
+{
+	size_t len = 0;
+	int err = 0;
+	*out = NULL;
+	sk_autofree char *buf = read_file(path, &len, &err);
+	if (!buf) {
+		/* line 0: printed as "FILE: cannot read: ..." — there is no position to give */
+		sk_diags_add(diags, path, 0, 0, "cannot read: %s", strerror(-err));
+		return err;
+	}
+	return sk_policy_load_buffer_ex(path, buf, len, format, flags, out, diags);
+}
+
+int sk_policy_load_file(const char *path, int format, struct sk_policy **out, struct sk_diags *diags)
+{
+	return sk_policy_load_file_ex(path, format, 0, out, diags);
+}
+
+const char *sk_proto_name(enum sk_proto p)
+{
+	switch (p) {
+	case SK_PROTO_ANY:
+		return "any";
+	case SK_PROTO_TLS:
+		return "tls";
+	case SK_PROTO_HTTP:
+		return "http";
+	case SK_PROTO_TCP:
+		return "tcp";
+	case SK_PROTO_UDP:
+		return "udp";
+	}
+	return "?";
+}
+
+const char *sk_mode_name(enum sk_mode m)
+{
+	switch (m) {
+	case SK_MODE_ENFORCE:
+		return "enforce";
+	case SK_MODE_AUDIT:
+		return "audit";
+	}
+	return "?";
+}
+
+/* Appends printf output to out[*o..outsz), never overflowing; *o saturates at outsz - 1. */
+static void sb_printf(char *out, size_t outsz, size_t *o, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void sb_printf(char *out, size_t outsz, size_t *o, const char *fmt, ...)
+{
+	if (*o + 1 >= outsz)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(out + *o, outsz - *o, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	*o = (size_t)n >= outsz - *o ? outsz - 1 : *o + (size_t)n;
+}
+
+static void ports_text(char *out, size_t outsz, size_t *o, const uint16_t *ports, size_t n)
+{
+	if (!n) {
+		sb_printf(out, outsz, o, "any");
+		return;
+	}
+	sb_printf(out, outsz, o, "[");
+	for (size_t i = 0; i < n; i++)
+		sb_printf(out, outsz, o, "%s%u", i ? "," : "", ports[i]);
+	sb_printf(out, outsz, o, "]");
+}
+
+char *sk_rule_format(const struct sk_rule *r, char *out, size_t outsz)
+{
+	size_t o = 0;
+	if (!outsz)
+		return out;
+	out[0] = 0;
+	if (r->kind == SK_RULE_HOST) {
+		sb_printf(out, outsz, &o, "host %s%s ports ", r->wildcard ? "*." : "", r->host ? r->host : "?");
+	} else {
+		char c[SK_ADDR_STRLEN + 4];
+		sk_cidr_format(&r->cidr, c);
+		sb_printf(out, outsz, &o, "cidr %s ports ", c);
+	}
+	ports_text(out, outsz, &o, r->ports, r->n_ports);
+	if (r->proto != SK_PROTO_ANY)
+		sb_printf(out, outsz, &o, " protocol %s", sk_proto_name(r->proto));
+	if (r->direct)
+		sb_printf(out, outsz, &o, " direct");
+	return out;
+}
+
+#define FNV64_OFFSET 0xcbf29ce484222325ULL
+#define FNV64_PRIME 0x100000001b3ULL
+
+static void fnv_str(uint64_t *h, const char *s)
+{
+	for (; *s; s++) {
+		*h ^= (unsigned char)*s;
+		*h *= FNV64_PRIME;
+	}
+}
+
+/* The canonical form hashed (FNV-1a 64) is this text, one item per line, every line ending in '\n':
+ *   stockade-netns v1
+ *   agent <uid>
+ *   sidecar <uid>
+ *   exempt <uid>,<uid>,...            (sorted ascending, as loaded; empty after the space when none)
+ *   ports proxy=<p> dns=<p> admin=<p> api=<p>
+ *   loopback allow | loopback deny | loopback ports <p>,<p>,...   (sorted)
+ *   rule <n> <sk_rule_format text>    for each CIDR rule that is direct or protocol udp, in file order,
+ *                                     n = its index among all rules (e.g. "rule 7 cidr 10.96.0.0/12
+ *                                     ports [8125] protocol udp direct")
+ * Everything here is already normalised by the loader (sorted ports and uids, CIDRs without host bits),
+ * so two files that differ only in spelling, key order or comments hash the same. Host rules never reach
+ * the kernel (a host rule cannot be direct or udp), and neither do mode, dns, apis or blockPrivate. */
+void sk_policy_netns_hash(const struct sk_policy *p, char out[17])
+{
+	uint64_t h = FNV64_OFFSET;
+	char line[256];
+	fnv_str(&h, "stockade-netns v1\n");
+	snprintf(line, sizeof(line), "agent %u\nsidecar %u\nexempt ", p->agent_uid, p->sidecar_uid);
+	fnv_str(&h, line);
+	for (size_t i = 0; i < p->n_exempt_uids; i++) {
+		snprintf(line, sizeof(line), "%s%u", i ? "," : "", p->exempt_uids[i]);
+		fnv_str(&h, line);
+	}
+	snprintf(line, sizeof(line), "\nports proxy=%u dns=%u admin=%u api=%u\n", p->ports.proxy, p->ports.dns,
+		 p->ports.admin, p->ports.api);
+	fnv_str(&h, line);
+	switch (p->loopback) {
+	case SK_LOOPBACK_ALLOW:
+		fnv_str(&h, "loopback allow\n");
+		break;
+	case SK_LOOPBACK_DENY:
+		fnv_str(&h, "loopback deny\n");
+		break;
+	case SK_LOOPBACK_PORTS:
+		fnv_str(&h, "loopback ports ");
+		for (size_t i = 0; i < p->n_loopback_ports; i++) {
+			snprintf(line, sizeof(line), "%s%u", i ? "," : "", p->loopback_ports[i]);
+			fnv_str(&h, line);
+		}
+		fnv_str(&h, "\n");
+		break;
+	}
+	for (size_t i = 0; i < p->n_rules; i++) {
+		const struct sk_rule *r = &p->rules[i];
+		if (r->kind != SK_RULE_CIDR || !(r->direct || r->proto == SK_PROTO_UDP))
+			continue;
+		/* Written piecewise rather than through sk_rule_format so a long port list is never truncated. */
+		char c[SK_ADDR_STRLEN + 4];
+		sk_cidr_format(&r->cidr, c);
+		snprintf(line, sizeof(line), "rule %zu cidr %s ports %s", i, c, r->n_ports ? "[" : "any");
+		fnv_str(&h, line);
+		for (size_t j = 0; j < r->n_ports; j++) {
+			snprintf(line, sizeof(line), "%s%u", j ? "," : "", r->ports[j]);
+			fnv_str(&h, line);
+		}
+		snprintf(line, sizeof(line), "%s%s%s%s\n", r->n_ports ? "]" : "", r->proto != SK_PROTO_ANY ? " protocol " : "",
+			 r->proto != SK_PROTO_ANY ? sk_proto_name(r->proto) : "", r->direct ? " direct" : "");
+		fnv_str(&h, line);
+	}
+	snprintf(out, 17, "%016llx", (unsigned long long)h);
+}

@@ -1,0 +1,128 @@
+/* policy/tree.c — the position-annotated document tree both loaders produce (see load-internal.h). */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy/load-internal.h"
+
+void sk_ctx_error(struct sk_load_ctx *c, unsigned line, unsigned col, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	sk_diags_add(c->diags, c->file, line, col, "%s", msg);
+	c->n_errors++;
+}
+
+struct sk_node *sk_node_new(struct sk_load_ctx *c, enum sk_node_kind kind, unsigned line, unsigned col)
+{
+	if (c->n_nodes >= SK_TREE_MAX_NODES)
+		return NULL;
+	struct sk_node *n = calloc(1, sizeof(*n));
+	if (!n)
+		return NULL;
+	c->n_nodes++;
+	n->kind = kind;
+	n->line = line;
+	n->col = col;
+	return n;
+}
+
+int sk_node_push(struct sk_node *parent, struct sk_node *child)
+{
+	if (parent->n == parent->cap) {
+		size_t cap = parent->cap ? parent->cap * 2 : 8;
+		struct sk_node **v = realloc(parent->items, cap * sizeof(*v));
+		if (!v) {
+			sk_node_free(child);
+			return -ENOMEM;
+		}
+		parent->items = v;
+		parent->cap = cap;
+	}
+	parent->items[parent->n++] = child;
+	return 0;
+}
+
+void sk_node_free(struct sk_node *n)
+{
+	if (!n)
+		return;
+	for (size_t i = 0; i < n->n; i++)
+		sk_node_free(n->items[i]);
+	free(n->items);
+	free(n->text);
+	free(n);
+}
+
+struct sk_node *sk_node_get(const struct sk_node *map, const char *key)
+{
+	if (!map || map->kind != SK_NODE_MAP)
+		return NULL;
+	for (size_t i = 0; i + 1 < map->n; i += 2) {
+		const struct sk_node *k = map->items[i];
+		if (k->kind == SK_NODE_SCALAR && k->text && !strcmp(k->text, key))
+			return map->items[i + 1];
+	}
+	return NULL;
+}
+
+char *sk_quote(const char *s, char *out, size_t outsz)
+{
+	size_t o = 0;
+	const size_t limit = outsz > 8 ? outsz - 8 : 0;  /* room for an escape, "...'" and NUL */
+	if (outsz < 12) {
+		if (outsz)
+			out[0] = 0;
+		return out;
+	}
+	out[o++] = '\'';
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (o >= limit) {
+			memcpy(out + o, "...", 3);
+			o += 3;
+			break;
+		}
+		if (*p < 0x20 || *p >= 0x7f || *p == '\'' || *p == '\\') {
+			o += (size_t)snprintf(out + o, outsz - o, "\\x%02x", *p);
+		} else {
+			out[o++] = (char)*p;
+		}
+	}
+	out[o++] = '\'';
+	out[o] = 0;
+	return out;
+}
+
+const char *sk_node_describe(const struct sk_node *n, char *buf, size_t bufsz)
+{
+	char q[SK_QUOTE_MAX];
+	if (!n)
+		return "nothing";
+	switch (n->kind) {
+	case SK_NODE_MAP:
+		return "a mapping";
+	case SK_NODE_SEQ:
+		return "a list";
+	case SK_NODE_SCALAR:
+		break;
+	}
+	switch (n->skind) {
+	case SK_SCALAR_NULL:
+		return "null";
+	case SK_SCALAR_BOOL:
+		snprintf(buf, bufsz, "boolean %s", n->text);
+		return buf;
+	case SK_SCALAR_NUM:
+		snprintf(buf, bufsz, "number %s", n->text);
+		return buf;
+	case SK_SCALAR_STR:
+		break;
+	}
+	snprintf(buf, bufsz, "string %s", sk_quote(n->text, q, sizeof(q)));
+	return buf;
+}

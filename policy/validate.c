@@ -1,0 +1,1089 @@
+/* policy/validate.c — the one validator behind both native formats: walks the position-annotated tree
+ * (load-internal.h), checks and normalises every field of DESIGN.md §2 into struct sk_policy, and reports
+ * every problem it finds as "path: what is wrong, expected what" at the key's or value's line:col.
+ * It keeps going after an error so one run shows them all; the caller discards the model if any. */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/util.h"
+#include "policy/addr.h"
+#include "policy/domain.h"
+#include "policy/load-internal.h"
+
+#define PATHSZ 160
+
+/* Path strings for messages ("egress[2].ports[0]"); a truncated path is still a useful message. */
+static void pathf(char *buf, size_t sz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void pathf(char *buf, size_t sz, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sz, fmt, ap);
+	va_end(ap);
+}
+
+#define err_at(c, n, ...) sk_ctx_error((c), (n)->line, (n)->col, __VA_ARGS__)
+
+/* ---- generic shape checks ---------------------------------------------------------------------- */
+
+static bool want_map(struct sk_load_ctx *c, const struct sk_node *n, const char *path)
+{
+	char d[SK_QUOTE_MAX + 16];
+	if (n->kind == SK_NODE_MAP)
+		return true;
+	err_at(c, n, "%s: expected a mapping, got %s", path, sk_node_describe(n, d, sizeof(d)));
+	return false;
+}
+
+static bool want_seq(struct sk_load_ctx *c, const struct sk_node *n, const char *path, const char *of)
+{
+	char d[SK_QUOTE_MAX + 16];
+	if (n->kind == SK_NODE_SEQ)
+		return true;
+	err_at(c, n, "%s: expected a list of %s, got %s", path, of, sk_node_describe(n, d, sizeof(d)));
+	return false;
+}
+
+/* Every key must be a string, known, and present once. `where` names the mapping in messages. */
+static void check_keys(struct sk_load_ctx *c, const struct sk_node *map, const char *where, const char *const *keys,
+		       size_t n_keys)
+{
+	char q[SK_QUOTE_MAX], d[SK_QUOTE_MAX + 16], expected[256];
+	size_t o = 0;
+	expected[0] = 0;
+	for (size_t i = 0; i < n_keys && o < sizeof(expected); i++)
+		o += (size_t)snprintf(expected + o, sizeof(expected) - o, "%s%s", i ? ", " : "", keys[i]);
+	for (size_t i = 0; i + 1 < map->n; i += 2) {
+		const struct sk_node *k = map->items[i];
+		if (k->kind != SK_NODE_SCALAR || k->skind != SK_SCALAR_STR) {
+			err_at(c, k, "%s: key is %s, expected one of %s", where, sk_node_describe(k, d, sizeof(d)),
+			       expected);
+			continue;
+		}
+		bool known = false;
+		for (size_t j = 0; j < n_keys && !known; j++)
+			known = !strcmp(k->text, keys[j]);
+		if (!known) {
+			err_at(c, k, "%s: unknown key %s, expected one of %s", where, sk_quote(k->text, q, sizeof(q)),
+			       expected);
+			continue;
+		}
+		for (size_t j = 0; j < i; j += 2) {
+			const struct sk_node *prev = map->items[j];
+			if (prev->kind == SK_NODE_SCALAR && !strcmp(prev->text, k->text)) {
+				err_at(c, k, "%s: duplicate key %s (first at %u:%u), expected each key once", where,
+				       sk_quote(k->text, q, sizeof(q)), prev->line, prev->col);
+				break;
+			}
+		}
+	}
+}
+
+static const struct sk_node *need(struct sk_load_ctx *c, const struct sk_node *map, const char *where,
+				  const char *key, const char *expected)
+{
+	const struct sk_node *v = sk_node_get(map, key);
+	if (!v)
+		err_at(c, map, "%s: missing key '%s', expected %s", where, key, expected);
+	return v;
+}
+
+/* Unsigned decimal integer in [min, max]. */
+static int get_uint(struct sk_load_ctx *c, const struct sk_node *n, const char *path, unsigned long long min,
+		    unsigned long long max, const char *what, unsigned long long *out)
+{
+	char d[SK_QUOTE_MAX + 16];
+	if (n->kind != SK_NODE_SCALAR || n->skind != SK_SCALAR_NUM) {
+		err_at(c, n, "%s: expected %s, got %s", path, what, sk_node_describe(n, d, sizeof(d)));
+		return -EINVAL;
+	}
+	const char *t = n->text;
+	const char *digits = t[0] == '-' || t[0] == '+' ? t + 1 : t;
+	bool all = *digits != 0;
+	for (const char *p = digits; *p && all; p++)
+		all = *p >= '0' && *p <= '9';
+	if (!all) {
+		err_at(c, n, "%s: %s is not a whole number, expected %s", path, t, what);
+		return -EINVAL;
+	}
+	errno = 0;
+	unsigned long long v = strtoull(digits, NULL, 10);
+	if (t[0] == '-' || errno == ERANGE || v < min || v > max) {
+		err_at(c, n, "%s: %s is out of range, expected %s", path, t, what);
+		return -EINVAL;
+	}
+	*out = v;
+	return 0;
+}
+
+static const char *get_str(struct sk_load_ctx *c, const struct sk_node *n, const char *path, const char *what)
+{
+	char d[SK_QUOTE_MAX + 16];
+	if (n->kind != SK_NODE_SCALAR || n->skind != SK_SCALAR_STR) {
+		err_at(c, n, "%s: expected %s, got %s", path, what, sk_node_describe(n, d, sizeof(d)));
+		return NULL;
+	}
+	return n->text;
+}
+
+static int get_bool(struct sk_load_ctx *c, const struct sk_node *n, const char *path, bool *out)
+{
+	char d[SK_QUOTE_MAX + 16];
+	if (n->kind != SK_NODE_SCALAR || n->skind != SK_SCALAR_BOOL) {
+		err_at(c, n, "%s: expected true or false, got %s", path, sk_node_describe(n, d, sizeof(d)));
+		return -EINVAL;
+	}
+	*out = n->text[0] == 't' || n->text[0] == 'T';
+	return 0;
+}
+
+/* One of names[]; `what` is the noun in "is not a <what>". Returns the index or -1. */
+static int get_enum(struct sk_load_ctx *c, const struct sk_node *n, const char *path, const char *what,
+		    const char *const *names, size_t n_names, const char *expected)
+{
+	char q[SK_QUOTE_MAX], d[SK_QUOTE_MAX + 16];
+	if (n->kind != SK_NODE_SCALAR || n->skind != SK_SCALAR_STR) {
+		err_at(c, n, "%s: expected %s, got %s", path, expected, sk_node_describe(n, d, sizeof(d)));
+		return -1;
+	}
+	for (size_t i = 0; i < n_names; i++)
+		if (!strcmp(n->text, names[i]))
+			return (int)i;
+	err_at(c, n, "%s: %s is not a %s, expected %s", path, sk_quote(n->text, q, sizeof(q)), what, expected);
+	return -1;
+}
+
+static int cmp_u16(const void *a, const void *b)
+{
+	return (int)*(const uint16_t *)a - (int)*(const uint16_t *)b;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static size_t sort_unique_u16(uint16_t *v, size_t n)
+{
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof(*v), cmp_u16);
+	size_t o = 1;
+	for (size_t i = 1; i < n; i++)
+		if (v[i] != v[o - 1])
+			v[o++] = v[i];
+	return o;
+}
+
+/* A list of ports 1..65535, sorted and deduplicated (listing one twice is harmless). An empty list is
+ * refused: it would read as "no port" but the model says "any port". */
+static int get_port_list(struct sk_load_ctx *c, const struct sk_node *n, const char *path, uint16_t **out,
+			 size_t *n_out)
+{
+	char ipath[PATHSZ];
+	if (!want_seq(c, n, path, "ports 1..65535"))
+		return -EINVAL;
+	if (n->n == 0) {
+		err_at(c, n, "%s: empty list, expected at least one port (leave the key out for any port)", path);
+		return -EINVAL;
+	}
+	uint16_t *v = calloc(n->n, sizeof(*v));
+	if (!v) {
+		err_at(c, n, "%s: out of memory", path);
+		return -ENOMEM;
+	}
+	int ret = 0;
+	for (size_t i = 0; i < n->n; i++) {
+		unsigned long long p;
+		pathf(ipath, sizeof(ipath), "%s[%zu]", path, i);
+		if (get_uint(c, n->items[i], ipath, 1, 65535, "a port 1..65535", &p) < 0)
+			ret = -EINVAL;
+		else
+			v[i] = (uint16_t)p;
+	}
+	if (ret < 0) {
+		free(v);
+		return ret;
+	}
+	*n_out = sort_unique_u16(v, n->n);
+	*out = v;
+	return 0;
+}
+
+/* ---- names, addresses ------------------------------------------------------------------------------ */
+
+/* Validates and normalises a host pattern into norm (SK_DOMAIN_MAX + 1 bytes). */
+static int check_host_name(struct sk_load_ctx *c, const struct sk_node *n, const char *path, char *norm,
+			   bool *wildcard)
+{
+	char q[SK_QUOTE_MAX];
+	const char *s = get_str(c, n, path, "a DNS name like api.example.com or *.example.com");
+	if (!s)
+		return -EINVAL;
+	struct sk_addr a;
+	if (sk_addr_parse(s, &a) == 0) {
+		err_at(c, n, "%s: %s is an IP address, expected a name (use cidr: for addresses)", path,
+		       sk_quote(s, q, sizeof(q)));
+		return -EINVAL;
+	}
+	const char *why = NULL;
+	if (sk_domain_normalize(s, strlen(s), SK_DOMAIN_ALLOW_WILDCARD, norm, wildcard, &why) < 0) {
+		err_at(c, n, "%s: invalid name %s: %s, expected a DNS name like api.example.com or *.example.com",
+		       path, sk_quote(s, q, sizeof(q)), why ? why : "not a valid name");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int sk_add_host_rule(struct sk_load_ctx *c, struct sk_policy *p, const struct sk_node *n, const char *path,
+		     const uint16_t *ports, size_t n_ports)
+{
+	char norm[SK_DOMAIN_MAX + 1];
+	bool wildcard = false;
+	if (check_host_name(c, n, path, norm, &wildcard) < 0)
+		return -EINVAL;
+	struct sk_rule *r = sk_policy_add_rule(c, p);
+	if (!r)
+		return -ENOMEM;
+	r->kind = SK_RULE_HOST;
+	r->wildcard = wildcard;
+	r->pos = (struct sk_pos){ n->line, n->col };
+	r->host = strdup(norm);
+	if (n_ports) {
+		r->ports = malloc(n_ports * sizeof(*r->ports));
+		if (r->ports) {
+			memcpy(r->ports, ports, n_ports * sizeof(*r->ports));
+			r->n_ports = n_ports;
+		}
+	}
+	if (!r->host || (n_ports && !r->ports)) {
+		err_at(c, n, "%s: out of memory", path);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int sk_parse_cidr_at(struct sk_load_ctx *c, const struct sk_node *n, const char *path, struct sk_cidr *out)
+{
+	char q[SK_QUOTE_MAX], addr[SK_ADDR_STRLEN + 8];
+	static const char expected[] = "a network like 10.0.0.0/8 or fd00::/8";
+	const char *s = get_str(c, n, path, expected);
+	if (!s)
+		return -EINVAL;
+	const char *slash = strchr(s, '/');
+	size_t alen = slash ? (size_t)(slash - s) : strlen(s);
+	struct sk_addr a;
+	if (alen >= sizeof(addr) || (memcpy(addr, s, alen), addr[alen] = 0, sk_addr_parse(addr, &a) < 0)) {
+		err_at(c, n, "%s: %s is not a valid address/prefix, expected %s", path, sk_quote(s, q, sizeof(q)),
+		       expected);
+		return -EINVAL;
+	}
+	const unsigned maxp = a.family == AF_INET ? 32 : 128;
+	unsigned prefix = maxp;
+	if (slash) {
+		const char *d = slash + 1;
+		size_t dl = strlen(d);
+		bool ok = dl >= 1 && dl <= 3 && !(dl > 1 && d[0] == '0');
+		for (size_t i = 0; i < dl && ok; i++)
+			ok = d[i] >= '0' && d[i] <= '9';
+		if (!ok || (prefix = (unsigned)atoi(d)) > maxp) {
+			err_at(c, n, "%s: %s has an invalid prefix length, expected /0../%u", path,
+			       sk_quote(s, q, sizeof(q)), maxp);
+			return -EINVAL;
+		}
+	}
+	/* Host bits set usually means a typo for a different network: say which network it would be. */
+	struct sk_cidr masked = { .net = a, .prefix = (uint8_t)prefix };
+	const unsigned nbytes = maxp / 8;
+	for (unsigned i = 0; i < nbytes; i++) {
+		unsigned bits = prefix > i * 8 ? prefix - i * 8 : 0;
+		uint8_t mask = bits >= 8 ? 0xff : (uint8_t)(0xff << (8 - bits));
+		masked.net.bytes[i] &= mask;
+	}
+	if (memcmp(masked.net.bytes, a.bytes, sizeof(a.bytes))) {
+		char net[SK_ADDR_STRLEN + 4];
+		sk_cidr_format(&masked, net);
+		err_at(c, n, "%s: %s has host bits set, expected %s", path, sk_quote(s, q, sizeof(q)), net);
+		return -EINVAL;
+	}
+	const char *why = NULL;
+	if (sk_cidr_parse(s, out, &why) < 0) {
+		err_at(c, n, "%s: %s: %s, expected %s", path, sk_quote(s, q, sizeof(q)), why ? why : "invalid",
+		       expected);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* ---- sections ---------------------------------------------------------------------------------------- */
+
+static const char *const protos[] = { "any", "tls", "http", "tcp", "udp" };  /* enum sk_proto order */
+#define PROTO_EXPECTED "tls, http, tcp, udp or any"
+
+static void validate_rule(struct sk_load_ctx *c, const struct sk_node *n, size_t idx, struct sk_policy *p)
+{
+	static const char *const keys[] = { "host", "cidr", "ports", "protocol", "direct" };
+	char path[PATHSZ], kpath[PATHSZ];
+	pathf(path, sizeof(path), "egress[%zu]", idx);
+	if (!want_map(c, n, path))
+		return;
+	check_keys(c, n, path, keys, SK_ARRAY_SIZE(keys));
+	const struct sk_node *host = sk_node_get(n, "host"), *cidr = sk_node_get(n, "cidr");
+	const struct sk_node *pn = sk_node_get(n, "ports"), *prn = sk_node_get(n, "protocol");
+	const struct sk_node *dn = sk_node_get(n, "direct");
+	bool bad = false, direct = false;
+	int proto = SK_PROTO_ANY;
+	uint16_t *ports = NULL;
+	size_t n_ports = 0;
+
+	if (host && cidr) {
+		err_at(c, n, "%s: has both host and cidr, expected exactly one of them", path);
+		bad = true;
+	} else if (!host && !cidr) {
+		err_at(c, n, "%s: has neither host nor cidr, expected exactly one of them", path);
+		bad = true;
+	}
+	pathf(kpath, sizeof(kpath), "%s.ports", path);
+	if (pn && get_port_list(c, pn, kpath, &ports, &n_ports) < 0)
+		bad = true;
+	pathf(kpath, sizeof(kpath), "%s.protocol", path);
+	if (prn && (proto = get_enum(c, prn, kpath, "protocol", protos, SK_ARRAY_SIZE(protos), PROTO_EXPECTED)) < 0)
+		bad = true;
+	pathf(kpath, sizeof(kpath), "%s.direct", path);
+	if (dn && get_bool(c, dn, kpath, &direct) < 0)
+		bad = true;
+	if (host && !cidr) {
+		/* The proxy decides host rules by the name it sees in a TCP stream; UDP never reaches it. */
+		if (proto == SK_PROTO_UDP) {
+			pathf(kpath, sizeof(kpath), "%s.protocol", path);
+			err_at(c, prn, "%s: UDP cannot be proxied by name, expected a cidr rule for udp traffic", kpath);
+			bad = true;
+		}
+		if (direct) {
+			pathf(kpath, sizeof(kpath), "%s.direct", path);
+			err_at(c, dn, "%s: only cidr rules can be direct, expected direct on a cidr rule "
+				      "(a host rule is decided by name in the proxy)", kpath);
+			bad = true;
+		}
+		pathf(kpath, sizeof(kpath), "%s.host", path);
+		if (bad) {
+			char norm[SK_DOMAIN_MAX + 1];
+			bool wc;
+			check_host_name(c, host, kpath, norm, &wc);  /* for its messages only */
+		} else if (sk_add_host_rule(c, p, host, kpath, ports, n_ports) == 0) {
+			struct sk_rule *r = &p->rules[p->n_rules - 1];
+			r->proto = (enum sk_proto)proto;
+			r->pos = (struct sk_pos){ n->line, n->col };
+		}
+	} else if (cidr && !host) {
+		struct sk_cidr net;
+		pathf(kpath, sizeof(kpath), "%s.cidr", path);
+		if (sk_parse_cidr_at(c, cidr, kpath, &net) < 0)
+			bad = true;
+		/* A direct rule is an nft set match in the kernel: it sees ports, never a TLS or HTTP header. */
+		if (direct && (proto == SK_PROTO_TLS || proto == SK_PROTO_HTTP)) {
+			pathf(kpath, sizeof(kpath), "%s.direct", path);
+			err_at(c, dn, "%s: a direct rule bypasses the proxy and cannot check protocol %s, "
+				      "expected protocol tcp, udp or any", kpath, protos[proto]);
+			bad = true;
+		}
+		if (!bad) {
+			struct sk_rule *r = sk_policy_add_rule(c, p);
+			if (r) {
+				r->kind = SK_RULE_CIDR;
+				r->cidr = net;
+				r->pos = (struct sk_pos){ n->line, n->col };
+				r->ports = sk_steal_pointer(&ports);
+				r->n_ports = n_ports;
+				r->direct = direct;
+				r->proto = (enum sk_proto)proto;
+			}
+		}
+	}
+	free(ports);
+}
+
+static void validate_egress(struct sk_load_ctx *c, const struct sk_node *n, struct sk_policy *p)
+{
+	if (!want_seq(c, n, "egress", "rules"))
+		return;
+	for (size_t i = 0; i < n->n; i++)
+		validate_rule(c, n->items[i], i, p);
+}
+
+static uint32_t get_uid_at(struct sk_load_ctx *c, const struct sk_node *n, const char *path, bool *ok)
+{
+	unsigned long long v = 0;
+	if (get_uint(c, n, path, 0, 4294967294ULL, "a uid 1..4294967294", &v) < 0) {
+		*ok = false;
+		return 0;
+	}
+	if (v == 0) {
+		err_at(c, n, "%s: uid 0 is root, expected a non-root uid", path);
+		*ok = false;
+	}
+	return (uint32_t)v;
+}
+
+/* agent: {uid: N} / sidecar: {uid: N}. Returns the uid node for later cross-checks. */
+static const struct sk_node *validate_uid_section(struct sk_load_ctx *c, const struct sk_node *n, const char *name,
+						  uint32_t *uid, bool *ok)
+{
+	static const char *const keys[] = { "uid" };
+	char path[PATHSZ];
+	if (!want_map(c, n, name)) {
+		*ok = false;
+		return NULL;
+	}
+	check_keys(c, n, name, keys, 1);
+	const struct sk_node *u = need(c, n, name, "uid", "uid: N");
+	if (!u) {
+		*ok = false;
+		return NULL;
+	}
+	pathf(path, sizeof(path), "%s.uid", name);
+	uint32_t v = get_uid_at(c, u, path, ok);
+	if (*ok)
+		*uid = v;
+	return u;
+}
+
+static void validate_ports(struct sk_load_ctx *c, const struct sk_node *n, struct sk_policy *p)
+{
+	static const char *const keys[] = { "proxy", "dns", "admin", "api" };
+	if (!want_map(c, n, "ports"))
+		return;
+	check_keys(c, n, "ports", keys, SK_ARRAY_SIZE(keys));
+	uint16_t *slot[] = { &p->ports.proxy, &p->ports.dns, &p->ports.admin, &p->ports.api };
+	const struct sk_node *where[4] = { 0 };
+	char path[PATHSZ];
+	for (size_t i = 0; i < 4; i++) {
+		const struct sk_node *v = sk_node_get(n, keys[i]);
+		unsigned long long port;
+		pathf(path, sizeof(path), "ports.%s", keys[i]);
+		if (v && get_uint(c, v, path, 1, 65535, "a port 1..65535", &port) == 0) {
+			*slot[i] = (uint16_t)port;
+			where[i] = v;
+		}
+	}
+	for (size_t i = 0; i < 4; i++)
+		for (size_t j = i + 1; j < 4; j++) {
+			if (*slot[i] != *slot[j])
+				continue;
+			/* Report at the value the user wrote (the other one may be a default). */
+			const struct sk_node *at = where[j] ? where[j] : where[i] ? where[i] : n;
+			const size_t self = where[j] ? j : i, other = where[j] ? i : j;
+			err_at(c, at, "ports.%s: %u collides with ports.%s, expected four different ports", keys[self],
+			       *slot[i], keys[other]);
+		}
+}
+
+static void validate_exempt(struct sk_load_ctx *c, const struct sk_node *n, struct sk_policy *p)
+{
+	char path[PATHSZ];
+	if (!want_seq(c, n, "exemptUids", "uids"))
+		return;
+	if (!n->n)
+		return;
+	p->exempt_uids = calloc(n->n, sizeof(*p->exempt_uids));
+	if (!p->exempt_uids) {
+		err_at(c, n, "exemptUids: out of memory");
+		return;
+	}
+	size_t k = 0;
+	for (size_t i = 0; i < n->n; i++) {
+		bool ok = true;
+		pathf(path, sizeof(path), "exemptUids[%zu]", i);
+		uint32_t u = get_uid_at(c, n->items[i], path, &ok);
+		if (!ok)
+			continue;
+		if (u == p->agent_uid || u == p->sidecar_uid) {
+			err_at(c, n->items[i], "%s: %u is the %s uid, expected a uid other than agent and sidecar",
+			       path, u, u == p->agent_uid ? "agent" : "sidecar");
+			continue;
+		}
+		p->exempt_uids[k++] = u;
+	}
+	qsort(p->exempt_uids, k, sizeof(uint32_t), cmp_u32);
+	size_t o = 0;
+	for (size_t i = 0; i < k; i++)
+		if (!o || p->exempt_uids[i] != p->exempt_uids[o - 1])
+			p->exempt_uids[o++] = p->exempt_uids[i];
+	p->n_exempt_uids = o;
+}
+
+static const struct {
+	const char *name;
+	uint16_t type;
+} qtypes[] = {
+	{ "A", 1 },       { "NS", 2 },      { "CNAME", 5 },   { "SOA", 6 },    { "NULL", 10 },  { "PTR", 12 },
+	{ "HINFO", 13 },  { "MX", 15 },     { "TXT", 16 },    { "AAAA", 28 },  { "SRV", 33 },   { "NAPTR", 35 },
+	{ "DS", 43 },     { "RRSIG", 46 },  { "NSEC", 47 },   { "DNSKEY", 48 }, { "NSEC3", 50 }, { "TLSA", 52 },
+	{ "SVCB", 64 },   { "HTTPS", 65 },  { "SPF", 99 },    { "AXFR", 252 }, { "ANY", 255 },  { "CAA", 257 },
+};
+
+static bool upstream_ok(const char *s)
+{
+	struct sk_addr a;
+	char buf[SK_ADDR_STRLEN + 8];
+	const char *port = NULL;
+	if (!strcmp(s, "resolv.conf"))
+		return true;
+	if (s[0] == '[') {
+		const char *e = strchr(s, ']');
+		if (!e || (size_t)(e - s - 1) >= sizeof(buf))
+			return false;
+		memcpy(buf, s + 1, (size_t)(e - s - 1));
+		buf[e - s - 1] = 0;
+		if (sk_addr_parse(buf, &a) < 0 || !strchr(buf, ':'))
+			return false;
+		if (e[1] == 0)
+			return true;
+		if (e[1] != ':')
+			return false;
+		port = e + 2;
+	} else {
+		const char *colon = strchr(s, ':');
+		if (colon && !strchr(colon + 1, ':')) {
+			if ((size_t)(colon - s) >= sizeof(buf))
+				return false;
+			memcpy(buf, s, (size_t)(colon - s));
+			buf[colon - s] = 0;
+			port = colon + 1;
+		} else if (strlen(s) < sizeof(buf)) {
+			strcpy(buf, s);
+		} else {
+			return false;
+		}
+		if (sk_addr_parse(buf, &a) < 0)
+			return false;
+	}
+	if (!port)
+		return true;
+	size_t pl = strlen(port);
+	if (pl < 1 || pl > 5 || port[0] == '0')
+		return false;
+	for (size_t i = 0; i < pl; i++)
+		if (port[i] < '0' || port[i] > '9')
+			return false;
+	return atoi(port) <= 65535;
+}
+
+static void validate_dns(struct sk_load_ctx *c, const struct sk_node *n, struct sk_policy *p)
+{
+	static const char *const keys[] = { "upstream", "deny", "maxQueryLength", "allowTypes" };
+	static const char *const denies[] = { "nxdomain", "refused" };
+	char path[PATHSZ], q[SK_QUOTE_MAX];
+	if (!want_map(c, n, "dns"))
+		return;
+	check_keys(c, n, "dns", keys, SK_ARRAY_SIZE(keys));
+	const struct sk_node *v;
+	if ((v = sk_node_get(n, "upstream")) && want_seq(c, v, "dns.upstream", "resolvers")) {
+		if (!v->n)
+			err_at(c, v, "dns.upstream: empty list, expected resolv.conf or resolver addresses");
+		p->dns.upstream = calloc(v->n ? v->n : 1, sizeof(char *));
+		for (size_t i = 0; p->dns.upstream && i < v->n; i++) {
+			pathf(path, sizeof(path), "dns.upstream[%zu]", i);
+			const char *s = get_str(c, v->items[i], path, "resolv.conf or an IP address");
+			if (!s)
+				continue;
+			if (!upstream_ok(s)) {
+				err_at(c, v->items[i],
+				       "%s: %s is not a resolver, expected resolv.conf or an IP address with optional "
+				       "port (10.0.0.10, 10.0.0.10:53, [fd00::a]:53)", path, sk_quote(s, q, sizeof(q)));
+				continue;
+			}
+			p->dns.upstream[p->dns.n_upstream++] = strdup(s);
+		}
+	}
+	if ((v = sk_node_get(n, "deny"))) {
+		int d = get_enum(c, v, "dns.deny", "deny answer", denies, 2, "nxdomain or refused");
+		if (d >= 0)
+			p->dns.deny = (enum sk_dns_deny)d;
+	}
+	if ((v = sk_node_get(n, "maxQueryLength"))) {
+		unsigned long long m;
+		if (get_uint(c, v, "dns.maxQueryLength", 1, 253, "a length 1..253", &m) == 0)
+			p->dns.max_query_length = (unsigned)m;
+	}
+	if ((v = sk_node_get(n, "allowTypes")) && want_seq(c, v, "dns.allowTypes", "record type names")) {
+		p->dns.allow_types = calloc(v->n ? v->n : 1, sizeof(uint16_t));
+		for (size_t i = 0; p->dns.allow_types && i < v->n; i++) {
+			pathf(path, sizeof(path), "dns.allowTypes[%zu]", i);
+			const char *s = get_str(c, v->items[i], path, "a record type name like A or AAAA");
+			if (!s)
+				continue;
+			size_t j = 0;
+			while (j < SK_ARRAY_SIZE(qtypes) && strcasecmp(qtypes[j].name, s))
+				j++;
+			if (j == SK_ARRAY_SIZE(qtypes)) {
+				err_at(c, v->items[i], "%s: unknown record type %s, expected a type name like A, AAAA, "
+						       "CNAME, HTTPS, SVCB, MX, TXT or SRV", path, sk_quote(s, q, sizeof(q)));
+				continue;
+			}
+			p->dns.allow_types[p->dns.n_allow_types++] = qtypes[j].type;
+		}
+		p->dns.n_allow_types = sort_unique_u16(p->dns.allow_types, p->dns.n_allow_types);
+	}
+}
+
+static void validate_loopback(struct sk_load_ctx *c, const struct sk_node *n, struct sk_policy *p)
+{
+	char q[SK_QUOTE_MAX], d[SK_QUOTE_MAX + 16];
+	if (n->kind == SK_NODE_SEQ) {
+		if (get_port_list(c, n, "loopback", &p->loopback_ports, &p->n_loopback_ports) == 0)
+			p->loopback = SK_LOOPBACK_PORTS;
+		return;
+	}
+	if (n->kind == SK_NODE_SCALAR && n->skind == SK_SCALAR_STR) {
+		if (!strcmp(n->text, "allow"))
+			p->loopback = SK_LOOPBACK_ALLOW;
+		else if (!strcmp(n->text, "deny"))
+			p->loopback = SK_LOOPBACK_DENY;
+		else
+			err_at(c, n, "loopback: %s is not a loopback mode, expected allow, deny or a list of ports",
+			       sk_quote(n->text, q, sizeof(q)));
+		return;
+	}
+	err_at(c, n, "loopback: expected allow, deny or a list of ports, got %s", sk_node_describe(n, d, sizeof(d)));
+}
+
+static bool syscall_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+	if (n < 1 || n > 64)
+		return false;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_'))
+			return false;
+	return true;
+}
+
+static void syscall_list(struct sk_load_ctx *c, const struct sk_node *n, const char *path, char ***out,
+			 size_t *n_out)
+{
+	char ipath[PATHSZ], q[SK_QUOTE_MAX];
+	if (!want_seq(c, n, path, "syscall names"))
+		return;
+	*out = calloc(n->n ? n->n : 1, sizeof(char *));
+	for (size_t i = 0; *out && i < n->n; i++) {
+		pathf(ipath, sizeof(ipath), "%s[%zu]", path, i);
+		const char *s = get_str(c, n->items[i], ipath, "a syscall name");
+		if (!s)
+			continue;
+		if (!syscall_name_ok(s)) {
+			err_at(c, n->items[i], "%s: %s is not a syscall name, expected [a-z0-9_]+ like openat", ipath,
+			       sk_quote(s, q, sizeof(q)));
+			continue;
+		}
+		bool dup = false;
+		for (size_t j = 0; j < *n_out && !dup; j++)
+			dup = !strcmp((*out)[j], s);
+		if (!dup)
+			(*out)[(*n_out)++] = strdup(s);
+	}
+}
+
+static void validate_seccomp(struct sk_load_ctx *c, const struct sk_node *n, struct sk_policy *p)
+{
+	static const char *const keys[] = { "allow", "deny" };
+	char q[SK_QUOTE_MAX];
+	if (!want_map(c, n, "seccomp"))
+		return;
+	check_keys(c, n, "seccomp", keys, 2);
+	const struct sk_node *a = sk_node_get(n, "allow"), *d = sk_node_get(n, "deny");
+	if (a)
+		syscall_list(c, a, "seccomp.allow", &p->seccomp.allow, &p->seccomp.n_allow);
+	if (d)
+		syscall_list(c, d, "seccomp.deny", &p->seccomp.deny, &p->seccomp.n_deny);
+	if (!d || d->kind != SK_NODE_SEQ)
+		return;
+	for (size_t i = 0; i < d->n; i++) {
+		const struct sk_node *x = d->items[i];
+		if (x->kind != SK_NODE_SCALAR)
+			continue;
+		for (size_t j = 0; j < p->seccomp.n_allow; j++)
+			if (p->seccomp.allow[j] && !strcmp(p->seccomp.allow[j], x->text)) {
+				err_at(c, x, "seccomp.deny[%zu]: %s is also in seccomp.allow, expected each syscall in one "
+					     "list", i, sk_quote(x->text, q, sizeof(q)));
+				break;
+			}
+	}
+}
+
+/* ---- apis ----------------------------------------------------------------------------------------------- */
+
+static bool printable_ascii(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s <= 0x20 || (unsigned char)*s >= 0x7f)
+			return false;
+	return true;
+}
+
+/* https://host[:port][/path] → normalised (scheme and host lower case, no trailing slash) in *out.
+ * Returns NULL on success or a static reason. */
+static const char *normalize_upstream(const char *s, char **out)
+{
+	if (!printable_ascii(s))
+		return "contains spaces, control bytes or non-ASCII";
+	if (strncasecmp(s, "https://", 8))
+		return "is not an https:// URL";
+	if (strchr(s, '#'))
+		return "has a fragment";
+	if (strchr(s, '?'))
+		return "has a query";
+	const char *auth = s + 8, *path = auth + strcspn(auth, "/");
+	size_t alen = (size_t)(path - auth);
+	if (memchr(auth, '@', alen))
+		return "contains userinfo (user@), which would put credentials in the URL";
+	if (!alen)
+		return "has no host";
+	char host[SK_DOMAIN_MAX + 2];
+	const char *port = NULL;
+	size_t hlen;
+	if (auth[0] == '[') {
+		const char *e = memchr(auth, ']', alen);
+		if (!e)
+			return "has an unterminated [IPv6] host";
+		hlen = (size_t)(e - auth - 1);
+		if (hlen >= sizeof(host))
+			return "has an invalid host";
+		memcpy(host, auth + 1, hlen);
+		host[hlen] = 0;
+		struct sk_addr a;
+		if (sk_addr_parse(host, &a) < 0 || !strchr(host, ':'))
+			return "has an invalid [IPv6] host";
+		if (e + 1 < path) {
+			if (e[1] != ':')
+				return "has garbage after the host";
+			port = e + 2;
+		}
+	} else {
+		const char *colon = memchr(auth, ':', alen);
+		hlen = colon ? (size_t)(colon - auth) : alen;
+		if (hlen == 0 || hlen >= sizeof(host))
+			return "has an invalid host";
+		memcpy(host, auth, hlen);
+		host[hlen] = 0;
+		struct sk_addr a;
+		char norm[SK_DOMAIN_MAX + 1];
+		bool wc = false;
+		const char *why = NULL;
+		if (sk_addr_parse(host, &a) < 0 && sk_domain_normalize(host, hlen, 0, norm, &wc, &why) < 0)
+			return "has an invalid host name";
+		if (colon)
+			port = colon + 1;
+	}
+	if (port) {
+		size_t pl = (size_t)(path - port);
+		bool ok = pl >= 1 && pl <= 5 && port[0] != '0';
+		for (size_t i = 0; i < pl && ok; i++)
+			ok = port[i] >= '0' && port[i] <= '9';
+		if (!ok || atoi(port) > 65535)
+			return "has an invalid port";
+	}
+	size_t plen = strlen(path);
+	while (plen > 0 && path[plen - 1] == '/')
+		plen--;
+	if (asprintf(out, "https://%.*s%.*s", (int)alen, auth, (int)plen, path) < 0) {
+		*out = NULL;
+		return "out of memory";
+	}
+	/* Host names are case-insensitive; the path is not. */
+	for (char *p = *out + 8; *p && *p != '/'; p++)
+		*p = (char)tolower((unsigned char)*p);
+	return NULL;
+}
+
+static bool http_token(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (!(isalnum((unsigned char)*s) || strchr("!#$%&'*+-.^_`|~", *s)))
+			return false;
+	return true;
+}
+
+/* A path the sidecar will open: must be readable now (unless the caller checks policies off-node). */
+static char *get_file(struct sk_load_ctx *c, const struct sk_node *n, const char *path)
+{
+	char q[SK_QUOTE_MAX];
+	const char *s = get_str(c, n, path, "a file path");
+	if (!s)
+		return NULL;
+	if (!*s || !printable_ascii(s)) {
+		err_at(c, n, "%s: %s is not a usable path, expected a file path without spaces or control bytes",
+		       path, sk_quote(s, q, sizeof(q)));
+		return NULL;
+	}
+	if (!(c->flags & SK_LOAD_NO_FILE_CHECKS)) {
+		sk_autoclose int fd = open(s, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+		struct stat st;
+		int e = fd < 0 ? errno : fstat(fd, &st) < 0 ? errno : S_ISDIR(st.st_mode) ? EISDIR : 0;
+		if (e) {
+			err_at(c, n, "%s: cannot read %s: %s, expected a readable file", path, sk_quote(s, q, sizeof(q)),
+			       strerror(e));
+			return NULL;
+		}
+	}
+	return strdup(s);
+}
+
+static int get_number(struct sk_load_ctx *c, const struct sk_node *n, const char *path, double *out)
+{
+	char d[SK_QUOTE_MAX + 16];
+	if (n->kind == SK_NODE_SCALAR && n->skind == SK_SCALAR_NUM) {
+		char *end = NULL;
+		double v = strtod(n->text, &end);
+		if (end && !*end && isfinite(v) && v >= 0 && v <= 1e9) {
+			*out = v;
+			return 0;
+		}
+	}
+	err_at(c, n, "%s: expected a number 0..1000000000, got %s", path, sk_node_describe(n, d, sizeof(d)));
+	return -EINVAL;
+}
+
+static void validate_api(struct sk_load_ctx *c, const struct sk_node *n, size_t idx, struct sk_policy *p)
+{
+	static const char *const keys[] = { "name", "upstream", "header", "callerToken", "caFile", "rateLimit",
+					    "methods", "pathPrefixes" };
+	static const char *const hkeys[] = { "name", "valueFile" };
+	static const char *const rkeys[] = { "rps", "burst" };
+	char path[PATHSZ], kp[PATHSZ], q[SK_QUOTE_MAX];
+	pathf(path, sizeof(path), "apis[%zu]", idx);
+	if (!want_map(c, n, path))
+		return;
+	check_keys(c, n, path, keys, SK_ARRAY_SIZE(keys));
+	struct sk_api *a = &p->apis[p->n_apis++];  /* freed with p even when invalid */
+	a->pos = (struct sk_pos){ n->line, n->col };
+	const struct sk_node *v;
+
+	if ((v = need(c, n, path, "name", "name: [a-z0-9-]{1,63}"))) {
+		pathf(kp, sizeof(kp), "%s.name", path);
+		const char *s = get_str(c, v, kp, "a name [a-z0-9-]{1,63}");
+		if (s) {
+			size_t l = strlen(s);
+			bool ok = l >= 1 && l <= 63;
+			for (size_t i = 0; i < l && ok; i++)
+				ok = (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-';
+			if (!ok) {
+				err_at(c, v, "%s: %s is not a valid api name, expected [a-z0-9-]{1,63}", kp,
+				       sk_quote(s, q, sizeof(q)));
+			} else {
+				for (size_t j = 0; j + 1 < p->n_apis; j++)
+					if (p->apis[j].name && !strcmp(p->apis[j].name, s)) {
+						err_at(c, v, "%s: %s is already the name of apis[%zu], expected unique "
+							     "names", kp, sk_quote(s, q, sizeof(q)), j);
+						ok = false;
+						break;
+					}
+				if (ok)
+					a->name = strdup(s);
+			}
+		}
+	}
+	if ((v = need(c, n, path, "upstream", "upstream: https://host"))) {
+		pathf(kp, sizeof(kp), "%s.upstream", path);
+		const char *s = get_str(c, v, kp, "an https:// URL");
+		const char *why = s ? normalize_upstream(s, &a->upstream) : NULL;
+		if (why)
+			err_at(c, v, "%s: %s %s, expected https://host[:port][/path] without credentials, query or "
+				     "fragment", kp, sk_quote(s, q, sizeof(q)), why);
+	}
+	if ((v = need(c, n, path, "header", "header: {name: ..., valueFile: ...}"))) {
+		pathf(kp, sizeof(kp), "%s.header", path);
+		if (want_map(c, v, kp)) {
+			check_keys(c, v, kp, hkeys, 2);
+			const struct sk_node *hn = need(c, v, kp, "name", "an HTTP header name");
+			const struct sk_node *hf = need(c, v, kp, "valueFile", "the path of the secret value");
+			char hp[PATHSZ];
+			pathf(hp, sizeof(hp), "%s.name", kp);
+			const char *s = hn ? get_str(c, hn, hp, "an HTTP header name") : NULL;
+			if (s && !http_token(s))
+				err_at(c, hn, "%s: %s is not a header name, expected an HTTP token like x-api-key", hp,
+				       sk_quote(s, q, sizeof(q)));
+			else if (s)
+				a->header_name = strdup(s);
+			pathf(hp, sizeof(hp), "%s.valueFile", kp);
+			if (hf)
+				a->value_file = get_file(c, hf, hp);
+		}
+	}
+	if ((v = sk_node_get(n, "callerToken"))) {
+		pathf(kp, sizeof(kp), "%s.callerToken", path);
+		a->caller_token_file = get_file(c, v, kp);
+	}
+	if ((v = sk_node_get(n, "caFile"))) {
+		pathf(kp, sizeof(kp), "%s.caFile", path);
+		a->ca_file = get_file(c, v, kp);
+	}
+	if ((v = sk_node_get(n, "rateLimit"))) {
+		pathf(kp, sizeof(kp), "%s.rateLimit", path);
+		if (want_map(c, v, kp)) {
+			check_keys(c, v, kp, rkeys, 2);
+			const struct sk_node *r = sk_node_get(v, "rps"), *b = sk_node_get(v, "burst");
+			char rp[PATHSZ];
+			pathf(rp, sizeof(rp), "%s.rps", kp);
+			if (r)
+				get_number(c, r, rp, &a->rate);
+			pathf(rp, sizeof(rp), "%s.burst", kp);
+			if (b)
+				get_number(c, b, rp, &a->burst);
+		}
+	}
+	if ((v = sk_node_get(n, "methods"))) {
+		pathf(kp, sizeof(kp), "%s.methods", path);
+		if (want_seq(c, v, kp, "HTTP methods") && (a->methods = calloc(v->n ? v->n : 1, sizeof(char *)))) {
+			for (size_t i = 0; i < v->n; i++) {
+				char ip[PATHSZ];
+				pathf(ip, sizeof(ip), "%s[%zu]", kp, i);
+				const char *s = get_str(c, v->items[i], ip, "an HTTP method like GET");
+				if (!s)
+					continue;
+				size_t l = strlen(s);
+				bool ok = l >= 1 && l <= 32;
+				for (size_t j = 0; j < l && ok; j++)
+					ok = isalpha((unsigned char)s[j]);
+				if (!ok) {
+					err_at(c, v->items[i], "%s: %s is not an HTTP method, expected a name like GET "
+							       "or POST", ip, sk_quote(s, q, sizeof(q)));
+					continue;
+				}
+				char *m = strdup(s);
+				for (char *x = m; x && *x; x++)
+					*x = (char)toupper((unsigned char)*x);
+				bool dup = false;
+				for (size_t j = 0; m && j < a->n_methods && !dup; j++)
+					dup = !strcmp(a->methods[j], m);
+				if (dup || !m)
+					free(m);
+				else
+					a->methods[a->n_methods++] = m;
+			}
+		}
+	}
+	if ((v = sk_node_get(n, "pathPrefixes"))) {
+		pathf(kp, sizeof(kp), "%s.pathPrefixes", path);
+		if (want_seq(c, v, kp, "paths") && (a->path_prefixes = calloc(v->n ? v->n : 1, sizeof(char *)))) {
+			for (size_t i = 0; i < v->n; i++) {
+				char ip[PATHSZ];
+				pathf(ip, sizeof(ip), "%s[%zu]", kp, i);
+				const char *s = get_str(c, v->items[i], ip, "a path starting with /");
+				if (!s)
+					continue;
+				/* A prefix with ".." could be escaped from by the request path it is meant to fence. */
+				if (s[0] != '/' || !printable_ascii(s) || strpbrk(s, "?#") || strstr(s, "/../") ||
+				    (strlen(s) >= 3 && !strcmp(s + strlen(s) - 3, "/.."))) {
+					err_at(c, v->items[i], "%s: %s is not a path prefix, expected a path starting with / "
+							       "without spaces, '..' segments, query or fragment",
+					       ip, sk_quote(s, q, sizeof(q)));
+					continue;
+				}
+				a->path_prefixes[a->n_path_prefixes++] = strdup(s);
+			}
+		}
+	}
+}
+
+static void validate_apis(struct sk_load_ctx *c, const struct sk_node *n, struct sk_policy *p)
+{
+	if (!want_seq(c, n, "apis", "api gateways"))
+		return;
+	if (!n->n)
+		return;
+	p->apis = calloc(n->n, sizeof(*p->apis));
+	if (!p->apis) {
+		err_at(c, n, "apis: out of memory");
+		return;
+	}
+	for (size_t i = 0; i < n->n; i++)
+		validate_api(c, n->items[i], i, p);
+}
+
+/* ---- top level ------------------------------------------------------------------------------------------- */
+
+int sk_policy_dns_defaults(struct sk_policy *p)
+{
+	static const uint16_t def_types[] = { 1, 5, 28, 64, 65 };  /* A CNAME AAAA SVCB HTTPS, sorted */
+	if (!p->dns.upstream) {
+		p->dns.upstream = calloc(1, sizeof(char *));
+		if (!p->dns.upstream || !(p->dns.upstream[0] = strdup("resolv.conf")))
+			return -ENOMEM;
+		p->dns.n_upstream = 1;
+	}
+	if (!p->dns.allow_types) {
+		p->dns.allow_types = malloc(sizeof(def_types));
+		if (!p->dns.allow_types)
+			return -ENOMEM;
+		memcpy(p->dns.allow_types, def_types, sizeof(def_types));
+		p->dns.n_allow_types = SK_ARRAY_SIZE(def_types);
+	}
+	return 0;
+}
+
+void sk_validate_policy(struct sk_load_ctx *c, const struct sk_node *root, struct sk_policy *p)
+{
+	static const char *const keys[] = { "version", "mode", "agent", "sidecar", "exemptUids", "ports", "egress",
+					    "dns", "blockPrivate", "loopback", "apis", "seccomp" };
+	static const char *const modes[] = { "enforce", "audit" };
+	char d[SK_QUOTE_MAX + 16];
+	if (root->kind != SK_NODE_MAP) {
+		err_at(c, root, "policy: expected a mapping starting with version: 1, got %s",
+		       sk_node_describe(root, d, sizeof(d)));
+		return;
+	}
+	check_keys(c, root, "policy", keys, SK_ARRAY_SIZE(keys));
+	const struct sk_node *v;
+	if ((v = need(c, root, "policy", "version", "version: 1"))) {
+		unsigned long long ver;
+		if (get_uint(c, v, "version", 0, 1ULL << 31, "1", &ver) == 0 && ver != 1)
+			err_at(c, v, "version: unsupported version %llu, expected 1", ver);
+	}
+	if ((v = sk_node_get(root, "mode"))) {
+		int m = get_enum(c, v, "mode", "mode", modes, 2, "enforce or audit");
+		if (m >= 0)
+			p->mode = (enum sk_mode)m;
+	}
+	bool agent_ok = true, sidecar_ok = true;
+	if ((v = sk_node_get(root, "agent")))
+		validate_uid_section(c, v, "agent", &p->agent_uid, &agent_ok);
+	const struct sk_node *su = NULL;
+	if ((v = sk_node_get(root, "sidecar")))
+		su = validate_uid_section(c, v, "sidecar", &p->sidecar_uid, &sidecar_ok);
+	/* The sidecar's UID is exempt from redirection: an agent sharing it would bypass everything. */
+	if (agent_ok && sidecar_ok && p->agent_uid == p->sidecar_uid) {
+		const struct sk_node *at = su ? su : sk_node_get(sk_node_get(root, "agent"), "uid");
+		err_at(c, at ? at : root, "sidecar.uid: same as agent.uid (%u), expected a different uid", p->agent_uid);
+	}
+	if ((v = sk_node_get(root, "exemptUids")))
+		validate_exempt(c, v, p);
+	if ((v = sk_node_get(root, "ports")))
+		validate_ports(c, v, p);
+	if ((v = sk_node_get(root, "egress")))
+		validate_egress(c, v, p);
+	if ((v = sk_node_get(root, "dns")))
+		validate_dns(c, v, p);
+	if ((v = sk_node_get(root, "blockPrivate")))
+		get_bool(c, v, "blockPrivate", &p->block_private);
+	if ((v = sk_node_get(root, "loopback")))
+		validate_loopback(c, v, p);
+	if ((v = sk_node_get(root, "apis")))
+		validate_apis(c, v, p);
+	if ((v = sk_node_get(root, "seccomp")))
+		validate_seccomp(c, v, p);
+	if (sk_policy_dns_defaults(p) < 0)
+		err_at(c, root, "out of memory");
+}
