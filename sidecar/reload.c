@@ -1,0 +1,240 @@
+/* sidecar/reload.c — see reload.h. */
+#include "sidecar/reload.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include "common/util.h"
+#include "policy/policy.h"
+#include "sidecar/metrics.h"
+
+/* Events are coalesced: a ConfigMap swap is several directory operations in a row (new dir, new symlink,
+ * rename over ..data, old dir removed) and we want one reload after the last of them. */
+#define DEBOUNCE_MS 200
+/* While the watched directory is gone (IN_IGNORED), try to watch it again this often. */
+#define REWATCH_MS 1000
+/* A policy is a few KiB; anything this large is not one and is not read whole into memory. */
+#define POLICY_MAX_BYTES (4u << 20)
+
+struct sk_reload {
+	struct sk_loop *loop;
+	char *path;          /* as configured; re-resolved on every load so symlink swaps are followed */
+	char *dir;
+	const struct sk_reload_hooks *hooks;
+	void *ctx;
+	struct sk_io io;     /* inotify fd */
+	int wd;              /* -1 while the directory is not watched */
+	struct sk_timer debounce;
+	uint64_t last_hash;  /* content hash of the last file seen, so unrelated directory events do nothing */
+	bool have_hash;
+};
+
+static FILE *logf_of(const struct sk_reload_hooks *h)
+{
+	return h && h->log ? h->log : stderr;
+}
+
+int sk_reload_load(const char *path, const struct sk_policy *current, FILE *log, struct sk_policy **out,
+		   struct sk_err *err)
+{
+	struct sk_diags diags = { 0 };
+	struct sk_policy *next = NULL;
+	if (!log)
+		log = stderr;
+	int r = sk_policy_load_file(path, -1, &next, &diags);
+	if (r < 0) {
+		sk_diags_print(&diags, log);
+		size_t n = diags.n;
+		sk_diags_free(&diags);
+		if (r == -EINVAL)
+			return sk_err_set(err, EINVAL, "policy %s: %zu error%s (listed above); keeping the policy in force",
+					  path, n, n == 1 ? "" : "s");
+		return sk_err_sys(err, -r, "policy %s: load; keeping the policy in force", path);
+	}
+	sk_diags_free(&diags);
+	if (current) {
+		char was[17], now[17];
+		sk_policy_netns_hash(current, was);
+		sk_policy_netns_hash(next, now);
+		if (strcmp(was, now) != 0) {
+			sk_policy_free(next);
+			return sk_err_set(err, EPERM,
+					  "policy %s: netns part changed (hash %s -> %s): UIDs, ports, loopback, "
+					  "exemptUids and direct/udp rules are in the kernel and need a new pod; "
+					  "keeping the policy in force", path, was, now);
+		}
+	}
+	*out = next;
+	return 0;
+}
+
+/* FNV-1a 64 over the file's bytes; false when it cannot be read (then a reload is attempted anyway, so
+ * the failure is reported by the loader with its own message). */
+static bool content_hash(const char *path, uint64_t *out)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	uint64_t h = 1469598103934665603ull;
+	size_t total = 0;
+	char buf[8192];
+	ssize_t n;
+	while ((n = read(fd, buf, sizeof(buf))) > 0 && total < POLICY_MAX_BYTES) {
+		total += (size_t)n;
+		for (ssize_t i = 0; i < n; i++) {
+			h ^= (unsigned char)buf[i];
+			h *= 1099511628211ull;
+		}
+	}
+	close(fd);
+	if (n < 0)
+		return false;
+	*out = h;
+	return true;
+}
+
+int sk_reload_now(struct sk_reload *r, const char *why)
+{
+	FILE *log = logf_of(r->hooks);
+	struct sk_err err = { 0 };
+	struct sk_policy *next = NULL;
+	uint64_t h;
+	if (content_hash(r->path, &h)) {
+		r->last_hash = h;
+		r->have_hash = true;
+	}
+	int rc = sk_reload_load(r->path, r->hooks->current(r->ctx), log, &next, &err);
+	if (r->hooks->metrics)
+		sk_metrics_reload(r->hooks->metrics, rc == 0);
+	if (rc < 0) {
+		fprintf(log, "stockade-sidecar: reload (%s) rejected: %s\n", why, err.msg);
+		fflush(log);
+		return rc;
+	}
+	char hash[17];
+	sk_policy_netns_hash(next, hash);
+	fprintf(log, "stockade-sidecar: reload (%s): policy %s in force (%zu rules, netns hash %s)\n", why, r->path,
+		next->n_rules, hash);
+	fflush(log);
+	r->hooks->install(r->ctx, next);
+	return 0;
+}
+
+static void rewatch(struct sk_reload *r)
+{
+	/* IN_ATTRIB and IN_CLOSE_WRITE catch in-place edits; the create/move/delete events catch ConfigMap
+	 * symlink swaps and editors that write a temp file and rename it. */
+	r->wd = inotify_add_watch(r->io.fd, r->dir,
+				  IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_CLOSE_WRITE | IN_ATTRIB |
+					  IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR);
+}
+
+static void debounce_fired(struct sk_loop *l, struct sk_timer *t)
+{
+	struct sk_reload *r = t->ctx;
+	if (r->wd < 0) {
+		rewatch(r);
+		if (r->wd < 0) {
+			(void)sk_timer_arm(l, t, REWATCH_MS);
+			return;
+		}
+	}
+	uint64_t h;
+	/* Unrelated files in the directory change too (other ConfigMap keys, editors' swap files): only a
+	 * change of the bytes behind our path is worth a reload. */
+	if (content_hash(r->path, &h) && r->have_hash && h == r->last_hash)
+		return;
+	(void)sk_reload_now(r, "file changed");
+}
+
+static void inotify_ready(struct sk_loop *l, struct sk_io *io, uint32_t events)
+{
+	(void)events;
+	struct sk_reload *r = io->ctx;
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	bool any = false;
+	for (;;) {
+		ssize_t n = read(io->fd, buf, sizeof(buf));
+		if (n <= 0)
+			break;
+		for (char *p = buf; p < buf + n;) {
+			const struct inotify_event *ev = (const struct inotify_event *)p;
+			if (ev->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)) {
+				if (r->wd >= 0 && (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF)))
+					inotify_rm_watch(io->fd, r->wd);
+				r->wd = -1;
+			}
+			any = true;
+			p += sizeof(*ev) + ev->len;
+		}
+	}
+	if (any)
+		(void)sk_timer_arm(l, &r->debounce, r->wd < 0 ? REWATCH_MS : DEBOUNCE_MS);
+}
+
+int sk_reload_start(struct sk_loop *l, const char *path, const struct sk_reload_hooks *hooks, void *ctx,
+		    struct sk_reload **out, struct sk_err *err)
+{
+	struct sk_reload *r = calloc(1, sizeof(*r));
+	if (!r)
+		return sk_err_sys(err, ENOMEM, "reload: allocate");
+	r->loop = l;
+	r->hooks = hooks;
+	r->ctx = ctx;
+	r->wd = -1;
+	r->path = strdup(path);
+	const char *slash = strrchr(path, '/');
+	r->dir = slash == path ? strdup("/") : slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
+	sk_io_init(&r->io, -1, inotify_ready, r);
+	sk_timer_init(&r->debounce, debounce_fired, r);
+	if (!r->path || !r->dir) {
+		sk_reload_free(r);
+		return sk_err_sys(err, ENOMEM, "reload: allocate");
+	}
+	r->io.fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (r->io.fd < 0) {
+		int e = errno;
+		sk_reload_free(r);
+		return sk_err_sys(err, e, "reload: inotify_init1");
+	}
+	rewatch(r);
+	if (r->wd < 0) {
+		int e = errno;
+		sk_err_sys(err, e, "reload: watch directory %s", r->dir);
+		sk_reload_free(r);
+		return -e;
+	}
+	int rc = sk_loop_add(l, &r->io, EPOLLIN, err);
+	if (rc < 0) {
+		sk_reload_free(r);
+		return sk_err_prefix(err, "reload");
+	}
+	uint64_t h;
+	if (content_hash(r->path, &h)) {
+		r->last_hash = h;
+		r->have_hash = true;
+	}
+	*out = r;
+	return 0;
+}
+
+void sk_reload_free(struct sk_reload *r)
+{
+	if (!r)
+		return;
+	sk_timer_cancel(r->loop, &r->debounce);
+	if (r->io.fd >= 0) {
+		sk_loop_del(r->loop, &r->io);
+		close(r->io.fd);
+	}
+	free(r->path);
+	free(r->dir);
+	free(r);
+}
