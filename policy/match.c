@@ -477,6 +477,20 @@ int sk_match_name(const struct sk_policy *p, const char *name)
 	return best == NO_RULE ? -1 : (int)best;
 }
 
+int sk_match_addr(const struct sk_policy *p, const struct sk_addr *dst)
+{
+	if (!p || !p->matcher || !dst)
+		return -1;
+	struct filter f = { .p = p, .any_port = true };
+	if (sk_addr_is_link_local(dst))
+		f.need = RULE_NAMES_LINK_LOCAL;
+	else if (p->block_private && sk_addr_is_private(dst))
+		f.need = RULE_NAMES_PRIVATE;
+	uint32_t best = NO_RULE;
+	match_addr(&f, dst, &best);
+	return best == NO_RULE ? -1 : (int)best;
+}
+
 const char *sk_reason_name(enum sk_reason r)
 {
 	switch (r) {

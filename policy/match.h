@@ -58,6 +58,11 @@ void sk_match(const struct sk_policy *p, const struct sk_query *q, struct sk_dec
  * dot or upper case is fine); a name that does not normalise matches no HOST rule. */
 int sk_match_name(const struct sk_policy *p, const char *name);
 
+/* Addresses (e.g. DNS answers, rebinding defence): the smallest CIDR rule that matches dst on some port and
+ * protocol — and, when dst is link-local (or private under block_private), names it as sk_match requires.
+ * Returns the rule index, or -1. Same cost as sk_match: no scan of the rules. */
+int sk_match_addr(const struct sk_policy *p, const struct sk_addr *dst);
+
 const char *sk_reason_name(enum sk_reason r);  /* "rule", "no_match", "private", "link_local", "audit" */
 
 #endif

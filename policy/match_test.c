@@ -481,6 +481,37 @@ static void test_match_name_for_dns(void **state)
 	fx_free(f);
 }
 
+static int addr_rule(const struct fixture *f, const char *dst)
+{
+	struct sk_addr a;
+	if (sk_addr_parse(dst, &a) != 0)
+		fail_msg("test dst %s", dst);
+	return sk_match_addr(&f->p, &a);
+}
+
+static void test_match_addr_for_dns_answers(void **state)
+{
+	(void)state;
+	struct fixture *f = fx_new(8);
+	fx_host(f, "x.example", ANY_PORT, SK_PROTO_ANY);        /* 0: names never count */
+	fx_cidr(f, "0.0.0.0/0", P443, SK_PROTO_TLS);            /* 1 */
+	fx_cidr(f, "10.96.0.0/12", P80, SK_PROTO_UDP);          /* 2 */
+	fx_cidr(f, "169.254.169.254", P80, SK_PROTO_HTTP);      /* 3 */
+	fx_build(f);
+	assert_int_equal(addr_rule(f, "198.18.0.1"), 1);
+	assert_int_equal(addr_rule(f, "10.96.0.10"), 2);
+	assert_int_equal(addr_rule(f, "::ffff:10.96.0.10"), 2);
+	assert_int_equal(addr_rule(f, "10.0.0.1"), -1);
+	assert_int_equal(addr_rule(f, "169.254.169.254"), 3);
+	assert_int_equal(addr_rule(f, "169.254.169.253"), -1);
+	assert_int_equal(addr_rule(f, "2001:db8::1"), -1);
+	f->p.block_private = false;
+	assert_int_equal(addr_rule(f, "10.0.0.1"), 1);
+	assert_int_equal(addr_rule(f, "169.254.1.1"), -1);
+	assert_int_equal(sk_match_addr(&f->p, NULL), -1);
+	fx_free(f);
+}
+
 static void test_build_errors_and_fail_closed(void **state)
 {
 	(void)state;
@@ -744,6 +775,19 @@ static void test_random_policies_agree_with_linear_scan(void **state)
 				if (f->p.rules[i].kind == SK_RULE_HOST && ref_host(&f->p.rules[i], host))
 					wn = (int)i;
 			assert_int_equal(sk_match_name(&f->p, nl ? host : NULL), wn);
+			if (has_dst) {
+				bool ll = sk_addr_is_link_local(&dst);
+				bool pv = f->p.block_private && sk_addr_is_private(&dst);
+				int wa = -1;
+				for (size_t i = 0; i < f->p.n_rules && wa < 0; i++) {
+					const struct sk_rule *r = &f->p.rules[i];
+					if (r->kind == SK_RULE_CIDR && ref_cidr(r, &dst) &&
+					    (!ll || sk_cidr_is_link_local(&r->cidr)) &&
+					    (ll || !pv || sk_cidr_is_private(&r->cidr)))
+						wa = (int)i;
+				}
+				assert_int_equal(sk_match_addr(&f->p, &dst), wa);
+			}
 		}
 		fx_free(f);
 	}
@@ -769,6 +813,7 @@ int main(void)
 		cmocka_unit_test(test_first_match_is_smallest_index),
 		cmocka_unit_test(test_audit_mode_allows_and_reports),
 		cmocka_unit_test(test_match_name_for_dns),
+		cmocka_unit_test(test_match_addr_for_dns_answers),
 		cmocka_unit_test(test_build_errors_and_fail_closed),
 		cmocka_unit_test(test_reason_names),
 		cmocka_unit_test(test_100k_rules_build_and_match),
