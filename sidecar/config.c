@@ -38,6 +38,7 @@ void sk_config_free(struct sk_config *cfg)
 	free(cfg->policy_path);
 	free(cfg->marker_path);
 	free(cfg->admin_addr);
+	free(cfg->test_block_file);
 	memset(cfg, 0, sizeof(*cfg));
 }
 
@@ -101,6 +102,8 @@ static int apply(struct sk_config *cfg, const char *key, const char *value, cons
 			return sk_err_prefix(err, "%s", what);
 		return set_string(&cfg->admin_addr, value, what, err);
 	}
+	if (strcmp(key, "test-block-file") == 0)
+		return set_string(&cfg->test_block_file, value, what, err);
 	if (strcmp(key, "drain-seconds") == 0)
 		return set_drain(&cfg->drain_seconds, value, what, err);
 	return sk_err_set(err, EINVAL, "%s: unknown setting", what);
@@ -115,6 +118,7 @@ static const struct {
 	{ "log-level", "STOCKADE_LOG_LEVEL", true },
 	{ "admin-addr", "STOCKADE_ADMIN_ADDR", true },
 	{ "drain-seconds", "STOCKADE_DRAIN_SECONDS", false },
+	{ "test-block-file", "STOCKADE_TEST_BLOCK_FILE", false },
 };
 
 int sk_config_parse(int argc, char *const argv[], char *const envp[], struct sk_config *cfg, struct sk_err *err)

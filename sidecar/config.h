@@ -22,6 +22,7 @@ struct sk_config {
 	enum sk_log_level log_level;/* --log-level / STOCKADE_LOG_LEVEL: error|warn|info|debug; default info */
 	char *admin_addr;           /* --admin-addr / STOCKADE_ADMIN_ADDR; NULL = all interfaces, policy port */
 	unsigned drain_seconds;     /* STOCKADE_DRAIN_SECONDS (0..3600); default 10 */
+	char *test_block_file;      /* STOCKADE_TEST_BLOCK_FILE: test-only hook, see health.h; NULL normally */
 	bool help, version;         /* --help / --version: main prints and exits 0 */
 };
 

@@ -8,8 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* An audit line names at most a 253-byte host plus fixed fields; 1 KiB leaves room for escaping. */
-#define SLOT_MAX 1024
+/* The audit formatter bounds a line to SK_AUDIT_LINE_MAX (4 KiB); slots match it. 256 slots = 1 MiB of
+ * address space, touched only as denials arrive (calloc'd pages). */
+#define SLOT_MAX 4096
 
 struct slot {
 	size_t len;
