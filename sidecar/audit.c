@@ -86,11 +86,11 @@ size_t sk_audit_format(const struct sk_audit_rec *r, const struct timespec *wall
 {
 	struct out o = { .buf = buf, .cap = cap, .len = 0 };
 	struct tm tm;
-	char ts[40], ep[SK_ADDR_STRLEN + 8];
+	char ts[96], ep[SK_ADDR_STRLEN + 8];
 	time_t sec = wall->tv_sec;
 	gmtime_r(&sec, &tm);
-	snprintf(ts, sizeof(ts), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900, tm.tm_mon + 1,
-		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, wall->tv_nsec / 1000000L);
+	snprintf(ts, sizeof(ts), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)((wall->tv_nsec / 1000000L) % 1000));
 	puts_(&o, "{\"ts\":");
 	put_json_str(&o, ts);
 	put_field_str(&o, "event", r->event);

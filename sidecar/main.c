@@ -1,10 +1,214 @@
-/* sidecar/main.c — placeholder until the sidecar lands. */
+/* sidecar/main.c — stockade-sidecar: builds the struct sk_sidecar, starts its servers on one loop, runs
+ * it, and turns errors into exit codes. Flags and STOCKADE_* variables are parsed by config.c; the proxy
+ * limits come from STOCKADE_* variables (proxy.h). Audit lines go to stdout, log lines to stderr. */
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
 
 #include "common/err.h"
+#include "policy/policy.h"
+#include "sidecar/audit.h"
+#include "sidecar/config.h"
+#include "sidecar/denials.h"
+#include "sidecar/loop.h"
+#include "sidecar/metrics.h"
+#include "sidecar/proxy.h"
+#include "sidecar/sidecar.h"
 
-int main(void)
+extern char **environ;
+
+struct run {
+	struct sk_sidecar *sc;
+	const struct sk_config *cfg;
+	struct sk_io sig;
+	struct sk_timer drain;
+	bool draining;
+};
+
+/* Every connection needs 2 sockets (+2 pipes while bytes are in flight); the default soft limit of 1024
+ * would cap the proxy at a few hundred connections. */
+static void raise_nofile(void)
 {
-	fprintf(stderr, "stockade-sidecar: not implemented yet\n");
-	return SK_EXIT_USAGE;
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static int load_policy(const char *path, struct sk_policy **out)
+{
+	struct sk_diags diags = { 0 };
+	int rc = sk_policy_load_file(path, -1, out, &diags);
+	if (rc < 0) {
+		fprintf(stderr, "stockade-sidecar: policy %s rejected:\n", path);
+		sk_diags_print(&diags, stderr);
+	}
+	sk_diags_free(&diags);
+	return rc;
+}
+
+/* SIGHUP: a bad new policy is rejected with a log line and the last good one stays; a change to the
+ * netns part (UIDs, ports, direct rules) needs a new pod, so it is refused too.
+ * (inotify on the mounted file plugs in here as well.) */
+static void reload(struct run *r)
+{
+	struct sk_policy *p = NULL;
+	bool ok = false;
+	if (load_policy(r->cfg->policy_path, &p) == 0) {
+		char h_old[17], h_new[17];
+		sk_policy_netns_hash(r->sc->policy, h_old);
+		sk_policy_netns_hash(p, h_new);
+		if (strcmp(h_old, h_new) != 0) {
+			fprintf(stderr, "stockade-sidecar: reload refused: the netns part of the policy changed "
+					"(%s -> %s); it needs a new pod\n", h_old, h_new);
+			sk_policy_free(p);
+		} else {
+			sk_policy_free(sk_sidecar_swap_policy(r->sc, p));
+			fprintf(stderr, "stockade-sidecar: policy reloaded from %s\n", r->cfg->policy_path);
+			ok = true;
+		}
+	}
+	if (r->sc->metrics)
+		sk_metrics_reload(r->sc->metrics, ok);
+}
+
+static void drain_tick(struct sk_loop *l, struct sk_timer *t)
+{
+	struct run *r = t->ctx;
+	(void)r;
+	sk_loop_stop(l);
+}
+
+static void on_signal(struct sk_loop *l, struct sk_io *io, uint32_t events)
+{
+	(void)events;
+	struct run *r = io->ctx;
+	struct signalfd_siginfo si;
+	while (read(io->fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		if (si.ssi_signo == SIGHUP) {
+			reload(r);
+		} else if (!r->draining) {
+			/* SIGTERM/SIGINT: stop accepting, let open connections finish within the grace. */
+			r->draining = true;
+			fprintf(stderr, "stockade-sidecar: draining %zu connections for up to %us\n",
+				sk_proxy_active(r->sc->proxy), r->cfg->drain_seconds);
+			sk_proxy_stop_accepting(r->sc->proxy);
+			/* (the admin, DNS and API servers stop accepting here too) */
+			(void)sk_timer_arm(l, &r->drain, (uint64_t)r->cfg->drain_seconds * 1000u);
+		} else {
+			sk_loop_stop(l);   /* a second signal: exit now */
+		}
+	}
+}
+
+static int run_loop(struct run *r, struct sk_err *err)
+{
+	struct sk_loop *l = r->sc->loop;
+	while (true) {
+		int rc = sk_loop_run_once(l, r->draining ? 200 : -1, err);
+		if (rc < 0)
+			return rc;
+		if (r->draining && (sk_proxy_active(r->sc->proxy) == 0 || !sk_timer_armed(&r->drain)))
+			return 0;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct sk_config cfg;
+	struct sk_err err = { 0 };
+	struct sk_sidecar sc = { 0 };
+	struct run r = { .sc = &sc, .cfg = &cfg };
+	sigset_t mask;
+	int code = SK_EXIT_RUNTIME;
+
+	if (sk_config_parse(argc, argv, environ, &cfg, &err) < 0) {
+		fprintf(stderr, "stockade-sidecar: %s\n", err.msg);
+		sk_config_usage(stderr, "stockade-sidecar");
+		return SK_EXIT_USAGE;
+	}
+	if (cfg.help) {
+		sk_config_usage(stdout, "stockade-sidecar");
+		sk_config_free(&cfg);
+		return SK_EXIT_OK;
+	}
+	if (cfg.version) {
+		printf("stockade-sidecar %s\n", SK_VERSION);
+		sk_config_free(&cfg);
+		return SK_EXIT_OK;
+	}
+	sk_proxy_limits_default(&sc.limits);
+	if (sk_proxy_limits_from_env(&sc.limits, NULL, &err) < 0) {
+		fprintf(stderr, "stockade-sidecar: %s\n", err.msg);
+		sk_config_free(&cfg);
+		return SK_EXIT_USAGE;
+	}
+	if (load_policy(cfg.policy_path, &sc.policy) < 0) {
+		sk_config_free(&cfg);
+		return SK_EXIT_POLICY;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	raise_nofile();
+
+	if (sk_loop_new(&sc.loop, &err) < 0 || sk_metrics_new(&sc.metrics) < 0 ||
+	    sk_denials_new(256, &sc.denials) < 0) {
+		fprintf(stderr, "stockade-sidecar: %s\n", err.msg[0] ? err.msg : "out of memory");
+		goto out;
+	}
+	sk_audit_init(&sc.audit, STDOUT_FILENO, sc.denials);
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	int sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (sfd < 0) {
+		sk_err_sys(&err, errno, "signalfd");
+		fprintf(stderr, "stockade-sidecar: %s\n", err.msg);
+		goto out;
+	}
+	sk_io_init(&r.sig, sfd, on_signal, &r);
+	sk_timer_init(&r.drain, drain_tick, &r);
+	if (sk_loop_add(sc.loop, &r.sig, EPOLLIN, &err) < 0) {
+		fprintf(stderr, "stockade-sidecar: %s\n", err.msg);
+		close(sfd);
+		goto out;
+	}
+
+	if (sk_proxy_new(&sc, false, &sc.proxy, &err) < 0) {
+		fprintf(stderr, "stockade-sidecar: %s\n", err.msg);
+		close(sfd);
+		goto out;
+	}
+	/* DNS filter: starts here and calls sk_sidecar_attach_bindings(&sc, table). */
+	/* Admin server: starts here (sk_admin_start with a gather callback over &sc). */
+	/* API gateway: starts here. */
+	fprintf(stderr, "stockade-sidecar %s: proxy on 127.0.0.1:%u and [::1]:%u, mode %s, %zu rules\n",
+		SK_VERSION, sc.policy->ports.proxy, sc.policy->ports.proxy, sk_mode_name(sc.policy->mode),
+		sc.policy->n_rules);
+
+	if (run_loop(&r, &err) < 0)
+		fprintf(stderr, "stockade-sidecar: %s\n", err.msg);
+	else
+		code = SK_EXIT_OK;
+	sk_loop_del(sc.loop, &r.sig);
+	close(sfd);
+out:
+	sk_proxy_free(sc.proxy);
+	if (sc.loop)
+		sk_timer_cancel(sc.loop, &r.drain);
+	sk_denials_free(sc.denials);
+	sk_metrics_free(sc.metrics);
+	sk_policy_free(sc.policy);
+	sk_loop_free(sc.loop);
+	sk_config_free(&cfg);
+	return code;
 }

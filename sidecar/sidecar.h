@@ -1,0 +1,67 @@
+/* sidecar/sidecar.h — the sidecar process as one object, passed explicitly to every server in it (no
+ * globals): the event loop, the policy snapshot in force, metrics, the denials ring, the name↔IP binding
+ * table, the audit sink and the proxy's limits. main.c builds it; each server (proxy.c now; the DNS filter,
+ * admin and API gateway from their own modules) borrows it for its whole life.
+ *
+ * Policy: `policy` is an immutable snapshot. A reload swaps the pointer whole (sk_sidecar_swap_policy)
+ * and frees the old one at once: no connection keeps a pointer into a snapshot past the synchronous
+ * decision (it copies the rule index and names it needs), so there is nothing to wait for. */
+#ifndef SK_SIDECAR_SIDECAR_H
+#define SK_SIDECAR_SIDECAR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "policy/addr.h"
+#include "sidecar/audit.h"
+#include "sidecar/loop.h"
+
+struct sk_policy;
+struct sk_metrics;
+struct sk_denials;
+struct sk_bind_table;
+struct sk_proxy;
+
+/* Proxy limits; defaults from sk_proxy_limits_default(), overridable by STOCKADE_* variables
+ * (sk_proxy_limits_from_env in proxy.h). */
+struct sk_proxy_limits {
+	size_t peek_cap;               /* most bytes read before deciding (16 KiB) */
+	uint32_t peek_timeout_ms;      /* first bytes deadline (5 s) */
+	uint32_t connect_timeout_ms;   /* upstream connect (10 s) */
+	uint32_t idle_timeout_ms;      /* relay with no byte either way (1 h); 0 = none */
+	uint32_t max_conns;            /* all proxied connections at once (16384) */
+	uint32_t max_per_src;          /* per source address (8192) */
+	int pipe_size;                 /* F_SETPIPE_SZ for relay pipes (64 KiB) */
+};
+
+/* The name↔IP binding check, filled by the DNS filter (sk_sidecar_attach_bindings does it for a
+ * struct sk_bind_table). While name_bound is NULL the proxy does not check bindings: a HOST rule's
+ * allow then stands on the SNI/Host alone and the audit line says "binding":"unchecked". */
+typedef bool (*sk_bind_name_fn)(const char *name, void *arg);
+struct sk_bind_hooks {
+	void *ctx;
+	/* Was `name` handed out by the DNS filter for `addr` (and not expired)? */
+	bool (*name_bound)(void *ctx, const struct sk_addr *addr, const char *name);
+	/* For plain TCP: calls cb with each name bound to addr, newest first, until cb returns false. */
+	void (*names)(void *ctx, const struct sk_addr *addr, sk_bind_name_fn cb, void *arg);
+};
+
+struct sk_sidecar {
+	struct sk_loop *loop;            /* owned */
+	struct sk_policy *policy;        /* owned; the snapshot in force */
+	struct sk_metrics *metrics;      /* owned; may be NULL (then nothing is counted) */
+	struct sk_denials *denials;      /* owned; may be NULL */
+	struct sk_bind_table *bindings;  /* owned by the DNS filter; NULL until it starts */
+	struct sk_bind_hooks bind;
+	struct sk_audit audit;           /* writes to stdout; pushes denials */
+	struct sk_proxy_limits limits;
+	struct sk_proxy *proxy;          /* owned; NULL until started */
+};
+
+/* Installs hooks that consult t with the loop's clock; sc->bindings = t (borrowed). */
+void sk_sidecar_attach_bindings(struct sk_sidecar *sc, struct sk_bind_table *t);
+/* Makes p the snapshot in force and returns the previous one (owned by the caller, to free). */
+struct sk_policy *sk_sidecar_swap_policy(struct sk_sidecar *sc, struct sk_policy *p);
+
+#endif
