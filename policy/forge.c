@@ -20,6 +20,7 @@
 static const char *const forge_keys[] = { "profile", "mode", "allowed_domains", "tool_domains", "all_domains",
 					  "allow_private_ips", "allowed_private_cidrs" };
 static const uint16_t forge_ports[] = { 80, 443 };
+#define PL(n) ((n) == 1 ? "" : "s")
 
 bool sk_forge_detect(const struct sk_node *root)
 {
@@ -104,6 +105,8 @@ void sk_forge_import(struct sk_load_ctx *c, const struct sk_node *root, struct s
 			}
 	}
 
+	const char *profile = NULL;
+	int private_note = -1;  /* -1 absent, else the allow_private_ips value */
 	const struct sk_node *v = sk_node_get(root, "profile");
 	if (v) {
 		size_t i = 0;
@@ -115,8 +118,7 @@ void sk_forge_import(struct sk_load_ctx *c, const struct sk_node *root, struct s
 							 "standard or permissive",
 				     v->kind == SK_NODE_SCALAR ? sk_quote(v->text, q, sizeof(q)) : "value");
 		else
-			sk_policy_add_note(p, "kept: profile %s (informational; the mode and domain lists decide)",
-					   profiles[i]);
+			profile = profiles[i];
 	}
 
 	int mode = -1;
@@ -149,11 +151,8 @@ void sk_forge_import(struct sk_load_ctx *c, const struct sk_node *root, struct s
 		} else {
 			const bool allow = v->text[0] == 't';
 			p->block_private = !allow;
-			sk_policy_add_note(p, "mapped: allow_private_ips %s -> blockPrivate %s", allow ? "true" : "false",
-					   allow ? "false" : "true");
+			private_note = allow;
 		}
-	} else {
-		sk_policy_add_note(p, "default: allow_private_ips absent -> blockPrivate true");
 	}
 
 	size_t n_cidr_listed = 0;
@@ -189,30 +188,37 @@ void sk_forge_import(struct sk_load_ctx *c, const struct sk_node *root, struct s
 		sk_policy_add_note(p, "mapped: mode deny-all -> no egress rules (everything denied)");
 		for (size_t i = 0; i < 3; i++)
 			if (counts[i])
-				sk_policy_add_note(p, "ignored: %s (%zu names): mode deny-all allows nothing", lists[i],
-						   counts[i]);
+				sk_policy_add_note(p, "ignored: %s (%zu name%s): mode deny-all allows nothing", lists[i],
+						   counts[i], PL(counts[i]));
 		if (n_cidr_listed)
-			sk_policy_add_note(p, "ignored: allowed_private_cidrs (%zu entries): mode deny-all allows nothing",
-					   n_cidr_listed);
+			sk_policy_add_note(p, "ignored: allowed_private_cidrs (%zu entr%s): mode deny-all allows nothing",
+					   n_cidr_listed, n_cidr_listed == 1 ? "y" : "ies");
 		break;
 	case 1:
-		sk_policy_add_note(p, "mapped: mode allowlist -> %zu host rules on ports 80,443", n_host);
+		sk_policy_add_note(p, "mapped: mode allowlist -> %zu host rule%s on ports 80,443", n_host, PL(n_host));
 		break;
 	case 2:
 		p->mode = SK_MODE_AUDIT;
 		sk_policy_add_note(p, "mapped: mode dev-open -> mode audit (nothing denied, would-be denials logged) "
-				      "with %zu host rules on ports 80,443", n_host);
+				      "with %zu host rule%s on ports 80,443", n_host, PL(n_host));
 		break;
 	default:
 		break;
 	}
 	if (mode > 0) {
 		sk_policy_add_note(p, "mapped: domains from allowed_domains %zu + tool_domains %zu + all_domains %zu, "
-				      "%zu duplicates dropped", counts[0], counts[1], counts[2], dups);
+				      "%zu duplicate%s dropped", counts[0], counts[1], counts[2], dups, PL(dups));
 		if (n_cidr_listed)
-			sk_policy_add_note(p, "mapped: allowed_private_cidrs -> %zu cidr rules on ports 80,443",
-					   p->n_rules - n_host);
+			sk_policy_add_note(p, "mapped: allowed_private_cidrs -> %zu cidr rule%s on ports 80,443",
+					   p->n_rules - n_host, PL(p->n_rules - n_host));
 	}
+	if (private_note < 0)
+		sk_policy_add_note(p, "default: allow_private_ips absent -> blockPrivate true");
+	else
+		sk_policy_add_note(p, "mapped: allow_private_ips %s -> blockPrivate %s", private_note ? "true" : "false",
+				   private_note ? "false" : "true");
+	if (profile)
+		sk_policy_add_note(p, "kept: profile %s (informational; the mode and domain lists decide)", profile);
 	if (sk_policy_dns_defaults(p) < 0)
 		sk_ctx_error(c, 0, 0, "out of memory");
 }

@@ -17,6 +17,8 @@
 #define SK_TREE_MAX_DEPTH 64
 /* Bounds the work a hostile file can cause; no sane policy comes close. */
 #define SK_TREE_MAX_NODES 1000000
+/* Diagnostics kept per load (later ones are counted, not stored). */
+#define SK_MAX_ERRORS 100
 /* Files larger than this are refused as unreadable (EFBIG). */
 #define SK_POLICY_MAX_BYTES (16u << 20)
 

@@ -120,6 +120,134 @@ static size_t number_len(const struct scan *s)
 	return (size_t)(q - p);
 }
 
+/* ---- syntax check --------------------------------------------------------------------------------
+ * cJSON reports where it gave up, which is often past the real mistake (a trailing comma is reported
+ * at the closing bracket's line end). This strict RFC 8259 recogniser runs first and stops exactly at
+ * the first byte that cannot continue a JSON document, with what it expected there. */
+struct jcheck {
+	const char *b;
+	size_t n, o;
+	const char *why;       /* static; set at the first error, o then points at it */
+};
+
+static void jc_ws(struct jcheck *j)
+{
+	while (j->o < j->n && (j->b[j->o] == ' ' || j->b[j->o] == '\t' || j->b[j->o] == '\n' || j->b[j->o] == '\r'))
+		j->o++;
+}
+
+static bool jc_fail(struct jcheck *j, const char *why)
+{
+	j->why = why;
+	return false;
+}
+
+static bool jc_hex(char ch)
+{
+	return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F');
+}
+
+static bool jc_string(struct jcheck *j)
+{
+	if (j->o >= j->n || j->b[j->o] != '"')
+		return jc_fail(j, "expected a string");
+	j->o++;
+	while (j->o < j->n) {
+		unsigned char ch = (unsigned char)j->b[j->o];
+		if (ch == '"') {
+			j->o++;
+			return true;
+		}
+		if (ch < 0x20)
+			return jc_fail(j, "raw control byte in a string, expected it escaped");
+		if (ch == '\\') {
+			j->o++;
+			if (j->o >= j->n)
+				break;
+			char e = j->b[j->o];
+			if (e == 'u') {
+				for (int i = 1; i <= 4; i++)
+					if (j->o + (size_t)i >= j->n || !jc_hex(j->b[j->o + (size_t)i]))
+						return jc_fail(j, "invalid \\u escape, expected 4 hex digits");
+				j->o += 4;
+			} else if (!strchr("\"\\/bfnrt", e) || !e) {
+				return jc_fail(j, "invalid escape in a string, expected one of \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX");
+			}
+		}
+		j->o++;
+	}
+	return jc_fail(j, "unterminated string, expected a closing quote");
+}
+
+static bool jc_value(struct jcheck *j, unsigned depth);
+
+static bool jc_container(struct jcheck *j, unsigned depth, bool obj)
+{
+	const char close = obj ? '}' : ']';
+	if (depth >= SK_TREE_MAX_DEPTH)
+		return jc_fail(j, "nested too deeply, expected a flatter policy");
+	j->o++;
+	jc_ws(j);
+	if (j->o < j->n && j->b[j->o] == close) {
+		j->o++;
+		return true;
+	}
+	for (;;) {
+		if (obj) {
+			if (j->o >= j->n || j->b[j->o] != '"')
+				return jc_fail(j, "expected a string key");
+			if (!jc_string(j))
+				return false;
+			jc_ws(j);
+			if (j->o >= j->n || j->b[j->o] != ':')
+				return jc_fail(j, "expected ':' after the key");
+			j->o++;
+			jc_ws(j);
+		}
+		if (!jc_value(j, depth + 1))
+			return false;
+		jc_ws(j);
+		if (j->o < j->n && j->b[j->o] == ',') {
+			j->o++;
+			jc_ws(j);
+			continue;
+		}
+		if (j->o < j->n && j->b[j->o] == close) {
+			j->o++;
+			return true;
+		}
+		return jc_fail(j, obj ? "expected ',' or '}'" : "expected ',' or ']'");
+	}
+}
+
+static bool jc_value(struct jcheck *j, unsigned depth)
+{
+	if (j->o >= j->n)
+		return jc_fail(j, "expected a value");
+	const char ch = j->b[j->o];
+	if (ch == '{' || ch == '[')
+		return jc_container(j, depth, ch == '{');
+	if (ch == '"')
+		return jc_string(j);
+	static const char *const lits[] = { "true", "false", "null" };
+	for (size_t i = 0; i < 3; i++) {
+		size_t l = strlen(lits[i]);
+		if (j->n - j->o >= l && !strncmp(j->b + j->o, lits[i], l)) {
+			j->o += l;
+			return true;
+		}
+	}
+	if (ch == '-' || (ch >= '0' && ch <= '9')) {
+		struct scan tmp = { .buf = j->b, .len = j->n, .off = j->o };
+		size_t l = number_len(&tmp);
+		if (!l)
+			return jc_fail(j, "invalid number, expected JSON number syntax (no leading zeros)");
+		j->o += l;
+		return true;
+	}
+	return jc_fail(j, "expected a value");
+}
+
 static struct sk_node *walk(struct scan *s, const cJSON *item, unsigned depth);
 
 static struct sk_node *new_scalar(struct scan *s, enum sk_scalar_kind k, const char *text, size_t len, unsigned line,
@@ -240,6 +368,26 @@ struct sk_node *sk_json_parse(struct sk_load_ctx *c, const char *buf, size_t len
 	struct scan s = { .c = c, .buf = buf, .len = len, .line = 1, .col = 1 };
 	if (len >= 3 && !memcmp(buf, "\xef\xbb\xbf", 3))
 		s.off = 3;  /* cJSON skips a UTF-8 BOM too */
+	struct jcheck jc = { .b = buf, .n = len, .o = s.off };
+	jc_ws(&jc);
+	bool ok = jc_value(&jc, 0);
+	if (ok) {
+		jc_ws(&jc);
+		if (jc.o < len)
+			ok = jc_fail(&jc, "trailing characters after the document, expected end of file");
+	}
+	if (!ok) {
+		advance_to(&s, jc.o);
+		char q[SK_QUOTE_MAX], found[2] = { jc.o < len ? buf[jc.o] : 0, 0 };
+		if (strncmp(jc.why, "expected", 8))
+			sk_ctx_error(c, s.line, s.col, "JSON syntax error: %s", jc.why);
+		else if (jc.o < len)
+			sk_ctx_error(c, s.line, s.col, "JSON syntax error: unexpected %s, %s", sk_quote(found, q, sizeof(q)),
+				     jc.why);
+		else
+			sk_ctx_error(c, s.line, s.col, "JSON syntax error: unexpected end of input, %s", jc.why);
+		return NULL;
+	}
 	const char *end = NULL;
 	cJSON *root = cJSON_ParseWithLengthOpts(buf, len, &end, 0);
 	if (!root) {

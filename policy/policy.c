@@ -163,10 +163,31 @@ static const char *skip_bom_ws(const char *buf, size_t len, size_t *off)
 	return buf + o;
 }
 
+/* Sorts the diagnostics one load added by position, so they read top to bottom like the file.
+ * Ties keep insertion order. */
+static void sort_diags(struct sk_diags *d, size_t from)
+{
+	size_t n = d->n - from;
+	if (n < 2)
+		return;
+	struct sk_diag *v = d->v + from;
+	/* Insertion sort: stable, and a policy has few errors (fuzzers included, it stays cheap enough). */
+	for (size_t i = 1; i < n; i++) {
+		struct sk_diag t = v[i];
+		size_t j = i;
+		while (j > 0 && (v[j - 1].line > t.line || (v[j - 1].line == t.line && v[j - 1].col > t.col))) {
+			v[j] = v[j - 1];
+			j--;
+		}
+		v[j] = t;
+	}
+}
+
 int sk_policy_load_buffer_ex(const char *name, const char *buf, size_t len, int format, unsigned flags,
 			     struct sk_policy **out, struct sk_diags *diags)
 {
 	struct sk_load_ctx c = { .file = name ? name : "<buffer>", .diags = diags, .flags = flags };
+	const size_t first_diag = diags->n;
 	struct sk_node *tree = NULL;
 	struct sk_policy *p = NULL;
 	int ret = -EINVAL;
@@ -209,6 +230,7 @@ int sk_policy_load_buffer_ex(const char *name, const char *buf, size_t len, int 
 	*out = sk_steal_pointer(&p);
 	ret = 0;
 out:
+	sort_diags(diags, first_diag);
 	sk_node_free(tree);
 	sk_policy_free(p);
 	return ret;

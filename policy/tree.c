@@ -10,12 +10,18 @@
 void sk_ctx_error(struct sk_load_ctx *c, unsigned line, unsigned col, const char *fmt, ...)
 {
 	char msg[1024];
+	/* A hostile file can produce an error per byte; nobody reads past the first screenful. */
+	if (c->n_errors++ >= SK_MAX_ERRORS) {
+		if (c->n_errors == SK_MAX_ERRORS + 1)
+			sk_diags_add(c->diags, c->file, line, col, "too many errors, stopped reporting after %d",
+				     SK_MAX_ERRORS);
+		return;
+	}
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	sk_diags_add(c->diags, c->file, line, col, "%s", msg);
-	c->n_errors++;
 }
 
 struct sk_node *sk_node_new(struct sk_load_ctx *c, enum sk_node_kind kind, unsigned line, unsigned col)
