@@ -57,6 +57,11 @@ struct sk_sidecar {
 	struct sk_audit audit;           /* writes to stdout; pushes denials */
 	struct sk_proxy_limits limits;
 	struct sk_proxy *proxy;          /* owned; NULL until started */
+	/* Readiness inputs the DNS server sets for /readyz (lifecycle.c reads them): its listening
+	 * sockets (UDP and TCP, -1 unused) and whether an upstream resolver has answered yet. */
+	int dns_fds[4];
+	size_t n_dns_fds;
+	bool dns_upstream_ok;
 };
 
 /* Installs hooks that consult t with the loop's clock; sc->bindings = t (borrowed). */
