@@ -1,0 +1,25 @@
+/* init/marker.h — the marker file stockade-init writes after a verified load, for the sidecar's
+ * readiness (DESIGN.md §3, §5.3). Owns its format: key=value lines, "hash=<16 hex>" FIRST (the netns
+ * hash of the policy the kernel holds), then time, counts and version. Readers ignore unknown keys. */
+#ifndef SK_INIT_MARKER_H
+#define SK_INIT_MARKER_H
+
+#include <stdint.h>
+
+#include "common/err.h"
+
+struct sk_marker {
+	char hash[17];         /* sk_policy_netns_hash, 16 lower-case hex digits */
+	int64_t time;          /* unix seconds of the load */
+	unsigned rules;        /* rules in the table */
+	unsigned sets;         /* sets in the table */
+	unsigned elements;     /* set elements in the table */
+	char version[64];      /* stockade-init version */
+};
+
+/* Writes m to path atomically (temporary file in the same directory, then rename). */
+int sk_marker_write(const char *path, const struct sk_marker *m, struct sk_err *err);
+/* Reads path into m. -ENOENT if missing; -EINVAL if the hash line is missing or malformed. */
+int sk_marker_read(const char *path, struct sk_marker *m, struct sk_err *err);
+
+#endif
