@@ -47,7 +47,19 @@ int sk_err_prefix(struct sk_err *err, const char *fmt, ...)
 	vsnprintf(prefix, sizeof(prefix), fmt, ap);
 	va_end(ap);
 	memcpy(old, err->msg, sizeof(old));
-	snprintf(err->msg, sizeof(err->msg), "%s: %s", prefix, old);
+	/* Truncation keeps the start of the message, which names the step: acceptable by design. */
+	size_t plen = strnlen(prefix, sizeof(err->msg) - 1);
+	memcpy(err->msg, prefix, plen);
+	size_t at = plen;
+	if (at + 2 < sizeof(err->msg)) {
+		err->msg[at++] = ':';
+		err->msg[at++] = ' ';
+	}
+	size_t olen = strnlen(old, sizeof(old));
+	if (olen > sizeof(err->msg) - 1 - at)
+		olen = sizeof(err->msg) - 1 - at;
+	memcpy(err->msg + at, old, olen);
+	err->msg[at + olen] = '\0';
 	if (err->code <= 0)
 		err->code = EINVAL;
 	return -err->code;
