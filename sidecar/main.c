@@ -16,6 +16,7 @@
 #include "sidecar/audit.h"
 #include "sidecar/config.h"
 #include "sidecar/denials.h"
+#include "sidecar/lifecycle.h"
 #include "sidecar/loop.h"
 #include "sidecar/metrics.h"
 #include "sidecar/proxy.h"
@@ -29,6 +30,7 @@ struct run {
 	struct sk_io sig;
 	struct sk_timer drain;
 	bool draining;
+	struct sk_lifecycle *lc;  /* admin port, heartbeat, policy watcher (lifecycle.h) */
 };
 
 /* Every connection needs 2 sockets (+2 pipes while bytes are in flight); the default soft limit of 1024
@@ -59,6 +61,11 @@ static int load_policy(const char *path, struct sk_policy **out)
  * (inotify on the mounted file plugs in here as well.) */
 static void reload(struct run *r)
 {
+	/* admin: one reload path for SIGHUP and inotify (reload.c: same checks, file:line:col log, metrics) */
+	if (r->lc) {
+		(void)sk_lifecycle_reload(r->lc, "SIGHUP");
+		return;
+	}
 	struct sk_policy *p = NULL;
 	bool ok = false;
 	if (load_policy(r->cfg->policy_path, &p) == 0) {
@@ -97,6 +104,8 @@ static void on_signal(struct sk_loop *l, struct sk_io *io, uint32_t events)
 		} else if (!r->draining) {
 			/* SIGTERM/SIGINT: stop accepting, let open connections finish within the grace. */
 			r->draining = true;
+			if (r->lc)
+				sk_lifecycle_set_draining(r->lc);  /* admin: /readyz now says "draining" */
 			fprintf(stderr, "stockade-sidecar: draining %zu connections for up to %us\n",
 				sk_proxy_active(r->sc->proxy), r->cfg->drain_seconds);
 			sk_proxy_stop_accepting(r->sc->proxy);
@@ -189,7 +198,12 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	/* DNS filter: starts here and calls sk_sidecar_attach_bindings(&sc, table). */
-	/* Admin server: starts here (sk_admin_start with a gather callback over &sc). */
+	/* admin: admin port, heartbeat and policy watcher (lifecycle.h) */
+	if (sk_lifecycle_start(&sc, &cfg, &r.lc, &err) < 0) {
+		fprintf(stderr, "stockade-sidecar: %s\n", err.msg);
+		close(sfd);
+		goto out;
+	}
 	/* API gateway: starts here. */
 	fprintf(stderr, "stockade-sidecar %s: proxy on 127.0.0.1:%u and [::1]:%u, mode %s, %zu rules\n",
 		SK_VERSION, sc.policy->ports.proxy, sc.policy->ports.proxy, sk_mode_name(sc.policy->mode),
@@ -202,6 +216,7 @@ int main(int argc, char **argv)
 	sk_loop_del(sc.loop, &r.sig);
 	close(sfd);
 out:
+	sk_lifecycle_free(r.lc);  /* admin */
 	sk_proxy_free(sc.proxy);
 	if (sc.loop)
 		sk_timer_cancel(sc.loop, &r.drain);
