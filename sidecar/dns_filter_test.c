@@ -1,0 +1,827 @@
+/* sidecar/dns_filter_test.c — cmocka suite for the DNS filter's decisions against a hand-built policy:
+ * a table of client queries with the expected action/result/rcode (allowed, denied, TXT/NULL/ANY/AXFR,
+ * wrong class, several questions, long labels, broken messages), and upstream answers with the expected
+ * rewrite and bindings (CNAME chains, injected records, rebinding, truncation, spoofed questions). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <cmocka.h>
+
+#include "common/util.h"
+#include "policy/match.h"
+#include "sidecar/dns_filter.h"
+
+/* --- a hand-built policy ------------------------------------------------------------------------ */
+
+static const uint16_t default_types[] = { SK_DNS_T_A, SK_DNS_T_CNAME, SK_DNS_T_AAAA, SK_DNS_T_SVCB,
+					  SK_DNS_T_HTTPS };
+
+struct pol {
+	struct sk_policy p;
+	struct sk_rule rules[8];
+	uint16_t ports[8][2];
+	uint16_t types[8];
+};
+
+static void add_host(struct pol *f, const char *host, bool wildcard, uint16_t port)
+{
+	struct sk_rule *r = &f->rules[f->p.n_rules];
+	memset(r, 0, sizeof(*r));
+	r->kind = SK_RULE_HOST;
+	r->host = strdup(host);
+	r->wildcard = wildcard;
+	f->ports[f->p.n_rules][0] = port;
+	r->ports = f->ports[f->p.n_rules];
+	r->n_ports = 1;
+	f->p.n_rules++;
+}
+
+static void add_cidr(struct pol *f, const char *cidr, uint16_t port)
+{
+	struct sk_rule *r = &f->rules[f->p.n_rules];
+	memset(r, 0, sizeof(*r));
+	r->kind = SK_RULE_CIDR;
+	assert_int_equal(sk_cidr_parse(cidr, &r->cidr, NULL), 0);
+	f->ports[f->p.n_rules][0] = port;
+	r->ports = f->ports[f->p.n_rules];
+	r->n_ports = 1;
+	f->p.n_rules++;
+}
+
+static struct pol *pol_new(void)
+{
+	struct pol *f = calloc(1, sizeof(*f));
+	assert_non_null(f);
+	f->p.rules = f->rules;
+	f->p.mode = SK_MODE_ENFORCE;
+	f->p.block_private = true;
+	f->p.dns.deny = SK_DNS_DENY_NXDOMAIN;
+	f->p.dns.max_query_length = 253;
+	memcpy(f->types, default_types, sizeof(default_types));
+	f->p.dns.allow_types = f->types;
+	f->p.dns.n_allow_types = SK_ARRAY_SIZE(default_types);
+	add_host(f, "api.github.com", false, 443);
+	add_host(f, "githubusercontent.com", true, 443);
+	add_host(f, "pypi.org", false, 443);
+	add_host(f, "db.internal.example", false, 5432);
+	add_cidr(f, "10.0.0.0/8", 5432);
+	return f;
+}
+
+static void pol_build(struct pol *f)
+{
+	if (f->p.matcher)
+		sk_matcher_free(f->p.matcher);
+	f->p.matcher = NULL;
+	assert_int_equal(sk_matcher_build(&f->p), 0);
+}
+
+static void pol_free(struct pol *f)
+{
+	for (size_t i = 0; i < f->p.n_rules; i++)
+		free(f->rules[i].host);
+	sk_matcher_free(f->p.matcher);
+	free(f);
+}
+
+static int setup(void **state)
+{
+	struct pol *f = pol_new();
+	pol_build(f);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	pol_free(*state);
+	return 0;
+}
+
+/* --- message builders ---------------------------------------------------------------------------- */
+
+static size_t unhex(const char *s, uint8_t *out, size_t cap)
+{
+	size_t n = 0;
+	while (*s) {
+		if (*s == ' ') {
+			s++;
+			continue;
+		}
+		unsigned v;
+		assert_int_equal(sscanf(s, "%2x", &v), 1);
+		assert_true(n < cap);
+		out[n++] = (uint8_t)v;
+		s += 2;
+	}
+	return n;
+}
+
+/* A query for name/type/class; edns_size 0 = no OPT. */
+static size_t query(uint8_t *buf, size_t cap, uint16_t id, const char *name, uint16_t type, uint16_t cls,
+		    uint16_t edns_size)
+{
+	struct sk_dns_writer w;
+	sk_dns_w_init(&w, buf, cap);
+	struct sk_dns_header h = { .id = id, .flags = SK_DNS_F_RD, .qdcount = 1, .arcount = edns_size ? 1 : 0 };
+	sk_dns_w_header(&w, &h);
+	struct sk_dns_name n;
+	assert_int_equal(sk_dns_name_from_text(name, &n), 0);
+	sk_dns_w_name(&w, &n, false);
+	sk_dns_w_u16(&w, type);
+	sk_dns_w_u16(&w, cls);
+	if (edns_size)
+		sk_dns_w_opt(&w, edns_size, false, 0);
+	assert_false(w.overflow);
+	return w.len;
+}
+
+/* Upstream answer builder: begin with the question, then add records into the answer section (or
+ * authority / additional with the section argument). */
+struct ans {
+	uint8_t buf[8192];
+	struct sk_dns_writer w;
+	uint16_t counts[3];
+};
+
+static void ans_begin(struct ans *a, uint16_t id, uint16_t flags, const char *qname, uint16_t qtype)
+{
+	sk_dns_w_init(&a->w, a->buf, sizeof(a->buf));
+	memset(a->counts, 0, sizeof(a->counts));
+	struct sk_dns_header h = { .id = id, .flags = (uint16_t)(SK_DNS_F_QR | SK_DNS_F_RD | SK_DNS_F_RA | flags),
+				   .qdcount = 1 };
+	sk_dns_w_header(&a->w, &h);
+	struct sk_dns_name n;
+	assert_int_equal(sk_dns_name_from_text(qname, &n), 0);
+	sk_dns_w_name(&a->w, &n, true);
+	sk_dns_w_u16(&a->w, qtype);
+	sk_dns_w_u16(&a->w, SK_DNS_CLASS_IN);
+}
+
+static void ans_rr(struct ans *a, int sec, const char *owner, uint16_t type, uint32_t ttl, const void *rdata,
+		   uint16_t rdlen)
+{
+	struct sk_dns_name n;
+	assert_int_equal(sk_dns_name_from_text(owner, &n), 0);
+	sk_dns_w_name(&a->w, &n, true);
+	sk_dns_w_u16(&a->w, type);
+	sk_dns_w_u16(&a->w, SK_DNS_CLASS_IN);
+	sk_dns_w_u32(&a->w, ttl);
+	sk_dns_w_u16(&a->w, rdlen);
+	sk_dns_w_bytes(&a->w, rdata, rdlen);
+	a->counts[sec]++;
+	sk_dns_w_set_u16(&a->w, 6 + 2 * (size_t)sec, a->counts[sec]);
+}
+
+static void ans_addr(struct ans *a, int sec, const char *owner, const char *ip, uint32_t ttl)
+{
+	struct sk_addr ad;
+	assert_int_equal(sk_addr_parse(ip, &ad), 0);
+	ans_rr(a, sec, owner, ad.family == AF_INET ? SK_DNS_T_A : SK_DNS_T_AAAA, ttl, ad.bytes,
+	       ad.family == AF_INET ? 4 : 16);
+}
+
+static void ans_cname(struct ans *a, const char *owner, const char *target, uint32_t ttl)
+{
+	struct sk_dns_name n, t;
+	assert_int_equal(sk_dns_name_from_text(owner, &n), 0);
+	assert_int_equal(sk_dns_name_from_text(target, &t), 0);
+	sk_dns_w_name(&a->w, &n, true);
+	sk_dns_w_u16(&a->w, SK_DNS_T_CNAME);
+	sk_dns_w_u16(&a->w, SK_DNS_CLASS_IN);
+	sk_dns_w_u32(&a->w, ttl);
+	size_t at = a->w.len;
+	sk_dns_w_u16(&a->w, 0);
+	size_t start = a->w.len;
+	sk_dns_w_name(&a->w, &t, true);   /* compressed, as real servers do */
+	sk_dns_w_set_u16(&a->w, at, (uint16_t)(a->w.len - start));
+	a->counts[0]++;
+	sk_dns_w_set_u16(&a->w, 6, a->counts[0]);
+}
+
+/* --- query side ----------------------------------------------------------------------------------- */
+
+struct qcase {
+	const char *name;
+	const char *qname;             /* built with query(); NULL = use hex */
+	uint16_t qtype, qclass;
+	const char *hex;
+	enum sk_dns_action action;
+	enum sk_dns_result result;
+	int rcode;
+};
+
+#define Q(n, name, type, act, res, rc) { n, name, type, SK_DNS_CLASS_IN, NULL, act, res, rc }
+#define H(n, hex, act, res, rc) { n, NULL, 0, 0, hex, act, res, rc }
+#define QNAME_EX "07 6578616d706c65 03 636f6d 00 "
+static const struct qcase qcases[] = {
+	Q("allowed exact A", "api.github.com", SK_DNS_T_A, SK_DNS_ACT_FORWARD, SK_DNS_R_FORWARDED, 0),
+	Q("allowed, mixed case", "API.GitHub.Com", SK_DNS_T_AAAA, SK_DNS_ACT_FORWARD, SK_DNS_R_FORWARDED, 0),
+	Q("allowed wildcard subdomain", "raw.githubusercontent.com", SK_DNS_T_A, SK_DNS_ACT_FORWARD,
+	  SK_DNS_R_FORWARDED, 0),
+	Q("allowed HTTPS", "pypi.org", SK_DNS_T_HTTPS, SK_DNS_ACT_FORWARD, SK_DNS_R_FORWARDED, 0),
+	Q("wildcard apex denied", "githubusercontent.com", SK_DNS_T_A, SK_DNS_ACT_ANSWER, SK_DNS_R_DENIED,
+	  SK_DNS_RC_NXDOMAIN),
+	Q("subdomain of exact rule denied", "x.api.github.com", SK_DNS_T_A, SK_DNS_ACT_ANSWER, SK_DNS_R_DENIED,
+	  SK_DNS_RC_NXDOMAIN),
+	Q("unlisted name denied", "evil.example", SK_DNS_T_A, SK_DNS_ACT_ANSWER, SK_DNS_R_DENIED,
+	  SK_DNS_RC_NXDOMAIN),
+	Q("exfil label on a denied name", "c2VjcmV0.evil.example", SK_DNS_T_A, SK_DNS_ACT_ANSWER,
+	  SK_DNS_R_DENIED, SK_DNS_RC_NXDOMAIN),
+	Q("TXT refused", "api.github.com", SK_DNS_T_TXT, SK_DNS_ACT_ANSWER, SK_DNS_R_REFUSED_TYPE,
+	  SK_DNS_RC_REFUSED),
+	Q("NULL refused", "api.github.com", SK_DNS_T_NULL, SK_DNS_ACT_ANSWER, SK_DNS_R_REFUSED_TYPE,
+	  SK_DNS_RC_REFUSED),
+	Q("ANY refused", "api.github.com", SK_DNS_T_ANY, SK_DNS_ACT_ANSWER, SK_DNS_R_REFUSED_TYPE,
+	  SK_DNS_RC_REFUSED),
+	Q("AXFR refused", "api.github.com", SK_DNS_T_AXFR, SK_DNS_ACT_ANSWER, SK_DNS_R_REFUSED_TYPE,
+	  SK_DNS_RC_REFUSED),
+	Q("IXFR refused", "api.github.com", SK_DNS_T_IXFR, SK_DNS_ACT_ANSWER, SK_DNS_R_REFUSED_TYPE,
+	  SK_DNS_RC_REFUSED),
+	Q("MX refused", "api.github.com", SK_DNS_T_MX, SK_DNS_ACT_ANSWER, SK_DNS_R_REFUSED_TYPE,
+	  SK_DNS_RC_REFUSED),
+	Q("OPT as qtype refused", "api.github.com", SK_DNS_T_OPT, SK_DNS_ACT_ANSWER, SK_DNS_R_REFUSED_TYPE,
+	  SK_DNS_RC_REFUSED),
+	Q("TXT on a denied name refused (type first)", "evil.example", SK_DNS_T_TXT, SK_DNS_ACT_ANSWER,
+	  SK_DNS_R_REFUSED_TYPE, SK_DNS_RC_REFUSED),
+	{ "class CH refused", "version.bind", SK_DNS_T_TXT, 3, NULL, SK_DNS_ACT_ANSWER, SK_DNS_R_REFUSED_CLASS,
+	  SK_DNS_RC_REFUSED },
+	{ "class ANY refused", "api.github.com", SK_DNS_T_A, 255, NULL, SK_DNS_ACT_ANSWER,
+	  SK_DNS_R_REFUSED_CLASS, SK_DNS_RC_REFUSED },
+	Q("numeric last label", "1.2.3.4", SK_DNS_T_A, SK_DNS_ACT_ANSWER, SK_DNS_R_BAD_NAME, SK_DNS_RC_NXDOMAIN),
+	Q("underscore label", "_dmarc.api.github.com", SK_DNS_T_A, SK_DNS_ACT_ANSWER, SK_DNS_R_BAD_NAME,
+	  SK_DNS_RC_NXDOMAIN),
+	Q("root name", "", SK_DNS_T_A, SK_DNS_ACT_ANSWER, SK_DNS_R_BAD_NAME, SK_DNS_RC_NXDOMAIN),
+	/* "api.github" as ONE label, then "com": reads as api.github.com in naive text */
+	H("dot inside a label", "1234 0100 0001 0000 0000 0000 0a 6170692e676974687562 03 636f6d 00 0001 0001",
+	  SK_DNS_ACT_ANSWER, SK_DNS_R_BAD_NAME, SK_DNS_RC_NXDOMAIN),
+	H("NUL inside a label", "1234 0100 0001 0000 0000 0000 04 70797069 04 6f726700 00 0001 0001",
+	  SK_DNS_ACT_ANSWER, SK_DNS_R_BAD_NAME, SK_DNS_RC_NXDOMAIN),
+	H("two questions", "1234 0100 0002 0000 0000 0000 " QNAME_EX "0001 0001 " QNAME_EX "0001 0001",
+	  SK_DNS_ACT_ANSWER, SK_DNS_R_QDCOUNT, SK_DNS_RC_FORMERR),
+	H("no question", "1234 0100 0000 0000 0000 0000", SK_DNS_ACT_ANSWER, SK_DNS_R_QDCOUNT, SK_DNS_RC_FORMERR),
+	H("pointer loop", "1234 0100 0001 0000 0000 0000 01 61 c00c 0001 0001", SK_DNS_ACT_ANSWER,
+	  SK_DNS_R_MALFORMED, SK_DNS_RC_FORMERR),
+	H("count lies", "1234 0100 0001 0005 0000 0000 " QNAME_EX "0001 0001", SK_DNS_ACT_ANSWER,
+	  SK_DNS_R_MALFORMED, SK_DNS_RC_FORMERR),
+	H("label type 0x40", "1234 0100 0001 0000 0000 0000 41 00 0001 0001", SK_DNS_ACT_ANSWER,
+	  SK_DNS_R_MALFORMED, SK_DNS_RC_FORMERR),
+	H("five bytes", "1234 0100 00", SK_DNS_ACT_DROP, SK_DNS_R_MALFORMED, 0),
+	H("a response (QR set)", "1234 8180 0001 0000 0000 0000 " QNAME_EX "0001 0001", SK_DNS_ACT_DROP,
+	  SK_DNS_R_NOT_QUERY, 0),
+	H("opcode STATUS", "1234 1100 0001 0000 0000 0000 " QNAME_EX "0001 0001", SK_DNS_ACT_ANSWER,
+	  SK_DNS_R_NOTIMP, SK_DNS_RC_NOTIMP),
+	H("opcode UPDATE", "1234 2800 0001 0000 0000 0000 " QNAME_EX "0006 0001", SK_DNS_ACT_ANSWER,
+	  SK_DNS_R_NOTIMP, SK_DNS_RC_NOTIMP),
+	H("EDNS version 1", "1234 0100 0001 0000 0000 0001 08 6170692d74657374 03 636f6d 00 0001 0001 "
+	  "00 0029 1000 0001 0000 0000", SK_DNS_ACT_ANSWER, SK_DNS_R_BADVERS, 16),
+};
+
+static void test_query_table(void **state)
+{
+	struct pol *f = *state;
+	assert_true(SK_ARRAY_SIZE(qcases) >= 30);
+	uint8_t msg[1024], out[1024];
+	for (size_t i = 0; i < SK_ARRAY_SIZE(qcases); i++) {
+		const struct qcase *c = &qcases[i];
+		size_t n = c->qname ? query(msg, sizeof(msg), 0x1234, c->qname, c->qtype, c->qclass, 0)
+				    : unhex(c->hex, msg, sizeof(msg));
+		struct sk_dns_qverdict v;
+		sk_dns_filter_query(&f->p, msg, n, false, out, sizeof(out), &v);
+		if (v.action != c->action || v.result != c->result || (c->action == SK_DNS_ACT_ANSWER && v.rcode != c->rcode))
+			fail_msg("case '%s': got action %d result %s rcode %d", c->name, v.action,
+				 sk_dns_result_name(v.result), v.rcode);
+		if (v.action == SK_DNS_ACT_ANSWER) {
+			struct sk_dns_msg r;
+			assert_int_equal(sk_dns_parse(out, v.len, &r), SK_DNS_OK);
+			assert_int_equal(r.hdr.id, 0x1234);
+			assert_true(r.hdr.flags & SK_DNS_F_QR);
+			assert_true(r.hdr.flags & SK_DNS_F_RA);
+			assert_int_equal(SK_DNS_RCODE(r.hdr.flags), (unsigned)c->rcode & 0xfu);
+			assert_int_equal(r.hdr.ancount, 0);
+			/* anything past parsing echoes the question (glibc/musl match answers by it) */
+			if (c->result != SK_DNS_R_MALFORMED && c->result != SK_DNS_R_QDCOUNT) {
+				assert_int_equal(r.hdr.qdcount, 1);
+				struct sk_dns_msg qm;
+				assert_int_equal(sk_dns_parse(msg, n, &qm), SK_DNS_OK);
+				assert_true(sk_dns_name_equal(&r.qname, &qm.qname));
+				assert_int_equal(r.qtype, qm.qtype);
+			}
+		}
+	}
+}
+
+static void test_forward_carries_normalised_name_and_rule(void **state)
+{
+	struct pol *f = *state;
+	uint8_t msg[512], out[512], up[512];
+	size_t n = query(msg, sizeof(msg), 0x7777, "RAW.githubusercontent.COM", SK_DNS_T_A, SK_DNS_CLASS_IN, 1232);
+	struct sk_dns_qverdict v;
+	sk_dns_filter_query(&f->p, msg, n, false, out, sizeof(out), &v);
+	assert_int_equal(v.action, SK_DNS_ACT_FORWARD);
+	assert_string_equal(v.q.name, "raw.githubusercontent.com");
+	assert_int_equal(v.q.rule, 1);
+	assert_int_equal(v.q.id, 0x7777);
+	assert_true(v.q.edns);
+	assert_int_equal(v.q.udp_limit, 1232);
+	assert_false(v.q.audit);
+
+	int ul = sk_dns_filter_upstream_query(&v.q, 0xabcd, up, sizeof(up));
+	assert_true(ul > 0);
+	struct sk_dns_msg um;
+	assert_int_equal(sk_dns_parse(up, (size_t)ul, &um), SK_DNS_OK);
+	assert_int_equal(um.hdr.id, 0xabcd);
+	assert_true(um.hdr.flags & SK_DNS_F_RD);
+	assert_int_equal(um.hdr.arcount, 1);   /* our OPT only */
+	assert_int_equal(um.end, (size_t)ul);
+	char text[SK_DNS_NAME_TEXT_MAX];
+	assert_int_equal(sk_dns_name_text(&um.qname, text), 0);
+	assert_string_equal(text, "raw.githubusercontent.com");
+}
+
+/* Whatever the client appends (extra records, options, trailing bytes) never reaches the upstream. */
+static void test_upstream_query_drops_client_extras(void **state)
+{
+	struct pol *f = *state;
+	uint8_t msg[512], out[512], up[512];
+	/* api.github.com with an authority TXT record carrying data, an OPT with an option, and
+	 * trailing bytes */
+	size_t n = query(msg, sizeof(msg), 0x4242, "api.github.com", SK_DNS_T_A, SK_DNS_CLASS_IN, 0);
+	msg[9] = 1;   /* nscount */
+	msg[11] = 1;  /* arcount */
+	n += unhex("c00c 0010 0001 00000000 0007 06 736563726574 "
+		   "00 0029 1000 00000000 000c fde9 0008 6578666c74726174 "
+		   "6d6f726564617461", msg + n, sizeof(msg) - n);
+	struct sk_dns_qverdict v;
+	sk_dns_filter_query(&f->p, msg, n, false, out, sizeof(out), &v);
+	assert_int_equal(v.action, SK_DNS_ACT_FORWARD);
+	int ul = sk_dns_filter_upstream_query(&v.q, 1, up, sizeof(up));
+	assert_true(ul > 0);
+	assert_null(memmem(up, (size_t)ul, "secret", 6));
+	assert_null(memmem(up, (size_t)ul, "exfltrat", 8));
+	assert_null(memmem(up, (size_t)ul, "moredata", 8));
+	assert_int_equal(ul, 12 + 16 + 4 + 11);
+}
+
+static void test_deny_refused_mode_and_long_names(void **state)
+{
+	struct pol *f = *state;
+	uint8_t msg[512], out[512];
+	struct sk_dns_qverdict v;
+	f->p.dns.deny = SK_DNS_DENY_REFUSED;
+	size_t n = query(msg, sizeof(msg), 1, "evil.example", SK_DNS_T_A, SK_DNS_CLASS_IN, 0);
+	sk_dns_filter_query(&f->p, msg, n, false, out, sizeof(out), &v);
+	assert_int_equal(v.result, SK_DNS_R_DENIED);
+	assert_int_equal(v.rcode, SK_DNS_RC_REFUSED);
+	f->p.dns.deny = SK_DNS_DENY_NXDOMAIN;
+
+	/* exfiltration through long labels under an allowed wildcard suffix */
+	char name[300];
+	snprintf(name, sizeof(name), "%.60s.%.60s.x.githubusercontent.com",
+		 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+		 "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb");
+	n = query(msg, sizeof(msg), 1, name, SK_DNS_T_A, SK_DNS_CLASS_IN, 0);
+	sk_dns_filter_query(&f->p, msg, n, false, out, sizeof(out), &v);
+	assert_int_equal(v.action, SK_DNS_ACT_FORWARD);   /* 145 bytes, under 253 */
+	f->p.dns.max_query_length = 100;
+	sk_dns_filter_query(&f->p, msg, n, false, out, sizeof(out), &v);
+	assert_int_equal(v.action, SK_DNS_ACT_ANSWER);
+	assert_int_equal(v.result, SK_DNS_R_TOO_LONG);
+	assert_int_equal(v.rcode, SK_DNS_RC_REFUSED);
+	f->p.dns.max_query_length = 253;
+
+	/* a label of 64 cannot even be encoded: the parser refuses it → FORMERR */
+	uint8_t big[400];
+	size_t bn = unhex("0001 0100 0001 0000 0000 0000 40", big, sizeof(big));
+	memset(big + bn, 'a', 64);
+	bn += 64;
+	bn += unhex("03 636f6d 00 0001 0001", big + bn, sizeof(big) - bn);
+	sk_dns_filter_query(&f->p, big, bn, false, out, sizeof(out), &v);
+	assert_int_equal(v.result, SK_DNS_R_MALFORMED);
+	assert_int_equal(v.rcode, SK_DNS_RC_FORMERR);
+}
+
+static void test_allow_types_from_policy(void **state)
+{
+	struct pol *f = *state;
+	uint8_t msg[512], out[512];
+	struct sk_dns_qverdict v;
+	size_t n = query(msg, sizeof(msg), 1, "api.github.com", SK_DNS_T_TXT, SK_DNS_CLASS_IN, 0);
+	f->types[f->p.dns.n_allow_types++] = SK_DNS_T_TXT;
+	sk_dns_filter_query(&f->p, msg, n, false, out, sizeof(out), &v);
+	assert_int_equal(v.action, SK_DNS_ACT_FORWARD);
+	/* AXFR stays refused even if listed */
+	f->types[f->p.dns.n_allow_types++] = SK_DNS_T_AXFR;
+	n = query(msg, sizeof(msg), 1, "api.github.com", SK_DNS_T_AXFR, SK_DNS_CLASS_IN, 0);
+	sk_dns_filter_query(&f->p, msg, n, true, out, sizeof(out), &v);
+	assert_int_equal(v.result, SK_DNS_R_REFUSED_TYPE);
+	f->p.dns.n_allow_types = SK_ARRAY_SIZE(default_types);
+}
+
+static void test_audit_mode_forwards_denials(void **state)
+{
+	struct pol *f = *state;
+	uint8_t msg[512], out[512];
+	struct sk_dns_qverdict v;
+	f->p.mode = SK_MODE_AUDIT;
+	size_t n = query(msg, sizeof(msg), 1, "evil.example", SK_DNS_T_TXT, SK_DNS_CLASS_IN, 0);
+	sk_dns_filter_query(&f->p, msg, n, false, out, sizeof(out), &v);
+	assert_int_equal(v.action, SK_DNS_ACT_FORWARD);
+	assert_true(v.q.audit);
+	assert_int_equal(v.q.would, SK_DNS_R_REFUSED_TYPE);
+	/* protocol errors are still answered locally */
+	n = unhex("1234 0100 0000 0000 0000 0000", msg, sizeof(msg));
+	sk_dns_filter_query(&f->p, msg, n, false, out, sizeof(out), &v);
+	assert_int_equal(v.action, SK_DNS_ACT_ANSWER);
+	f->p.mode = SK_MODE_ENFORCE;
+}
+
+static void test_udp_limit(void **state)
+{
+	struct pol *f = *state;
+	uint8_t msg[512], out[512];
+	struct sk_dns_qverdict v;
+	static const struct { uint16_t edns; bool tcp; uint16_t want; } cases[] = {
+		{ 0, false, 512 }, { 100, false, 512 }, { 1232, false, 1232 }, { 65000, false, 4096 }, { 0, true, 4096 },
+	};
+	for (size_t i = 0; i < SK_ARRAY_SIZE(cases); i++) {
+		size_t n = query(msg, sizeof(msg), 1, "pypi.org", SK_DNS_T_A, SK_DNS_CLASS_IN, cases[i].edns);
+		sk_dns_filter_query(&f->p, msg, n, cases[i].tcp, out, sizeof(out), &v);
+		assert_int_equal(v.action, SK_DNS_ACT_FORWARD);
+		assert_int_equal(v.q.udp_limit, cases[i].want);
+	}
+}
+
+/* --- answer side ------------------------------------------------------------------------------------ */
+
+/* Runs the query through the filter (must be forwarded) and returns its fquery. */
+static struct sk_dns_fquery fq(struct pol *f, const char *name, uint16_t type, uint16_t edns)
+{
+	uint8_t msg[512], out[512];
+	struct sk_dns_qverdict v;
+	size_t n = query(msg, sizeof(msg), 0x5151, name, type, SK_DNS_CLASS_IN, edns);
+	sk_dns_filter_query(&f->p, msg, n, false, out, sizeof(out), &v);
+	assert_int_equal(v.action, SK_DNS_ACT_FORWARD);
+	return v.q;
+}
+
+static void run_answer(struct pol *f, const struct sk_dns_filter_opts *o, const struct sk_dns_fquery *q,
+		       struct ans *a, bool client_tcp, uint8_t *out, size_t cap, struct sk_dns_averdict *v)
+{
+	assert_false(a->w.overflow);
+	sk_dns_filter_answer(&f->p, o, q, a->buf, a->w.len, false, client_tcp, out, cap, v);
+}
+
+static bool has_addr(const struct sk_dns_averdict *v, const char *ip)
+{
+	struct sk_addr a;
+	assert_int_equal(sk_addr_parse(ip, &a), 0);
+	for (size_t i = 0; i < v->n_bind; i++)
+		if (sk_addr_equal(&v->bind[i].addr, &a))
+			return true;
+	return false;
+}
+
+static void test_answer_simple_binds_and_caps_ttl(void **state)
+{
+	struct pol *f = *state;
+	struct sk_dns_fquery q = fq(f, "Api.GitHub.com", SK_DNS_T_A, 1232);
+	struct ans a;
+	ans_begin(&a, 0x9999, 0, "api.github.com", SK_DNS_T_A);
+	ans_addr(&a, 0, "api.github.com", "140.82.112.5", 86400);
+	ans_addr(&a, 0, "api.github.com", "140.82.112.6", 20);
+	ans_rr(&a, 1, "github.com", SK_DNS_T_NS, 3600, "\x02ns\x00", 4);
+	ans_addr(&a, 2, "ns.github.com", "192.0.2.53", 3600);
+	uint8_t out[2048];
+	struct sk_dns_averdict v;
+	run_answer(f, NULL, &q, &a, false, out, sizeof(out), &v);
+	assert_int_equal(v.action, SK_DNS_ACT_ANSWER);
+	assert_int_equal(v.result, SK_DNS_R_ANSWERED);
+	assert_int_equal(v.n_bind, 2);
+	assert_true(has_addr(&v, "140.82.112.5"));
+	assert_int_equal(v.bind[0].ttl, 3600);
+	assert_int_equal(v.bind[1].ttl, 20);
+	assert_int_equal(v.stripped, 2);   /* the NS and the glue */
+	struct sk_dns_msg r;
+	assert_int_equal(sk_dns_parse(out, v.len, &r), SK_DNS_OK);
+	assert_int_equal(r.hdr.id, 0x5151);               /* client's ID, not upstream's */
+	assert_int_equal(r.qname.wire[1], 'A');           /* the client's spelling is echoed */
+	assert_int_equal(r.hdr.ancount, 2);
+	assert_int_equal(r.hdr.nscount, 0);
+	assert_int_equal(r.hdr.arcount, 1);
+	assert_true(r.has_opt);
+	size_t off = r.sec[0];
+	unsigned left = 2;
+	struct sk_dns_rr rr;
+	assert_true(sk_dns_rr_next(&r, &off, &left, &rr));
+	assert_int_equal(rr.ttl, 3600);
+}
+
+static void test_answer_cname_chain(void **state)
+{
+	struct pol *f = *state;
+	struct sk_dns_fquery q = fq(f, "raw.githubusercontent.com", SK_DNS_T_A, 0);
+	struct ans a;
+	ans_begin(&a, 1, 0, "raw.githubusercontent.com", SK_DNS_T_A);
+	ans_cname(&a, "raw.githubusercontent.com", "github.map.fastly.net", 300);
+	ans_cname(&a, "github.map.fastly.net", "edge.fastly.net", 300);
+	ans_addr(&a, 0, "edge.fastly.net", "185.199.108.133", 60);
+	ans_addr(&a, 0, "edge.fastly.net", "2606:50c0:8000::154", 60);
+	ans_addr(&a, 0, "unrelated.example", "203.0.113.9", 60);     /* injected, off the chain */
+	ans_cname(&a, "other.example", "raw.githubusercontent.com", 60); /* points INTO the chain: off it */
+	uint8_t out[2048];
+	struct sk_dns_averdict v;
+	run_answer(f, NULL, &q, &a, false, out, sizeof(out), &v);
+	assert_int_equal(v.result, SK_DNS_R_ANSWERED);
+	assert_int_equal(v.n_bind, 2);
+	assert_true(has_addr(&v, "185.199.108.133"));
+	assert_true(has_addr(&v, "2606:50c0:8000::154"));
+	assert_false(has_addr(&v, "203.0.113.9"));
+	assert_int_equal(v.stripped, 2);
+	struct sk_dns_msg r;
+	assert_int_equal(sk_dns_parse(out, v.len, &r), SK_DNS_OK);
+	assert_int_equal(r.hdr.ancount, 4);
+	assert_null(memmem(out, v.len, "unrelated", 9));
+
+	/* strict mode: the chain left the allowed set, so its addresses go */
+	struct sk_dns_filter_opts strict = { .strict_chain = true };
+	run_answer(f, &strict, &q, &a, false, out, sizeof(out), &v);
+	assert_int_equal(v.n_bind, 0);
+	assert_int_equal(v.stripped, 4);
+}
+
+static void test_answer_cname_loop_terminates(void **state)
+{
+	struct pol *f = *state;
+	struct sk_dns_fquery q = fq(f, "pypi.org", SK_DNS_T_A, 0);
+	struct ans a;
+	ans_begin(&a, 1, 0, "pypi.org", SK_DNS_T_A);
+	ans_cname(&a, "pypi.org", "a.example", 60);
+	ans_cname(&a, "a.example", "b.example", 60);
+	ans_cname(&a, "b.example", "pypi.org", 60);
+	ans_addr(&a, 0, "b.example", "151.101.0.223", 60);
+	uint8_t out[2048];
+	struct sk_dns_averdict v;
+	run_answer(f, NULL, &q, &a, false, out, sizeof(out), &v);
+	assert_int_equal(v.action, SK_DNS_ACT_ANSWER);
+	assert_int_equal(v.n_bind, 1);
+}
+
+static void test_answer_long_chain_capped(void **state)
+{
+	struct pol *f = *state;
+	struct sk_dns_fquery q = fq(f, "pypi.org", SK_DNS_T_A, 1232);
+	struct ans a;
+	ans_begin(&a, 1, 0, "pypi.org", SK_DNS_T_A);
+	char prev[32] = "pypi.org", next[32];
+	for (int i = 0; i < 20; i++) {
+		snprintf(next, sizeof(next), "c%d.example", i);
+		ans_cname(&a, prev, next, 60);
+		memcpy(prev, next, sizeof(prev));
+	}
+	ans_addr(&a, 0, prev, "151.101.0.223", 60);
+	uint8_t out[4096];
+	struct sk_dns_averdict v;
+	run_answer(f, NULL, &q, &a, false, out, sizeof(out), &v);
+	assert_int_equal(v.action, SK_DNS_ACT_ANSWER);
+	assert_int_equal(v.n_bind, 0);   /* 20 hops > SK_DNS_CHAIN_MAX: the address is not reached */
+}
+
+static void test_answer_rebinding_refused(void **state)
+{
+	struct pol *f = *state;
+	static const char *bad[] = { "172.16.5.4", "127.0.0.1", "192.168.1.10", "169.254.169.254", "100.64.0.1",
+				     "0.0.0.0", "::1", "fd00::1", "fe80::1", "::ffff:127.0.0.1", "64:ff9b::c0a8:101",
+				     "2002:c0a8:0101::1" };
+	uint8_t out[2048];
+	struct sk_dns_averdict v;
+	for (size_t i = 0; i < SK_ARRAY_SIZE(bad); i++) {
+		uint16_t t = strchr(bad[i], ':') ? SK_DNS_T_AAAA : SK_DNS_T_A;
+		struct sk_dns_fquery q = fq(f, "pypi.org", t, 0);
+		struct ans a;
+		ans_begin(&a, 1, 0, "pypi.org", t);
+		ans_addr(&a, 0, "pypi.org", t == SK_DNS_T_A ? "151.101.0.223" : "2a04:4e42::223", 60);
+		ans_addr(&a, 0, "pypi.org", bad[i], 60);
+		run_answer(f, NULL, &q, &a, false, out, sizeof(out), &v);
+		if (v.result != SK_DNS_R_REBINDING || v.rcode != SK_DNS_RC_REFUSED || v.n_bind != 0)
+			fail_msg("%s: result %s rcode %d", bad[i], sk_dns_result_name(v.result), v.rcode);
+		struct sk_dns_msg r;
+		assert_int_equal(sk_dns_parse(out, v.len, &r), SK_DNS_OK);
+		assert_int_equal(r.hdr.ancount, 0);
+	}
+}
+
+static void test_answer_private_vouched_by_cidr_rule(void **state)
+{
+	struct pol *f = *state;
+	/* db.internal.example → 10.3.4.5 is covered by the 10.0.0.0/8 rule */
+	struct sk_dns_fquery q = fq(f, "db.internal.example", SK_DNS_T_A, 0);
+	struct ans a;
+	ans_begin(&a, 1, 0, "db.internal.example", SK_DNS_T_A);
+	ans_addr(&a, 0, "db.internal.example", "10.3.4.5", 60);
+	uint8_t out[2048];
+	struct sk_dns_averdict v;
+	run_answer(f, NULL, &q, &a, false, out, sizeof(out), &v);
+	assert_int_equal(v.result, SK_DNS_R_ANSWERED);
+	assert_int_equal(v.n_bind, 1);
+	/* 192.168.x is not covered */
+	ans_begin(&a, 1, 0, "db.internal.example", SK_DNS_T_A);
+	ans_addr(&a, 0, "db.internal.example", "192.168.3.4", 60);
+	run_answer(f, NULL, &q, &a, false, out, sizeof(out), &v);
+	assert_int_equal(v.result, SK_DNS_R_REBINDING);
+}
+
+static void test_answer_block_private_off(void **state)
+{
+	struct pol *f = *state;
+	f->p.block_private = false;
+	struct sk_dns_fquery q = fq(f, "pypi.org", SK_DNS_T_A, 0);
+	struct ans a;
+	ans_begin(&a, 1, 0, "pypi.org", SK_DNS_T_A);
+	ans_addr(&a, 0, "pypi.org", "192.168.1.10", 60);
+	uint8_t out[2048];
+	struct sk_dns_averdict v;
+	run_answer(f, NULL, &q, &a, false, out, sizeof(out), &v);
+	assert_int_equal(v.result, SK_DNS_R_ANSWERED);
+	assert_int_equal(v.n_bind, 1);
+	/* link-local stays refused */
+	ans_begin(&a, 1, 0, "pypi.org", SK_DNS_T_A);
+	ans_addr(&a, 0, "pypi.org", "169.254.169.254", 60);
+	run_answer(f, NULL, &q, &a, false, out, sizeof(out), &v);
+	assert_int_equal(v.result, SK_DNS_R_REBINDING);
+	f->p.block_private = true;
+
+	/* audit mode: returned and bound, but reported */
+	f->p.mode = SK_MODE_AUDIT;
+	run_answer(f, NULL, &q, &a, false, out, sizeof(out), &v);
+	assert_int_equal(v.action, SK_DNS_ACT_ANSWER);
+	assert_int_equal(v.result, SK_DNS_R_REBINDING);
+	assert_int_equal(v.rcode, SK_DNS_RC_NOERROR);
+	assert_int_equal(v.n_bind, 1);
+	f->p.mode = SK_MODE_ENFORCE;
+}
+
+static void test_answer_truncation(void **state)
+{
+	struct pol *f = *state;
+	struct sk_dns_fquery q = fq(f, "pypi.org", SK_DNS_T_A, 0);   /* no EDNS: 512 bytes over UDP */
+	struct ans a;
+	ans_begin(&a, 1, 0, "pypi.org", SK_DNS_T_A);
+	char ip[32];
+	for (int i = 0; i < 40; i++) {
+		snprintf(ip, sizeof(ip), "151.101.%d.%d", i / 200, i % 200 + 1);
+		ans_addr(&a, 0, "pypi.org", ip, 60);
+	}
+	uint8_t out[8192];
+	struct sk_dns_averdict v;
+	/* upstream said TC over UDP: ask again over TCP */
+	a.buf[2] |= SK_DNS_F_TC >> 8;
+	run_answer(f, NULL, &q, &a, false, out, sizeof(out), &v);
+	assert_int_equal(v.action, SK_DNS_ACT_RETRY_TCP);
+	a.buf[2] &= (uint8_t)~(SK_DNS_F_TC >> 8);
+	/* 40 × 16 bytes > 512: the UDP client gets TC=1 and nothing is bound */
+	run_answer(f, NULL, &q, &a, false, out, sizeof(out), &v);
+	assert_int_equal(v.result, SK_DNS_R_TRUNCATED);
+	assert_int_equal(v.n_bind, 0);
+	struct sk_dns_msg r;
+	assert_int_equal(sk_dns_parse(out, v.len, &r), SK_DNS_OK);
+	assert_true(r.hdr.flags & SK_DNS_F_TC);
+	assert_int_equal(r.hdr.ancount, 0);
+	assert_int_equal(r.hdr.qdcount, 1);
+	/* over TCP: the first SK_DNS_MAX_BINDINGS addresses, the rest stripped */
+	run_answer(f, NULL, &q, &a, true, out, sizeof(out), &v);
+	assert_int_equal(v.result, SK_DNS_R_ANSWERED);
+	assert_int_equal(v.n_bind, SK_DNS_MAX_BINDINGS);
+	assert_int_equal(v.stripped, 40 - SK_DNS_MAX_BINDINGS);
+	assert_int_equal(sk_dns_parse(out, v.len, &r), SK_DNS_OK);
+	assert_int_equal(r.hdr.ancount, SK_DNS_MAX_BINDINGS);
+}
+
+static void test_answer_spoofed_or_broken(void **state)
+{
+	struct pol *f = *state;
+	struct sk_dns_fquery q = fq(f, "pypi.org", SK_DNS_T_A, 0);
+	uint8_t out[2048];
+	struct sk_dns_averdict v;
+	struct ans a;
+	/* answer for another name */
+	ans_begin(&a, 1, 0, "evil.example", SK_DNS_T_A);
+	ans_addr(&a, 0, "evil.example", "203.0.113.1", 60);
+	run_answer(f, NULL, &q, &a, false, out, sizeof(out), &v);
+	assert_int_equal(v.result, SK_DNS_R_UPSTREAM_ERROR);
+	assert_int_equal(v.rcode, SK_DNS_RC_SERVFAIL);
+	assert_int_equal(v.n_bind, 0);
+	/* answer for another type */
+	ans_begin(&a, 1, 0, "pypi.org", SK_DNS_T_AAAA);
+	run_answer(f, NULL, &q, &a, false, out, sizeof(out), &v);
+	assert_int_equal(v.result, SK_DNS_R_UPSTREAM_ERROR);
+	/* not a response */
+	ans_begin(&a, 1, 0, "pypi.org", SK_DNS_T_A);
+	a.buf[2] &= 0x7f;
+	run_answer(f, NULL, &q, &a, false, out, sizeof(out), &v);
+	assert_int_equal(v.result, SK_DNS_R_UPSTREAM_ERROR);
+	/* malformed: count lies */
+	ans_begin(&a, 1, 0, "pypi.org", SK_DNS_T_A);
+	a.buf[7] = 3;
+	run_answer(f, NULL, &q, &a, false, out, sizeof(out), &v);
+	assert_int_equal(v.result, SK_DNS_R_UPSTREAM_ERROR);
+	/* CNAME with broken rdata on the chain */
+	ans_begin(&a, 1, 0, "pypi.org", SK_DNS_T_A);
+	ans_rr(&a, 0, "pypi.org", SK_DNS_T_CNAME, 60, "\x05" "ab", 3);
+	run_answer(f, NULL, &q, &a, false, out, sizeof(out), &v);
+	assert_int_equal(v.result, SK_DNS_R_UPSTREAM_ERROR);
+	struct sk_dns_msg r;
+	assert_int_equal(sk_dns_parse(out, v.len, &r), SK_DNS_OK);
+	assert_int_equal(r.hdr.id, 0x5151);
+	assert_int_equal(r.hdr.ancount, 0);
+}
+
+static void test_answer_negative_and_errors(void **state)
+{
+	struct pol *f = *state;
+	struct sk_dns_fquery q = fq(f, "pypi.org", SK_DNS_T_AAAA, 1232);
+	uint8_t out[2048];
+	struct sk_dns_averdict v;
+	struct ans a;
+	/* NODATA with SOA: SOA kept for negative caching */
+	ans_begin(&a, 1, 0, "pypi.org", SK_DNS_T_AAAA);
+	static const uint8_t soa[] = { 2, 'n', 's', 0, 2, 'h', 'm', 0, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0,
+				       4, 0, 0, 0, 60 };
+	ans_rr(&a, 1, "pypi.org", SK_DNS_T_SOA, 86400, soa, sizeof(soa));
+	run_answer(f, NULL, &q, &a, false, out, sizeof(out), &v);
+	assert_int_equal(v.result, SK_DNS_R_ANSWERED);
+	assert_int_equal(v.rcode, SK_DNS_RC_NOERROR);
+	struct sk_dns_msg r;
+	assert_int_equal(sk_dns_parse(out, v.len, &r), SK_DNS_OK);
+	assert_int_equal(r.hdr.ancount, 0);
+	assert_int_equal(r.hdr.nscount, 1);
+	/* NXDOMAIN passes as NXDOMAIN */
+	ans_begin(&a, 1, SK_DNS_RC_NXDOMAIN, "pypi.org", SK_DNS_T_AAAA);
+	run_answer(f, NULL, &q, &a, false, out, sizeof(out), &v);
+	assert_int_equal(v.rcode, SK_DNS_RC_NXDOMAIN);
+	/* SERVFAIL and REFUSED pass on without records */
+	ans_begin(&a, 1, SK_DNS_RC_SERVFAIL, "pypi.org", SK_DNS_T_AAAA);
+	ans_addr(&a, 0, "pypi.org", "2a04:4e42::223", 60);
+	run_answer(f, NULL, &q, &a, false, out, sizeof(out), &v);
+	assert_int_equal(v.rcode, SK_DNS_RC_SERVFAIL);
+	assert_int_equal(v.n_bind, 0);
+	assert_int_equal(v.result, SK_DNS_R_UPSTREAM_ERROR);
+	ans_begin(&a, 1, SK_DNS_RC_REFUSED, "pypi.org", SK_DNS_T_AAAA);
+	run_answer(f, NULL, &q, &a, false, out, sizeof(out), &v);
+	assert_int_equal(v.rcode, SK_DNS_RC_REFUSED);
+	/* a local SERVFAIL for a timeout */
+	int n = sk_dns_filter_local_answer(&q, SK_DNS_RC_SERVFAIL, false, out, sizeof(out));
+	assert_true(n > 0);
+	assert_int_equal(sk_dns_parse(out, (size_t)n, &r), SK_DNS_OK);
+	assert_int_equal(SK_DNS_RCODE(r.hdr.flags), SK_DNS_RC_SERVFAIL);
+	assert_true(r.has_opt);
+}
+
+static void test_answer_https_hints_never_bind(void **state)
+{
+	struct pol *f = *state;
+	struct sk_dns_fquery q = fq(f, "pypi.org", SK_DNS_T_HTTPS, 1232);
+	/* priority 1, target ".", alpn h2, ipv4hint 151.101.0.223, ipv6hint 2a04:4e42::223 */
+	static const uint8_t https[] = { 0, 1, 0, 0, 1, 0, 3, 2, 'h', '2', 0, 4, 0, 4, 151, 101, 0, 223, 0, 6, 0, 16,
+					 0x2a, 0x04, 0x4e, 0x42, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0x23 };
+	struct ans a;
+	ans_begin(&a, 1, 0, "pypi.org", SK_DNS_T_HTTPS);
+	ans_rr(&a, 0, "pypi.org", SK_DNS_T_HTTPS, 300, https, sizeof(https));
+	uint8_t out[2048];
+	struct sk_dns_averdict v;
+	run_answer(f, NULL, &q, &a, false, out, sizeof(out), &v);
+	assert_int_equal(v.result, SK_DNS_R_ANSWERED);
+	assert_int_equal(v.n_bind, 0);
+	assert_non_null(memmem(out, v.len, https, sizeof(https)));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_query_table, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_forward_carries_normalised_name_and_rule, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_upstream_query_drops_client_extras, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_deny_refused_mode_and_long_names, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_allow_types_from_policy, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_audit_mode_forwards_denials, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_udp_limit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_answer_simple_binds_and_caps_ttl, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_answer_cname_chain, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_answer_cname_loop_terminates, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_answer_long_chain_capped, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_answer_rebinding_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_answer_private_vouched_by_cidr_rule, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_answer_block_private_off, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_answer_truncation, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_answer_spoofed_or_broken, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_answer_negative_and_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_answer_https_hints_never_bind, setup, teardown),
+	};
+	return cmocka_run_group_tests_name("dns_filter", tests, NULL, NULL);
+}
