@@ -6,6 +6,7 @@
 #   make lint       cppcheck + clang-tidy + shellcheck
 #   make check      everything above, as CI runs it
 #   make bench      benchmarks under bench/
+#   make manifests  render deploy/ from helm/stockade and regenerate the values table
 #
 # Layout: every directory's *.c is a module; files named *_test.c are cmocka suites, fuzz_*.c are
 # libFuzzer targets, main.c is a program entry. Adding a module needs no change here.
@@ -47,7 +48,7 @@ BINS := $(BUILD)/bin/stockade-policy $(BUILD)/bin/stockade-init $(BUILD)/bin/sto
 TESTS := $(patsubst %.c,$(BUILD)/test/bin/%,$(notdir $(TEST_SRC)))
 FUZZERS := $(patsubst %.c,$(BUILD)/fuzz/bin/%,$(notdir $(FUZZ_SRC)))
 
-.PHONY: all test e2e fuzz lint check bench clean
+.PHONY: all test e2e fuzz lint check bench clean manifests values-doc
 all: $(BINS)
 
 $(BUILD)/rel/%.o: %.c
@@ -110,6 +111,11 @@ check:
 
 bench: $(BINS)
 	@scripts/run-bench
+
+# deploy/ is the chart rendered with default values; e2e/chart.test.sh fails when it drifts.
+manifests:
+	@scripts/render-manifests deploy
+	@scripts/gen-values-doc
 
 clean:
 	rm -rf $(BUILD)

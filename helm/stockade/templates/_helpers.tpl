@@ -301,3 +301,15 @@ volumes:
 {{- toYaml . | nindent 2 }}
 {{- end }}
 {{- end -}}
+
+{{/*
+stockade.vapApiVersion: ValidatingAdmissionPolicy is GA (v1) from Kubernetes 1.30; 1.29 has v1beta1
+(behind its feature gate). Usage: apiVersion: {{ include "stockade.vapApiVersion" . }}
+*/}}
+{{- define "stockade.vapApiVersion" -}}
+{{- if semverCompare ">=1.30.0-0" .Capabilities.KubeVersion.Version -}}
+admissionregistration.k8s.io/v1
+{{- else -}}
+admissionregistration.k8s.io/v1beta1
+{{- end -}}
+{{- end -}}

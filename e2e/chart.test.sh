@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Chart checks (issue 10): helm lint, schema validation of every rendering against the Kubernetes 1.29
+# and 1.34-1.37 JSON schemas (from a package, see scripts/install-tools), the values schema's good and
+# bad files, the security settings of each workload kind in native and classic mode, and drift of
+# deploy/ and of the generated values table. Needs no root and no cluster.
+set -uo pipefail
+# shellcheck source=e2e/lib.sh
+. "$(dirname "$0")/lib.sh"
+cd "$SK_ROOT" || exit 1
+T=${SK_TOOLS:-/opt/stockade-tools}
+HELM=$T/bin/helm KUBECONFORM=$T/bin/kubeconform
+SCHEMAS=$(ls -d "$T"/schemas/*/kubernetes-json-schema 2>/dev/null | tail -1)
+CHART=helm/stockade
+if [ ! -x "$HELM" ] || [ ! -x "$KUBECONFORM" ] || [ -z "$SCHEMAS" ]; then
+	echo "helm/kubeconform/schemas missing: run scripts/install-tools" >&2
+	sk_fail "tools installed"; sk_summary; exit 1
+fi
+
+render() { "$HELM" template stockade "$CHART" --namespace default "$@"; }
+conform() { # conform K8S_VERSION < manifests
+	"$KUBECONFORM" -strict -summary -kubernetes-version "$1" \
+		-schema-location "$SCHEMAS/{{ .NormalizedKubernetesVersion }}-local{{ .StrictSuffix }}/{{ .ResourceKind }}{{ .KindSuffix }}.json" -
+}
+
+sk_check "helm lint --strict (1.34)" "$HELM" lint --strict "$CHART" --kube-version 1.34.0
+sk_check "helm lint --strict (1.28, classic sidecar)" "$HELM" lint --strict "$CHART" --kube-version 1.28.0
+
+all=(--set admissionPolicy.enabled=true --set networkPolicy.enabled=true)
+for v in 1.29.0 1.34.0 1.35.0 1.36.0 1.37.0; do
+	for kind in Pod Job Deployment; do
+		for mode in native classic; do
+			extra=(); [ "$mode" = classic ] && extra=(--set sidecar.native=false)
+			out=$(render --kube-version "$v" --set workload.kind="$kind" "${all[@]}" "${extra[@]}" | conform "$v" 2>&1)
+			if echo "$out" | grep -qE 'Invalid: 0, Errors: 0'; then sk_pass "kubeconform $v $kind $mode"
+			else sk_fail "kubeconform $v $kind $mode" "$out"; fi
+		done
+	done
+done
+
+for kind in Pod Job Deployment; do
+	for mode in native classic; do
+		extra=(); [ "$mode" = classic ] && extra=(--set sidecar.native=false)
+		out=$(render --kube-version 1.34.0 --set workload.kind="$kind" "${extra[@]}" | helm/tests/check_pod_security.py "$kind" "$mode" 1000 1337 2>&1)
+		if [ $? -eq 0 ]; then sk_pass "security settings $kind $mode"; else sk_fail "security settings $kind $mode" "$out"; fi
+	done
+done
+out=$(render --kube-version 1.28.0 | helm/tests/check_pod_security.py Pod classic 1000 1337 2>&1)
+if [ $? -eq 0 ]; then sk_pass "auto mode picks a classic sidecar before 1.29"; else sk_fail "auto mode before 1.29" "$out"; fi
+out=$(render --kube-version 1.29.0 | helm/tests/check_pod_security.py Pod native 1000 1337 2>&1)
+if [ $? -eq 0 ]; then sk_pass "auto mode picks a native sidecar from 1.29"; else sk_fail "auto mode from 1.29" "$out"; fi
+
+for f in helm/tests/values/good-*.yaml; do
+	sk_check "values accepted: $(basename "$f")" render --kube-version 1.34.0 -f "$f"
+done
+for f in helm/tests/values/bad-*.yaml; do
+	want=$(sed -n 's/^# expect: //p' "$f" | head -1)
+	out=$(render --kube-version 1.34.0 -f "$f" 2>&1)
+	rc=$?
+	if [ $rc -ne 0 ] && grep -qF -- "$want" <<<"$out"; then sk_pass "values rejected: $(basename "$f")"
+	else sk_fail "values rejected: $(basename "$f")" "rc=$rc, want '$want', got: $(head -3 <<<"$out")"; fi
+done
+
+# The policy the chart renders must be one stockade-policy accepts.
+if [ -x "$SK_BIN/stockade-policy" ]; then
+	tmp=$(mktemp -d)
+	render --kube-version 1.34.0 -s templates/configmap-policy.yaml |
+		/usr/bin/python3 -c 'import sys,yaml; print(yaml.safe_load(sys.stdin)["data"]["policy.yaml"], end="")' >"$tmp/policy.yaml"
+	sk_check "rendered policy passes stockade-policy check" "$SK_BIN/stockade-policy" check "$tmp/policy.yaml"
+	rm -rf "$tmp"
+fi
+
+fresh=$(mktemp -d)
+scripts/render-manifests "$fresh" >/dev/null 2>&1
+if diff -ru deploy "$fresh" >/dev/null 2>&1; then sk_pass "deploy/ matches a fresh render (make manifests)"
+else sk_fail "deploy/ drift" "run make manifests: $(diff -ru deploy "$fresh" | head -5)"; fi
+rm -rf "$fresh"
+sk_check "values table up to date (scripts/gen-values-doc)" scripts/gen-values-doc --check
+
+sk_summary

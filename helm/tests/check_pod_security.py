@@ -1,0 +1,84 @@
+#!/usr/bin/python3
+"""Reads a rendered chart (multi-document YAML) on stdin and checks the wrapped pod's security settings.
+
+usage: check_pod_security.py KIND native|classic AGENT_UID SIDECAR_UID
+Prints one line per failed expectation and exits 1 if any failed."""
+import sys
+
+import yaml
+
+kind, mode, agent_uid, sidecar_uid = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+docs = [d for d in yaml.safe_load_all(sys.stdin) if d]
+fails = []
+
+
+def expect(cond, what):
+    if not cond:
+        fails.append(what)
+
+
+workloads = [d for d in docs if d["kind"] == kind and d["metadata"]["name"].endswith("-agent")]
+expect(len(workloads) == 1, "exactly one %s named *-agent" % kind)
+if not workloads:
+    print("\n".join(fails))
+    sys.exit(1)
+w = workloads[0]
+spec = w["spec"] if kind == "Pod" else w["spec"]["template"]["spec"]
+inits = spec.get("initContainers", [])
+conts = spec["containers"]
+expect(spec.get("automountServiceAccountToken") is False, "no service account token in the pod")
+expect(inits and inits[0]["name"] == "stockade-init", "stockade-init is the first init container")
+init = inits[0]
+isc = init["securityContext"]
+expect(isc["capabilities"]["add"] == ["NET_ADMIN"], "init adds only NET_ADMIN")
+expect(isc["capabilities"]["drop"] == ["ALL"], "init drops ALL")
+expect(isc["readOnlyRootFilesystem"] is True, "init readOnlyRootFilesystem")
+expect(isc["allowPrivilegeEscalation"] is False, "init allowPrivilegeEscalation false")
+expect(any(m["mountPath"] == "/run/stockade" and not m.get("readOnly") for m in init["volumeMounts"]),
+       "init writes the marker into the shared emptyDir")
+
+if mode == "native":
+    sidecars = [c for c in inits if c["name"] == "stockade-sidecar"]
+    expect(len(sidecars) == 1 and inits.index(sidecars[0]) == 1, "native sidecar is the second init container")
+    expect(not any(c["name"] == "stockade-sidecar" for c in conts), "no classic sidecar in containers")
+    if sidecars:
+        expect(sidecars[0].get("restartPolicy") == "Always", "native sidecar restartPolicy Always")
+        expect(sidecars[0].get("startupProbe", {}).get("httpGet", {}).get("path") == "/readyz", "startupProbe on /readyz")
+else:
+    sidecars = [c for c in conts if c["name"] == "stockade-sidecar"]
+    expect(len(sidecars) == 1, "classic sidecar in containers")
+    expect(not any(c["name"] == "stockade-sidecar" for c in inits), "no native sidecar in initContainers")
+    if sidecars:
+        expect("restartPolicy" not in sidecars[0], "classic sidecar has no restartPolicy")
+if sidecars:
+    s = sidecars[0]
+    ssc = s["securityContext"]
+    expect(ssc["runAsUser"] == sidecar_uid and ssc["runAsNonRoot"] is True, "sidecar runs as the sidecar UID, non-root")
+    expect(ssc["capabilities"] == {"drop": ["ALL"]}, "sidecar has no capabilities")
+    expect(ssc["readOnlyRootFilesystem"] is True and ssc["allowPrivilegeEscalation"] is False, "sidecar hardened")
+    expect(s["livenessProbe"]["httpGet"]["path"] == "/healthz", "liveness on /healthz")
+    expect(s["readinessProbe"]["httpGet"]["path"] == "/readyz", "readiness on /readyz")
+
+agents = [c for c in conts if c["name"] != "stockade-sidecar"]
+expect(len(agents) == 1, "one agent container")
+for a in agents:
+    sc = a["securityContext"]
+    expect(sc["runAsUser"] == agent_uid and sc["runAsGroup"] == agent_uid, "agent runs as the agent UID/GID")
+    expect(sc["runAsNonRoot"] is True, "agent runAsNonRoot")
+    expect(sc["allowPrivilegeEscalation"] is False, "agent allowPrivilegeEscalation false")
+    expect(sc["capabilities"] == {"drop": ["ALL"]}, "agent drops ALL capabilities")
+    expect(sc["readOnlyRootFilesystem"] is True, "agent readOnlyRootFilesystem")
+    expect(sc["seccompProfile"] == {"type": "Localhost", "localhostProfile": "stockade-agent.json"},
+           "agent seccomp Localhost stockade-agent.json")
+    expect(not any("stockade-secret" in m["name"] for m in a.get("volumeMounts", [])), "API secrets not mounted in the agent")
+for c in inits + conts:
+    expect(not c.get("securityContext", {}).get("privileged"), "%s not privileged" % c["name"])
+    uid = c.get("securityContext", {}).get("runAsUser")
+    expect(uid is not None, "%s sets runAsUser" % c["name"])
+    if c["name"] != "stockade-sidecar":
+        expect(uid != sidecar_uid, "%s does not run as the sidecar UID" % c["name"])
+for d in docs:
+    expect("app.kubernetes.io/name" in d["metadata"].get("labels", {}), "%s %s has app.kubernetes.io/name" % (d["kind"], d["metadata"]["name"]))
+
+print("\n".join(fails))
+sys.exit(1 if fails else 0)
