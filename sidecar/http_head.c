@@ -6,8 +6,9 @@
  *
  * Choices (RFC 9112 lets a server be lenient in places; we are not, because the upstream and we must
  * agree on the host, and "reject" is always safe for a proxy that denies by default):
- *   - NOT_HTTP only when the bytes before the first SP are not a 1..15 byte method token; anything that
- *     starts like a request line and then goes wrong is MALFORMED, including versions other than
+ *   - NOT_HTTP only when the input does not start with a 1..15 byte method token followed by whitespace
+ *     (binary data, TLS, an SSH banner); anything that starts like a request line and then goes wrong is
+ *     MALFORMED, including versions other than
  *     HTTP/1.0 and HTTP/1.1 (HTTP/0.9, HTTP/1.2, HTTP/2.0 except the h2c preface) and leading CRLFs.
  *   - bare CR, bare LF, obs-fold, whitespace before ':', empty field names, CTLs other than HTAB in
  *     field values: MALFORMED.
@@ -190,6 +191,9 @@ static enum sk_http_result parse_request_line(const uint8_t *p, size_t n, struct
 		return SK_HTTP_NOT_HTTP;
 	if (i == n)
 		return SK_HTTP_NEED_MORE;
+	/* Other whitespace after a method is a request line with a separator trick, not another protocol. */
+	if (p[i] == '\t' || p[i] == '\r' || p[i] == '\n' || p[i] == '\v' || p[i] == '\f')
+		return SK_HTTP_MALFORMED;
 	if (p[i] != ' ')
 		return SK_HTTP_NOT_HTTP;
 	rl->method_len = i;
