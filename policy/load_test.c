@@ -1,0 +1,891 @@
+/* policy/load_test.c — the policy loaders: a table of malformed inputs (YAML and JSON), each checked for
+ * its exact message and its exact line:col; valid files round-trip to the expected model; defaults and
+ * normalisation; file checks; format detection; forge-supervisor imports; the netns hash. Run from the
+ * repository root (testdata paths are relative). */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "policy/match.h"
+#include "policy/policy.h"
+
+struct bad_case {
+	const char *name;
+	int format;
+	const char *text;
+	unsigned line, col;
+	const char *msg;  /* the whole message after "FILE:LINE:COL: " */
+};
+
+static const struct bad_case bad_cases[] = {
+	{ "yaml_syntax_unclosed_flow", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - host: [a\n",
+	  4, 1, "YAML syntax error: did not find expected ',' or ']' while parsing a flow sequence (started at 3:11), expected valid YAML" },
+	{ "yaml_syntax_bad_indent", SK_FORMAT_YAML,
+	  "version: 1\nagent:\n  uid: 1000\n bad: 1\n",
+	  4, 2, "YAML syntax error: did not find expected key while parsing a block mapping (started at 1:1), expected valid YAML" },
+	{ "yaml_tab_indent", SK_FORMAT_YAML,
+	  "version: 1\nagent:\n\tuid: 1000\n",
+	  3, 1, "YAML syntax error: found character that cannot start any token while scanning for the next token (started at 3:1), expected valid YAML" },
+	{ "yaml_alias", SK_FORMAT_YAML,
+	  "version: 1\na: &x 1\nb: *x\n",
+	  3, 4, "YAML aliases are not supported, expected the value written out" },
+	{ "yaml_two_documents", SK_FORMAT_YAML,
+	  "---\nversion: 1\n---\nversion: 1\n",
+	  3, 1, "a second YAML document, expected one policy per file" },
+	{ "yaml_custom_tag", SK_FORMAT_YAML,
+	  "version: 1\nmode: !evil enforce\n",
+	  2, 7, "unsupported YAML tag '!evil', expected plain values (or !!str)" },
+	{ "yaml_tag_mismatch", SK_FORMAT_YAML,
+	  "version: 1\nagent: {uid: !!int abc}\n",
+	  2, 14, "value does not match its tag !!int, expected a value of that type" },
+	{ "yaml_empty", SK_FORMAT_YAML,
+	  "",
+	  1, 1, "policy: expected a mapping starting with version: 1, got null" },
+	{ "yaml_top_list", SK_FORMAT_YAML,
+	  "- version: 1\n",
+	  1, 1, "policy: expected a mapping starting with version: 1, got a list" },
+	{ "yaml_top_scalar", SK_FORMAT_YAML,
+	  "hello\n",
+	  1, 1, "policy: expected a mapping starting with version: 1, got string 'hello'" },
+	{ "missing_version", SK_FORMAT_YAML,
+	  "mode: enforce\n",
+	  1, 1, "policy: missing key 'version', expected version: 1" },
+	{ "version_2", SK_FORMAT_YAML,
+	  "version: 2\n",
+	  1, 10, "version: unsupported version 2, expected 1" },
+	{ "version_string", SK_FORMAT_YAML,
+	  "version: \"1\"\n",
+	  1, 10, "version: expected 1, got string '1'" },
+	{ "unknown_top_key", SK_FORMAT_YAML,
+	  "version: 1\negres: []\n",
+	  2, 1, "policy: unknown key 'egres', expected one of version, mode, agent, sidecar, exemptUids, ports, egress, dns, blockPrivate, loopback, apis, seccomp" },
+	{ "duplicate_top_key", SK_FORMAT_YAML,
+	  "version: 1\nmode: audit\nmode: enforce\n",
+	  3, 1, "policy: duplicate key 'mode' (first at 2:1), expected each key once" },
+	{ "mode_bad", SK_FORMAT_YAML,
+	  "version: 1\nmode: permissive\n",
+	  2, 7, "mode: 'permissive' is not a mode, expected enforce or audit" },
+	{ "mode_not_string", SK_FORMAT_YAML,
+	  "version: 1\nmode: [enforce]\n",
+	  2, 7, "mode: expected enforce or audit, got a list" },
+	{ "agent_uid_zero", SK_FORMAT_YAML,
+	  "version: 1\nagent: {uid: 0}\n",
+	  2, 14, "agent.uid: uid 0 is root, expected a non-root uid" },
+	{ "agent_uid_negative", SK_FORMAT_YAML,
+	  "version: 1\nagent: {uid: -5}\n",
+	  2, 14, "agent.uid: -5 is out of range, expected a uid 1..4294967294" },
+	{ "agent_uid_huge", SK_FORMAT_YAML,
+	  "version: 1\nagent: {uid: 4294967295}\n",
+	  2, 14, "agent.uid: 4294967295 is out of range, expected a uid 1..4294967294" },
+	{ "agent_uid_float", SK_FORMAT_YAML,
+	  "version: 1\nagent: {uid: 1000.5}\n",
+	  2, 14, "agent.uid: 1000.5 is not a whole number, expected a uid 1..4294967294" },
+	{ "agent_not_map", SK_FORMAT_YAML,
+	  "version: 1\nagent: 1000\n",
+	  2, 8, "agent: expected a mapping, got number 1000" },
+	{ "agent_missing_uid", SK_FORMAT_YAML,
+	  "version: 1\nagent: {}\n",
+	  2, 8, "agent: missing key 'uid', expected uid: N" },
+	{ "agent_unknown_key", SK_FORMAT_YAML,
+	  "version: 1\nagent: {uid: 1000, gid: 1000}\n",
+	  2, 20, "agent: unknown key 'gid', expected one of uid" },
+	{ "sidecar_same_as_agent", SK_FORMAT_YAML,
+	  "version: 1\nagent: {uid: 1000}\nsidecar: {uid: 1000}\n",
+	  3, 16, "sidecar.uid: same as agent.uid (1000), expected a different uid" },
+	{ "sidecar_uid_zero", SK_FORMAT_YAML,
+	  "version: 1\nsidecar:\n  uid: 0\n",
+	  3, 8, "sidecar.uid: uid 0 is root, expected a non-root uid" },
+	{ "exempt_zero", SK_FORMAT_YAML,
+	  "version: 1\nexemptUids: [0]\n",
+	  2, 14, "exemptUids[0]: uid 0 is root, expected a non-root uid" },
+	{ "exempt_agent", SK_FORMAT_YAML,
+	  "version: 1\nexemptUids: [2000, 1000]\n",
+	  2, 20, "exemptUids[1]: 1000 is the agent uid, expected a uid other than agent and sidecar" },
+	{ "exempt_sidecar", SK_FORMAT_YAML,
+	  "version: 1\nexemptUids:\n  - 1337\n",
+	  3, 5, "exemptUids[0]: 1337 is the sidecar uid, expected a uid other than agent and sidecar" },
+	{ "exempt_not_list", SK_FORMAT_YAML,
+	  "version: 1\nexemptUids: 5\n",
+	  2, 13, "exemptUids: expected a list of uids, got number 5" },
+	{ "ports_collide", SK_FORMAT_YAML,
+	  "version: 1\nports: {proxy: 15001, dns: 15001}\n",
+	  2, 28, "ports.dns: 15001 collides with ports.proxy, expected four different ports" },
+	{ "ports_collide_default", SK_FORMAT_YAML,
+	  "version: 1\nports: {api: 15000}\n",
+	  2, 14, "ports.api: 15000 collides with ports.admin, expected four different ports" },
+	{ "ports_zero", SK_FORMAT_YAML,
+	  "version: 1\nports: {admin: 0}\n",
+	  2, 16, "ports.admin: 0 is out of range, expected a port 1..65535" },
+	{ "ports_unknown", SK_FORMAT_YAML,
+	  "version: 1\nports: {metrics: 9090}\n",
+	  2, 9, "ports: unknown key 'metrics', expected one of proxy, dns, admin, api" },
+	{ "egress_not_list", SK_FORMAT_YAML,
+	  "version: 1\negress: {host: a.com}\n",
+	  2, 9, "egress: expected a list of rules, got a mapping" },
+	{ "rule_not_map", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - api.github.com\n",
+	  3, 5, "egress[0]: expected a mapping, got string 'api.github.com'" },
+	{ "rule_unknown_key", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - host: a.com\n    port: 443\n",
+	  4, 5, "egress[0]: unknown key 'port', expected one of host, cidr, ports, protocol, direct" },
+	{ "rule_duplicate_key", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - host: a.com\n    host: b.com\n",
+	  4, 5, "egress[0]: duplicate key 'host' (first at 3:5), expected each key once" },
+	{ "rule_both", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - host: a.com\n    cidr: 10.0.0.0/8\n",
+	  3, 5, "egress[0]: has both host and cidr, expected exactly one of them" },
+	{ "rule_neither", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - ports: [443]\n",
+	  3, 5, "egress[0]: has neither host nor cidr, expected exactly one of them" },
+	{ "port_zero", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - host: a.com\n    ports: [0]\n",
+	  4, 13, "egress[0].ports[0]: 0 is out of range, expected a port 1..65535" },
+	{ "port_too_big", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - host: a.com\n    ports: [443, 65536]\n",
+	  4, 18, "egress[0].ports[1]: 65536 is out of range, expected a port 1..65535" },
+	{ "port_string", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - host: a.com\n    ports: [\"443\"]\n",
+	  4, 13, "egress[0].ports[0]: expected a port 1..65535, got string '443'" },
+	{ "port_word", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - host: a.com\n    ports: [https]\n",
+	  4, 13, "egress[0].ports[0]: expected a port 1..65535, got string 'https'" },
+	{ "port_hex", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - host: a.com\n    ports: [0x1bb]\n",
+	  4, 13, "egress[0].ports[0]: 0x1bb is not a whole number, expected a port 1..65535" },
+	{ "ports_not_list", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - host: a.com\n    ports: 443\n",
+	  4, 12, "egress[0].ports: expected a list of ports 1..65535, got number 443" },
+	{ "ports_empty", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - host: a.com\n    ports: []\n",
+	  4, 12, "egress[0].ports: empty list, expected at least one port (leave the key out for any port)" },
+	{ "protocol_bad", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - host: a.com\n    protocol: quic\n",
+	  4, 15, "egress[0].protocol: 'quic' is not a protocol, expected tls, http, tcp, udp or any" },
+	{ "protocol_case", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - host: a.com\n    protocol: TLS\n",
+	  4, 15, "egress[0].protocol: 'TLS' is not a protocol, expected tls, http, tcp, udp or any" },
+	{ "host_udp", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - host: a.com\n    protocol: udp\n",
+	  4, 15, "egress[0].protocol: UDP cannot be proxied by name, expected a cidr rule for udp traffic" },
+	{ "host_direct", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - host: a.com\n    direct: true\n",
+	  4, 13, "egress[0].direct: only cidr rules can be direct, expected direct on a cidr rule (a host rule is decided by name in the proxy)" },
+	{ "direct_not_bool", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - cidr: 10.0.0.0/8\n    direct: yes\n",
+	  4, 13, "egress[0].direct: expected true or false, got string 'yes'" },
+	{ "direct_tls", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - cidr: 10.0.0.0/8\n    protocol: tls\n    direct: true\n",
+	  5, 13, "egress[0].direct: a direct rule bypasses the proxy and cannot check protocol tls, expected protocol tcp, udp or any" },
+	{ "host_empty_label", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - host: a..com\n",
+	  3, 11, "egress[0].host: invalid name 'a..com': empty label, expected a DNS name like api.example.com or *.example.com" },
+	{ "host_space", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - host: \"a b.com\"\n",
+	  3, 11, "egress[0].host: invalid name 'a b.com': whitespace in name, expected a DNS name like api.example.com or *.example.com" },
+	{ "host_newline", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - host: \"a.com\\nevil\"\n",
+	  3, 11, "egress[0].host: invalid name 'a.com\\x0aevil': whitespace in name, expected a DNS name like api.example.com or *.example.com" },
+	{ "host_control", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - host: \"a\\x01.com\"\n",
+	  3, 11, "egress[0].host: invalid name 'a\\x01.com': control byte in name, expected a DNS name like api.example.com or *.example.com" },
+	{ "host_long_label", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - host: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.com\n",
+	  3, 11, "egress[0].host: invalid name 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.com': label longer than 63 bytes, expected a DNS name like api.example.com or *.example.com" },
+	{ "host_long_name", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - host: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.com\n",
+	  3, 11, "egress[0].host: invalid name 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.aaaaaaaaaaaaaaaaaaaaaaaaaa...': name longer than 253 bytes, expected a DNS name like api.example.com or *.example.com" },
+	{ "host_non_ascii", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - host: b\xc3""\xbc""cher.de\n",
+	  3, 11, "egress[0].host: invalid name 'b\\xc3\\xbccher.de': non-ASCII byte (use the IDNA A-label, xn--...), expected a DNS name like api.example.com or *.example.com" },
+	{ "host_garbage", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - host: \"a.com/path\"\n",
+	  3, 11, "egress[0].host: invalid name 'a.com/path': invalid character in name (allowed: a-z, 0-9, '-', '.'), expected a DNS name like api.example.com or *.example.com" },
+	{ "host_leading_dot", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - host: .a.com\n",
+	  3, 11, "egress[0].host: invalid name '.a.com': empty label, expected a DNS name like api.example.com or *.example.com" },
+	{ "host_wildcard_mid", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - host: \"a.*.com\"\n",
+	  3, 11, "egress[0].host: invalid name 'a.*.com': '*' is only allowed as a whole leading label (\"*.suffix\"), expected a DNS name like api.example.com or *.example.com" },
+	{ "host_ip", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - host: 10.1.2.3\n",
+	  3, 11, "egress[0].host: '10.1.2.3' is an IP address, expected a name (use cidr: for addresses)" },
+	{ "host_number", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - host: 42\n",
+	  3, 11, "egress[0].host: expected a DNS name like api.example.com or *.example.com, got number 42" },
+	{ "cidr_host_bits", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - cidr: 10.1.2.3/8\n",
+	  3, 11, "egress[0].cidr: '10.1.2.3/8' has host bits set, expected 10.0.0.0/8" },
+	{ "cidr_host_bits_v6", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - cidr: \"2001:db8::1/32\"\n",
+	  3, 11, "egress[0].cidr: '2001:db8::1/32' has host bits set, expected 2001:db8::/32" },
+	{ "cidr_prefix_big", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - cidr: 10.0.0.0/33\n",
+	  3, 11, "egress[0].cidr: '10.0.0.0/33' has an invalid prefix length, expected /0../32" },
+	{ "cidr_garbage", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - cidr: 10.0.0/8\n",
+	  3, 11, "egress[0].cidr: '10.0.0/8' is not a valid address/prefix, expected a network like 10.0.0.0/8 or fd00::/8" },
+	{ "cidr_octal", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - cidr: 010.0.0.0/8\n",
+	  3, 11, "egress[0].cidr: '010.0.0.0/8' is not a valid address/prefix, expected a network like 10.0.0.0/8 or fd00::/8" },
+	{ "dns_deny_bad", SK_FORMAT_YAML,
+	  "version: 1\ndns:\n  deny: drop\n",
+	  3, 9, "dns.deny: 'drop' is not a deny answer, expected nxdomain or refused" },
+	{ "dns_maxlen_zero", SK_FORMAT_YAML,
+	  "version: 1\ndns:\n  maxQueryLength: 0\n",
+	  3, 19, "dns.maxQueryLength: 0 is out of range, expected a length 1..253" },
+	{ "dns_maxlen_big", SK_FORMAT_YAML,
+	  "version: 1\ndns:\n  maxQueryLength: 254\n",
+	  3, 19, "dns.maxQueryLength: 254 is out of range, expected a length 1..253" },
+	{ "dns_type_unknown", SK_FORMAT_YAML,
+	  "version: 1\ndns:\n  allowTypes: [A, AAAA, FOO]\n",
+	  3, 25, "dns.allowTypes[2]: unknown record type 'FOO', expected a type name like A, AAAA, CNAME, HTTPS, SVCB, MX, TXT or SRV" },
+	{ "dns_upstream_bad", SK_FORMAT_YAML,
+	  "version: 1\ndns:\n  upstream: [\"dns.google\"]\n",
+	  3, 14, "dns.upstream[0]: 'dns.google' is not a resolver, expected resolv.conf or an IP address with optional port (10.0.0.10, 10.0.0.10:53, [fd00::a]:53)" },
+	{ "dns_upstream_port", SK_FORMAT_YAML,
+	  "version: 1\ndns:\n  upstream: [\"10.0.0.10:99999\"]\n",
+	  3, 14, "dns.upstream[0]: '10.0.0.10:99999' is not a resolver, expected resolv.conf or an IP address with optional port (10.0.0.10, 10.0.0.10:53, [fd00::a]:53)" },
+	{ "dns_unknown_key", SK_FORMAT_YAML,
+	  "version: 1\ndns:\n  timeout: 5\n",
+	  3, 3, "dns: unknown key 'timeout', expected one of upstream, deny, maxQueryLength, allowTypes" },
+	{ "block_private_yes", SK_FORMAT_YAML,
+	  "version: 1\nblockPrivate: yes\n",
+	  2, 15, "blockPrivate: expected true or false, got string 'yes'" },
+	{ "loopback_bad", SK_FORMAT_YAML,
+	  "version: 1\nloopback: sometimes\n",
+	  2, 11, "loopback: 'sometimes' is not a loopback mode, expected allow, deny or a list of ports" },
+	{ "loopback_port_bad", SK_FORMAT_YAML,
+	  "version: 1\nloopback: [8080, 0]\n",
+	  2, 18, "loopback[1]: 0 is out of range, expected a port 1..65535" },
+	{ "loopback_map", SK_FORMAT_YAML,
+	  "version: 1\nloopback: {allow: true}\n",
+	  2, 11, "loopback: expected allow, deny or a list of ports, got a mapping" },
+	{ "seccomp_bad_name", SK_FORMAT_YAML,
+	  "version: 1\nseccomp:\n  allow: [\"Mount\"]\n",
+	  3, 11, "seccomp.allow[0]: 'Mount' is not a syscall name, expected [a-z0-9_]+ like openat" },
+	{ "seccomp_both", SK_FORMAT_YAML,
+	  "version: 1\nseccomp:\n  allow: [ptrace]\n  deny: [ptrace]\n",
+	  4, 10, "seccomp.deny[0]: 'ptrace' is also in seccomp.allow, expected each syscall in one list" },
+	{ "seccomp_unknown", SK_FORMAT_YAML,
+	  "version: 1\nseccomp:\n  permit: [read]\n",
+	  3, 3, "seccomp: unknown key 'permit', expected one of allow, deny" },
+	{ "api_name_bad", SK_FORMAT_YAML,
+	  "version: 1\napis:\n  - name: My_API\n    upstream: https://a.com\n    header: {name: x-key, valueFile: /s}\n",
+	  3, 11, "apis[0].name: 'My_API' is not a valid api name, expected [a-z0-9-]{1,63}" },
+	{ "api_name_dup", SK_FORMAT_YAML,
+	  "version: 1\napis:\n  - name: a\n    upstream: https://a.com\n    header: {name: x-key, valueFile: /s}\n  - name: a\n    upstream: https://b.com\n    header: {name: x-key, valueFile: /s}\n",
+	  6, 11, "apis[1].name: 'a' is already the name of apis[0], expected unique names" },
+	{ "api_http", SK_FORMAT_YAML,
+	  "version: 1\napis:\n  - name: a\n    upstream: http://a.com\n    header: {name: x-key, valueFile: /s}\n",
+	  4, 15, "apis[0].upstream: 'http://a.com' is not an https:// URL, expected https://host[:port][/path] without credentials, query or fragment" },
+	{ "api_userinfo", SK_FORMAT_YAML,
+	  "version: 1\napis:\n  - name: a\n    upstream: https://u:p@a.com\n    header: {name: x-key, valueFile: /s}\n",
+	  4, 15, "apis[0].upstream: 'https://u:p@a.com' contains userinfo (user@), which would put credentials in the URL, expected https://host[:port][/path] without credentials, query or fragment" },
+	{ "api_fragment", SK_FORMAT_YAML,
+	  "version: 1\napis:\n  - name: a\n    upstream: https://a.com/v1#x\n    header: {name: x-key, valueFile: /s}\n",
+	  4, 15, "apis[0].upstream: 'https://a.com/v1#x' has a fragment, expected https://host[:port][/path] without credentials, query or fragment" },
+	{ "api_header_token", SK_FORMAT_YAML,
+	  "version: 1\napis:\n  - name: a\n    upstream: https://a.com\n    header: {name: \"x key\", valueFile: /s}\n",
+	  5, 20, "apis[0].header.name: 'x key' is not a header name, expected an HTTP token like x-api-key" },
+	{ "api_missing_header", SK_FORMAT_YAML,
+	  "version: 1\napis:\n  - name: a\n    upstream: https://a.com\n",
+	  3, 5, "apis[0]: missing key 'header', expected header: {name: ..., valueFile: ...}" },
+	{ "api_missing_valuefile", SK_FORMAT_YAML,
+	  "version: 1\napis:\n  - name: a\n    upstream: https://a.com\n    header: {name: x-key}\n",
+	  5, 13, "apis[0].header: missing key 'valueFile', expected the path of the secret value" },
+	{ "api_rate_negative", SK_FORMAT_YAML,
+	  "version: 1\napis:\n  - name: a\n    upstream: https://a.com\n    header: {name: x-key, valueFile: /s}\n    rateLimit: {rps: -1}\n",
+	  6, 22, "apis[0].rateLimit.rps: expected a number 0..1000000000, got number -1" },
+	{ "api_method_bad", SK_FORMAT_YAML,
+	  "version: 1\napis:\n  - name: a\n    upstream: https://a.com\n    header: {name: x-key, valueFile: /s}\n    methods: [\"GE T\"]\n",
+	  6, 15, "apis[0].methods[0]: 'GE T' is not an HTTP method, expected a name like GET or POST" },
+	{ "api_path_bad", SK_FORMAT_YAML,
+	  "version: 1\napis:\n  - name: a\n    upstream: https://a.com\n    header: {name: x-key, valueFile: /s}\n    pathPrefixes: [v1/]\n",
+	  6, 20, "apis[0].pathPrefixes[0]: 'v1/' is not a path prefix, expected a path starting with / without spaces, '..' segments, query or fragment" },
+	{ "api_path_dotdot", SK_FORMAT_YAML,
+	  "version: 1\napis:\n  - name: a\n    upstream: https://a.com\n    header: {name: x-key, valueFile: /s}\n    pathPrefixes: [/v1/../admin]\n",
+	  6, 20, "apis[0].pathPrefixes[0]: '/v1/../admin' is not a path prefix, expected a path starting with / without spaces, '..' segments, query or fragment" },
+	{ "json_trailing_comma", SK_FORMAT_JSON,
+	  "{\"version\": 1,\n  \"egress\": [\n    {\"host\": \"a.com\", \"ports\": [443],}\n  ]}\n",
+	  3, 38, "JSON syntax error: unexpected '}', expected a string key" },
+	{ "json_missing_comma", SK_FORMAT_JSON,
+	  "{\"version\": 1\n \"mode\": \"audit\"}\n",
+	  2, 2, "JSON syntax error: unexpected '\"', expected ',' or '}'" },
+	{ "json_unterminated", SK_FORMAT_JSON,
+	  "{\"version\": 1,\n \"mode\": \"audit",
+	  2, 16, "JSON syntax error: unterminated string, expected a closing quote" },
+	{ "json_truncated", SK_FORMAT_JSON,
+	  "{\"version\": 1,\n",
+	  2, 1, "JSON syntax error: unexpected end of input, expected a string key" },
+	{ "json_leading_zero", SK_FORMAT_JSON,
+	  "{\"version\": 01}\n",
+	  1, 13, "JSON syntax error: invalid number, expected JSON number syntax (no leading zeros)" },
+	{ "json_trailing_garbage", SK_FORMAT_JSON,
+	  "{\"version\": 1}\nx\n",
+	  2, 1, "JSON syntax error: trailing characters after the document, expected end of file" },
+	{ "json_nul_escape", SK_FORMAT_JSON,
+	  "{\"version\": 1,\n \"egress\": [{\"host\": \"a\\u0000.com\"}]}\n",
+	  2, 24, "JSON syntax error: \\u0000 in a string, expected text without NUL bytes" },
+	{ "json_raw_control", SK_FORMAT_JSON,
+	  "{\"version\": 1,\n \"mode\": \"aud\tit\"}\n",
+	  2, 14, "JSON syntax error: raw control byte in a string, expected it escaped" },
+	{ "json_bad_escape", SK_FORMAT_JSON,
+	  "{\"version\": 1,\n \"mode\": \"\\x41\"}\n",
+	  2, 12, "JSON syntax error: invalid escape in a string, expected one of \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX" },
+	{ "json_duplicate_key", SK_FORMAT_JSON,
+	  "{\"version\": 1,\n \"mode\": \"audit\",\n \"mode\": \"enforce\"}\n",
+	  3, 2, "policy: duplicate key 'mode' (first at 2:2), expected each key once" },
+	{ "json_unknown_key", SK_FORMAT_JSON,
+	  "{\"version\": 1,\n  \"egres\": []}\n",
+	  2, 3, "policy: unknown key 'egres', expected one of version, mode, agent, sidecar, exemptUids, ports, egress, dns, blockPrivate, loopback, apis, seccomp" },
+	{ "json_port_string", SK_FORMAT_JSON,
+	  "{\"version\": 1,\n  \"egress\": [\n    {\"host\": \"a.com\", \"ports\": [\"443\"]}\n  ]}\n",
+	  3, 33, "egress[0].ports[0]: expected a port 1..65535, got string '443'" },
+	{ "json_port_float", SK_FORMAT_JSON,
+	  "{\"version\": 1,\n  \"egress\": [{\"host\": \"a.com\", \"ports\": [443.5]}]}\n",
+	  2, 42, "egress[0].ports[0]: 443.5 is not a whole number, expected a port 1..65535" },
+	{ "json_host_udp", SK_FORMAT_JSON,
+	  "{\"version\": 1,\n  \"egress\": [{\"host\": \"a.com\", \"protocol\": \"udp\"}]}\n",
+	  2, 44, "egress[0].protocol: UDP cannot be proxied by name, expected a cidr rule for udp traffic" },
+	{ "json_direct_host", SK_FORMAT_JSON,
+	  "{\"version\": 1,\n  \"egress\": [{\"host\": \"a.com\",\n              \"direct\": true}]}\n",
+	  3, 25, "egress[0].direct: only cidr rules can be direct, expected direct on a cidr rule (a host rule is decided by name in the proxy)" },
+	{ "json_cidr_host_bits", SK_FORMAT_JSON,
+	  "{\"version\": 1,\n  \"egress\": [{\"cidr\": \"192.168.1.1/16\"}]}\n",
+	  2, 23, "egress[0].cidr: '192.168.1.1/16' has host bits set, expected 192.168.0.0/16" },
+	{ "json_uid_zero", SK_FORMAT_JSON,
+	  "{\"version\": 1, \"agent\": {\"uid\": 0}}\n",
+	  1, 33, "agent.uid: uid 0 is root, expected a non-root uid" },
+	{ "json_version_string", SK_FORMAT_JSON,
+	  "{\"version\": \"1\"}\n",
+	  1, 13, "version: expected 1, got string '1'" },
+	{ "json_top_array", SK_FORMAT_JSON,
+	  "[{\"version\": 1}]\n",
+	  1, 1, "policy: expected a mapping starting with version: 1, got a list" },
+	{ "json_unicode_host", SK_FORMAT_JSON,
+	  "{\"version\": 1, \"egress\": [{\"host\": \"caf\\u00e9.com\"}]}\n",
+	  1, 36, "egress[0].host: invalid name 'caf\\xc3\\xa9.com': non-ASCII byte (use the IDNA A-label, xn--...), expected a DNS name like api.example.com or *.example.com" },
+	{ "json_deep", SK_FORMAT_JSON,
+	  "{\"version\": 1, \"x\": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}\n",
+	  1, 84, "JSON syntax error: nested too deeply, expected a flatter policy" },
+	{ "json_blockprivate_string", SK_FORMAT_JSON,
+	  "{\"version\": 1,\n\"blockPrivate\": \"true\"}\n",
+	  2, 17, "blockPrivate: expected true or false, got string 'true'" },
+};
+
+static void test_malformed_table(void **state)
+{
+	(void)state;
+	size_t failures = 0;
+	assert_true(sizeof(bad_cases) / sizeof(bad_cases[0]) >= 60);
+	for (size_t i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
+		const struct bad_case *bc = &bad_cases[i];
+		struct sk_diags d = { 0 };
+		struct sk_policy *p = (struct sk_policy *)1;
+		int r = sk_policy_load_buffer_ex(bc->format == SK_FORMAT_JSON ? "t.json" : "t.yaml", bc->text,
+						 strlen(bc->text), bc->format, SK_LOAD_NO_FILE_CHECKS, &p, &d);
+		bool found = false;
+		for (size_t j = 0; j < d.n && !found; j++)
+			found = d.v[j].line == bc->line && d.v[j].col == bc->col && d.v[j].msg &&
+				strstr(d.v[j].msg, bc->msg) && !strcmp(d.v[j].file, bc->format == SK_FORMAT_JSON ? "t.json" : "t.yaml");
+		if (r != -EINVAL || p != NULL || !found) {
+			failures++;
+			fprintf(stderr, "case %s: r=%d, expected %u:%u: %s; got:\n", bc->name, r, bc->line, bc->col, bc->msg);
+			sk_diags_print(&d, stderr);
+		}
+		sk_policy_free(p == (struct sk_policy *)1 ? NULL : p);
+		sk_diags_free(&d);
+	}
+	assert_int_equal(failures, 0);
+}
+
+static struct sk_policy *load_ok(const char *path, unsigned flags)
+{
+	struct sk_diags d = { 0 };
+	struct sk_policy *p = NULL;
+	int r = sk_policy_load_file_ex(path, -1, flags, &p, &d);
+	if (r < 0)
+		sk_diags_print(&d, stderr);
+	assert_int_equal(r, 0);
+	assert_int_equal(d.n, 0);
+	assert_non_null(p);
+	assert_non_null(p->matcher);
+	sk_diags_free(&d);
+	return p;
+}
+
+static struct sk_policy *load_text_ok(const char *text)
+{
+	struct sk_diags d = { 0 };
+	struct sk_policy *p = NULL;
+	int r = sk_policy_load_buffer_ex("t.yaml", text, strlen(text), -1, SK_LOAD_NO_FILE_CHECKS, &p, &d);
+	if (r < 0)
+		sk_diags_print(&d, stderr);
+	assert_int_equal(r, 0);
+	sk_diags_free(&d);
+	return p;
+}
+
+static void assert_ports(const struct sk_rule *r, size_t n, ...)
+{
+	va_list ap;
+	assert_int_equal(r->n_ports, n);
+	va_start(ap, n);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(r->ports[i], va_arg(ap, int));
+	va_end(ap);
+}
+
+static void check_agent_model(const struct sk_policy *p)
+{
+	char buf[128];
+	assert_int_equal(p->version, 1);
+	assert_int_equal(p->mode, SK_MODE_ENFORCE);
+	assert_int_equal(p->agent_uid, 1000);
+	assert_int_equal(p->sidecar_uid, 1337);
+	assert_int_equal(p->n_exempt_uids, 0);
+	assert_int_equal(p->ports.proxy, 15001);
+	assert_int_equal(p->ports.dns, 15053);
+	assert_int_equal(p->ports.admin, 15000);
+	assert_int_equal(p->ports.api, 15080);
+	assert_int_equal(p->n_rules, 8);
+	static const char *const texts[] = {
+		"host api.github.com ports [443]",
+		"host github.com ports [443]",
+		"host *.githubusercontent.com ports [443]",
+		"host pypi.org ports [443] protocol tls",
+		"host files.pythonhosted.org ports [443] protocol tls",
+		"host registry.npmjs.org ports [443] protocol tls",
+		"cidr 10.0.0.0/8 ports [5432]",
+		"cidr 10.96.0.0/12 ports [8125] protocol udp direct",
+	};
+	for (size_t i = 0; i < 8; i++)
+		assert_string_equal(sk_rule_format(&p->rules[i], buf, sizeof(buf)), texts[i]);
+	assert_int_equal(p->rules[2].kind, SK_RULE_HOST);
+	assert_true(p->rules[2].wildcard);
+	assert_string_equal(p->rules[2].host, "githubusercontent.com");
+	assert_int_equal(p->rules[7].kind, SK_RULE_CIDR);
+	assert_int_equal(p->rules[7].cidr.prefix, 12);
+	assert_true(p->rules[7].direct);
+	assert_int_equal(p->rules[7].proto, SK_PROTO_UDP);
+	assert_int_equal(p->dns.n_upstream, 1);
+	assert_string_equal(p->dns.upstream[0], "resolv.conf");
+	assert_int_equal(p->dns.deny, SK_DNS_DENY_NXDOMAIN);
+	assert_int_equal(p->dns.max_query_length, 253);
+	static const uint16_t types[] = { 1, 5, 28, 64, 65 };
+	assert_int_equal(p->dns.n_allow_types, 5);
+	for (size_t i = 0; i < 5; i++)
+		assert_int_equal(p->dns.allow_types[i], types[i]);
+	assert_true(p->block_private);
+	assert_int_equal(p->loopback, SK_LOOPBACK_ALLOW);
+	assert_int_equal(p->n_apis, 0);
+	assert_int_equal(p->n_import_notes, 0);
+}
+
+static void test_yaml_example_model(void **state)
+{
+	(void)state;
+	struct sk_policy *p = load_ok("policy/examples/agent.yaml", 0);
+	assert_int_equal(p->format, SK_FORMAT_YAML);
+	assert_string_equal(p->source, "policy/examples/agent.yaml");
+	check_agent_model(p);
+	/* Rule positions point at the rule's mapping in the file ("- host:" is line 9, col 5). */
+	assert_int_equal(p->rules[0].pos.line, 9);
+	assert_int_equal(p->rules[0].pos.col, 5);
+	assert_int_equal(p->rules[7].pos.line, 26);
+	sk_policy_free(p);
+}
+
+static void test_json_example_same_model(void **state)
+{
+	(void)state;
+	struct sk_policy *p = load_ok("policy/examples/agent.json", 0);
+	struct sk_policy *y = load_ok("policy/examples/agent.yaml", 0);
+	assert_int_equal(p->format, SK_FORMAT_JSON);
+	check_agent_model(p);
+	char a[17], b[17];
+	sk_policy_netns_hash(p, a);
+	sk_policy_netns_hash(y, b);
+	assert_string_equal(a, b);
+	assert_int_equal(p->rules[0].pos.line, 9);
+	assert_int_equal(p->rules[0].pos.col, 5);
+	sk_policy_free(p);
+	sk_policy_free(y);
+}
+
+static void test_defaults(void **state)
+{
+	(void)state;
+	struct sk_policy *p = load_text_ok("version: 1\n");
+	assert_int_equal(p->mode, SK_MODE_ENFORCE);
+	assert_int_equal(p->agent_uid, 1000);
+	assert_int_equal(p->sidecar_uid, 1337);
+	assert_int_equal(p->ports.proxy, 15001);
+	assert_int_equal(p->ports.api, 15080);
+	assert_int_equal(p->n_rules, 0);
+	assert_int_equal(p->dns.n_upstream, 1);
+	assert_string_equal(p->dns.upstream[0], "resolv.conf");
+	assert_int_equal(p->dns.n_allow_types, 5);
+	assert_int_equal(p->dns.max_query_length, 253);
+	assert_true(p->block_private);
+	assert_int_equal(p->loopback, SK_LOOPBACK_ALLOW);
+	/* No rule: everything is denied. */
+	struct sk_query q = { .host = "example.com", .port = 443, .proto = SK_PROTO_TLS };
+	struct sk_decision dec;
+	sk_match(p, &q, &dec);
+	assert_false(dec.allow);
+	sk_policy_free(p);
+}
+
+static void test_normalisation(void **state)
+{
+	(void)state;
+	struct sk_policy *p = load_text_ok("version: 1\n"
+					   "mode: audit\n"
+					   "exemptUids: [7, 5, 7]\n"
+					   "egress:\n"
+					   "  - host: API.GitHub.COM.\n"
+					   "    ports: [443, 80, 443]\n"
+					   "  - host: \"*.Example.ORG\"\n"
+					   "  - cidr: \"2001:DB8::/32\"\n"
+					   "    protocol: tcp\n"
+					   "dns: {allowTypes: [aaaa, A, A], deny: refused, maxQueryLength: 100,\n"
+					   "      upstream: [10.0.0.10, \"10.0.0.11:5353\", \"[fd00::a]:53\", \"fd00::b\"]}\n"
+					   "loopback: [9090, 8080, 9090]\n"
+					   "blockPrivate: false\n"
+					   "seccomp: {allow: [io_uring_setup, mbind], deny: [mbind2]}\n");
+	char buf[128];
+	assert_int_equal(p->mode, SK_MODE_AUDIT);
+	assert_int_equal(p->n_exempt_uids, 2);
+	assert_int_equal(p->exempt_uids[0], 5);
+	assert_int_equal(p->exempt_uids[1], 7);
+	assert_string_equal(p->rules[0].host, "api.github.com");
+	assert_ports(&p->rules[0], 2, 80, 443);
+	assert_string_equal(sk_rule_format(&p->rules[1], buf, sizeof(buf)), "host *.example.org ports any");
+	assert_string_equal(sk_rule_format(&p->rules[2], buf, sizeof(buf)), "cidr 2001:db8::/32 ports any protocol tcp");
+	assert_int_equal(p->dns.n_allow_types, 2);
+	assert_int_equal(p->dns.allow_types[0], 1);
+	assert_int_equal(p->dns.allow_types[1], 28);
+	assert_int_equal(p->dns.deny, SK_DNS_DENY_REFUSED);
+	assert_int_equal(p->dns.max_query_length, 100);
+	assert_int_equal(p->dns.n_upstream, 4);
+	assert_string_equal(p->dns.upstream[2], "[fd00::a]:53");
+	assert_int_equal(p->loopback, SK_LOOPBACK_PORTS);
+	assert_int_equal(p->n_loopback_ports, 2);
+	assert_int_equal(p->loopback_ports[0], 8080);
+	assert_int_equal(p->loopback_ports[1], 9090);
+	assert_false(p->block_private);
+	assert_int_equal(p->seccomp.n_allow, 2);
+	assert_string_equal(p->seccomp.deny[0], "mbind2");
+	sk_policy_free(p);
+}
+
+static void test_api_files_checked(void **state)
+{
+	(void)state;
+	struct sk_policy *p = load_ok("policy/testdata/api.yaml", 0);
+	assert_int_equal(p->n_apis, 1);
+	const struct sk_api *a = &p->apis[0];
+	assert_string_equal(a->name, "anthropic");
+	assert_string_equal(a->upstream, "https://api.anthropic.com/v1");
+	assert_string_equal(a->header_name, "x-api-key");
+	assert_string_equal(a->value_file, "policy/testdata/secret.txt");
+	assert_string_equal(a->caller_token_file, "policy/testdata/secret.txt");
+	assert_null(a->ca_file);
+	assert_true(a->rate == 5.0);
+	assert_true(a->burst == 10.0);
+	assert_int_equal(a->n_methods, 2);
+	assert_string_equal(a->methods[0], "POST");
+	assert_string_equal(a->methods[1], "GET");
+	assert_int_equal(a->n_path_prefixes, 1);
+	assert_string_equal(a->path_prefixes[0], "/v1/messages");
+	sk_policy_free(p);
+
+	struct sk_diags d = { 0 };
+	int r = sk_policy_load_file("policy/testdata/api-missing-secret.yaml", -1, &p, &d);
+	assert_int_equal(r, -EINVAL);
+	assert_null(p);
+	assert_int_equal(d.n, 1);
+	assert_int_equal(d.v[0].line, 5);
+	assert_int_equal(d.v[0].col, 43);
+	assert_string_equal(d.v[0].msg, "apis[0].header.valueFile: cannot read 'policy/testdata/no-such-secret': No such "
+					"file or directory, expected a readable file");
+	sk_diags_free(&d);
+	/* Off-node (and in the fuzzers) the same file is valid. */
+	p = load_ok("policy/testdata/api-missing-secret.yaml", SK_LOAD_NO_FILE_CHECKS);
+	sk_policy_free(p);
+}
+
+static void test_all_errors_collected_in_order(void **state)
+{
+	(void)state;
+	struct sk_diags d = { 0 };
+	struct sk_policy *p = NULL;
+	int r = sk_policy_load_file("policy/testdata/many-errors.yaml", -1, &p, &d);
+	assert_int_equal(r, -EINVAL);
+	assert_null(p);
+	assert_int_equal(d.n, 6);
+	static const unsigned lines[] = { 2, 3, 5, 6, 7, 8 };
+	for (size_t i = 0; i < 6; i++)
+		assert_int_equal(d.v[i].line, lines[i]);
+	char *out = NULL;
+	size_t outlen = 0;
+	FILE *f = open_memstream(&out, &outlen);
+	sk_diags_print(&d, f);
+	fclose(f);
+	assert_non_null(strstr(out, "policy/testdata/many-errors.yaml:7:11: egress[1].cidr: '10.0.0.1/8' has host bits set, "
+				    "expected 10.0.0.0/8\n"));
+	free(out);
+	sk_diags_free(&d);
+}
+
+static void test_too_many_errors_capped(void **state)
+{
+	(void)state;
+	char text[8192];
+	size_t o = (size_t)snprintf(text, sizeof(text), "version: 1\negress:\n");
+	for (int i = 0; i < 300; i++)
+		o += (size_t)snprintf(text + o, sizeof(text) - o, "  - {host: a..b}\n");
+	struct sk_diags d = { 0 };
+	struct sk_policy *p = NULL;
+	assert_int_equal(sk_policy_load_buffer("t.yaml", text, o, -1, &p, &d), -EINVAL);
+	assert_int_equal(d.n, 101);
+	assert_non_null(strstr(d.v[100].msg, "too many errors"));
+	sk_diags_free(&d);
+}
+
+static void test_unreadable_file(void **state)
+{
+	(void)state;
+	struct sk_diags d = { 0 };
+	struct sk_policy *p = NULL;
+	assert_int_equal(sk_policy_load_file("policy/testdata/does-not-exist.yaml", -1, &p, &d), -ENOENT);
+	assert_null(p);
+	assert_int_equal(d.n, 1);
+	assert_int_equal(d.v[0].line, 0);
+	assert_string_equal(d.v[0].msg, "cannot read: No such file or directory");
+	sk_diags_free(&d);
+	assert_int_equal(sk_policy_load_file("policy/testdata", -1, &p, &d), -EISDIR);
+	sk_diags_free(&d);
+}
+
+static void test_format_detection(void **state)
+{
+	(void)state;
+	static const char json_bom[] = "\xef\xbb\xbf\n  {\"version\": 1}";
+	struct sk_diags d = { 0 };
+	struct sk_policy *p = NULL;
+	assert_int_equal(sk_policy_load_buffer("b", json_bom, sizeof(json_bom) - 1, -1, &p, &d), 0);
+	assert_int_equal(p->format, SK_FORMAT_JSON);
+	sk_policy_free(p);
+	static const char forge[] = "{\"mode\": \"deny-all\", \"tool_domains\": []}";
+	assert_int_equal(sk_policy_load_buffer("b", forge, sizeof(forge) - 1, -1, &p, &d), 0);
+	assert_int_equal(p->format, SK_FORMAT_FORGE);
+	sk_policy_free(p);
+	/* Forcing JSON on a forge-shaped file validates it as a native policy: its keys are unknown there. */
+	assert_int_equal(sk_policy_load_buffer("b", forge, sizeof(forge) - 1, SK_FORMAT_JSON, &p, &d), -EINVAL);
+	assert_true(d.n >= 1);
+	assert_non_null(strstr(d.v[0].msg, "unknown key 'mode'") ? d.v[0].msg : strstr(d.v[0].msg, "missing key"));
+	sk_diags_free(&d);
+	static const char yaml[] = "# comment\nversion: 1\n";
+	assert_int_equal(sk_policy_load_buffer("b", yaml, sizeof(yaml) - 1, -1, &p, &d), 0);
+	assert_int_equal(p->format, SK_FORMAT_YAML);
+	sk_policy_free(p);
+	assert_int_equal(d.n, 0);
+}
+
+static void test_forge_deny_all(void **state)
+{
+	(void)state;
+	struct sk_policy *p = load_ok("policy/testdata/forge-deny-all.json", 0);
+	assert_int_equal(p->format, SK_FORMAT_FORGE);
+	assert_int_equal(p->n_rules, 0);
+	assert_int_equal(p->mode, SK_MODE_ENFORCE);
+	assert_true(p->block_private);
+	assert_int_equal(p->n_import_notes, 5);
+	assert_string_equal(p->import_notes[0], "mapped: mode deny-all -> no egress rules (everything denied)");
+	assert_string_equal(p->import_notes[1], "ignored: allowed_domains (1 name): mode deny-all allows nothing");
+	assert_string_equal(p->import_notes[2], "ignored: allowed_private_cidrs (1 entry): mode deny-all allows nothing");
+	assert_string_equal(p->import_notes[3], "default: allow_private_ips absent -> blockPrivate true");
+	assert_string_equal(p->import_notes[4], "kept: profile strict (informational; the mode and domain lists decide)");
+	sk_policy_free(p);
+}
+
+static void test_forge_allowlist(void **state)
+{
+	(void)state;
+	char buf[128];
+	struct sk_policy *p = load_ok("policy/testdata/forge-allowlist.json", 0);
+	assert_int_equal(p->mode, SK_MODE_ENFORCE);
+	assert_int_equal(p->n_rules, 4);  /* api.example.com twice (case differs): one rule */
+	assert_string_equal(sk_rule_format(&p->rules[0], buf, sizeof(buf)), "host api.example.com ports [80,443]");
+	assert_string_equal(sk_rule_format(&p->rules[1], buf, sizeof(buf)), "host *.cdn.example.net ports [80,443]");
+	assert_string_equal(sk_rule_format(&p->rules[2], buf, sizeof(buf)), "host pypi.org ports [80,443]");
+	assert_string_equal(sk_rule_format(&p->rules[3], buf, sizeof(buf)), "host registry.npmjs.org ports [80,443]");
+	assert_string_equal(p->import_notes[0], "mapped: mode allowlist -> 4 host rules on ports 80,443");
+	assert_string_equal(p->import_notes[1],
+			    "mapped: domains from allowed_domains 2 + tool_domains 2 + all_domains 1, 1 duplicate dropped");
+	struct sk_query q = { .host = "x.cdn.example.net", .port = 80, .proto = SK_PROTO_HTTP };
+	struct sk_decision dec;
+	sk_match(p, &q, &dec);
+	assert_true(dec.allow);
+	assert_int_equal(dec.rule, 1);
+	q.port = 8080;
+	sk_match(p, &q, &dec);
+	assert_false(dec.allow);
+	sk_policy_free(p);
+}
+
+static void test_forge_dev_open(void **state)
+{
+	(void)state;
+	struct sk_policy *p = load_ok("policy/testdata/forge-dev-open.json", 0);
+	assert_int_equal(p->mode, SK_MODE_AUDIT);
+	assert_int_equal(p->n_rules, 1);
+	assert_string_equal(p->import_notes[0], "mapped: mode dev-open -> mode audit (nothing denied, would-be denials "
+						"logged) with 1 host rule on ports 80,443");
+	struct sk_query q = { .host = "anything.example.com", .port = 443, .proto = SK_PROTO_TLS };
+	struct sk_decision dec;
+	sk_match(p, &q, &dec);
+	assert_true(dec.allow);
+	assert_int_equal(dec.reason, SK_REASON_AUDIT);
+	sk_policy_free(p);
+}
+
+static void test_forge_private(void **state)
+{
+	(void)state;
+	char buf[128];
+	struct sk_policy *p = load_ok("policy/testdata/forge-private.json", 0);
+	assert_false(p->block_private);
+	assert_int_equal(p->n_rules, 3);
+	assert_string_equal(sk_rule_format(&p->rules[1], buf, sizeof(buf)), "cidr 10.0.0.0/8 ports [80,443]");
+	assert_string_equal(sk_rule_format(&p->rules[2], buf, sizeof(buf)), "cidr fd00::/8 ports [80,443]");
+	bool seen = false;
+	for (size_t i = 0; i < p->n_import_notes; i++)
+		seen |= !strcmp(p->import_notes[i], "mapped: allow_private_ips true -> blockPrivate false");
+	assert_true(seen);
+	sk_policy_free(p);
+}
+
+static void test_forge_errors(void **state)
+{
+	(void)state;
+	struct sk_diags d = { 0 };
+	struct sk_policy *p = NULL;
+	assert_int_equal(sk_policy_load_file("policy/testdata/forge-bad.json", -1, &p, &d), -EINVAL);
+	assert_int_equal(d.n, 3);
+	assert_int_equal(d.v[0].line, 2);
+	assert_int_equal(d.v[0].col, 11);
+	assert_string_equal(d.v[0].msg, "mode: 'allow-some' is not a forge mode, expected deny-all, allowlist or dev-open");
+	assert_int_equal(d.v[1].line, 3);
+	assert_int_equal(d.v[1].col, 39);
+	assert_non_null(strstr(d.v[1].msg, "allowed_domains[1]: invalid name 'bad..example': empty label"));
+	assert_int_equal(d.v[2].line, 4);
+	assert_int_equal(d.v[2].col, 3);
+	assert_non_null(strstr(d.v[2].msg, "forge allowlist: unknown key 'extra'"));
+	sk_diags_free(&d);
+}
+
+/* FNV-1a 64 written out here, so the canonical form documented in policy.c is pinned by this test. */
+static void fnv_hex(const char *s, char out[17])
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 0x100000001b3ULL;
+	}
+	snprintf(out, 17, "%016llx", (unsigned long long)h);
+}
+
+static void test_netns_hash(void **state)
+{
+	(void)state;
+	char a[17], b[17], want[17];
+	struct sk_policy *p = load_ok("policy/examples/agent.yaml", 0);
+	sk_policy_netns_hash(p, a);
+	fnv_hex("stockade-netns v1\n"
+		"agent 1000\n"
+		"sidecar 1337\n"
+		"exempt \n"
+		"ports proxy=15001 dns=15053 admin=15000 api=15080\n"
+		"loopback allow\n"
+		"rule 7 cidr 10.96.0.0/12 ports [8125] protocol udp direct\n", want);
+	assert_string_equal(a, want);
+	sk_policy_free(p);
+
+	/* Same netns content, different spelling, order of keys and host rules: same hash. */
+	p = load_text_ok("version: 1\nsidecar: {uid: 1337}\nagent: {uid: 1000}\nexemptUids: [9, 8]\n"
+			 "loopback: [22, 21]\negress:\n  - {host: a.com}\n  - {cidr: 10.0.0.0/8, ports: [5, 4, 5], direct: true}\n");
+	sk_policy_netns_hash(p, a);
+	sk_policy_free(p);
+	p = load_text_ok("{\"version\": 1, \"exemptUids\": [8, 9], \"loopback\": [21, 22],\n"
+			 " \"egress\": [{\"host\": \"b.com\"}, {\"cidr\": \"10.0.0.0/8\", \"direct\": true, \"ports\": [4, 5]}]}");
+	sk_policy_netns_hash(p, b);
+	assert_string_equal(a, b);
+	fnv_hex("stockade-netns v1\nagent 1000\nsidecar 1337\nexempt 8,9\n"
+		"ports proxy=15001 dns=15053 admin=15000 api=15080\nloopback ports 21,22\n"
+		"rule 1 cidr 10.0.0.0/8 ports [4,5] direct\n", want);
+	assert_string_equal(b, want);
+	sk_policy_free(p);
+
+	/* Any netns change moves it. */
+	p = load_text_ok("version: 1\nagent: {uid: 1001}\n");
+	sk_policy_netns_hash(p, a);
+	sk_policy_free(p);
+	p = load_text_ok("version: 1\n");
+	sk_policy_netns_hash(p, b);
+	assert_string_not_equal(a, b);
+	sk_policy_free(p);
+	p = load_text_ok("version: 1\nports: {proxy: 15002}\n");
+	sk_policy_netns_hash(p, a);
+	assert_string_not_equal(a, b);
+	sk_policy_free(p);
+}
+
+static void test_yaml_scalar_typing(void **state)
+{
+	(void)state;
+	/* !!str makes a number a string; quoted "true" is not a boolean; ~ is null. */
+	struct sk_diags d = { 0 };
+	struct sk_policy *p = NULL;
+	static const char t1[] = "version: 1\negress:\n  - host: !!str 42.example\n";
+	assert_int_equal(sk_policy_load_buffer("t", t1, sizeof(t1) - 1, -1, &p, &d), 0);
+	sk_policy_free(p);
+	static const char t2[] = "version: 1\nmode: ~\n";
+	assert_int_equal(sk_policy_load_buffer("t", t2, sizeof(t2) - 1, -1, &p, &d), -EINVAL);
+	assert_string_equal(d.v[0].msg, "mode: expected enforce or audit, got null");
+	sk_diags_free(&d);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_malformed_table),
+		cmocka_unit_test(test_yaml_example_model),
+		cmocka_unit_test(test_json_example_same_model),
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_normalisation),
+		cmocka_unit_test(test_api_files_checked),
+		cmocka_unit_test(test_all_errors_collected_in_order),
+		cmocka_unit_test(test_too_many_errors_capped),
+		cmocka_unit_test(test_unreadable_file),
+		cmocka_unit_test(test_format_detection),
+		cmocka_unit_test(test_forge_deny_all),
+		cmocka_unit_test(test_forge_allowlist),
+		cmocka_unit_test(test_forge_dev_open),
+		cmocka_unit_test(test_forge_private),
+		cmocka_unit_test(test_forge_errors),
+		cmocka_unit_test(test_netns_hash),
+		cmocka_unit_test(test_yaml_scalar_typing),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
