@@ -101,6 +101,7 @@ static void e_lookup(struct rule_ctx *c, uint32_t sreg, const struct sk_rs_set *
 	nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_SREG, sreg);
 	nftnl_expr_set_str(e, NFTNL_EXPR_LOOKUP_SET, s->name);
 	nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_SET_ID, (uint32_t)s->id + 1);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_FLAGS, 0);  /* the kernel reports it; so must we */
 }
 
 /* reg1 = reg1 & mask; reg1 != 0 */
@@ -125,6 +126,13 @@ static void e_ct(struct rule_ctx *c, uint32_t key)
 		return;
 	nftnl_expr_set_u32(e, NFTNL_EXPR_CT_KEY, key);
 	nftnl_expr_set_u32(e, NFTNL_EXPR_CT_DREG, NFT_REG_1);
+}
+
+/* The n-th 32-bit register, numbered as the kernel dumps it (a 32-bit register that starts a 128-bit
+ * one is reported as the 128-bit one), so read-back comparison sees the same number. */
+static uint32_t reg32(uint32_t n)
+{
+	return n % 4 == 0 ? NFT_REG_1 + n / 4 : NFT_REG32_00 + n;
 }
 
 static void add_match(struct rule_ctx *c, const struct sk_ruleset *rs, const struct sk_rs_match *m)
@@ -181,13 +189,13 @@ static void add_match(struct rule_ctx *c, const struct sk_ruleset *rs, const str
 		break;
 	case SK_RS_M_DIRECT_SET: {
 		/* the concatenation lives in consecutive 32-bit registers, each field padded to 4 bytes,
-		 * exactly as the set's key is laid out (see direct_key) */
+		 * exactly as the set's key is laid out (see elem_key) */
 		bool v6 = m->set == SK_RS_SET_DIRECT6;
 		uint32_t words = v6 ? 4 : 1;
-		e_payload(c, NFT_PAYLOAD_NETWORK_HEADER, v6 ? 24 : 16, v6 ? 16 : 4, NFT_REG32_00);
-		e_meta(c, NFT_META_L4PROTO, NFT_REG32_00 + words);
-		e_payload(c, NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2, NFT_REG32_00 + words + 1);
-		e_lookup(c, NFT_REG32_00, s);
+		e_payload(c, NFT_PAYLOAD_NETWORK_HEADER, v6 ? 24 : 16, v6 ? 16 : 4, reg32(0));
+		e_meta(c, NFT_META_L4PROTO, reg32(words));
+		e_payload(c, NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2, reg32(words + 1));
+		e_lookup(c, reg32(0), s);
 		break;
 	}
 	}
@@ -890,15 +898,32 @@ struct key_pair {
 
 static int cmp_key(const void *a, const void *b) { return memcmp(a, b, sizeof(struct key_pair)); }
 
+struct elem_collect {
+	struct key_pair *v;    /* NULL: count only */
+	size_t n, cap;
+	bool direct;
+};
+
+static int collect_elem(struct nftnl_set_elem *e, void *data)
+{
+	struct elem_collect *c = data;
+	if (c->v && c->n < c->cap) {
+		uint32_t len = 0;
+		const void *k = nftnl_set_elem_get(e, NFTNL_SET_ELEM_KEY, &len);
+		if (k)
+			memcpy(c->v[c->n].k, k, len > 24 ? 24 : len);
+		if (c->direct && (k = nftnl_set_elem_get(e, NFTNL_SET_ELEM_KEY_END, &len)))
+			memcpy(c->v[c->n].k + 24, k, len > 24 ? 24 : len);
+	}
+	c->n++;
+	return 0;
+}
+
 static int compare_elems(const struct sk_rs_set *s, struct nftnl_set *got, struct sk_err *err)
 {
-	size_t n = 0;
-	struct nftnl_set_elems_iter *it = nftnl_set_elems_iter_create(got);
-	if (!it)
-		return sk_err_sys(err, ENOMEM, "nft verify");
-	for (struct nftnl_set_elem *e = nftnl_set_elems_iter_cur(it); e; e = nftnl_set_elems_iter_next(it))
-		n++;
-	nftnl_set_elems_iter_destroy(it);
+	struct elem_collect cnt = { 0 };
+	nftnl_set_elem_foreach(got, collect_elem, &cnt);
+	size_t n = cnt.n, i;
 	if (n != s->n_elems)
 		return sk_err_set(err, SK_NFT_MISMATCH, "nft verify: set %s: %zu elements, expected %zu", s->name,
 				  n, s->n_elems);
@@ -908,25 +933,13 @@ static int compare_elems(const struct sk_rs_set *s, struct nftnl_set *got, struc
 	sk_autofree struct key_pair *g = calloc(n, sizeof(*g));
 	if (!w || !g)
 		return sk_err_sys(err, ENOMEM, "nft verify");
-	for (size_t i = 0; i < n; i++) {
+	for (i = 0; i < n; i++) {
 		elem_key(s, &s->elems[i], false, w[i].k);
 		if (is_direct(s))
 			elem_key(s, &s->elems[i], true, w[i].k + 24);
 	}
-	it = nftnl_set_elems_iter_create(got);
-	if (!it)
-		return sk_err_sys(err, ENOMEM, "nft verify");
-	size_t i = 0;
-	for (struct nftnl_set_elem *e = nftnl_set_elems_iter_cur(it); e && i < n;
-	     e = nftnl_set_elems_iter_next(it), i++) {
-		uint32_t len = 0;
-		const void *k = nftnl_set_elem_get(e, NFTNL_SET_ELEM_KEY, &len);
-		if (k)
-			memcpy(g[i].k, k, len > 24 ? 24 : len);
-		if (is_direct(s) && (k = nftnl_set_elem_get(e, NFTNL_SET_ELEM_KEY_END, &len)))
-			memcpy(g[i].k + 24, k, len > 24 ? 24 : len);
-	}
-	nftnl_set_elems_iter_destroy(it);
+	struct elem_collect col = { .v = g, .cap = n, .direct = is_direct(s) };
+	nftnl_set_elem_foreach(got, collect_elem, &col);
 	qsort(w, n, sizeof(*w), cmp_key);
 	qsort(g, n, sizeof(*g), cmp_key);
 	for (i = 0; i < n; i++) {

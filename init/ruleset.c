@@ -568,6 +568,24 @@ fail:
 	return sk_err_sys(err, -rc, "ruleset: build");
 }
 
+int sk_ruleset_load(const char *path, struct sk_policy **pol, struct sk_ruleset **out, struct sk_diags *diags,
+		    struct sk_err *err)
+{
+	struct sk_policy *p = NULL;
+	int rc = sk_policy_load_file_ex(path, -1, SK_LOAD_NO_FILE_CHECKS, &p, diags);
+	if (rc < 0)
+		return sk_err_set(err, -rc, "policy %s: invalid (%zu error%s)", path, diags->n,
+				  diags->n == 1 ? "" : "s");
+	rc = sk_ruleset_build(p, out, err);
+	if (rc < 0)
+		sk_err_prefix(err, "policy %s", path);
+	if (rc == 0 && pol)
+		*pol = p;
+	else
+		sk_policy_free(p);
+	return rc;
+}
+
 /* ---- nft text ---- */
 
 static const char *proto_name(uint32_t proto)

@@ -123,6 +123,13 @@ struct sk_ruleset {
 int sk_ruleset_build(const struct sk_policy *p, struct sk_ruleset **out, struct sk_err *err);
 void sk_ruleset_free(struct sk_ruleset *rs);
 
+/* Loads the policy at path and builds its ruleset: the one entry point of stockade-init and
+ * `stockade-policy rules`, so both print the same text. The apis' secret files are not checked (only
+ * the sidecar mounts them). A policy error returns -EINVAL with every diagnostic in diags and err
+ * saying so; a ruleset error fills err. On success *out is owned, and *pol too when pol is non-NULL. */
+int sk_ruleset_load(const char *path, struct sk_policy **pol, struct sk_ruleset **out, struct sk_diags *diags,
+		    struct sk_err *err);
+
 const char *sk_rs_counter_name(enum sk_rs_counter_id c);
 size_t sk_ruleset_n_elems(const struct sk_ruleset *rs);
 size_t sk_ruleset_chain_rules(const struct sk_ruleset *rs, enum sk_rs_chain_id c);
