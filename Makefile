@@ -6,6 +6,7 @@
 #   make lint       cppcheck + clang-tidy + shellcheck
 #   make check      everything above, as CI runs it
 #   make bench      benchmarks under bench/
+#   make images     FROM-scratch image tarballs into build/images/
 #   make manifests  render deploy/ from helm/stockade and regenerate the values table
 #
 # Layout: every directory's *.c is a module; files named *_test.c are cmocka suites, fuzz_*.c are
@@ -24,7 +25,7 @@ VERSION  := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 WARN     := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wstrict-prototypes -Wmissing-prototypes -Wvla
 BASE_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) -I. $(PKG_CFLAGS) -DSK_VERSION='"$(VERSION)"' -MMD -MP
 REL_CFLAGS  := $(BASE_CFLAGS) -O2 -g -fstack-protector-strong -D_FORTIFY_SOURCE=2 -fPIE
-REL_LDFLAGS := -pie -Wl,-z,relro,-z,now
+REL_LDFLAGS := -pie -Wl,-z,relro,-z,now -Wl,--as-needed
 SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 TEST_CFLAGS := $(BASE_CFLAGS) -O1 -g $(SAN) -DSK_TESTING
 FUZZ_CFLAGS := $(BASE_CFLAGS) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -DSK_FUZZING
@@ -48,7 +49,7 @@ BINS := $(BUILD)/bin/stockade-policy $(BUILD)/bin/stockade-init $(BUILD)/bin/sto
 TESTS := $(patsubst %.c,$(BUILD)/test/bin/%,$(notdir $(TEST_SRC)))
 FUZZERS := $(patsubst %.c,$(BUILD)/fuzz/bin/%,$(notdir $(FUZZ_SRC)))
 
-.PHONY: all test e2e fuzz lint check bench clean manifests values-doc
+.PHONY: all test e2e fuzz lint check bench clean manifests images
 all: $(BINS)
 
 $(BUILD)/rel/%.o: %.c
@@ -111,6 +112,10 @@ check:
 
 bench: $(BINS)
 	@scripts/run-bench
+
+# FROM-scratch docker-archive images of the release binaries into $(BUILD)/images/ (no engine needed).
+images: $(BINS)
+	@BUILD=$(BUILD) scripts/build-images
 
 # deploy/ is the chart rendered with default values; e2e/chart.test.sh fails when it drifts.
 manifests:
