@@ -11,7 +11,7 @@
 
 #include "common/err.h"
 
-#define SK_DEFAULT_MARKER "/var/run/stockade/marker"
+#define SK_DEFAULT_MARKER "/run/stockade/init.marker"  /* where the Helm chart mounts it */
 #define SK_DEFAULT_DRAIN_SECONDS 10u
 
 enum sk_log_level { SK_LOG_ERROR = 0, SK_LOG_WARN, SK_LOG_INFO, SK_LOG_DEBUG };

@@ -1,0 +1,264 @@
+#!/usr/bin/env bash
+# Admin port, readiness, hot reload and drain of stockade-sidecar (issue 7), in a netns pod:
+#   every endpoint's status codes and bodies (/metrics checked by prometheus_client's parser), 405/400/431,
+#   a slow request cut off, readiness flipping with the marker, a ConfigMap-style `..data` symlink swap
+#   reloading the policy while a proxied transfer stays open, bad and netns-changing reloads refused (old
+#   policy kept), SIGHUP, /healthz failing while the loop is blocked, and SIGTERM draining an open
+#   transfer before exit 0.
+# Until stockade-init lands, the agent UID's port-80 redirect to the proxy is loaded with `nft` INSIDE the
+# pod netns (never the host's).
+set -uo pipefail
+# shellcheck source=e2e/lib.sh
+. "$(dirname "$0")/lib.sh"
+sk_require_root
+cd "$SK_ROOT" || exit 1
+N=skadmin
+PY=/usr/bin/python3   # Debian's python, which has python3-prometheus-client (a pyenv shim may not)
+SIDECAR=$SK_BIN/stockade-sidecar
+SRV_IP=198.18.1.10
+ADMIN=http://127.0.0.1:15000
+SK_TMP=$(mktemp -d /tmp/skadmin.XXXXXX)
+chmod 755 "$SK_TMP"
+OUT=$SK_TMP/out   # the agent's downloads (UID 1000 writes here)
+mkdir -p "$OUT" && chmod 777 "$OUT"
+trap sk_cleanup_on_exit EXIT
+
+[ -x "$SIDECAR" ] || { sk_fail "sidecar binary at $SIDECAR"; sk_summary; exit 1; }
+sk_net_up "$N" || { sk_fail "netns setup"; sk_summary; exit 1; }
+sk_net_add_ip "$N" "$SRV_IP"
+
+# --- a slow HTTP server in the internet ns: /slow sends 24 KiB over ~3 s ---------------------------------
+cat >"$SK_TMP/slow.py" <<'EOF'
+import http.server, socketserver, sys, time
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *a): pass
+    def do_GET(self):
+        n = 24 if self.path == "/slow" else 1
+        self.send_response(200)
+        self.send_header("Content-Length", str(n * 1024))
+        self.end_headers()
+        for _ in range(n):
+            self.wfile.write(b"x" * 1024); self.wfile.flush()
+            if n > 1: time.sleep(0.125)
+class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+S((sys.argv[1], 80), H).serve_forever()
+EOF
+sk_inet "$N" "$PY" "$SK_TMP/slow.py" "$SRV_IP" 2>"$SK_TMP/slow.err" &
+sk_wait_port "$N-net" tcp 80 || sk_fail "slow server up"
+
+sk_pod "$N" nft -f - <<'EOF'
+table inet skadmin_redirect {
+	chain out {
+		type nat hook output priority -100;
+		meta skuid 1000 tcp dport 80 redirect to :15001
+	}
+}
+EOF
+
+# --- policy as a ConfigMap volume: dir/..<stamp>/policy.yaml, dir/..data -> ..<stamp>, policy.yaml -> ..data/
+CM=$SK_TMP/cm
+mkdir -p "$CM"
+policy_v1='version: 1
+egress:
+  - host: allowed.example
+    ports: [80]
+'
+policy_v2="${policy_v1}  - host: second.example
+    ports: [80]
+"
+policy_bad="${policy_v1}  - host: bad..example
+    ports: [80]
+"
+policy_netns="${policy_v1}ports: { proxy: 16001 }
+"
+# cm_swap STAMP CONTENT — kubelet's atomic writer: new dir, temp symlink renamed over ..data, old dir gone.
+cm_swap() {
+	local old
+	old=$(readlink "$CM/..data" 2>/dev/null || true)
+	mkdir "$CM/$1" && printf '%s' "$2" >"$CM/$1/policy.yaml"
+	ln -s "$1" "$CM/..data_tmp" && mv -T "$CM/..data_tmp" "$CM/..data"
+	[ -z "$old" ] || rm -rf "${CM:?}/$old"
+	chmod -R a+rX "$CM"
+}
+cm_swap ..2026_01_01_00_00_01.1 "$policy_v1"
+ln -s ..data/policy.yaml "$CM/policy.yaml"
+
+LOG=$SK_TMP/sidecar.log
+# Started as one simple command (no function or subshell in between), so $! is the sidecar itself and
+# the signals below reach it.
+start_sidecar() {
+	ip netns exec "$N-pod" env STOCKADE_TEST_BLOCK_FILE="$SK_TMP/block" STOCKADE_DRAIN_SECONDS=4 \
+		setpriv --reuid=1337 --regid=1337 --clear-groups --inh-caps=-all --bounding-set=-all -- \
+		"$SIDECAR" --policy "$CM/policy.yaml" --marker "$SK_TMP/marker" >"$SK_TMP/audit.ndjson" 2>>"$LOG" &
+	SC_PID=$!
+	sk_wait_port "$N-pod" tcp 15000 5
+}
+start_sidecar || { sk_fail "sidecar up" "$(tail -5 "$LOG")"; sk_summary; exit 1; }
+sk_pass "sidecar starts and listens on the admin port"
+
+# get PATH [curl args...] → "STATUS BODY" ; hdr PATH [args] → headers
+get() { local p=$1; shift; sk_pod "$N" curl -s -m 5 -w '\n%{http_code}' "$@" "$ADMIN$p"; }
+status() { get "$@" | tail -1; }
+body() { get "$@" | sed '$d'; }
+metric() { # metric NAME{LABELS} → value (exact sample match)
+	body /metrics | awk -v k="$1" '$1 == k { print $2 }'
+}
+
+# --- endpoints ------------------------------------------------------------------------------------------
+sk_check_eq "GET /healthz 200" 200 "$(status /healthz)"
+sk_check_eq "GET /healthz body" ok "$(body /healthz)"
+sk_check_eq "HEAD /healthz 200" 200 "$(sk_pod "$N" curl -s -m 5 -I -o /dev/null -w '%{http_code}' "$ADMIN/healthz")"
+sk_check_eq "HEAD has no body" "" "$(sk_pod "$N" curl -s -m 5 -I "$ADMIN/healthz" | sed -n '/^\r$/,$p' | tail -n +2)"
+sk_check_eq "GET /metrics 200" 200 "$(status /metrics)"
+ctype=$(sk_pod "$N" curl -s -m 5 -o /dev/null -w '%{content_type}' "$ADMIN/metrics")
+sk_check_eq "/metrics content type" "text/plain; version=0.0.4; charset=utf-8" "$ctype"
+parse_metrics() {
+	body /metrics | "$PY" -c '
+import sys
+from prometheus_client.parser import text_string_to_metric_families
+fams = {f.name: f for f in text_string_to_metric_families(sys.stdin.read())}
+need = ["stockade_connections", "stockade_connections_active", "stockade_bytes", "stockade_dns_queries",
+        "stockade_decision_latency_seconds", "stockade_policy_reloads", "stockade_policy_info", "stockade_build_info"]
+missing = [n for n in need if n not in fams]
+assert not missing, missing
+assert fams["stockade_decision_latency_seconds"].type == "histogram"
+print(len(fams))'
+}
+if out=$(parse_metrics 2>&1); then sk_pass "/metrics parses with prometheus_client ($out families)"
+else sk_fail "/metrics parses with prometheus_client" "$out"; fi
+sk_check_eq "GET /denials 200" 200 "$(status /denials)"
+sk_check_eq "GET /denials?limit=x 400" 400 "$(status '/denials?limit=x')"
+sk_check_eq "GET /nope 404" 404 "$(status /nope)"
+sk_check_eq "POST /healthz 405" 405 "$(status /healthz -X POST)"
+sk_check_eq "DELETE /denials 405" 405 "$(status /denials -X DELETE)"
+allow=$(sk_pod "$N" curl -s -m 5 -X PUT -D - -o /dev/null "$ADMIN/metrics" | tr -d '\r' | grep -i '^allow:')
+sk_check_eq "405 names the allowed methods" "Allow: GET, HEAD" "$allow"
+raw() { sk_pod "$N" "$PY" - "$@" <<'EOF'
+import socket, sys, time
+payload, wait = sys.argv[1].encode().decode("unicode_escape").encode("latin-1"), float(sys.argv[2])
+s = socket.create_connection(("127.0.0.1", 15000)); t0 = time.time()
+s.sendall(payload); s.settimeout(wait)
+data = b""
+try:
+    while True:
+        b = s.recv(65536)
+        if not b: break
+        data += b
+except socket.timeout: pass
+line = data.split(b"\r\n", 1)[0].decode("latin-1")
+print("%s|%.1f" % (line, time.time() - t0))
+EOF
+}
+r=$(raw 'garbage\r\n\r\n' 3); sk_check_eq "malformed request 400" "HTTP/1.1 400 Bad Request" "${r%|*}"
+r=$(raw 'GET /healthz HTTP/1.1\r\nBad Header\r\n\r\n' 3); sk_check_eq "malformed header 400" "HTTP/1.1 400 Bad Request" "${r%|*}"
+r=$(raw "GET /healthz HTTP/1.1\r\nX: $(head -c 9000 /dev/zero | tr '\0' a)\r\n\r\n" 3)
+sk_check_eq "head over 8 KiB 431" "HTTP/1.1 431 Request Header Fields Too Large" "${r%|*}"
+r=$(raw 'GET /healthz HTTP/1.1\r\nHost: x\r\n' 8)
+secs=${r#*|}
+sk_check_eq "slow request cut off with 408" "HTTP/1.1 408 Request Timeout" "${r%|*}"
+if awk -v s="$secs" 'BEGIN { exit !(s >= 2.5 && s <= 5) }'; then sk_pass "slow request cut at the deadline (${secs}s)"
+else sk_fail "slow request cut at the deadline" "${secs}s"; fi
+
+# --- a denial reaches /denials ----------------------------------------------------------------------------
+sk_pod_as "$N" 1000 curl -s -m 5 -o /dev/null --resolve denied.example:80:$SRV_IP http://denied.example/x
+den=$(body '/denials?limit=1')
+if echo "$den" | "$PY" -c 'import json,sys; d=json.load(sys.stdin); assert len(d)==1 and d[0]["decision"]=="deny" and d[0]["name"]=="denied.example", d' 2>/dev/null
+then sk_pass "/denials?limit=1 holds the denied connection as JSON"
+else sk_fail "/denials holds the denial" "$den"; fi
+
+# --- readiness flips with the marker ---------------------------------------------------------------------
+ready_missing() { body /readyz | "$PY" -c 'import json,sys; print(" ".join(m["check"] for m in json.load(sys.stdin).get("missing", [])))'; }
+sk_check_eq "/readyz 503 without marker" 503 "$(status /readyz)"
+if ready_missing | grep -qw marker; then sk_pass "/readyz names the missing marker"; else sk_fail "/readyz names marker" "$(body /readyz)"; fi
+if ready_missing | grep -qw proxy_listener; then sk_fail "proxy listener seen" "$(body /readyz)"; else sk_pass "/readyz sees the proxy listening"; fi
+echo "hash=0123456789abcdef" >"$SK_TMP/marker"
+if body /readyz | grep -q "differs from the policy's netns hash"; then sk_pass "/readyz: marker of another policy refused"
+else sk_fail "/readyz wrong marker hash" "$(body /readyz)"; fi
+hash=$(body /metrics | sed -n 's/^stockade_policy_info{netns_hash="\([0-9a-f]*\)".*/\1/p')
+printf 'hash=%s\ntime=0\n' "$hash" >"$SK_TMP/marker"
+if ready_missing | grep -qw marker; then sk_fail "/readyz accepts the matching marker" "$(body /readyz)"
+else sk_pass "/readyz accepts the matching marker"; fi
+# Without the DNS server (another issue) dns_listener/dns_upstream stay missing; when they are the only
+# ones left, the status must be 503 still and nothing else may be listed.
+left=$(ready_missing)
+case " $left " in
+*" policy "* | *" marker "* | *" proxy_listener "*) sk_fail "/readyz only waits for DNS" "$left" ;;
+*) sk_pass "/readyz only waits for: ${left:-nothing}" ;;
+esac
+
+# --- reload through a ConfigMap swap while a transfer is open ---------------------------------------------
+ok0=$(metric 'stockade_policy_reloads_total{result="ok"}')
+sk_pod_as "$N" 1000 curl -s -m 20 -o "$OUT/t1" --resolve allowed.example:80:$SRV_IP http://allowed.example/slow &
+T1=$!
+sleep 0.7
+cm_swap ..2026_01_01_00_00_02.1 "$policy_v2"
+sleep 1
+sk_check_eq "ConfigMap swap reloads (ok counter +1)" $((ok0 + 1)) "$(metric 'stockade_policy_reloads_total{result="ok"}')"
+sk_check_eq "new policy in force (2 rules)" 2 "$(metric stockade_policy_rules)"
+wait "$T1"; rc=$?
+sk_check_eq "transfer open across the reload completes (24576 bytes)" "0 24576" "$rc $(stat -c %s "$OUT/t1" 2>/dev/null)"
+code=$(sk_pod_as "$N" 1000 curl -s -m 5 -o /dev/null -w '%{http_code}' --resolve second.example:80:$SRV_IP http://second.example/x)
+sk_check_eq "the new rule allows second.example" 200 "$code"
+
+cm_swap ..2026_01_01_00_00_03.1 "$policy_bad"
+sleep 1
+sk_check_eq "bad reload counted as failed" 1 "$(metric 'stockade_policy_reloads_total{result="failed"}')"
+sk_check_eq "bad reload keeps the old policy" 2 "$(metric stockade_policy_rules)"
+if grep -qE "policy.yaml:[0-9]+:[0-9]+: " "$LOG"; then sk_pass "bad reload logs file:line:col"; else sk_fail "bad reload logs file:line:col" "$(tail -3 "$LOG")"; fi
+code=$(sk_pod_as "$N" 1000 curl -s -m 5 -o /dev/null -w '%{http_code}' --resolve second.example:80:$SRV_IP http://second.example/x)
+sk_check_eq "old policy still serving after a bad reload" 200 "$code"
+cm_swap ..2026_01_01_00_00_04.1 "$policy_netns"
+sleep 1
+sk_check_eq "netns-changing reload refused" 2 "$(metric 'stockade_policy_reloads_total{result="failed"}')"
+if grep -q "netns part changed" "$LOG"; then sk_pass "refusal says the netns part changed"; else sk_fail "netns refusal logged" "$(tail -3 "$LOG")"; fi
+cm_swap ..2026_01_01_00_00_05.1 "$policy_v1"
+sleep 1
+sk_check_eq "a fixed policy reloads" 1 "$(metric stockade_policy_rules)"
+ok1=$(metric 'stockade_policy_reloads_total{result="ok"}')
+kill -HUP "$SC_PID"
+sleep 0.5
+sk_check_eq "SIGHUP reloads" $((ok1 + 1)) "$(metric 'stockade_policy_reloads_total{result="ok"}')"
+
+# --- /healthz when the loop is blocked --------------------------------------------------------------------
+echo stall >"$SK_TMP/block"
+sleep 1.5
+sk_check_fails "/healthz fails (times out) while the loop is blocked" sk_pod "$N" curl -sf -m 2 "$ADMIN/healthz"
+rm -f "$SK_TMP/block"
+sleep 0.5
+sk_check_eq "/healthz recovers when the loop runs again" 200 "$(status /healthz)"
+echo skip >"$SK_TMP/block"
+sleep 6.5
+sk_check_eq "/healthz 503 when the heartbeat timer stops firing" 503 "$(status /healthz)"
+if body /healthz | grep -q "heartbeat stale"; then sk_pass "/healthz says the heartbeat is stale"; else sk_fail "stale body" "$(body /healthz)"; fi
+rm -f "$SK_TMP/block"
+sleep 1.5
+sk_check_eq "/healthz 200 again" 200 "$(status /healthz)"
+
+# --- SIGTERM drains an open transfer, then exit 0 ---------------------------------------------------------
+sk_pod_as "$N" 1000 curl -s -m 20 -o "$OUT/t2" --resolve allowed.example:80:$SRV_IP http://allowed.example/slow &
+T2=$!
+sleep 0.7
+kill -TERM "$SC_PID"
+sleep 0.3
+sk_check_eq "/readyz 503 while draining" 503 "$(status /readyz)"
+if ready_missing | grep -qw draining; then sk_pass "/readyz says draining"; else sk_fail "/readyz says draining" "$(body /readyz)"; fi
+code=$(sk_pod_as "$N" 1000 curl -s -m 3 -o /dev/null -w '%{http_code}' --resolve allowed.example:80:$SRV_IP http://allowed.example/x)
+sk_check_eq "no new connections while draining" 000 "$code"
+wait "$T2"; rc=$?
+sk_check_eq "transfer open at SIGTERM completes (24576 bytes)" "0 24576" "$rc $(stat -c %s "$OUT/t2" 2>/dev/null)"
+wait "$SC_PID"; rc=$?
+sk_check_eq "sidecar exits 0 after draining" 0 "$rc"
+
+# --- flags -------------------------------------------------------------------------------------------------
+"$SIDECAR" --log-level loud --policy x >/dev/null 2>"$SK_TMP/err"; rc=$?
+sk_check_eq "bad flag value exits 2" 2 "$rc"
+if grep -q "^stockade-sidecar: --log-level: 'loud' is not one of" "$SK_TMP/err"; then sk_pass "bad flag value named"; else sk_fail "bad flag value named" "$(head -1 "$SK_TMP/err")"; fi
+STOCKADE_DRAIN_SECONDS=abc "$SIDECAR" --policy x >/dev/null 2>&1; rc=$?
+sk_check_eq "bad STOCKADE_DRAIN_SECONDS exits 2" 2 "$rc"
+sk_check "--version exits 0" "$SIDECAR" --version
+sk_check "--help exits 0" "$SIDECAR" --help
+
+sk_summary
