@@ -8,5 +8,6 @@ int sk_cmd_explain(int argc, char **argv);  /* cmd_explain.c */
 int sk_cmd_rules(int argc, char **argv);    /* cmd_rules.c   */
 int sk_cmd_seccomp(int argc, char **argv);  /* cmd_seccomp.c */
 int sk_cmd_exec(int argc, char **argv);     /* cmd_seccomp.c */
+int sk_cmd_seccomp_install(int argc, char **argv); /* cmd_install.c */
 
 #endif

@@ -15,6 +15,8 @@ static const struct {
 	{ "explain", sk_cmd_explain, "explain FILE HOST PORT [--proto P] print the decision as JSON (exit 0 allow, 1 deny)" },
 	{ "rules", sk_cmd_rules, "rules FILE                        print the nft ruleset stockade-init would load" },
 	{ "seccomp", sk_cmd_seccomp, "seccomp [--policy F] [--allow S]... [--deny S]... [--arch L] [-o F] | --diff A B" },
+	{ "seccomp-install", sk_cmd_seccomp_install,
+	  "seccomp-install --policy=F --dir=D [--name=N] [--interval=S] [--once]  keep a node's profile current" },
 	{ "exec", sk_cmd_exec, "exec --seccomp FILE -- CMD [ARG]...  run CMD under a seccomp profile" },
 };
 

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The seccomp installer (`stockade-policy seccomp-install`, the DaemonSet's process): writes the profile
+# the generator makes for the policy, leaves a current file alone, repairs a modified or deleted one,
+# follows policy edits, refuses nested names, and reports a broken policy without touching the file.
+set -uo pipefail
+# shellcheck source=e2e/lib.sh
+. "$(dirname "$0")/lib.sh"
+cd "$SK_ROOT" || exit 1
+P=$SK_BIN/stockade-policy
+SK_TMP=$(mktemp -d)
+trap sk_cleanup_on_exit EXIT
+d=$SK_TMP/seccomp
+mkdir -p "$d"
+cp policy/examples/agent.yaml "$SK_TMP/policy.yaml"
+
+sk_check "first run installs the profile" "$P" seccomp-install --policy="$SK_TMP/policy.yaml" --dir="$d" --once
+"$P" seccomp --policy "$SK_TMP/policy.yaml" -o "$SK_TMP/ref.json"
+sk_check "installed profile equals 'stockade-policy seccomp' output" cmp "$SK_TMP/ref.json" "$d/stockade-agent.json"
+before=$(stat -c %Y.%i "$d/stockade-agent.json")
+sleep 1
+out=$("$P" seccomp-install --policy="$SK_TMP/policy.yaml" --dir="$d" --once)
+sk_check_eq "a current profile is left alone (no write, no log line)" "$before|" "$(stat -c %Y.%i "$d/stockade-agent.json")|$out"
+echo '{"defaultAction":"SCMP_ACT_ALLOW"}' >"$d/stockade-agent.json"
+"$P" seccomp-install --policy="$SK_TMP/policy.yaml" --dir="$d" --once >/dev/null
+sk_check "a tampered profile is restored" cmp "$SK_TMP/ref.json" "$d/stockade-agent.json"
+printf 'seccomp:\n  deny: [getrandom]\n' >>"$SK_TMP/policy.yaml"
+"$P" seccomp-install --policy="$SK_TMP/policy.yaml" --dir="$d" --once >/dev/null
+sk_check_fails "a policy edit reaches the node's profile" cmp "$SK_TMP/ref.json" "$d/stockade-agent.json"
+cp "$d/stockade-agent.json" "$SK_TMP/edited.json"
+echo 'egress: [' >"$SK_TMP/policy.yaml"
+out=$("$P" seccomp-install --policy="$SK_TMP/policy.yaml" --dir="$d" --once 2>&1); rc=$?
+sk_check_eq "a broken policy fails the round (exit 1)" 1 "$rc"
+sk_check "a broken policy is reported with its position" grep -q '"event":"seccomp_install_failed".*policy.yaml:' <<<"$out"
+sk_check "a broken policy leaves the last profile in place" cmp "$SK_TMP/edited.json" "$d/stockade-agent.json"
+sk_check_fails "nested profile names are refused" "$P" seccomp-install --policy="$SK_TMP/policy.yaml" --dir="$d" --name=a/b.json --once
+sk_check "no temporary file is left behind" test -z "$(find "$d" -name '.*.tmp')"
+sk_summary

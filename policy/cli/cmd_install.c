@@ -1,0 +1,203 @@
+/* policy/cli/cmd_install.c — `stockade-policy seccomp-install`: the seccomp installer DaemonSet's
+ * process. Keeps DIR/NAME equal to the profile generated from the policy (re-read each round, so a
+ * ConfigMap edit reaches the nodes), writing only when the content differs, atomically (temp file +
+ * fsync + rename) so the kubelet never reads half a profile. Runs as uid 0 with no capability: enough
+ * for the root-owned kubelet directory it mounts, nothing more. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/err.h"
+#include "common/util.h"
+#include "policy/cli/cli.h"
+#include "policy/policy.h"
+#include "policy/seccomp.h"
+
+static volatile sig_atomic_t install_stop;
+
+static void on_term(int sig)
+{
+	(void)sig;
+	install_stop = 1;
+}
+
+/* Generates the profile text (owned, ends with a newline) from the policy at path. */
+static char *render_profile(const char *policy_path, struct sk_err *err)
+{
+	struct sk_diags diags = { 0 };
+	struct sk_policy *pol = NULL;
+	struct sk_scmp_profile *prof = NULL;
+	char *json = NULL, *text = NULL;
+
+	if (sk_policy_load_file(policy_path, -1, &pol, &diags) < 0) {
+		if (diags.n > 0)
+			sk_err_set(err, EINVAL, "%s:%u:%u: %s", diags.v[0].file, diags.v[0].line, diags.v[0].col,
+				   diags.v[0].msg);
+		else
+			sk_err_set(err, EINVAL, "%s: cannot load policy", policy_path);
+		goto out;
+	}
+	struct sk_seccomp_opts opts = {
+		.allow = (const char *const *)pol->seccomp.allow, .n_allow = pol->seccomp.n_allow,
+		.deny = (const char *const *)pol->seccomp.deny, .n_deny = pol->seccomp.n_deny,
+	};
+	if (sk_seccomp_generate(&opts, &prof, err) < 0)
+		goto out;
+	json = sk_scmp_profile_to_json(prof, err);
+	if (!json)
+		goto out;
+	size_t len = strlen(json);
+	text = malloc(len + 2);
+	if (!text) {
+		sk_err_set(err, ENOMEM, "render profile");
+		goto out;
+	}
+	memcpy(text, json, len);
+	memcpy(text + len, "\n", 2);
+out:
+	free(json);
+	sk_scmp_profile_free(prof);
+	sk_policy_free(pol);
+	sk_diags_free(&diags);
+	return text;
+}
+
+/* 1 when path already holds exactly want, 0 otherwise (missing, different, unreadable). */
+static int file_equals(const char *path, const char *want)
+{
+	sk_autofclose FILE *f = fopen(path, "re");
+	if (!f)
+		return 0;
+	size_t len = strlen(want), got = 0;
+	char buf[4096];
+	size_t n;
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0) {
+		if (got + n > len || memcmp(buf, want + got, n) != 0)
+			return 0;
+		got += n;
+	}
+	return got == len;
+}
+
+static int write_atomic(const char *dir, const char *name, const char *text, struct sk_err *err)
+{
+	char tmp[4096], dst[4096];
+	if ((size_t)snprintf(dst, sizeof(dst), "%s/%s", dir, name) >= sizeof(dst) ||
+	    (size_t)snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name) >= sizeof(tmp))
+		return sk_err_set(err, ENAMETOOLONG, "install %s/%s: path too long", dir, name);
+	sk_autoclose int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return sk_err_sys(err, errno, "install: open %s", tmp);
+	size_t len = strlen(text), off = 0;
+	while (off < len) {
+		ssize_t w = write(fd, text + off, len - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			int e = errno;
+			unlink(tmp);
+			return sk_err_sys(err, e, "install: write %s", tmp);
+		}
+		off += (size_t)w;
+	}
+	if (fchmod(fd, 0644) < 0 || fsync(fd) < 0) {
+		int e = errno;
+		unlink(tmp);
+		return sk_err_sys(err, e, "install: sync %s", tmp);
+	}
+	if (rename(tmp, dst) < 0) {
+		int e = errno;
+		unlink(tmp);
+		return sk_err_sys(err, e, "install: rename %s -> %s", tmp, dst);
+	}
+	return 0;
+}
+
+static void log_line(const char *event, const char *path, const char *msg)
+{
+	char ts[32];
+	time_t now = time(NULL);
+	struct tm tm;
+	gmtime_r(&now, &tm);
+	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	/* path and msg come from flags and our own error strings, never from the network. */
+	printf("{\"ts\":\"%s\",\"event\":\"%s\",\"path\":\"%s\"%s%s%s}\n", ts, event, path, msg ? ",\"error\":\"" : "",
+	       msg ? msg : "", msg ? "\"" : "");
+	fflush(stdout);
+}
+
+int sk_cmd_seccomp_install(int argc, char **argv)
+{
+	const char *policy = NULL, *dir = NULL, *name = "stockade-agent.json";
+	long interval = 300;
+	int once = 0;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strncmp(a, "--policy=", 9))
+			policy = a + 9;
+		else if (!strncmp(a, "--dir=", 6))
+			dir = a + 6;
+		else if (!strncmp(a, "--name=", 7))
+			name = a + 7;
+		else if (!strncmp(a, "--interval=", 11)) {
+			char *end;
+			errno = 0;
+			interval = strtol(a + 11, &end, 10);
+			if (errno || *end || interval < 1 || interval > 86400) {
+				fprintf(stderr, "stockade-policy seccomp-install: --interval: expected 1..86400 seconds\n");
+				return SK_EXIT_USAGE;
+			}
+		} else if (!strcmp(a, "--once"))
+			once = 1;
+		else {
+			fprintf(stderr, "stockade-policy seccomp-install: unknown argument '%s'\n"
+					"usage: stockade-policy seccomp-install --policy=FILE --dir=DIR [--name=FILE.json] "
+					"[--interval=SECONDS] [--once]\n", a);
+			return SK_EXIT_USAGE;
+		}
+	}
+	if (!policy || !dir) {
+		fprintf(stderr, "stockade-policy seccomp-install: --policy and --dir are required\n");
+		return SK_EXIT_USAGE;
+	}
+	/* A flat file name only: some runtimes mis-parse nested Localhost paths, and no "..". */
+	if (!*name || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, "..")) {
+		fprintf(stderr, "stockade-policy seccomp-install: --name must be a plain file name\n");
+		return SK_EXIT_USAGE;
+	}
+	struct sigaction sa = { .sa_handler = on_term };
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	int failures = 0;
+	while (!install_stop) {
+		struct sk_err err = { 0 };
+		char *text = render_profile(policy, &err);
+		if (!text) {
+			log_line("seccomp_install_failed", path, err.msg);
+			failures++;
+		} else if (file_equals(path, text)) {
+			failures = 0;
+		} else if (write_atomic(dir, name, text, &err) < 0) {
+			log_line("seccomp_install_failed", path, err.msg);
+			failures++;
+		} else {
+			log_line("seccomp_installed", path, NULL);
+			failures = 0;
+		}
+		free(text);
+		if (once)
+			return failures ? SK_EXIT_FAIL : SK_EXIT_OK;
+		for (long s = 0; s < interval && !install_stop; s++)
+			sleep(1);
+	}
+	return SK_EXIT_OK;
+}
