@@ -1,0 +1,416 @@
+/* sidecar/proxy_test.c — the proxy state machine with real sockets: the client side is a socketpair fed
+ * byte by byte (so every classification sees every split), the upstream a loopback TCP listener. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "policy/policy.h"
+#include "sidecar/audit.h"
+#include "sidecar/loop.h"
+#include "sidecar/proxy.h"
+#include "sidecar/sidecar.h"
+
+struct world {
+	struct sk_sidecar sc;
+	int audit_r;        /* read end of the audit pipe */
+	int upstream_ls;    /* loopback listener standing in for the internet */
+	uint16_t upstream_port;
+	struct sk_addr lo, src;
+};
+
+#define POLICY_FMT \
+	"version: 1\n" \
+	"mode: %s\n" \
+	"ports: { proxy: 15001, dns: 15053, admin: 15000, api: 15080 }\n" \
+	"egress:\n" \
+	"  - host: allowed.example\n" \
+	"  - cidr: 198.18.1.30/32\n" \
+	"    ports: [7000]\n" \
+	"blockPrivate: false\n"
+
+static void world_up(struct world *w, const char *mode, uint32_t peek_ms)
+{
+	struct sk_err err = { 0 };
+	memset(w, 0, sizeof(*w));
+	char pol[1024];
+	int n = snprintf(pol, sizeof(pol), POLICY_FMT, mode);
+	struct sk_diags diags = { 0 };
+	int rc = sk_policy_load_buffer("<test>", pol, (size_t)n, -1, &w->sc.policy, &diags);
+	if (rc < 0)
+		sk_diags_print(&diags, stderr);
+	sk_diags_free(&diags);
+	assert_int_equal(rc, 0);
+	assert_int_equal(sk_loop_new(&w->sc.loop, &err), 0);
+	sk_proxy_limits_default(&w->sc.limits);
+	w->sc.limits.peek_timeout_ms = peek_ms;
+	int p[2];
+	assert_int_equal(pipe2(p, O_NONBLOCK), 0);
+	w->audit_r = p[0];
+	sk_audit_init(&w->sc.audit, p[1], NULL);
+	assert_int_equal(sk_proxy_new(&w->sc, true, &w->sc.proxy, &err), 0);
+
+	w->upstream_ls = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(sa);
+	assert_int_equal(bind(w->upstream_ls, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(w->upstream_ls, 8), 0);
+	assert_int_equal(getsockname(w->upstream_ls, (struct sockaddr *)&sa, &sl), 0);
+	w->upstream_port = ntohs(sa.sin_port);
+	assert_int_equal(sk_addr_parse("127.0.0.1", &w->lo), 0);
+	assert_int_equal(sk_addr_parse("198.18.0.2", &w->src), 0);
+}
+
+static void world_down(struct world *w)
+{
+	sk_proxy_free(w->sc.proxy);
+	close(w->sc.audit.fd);
+	close(w->audit_r);
+	close(w->upstream_ls);
+	sk_policy_free(w->sc.policy);
+	sk_loop_free(w->sc.loop);
+}
+
+static void spin(struct world *w, int rounds)
+{
+	struct sk_err err = { 0 };
+	for (int i = 0; i < rounds; i++)
+		assert_true(sk_loop_run_once(w->sc.loop, 1, &err) >= 0);
+}
+
+/* A new client connection to dst:port; returns the agent's end. */
+static int client(struct world *w, const struct sk_addr *dst, uint16_t port)
+{
+	int sp[2];
+	struct sk_err err = { 0 };
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sp), 0);
+	(void)sk_proxy_adopt(w->sc.proxy, sp[1], &w->src, 40000, dst, port, &err);
+	return sp[0];
+}
+
+/* Reads whatever audit lines are there; returns the parsed last one (owned) and the count. */
+static cJSON *last_audit(struct world *w, int *count)
+{
+	static char buf[65536];
+	ssize_t n = read(w->audit_r, buf, sizeof(buf) - 1);
+	*count = 0;
+	if (n <= 0)
+		return NULL;
+	buf[n] = '\0';
+	char *last = NULL;
+	for (char *s = buf, *nl; (nl = strchr(s, '\n')); s = nl + 1) {
+		*nl = '\0';
+		last = s;
+		(*count)++;
+	}
+	return last ? cJSON_Parse(last) : NULL;
+}
+
+static const char *jstr(cJSON *j, const char *k)
+{
+	cJSON *v = cJSON_GetObjectItem(j, k);
+	return cJSON_IsString(v) ? v->valuestring : "(null)";
+}
+
+static size_t read_file(const char *path, uint8_t *buf, size_t cap)
+{
+	FILE *f = fopen(path, "rb");
+	assert_non_null(f);
+	size_t n = fread(buf, 1, cap, f);
+	fclose(f);
+	return n;
+}
+
+/* Feeds msg one byte per loop round, the way a hostile or unlucky network would deliver it. */
+static void feed_bytewise(struct world *w, int fd, const uint8_t *msg, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		assert_int_equal(send(fd, msg + i, 1, MSG_NOSIGNAL), 1);
+		spin(w, 1);
+	}
+}
+
+static void test_tls_hello_bytewise_is_replayed_exactly(void **state)
+{
+	(void)state;
+	struct world w;
+	world_up(&w, "enforce", 5000);
+	uint8_t hello[4096];
+	size_t n = read_file("sidecar/testdata/hellos/curl.bin", hello, sizeof(hello));
+	assert_true(n > 100);
+	int c = client(&w, &w.lo, w.upstream_port);
+	feed_bytewise(&w, c, hello, n);
+	/* After the allow the proxy connects upstream and replays every byte it read, in order. */
+	int up = -1;
+	for (int i = 0; i < 200 && up < 0; i++) {
+		spin(&w, 1);
+		up = accept4(w.upstream_ls, NULL, NULL, SOCK_NONBLOCK);
+	}
+	assert_true(up >= 0);
+	assert_int_equal(send(c, "AFTER", 5, MSG_NOSIGNAL), 5);
+	uint8_t got[8192];
+	size_t have = 0;
+	for (int i = 0; i < 400 && have < n + 5; i++) {
+		spin(&w, 1);
+		ssize_t r = recv(up, got + have, sizeof(got) - have, 0);
+		if (r > 0)
+			have += (size_t)r;
+	}
+	assert_int_equal(have, n + 5);
+	assert_memory_equal(got, hello, n);
+	assert_memory_equal(got + n, "AFTER", 5);
+	/* and the other way */
+	assert_int_equal(send(up, "SERVER", 6, MSG_NOSIGNAL), 6);
+	char back[16] = { 0 };
+	ssize_t r = -1;
+	for (int i = 0; i < 200 && r <= 0; i++) {
+		spin(&w, 1);
+		r = recv(c, back, sizeof(back), 0);
+	}
+	assert_int_equal(r, 6);
+	assert_memory_equal(back, "SERVER", 6);
+	close(c);
+	close(up);
+	spin(&w, 20);
+	int count;
+	cJSON *j = last_audit(&w, &count);
+	assert_non_null(j);
+	assert_int_equal(count, 1);
+	assert_string_equal(jstr(j, "event"), "conn");
+	assert_string_equal(jstr(j, "decision"), "allow");
+	assert_string_equal(jstr(j, "name"), "allowed.example");
+	assert_string_equal(jstr(j, "proto"), "tls");
+	assert_string_equal(jstr(j, "binding"), "unchecked");
+	assert_int_equal(cJSON_GetObjectItem(j, "rule")->valueint, 0);
+	assert_int_equal(cJSON_GetObjectItem(j, "bytes_out")->valueint, (int)n + 5);
+	assert_int_equal(cJSON_GetObjectItem(j, "bytes_in")->valueint, 6);
+	cJSON_Delete(j);
+	assert_int_equal(sk_proxy_active(w.sc.proxy), 0);
+	world_down(&w);
+}
+
+static void test_tls_denied_name_gets_access_denied_alert(void **state)
+{
+	(void)state;
+	struct world w;
+	world_up(&w, "enforce", 5000);
+	uint8_t hello[4096];
+	size_t n = read_file("sidecar/testdata/hellos/openssl.bin", hello, sizeof(hello));
+	/* Same hello, name changed to one no rule allows (same length keeps every length field valid). */
+	uint8_t *p = memmem(hello, n, "allowed.example", 15);
+	assert_non_null(p);
+	memcpy(p, "denied0.example", 15);
+	int c = client(&w, &w.lo, w.upstream_port);
+	feed_bytewise(&w, c, hello, n);
+	spin(&w, 5);
+	uint8_t got[64];
+	ssize_t r = recv(c, got, sizeof(got), 0);
+	assert_int_equal(r, 7);
+	assert_memory_equal(got, "\x15\x03\x03\x00\x02\x02\x31", 7);
+	int count;
+	cJSON *j = last_audit(&w, &count);
+	assert_int_equal(count, 1);
+	assert_string_equal(jstr(j, "decision"), "deny");
+	assert_string_equal(jstr(j, "reason"), "no_match");
+	assert_string_equal(jstr(j, "name"), "denied0.example");
+	assert_string_equal(jstr(j, "proto"), "tls");
+	cJSON_Delete(j);
+	assert_int_equal(accept4(w.upstream_ls, NULL, NULL, 0), -1);   /* nothing went upstream */
+	close(c);
+	spin(&w, 5);
+	assert_int_equal(sk_proxy_active(w.sc.proxy), 0);
+	world_down(&w);
+}
+
+static void test_http_denied_host_gets_403_bytewise(void **state)
+{
+	(void)state;
+	struct world w;
+	world_up(&w, "enforce", 5000);
+	static const char req[] = "GET /x HTTP/1.1\r\nHost: denied.example\r\nUser-Agent: t\r\n\r\n";
+	int c = client(&w, &w.lo, 80);
+	feed_bytewise(&w, c, (const uint8_t *)req, sizeof(req) - 1);
+	spin(&w, 5);
+	char got[512] = { 0 };
+	ssize_t r = recv(c, got, sizeof(got) - 1, 0);
+	assert_true(r > 0);
+	assert_true(strncmp(got, "HTTP/1.1 403 Forbidden\r\n", 24) == 0);
+	assert_non_null(strstr(got, "Connection: close\r\n"));
+	assert_non_null(strstr(got, "\r\n\r\nstockade: egress denied (no_match)\n"));
+	int count;
+	cJSON *j = last_audit(&w, &count);
+	assert_int_equal(count, 1);
+	assert_string_equal(jstr(j, "proto"), "http");
+	assert_string_equal(jstr(j, "name"), "denied.example");
+	assert_string_equal(jstr(j, "dst"), "127.0.0.1:80");
+	assert_string_equal(jstr(j, "src"), "198.18.0.2:40000");
+	cJSON_Delete(j);
+	close(c);
+	world_down(&w);
+}
+
+static void test_loop_to_own_port_is_denied_before_reading(void **state)
+{
+	(void)state;
+	struct world w;
+	world_up(&w, "audit", 5000);   /* even mode audit never lets a loop through */
+	int c = client(&w, &w.lo, 15001);
+	spin(&w, 3);
+	char b[8];
+	ssize_t r = recv(c, b, sizeof(b), 0);
+	assert_true(r == 0 || (r < 0 && errno == ECONNRESET));
+	int count;
+	cJSON *j = last_audit(&w, &count);
+	assert_int_equal(count, 1);
+	assert_string_equal(jstr(j, "reason"), "loop");
+	assert_string_equal(jstr(j, "decision"), "deny");
+	cJSON_Delete(j);
+	close(c);
+	world_down(&w);
+}
+
+static void test_partial_hello_dies_at_peek_deadline(void **state)
+{
+	(void)state;
+	struct world w;
+	world_up(&w, "enforce", 60);
+	int c = client(&w, &w.lo, w.upstream_port);
+	assert_int_equal(send(c, "\x16\x03\x01", 3, 0), 3);
+	uint64_t t0 = sk_monotonic_ms();
+	for (int i = 0; i < 500 && sk_proxy_active(w.sc.proxy) > 0; i++)
+		spin(&w, 1);
+	uint64_t took = sk_monotonic_ms() - t0;
+	assert_int_equal(sk_proxy_active(w.sc.proxy), 0);
+	assert_true(took >= 50 && took < 1000);
+	int count;
+	cJSON *j = last_audit(&w, &count);
+	assert_int_equal(count, 1);
+	assert_string_equal(jstr(j, "reason"), "peek_timeout");
+	cJSON_Delete(j);
+	close(c);
+	world_down(&w);
+}
+
+static void test_audit_mode_lets_denied_name_through_as_would_deny(void **state)
+{
+	(void)state;
+	struct world w;
+	world_up(&w, "audit", 5000);
+	static const char req[] = "GET / HTTP/1.1\r\nHost: denied.example\r\n\r\n";
+	int c = client(&w, &w.lo, w.upstream_port);
+	assert_int_equal(send(c, req, sizeof(req) - 1, 0), (ssize_t)sizeof(req) - 1);
+	int up = -1;
+	for (int i = 0; i < 200 && up < 0; i++) {
+		spin(&w, 1);
+		up = accept4(w.upstream_ls, NULL, NULL, SOCK_NONBLOCK);
+	}
+	assert_true(up >= 0);
+	char got[128];
+	ssize_t have = 0;
+	for (int i = 0; i < 200 && have < (ssize_t)sizeof(req) - 1; i++) {
+		spin(&w, 1);
+		ssize_t r = recv(up, got + have, sizeof(got) - (size_t)have, 0);
+		if (r > 0)
+			have += r;
+	}
+	assert_int_equal(have, sizeof(req) - 1);
+	assert_memory_equal(got, req, sizeof(req) - 1);
+	close(c);
+	close(up);
+	spin(&w, 20);
+	int count;
+	cJSON *j = last_audit(&w, &count);
+	assert_int_equal(count, 1);
+	assert_string_equal(jstr(j, "decision"), "would_deny");
+	assert_string_equal(jstr(j, "reason"), "no_match");
+	cJSON_Delete(j);
+	world_down(&w);
+}
+
+static void test_plain_tcp_uses_ip_rules_and_resets(void **state)
+{
+	(void)state;
+	struct world w;
+	world_up(&w, "enforce", 5000);
+	struct sk_addr t;
+	assert_int_equal(sk_addr_parse("198.18.1.30", &t), 0);
+	int c = client(&w, &t, 7001);   /* the cidr rule covers port 7000 only */
+	assert_int_equal(send(c, "\x00\x01binary", 8, 0), 8);
+	spin(&w, 3);
+	char b[8];
+	ssize_t r = recv(c, b, sizeof(b), 0);
+	assert_true(r == 0 || (r < 0 && errno == ECONNRESET));
+	int count;
+	cJSON *j = last_audit(&w, &count);
+	assert_int_equal(count, 1);
+	assert_string_equal(jstr(j, "proto"), "tcp");
+	assert_string_equal(jstr(j, "reason"), "no_match");
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(j, "name")));
+	cJSON_Delete(j);
+	close(c);
+	world_down(&w);
+}
+
+static void test_limits_from_env(void **state)
+{
+	(void)state;
+	struct sk_proxy_limits l;
+	struct sk_err err = { 0 };
+	sk_proxy_limits_default(&l);
+	char *ok[] = { "STOCKADE_PEEK_TIMEOUT_MS=250", "STOCKADE_MAX_CONNS=10", NULL };
+	assert_int_equal(sk_proxy_limits_from_env(&l, ok, &err), 0);
+	assert_int_equal(l.peek_timeout_ms, 250);
+	assert_int_equal(l.max_conns, 10);
+	assert_int_equal(l.peek_cap, 16384);
+	char *bad[] = { "STOCKADE_PEEK_TIMEOUT_MS=5s", NULL };
+	assert_int_equal(sk_proxy_limits_from_env(&l, bad, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "STOCKADE_PEEK_TIMEOUT_MS=5s"));
+}
+
+static void test_source_limit_resets_extra_connections(void **state)
+{
+	(void)state;
+	struct world w;
+	world_up(&w, "enforce", 5000);
+	w.sc.limits.max_per_src = 2;
+	int c1 = client(&w, &w.lo, w.upstream_port);
+	int c2 = client(&w, &w.lo, w.upstream_port);
+	int c3 = client(&w, &w.lo, w.upstream_port);
+	assert_int_equal(sk_proxy_active(w.sc.proxy), 2);
+	int count;
+	cJSON *j = last_audit(&w, &count);
+	assert_int_equal(count, 1);
+	assert_string_equal(jstr(j, "reason"), "source_limit");
+	cJSON_Delete(j);
+	close(c1);
+	close(c2);
+	close(c3);
+	world_down(&w);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_tls_hello_bytewise_is_replayed_exactly),
+		cmocka_unit_test(test_tls_denied_name_gets_access_denied_alert),
+		cmocka_unit_test(test_http_denied_host_gets_403_bytewise),
+		cmocka_unit_test(test_loop_to_own_port_is_denied_before_reading),
+		cmocka_unit_test(test_partial_hello_dies_at_peek_deadline),
+		cmocka_unit_test(test_audit_mode_lets_denied_name_through_as_would_deny),
+		cmocka_unit_test(test_plain_tcp_uses_ip_rules_and_resets),
+		cmocka_unit_test(test_limits_from_env),
+		cmocka_unit_test(test_source_limit_resets_extra_connections),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
