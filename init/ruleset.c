@@ -404,59 +404,53 @@ static void add_filter_rules(struct rule_builder *b, const struct sk_policy *p)
 	uint32_t a = p->agent_uid;
 	struct sk_rs_rule *r;
 
-	/* Flows were checked when new; replacing the table keeps conntrack, so re-runs cut nothing. */
-	r = rule_add(b, C, "established", SK_RS_ACCEPT);
-	m_add(r, SK_RS_M_CT_EST_REL, 0);
-
-	if (p->loopback == SK_LOOPBACK_ALLOW) {
-		r = rule_add(b, C, "loopback", SK_RS_ACCEPT);
+	/* The agent's packets are judged first and on every packet, never by conntrack state: conntrack
+	 * does not know sockets, so an agent socket that reuses the 5-tuple of a flow another UID opened
+	 * (a closed sidecar socket's port towards the upstream resolver, say) would otherwise ride that
+	 * flow's "established" state past the filter. */
+	switch (p->loopback) {
+	case SK_LOOPBACK_ALLOW:
+		r = rule_add(b, C, "agent-loopback", SK_RS_ACCEPT);
+		m_add(r, SK_RS_M_SKUID, a);
 		m_add(r, SK_RS_M_OIF_LO, 1);
-	} else {
-		/* Loopback never leaves the pod: only the agent's use of it is restricted. */
-		r = rule_add(b, C, "loopback-other-uids", SK_RS_ACCEPT);
+		break;
+	case SK_LOOPBACK_PORTS:
+		r = rule_add(b, C, "agent-loopback-ports-tcp", SK_RS_ACCEPT);
+		m_add(r, SK_RS_M_SKUID, a);
 		m_add(r, SK_RS_M_OIF_LO, 1);
-		m_add(r, SK_RS_M_SKUID_NE, a);
-		if (p->loopback == SK_LOOPBACK_PORTS) {
-			r = rule_add(b, C, "agent-loopback-ports-tcp", SK_RS_ACCEPT);
-			m_add(r, SK_RS_M_SKUID, a);
-			m_add(r, SK_RS_M_OIF_LO, 1);
-			m_add(r, SK_RS_M_L4PROTO, IPPROTO_TCP);
-			m_set(r, SK_RS_M_DPORT_SET, SK_RS_SET_LOPORTS);
-			r = rule_add(b, C, "agent-loopback-ports-udp", SK_RS_ACCEPT);
-			m_add(r, SK_RS_M_SKUID, a);
-			m_add(r, SK_RS_M_OIF_LO, 1);
-			m_add(r, SK_RS_M_L4PROTO, IPPROTO_UDP);
-			m_set(r, SK_RS_M_DPORT_SET, SK_RS_SET_LOPORTS);
-		}
+		m_add(r, SK_RS_M_L4PROTO, IPPROTO_TCP);
+		m_set(r, SK_RS_M_DPORT_SET, SK_RS_SET_LOPORTS);
+		r = rule_add(b, C, "agent-loopback-ports-udp", SK_RS_ACCEPT);
+		m_add(r, SK_RS_M_SKUID, a);
+		m_add(r, SK_RS_M_OIF_LO, 1);
+		m_add(r, SK_RS_M_L4PROTO, IPPROTO_UDP);
+		m_set(r, SK_RS_M_DPORT_SET, SK_RS_SET_LOPORTS);
+		__attribute__((fallthrough));
+	case SK_LOOPBACK_DENY:
 		r = rule_add(b, C, "agent-api", SK_RS_ACCEPT);
 		m_add(r, SK_RS_M_SKUID, a);
 		m_add(r, SK_RS_M_OIF_LO, 1);
 		m_add(r, SK_RS_M_L4PROTO, IPPROTO_TCP);
 		m_add(r, SK_RS_M_DPORT, p->ports.api);
+		break;
 	}
 
-	/* ND/MLD go out from UID 0's kernel sockets; the agent cannot forge them (no raw sockets). */
-	r = rule_add(b, C, "icmpv6-nd", SK_RS_ACCEPT);
-	m_add(r, SK_RS_M_L4PROTO, IPPROTO_ICMPV6);
-	m_set(r, SK_RS_M_ICMPV6_SET, SK_RS_SET_ND);
-
-	/* Only our own nat chain can DNAT an agent flow, so "dnat + out lo + our port" is a redirect. */
+	/* Only our nat chain can DNAT an agent flow (the agent has no CAP_NET_ADMIN), and a redirect
+	 * always targets the loopback address, so "dnat + our port" is one of our redirects. oif cannot
+	 * be used: it still names the route chosen before the redirect. */
 	r = rule_add(b, C, "agent-redirected-proxy", SK_RS_ACCEPT);
 	m_add(r, SK_RS_M_SKUID, a);
 	m_add(r, SK_RS_M_CT_DNAT, 0);
-	m_add(r, SK_RS_M_OIF_LO, 1);
 	m_add(r, SK_RS_M_L4PROTO, IPPROTO_TCP);
 	m_add(r, SK_RS_M_DPORT, p->ports.proxy);
 	r = rule_add(b, C, "agent-redirected-dns-udp", SK_RS_ACCEPT);
 	m_add(r, SK_RS_M_SKUID, a);
 	m_add(r, SK_RS_M_CT_DNAT, 0);
-	m_add(r, SK_RS_M_OIF_LO, 1);
 	m_add(r, SK_RS_M_L4PROTO, IPPROTO_UDP);
 	m_add(r, SK_RS_M_DPORT, p->ports.dns);
 	r = rule_add(b, C, "agent-redirected-dns-tcp", SK_RS_ACCEPT);
 	m_add(r, SK_RS_M_SKUID, a);
 	m_add(r, SK_RS_M_CT_DNAT, 0);
-	m_add(r, SK_RS_M_OIF_LO, 1);
 	m_add(r, SK_RS_M_L4PROTO, IPPROTO_TCP);
 	m_add(r, SK_RS_M_DPORT, p->ports.dns);
 
@@ -478,6 +472,19 @@ static void add_filter_rules(struct rule_builder *b, const struct sk_policy *p)
 	m_add(r, SK_RS_M_SKUID, a);
 	if (r)
 		r->counter = SK_RS_CNT_AGENT_OTHER;
+
+	/* No agent packet gets below this line. Flows of the other UIDs were checked when new; replacing
+	 * the table keeps conntrack, so re-runs cut nothing. */
+	r = rule_add(b, C, "established", SK_RS_ACCEPT);
+	m_add(r, SK_RS_M_CT_EST_REL, 0);
+	/* loopback never leaves the pod */
+	r = rule_add(b, C, "loopback", SK_RS_ACCEPT);
+	m_add(r, SK_RS_M_OIF_LO, 1);
+	/* ND/MLD go out from UID 0's kernel sockets; without them IPv6 dies. The agent cannot forge them
+	 * (no raw sockets), and its packets never reach this rule anyway. */
+	r = rule_add(b, C, "icmpv6-nd", SK_RS_ACCEPT);
+	m_add(r, SK_RS_M_L4PROTO, IPPROTO_ICMPV6);
+	m_set(r, SK_RS_M_ICMPV6_SET, SK_RS_SET_ND);
 
 	r = rule_add(b, C, "sidecar", SK_RS_ACCEPT);
 	m_add(r, SK_RS_M_SKUID, p->sidecar_uid);

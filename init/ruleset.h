@@ -5,8 +5,10 @@
  *
  * Rule order and why (filter_output; socketless packets fall through to the chain's accept policy,
  * because `meta skuid` does not match a packet without a socket):
- *   established/related → loopback per policy → ICMPv6 ND/MLD → agent: redirected flows, direct sets,
- *   else reject (counted) → sidecar → exemptUids → any other UID (root included): reject (counted).
+ *   agent, on every packet and never by conntrack state (conntrack knows no sockets, so the agent could
+ *   otherwise reuse the 5-tuple of another UID's flow): loopback per policy, redirected flows, direct
+ *   sets, else reject (counted) → established/related → loopback → ICMPv6 ND/MLD → sidecar →
+ *   exemptUids → any other UID (root included): reject (counted).
  * nat_output: agent DNS (port 53, UDP and TCP) → DNS port first, so the DNS filter is never bypassed,
  * not even by a direct rule; then direct sets and loopback return; then all other agent TCP → proxy.
  *

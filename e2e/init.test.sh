@@ -1,0 +1,318 @@
+#!/usr/bin/env bash
+# e2e/init.test.sh — the real stockade-init programming a pod netns (namespaces "skinit-pod"/"skinit-net"
+# from lib.sh), then sockets opened as the agent, the sidecar, an exempt UID, a third UID and root prove
+# what the kernel does: agent TCP lands on the proxy port with the right SO_ORIGINAL_DST (IPv4, IPv6),
+# agent DNS on the DNS port, direct sets pass, everything else is blocked; re-runs leave no gap;
+# --check catches a deleted rule; --dry-run and the guard change nothing. Needs root.
+set -uo pipefail
+# shellcheck source=e2e/lib.sh
+. "$(dirname "$0")/lib.sh"
+sk_require_root
+
+N=skinit
+POD=$N-pod
+INIT=$SK_BIN/stockade-init
+A=$SK_AGENT_UID S=$SK_SIDECAR_UID X=1500 O=2000   # agent, sidecar, exempt, other
+PY=/usr/bin/python3
+SRV4=198.18.1.10 SRV6=2001:db8:19::10          # test servers (TCP 80/443, UDP echo 7001)
+UDP4=198.18.1.20 UDP6=2001:db8:19::20          # udp rule targets (UDP echo 7000)
+DIR4=198.18.1.30                               # direct tcp rule target (TCP 7100)
+
+SK_TMP=$(mktemp -d /tmp/skinit.XXXXXX)
+chmod 755 "$SK_TMP"
+trap sk_cleanup_on_exit EXIT
+
+for b in "$INIT" "$SK_BIN/stockade-policy"; do
+	[ -x "$b" ] || { echo "missing $b (run make first)"; echo "0 passed, 1 failed"; exit 1; }
+done
+
+# ---- helpers: one python script, many roles ----
+H=$SK_TMP/h.py
+cat >"$H" <<'EOF'
+import socket, struct, sys, threading, time
+
+def origdst(c, fam):
+    if fam == socket.AF_INET:
+        raw = c.getsockopt(socket.SOL_IP, 80, 16)                 # SO_ORIGINAL_DST
+        return socket.inet_ntop(socket.AF_INET, raw[4:8]), struct.unpack('!H', raw[2:4])[0]
+    raw = c.getsockopt(socket.IPPROTO_IPV6, 80, 28)               # IP6T_SO_ORIGINAL_DST
+    return socket.inet_ntop(socket.AF_INET6, raw[8:24]), struct.unpack('!H', raw[2:4])[0]
+
+def tcp_server(addrs, port, reply, log=None):
+    def run(addr):
+        fam = socket.AF_INET6 if ':' in addr else socket.AF_INET
+        s = socket.socket(fam, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind((addr, port)); s.listen(64)
+        while True:
+            c, _ = s.accept()
+            try:
+                if log:
+                    ip, p = origdst(c, fam)
+                    with open(log, 'a') as f:
+                        f.write('%s %d\n' % (ip, p))
+                c.sendall(reply.encode() + b'\n')
+            except OSError:
+                pass
+            c.close()
+    for a in addrs:
+        threading.Thread(target=run, args=(a,), daemon=True).start()
+
+def udp_server(addrs, port, reply):
+    def run(addr):
+        fam = socket.AF_INET6 if ':' in addr else socket.AF_INET
+        s = socket.socket(fam, socket.SOCK_DGRAM)
+        s.bind((addr, port))
+        while True:
+            d, peer = s.recvfrom(2048)
+            s.sendto((reply + ' ' + d.decode(errors='replace')).encode(), peer)
+    for a in addrs:
+        threading.Thread(target=run, args=(a,), daemon=True).start()
+
+def fam_of(h):
+    return socket.AF_INET6 if ':' in h else socket.AF_INET
+
+def tcp(host, port):
+    s = socket.socket(fam_of(host), socket.SOCK_STREAM); s.settimeout(2)
+    s.connect((host, int(port)))
+    print(s.recv(64).decode().strip())
+
+def udp(host, port):
+    s = socket.socket(fam_of(host), socket.SOCK_DGRAM); s.settimeout(1.5)
+    s.connect((host, int(port))); s.send(b'hi')
+    print(s.recv(2048).decode().split(' ')[0])
+
+def ping(host):
+    v6 = ':' in host
+    s = socket.socket(fam_of(host), socket.SOCK_DGRAM, socket.IPPROTO_ICMPV6 if v6 else socket.IPPROTO_ICMP)
+    s.settimeout(1.5)
+    s.sendto(struct.pack('!BBHHH', 128 if v6 else 8, 0, 0, 0, 1) + b'stockade', (host, 0))
+    s.recv(2048)
+    print('pong')
+
+def flood(host, port, count, gap):
+    # one new socket (so one new conntrack flow) per datagram: each must pass the rules afresh
+    got = 0
+    for i in range(int(count)):
+        s = socket.socket(fam_of(host), socket.SOCK_DGRAM); s.settimeout(0.2)
+        try:
+            s.connect((host, int(port))); s.send(b'%d' % i); s.recv(64); got += 1
+        except OSError:
+            pass
+        s.close(); time.sleep(float(gap))
+    print(got)
+
+cmd, args = sys.argv[1], sys.argv[2:]
+if cmd == 'serve':
+    # serve tcp|udp PORT REPLY [LOG] ADDR...
+    kind, port, reply, log = args[0], int(args[1]), args[2], args[3]
+    if kind == 'tcp':
+        tcp_server(args[4:], port, reply, None if log == '-' else log)
+    else:
+        udp_server(args[4:], port, reply)
+    while True:
+        time.sleep(3600)
+try:
+    {'tcp': tcp, 'udp': udp, 'ping': ping, 'flood': flood}[cmd](*args)
+except OSError as e:
+    print('error: %s' % e, file=sys.stderr); sys.exit(1)
+EOF
+
+as() { local uid=$1; shift; sk_pod_as "$N" "$uid" "$PY" "$H" "$@" 2>/dev/null; }
+
+# ---- namespaces and servers ----
+sk_net_up "$N" || { echo "0 passed, 1 failed"; exit 1; }
+for ip in $SRV4 $SRV6 $UDP4 $UDP6 $DIR4; do sk_net_add_ip "$N" "$ip"; done
+sk_pod "$N" sysctl -qw net.ipv4.ping_group_range="0 2147483647"
+sk_inet "$N" "$PY" "$H" serve tcp 80 inet - $SRV4 $SRV6 &
+sk_inet "$N" "$PY" "$H" serve tcp 443 inet - $SRV4 $SRV6 &
+sk_inet "$N" "$PY" "$H" serve tcp 7100 inet - $DIR4 &
+sk_inet "$N" "$PY" "$H" serve udp 7000 echo - $UDP4 $UDP6 &
+sk_inet "$N" "$PY" "$H" serve udp 7001 echo - $SRV4 $SRV6 &
+PROXY_LOG=$SK_TMP/proxy.log
+touch "$PROXY_LOG"
+sk_pod "$N" "$PY" "$H" serve tcp 15001 proxy "$PROXY_LOG" 127.0.0.1 ::1 &
+sk_pod "$N" "$PY" "$H" serve tcp 15053 dns - 127.0.0.1 ::1 &
+sk_pod "$N" "$PY" "$H" serve udp 15053 dns - 127.0.0.1 ::1 &
+sk_pod "$N" "$PY" "$H" serve tcp 8080 local - 127.0.0.1 ::1 &
+sk_pod "$N" "$PY" "$H" serve udp 9999 local - 127.0.0.1 &
+sk_wait_port "$N-net" tcp 80 && sk_wait_port "$N-net" udp 7001 && sk_wait_port "$N-net" tcp 7100
+sk_wait_port "$POD" tcp 15001 && sk_wait_port "$POD" udp 15053 && sk_wait_port "$POD" tcp 8080
+
+policy() {  # policy FILE LOOPBACK-YAML
+	cat >"$1" <<EOF
+version: 1
+mode: enforce
+agent: { uid: $A }
+sidecar: { uid: $S }
+exemptUids: [$X]
+ports: { proxy: 15001, dns: 15053, admin: 15000, api: 15080 }
+egress:
+  - host: example.com
+    ports: [443]
+  - cidr: $UDP4/32
+    ports: [7000]
+    protocol: udp
+  - cidr: $UDP6/128
+    ports: [7000]
+    protocol: udp
+  - cidr: $DIR4/32
+    ports: [7100]
+    protocol: tcp
+    direct: true
+loopback: $2
+EOF
+}
+P=$SK_TMP/policy.yaml
+policy "$P" allow
+
+# ---- before: sanity of the harness itself (no rules yet, so everything flows) ----
+sk_check_eq "harness: agent reaches the test server before init" inet "$(as $A tcp $SRV4 80)"
+
+# ---- dry run and rules ----
+out=$(sk_pod "$N" "$INIT" --policy "$P" --dry-run)
+sk_check "dry-run prints the table" grep -q '^table inet stockade {' <<<"$out"
+sk_check_eq "dry-run changes nothing" "" "$(sk_pod "$N" nft list tables)"
+sk_check_eq "stockade-policy rules prints the same text as --dry-run" "$out" "$("$SK_BIN/stockade-policy" rules "$P")"
+sk_check "dry-run text loads with nft -f in a scratch netns" bash -c "
+	ip netns add $N-scratch && ip netns exec $N-scratch nft -f - <<<\"\$1\"; rc=\$?; ip netns del $N-scratch; exit \$rc" _ "$out"
+
+# ---- guard: the root netns is refused and left untouched ----
+before=$(nft list ruleset 2>/dev/null | sha256sum)
+msg=$("$INIT" --policy "$P" 2>&1); rc=$?
+sk_check_eq "guard: refuses the host netns (exit 1)" 1 "$rc"
+sk_check "guard: says why" grep -q "refusing: this network namespace looks like a node's" <<<"$msg"
+sk_check_eq "guard: host ruleset unchanged" "$before" "$(nft list ruleset 2>/dev/null | sha256sum)"
+
+# ---- errors ----
+msg=$(sk_pod_as "$N" $O "$INIT" --policy "$P" 2>&1); rc=$?
+sk_check_eq "no CAP_NET_ADMIN: exit 4" 4 "$rc"
+sk_check "no CAP_NET_ADMIN: says so" grep -q "needs CAP_NET_ADMIN in the pod's network namespace" <<<"$msg"
+printf 'version: 1\nagent: { uid: 1337 }\nbogus: 1\n' >"$SK_TMP/bad.yaml"
+msg=$(sk_pod "$N" "$INIT" --policy "$SK_TMP/bad.yaml" 2>&1); rc=$?
+sk_check_eq "invalid policy: exit 3" 3 "$rc"
+sk_check "invalid policy: file:line:col diagnostics" grep -qE "bad.yaml:[0-9]+:[0-9]+:" <<<"$msg"
+sk_check_eq "invalid policy: nothing loaded" "" "$(sk_pod "$N" nft list tables)"
+
+# ---- load ----
+M=$SK_TMP/marker
+msg=$(sk_pod "$N" "$INIT" --policy "$P" --marker "$M" 2>&1); rc=$?
+sk_check_eq "init loads and verifies (exit 0)" 0 "$rc"
+[ "$rc" -eq 0 ] || echo "$msg"
+sk_check "marker: hash line first" grep -qE '^hash=[0-9a-f]{16}$' <(head -1 "$M")
+sk_check "marker: counts" grep -qE '^rules=[0-9]+$' "$M"
+sk_check "--check passes on the fresh table" sk_pod "$N" "$INIT" --policy "$P" --check
+sk_pod "$N" ip neigh flush all   # IPv6 must re-resolve its gateway through the new rules (ND)
+
+# ---- agent ----
+: >"$PROXY_LOG"
+sk_check_eq "agent tcp v4 :80 lands on the proxy" proxy "$(as $A tcp $SRV4 80)"
+sk_check_eq "agent tcp v4: SO_ORIGINAL_DST is the intended destination" "$SRV4 80" "$(tail -1 "$PROXY_LOG")"
+sk_check_eq "agent tcp v4 :443 lands on the proxy" proxy "$(as $A tcp $SRV4 443)"
+sk_check_eq "agent tcp v4 :443 original dst" "$SRV4 443" "$(tail -1 "$PROXY_LOG")"
+sk_check_eq "agent tcp v4 to an unused port lands on the proxy" proxy "$(as $A tcp 198.18.1.99 5555)"
+sk_check_eq "agent tcp v4 unused port original dst" "198.18.1.99 5555" "$(tail -1 "$PROXY_LOG")"
+sk_check_eq "agent tcp v6 lands on the proxy" proxy "$(as $A tcp $SRV6 443)"
+sk_check_eq "agent tcp v6: IP6T_SO_ORIGINAL_DST is the intended destination" "$SRV6 443" "$(tail -1 "$PROXY_LOG")"
+sk_check_eq "agent udp v4 :53 lands on the DNS port" dns "$(as $A udp $SRV4 53)"
+sk_check_eq "agent udp v6 :53 lands on the DNS port" dns "$(as $A udp $SRV6 53)"
+sk_check_eq "agent tcp v4 :53 lands on the DNS port" dns "$(as $A tcp $SRV4 53)"
+sk_check_eq "agent tcp v6 :53 lands on the DNS port" dns "$(as $A tcp $SRV6 53)"
+sk_check_fails "agent udp v4 to another port is blocked" as $A udp $SRV4 7001
+sk_check_fails "agent udp v6 to another port is blocked" as $A udp $SRV6 7001
+sk_check_eq "agent udp v4 to a udp rule passes directly" echo "$(as $A udp $UDP4 7000)"
+sk_check_eq "agent udp v6 to a udp rule passes directly" echo "$(as $A udp $UDP6 7000)"
+sk_check_fails "agent udp to a udp rule's address, other port, is blocked" as $A udp $UDP4 7001
+sk_check_eq "agent tcp to a direct rule bypasses the proxy" inet "$(as $A tcp $DIR4 7100)"
+sk_check_fails "agent icmp echo v4 is blocked" as $A ping $SRV4
+sk_check_fails "agent icmpv6 echo is blocked" as $A ping $SRV6
+sk_check_eq "agent loopback tcp allowed (loopback: allow)" local "$(as $A tcp 127.0.0.1 8080)"
+sk_check_eq "agent loopback udp allowed (loopback: allow)" local "$(as $A udp 127.0.0.1 9999)"
+
+# ---- sidecar, exempt, others ----
+sk_check_eq "sidecar tcp v4 reaches the server directly" inet "$(as $S tcp $SRV4 80)"
+sk_check_eq "sidecar tcp v6 reaches the server directly (ND works)" inet "$(as $S tcp $SRV6 80)"
+sk_check_eq "sidecar udp v4 reaches the server" echo "$(as $S udp $SRV4 7001)"
+sk_check_eq "sidecar udp v6 reaches the server" echo "$(as $S udp $SRV6 7001)"
+sk_check_eq "sidecar icmp echo works (control for the agent's)" pong "$(as $S ping $SRV4)"
+sk_check_eq "sidecar icmpv6 echo works" pong "$(as $S ping $SRV6)"
+sk_check_eq "exempt uid reaches the server" inet "$(as $X tcp $SRV4 80)"
+sk_check_eq "exempt uid v6 reaches the server" inet "$(as $X tcp $SRV6 80)"
+sk_check_fails "third uid tcp v4 blocked" as $O tcp $SRV4 80
+sk_check_fails "third uid tcp v6 blocked" as $O tcp $SRV6 80
+sk_check_fails "third uid udp blocked" as $O udp $SRV4 7001
+sk_check_fails "third uid ping blocked" as $O ping $SRV4
+sk_check_fails "root tcp v4 blocked" as 0 tcp $SRV4 80
+sk_check_fails "root tcp v6 blocked" as 0 tcp $SRV6 80
+sk_check_fails "root udp blocked" as 0 udp $SRV4 7001
+sk_check_eq "third uid loopback allowed" local "$(as $O tcp 127.0.0.1 8080)"
+cnt=$(sk_pod "$N" nft list counter inet stockade other_uid_reject_tcp | grep -oE 'packets [0-9]+' | awk '{print $2}')
+sk_check "named counter other_uid_reject_tcp counted the rejects" test "${cnt:-0}" -gt 0
+cnt=$(sk_pod "$N" nft list counter inet stockade agent_reject_other | grep -oE 'packets [0-9]+' | awk '{print $2}')
+sk_check "named counter agent_reject_other counted the rejects" test "${cnt:-0}" -gt 0
+
+# ---- re-runs: no gap, nothing lost, nothing leaks ----
+sfile=$SK_TMP/sidecar.count afile=$SK_TMP/agent.count
+as $S flood $SRV4 7001 300 0.005 >"$sfile" &
+sp=$!
+as $A flood $SRV4 7001 300 0.005 >"$afile" &
+ap=$!
+reruns_ok=0
+for _ in 1 2 3 4 5 6 7 8; do
+	sk_pod "$N" "$INIT" --policy "$P" 2>/dev/null && reruns_ok=$((reruns_ok + 1))
+	sleep 0.1
+done
+wait $sp $ap
+sk_check_eq "8 re-runs while senders run all succeed" 8 "$reruns_ok"
+sk_check_eq "sidecar sender lost nothing across re-runs (300 new flows)" 300 "$(cat "$sfile")"
+sk_check_eq "agent sender got nothing through across re-runs (no gap)" 0 "$(cat "$afile")"
+
+# ---- two inits at once ----
+race_ok=0
+for _ in 1 2 3 4 5; do
+	sk_pod "$N" "$INIT" --policy "$P" 2>/dev/null & p1=$!
+	sk_pod "$N" "$INIT" --policy "$P" 2>/dev/null & p2=$!
+	wait $p1 && wait $p2 && race_ok=$((race_ok + 1))
+done
+sk_check_eq "racing inits: both succeed (5 rounds)" 5 "$race_ok"
+sk_check_eq "racing inits: exactly one table" "table inet stockade" "$(sk_pod "$N" nft list tables)"
+sk_check "racing inits: the table is correct" sk_pod "$N" "$INIT" --policy "$P" --check
+
+# ---- --check catches tampering ----
+h=$(sk_pod "$N" nft -a list chain inet stockade filter_output | sed -n 's/.*comment "sidecar" # handle \([0-9]*\)/\1/p')
+sk_pod "$N" nft delete rule inet stockade filter_output handle "$h"
+msg=$(sk_pod "$N" "$INIT" --policy "$P" --check 2>&1); rc=$?
+sk_check_eq "--check detects a deleted rule (exit 1)" 1 "$rc"
+sk_check "--check names the chain" grep -q "chain filter_output" <<<"$msg"
+sk_pod "$N" nft add element inet stockade exempt_uids "{ 4242 }"
+sk_pod "$N" "$INIT" --policy "$P" 2>/dev/null
+sk_check "re-run repairs the table" sk_pod "$N" "$INIT" --policy "$P" --check
+sk_pod "$N" nft add element inet stockade exempt_uids "{ 4242 }"
+msg=$(sk_pod "$N" "$INIT" --policy "$P" --check 2>&1); rc=$?
+sk_check_eq "--check detects an added set element" 1 "$rc"
+sk_check "--check names the set" grep -q "set exempt_uids" <<<"$msg"
+sk_pod "$N" nft delete table inet stockade
+msg=$(sk_pod "$N" "$INIT" --policy "$P" --check 2>&1); rc=$?
+sk_check_eq "--check on a missing table exits 1" 1 "$rc"
+sk_check "--check says the table is missing" grep -q "not found" <<<"$msg"
+
+# ---- loopback: deny, then ports ----
+policy "$SK_TMP/deny.yaml" deny
+sk_check "init with loopback: deny" sk_pod "$N" "$INIT" --policy "$SK_TMP/deny.yaml"
+: >"$PROXY_LOG"
+sk_check_eq "loopback deny: agent tcp to 127.0.0.1:8080 goes to the proxy" proxy "$(as $A tcp 127.0.0.1 8080)"
+sk_check_eq "loopback deny: proxy sees the loopback destination" "127.0.0.1 8080" "$(tail -1 "$PROXY_LOG")"
+sk_check_fails "loopback deny: agent udp to loopback blocked" as $A udp 127.0.0.1 9999
+sk_check_eq "loopback deny: sidecar loopback allowed" local "$(as $S tcp 127.0.0.1 8080)"
+sk_check_eq "loopback deny: agent DNS still redirected" dns "$(as $A udp $SRV4 53)"
+sk_check_eq "loopback deny: agent tcp still proxied" proxy "$(as $A tcp $SRV4 80)"
+policy "$SK_TMP/ports.yaml" "[8080]"
+sk_check "init with loopback: [8080]" sk_pod "$N" "$INIT" --policy "$SK_TMP/ports.yaml"
+sk_check_eq "loopback ports: agent tcp to a listed port allowed" local "$(as $A tcp 127.0.0.1 8080)"
+sk_check_eq "loopback ports: agent tcp v6 to a listed port allowed" local "$(as $A tcp ::1 8080)"
+sk_check_fails "loopback ports: agent udp to an unlisted port blocked" as $A udp 127.0.0.1 9999
+sk_check "loopback ports: --check passes" sk_pod "$N" "$INIT" --policy "$SK_TMP/ports.yaml" --check
+msg=$(sk_pod "$N" "$INIT" --policy "$P" --check 2>&1); rc=$?
+sk_check_eq "--check against another policy fails" 1 "$rc"
+
+sk_summary
