@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# e2e/policy_cli.test.sh — stockade-policy check/explain as a user runs them: exit codes and exact output
+# lines on the examples and testdata. Needs no network namespace and no root. Run from anywhere; the
+# binary is ${SK_BIN:-build/bin}/stockade-policy.
+set -uo pipefail
+# shellcheck source=e2e/lib.sh
+. "$(dirname "$0")/lib.sh"
+cd "$SK_ROOT" || exit 1
+P="$SK_BIN/stockade-policy"
+SK_TMP=$(mktemp -d)
+trap sk_cleanup_on_exit EXIT
+
+# run NAME CMD... — runs CMD, leaving stdout in $out, stderr in $err and the exit code in $rc.
+run() { out=$("$@" 2>"$SK_TMP/err"); rc=$?; err=$(cat "$SK_TMP/err"); }
+
+# --- check: valid files -------------------------------------------------------------------------------
+run "$P" check policy/examples/agent.yaml
+sk_check_eq "check agent.yaml exits 0" 0 "$rc"
+sk_check_eq "check agent.yaml prints ok line" "policy/examples/agent.yaml: ok (8 rules, mode enforce)" "$out"
+sk_check_eq "check agent.yaml is silent on stderr" "" "$err"
+
+run "$P" check policy/examples/agent.json policy/examples/agent.yaml
+sk_check_eq "check two files exits 0" 0 "$rc"
+sk_check_eq "check two files prints two ok lines" "policy/examples/agent.json: ok (8 rules, mode enforce)
+policy/examples/agent.yaml: ok (8 rules, mode enforce)" "$out"
+
+run "$P" check policy/examples/forge-egress_allowlist.json
+sk_check_eq "check forge example exits 0" 0 "$rc"
+sk_check_eq "check forge example prints the mapping" "policy/examples/forge-egress_allowlist.json: ok (7 rules, mode enforce)
+policy/examples/forge-egress_allowlist.json: mapped: mode allowlist -> 6 host rules on ports 80,443
+policy/examples/forge-egress_allowlist.json: mapped: domains from allowed_domains 3 + tool_domains 4 + all_domains 0, 1 duplicate dropped
+policy/examples/forge-egress_allowlist.json: mapped: allowed_private_cidrs -> 1 cidr rule on ports 80,443
+policy/examples/forge-egress_allowlist.json: mapped: allow_private_ips false -> blockPrivate true
+policy/examples/forge-egress_allowlist.json: kept: profile standard (informational; the mode and domain lists decide)" "$out"
+
+run "$P" check policy/testdata/forge-dev-open.json
+sk_check_eq "check forge dev-open is audit" "policy/testdata/forge-dev-open.json: ok (1 rule, mode audit)" "$(head -1 <<<"$out")"
+
+run "$P" check policy/testdata/api.yaml
+sk_check_eq "check api.yaml with readable secret exits 0" 0 "$rc"
+
+# --- check: invalid files -----------------------------------------------------------------------------
+run "$P" check policy/testdata/many-errors.yaml
+sk_check_eq "check many-errors exits 1" 1 "$rc"
+sk_check_eq "check many-errors prints nothing on stdout" "" "$out"
+sk_check_eq "check many-errors prints all six errors in file order" "policy/testdata/many-errors.yaml:2:7: mode: 'strict' is not a mode, expected enforce or audit
+policy/testdata/many-errors.yaml:3:15: agent.uid: uid 0 is root, expected a non-root uid
+policy/testdata/many-errors.yaml:5:11: egress[0].host: invalid name 'bad host.com': whitespace in name, expected a DNS name like api.example.com or *.example.com
+policy/testdata/many-errors.yaml:6:13: egress[0].ports[0]: 0 is out of range, expected a port 1..65535
+policy/testdata/many-errors.yaml:7:11: egress[1].cidr: '10.0.0.1/8' has host bits set, expected 10.0.0.0/8
+policy/testdata/many-errors.yaml:8:11: loopback: 'maybe' is not a loopback mode, expected allow, deny or a list of ports" "$err"
+
+run "$P" check policy/testdata/api-missing-secret.yaml
+sk_check_eq "check missing secret exits 1" 1 "$rc"
+sk_check_eq "check missing secret names the file and errno" "policy/testdata/api-missing-secret.yaml:5:43: apis[0].header.valueFile: cannot read 'policy/testdata/no-such-secret': No such file or directory, expected a readable file" "$err"
+run "$P" check --no-file-checks policy/testdata/api-missing-secret.yaml
+sk_check_eq "check --no-file-checks skips the secret check" 0 "$rc"
+
+run "$P" check policy/testdata/forge-bad.json
+sk_check_eq "check forge-bad exits 1" 1 "$rc"
+sk_check_eq "check forge-bad first error" "policy/testdata/forge-bad.json:2:11: mode: 'allow-some' is not a forge mode, expected deny-all, allowlist or dev-open" "$(head -1 <<<"$err")"
+
+printf 'version: 1\negress:\n  - host: [a\n' >"$SK_TMP/syntax.yaml"
+run "$P" check "$SK_TMP/syntax.yaml"
+sk_check_eq "check YAML syntax error exits 1" 1 "$rc"
+sk_check_eq "check YAML syntax error position" "$SK_TMP/syntax.yaml:4:1: YAML syntax error: did not find expected ',' or ']' while parsing a flow sequence (started at 3:11), expected valid YAML" "$err"
+
+printf '{"version": 1,\n  "egress": [\n    {"host": "a.com", "ports": [443],}\n  ]}\n' >"$SK_TMP/comma.json"
+run "$P" check "$SK_TMP/comma.json"
+sk_check_eq "check JSON trailing comma position" "$SK_TMP/comma.json:3:38: JSON syntax error: unexpected '}', expected a string key" "$err"
+
+printf 'version: 1\negress:\n  - host: "a.com\\nevil"\n' >"$SK_TMP/inject.yaml"
+run "$P" check "$SK_TMP/inject.yaml"
+sk_check_eq "check newline in a name is escaped in the message" "$SK_TMP/inject.yaml:3:11: egress[0].host: invalid name 'a.com\\x0aevil': whitespace in name, expected a DNS name like api.example.com or *.example.com" "$err"
+
+run "$P" check policy/examples/agent.yaml "$SK_TMP/nope.yaml"
+sk_check_eq "check valid + missing exits 1" 1 "$rc"
+sk_check_eq "check missing file message" "$SK_TMP/nope.yaml: cannot read: No such file or directory" "$err"
+sk_check_eq "check still reports the valid one" "policy/examples/agent.yaml: ok (8 rules, mode enforce)" "$out"
+
+run "$P" check policy/testdata
+sk_check_eq "check a directory" "policy/testdata: cannot read: Is a directory" "$err"
+
+run "$P" check
+sk_check_eq "check without files is a usage error" 2 "$rc"
+run "$P" check --bogus policy/examples/agent.yaml
+sk_check_eq "check unknown option is a usage error" 2 "$rc"
+
+# --- explain ------------------------------------------------------------------------------------------
+A=policy/examples/agent.yaml
+run "$P" explain "$A" api.github.com 443
+sk_check_eq "explain allowed name exits 0" 0 "$rc"
+sk_check_eq "explain allowed name JSON" '{"decision":"allow","rule":0,"reason":"rule","host":"api.github.com","port":443,"proto":"tls","rule_text":"host api.github.com ports [443]","rule_at":"policy/examples/agent.yaml:9:5","mode":"enforce"}' "$out"
+
+run "$P" explain "$A" API.GitHub.com. 443 --proto tcp
+sk_check_eq "explain normalises the name, honours --proto" '{"decision":"allow","rule":0,"reason":"rule","host":"api.github.com","port":443,"proto":"tcp","rule_text":"host api.github.com ports [443]","rule_at":"policy/examples/agent.yaml:9:5","mode":"enforce"}' "$out"
+
+run "$P" explain "$A" raw.githubusercontent.com 443
+sk_check_eq "explain wildcard subdomain" '"rule":2' "$(grep -o '"rule":2' <<<"$out")"
+run "$P" explain "$A" githubusercontent.com 443
+sk_check_eq "explain wildcard apex is denied" 1 "$rc"
+
+run "$P" explain "$A" pypi.org 443 --proto http
+sk_check_eq "explain protocol mismatch denies" 1 "$rc"
+sk_check_eq "explain protocol mismatch JSON" '{"decision":"deny","rule":-1,"reason":"no_match","host":"pypi.org","port":443,"proto":"http","rule_text":null,"mode":"enforce"}' "$out"
+
+run "$P" explain "$A" evil.example 443
+sk_check_eq "explain unknown name exits 1" 1 "$rc"
+
+run "$P" explain "$A" 10.1.2.3 5432
+sk_check_eq "explain cidr rule exits 0" 0 "$rc"
+sk_check_eq "explain cidr rule JSON" '{"decision":"allow","rule":6,"reason":"rule","host":"10.1.2.3","port":5432,"proto":"tcp","rule_text":"cidr 10.0.0.0/8 ports [5432]","rule_at":"policy/examples/agent.yaml:24:5","mode":"enforce"}' "$out"
+
+run "$P" explain "$A" 10.96.0.10 8125 --proto udp
+sk_check_eq "explain direct udp rule" '"rule_text":"cidr 10.96.0.0/12 ports [8125] protocol udp direct"' "$(grep -o '"rule_text":"[^"]*"' <<<"$out")"
+
+run "$P" explain "$A" 192.168.1.1 443
+sk_check_eq "explain private address denied" '"reason":"private"' "$(grep -o '"reason":"[a-z_]*"' <<<"$out")"
+run "$P" explain "$A" 169.254.169.254 80
+sk_check_eq "explain metadata address denied" '"reason":"link_local"' "$(grep -o '"reason":"[a-z_]*"' <<<"$out")"
+run "$P" explain "$A" ::ffff:10.1.2.3 5432
+sk_check_eq "explain mapped IPv6 matches the IPv4 cidr rule" 0 "$rc"
+
+run "$P" explain policy/testdata/forge-dev-open.json anything.example 443
+sk_check_eq "explain audit mode allows" 0 "$rc"
+sk_check_eq "explain audit reason" '"reason":"audit"' "$(grep -o '"reason":"[a-z_]*"' <<<"$out")"
+
+run "$P" explain "$A" "bad host" 443
+sk_check_eq "explain invalid host is a usage error" 2 "$rc"
+run "$P" explain "$A" api.github.com 0
+sk_check_eq "explain port 0 is a usage error" 2 "$rc"
+run "$P" explain "$A" api.github.com 443 --proto quic
+sk_check_eq "explain unknown proto is a usage error" 2 "$rc"
+run "$P" explain "$A" api.github.com
+sk_check_eq "explain missing port is a usage error" 2 "$rc"
+run "$P" explain policy/testdata/many-errors.yaml api.github.com 443
+sk_check_eq "explain invalid policy exits 2" 2 "$rc"
+sk_check_eq "explain invalid policy prints diagnostics" 6 "$(grep -c '^policy/testdata/many-errors.yaml:' <<<"$err")"
+
+sk_summary
