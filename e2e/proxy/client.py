@@ -98,8 +98,11 @@ def cmd_hold(host, port, n, secs):
     socks = []
     for i in range(int(n)):
         s = conn(host, port)
-        s.sendall(b"x")
-        s.recv(1)
+        # a leading NUL is no HTTP method prefix, so the proxy classifies it as plain TCP at once
+        s.sendall(b"\x00x\n")
+        got = b""
+        while len(got) < 3:
+            got += s.recv(3 - len(got))
         socks.append(s)
     print("holding %d" % len(socks), flush=True)
     time.sleep(float(secs))
