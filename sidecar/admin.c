@@ -488,8 +488,10 @@ void sk_admin_free(struct sk_admin *a)
 {
 	if (!a)
 		return;
-	while (a->conns)
-		conn_close(a->conns);
+	for (struct admin_conn *c = a->conns, *next; c; c = next) {
+		next = c->next;
+		conn_close(c);
+	}
 	sk_loop_del(a->loop, &a->listen_io);
 	close(a->listen_io.fd);
 	free(a);

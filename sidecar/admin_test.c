@@ -396,8 +396,10 @@ static void test_live_requests(void **state)
 	/* a head that never ends within 8 KiB */
 	fd = live_connect(&lv);
 	char junk[SK_ADMIN_HEAD_MAX + 100];
-	memcpy(junk, "GET / HTTP/1.1\r\nX: ", 19);
-	memset(junk + 19, 'a', sizeof(junk) - 19);
+	static const char pre[] = "GET / HTTP/1.1\r\nX: ";
+	memset(junk, 'a', sizeof(junk));
+	for (size_t i = 0; pre[i]; i++)
+		junk[i] = pre[i];
 	send(fd, junk, sizeof(junk), 0);
 	resp = live_read_all(&lv, fd, 40);
 	assert_non_null(strstr(resp, "HTTP/1.1 431 "));

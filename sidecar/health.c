@@ -89,6 +89,7 @@ bool sk_fd_listening(int fd, int type, uint16_t port)
 			return false;
 	}
 	struct sockaddr_storage ss;
+	memset(&ss, 0, sizeof(ss));
 	socklen_t sl = sizeof(ss);
 	if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0)
 		return false;

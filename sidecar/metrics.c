@@ -77,7 +77,7 @@ static bool key_add(char *buf, size_t *pos, const char *name, const char *value)
 	p += (size_t)n;
 	if (!value)
 		value = "";
-	for (size_t i = 0; value[i] && i < LABEL_MAX; i++) {
+	for (size_t i = 0; i < LABEL_MAX && value[i]; i++) {
 		char c = value[i];
 		const char *esc = c == '\\' ? "\\\\" : c == '"' ? "\\\"" : c == '\n' ? "\\n" : NULL;
 		size_t need = esc ? 2 : 1;
@@ -288,7 +288,7 @@ static int cmp_series(const void *a, const void *b)
 
 static void render_family(struct buf *b, const struct family *f, const char *name)
 {
-	const struct series **v = malloc((f->used ? f->used : 1) * sizeof(*v));
+	const struct series **v = malloc((f->used ? f->used : 1) * sizeof(const struct series *));
 	if (!v) {
 		b->oom = true;
 		return;
@@ -297,7 +297,7 @@ static void render_family(struct buf *b, const struct family *f, const char *nam
 	for (size_t i = 0; i < TABLE_SLOTS && n < f->used; i++)
 		if (f->slots[i].key[0])
 			v[n++] = &f->slots[i];
-	qsort(v, n, sizeof(*v), cmp_series);
+	qsort(v, n, sizeof(const struct series *), cmp_series);
 	for (size_t i = 0; i < n; i++)
 		bprintf(b, "%s{%s} %" PRIu64 "\n", name, v[i]->key, v[i]->value);
 	free(v);

@@ -43,7 +43,7 @@ static void assert_well_formed(const char *text)
 			assert_true(strcmp(type, "counter") == 0 || strcmp(type, "gauge") == 0 ||
 				    strcmp(type, "histogram") == 0);
 			assert_true(n_typed < 64);
-			strcpy(typed[n_typed++], name);
+			snprintf(typed[n_typed++], sizeof(typed[0]), "%s", name);
 		} else if (strncmp(buf, "# HELP ", 7) == 0) {
 			assert_non_null(strchr(buf + 7, ' '));
 		} else {

@@ -59,6 +59,8 @@ int sk_reload_load(const char *path, const struct sk_policy *current, FILE *log,
 		return sk_err_sys(err, -r, "policy %s: load; keeping the policy in force", path);
 	}
 	sk_diags_free(&diags);
+	if (!next)
+		return sk_err_set(err, EINVAL, "policy %s: loader returned no policy", path);
 	if (current) {
 		char was[17], now[17];
 		sk_policy_netns_hash(current, was);
@@ -112,11 +114,11 @@ int sk_reload_now(struct sk_reload *r, const char *why)
 	}
 	int rc = sk_reload_load(r->path, r->hooks->current(r->ctx), log, &next, &err);
 	if (r->hooks->metrics)
-		sk_metrics_reload(r->hooks->metrics, rc == 0);
-	if (rc < 0) {
+		sk_metrics_reload(r->hooks->metrics, rc == 0 && next);
+	if (rc < 0 || !next) {
 		fprintf(log, "stockade-sidecar: reload (%s) rejected: %s\n", why, err.msg);
 		fflush(log);
-		return rc;
+		return rc < 0 ? rc : -EINVAL;
 	}
 	char hash[17];
 	sk_policy_netns_hash(next, hash);

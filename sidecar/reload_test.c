@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ftw.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -50,17 +51,28 @@ static void tmp_make(struct tmp *t)
 	assert_non_null(mkdtemp(t->dir));
 }
 
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static void rm_rf(const char *path)
+{
+	assert_int_equal(nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS), 0);
+}
+
 static void tmp_remove(struct tmp *t)
 {
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", t->dir);
-	assert_int_equal(system(cmd), 0);
+	rm_rf(t->dir);
 }
 
 static void test_load_rejects_invalid_with_positions(void **state)
 {
 	(void)state;
-	struct tmp t;
+	struct tmp t = { "" };
 	tmp_make(&t);
 	char p[128], q[128];
 	snprintf(p, sizeof(p), "%s/a.yaml", t.dir);
@@ -89,7 +101,7 @@ static void test_load_rejects_invalid_with_positions(void **state)
 static void test_load_refuses_netns_change(void **state)
 {
 	(void)state;
-	struct tmp t;
+	struct tmp t = { "" };
 	tmp_make(&t);
 	char p[128], q[128], r[128];
 	snprintf(p, sizeof(p), "%s/a.yaml", t.dir);
@@ -134,7 +146,7 @@ static void h_install(void *ctx, struct sk_policy *next)
 /* kubelet's atomic writer: a new timestamped dir, a temp symlink renamed over ..data, old dir removed. */
 static void configmap_swap(const char *dir, const char *stamp, const char *old_stamp, const char *content)
 {
-	char d[160], f[200], tmp[160], data[160], cmd[256];
+	char d[160], f[200], tmp[160], data[160], old[160];
 	snprintf(d, sizeof(d), "%s/%s", dir, stamp);
 	assert_int_equal(mkdir(d, 0755), 0);
 	snprintf(f, sizeof(f), "%s/policy.yaml", d);
@@ -144,8 +156,8 @@ static void configmap_swap(const char *dir, const char *stamp, const char *old_s
 	assert_int_equal(symlink(stamp, tmp), 0);
 	assert_int_equal(rename(tmp, data), 0);
 	if (old_stamp) {
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s/%s'", dir, old_stamp);
-		assert_int_equal(system(cmd), 0);
+		snprintf(old, sizeof(old), "%s/%s", dir, old_stamp);
+		rm_rf(old);
 	}
 }
 
@@ -160,7 +172,7 @@ static void run_for(struct sk_loop *l, int ms)
 static void test_watcher_follows_configmap_swap(void **state)
 {
 	(void)state;
-	struct tmp t;
+	struct tmp t = { "" };
 	tmp_make(&t);
 	configmap_swap(t.dir, "..2026_01_01", NULL, pol_a);
 	char path[128], link[128];
