@@ -166,8 +166,9 @@ bool sk_dns_rr_next(const struct sk_dns_msg *m, size_t *off, unsigned *left, str
 	if (*left == 0)
 		return false;
 	/* The message was validated by sk_dns_parse, so this cannot fail; checked anyway so a caller
-	 * that mixes views and offsets gets "no more records" instead of a bad read. */
-	if (read_rr(m->buf, m->end, off, rr) != SK_DNS_OK) {
+	 * that mixes views and offsets gets "no more records" instead of a bad read. Bounded by len, not
+	 * end, exactly as the parse was: a compression target's labels may run on into trailing bytes. */
+	if (read_rr(m->buf, m->len, off, rr) != SK_DNS_OK) {
 		*left = 0;
 		return false;
 	}
