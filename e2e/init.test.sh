@@ -82,6 +82,13 @@ def udp(host, port):
     s.connect((host, int(port))); s.send(b'hi')
     print(s.recv(2048).decode().split(' ')[0])
 
+def udpfrom(sport, host, port):
+    s = socket.socket(fam_of(host), socket.SOCK_DGRAM); s.settimeout(1.5)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(('::' if ':' in host else '0.0.0.0', int(sport)))
+    s.connect((host, int(port))); s.send(b'hi')
+    print(s.recv(2048).decode().split(' ')[0])
+
 def ping(host):
     v6 = ':' in host
     s = socket.socket(fam_of(host), socket.SOCK_DGRAM, socket.IPPROTO_ICMPV6 if v6 else socket.IPPROTO_ICMP)
@@ -113,7 +120,7 @@ if cmd == 'serve':
     while True:
         time.sleep(3600)
 try:
-    {'tcp': tcp, 'udp': udp, 'ping': ping, 'flood': flood}[cmd](*args)
+    {'tcp': tcp, 'udp': udp, 'udpfrom': udpfrom, 'ping': ping, 'flood': flood}[cmd](*args)
 except OSError as e:
     print('error: %s' % e, file=sys.stderr); sys.exit(1)
 EOF
@@ -245,6 +252,11 @@ sk_check_fails "third uid ping blocked" as $O ping $SRV4
 sk_check_fails "root tcp v4 blocked" as 0 tcp $SRV4 80
 sk_check_fails "root tcp v6 blocked" as 0 tcp $SRV6 80
 sk_check_fails "root udp blocked" as 0 udp $SRV4 7001
+# conntrack knows no sockets: the agent reusing the 5-tuple of the sidecar's live flow must not ride it
+sk_check_eq "sidecar udp from a fixed source port (opens a conntrack flow)" echo "$(as $S udpfrom 41234 $SRV4 7001)"
+sk_check_fails "agent reusing that 5-tuple is still blocked" as $A udpfrom 41234 $SRV4 7001
+sk_check_eq "sidecar udp v6 from a fixed source port" echo "$(as $S udpfrom 41235 $SRV6 7001)"
+sk_check_fails "agent reusing that v6 5-tuple is still blocked" as $A udpfrom 41235 $SRV6 7001
 sk_check_eq "third uid loopback allowed" local "$(as $O tcp 127.0.0.1 8080)"
 cnt=$(sk_pod "$N" nft list counter inet stockade other_uid_reject_tcp | grep -oE 'packets [0-9]+' | awk '{print $2}')
 sk_check "named counter other_uid_reject_tcp counted the rejects" test "${cnt:-0}" -gt 0

@@ -1,0 +1,584 @@
+/* init/ruleset_test.c — the ruleset builder: the intermediate description and the nft text for each
+ * policy feature (defaults, loopback deny/ports, exemptUids, direct CIDRs v4/v6 made disjoint, udp rules,
+ * custom ports and UIDs, collisions); the host-namespace guard's judgement; the marker file. Policies
+ * are built by hand so the builder is tested without the loader. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "init/guard.h"
+#include "init/marker.h"
+#include "init/ruleset.h"
+#include "policy/addr.h"
+#include "policy/policy.h"
+
+/* A default policy (DESIGN.md §2 defaults) with room for a few rules, exempt UIDs and loopback ports. */
+struct fixture {
+	struct sk_policy p;
+	struct sk_rule rules[8];
+	uint16_t ports[8][4];
+	uint32_t exempt[4];
+	uint16_t lo_ports[4];
+};
+
+static void fx_init(struct fixture *f)
+{
+	memset(f, 0, sizeof(*f));
+	f->p.version = 1;
+	f->p.agent_uid = 1000;
+	f->p.sidecar_uid = 1337;
+	f->p.ports = (struct sk_ports){ .proxy = 15001, .dns = 15053, .admin = 15000, .api = 15080 };
+	f->p.block_private = true;
+	f->p.loopback = SK_LOOPBACK_ALLOW;
+	f->p.rules = f->rules;
+}
+
+/* Appends a CIDR rule; port 0 ends the port list (none = any port). */
+static void fx_cidr(struct fixture *f, const char *cidr, enum sk_proto proto, bool direct, uint16_t p1, uint16_t p2)
+{
+	size_t i = f->p.n_rules++;
+	struct sk_rule *r = &f->rules[i];
+	const char *why = NULL;
+	r->kind = SK_RULE_CIDR;
+	if (sk_cidr_parse(cidr, &r->cidr, &why) != 0)
+		fail_msg("test cidr %s: %s", cidr, why ? why : "?");
+	r->proto = proto;
+	r->direct = direct;
+	r->ports = f->ports[i];
+	if (p1)
+		f->ports[i][r->n_ports++] = p1;
+	if (p2)
+		f->ports[i][r->n_ports++] = p2;
+}
+
+static void fx_host(struct fixture *f, const char *host, uint16_t port)
+{
+	size_t i = f->p.n_rules++;
+	f->rules[i].kind = SK_RULE_HOST;
+	f->rules[i].host = (char *)host;
+	f->rules[i].ports = f->ports[i];
+	f->ports[i][0] = port;
+	f->rules[i].n_ports = 1;
+}
+
+static struct sk_ruleset *build(const struct fixture *f)
+{
+	struct sk_err err = { 0 };
+	struct sk_ruleset *rs = NULL;
+	int rc = sk_ruleset_build(&f->p, &rs, &err);
+	if (rc != 0)
+		fail_msg("build failed: %s", err.msg);
+	return rs;
+}
+
+static char *text(const struct sk_ruleset *rs)
+{
+	struct sk_err err = { 0 };
+	char *t = sk_ruleset_text(rs, &err);
+	if (!t)
+		fail_msg("text failed: %s", err.msg);
+	return t;
+}
+
+/* The names of the rules of one chain, space-separated. */
+static void chain_names(const struct sk_ruleset *rs, enum sk_rs_chain_id c, char *out, size_t len)
+{
+	out[0] = '\0';
+	for (size_t i = 0; i < rs->n_rules; i++) {
+		if (rs->rules[i].chain != c)
+			continue;
+		size_t used = strlen(out);
+		snprintf(out + used, len - used, "%s%s", used ? " " : "", rs->rules[i].name);
+	}
+}
+
+static const struct sk_rs_rule *find_rule(const struct sk_ruleset *rs, enum sk_rs_chain_id c, const char *name)
+{
+	for (size_t i = 0; i < rs->n_rules; i++)
+		if (rs->rules[i].chain == c && !strcmp(rs->rules[i].name, name))
+			return &rs->rules[i];
+	fail_msg("no rule %s", name);
+	return NULL;
+}
+
+static void elems_text(const struct sk_rs_set *s, char *out, size_t len)
+{
+	out[0] = '\0';
+	for (size_t i = 0; i < s->n_elems; i++) {
+		char b[160];
+		sk_rs_elem_format(s, &s->elems[i], b, sizeof(b));
+		size_t used = strlen(out);
+		snprintf(out + used, len - used, "%s%s", used ? ", " : "", b);
+	}
+}
+
+static void assert_contains(const char *hay, const char *needle)
+{
+	if (!strstr(hay, needle))
+		fail_msg("expected to find\n  %s\nin\n%s", needle, hay);
+}
+
+static void assert_lacks(const char *hay, const char *needle)
+{
+	if (strstr(hay, needle))
+		fail_msg("did not expect\n  %s\nin\n%s", needle, hay);
+}
+
+static void test_default_policy_chains_and_order(void **state)
+{
+	(void)state;
+	struct fixture f;
+	fx_init(&f);
+	struct sk_ruleset *rs = build(&f);
+	char names[1024];
+
+	assert_string_equal(rs->chains[SK_RS_CHAIN_NAT].name, "nat_output");
+	assert_string_equal(rs->chains[SK_RS_CHAIN_NAT].type, "nat");
+	assert_int_equal(rs->chains[SK_RS_CHAIN_NAT].priority, -100);
+	assert_string_equal(rs->chains[SK_RS_CHAIN_FILTER].name, "filter_output");
+	assert_int_equal(rs->chains[SK_RS_CHAIN_FILTER].priority, 0);
+
+	chain_names(rs, SK_RS_CHAIN_NAT, names, sizeof(names));
+	assert_string_equal(names, "agent-dns-udp agent-dns-tcp agent-direct4 agent-direct6 agent-loopback agent-proxy");
+	chain_names(rs, SK_RS_CHAIN_FILTER, names, sizeof(names));
+	/* every agent rule comes before the conntrack shortcut */
+	assert_string_equal(names, "agent-loopback agent-redirected-proxy agent-redirected-dns-udp "
+				   "agent-redirected-dns-tcp agent-direct4 agent-direct6 agent-reject-tcp "
+				   "agent-reject-other established loopback icmpv6-nd sidecar exempt-uids "
+				   "other-uid-reject-tcp other-uid-reject-other");
+
+	const struct sk_rs_rule *r = find_rule(rs, SK_RS_CHAIN_NAT, "agent-dns-udp");
+	assert_int_equal(r->verdict, SK_RS_REDIRECT);
+	assert_int_equal(r->redirect_port, 15053);
+	assert_int_equal(r->n_m, 3);
+	assert_int_equal(r->m[0].kind, SK_RS_M_SKUID);
+	assert_int_equal(r->m[0].val, 1000);
+	assert_int_equal(r->m[1].kind, SK_RS_M_L4PROTO);
+	assert_int_equal(r->m[1].val, IPPROTO_UDP);
+	assert_int_equal(r->m[2].kind, SK_RS_M_DPORT);
+	assert_int_equal(r->m[2].val, 53);
+
+	r = find_rule(rs, SK_RS_CHAIN_NAT, "agent-proxy");
+	assert_int_equal(r->verdict, SK_RS_REDIRECT);
+	assert_int_equal(r->redirect_port, 15001);
+
+	r = find_rule(rs, SK_RS_CHAIN_FILTER, "agent-reject-tcp");
+	assert_int_equal(r->verdict, SK_RS_REJECT_TCP);
+	assert_string_equal(sk_rs_counter_name(r->counter), "agent_reject_tcp");
+	r = find_rule(rs, SK_RS_CHAIN_FILTER, "other-uid-reject-other");
+	assert_int_equal(r->verdict, SK_RS_REJECT_ADMIN);
+	assert_int_equal(r->m[0].kind, SK_RS_M_SKUID_ANY);
+	assert_string_equal(sk_rs_counter_name(r->counter), "other_uid_reject_other");
+	r = find_rule(rs, SK_RS_CHAIN_FILTER, "sidecar");
+	assert_int_equal(r->m[0].val, 1337);
+	assert_int_equal(r->verdict, SK_RS_ACCEPT);
+
+	/* empty sets exist all the same, so the table's shape does not depend on the policy */
+	assert_int_equal(rs->sets[SK_RS_SET_EXEMPT].n_elems, 0);
+	assert_int_equal(rs->sets[SK_RS_SET_DIRECT4].n_elems, 0);
+	assert_int_equal(rs->sets[SK_RS_SET_DIRECT6].n_elems, 0);
+	assert_int_equal(rs->sets[SK_RS_SET_ND].n_elems, 5);
+	sk_ruleset_free(rs);
+}
+
+static void test_default_policy_text(void **state)
+{
+	(void)state;
+	struct fixture f;
+	fx_init(&f);
+	struct sk_ruleset *rs = build(&f);
+	char *t = text(rs);
+	/* replaces atomically when given to nft -f */
+	assert_true(!strncmp(t, "table inet stockade\ndelete table inet stockade\ntable inet stockade {\n", 67));
+	assert_contains(t, "\tcounter agent_reject_tcp {\n\t}\n");
+	assert_contains(t, "\tcounter other_uid_reject_other {\n\t}\n");
+	assert_contains(t, "\tchain nat_output {\n\t\ttype nat hook output priority -100; policy accept;\n");
+	assert_contains(t, "\tchain filter_output {\n\t\ttype filter hook output priority 0; policy accept;\n");
+	assert_contains(t, "meta skuid 1000 meta l4proto udp th dport 53 redirect to :15053 comment \"agent-dns-udp\"\n");
+	assert_contains(t, "meta skuid 1000 meta l4proto tcp th dport 53 redirect to :15053 comment \"agent-dns-tcp\"\n");
+	assert_contains(t, "meta skuid 1000 oif \"lo\" return comment \"agent-loopback\"\n");
+	assert_contains(t, "meta skuid 1000 meta l4proto tcp redirect to :15001 comment \"agent-proxy\"\n");
+	assert_contains(t, "meta skuid 1000 ct status dnat meta l4proto tcp th dport 15001 accept comment "
+			   "\"agent-redirected-proxy\"\n");
+	assert_contains(t, "meta skuid 1000 meta nfproto ipv4 ip daddr . meta l4proto . th dport @direct4 accept");
+	assert_contains(t, "meta skuid 1000 meta nfproto ipv6 ip6 daddr . meta l4proto . th dport @direct6 return");
+	assert_contains(t, "meta skuid 1000 meta l4proto tcp counter name \"agent_reject_tcp\" reject with tcp reset");
+	assert_contains(t, "meta skuid 1000 counter name \"agent_reject_other\" reject with icmpx admin-prohibited");
+	assert_contains(t, "ct state established,related accept comment \"established\"\n");
+	assert_contains(t, "meta l4proto ipv6-icmp icmpv6 type @icmpv6_nd accept");
+	assert_contains(t, "nd-neighbor-solicit");
+	assert_contains(t, "meta skuid 1337 accept comment \"sidecar\"\n");
+	assert_contains(t, "meta skuid @exempt_uids accept comment \"exempt-uids\"\n");
+	assert_contains(t, "meta skuid >= 0 meta l4proto tcp counter name \"other_uid_reject_tcp\" reject with tcp reset");
+	assert_contains(t, "\tset direct4 {\n\t\ttype ipv4_addr . inet_proto . inet_service\n\t\tflags interval\n\t}\n");
+	assert_contains(t, "\tset exempt_uids {\n\t\ttype uid\n\t}\n");
+	/* the agent is never let through by conntrack state alone */
+	assert_true(strstr(t, "agent-reject-other") < strstr(t, "comment \"established\""));
+	free(t);
+	sk_ruleset_free(rs);
+}
+
+static void test_loopback_deny(void **state)
+{
+	(void)state;
+	struct fixture f;
+	fx_init(&f);
+	f.p.loopback = SK_LOOPBACK_DENY;
+	struct sk_ruleset *rs = build(&f);
+	char names[1024];
+	chain_names(rs, SK_RS_CHAIN_NAT, names, sizeof(names));
+	/* agent TCP to loopback goes to the proxy (which logs the denial); the API gateway stays reachable */
+	assert_string_equal(names, "agent-dns-udp agent-dns-tcp agent-direct4 agent-direct6 agent-api agent-proxy");
+	chain_names(rs, SK_RS_CHAIN_FILTER, names, sizeof(names));
+	assert_true(!strncmp(names, "agent-api agent-redirected-proxy", 32));
+	assert_lacks(names, "agent-loopback");
+	const struct sk_rs_rule *r = find_rule(rs, SK_RS_CHAIN_FILTER, "agent-api");
+	assert_int_equal(r->m[r->n_m - 1].kind, SK_RS_M_DPORT);
+	assert_int_equal(r->m[r->n_m - 1].val, 15080);
+	char *t = text(rs);
+	assert_contains(t, "meta skuid 1000 oif \"lo\" meta l4proto tcp th dport 15080 return comment \"agent-api\"");
+	assert_lacks(t, "oif \"lo\" return");
+	free(t);
+	sk_ruleset_free(rs);
+}
+
+static void test_loopback_ports(void **state)
+{
+	(void)state;
+	struct fixture f;
+	fx_init(&f);
+	f.p.loopback = SK_LOOPBACK_PORTS;
+	f.lo_ports[0] = 5432;
+	f.lo_ports[1] = 8080;
+	f.p.loopback_ports = f.lo_ports;
+	f.p.n_loopback_ports = 2;
+	struct sk_ruleset *rs = build(&f);
+	char names[1024], el[512];
+	chain_names(rs, SK_RS_CHAIN_NAT, names, sizeof(names));
+	assert_string_equal(names, "agent-dns-udp agent-dns-tcp agent-direct4 agent-direct6 agent-loopback-ports "
+				   "agent-api agent-proxy");
+	chain_names(rs, SK_RS_CHAIN_FILTER, names, sizeof(names));
+	assert_true(!strncmp(names, "agent-loopback-ports-tcp agent-loopback-ports-udp agent-api ", 59));
+	elems_text(&rs->sets[SK_RS_SET_LOPORTS], el, sizeof(el));
+	assert_string_equal(el, "5432, 8080");
+	char *t = text(rs);
+	assert_contains(t, "\tset loopback_ports {\n\t\ttype inet_service\n\t\telements = { 5432,\n");
+	assert_contains(t, "meta skuid 1000 oif \"lo\" meta l4proto udp th dport @loopback_ports accept");
+	free(t);
+	sk_ruleset_free(rs);
+}
+
+static void test_exempt_uids(void **state)
+{
+	(void)state;
+	struct fixture f;
+	fx_init(&f);
+	f.exempt[0] = 1500;
+	f.exempt[1] = 65534;
+	f.p.exempt_uids = f.exempt;
+	f.p.n_exempt_uids = 2;
+	struct sk_ruleset *rs = build(&f);
+	char el[256];
+	elems_text(&rs->sets[SK_RS_SET_EXEMPT], el, sizeof(el));
+	assert_string_equal(el, "1500, 65534");
+	char *t = text(rs);
+	assert_contains(t, "\tset exempt_uids {\n\t\ttype uid\n\t\telements = { 1500,\n\t\t\t     65534 }\n\t}\n");
+	free(t);
+	sk_ruleset_free(rs);
+}
+
+static void test_direct_cidrs_v4_v6(void **state)
+{
+	(void)state;
+	struct fixture f;
+	fx_init(&f);
+	fx_cidr(&f, "10.96.0.0/12", SK_PROTO_UDP, true, 8125, 0);
+	fx_cidr(&f, "10.0.0.0/8", SK_PROTO_TCP, true, 5432, 0);
+	fx_cidr(&f, "fd00:10::/64", SK_PROTO_ANY, true, 443, 0);
+	fx_cidr(&f, "192.0.2.7/32", SK_PROTO_ANY, true, 0, 0);  /* any port, both protocols */
+	struct sk_ruleset *rs = build(&f);
+	char el[1024];
+	elems_text(&rs->sets[SK_RS_SET_DIRECT4], el, sizeof(el));
+	assert_string_equal(el, "192.0.2.7 . tcp . 0-65535, 10.0.0.0/8 . tcp . 5432, "
+				"192.0.2.7 . udp . 0-65535, 10.96.0.0/12 . udp . 8125");
+	elems_text(&rs->sets[SK_RS_SET_DIRECT6], el, sizeof(el));
+	assert_string_equal(el, "fd00:10::/64 . tcp . 443, fd00:10::/64 . udp . 443");
+	char *t = text(rs);
+	assert_contains(t, "\t\telements = { 192.0.2.7 . tcp . 0-65535,\n\t\t\t     10.0.0.0/8 . tcp . 5432,\n");
+	assert_contains(t, "\tset direct6 {\n\t\ttype ipv6_addr . inet_proto . inet_service\n\t\tflags interval\n"
+			   "\t\telements = { fd00:10::/64 . tcp . 443,\n");
+	free(t);
+	sk_ruleset_free(rs);
+}
+
+static void test_direct_elements_are_disjoint(void **state)
+{
+	(void)state;
+	struct fixture f;
+	fx_init(&f);
+	/* nested, overlapping and adjacent: the kernel's pipapo set would reject the raw list */
+	fx_cidr(&f, "10.1.0.0/16", SK_PROTO_TCP, true, 0, 0);       /* any port */
+	fx_cidr(&f, "10.0.0.0/8", SK_PROTO_TCP, true, 80, 443);     /* contains the any-port /16 */
+	fx_cidr(&f, "10.1.2.0/24", SK_PROTO_TCP, true, 80, 0);      /* inside the any-port /16 */
+	fx_cidr(&f, "192.168.0.0/24", SK_PROTO_TCP, true, 80, 0);   /* adjacent to the next: merged */
+	fx_cidr(&f, "192.168.1.0/24", SK_PROTO_TCP, true, 80, 0);
+	fx_cidr(&f, "192.168.0.0/16", SK_PROTO_TCP, true, 443, 0);
+	fx_cidr(&f, "192.168.7.0/24", SK_PROTO_TCP, true, 443, 0);  /* duplicate coverage */
+	struct sk_ruleset *rs = build(&f);
+	char el[1024];
+	elems_text(&rs->sets[SK_RS_SET_DIRECT4], el, sizeof(el));
+	assert_string_equal(el, "10.1.0.0/16 . tcp . 0-65535, "
+				"10.0.0.0/16 . tcp . 80, 10.2.0.0-10.255.255.255 . tcp . 80, 192.168.0.0/23 . tcp . 80, "
+				"10.0.0.0/16 . tcp . 443, 10.2.0.0-10.255.255.255 . tcp . 443, 192.168.0.0/16 . tcp . 443");
+	assert_int_equal(rs->sets[SK_RS_SET_DIRECT6].n_elems, 0);
+	sk_ruleset_free(rs);
+}
+
+static void test_udp_rules_direct_and_others_not(void **state)
+{
+	(void)state;
+	struct fixture f;
+	fx_init(&f);
+	fx_host(&f, "api.github.com", 443);                         /* names never reach the kernel */
+	fx_cidr(&f, "10.0.0.0/8", SK_PROTO_ANY, false, 5432, 0);    /* proxied: not in a set */
+	fx_cidr(&f, "10.96.0.10/32", SK_PROTO_UDP, false, 53, 0);   /* udp: always the fast path */
+	fx_cidr(&f, "2001:db8::/32", SK_PROTO_UDP, false, 0, 0);
+	fx_cidr(&f, "172.16.0.0/12", SK_PROTO_TLS, false, 443, 0);  /* proxied */
+	struct sk_ruleset *rs = build(&f);
+	char el[512];
+	elems_text(&rs->sets[SK_RS_SET_DIRECT4], el, sizeof(el));
+	assert_string_equal(el, "10.96.0.10 . udp . 53");
+	elems_text(&rs->sets[SK_RS_SET_DIRECT6], el, sizeof(el));
+	assert_string_equal(el, "2001:db8::/32 . udp . 0-65535");
+	/* DNS is redirected before the direct sets are consulted: the filter is never bypassed */
+	char names[512];
+	chain_names(rs, SK_RS_CHAIN_NAT, names, sizeof(names));
+	assert_true(strstr(names, "agent-dns-udp") < strstr(names, "agent-direct4"));
+	sk_ruleset_free(rs);
+}
+
+static void test_custom_ports_and_uids(void **state)
+{
+	(void)state;
+	struct fixture f;
+	fx_init(&f);
+	f.p.agent_uid = 4242;
+	f.p.sidecar_uid = 999;
+	f.p.ports = (struct sk_ports){ .proxy = 8001, .dns = 8053, .admin = 8000, .api = 8080 };
+	f.p.loopback = SK_LOOPBACK_DENY;
+	struct sk_ruleset *rs = build(&f);
+	char *t = text(rs);
+	assert_contains(t, "meta skuid 4242 meta l4proto udp th dport 53 redirect to :8053 comment \"agent-dns-udp\"");
+	assert_contains(t, "meta skuid 4242 meta l4proto tcp redirect to :8001 comment \"agent-proxy\"");
+	assert_contains(t, "meta skuid 4242 ct status dnat meta l4proto udp th dport 8053 accept");
+	assert_contains(t, "meta skuid 4242 oif \"lo\" meta l4proto tcp th dport 8080 accept comment \"agent-api\"");
+	assert_contains(t, "meta skuid 999 accept comment \"sidecar\"");
+	assert_lacks(t, "1000");
+	assert_lacks(t, "1337");
+	assert_lacks(t, "15001");
+	free(t);
+	sk_ruleset_free(rs);
+}
+
+static void test_colliding_uids_and_ports_refused(void **state)
+{
+	(void)state;
+	struct fixture f;
+	struct sk_ruleset *rs = NULL;
+	struct sk_err err = { 0 };
+
+	fx_init(&f);
+	f.p.sidecar_uid = 1000;
+	assert_int_equal(sk_ruleset_build(&f.p, &rs, &err), -EINVAL);
+	assert_null(rs);
+	assert_string_equal(err.msg, "ruleset: sidecar uid 1000 collides with the agent uid");
+
+	fx_init(&f);
+	f.p.agent_uid = 0;
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(sk_ruleset_build(&f.p, &rs, &err), -EINVAL);
+	assert_string_equal(err.msg, "ruleset: agent uid must not be 0");
+
+	fx_init(&f);
+	f.exempt[0] = 0;
+	f.p.exempt_uids = f.exempt;
+	f.p.n_exempt_uids = 1;
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(sk_ruleset_build(&f.p, &rs, &err), -EINVAL);
+	assert_string_equal(err.msg, "ruleset: exempt uid 0 collides with root");
+
+	fx_init(&f);
+	f.p.ports.dns = f.p.ports.proxy;
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(sk_ruleset_build(&f.p, &rs, &err), -EINVAL);
+	assert_string_equal(err.msg, "ruleset: sidecar ports collide (15001)");
+}
+
+static void test_text_is_deterministic(void **state)
+{
+	(void)state;
+	struct fixture f;
+	fx_init(&f);
+	fx_cidr(&f, "10.96.0.0/12", SK_PROTO_UDP, true, 8125, 0);
+	struct sk_ruleset *a = build(&f), *b = build(&f);
+	char *ta = text(a), *tb = text(b);
+	assert_string_equal(ta, tb);
+	free(ta);
+	free(tb);
+	sk_ruleset_free(a);
+	sk_ruleset_free(b);
+}
+
+/* ---- guard ---- */
+
+static struct sk_netns_facts pod_facts(void)
+{
+	struct sk_netns_facts f = { .pidns_is_initial = true, .n_ifs = 2, .n_ifs_total = 2 };
+	snprintf(f.ifs[0].name, sizeof(f.ifs[0].name), "lo");
+	f.ifs[0].loopback = true;
+	snprintf(f.ifs[1].name, sizeof(f.ifs[1].name), "eth0");
+	snprintf(f.ifs[1].kind, sizeof(f.ifs[1].kind), "veth");
+	return f;
+}
+
+static void test_guard_accepts_a_pod_namespace(void **state)
+{
+	(void)state;
+	struct sk_netns_facts f = pod_facts();
+	char why[512];
+	assert_int_equal(sk_guard_judge(&f, why, sizeof(why)), 0);
+	assert_string_equal(why, "");
+	/* a pod with shareProcessNamespace: PID 1 (pause) shares our netns, but the PID ns is the pod's */
+	f.init_shares_netns = true;
+	f.pidns_is_initial = false;
+	assert_int_equal(sk_guard_judge(&f, why, sizeof(why)), 0);
+	/* ipvlan / macvlan CNIs */
+	snprintf(f.ifs[1].kind, sizeof(f.ifs[1].kind), "ipvlan");
+	assert_int_equal(sk_guard_judge(&f, why, sizeof(why)), 0);
+}
+
+static void test_guard_refuses_host_signs(void **state)
+{
+	(void)state;
+	char why[512];
+	struct sk_netns_facts f = pod_facts();
+	f.netns_is_initial = true;
+	assert_int_equal(sk_guard_judge(&f, why, sizeof(why)), 1);
+	assert_string_equal(why, "this is the kernel's initial network namespace (the node's own)");
+
+	f = pod_facts();
+	f.init_shares_netns = true;
+	assert_int_equal(sk_guard_judge(&f, why, sizeof(why)), 1);
+	assert_string_equal(why, "the host's init (PID 1) is in this network namespace");
+
+	f = pod_facts();
+	f.ifs[1].kind[0] = '\0';
+	snprintf(f.ifs[1].parent, sizeof(f.ifs[1].parent), "virtio");
+	assert_int_equal(sk_guard_judge(&f, why, sizeof(why)), 1);
+	assert_string_equal(why, "interface eth0 is a device on bus virtio (a NIC)");
+
+	f = pod_facts();
+	f.ifs[1].kind[0] = '\0';
+	assert_int_equal(sk_guard_judge(&f, why, sizeof(why)), 1);
+	assert_string_equal(why, "interface eth0 has no virtual link kind (a NIC)");
+
+	/* every reason is given, not only the first */
+	f = pod_facts();
+	f.netns_is_initial = true;
+	f.n_ifs = f.n_ifs_total = 3;
+	snprintf(f.ifs[2].name, sizeof(f.ifs[2].name), "cni0");
+	snprintf(f.ifs[2].kind, sizeof(f.ifs[2].kind), "bridge");
+	assert_int_equal(sk_guard_judge(&f, why, sizeof(why)), 2);
+	assert_string_equal(why, "this is the kernel's initial network namespace (the node's own); "
+				 "interface cni0 is a bridge (nodes have those, pods do not)");
+}
+
+static void test_guard_probe_runs(void **state)
+{
+	(void)state;
+	struct sk_netns_facts f;
+	struct sk_err err = { 0 };
+	assert_int_equal(sk_guard_probe(&f, &err), 0);
+	bool lo = false;
+	for (size_t i = 0; i < f.n_ifs; i++)
+		lo |= f.ifs[i].loopback && !strcmp(f.ifs[i].name, "lo");
+	assert_true(lo);
+}
+
+/* ---- marker ---- */
+
+static void test_marker_roundtrip(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/sk-marker-XXXXXX", path[64];
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/ready", dir);
+	struct sk_marker m = { .hash = "0123456789abcdef", .time = 1700000000, .rules = 21, .sets = 5,
+			       .elements = 7, .version = "v-test" };
+	struct sk_err err = { 0 };
+	assert_int_equal(sk_marker_write(path, &m, &err), 0);
+
+	char buf[256] = { 0 };
+	FILE *fp = fopen(path, "r");
+	assert_non_null(fp);
+	size_t n = fread(buf, 1, sizeof(buf) - 1, fp);
+	fclose(fp);
+	buf[n] = '\0';
+	assert_string_equal(buf, "hash=0123456789abcdef\ntime=1700000000\nrules=21\nsets=5\nelements=7\nversion=v-test\n");
+
+	struct sk_marker r;
+	assert_int_equal(sk_marker_read(path, &r, &err), 0);
+	assert_string_equal(r.hash, m.hash);
+	assert_int_equal(r.time, m.time);
+	assert_int_equal(r.rules, 21);
+	assert_int_equal(r.elements, 7);
+	assert_string_equal(r.version, "v-test");
+
+	fp = fopen(path, "w");
+	assert_non_null(fp);
+	fputs("time=1\nhash=0123456789abcdef\n", fp);
+	fclose(fp);
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(sk_marker_read(path, &r, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "malformed hash"));
+
+	struct sk_marker bad = m;
+	snprintf(bad.hash, sizeof(bad.hash), "XYZ");
+	assert_int_equal(sk_marker_write(path, &bad, &err), -EINVAL);
+	unlink(path);
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(sk_marker_read(path, &r, &err), -ENOENT);
+	rmdir(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_default_policy_chains_and_order),
+		cmocka_unit_test(test_default_policy_text),
+		cmocka_unit_test(test_loopback_deny),
+		cmocka_unit_test(test_loopback_ports),
+		cmocka_unit_test(test_exempt_uids),
+		cmocka_unit_test(test_direct_cidrs_v4_v6),
+		cmocka_unit_test(test_direct_elements_are_disjoint),
+		cmocka_unit_test(test_udp_rules_direct_and_others_not),
+		cmocka_unit_test(test_custom_ports_and_uids),
+		cmocka_unit_test(test_colliding_uids_and_ports_refused),
+		cmocka_unit_test(test_text_is_deterministic),
+		cmocka_unit_test(test_guard_accepts_a_pod_namespace),
+		cmocka_unit_test(test_guard_refuses_host_signs),
+		cmocka_unit_test(test_guard_probe_runs),
+		cmocka_unit_test(test_marker_roundtrip),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
