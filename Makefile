@@ -30,11 +30,12 @@ SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-r
 TEST_CFLAGS := $(BASE_CFLAGS) -O1 -g $(SAN) -DSK_TESTING
 FUZZ_CFLAGS := $(BASE_CFLAGS) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -DSK_FUZZING
 
-not_lib   = %_test.c %/main.c fuzz_%.c %/fuzz_%.c
-COMMON_SRC  := $(filter-out $(not_lib),$(wildcard common/*.c))
-POLICY_SRC  := $(filter-out $(not_lib),$(wildcard policy/*.c))
-INIT_SRC    := $(filter-out $(not_lib),$(wildcard init/*.c))
-SIDECAR_SRC := $(filter-out $(not_lib),$(wildcard sidecar/*.c))
+# Library modules: every .c except main.c, *_test.c and fuzz_*.c (judged on the file name).
+lib_only = $(foreach f,$(1),$(if $(or $(filter %_test.c fuzz_%.c main.c,$(notdir $(f)))),,$(f)))
+COMMON_SRC  := $(call lib_only,$(wildcard common/*.c))
+POLICY_SRC  := $(call lib_only,$(wildcard policy/*.c))
+INIT_SRC    := $(call lib_only,$(wildcard init/*.c))
+SIDECAR_SRC := $(call lib_only,$(wildcard sidecar/*.c))
 CLI_SRC     := $(wildcard policy/cli/*.c)
 LIB_SRC     := $(COMMON_SRC) $(POLICY_SRC) $(INIT_SRC) $(SIDECAR_SRC)
 
