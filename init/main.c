@@ -127,17 +127,20 @@ int main(int argc, char **argv)
 	}
 
 	struct sk_nft_stats st = { 0 };
+	double t_load = now_ms();
 	if (sk_nft_apply(rs, &st, &err) < 0) {
 		fprintf(stderr, "stockade-init: %s\n", err.msg);
 		ex = SK_EXIT_NETLINK;
 		goto out;
 	}
+	double t_apply = now_ms();
 	if (sk_nft_verify(rs, &err) < 0) {
 		fprintf(stderr, "stockade-init: verification after commit failed: %s\n", err.msg);
 		ex = SK_EXIT_NETLINK;
 		goto out;
 	}
 
+	double t_verify = now_ms();
 	struct sk_marker m = { .time = (int64_t)time(NULL) };
 	sk_policy_netns_hash(pol, m.hash);
 	m.rules = (unsigned)rs->n_rules;
@@ -151,8 +154,9 @@ int main(int argc, char **argv)
 	}
 	fprintf(stderr,
 		"stockade-init: loaded and verified table %s %s: %u rules, %u set elements, %zu messages "
-		"(%zu bytes) in %.1f ms; netns hash %s\n",
-		SK_RS_FAMILY_NAME, SK_RS_TABLE, m.rules, m.elements, st.messages, st.batch_bytes, now_ms() - t0, m.hash);
+		"(%zu bytes) in %.1f ms (policy+build %.1f, batch %.1f, verify %.1f); netns hash %s\n",
+		SK_RS_FAMILY_NAME, SK_RS_TABLE, m.rules, m.elements, st.messages, st.batch_bytes, now_ms() - t0,
+		t_load - t0, t_apply - t_load, t_verify - t_apply, m.hash);
 out:
 	sk_ruleset_free(rs);
 	sk_policy_free(pol);
