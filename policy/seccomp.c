@@ -924,6 +924,34 @@ static bool rule_is_default(const struct sk_scmp_profile *p, const struct sk_scm
 	return r->action == p->default_action && (r->action != SK_SCMP_ERRNO || de == re);
 }
 
+/* Recognises the generator's "low 32 bits of argN differ from X" cover (32 single-bit MASKED_EQ rules, see
+ * add_conditioned) so describe and diff print one readable condition instead of 32. */
+static bool bitwise_ne(const struct sk_scmp_profile *p, const char *name, const struct sk_scmp_rule *like,
+		       unsigned *idx, uint64_t *excluded)
+{
+	uint64_t seen = 0, x = 0;
+	size_t n = 0;
+	for (size_t i = 0; i < p->n_rules; i++) {
+		const struct sk_scmp_rule *r = &p->rules[i];
+		if (strcmp(r->name, name) || !same_action(r, like))
+			continue;
+		if (r->n_args != 1 || r->args[0].op != SK_CMP_MASKED_EQ || r->args[0].index != like->args[0].index)
+			return false;
+		uint64_t m = r->args[0].value;
+		if (!m || (m & (m - 1)) || m > 0x80000000u || (seen & m) || (r->args[0].value_two & ~m))
+			return false;
+		seen |= m;
+		if (!r->args[0].value_two)
+			x |= m;
+		n++;
+	}
+	if (n != 32 || seen != 0xffffffffu)
+		return false;
+	*idx = like->args[0].index;
+	*excluded = x;
+	return true;
+}
+
 char *sk_scmp_profile_describe(const struct sk_scmp_profile *p, const char *name)
 {
 	struct sbuf b = { 0 };
@@ -961,6 +989,12 @@ char *sk_scmp_profile_describe(const struct sk_scmp_profile *p, const char *name
 			first_group = false;
 			describe_action(&b, r->action, r->errno_ret);
 			sb_printf(&b, " when ");
+			uint64_t excluded;
+			unsigned idx;
+			if (bitwise_ne(p, name, r, &idx, &excluded)) {
+				sb_printf(&b, "(arg%u & 0xffffffff != %#" PRIx64 ")", idx, excluded);
+				continue;
+			}
 			bool first = true;
 			for (size_t j = i; j < p->n_rules; j++) {
 				if (strcmp(p->rules[j].name, name) || !same_action(&p->rules[j], r))
