@@ -111,7 +111,7 @@ void sk_forge_import(struct sk_load_ctx *c, const struct sk_node *root, struct s
 	if (v) {
 		size_t i = 0;
 		if (v->kind == SK_NODE_SCALAR && v->skind == SK_SCALAR_STR)
-			while (i < SK_ARRAY_SIZE(profiles) && strcmp(v->text, profiles[i]))
+			while (i < SK_ARRAY_SIZE(profiles) && strcmp(v->text, profiles[i]) != 0)
 				i++;
 		if (v->kind != SK_NODE_SCALAR || v->skind != SK_SCALAR_STR || i == SK_ARRAY_SIZE(profiles))
 			sk_ctx_error(c, v->line, v->col, "profile: %s is not a forge profile, expected strict, "

@@ -351,7 +351,7 @@ static struct sk_node *walk(struct scan *s, const cJSON *item, unsigned depth)
 	if (cJSON_IsBool(item) || cJSON_IsNull(item)) {
 		const char *lit = cJSON_IsTrue(item) ? "true" : cJSON_IsFalse(item) ? "false" : "null";
 		size_t n = strlen(lit);
-		if (s->len - s->off < n || strncmp(s->buf + s->off, lit, n)) {
+		if (s->len - s->off < n || strncmp(s->buf + s->off, lit, n) != 0) {
 			fail_here(s, "unexpected token");
 			return NULL;
 		}
@@ -379,7 +379,7 @@ struct sk_node *sk_json_parse(struct sk_load_ctx *c, const char *buf, size_t len
 	if (!ok) {
 		advance_to(&s, jc.o);
 		char q[SK_QUOTE_MAX], found[2] = { jc.o < len ? buf[jc.o] : 0, 0 };
-		if (strncmp(jc.why, "expected", 8))
+		if (strncmp(jc.why, "expected", 8) != 0)
 			sk_ctx_error(c, s.line, s.col, "JSON syntax error: %s", jc.why);
 		else if (jc.o < len)
 			sk_ctx_error(c, s.line, s.col, "JSON syntax error: unexpected %s, %s", sk_quote(found, q, sizeof(q)),

@@ -42,7 +42,7 @@ int sk_node_push(struct sk_node *parent, struct sk_node *child)
 {
 	if (parent->n == parent->cap) {
 		size_t cap = parent->cap ? parent->cap * 2 : 8;
-		struct sk_node **v = realloc(parent->items, cap * sizeof(*v));
+		struct sk_node **v = realloc(parent->items, cap * sizeof(struct sk_node *));
 		if (!v) {
 			sk_node_free(child);
 			return -ENOMEM;

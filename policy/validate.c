@@ -175,7 +175,7 @@ static int cmp_u32(const void *a, const void *b)
 
 static size_t sort_unique_u16(uint16_t *v, size_t n)
 {
-	if (!n)
+	if (!n || !v)
 		return 0;
 	qsort(v, n, sizeof(*v), cmp_u16);
 	size_t o = 1;
@@ -310,7 +310,7 @@ int sk_parse_cidr_at(struct sk_load_ctx *c, const struct sk_node *n, const char 
 		uint8_t mask = bits >= 8 ? 0xff : (uint8_t)(0xff << (8 - bits));
 		masked.net.bytes[i] &= mask;
 	}
-	if (memcmp(masked.net.bytes, a.bytes, sizeof(a.bytes))) {
+	if (memcmp(masked.net.bytes, a.bytes, sizeof(a.bytes)) != 0) {
 		char net[SK_ADDR_STRLEN + 4];
 		sk_cidr_format(&masked, net);
 		err_at(c, n, "%s: %s has host bits set, expected %s", path, sk_quote(s, q, sizeof(q)), net);
@@ -561,7 +561,7 @@ static bool upstream_ok(const char *s)
 			buf[colon - s] = 0;
 			port = colon + 1;
 		} else if (strlen(s) < sizeof(buf)) {
-			strcpy(buf, s);
+			memcpy(buf, s, strlen(s) + 1);
 		} else {
 			return false;
 		}
@@ -624,7 +624,7 @@ static void validate_dns(struct sk_load_ctx *c, const struct sk_node *n, struct 
 			if (!s)
 				continue;
 			size_t j = 0;
-			while (j < SK_ARRAY_SIZE(qtypes) && strcasecmp(qtypes[j].name, s))
+			while (j < SK_ARRAY_SIZE(qtypes) && strcasecmp(qtypes[j].name, s) != 0)
 				j++;
 			if (j == SK_ARRAY_SIZE(qtypes)) {
 				err_at(c, v->items[i], "%s: unknown record type %s, expected a type name like A, AAAA, "
@@ -688,9 +688,12 @@ static void syscall_list(struct sk_load_ctx *c, const struct sk_node *n, const c
 		}
 		bool dup = false;
 		for (size_t j = 0; j < *n_out && !dup; j++)
-			dup = !strcmp((*out)[j], s);
-		if (!dup)
-			(*out)[(*n_out)++] = strdup(s);
+			dup = (*out)[j] && !strcmp((*out)[j], s);
+		char *copy = dup ? NULL : strdup(s);
+		if (copy)
+			(*out)[(*n_out)++] = copy;
+		else if (!dup)
+			err_at(c, n->items[i], "%s: out of memory", ipath);
 	}
 }
 
@@ -737,7 +740,7 @@ static const char *normalize_upstream(const char *s, char **out)
 {
 	if (!printable_ascii(s))
 		return "contains spaces, control bytes or non-ASCII";
-	if (strncasecmp(s, "https://", 8))
+	if (strncasecmp(s, "https://", 8) != 0)
 		return "is not an https:// URL";
 	if (strchr(s, '#'))
 		return "has a fragment";
@@ -967,7 +970,7 @@ static void validate_api(struct sk_load_ctx *c, const struct sk_node *n, size_t 
 					*x = (char)toupper((unsigned char)*x);
 				bool dup = false;
 				for (size_t j = 0; m && j < a->n_methods && !dup; j++)
-					dup = !strcmp(a->methods[j], m);
+					dup = a->methods[j] && !strcmp(a->methods[j], m);
 				if (dup || !m)
 					free(m);
 				else
