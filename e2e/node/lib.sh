@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# e2e/node/lib.sh — shared by e2e/node/up, down, agent-image, test and bench/pod-start (source it).
+# Owns the single-node cluster's layout: where state, logs, PID files and cached binaries live, the
+# loopback ports, the pod bridge and its addresses, and the helpers that start and stop the daemons.
+#
+#   state    $SKN_STATE  (/var/lib/stockade-node)   pki, etcd data, configs, logs/, containerd root
+#   run      $SKN_RUN    (/run/stockade-node)       pid/, containerd socket and state
+#   cache    $SKN_CACHE  (/var/cache/stockade-node) k8s-<ver>/ binaries, agent rootfs, pause image
+#   network  bridge $SKN_BRIDGE 198.19.0.1/24 + 2001:db8:2a::1/64 in the host namespace, no NAT, no
+#            route out: pods get .10-.199 (::10-::ff), test servers .200-.254 (::100-::1ff).
+# Every listener is on 127.0.0.1; nothing here adds a firewall rule or a default route.
+# shellcheck disable=SC2034 # the layout variables are used by the scripts that source this
+
+SKN_ROOT=${SKN_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+SKN_DIR=$SKN_ROOT/e2e/node
+SKN_STATE=${SKN_STATE:-/var/lib/stockade-node}
+SKN_RUN=${SKN_RUN:-/run/stockade-node}
+SKN_CACHE=${SKN_CACHE:-/var/cache/stockade-node}
+SKN_TOOLS=${SK_TOOLS:-/opt/stockade-tools}
+K8S_VERSION=${K8S_VERSION:-1.34.4}
+K8S_VERSION=${K8S_VERSION#v}
+SKN_K8S_BIN=$SKN_CACHE/k8s-$K8S_VERSION
+SKN_PKI=$SKN_STATE/pki
+SKN_LOGS=$SKN_STATE/logs
+SKN_PIDS=$SKN_RUN/pid
+SKN_KUBECONFIG=$SKN_STATE/admin.kubeconfig
+SKN_CNI_BIN=${SKN_CNI_BIN:-/usr/lib/cni}
+
+SKN_BRIDGE=skbr0
+SKN_BR_IP4=198.19.0.1 SKN_BR_IP6=2001:db8:2a::1
+SKN_POD_CIDR4=198.19.0.0/24 SKN_POD_CIDR6=2001:db8:2a::/64
+SKN_POD_START4=198.19.0.10 SKN_POD_END4=198.19.0.199
+SKN_POD_START6=2001:db8:2a::10 SKN_POD_END6=2001:db8:2a::ff
+SKN_SERVICE_CIDR=198.19.128.0/24
+SKN_PAUSE_IMAGE=localhost/stockade-pause:1
+SKN_AGENT_IMAGE=localhost/stockade-e2e-agent:latest
+
+SKN_ETCD_PORT=2379 SKN_ETCD_PEER_PORT=2380 SKN_APISERVER_PORT=6443
+
+skn_log() { printf '[node %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+skn_die() { printf 'node: error: %s\n' "$*" >&2; exit 1; }
+
+skn_require_root() { [ "$(id -u)" -eq 0 ] || skn_die "must run as root"; }
+
+# skn_node_name — the kubelet registers under the hostname, and the apiserver reaches it by that name
+# (--kubelet-preferred-address-types=Hostname), so it must resolve to loopback.
+skn_node_name() { hostname | tr '[:upper:]' '[:lower:]'; }
+
+# skn_render TEMPLATE OUT VAR... — copy TEMPLATE to OUT replacing each @VAR@ by the value of $VAR.
+skn_render() {
+	local in=$1 out=$2 v val script=()
+	shift 2
+	for v in "$@"; do
+		val=${!v}
+		val=${val//\\/\\\\}; val=${val//|/\\|}; val=${val//&/\\&}
+		script+=(-e "s|@$v@|$val|g")
+	done
+	sed "${script[@]}" "$in" >"$out.tmp" && mv "$out.tmp" "$out"
+	if grep -q '@[A-Z0-9_]*@' "$out"; then skn_die "$out: unfilled placeholder $(grep -o '@[A-Z0-9_]*@' "$out" | head -1)"; fi
+}
+
+# skn_pid NAME — the PID recorded for daemon NAME if that process still runs, else nothing (status 1).
+skn_pid() {
+	local f=$SKN_PIDS/$1.pid pid
+	[ -r "$f" ] || return 1
+	pid=$(cat "$f")
+	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
+	# A recycled PID must not be mistaken for ours: the recorded command line must match.
+	[ -r "$SKN_PIDS/$1.cmd" ] && [ "$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" = "$(cat "$SKN_PIDS/$1.cmd")" ] || return 1
+	echo "$pid"
+}
+
+# skn_start NAME CMD... — start CMD in the background with its log in $SKN_LOGS/NAME.log and its PID
+# in $SKN_PIDS/NAME.pid; a no-op when NAME already runs (up is idempotent).
+skn_start() {
+	local name=$1 pid
+	shift
+	if pid=$(skn_pid "$name"); then
+		skn_log "$name already running (pid $pid)"
+		return 0
+	fi
+	mkdir -p "$SKN_LOGS" "$SKN_PIDS"
+	# setsid: the daemon outlives `up` and gets no terminal signals meant for it.
+	setsid "$@" >>"$SKN_LOGS/$name.log" 2>&1 </dev/null &
+	pid=$!
+	echo "$pid" >"$SKN_PIDS/$name.pid"
+	# /proc/PID/cmdline is read once the exec happened; until then it is setsid's own command line.
+	local _
+	for _ in $(seq 50); do
+		[ "$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" = "$(printf '%s ' "$@")" ] && break
+		sleep 0.02
+	done
+	printf '%s ' "$@" >"$SKN_PIDS/$name.cmd"
+	skn_log "started $name (pid $pid, log $SKN_LOGS/$name.log)"
+}
+
+# skn_stop NAME [SECONDS] — SIGTERM the recorded PID, SIGKILL after SECONDS (default 20), forget it.
+skn_stop() {
+	local name=$1 wait=${2:-20} pid deadline
+	if pid=$(skn_pid "$name"); then
+		kill -TERM "$pid" 2>/dev/null || true
+		deadline=$((SECONDS + wait))
+		while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.2; done
+		if kill -0 "$pid" 2>/dev/null; then
+			skn_log "$name did not stop in ${wait}s, killing it"
+			kill -KILL "$pid" 2>/dev/null || true
+			sleep 0.2
+		fi
+		skn_log "stopped $name (pid $pid)"
+	fi
+	rm -f "$SKN_PIDS/$name.pid" "$SKN_PIDS/$name.cmd"
+}
+
+# skn_wait_for DESC SECONDS CMD... — poll CMD (quietly) until it succeeds; fail with DESC after SECONDS.
+skn_wait_for() {
+	local desc=$1 secs=$2 deadline
+	shift 2
+	deadline=$((SECONDS + secs))
+	until "$@" >/dev/null 2>&1; do
+		if [ $SECONDS -ge $deadline ]; then
+			skn_log "timed out after ${secs}s waiting for $desc"
+			return 1
+		fi
+		sleep 0.5
+	done
+}
+
+skn_kubectl() { "$SKN_K8S_BIN/kubectl" --kubeconfig "$SKN_KUBECONFIG" "$@"; }
+skn_ctr() { ctr --address "$SKN_RUN/containerd/containerd.sock" -n k8s.io "$@"; }
