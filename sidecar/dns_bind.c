@@ -23,8 +23,12 @@ struct bind_addr {
 	unsigned n_names;
 };
 
+struct bucket {
+	struct bind_addr *head;
+};
+
 struct sk_bind_table {
-	struct bind_addr **buckets;
+	struct bucket *buckets;
 	size_t mask;                /* buckets - 1, a power of two minus one */
 	struct bind_addr *head, *tail;
 	size_t count, max;
@@ -77,7 +81,7 @@ int sk_bind_new(size_t max_bindings, struct sk_bind_table **out)
 	size_t nb = 64;
 	while (nb < max_bindings)
 		nb <<= 1;
-	t->buckets = calloc(nb, sizeof(*t->buckets));
+	t->buckets = calloc(nb, sizeof(struct bucket));
 	if (!t->buckets) {
 		free(t);
 		return -ENOMEM;
@@ -129,7 +133,7 @@ static void free_names(struct bind_name *n)
 
 static void remove_addr(struct sk_bind_table *t, struct bind_addr *e)
 {
-	struct bind_addr **pp = &t->buckets[hash_addr(t, &e->key)];
+	struct bind_addr **pp = &t->buckets[hash_addr(t, &e->key)].head;
 	while (*pp && *pp != e)
 		pp = &(*pp)->hnext;
 	if (*pp)
@@ -157,7 +161,7 @@ void sk_bind_free(struct sk_bind_table *t)
 
 static struct bind_addr *find(struct sk_bind_table *t, const struct sk_addr *key)
 {
-	for (struct bind_addr *e = t->buckets[hash_addr(t, key)]; e; e = e->hnext)
+	for (struct bind_addr *e = t->buckets[hash_addr(t, key)].head; e; e = e->hnext)
 		if (e->key.family == key->family && memcmp(e->key.bytes, key->bytes, 16) == 0)
 			return e;
 	return NULL;
@@ -215,8 +219,8 @@ int sk_bind_add(struct sk_bind_table *t, const struct sk_addr *addr, const char 
 			return -ENOMEM;
 		e->key = key;
 		size_t b = hash_addr(t, &key);
-		e->hnext = t->buckets[b];
-		t->buckets[b] = e;
+		e->hnext = t->buckets[b].head;
+		t->buckets[b].head = e;
 		lru_push_front(t, e);
 	}
 

@@ -210,15 +210,15 @@ static void ans_cname(struct ans *a, const char *owner, const char *target, uint
 struct qcase {
 	const char *name;
 	const char *qname;             /* built with query(); NULL = use hex */
-	uint16_t qtype, qclass;
 	const char *hex;
 	enum sk_dns_action action;
 	enum sk_dns_result result;
 	int rcode;
+	uint16_t qtype, qclass;
 };
 
-#define Q(n, name, type, act, res, rc) { n, name, type, SK_DNS_CLASS_IN, NULL, act, res, rc }
-#define H(n, hex, act, res, rc) { n, NULL, 0, 0, hex, act, res, rc }
+#define Q(n, name, type, act, res, rc) { n, name, NULL, act, res, rc, type, SK_DNS_CLASS_IN }
+#define H(n, hex, act, res, rc) { n, NULL, hex, act, res, rc, 0, 0 }
 #define QNAME_EX "07 6578616d706c65 03 636f6d 00 "
 static const struct qcase qcases[] = {
 	Q("allowed exact A", "api.github.com", SK_DNS_T_A, SK_DNS_ACT_FORWARD, SK_DNS_R_FORWARDED, 0),
@@ -250,10 +250,10 @@ static const struct qcase qcases[] = {
 	  SK_DNS_RC_REFUSED),
 	Q("TXT on a denied name refused (type first)", "evil.example", SK_DNS_T_TXT, SK_DNS_ACT_ANSWER,
 	  SK_DNS_R_REFUSED_TYPE, SK_DNS_RC_REFUSED),
-	{ "class CH refused", "version.bind", SK_DNS_T_TXT, 3, NULL, SK_DNS_ACT_ANSWER, SK_DNS_R_REFUSED_CLASS,
-	  SK_DNS_RC_REFUSED },
-	{ "class ANY refused", "api.github.com", SK_DNS_T_A, 255, NULL, SK_DNS_ACT_ANSWER,
-	  SK_DNS_R_REFUSED_CLASS, SK_DNS_RC_REFUSED },
+	{ "class CH refused", "version.bind", NULL, SK_DNS_ACT_ANSWER, SK_DNS_R_REFUSED_CLASS, SK_DNS_RC_REFUSED,
+	  SK_DNS_T_TXT, 3 },
+	{ "class ANY refused", "api.github.com", NULL, SK_DNS_ACT_ANSWER, SK_DNS_R_REFUSED_CLASS,
+	  SK_DNS_RC_REFUSED, SK_DNS_T_A, 255 },
 	Q("numeric last label", "1.2.3.4", SK_DNS_T_A, SK_DNS_ACT_ANSWER, SK_DNS_R_BAD_NAME, SK_DNS_RC_NXDOMAIN),
 	Q("underscore label", "_dmarc.api.github.com", SK_DNS_T_A, SK_DNS_ACT_ANSWER, SK_DNS_R_BAD_NAME,
 	  SK_DNS_RC_NXDOMAIN),

@@ -8,7 +8,6 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 
-#include "common/util.h"
 
 static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r'; }
 
@@ -54,12 +53,14 @@ int sk_resolv_parse(const char *text, size_t len, const char *what, struct sk_dn
 
 int sk_resolv_load(const char *path, struct sk_dns_upstreams *out, struct sk_err *err)
 {
-	sk_autofclose FILE *f = fopen(path, "re");
+	FILE *f = fopen(path, "re");
 	if (!f)
 		return sk_err_sys(err, errno, "open %s", path);
 	char buf[16384];
 	size_t n = fread(buf, 1, sizeof(buf), f);
-	if (ferror(f))
+	bool failed = ferror(f) != 0;
+	fclose(f);
+	if (failed)
 		return sk_err_sys(err, EIO, "read %s", path);
 	return sk_resolv_parse(buf, n, path, out, err);
 }
@@ -138,8 +139,12 @@ int sk_dns_upstreams_from_policy(const struct sk_policy *p, const char *resolv_p
 
 #define ID_BATCH 128
 
+struct id_slot {
+	struct sk_dns_pending *p;
+};
+
 struct sk_dns_ptable {
-	struct sk_dns_pending **by_id;   /* 65536 slots: O(1) match, and a free ID is found in a few draws */
+	struct id_slot *by_id;           /* 65536 slots: O(1) match, and a free ID is found in a few draws */
 	struct sk_dns_pending *head, *tail;   /* by deadline, earliest first */
 	size_t count, cap;
 	struct sk_dns_pt_cfg cfg;
@@ -156,7 +161,7 @@ int sk_dns_ptable_new(size_t cap, const struct sk_dns_pt_cfg *cfg, struct sk_dns
 	struct sk_dns_ptable *t = calloc(1, sizeof(*t));
 	if (!t)
 		return sk_err_set(err, ENOMEM, "dns pending table: out of memory");
-	t->by_id = calloc(65536, sizeof(*t->by_id));
+	t->by_id = calloc(65536, sizeof(struct id_slot));
 	if (!t->by_id) {
 		free(t);
 		return sk_err_set(err, ENOMEM, "dns pending table: out of memory");
@@ -216,7 +221,7 @@ void sk_dns_ptable_free(struct sk_dns_ptable *t)
 	if (!t)
 		return;
 	for (size_t i = 0; i < 65536; i++)
-		free(t->by_id[i]);
+		free(t->by_id[i].p);
 	free(t->by_id);
 	free(t);
 }
@@ -248,7 +253,7 @@ struct sk_dns_pending *sk_dns_pend_start(struct sk_dns_ptable *t, const struct s
 	for (int tries = 0; tries < 64 && !found; tries++) {
 		if (next_random(t, &id) < 0)
 			return NULL;
-		found = t->by_id[id] == NULL;
+		found = t->by_id[id].p == NULL;
 	}
 	if (!found)
 		return NULL;
@@ -263,7 +268,7 @@ struct sk_dns_pending *sk_dns_pend_start(struct sk_dns_ptable *t, const struct s
 	p->deadline_ms = now_ms + t->cfg.attempt_timeout_ms;
 	p->q = *q;
 	p->ctx = ctx;
-	t->by_id[id] = p;
+	t->by_id[id].p = p;
 	t->count++;
 	list_insert(t, p);
 	return p;
@@ -276,7 +281,7 @@ struct sk_dns_pending *sk_dns_pend_match(struct sk_dns_ptable *t, const uint8_t 
 {
 	if (len < SK_DNS_HDR_LEN || !(ans[2] & 0x80) || rd16(ans + 4) != 1)
 		return NULL;
-	struct sk_dns_pending *p = t->by_id[rd16(ans)];
+	struct sk_dns_pending *p = t->by_id[rd16(ans)].p;
 	if (!p)
 		return NULL;
 	/* Source check: off-path spoofing must guess the ID, the question and one of the servers this
@@ -308,8 +313,8 @@ void sk_dns_pend_to_tcp(struct sk_dns_ptable *t, struct sk_dns_pending *p, uint6
 void sk_dns_pend_done(struct sk_dns_ptable *t, struct sk_dns_pending *p)
 {
 	list_unlink(t, p);
-	if (t->by_id[p->id] == p)
-		t->by_id[p->id] = NULL;
+	if (t->by_id[p->id].p == p)
+		t->by_id[p->id].p = NULL;
 	t->count--;
 	free(p);
 }
