@@ -4,6 +4,8 @@
 # what the kernel does: agent TCP lands on the proxy port with the right SO_ORIGINAL_DST (IPv4, IPv6),
 # agent DNS on the DNS port, direct sets pass, everything else is blocked; re-runs leave no gap;
 # --check catches a deleted rule; --dry-run and the guard change nothing. Needs root.
+# UIDs, ports and test addresses below are fixed tokens without spaces; quoting each would bury the checks.
+# shellcheck disable=SC2086
 set -uo pipefail
 # shellcheck source=e2e/lib.sh
 . "$(dirname "$0")/lib.sh"

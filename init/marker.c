@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,11 +26,9 @@ int sk_marker_write(const char *path, const struct sk_marker *m, struct sk_err *
 {
 	if (!valid_hash(m->hash))
 		return sk_err_set(err, EINVAL, "marker %s: invalid hash '%s'", path, m->hash);
-	size_t plen = strlen(path);
-	sk_autofree char *tmp = malloc(plen + 32);
-	if (!tmp)
-		return sk_err_sys(err, ENOMEM, "marker %s", path);
-	snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
+	char tmp[PATH_MAX];
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof(tmp))
+		return sk_err_set(err, ENAMETOOLONG, "marker %s: path too long", path);
 
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0)

@@ -929,10 +929,13 @@ static int compare_elems(const struct sk_rs_set *s, struct nftnl_set *got, struc
 				  n, s->n_elems);
 	if (n == 0)
 		return 0;
-	sk_autofree struct key_pair *w = calloc(n, sizeof(*w));
-	sk_autofree struct key_pair *g = calloc(n, sizeof(*g));
-	if (!w || !g)
-		return sk_err_sys(err, ENOMEM, "nft verify");
+	struct key_pair *w = calloc(n, sizeof(*w));
+	struct key_pair *g = calloc(n, sizeof(*g));
+	int rc = 0;
+	if (!w || !g) {
+		rc = sk_err_sys(err, ENOMEM, "nft verify");
+		goto out;
+	}
 	for (i = 0; i < n; i++) {
 		elem_key(s, &s->elems[i], false, w[i].k);
 		if (is_direct(s))
@@ -942,25 +945,29 @@ static int compare_elems(const struct sk_rs_set *s, struct nftnl_set *got, struc
 	nftnl_set_elem_foreach(got, collect_elem, &col);
 	qsort(w, n, sizeof(*w), cmp_key);
 	qsort(g, n, sizeof(*g), cmp_key);
-	for (i = 0; i < n; i++) {
-		if (memcmp(&w[i], &g[i], sizeof(w[i])) != 0) {
-			char buf[160];
-			/* name an expected element that is missing (sorted order matches it up) */
-			for (size_t j = 0; j < s->n_elems; j++) {
-				struct key_pair kp = { { 0 } };
-				elem_key(s, &s->elems[j], false, kp.k);
-				if (is_direct(s))
-					elem_key(s, &s->elems[j], true, kp.k + 24);
-				if (!memcmp(&kp, &w[i], sizeof(kp))) {
-					sk_rs_elem_format(s, &s->elems[j], buf, sizeof(buf));
-					return sk_err_set(err, SK_NFT_MISMATCH,
-							  "nft verify: set %s: element %s missing or changed", s->name, buf);
-				}
+	for (i = 0; i < n && rc == 0; i++) {
+		if (memcmp(&w[i], &g[i], sizeof(w[i])) == 0)
+			continue;
+		rc = sk_err_set(err, SK_NFT_MISMATCH, "nft verify: set %s: elements differ", s->name);
+		/* name an expected element that is missing (sorted order matches it up) */
+		for (size_t j = 0; j < s->n_elems; j++) {
+			struct key_pair kp = { { 0 } };
+			elem_key(s, &s->elems[j], false, kp.k);
+			if (is_direct(s))
+				elem_key(s, &s->elems[j], true, kp.k + 24);
+			if (!memcmp(&kp, &w[i], sizeof(kp))) {
+				char buf[160];
+				sk_rs_elem_format(s, &s->elems[j], buf, sizeof(buf));
+				rc = sk_err_set(err, SK_NFT_MISMATCH, "nft verify: set %s: element %s missing or changed",
+						s->name, buf);
+				break;
 			}
-			return sk_err_set(err, SK_NFT_MISMATCH, "nft verify: set %s: elements differ", s->name);
 		}
 	}
-	return 0;
+out:
+	free(w);
+	free(g);
+	return rc;
 }
 
 static void free_list(struct obj_list *l, void (*fr)(void *))

@@ -215,12 +215,14 @@ static int build_direct_group(const struct sk_policy *p, int family, uint8_t pro
 	if (n_any + n_port == 0)
 		return 0;
 
-	sk_autofree struct range *any = calloc(n_any + 1, sizeof(*any));
-	sk_autofree struct port_range *pr = calloc(n_port + 1, sizeof(*pr));
-	sk_autofree struct range *tmp = calloc(n_port + 1, sizeof(*tmp));
-	sk_autofree struct range *diff = calloc(n_port + n_any + 1, sizeof(*diff));
-	if (!any || !pr || !tmp || !diff)
-		return -ENOMEM;
+	struct range *any = calloc(n_any + 1, sizeof(*any));
+	struct port_range *pr = calloc(n_port + 1, sizeof(*pr));
+	struct range *tmp = calloc(n_port + 1, sizeof(*tmp));
+	struct range *diff = calloc(n_port + n_any + 1, sizeof(*diff));
+	if (!any || !pr || !tmp || !diff) {
+		rc = -ENOMEM;
+		goto out;
+	}
 
 	size_t ia = 0, ip = 0;
 	for (size_t i = 0; i < p->n_rules; i++) {
@@ -258,6 +260,11 @@ static int build_direct_group(const struct sk_policy *p, int family, uint8_t pro
 			rc = push_direct(ev, alen, proto, &diff[k], pr[i].port, pr[i].port);
 		i = j;
 	}
+out:
+	free(any);
+	free(pr);
+	free(tmp);
+	free(diff);
 	return rc;
 }
 
