@@ -34,7 +34,7 @@ static void put_json_str(struct out *o, const char *s)
 {
 	static const char hex[] = "0123456789abcdef";
 	put(o, "\"", 1);
-	for (size_t i = 0; s[i] && i < SK_AUDIT_STR_MAX; i++) {
+	for (size_t i = 0; i < SK_AUDIT_STR_MAX && s[i]; i++) {
 		unsigned char c = (unsigned char)s[i];
 		if (c == '"' || c == '\\') {
 			char e[2] = { '\\', (char)c };

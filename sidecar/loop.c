@@ -33,14 +33,17 @@ uint64_t sk_monotonic_ms(void)
 
 int sk_loop_new(struct sk_loop **out, struct sk_err *err)
 {
-	sk_autofree struct sk_loop *l = calloc(1, sizeof(*l));
+	struct sk_loop *l = calloc(1, sizeof(*l));
 	if (!l)
 		return sk_err_set(err, ENOMEM, "event loop: allocate");
 	l->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (l->epfd < 0)
-		return sk_err_sys(err, errno, "event loop: epoll_create1");
+	if (l->epfd < 0) {
+		int e = errno;
+		free(l);
+		return sk_err_sys(err, e, "event loop: epoll_create1");
+	}
 	l->now_ms = sk_monotonic_ms();
-	*out = sk_steal_pointer(&l);
+	*out = l;
 	return 0;
 }
 
@@ -163,7 +166,7 @@ int sk_timer_arm(struct sk_loop *l, struct sk_timer *t, uint64_t after_ms)
 	}
 	if (l->n_heap == l->cap_heap) {
 		size_t cap = l->cap_heap ? l->cap_heap * 2 : 64;
-		struct sk_timer **h = realloc(l->heap, cap * sizeof(*h));
+		struct sk_timer **h = realloc(l->heap, cap * sizeof(struct sk_timer *));
 		if (!h)
 			return -ENOMEM;
 		l->heap = h;

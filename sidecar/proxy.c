@@ -119,7 +119,7 @@ static int env_u32(char *const envp[], const char *key, uint64_t lo, uint64_t hi
 
 int sk_proxy_limits_from_env(struct sk_proxy_limits *l, char *const envp[], struct sk_err *err)
 {
-	uint64_t v;
+	uint64_t v = 0;
 	int rc;
 	if ((rc = env_u32(envp, "STOCKADE_PEEK_TIMEOUT_MS", 1, 600000, &v, err)) < 0)
 		return rc;
@@ -296,6 +296,7 @@ static bool addr_is_local(const struct sk_addr *a)
 		struct sk_addr x;
 		uint16_t port;
 		struct sockaddr_storage ss;
+		memset(&ss, 0, sizeof(ss));
 		memcpy(&ss, i->ifa_addr, i->ifa_addr->sa_family == AF_INET ? sizeof(struct sockaddr_in)
 									   : sizeof(struct sockaddr_in6));
 		addr_from_sockaddr(&ss, &x, &port);
@@ -892,6 +893,7 @@ static void listener_io(struct sk_loop *l, struct sk_io *io, uint32_t events)
 	for (int i = 0; i < ACCEPT_BURST; i++) {
 		struct sockaddr_storage ss;
 		socklen_t sl = sizeof(ss);
+		memset(&ss, 0, sizeof(ss));
 		int fd = accept4(io->fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
@@ -902,8 +904,8 @@ static void listener_io(struct sk_loop *l, struct sk_io *io, uint32_t events)
 			}
 			return;
 		}
-		struct sk_addr src, dst;
-		uint16_t sport, dport;
+		struct sk_addr src, dst = { 0 };
+		uint16_t sport = 0, dport = 0;
 		addr_from_sockaddr(&ss, &src, &sport);
 		struct sk_err err = { 0 };
 		if (original_dst(fd, ss.ss_family, &dst, &dport) < 0) {
@@ -1000,8 +1002,9 @@ void sk_proxy_free(struct sk_proxy *p)
 	if (!p)
 		return;
 	sk_proxy_stop_accepting(p);
-	while (p->conns) {
-		struct conn *c = p->conns;
+	struct conn *next;
+	for (struct conn *c = p->conns; c; c = next) {
+		next = c->next;   /* conn_free unlinks c only */
 		if (c->st == CS_RELAY) {
 			sk_relay_stop(&c->relay);
 			c->reason = c->reason ? c->reason : "shutdown";
