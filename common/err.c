@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+__attribute__((format(printf, 4, 0)))
 static int sk_err_vset(struct sk_err *err, int code, const char *suffix, const char *fmt, va_list ap)
 {
 	if (code <= 0)
