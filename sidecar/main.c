@@ -16,6 +16,7 @@
 #include "sidecar/audit.h"
 #include "sidecar/config.h"
 #include "sidecar/denials.h"
+#include "sidecar/dns_server.h"  /* dns */
 #include "sidecar/lifecycle.h"
 #include "sidecar/loop.h"
 #include "sidecar/metrics.h"
@@ -31,6 +32,7 @@ struct run {
 	struct sk_timer drain;
 	bool draining;
 	struct sk_lifecycle *lc;  /* admin port, heartbeat, policy watcher (lifecycle.h) */
+	struct sk_dns_srv *dns;   /* dns: the DNS filter (dns_server.h) */
 };
 
 /* Every connection needs 2 sockets (+2 pipes while bytes are in flight); the default soft limit of 1024
@@ -109,6 +111,7 @@ static void on_signal(struct sk_loop *l, struct sk_io *io, uint32_t events)
 			fprintf(stderr, "stockade-sidecar: draining %zu connections for up to %us\n",
 				sk_proxy_active(r->sc->proxy), r->cfg->drain_seconds);
 			sk_proxy_stop_accepting(r->sc->proxy);
+			sk_dns_server_stop_accepting(r->dns);  /* dns */
 			/* (the admin, DNS and API servers stop accepting here too) */
 			(void)sk_timer_arm(l, &r->drain, (uint64_t)r->cfg->drain_seconds * 1000u);
 		} else {
@@ -197,7 +200,12 @@ int main(int argc, char **argv)
 		close(sfd);
 		goto out;
 	}
-	/* DNS filter: starts here and calls sk_sidecar_attach_bindings(&sc, table). */
+	/* dns: the DNS filter; attaches its binding table to sc for the proxy. */
+	if (sk_dns_server_start(&sc, &r.dns, &err) < 0) {
+		fprintf(stderr, "stockade-sidecar: %s\n", err.msg);
+		close(sfd);
+		goto out;
+	}
 	/* admin: admin port, heartbeat and policy watcher (lifecycle.h) */
 	if (sk_lifecycle_start(&sc, &cfg, &r.lc, &err) < 0) {
 		fprintf(stderr, "stockade-sidecar: %s\n", err.msg);
@@ -217,6 +225,7 @@ int main(int argc, char **argv)
 	close(sfd);
 out:
 	sk_lifecycle_free(r.lc);  /* admin */
+	sk_dns_server_free(r.dns);  /* dns */
 	sk_proxy_free(sc.proxy);
 	if (sc.loop)
 		sk_timer_cancel(sc.loop, &r.drain);

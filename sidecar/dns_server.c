@@ -1,0 +1,781 @@
+/* sidecar/dns_server.c — see dns_server.h.
+ *
+ * Objects and ownership:
+ *  - struct dq: one client query in flight toward upstream; owned by the pending table entry whose ctx it
+ *    is (freed by query_finish together with the entry); holds its client (UDP peer, or a TCP client it
+ *    keeps a reference on) and its upstream TCP connection, if the answer was truncated.
+ *  - struct tcl: a TCP client connection. Freed when the peer is gone AND no dq refers to it, so a late
+ *    answer never touches freed memory.
+ *  - struct utcp: the TCP connection of one query to its upstream, owned by that dq. */
+#include "sidecar/dns_server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "policy/match.h"
+#include "policy/policy.h"
+#include "sidecar/dns_bind.h"
+#include "sidecar/dns_filter.h"
+#include "sidecar/dns_upstream.h"
+#include "sidecar/metrics.h"
+
+#define TCP_QUERY_MAX 4096          /* a client's TCP query larger than this is not a query */
+#define TCP_CLIENTS_MAX 256
+#define TCP_CLIENT_OUTSTANDING 32
+#define TCP_WBUF_MAX (256u * 1024u)
+#define TCP_IDLE_MS 10000u
+#define PENDING_MAX 4096
+#define UDP_BATCH 64
+
+struct sk_dns_srv;
+
+struct tcl {
+	struct sk_dns_srv *srv;
+	struct sk_io io;
+	struct sk_timer idle;
+	struct sk_addr peer;
+	uint16_t peer_port;
+	uint8_t rbuf[2 + TCP_QUERY_MAX];
+	size_t rlen;
+	uint8_t *wbuf;
+	size_t wlen, woff;
+	unsigned refs;               /* dq pointing here */
+	bool closed;
+};
+
+struct utcp {
+	struct sk_io io;
+	struct dq *dq;
+	uint8_t wbuf[2 + 512];
+	size_t wlen, woff;
+	uint8_t *rbuf;               /* 2 + 65535 */
+	size_t rlen;
+};
+
+struct dq {
+	struct sk_dns_srv *srv;
+	struct sk_dns_pending *p;
+	bool client_tcp;
+	int lfd;                     /* UDP: the listener it came in on */
+	struct sockaddr_storage peer;
+	socklen_t peerlen;
+	struct tcl *tc;
+	struct utcp *ut;
+};
+
+struct sk_dns_srv {
+	struct sk_sidecar *sc;
+	struct sk_dns_upstreams ups;
+	struct sk_dns_ptable *pt;
+	struct sk_bind_table *binds;
+	struct sk_dns_filter_opts opts;
+	struct sk_io udp[2], tcp[2], up[2];   /* [0] IPv4, [1] IPv6; fd -1 when unused */
+	struct sk_timer timer;
+	size_t n_tcl;
+	uint8_t in[SK_DNS_MSG_MAX + 2];
+	uint8_t out[SK_DNS_MSG_MAX + 2];
+};
+
+static uint64_t now_ms(const struct sk_dns_srv *s) { return sk_loop_now_ms(s->sc->loop); }
+
+static void to_sockaddr(const struct sk_addr *a, uint16_t port, struct sockaddr_storage *ss, socklen_t *len)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (a->family == AF_INET) {
+		struct sockaddr_in *in = (struct sockaddr_in *)ss;
+		in->sin_family = AF_INET;
+		in->sin_port = htons(port);
+		memcpy(&in->sin_addr, a->bytes, 4);
+		*len = sizeof(*in);
+	} else {
+		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = htons(port);
+		memcpy(&in6->sin6_addr, a->bytes, 16);
+		*len = sizeof(*in6);
+	}
+}
+
+static void from_sockaddr(const struct sockaddr_storage *ss, struct sk_addr *a, uint16_t *port)
+{
+	memset(a, 0, sizeof(*a));
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
+		a->family = AF_INET;
+		memcpy(a->bytes, &in->sin_addr, 4);
+		*port = ntohs(in->sin_port);
+	} else {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
+		a->family = AF_INET6;
+		memcpy(a->bytes, &in6->sin6_addr, 16);
+		*port = ntohs(in6->sin6_port);
+	}
+}
+
+/* ---- audit and metrics ---- */
+
+static void account(struct sk_dns_srv *s, enum sk_dns_result r, const struct sk_dns_fquery *q, bool audit,
+		    const struct sk_addr *src, uint16_t src_port, bool tcp)
+{
+	if (s->sc->metrics)
+		sk_metrics_dns(s->sc->metrics, sk_dns_result_name(r), sk_dns_type_name(q->qtype));
+	bool denial = r == SK_DNS_R_DENIED || r == SK_DNS_R_BAD_NAME || r == SK_DNS_R_TOO_LONG ||
+		      r == SK_DNS_R_REFUSED_TYPE || r == SK_DNS_R_REFUSED_CLASS || r == SK_DNS_R_REBINDING;
+	if (!denial)
+		return;
+	char text[SK_DNS_NAME_TEXT_MAX];
+	const char *name = q->name[0] ? q->name : (sk_dns_name_text(&q->qname, text) == 0 ? text : "(binary)");
+	struct sk_audit_rec rec = {
+		.event = "dns",
+		.src = src,
+		.src_port = src_port,
+		.name = name,
+		.proto = tcp ? "tcp" : "udp",
+		.rule = q->rule,
+		.decision = audit ? "would_deny" : "deny",
+		.reason = sk_dns_result_name(r),
+	};
+	sk_audit_emit(&s->sc->audit, &rec);
+}
+
+/* ---- TCP clients ---- */
+
+static void tcl_free_if_done(struct tcl *c)
+{
+	if (c->closed && c->refs == 0) {
+		free(c->wbuf);
+		free(c);
+	}
+}
+
+static void tcl_close(struct tcl *c)
+{
+	if (c->closed)
+		return;
+	struct sk_loop *l = c->srv->sc->loop;
+	sk_loop_del(l, &c->io);
+	sk_timer_cancel(l, &c->idle);
+	close(c->io.fd);
+	c->io.fd = -1;
+	c->closed = true;
+	c->srv->n_tcl--;
+	tcl_free_if_done(c);
+}
+
+static void tcl_flush(struct tcl *c)
+{
+	while (c->woff < c->wlen) {
+		ssize_t n = send(c->io.fd, c->wbuf + c->woff, c->wlen - c->woff, MSG_NOSIGNAL);
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				break;
+			tcl_close(c);
+			return;
+		}
+		c->woff += (size_t)n;
+	}
+	if (c->woff == c->wlen)
+		c->woff = c->wlen = 0;
+	struct sk_err err;
+	(void)sk_loop_mod(c->srv->sc->loop, &c->io, EPOLLIN | (c->wlen ? EPOLLOUT : 0), &err);
+}
+
+static void tcl_send(struct tcl *c, const uint8_t *msg, size_t len)
+{
+	if (c->closed)
+		return;
+	if (c->wlen + 2 + len > TCP_WBUF_MAX) {   /* a client that does not read its answers */
+		tcl_close(c);
+		return;
+	}
+	uint8_t *nb = realloc(c->wbuf, c->wlen + 2 + len);
+	if (!nb) {
+		tcl_close(c);
+		return;
+	}
+	c->wbuf = nb;
+	c->wbuf[c->wlen] = (uint8_t)(len >> 8);
+	c->wbuf[c->wlen + 1] = (uint8_t)len;
+	memcpy(c->wbuf + c->wlen + 2, msg, len);
+	c->wlen += 2 + len;
+	tcl_flush(c);
+}
+
+/* ---- replies and query life cycle ---- */
+
+static void reply(struct dq *d, const uint8_t *msg, size_t len)
+{
+	if (d->client_tcp) {
+		tcl_send(d->tc, msg, len);
+		return;
+	}
+	(void)sendto(d->lfd, msg, len, MSG_DONTWAIT | MSG_NOSIGNAL, (const struct sockaddr *)&d->peer, d->peerlen);
+}
+
+static void utcp_free(struct sk_dns_srv *s, struct utcp *u)
+{
+	if (!u)
+		return;
+	sk_loop_del(s->sc->loop, &u->io);
+	close(u->io.fd);
+	free(u->rbuf);
+	free(u);
+}
+
+static void arm_timer(struct sk_dns_srv *s)
+{
+	uint64_t d = sk_dns_pend_next_deadline(s->pt), now = now_ms(s);
+	if (d == UINT64_MAX) {
+		sk_timer_cancel(s->sc->loop, &s->timer);
+		return;
+	}
+	(void)sk_timer_arm(s->sc->loop, &s->timer, d > now ? d - now : 0);
+}
+
+static void query_finish(struct dq *d)
+{
+	struct sk_dns_srv *s = d->srv;
+	utcp_free(s, d->ut);
+	if (d->p)
+		sk_dns_pend_done(s->pt, d->p);
+	if (d->tc) {
+		d->tc->refs--;
+		tcl_free_if_done(d->tc);
+	}
+	free(d);
+}
+
+static void send_upstream(struct sk_dns_srv *s, struct sk_dns_pending *p)
+{
+	const struct sk_dns_server *up = &s->ups.v[p->server];
+	int fd = s->up[up->addr.family == AF_INET ? 0 : 1].fd;
+	int n = sk_dns_filter_upstream_query(&p->q, p->id, s->out, sizeof(s->out));
+	if (fd < 0 || n < 0)
+		return;   /* the deadline retries elsewhere or gives up */
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	to_sockaddr(&up->addr, up->port, &ss, &sl);
+	(void)sendto(fd, s->out, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&ss, sl);
+}
+
+static void peer_of(const struct dq *d, struct sk_addr *a, uint16_t *port)
+{
+	if (d->client_tcp) {
+		*a = d->tc->peer;
+		*port = d->tc->peer_port;
+	} else {
+		from_sockaddr(&d->peer, a, port);
+	}
+}
+
+static void utcp_start(struct sk_dns_srv *s, struct dq *d);
+
+static void handle_answer(struct sk_dns_srv *s, struct dq *d, const uint8_t *ans, size_t len, bool upstream_tcp)
+{
+	struct sk_dns_averdict av;
+	sk_dns_filter_answer(s->sc->policy, &s->opts, &d->p->q, ans, len, upstream_tcp, d->client_tcp, s->out,
+			     SK_DNS_MSG_MAX, &av);
+	s->sc->dns_upstream_ok = true;
+	if (av.action == SK_DNS_ACT_RETRY_TCP) {
+		sk_dns_pend_to_tcp(s->pt, d->p, now_ms(s));
+		utcp_start(s, d);
+		arm_timer(s);
+		return;
+	}
+	uint64_t now = now_ms(s);
+	if (d->p->q.name[0])
+		for (size_t i = 0; i < av.n_bind; i++)
+			(void)sk_bind_add(s->binds, &av.bind[i].addr, d->p->q.name, av.bind[i].ttl, now);
+	if (av.action == SK_DNS_ACT_ANSWER)
+		reply(d, s->out, av.len);
+	struct sk_addr src;
+	uint16_t sport;
+	peer_of(d, &src, &sport);
+	account(s, av.result, &d->p->q, s->sc->policy->mode == SK_MODE_AUDIT, &src, sport, d->client_tcp);
+	query_finish(d);
+	arm_timer(s);
+}
+
+/* ---- upstream TCP (after TC=1) ---- */
+
+static void utcp_fail(struct sk_dns_srv *s, struct dq *d)
+{
+	/* Leave the pending entry to its deadline (it gives up with SERVFAIL); just drop the socket. */
+	utcp_free(s, d->ut);
+	d->ut = NULL;
+}
+
+static void on_utcp(struct sk_loop *l, struct sk_io *io, uint32_t events)
+{
+	struct utcp *u = io->ctx;
+	struct dq *d = u->dq;
+	struct sk_dns_srv *s = d->srv;
+	(void)l;
+	if (events & EPOLLERR) {
+		utcp_fail(s, d);
+		return;
+	}
+	if (u->woff < u->wlen && (events & EPOLLOUT)) {
+		ssize_t n = send(io->fd, u->wbuf + u->woff, u->wlen - u->woff, MSG_NOSIGNAL);
+		if (n < 0 && errno != EAGAIN) {
+			utcp_fail(s, d);
+			return;
+		}
+		if (n > 0)
+			u->woff += (size_t)n;
+		struct sk_err err;
+		if (u->woff == u->wlen)
+			(void)sk_loop_mod(s->sc->loop, io, EPOLLIN, &err);
+	}
+	if (!(events & (EPOLLIN | EPOLLHUP)))
+		return;
+	for (;;) {
+		ssize_t n = recv(io->fd, u->rbuf + u->rlen, 2 + SK_DNS_MSG_MAX - u->rlen, 0);
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		if (n <= 0) {
+			utcp_fail(s, d);
+			return;
+		}
+		u->rlen += (size_t)n;
+		if (u->rlen >= 2) {
+			size_t need = ((size_t)u->rbuf[0] << 8 | u->rbuf[1]) + 2;
+			if (u->rlen >= need) {
+				struct sk_dns_server *up = &s->ups.v[d->p->server];
+				if (sk_dns_pend_match(s->pt, u->rbuf + 2, need - 2, &up->addr, up->port) != d->p) {
+					utcp_fail(s, d);
+					return;
+				}
+				handle_answer(s, d, u->rbuf + 2, need - 2, true);
+				return;
+			}
+		}
+	}
+}
+
+static void utcp_start(struct sk_dns_srv *s, struct dq *d)
+{
+	const struct sk_dns_server *up = &s->ups.v[d->p->server];
+	struct utcp *u = calloc(1, sizeof(*u));
+	if (!u)
+		return;
+	u->rbuf = malloc(2 + SK_DNS_MSG_MAX);
+	int fd = socket(up->addr.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int n = sk_dns_filter_upstream_query(&d->p->q, d->p->id, u->wbuf + 2, sizeof(u->wbuf) - 2);
+	if (!u->rbuf || fd < 0 || n < 0) {
+		if (fd >= 0)
+			close(fd);
+		free(u->rbuf);
+		free(u);
+		return;
+	}
+	u->wbuf[0] = (uint8_t)(n >> 8);
+	u->wbuf[1] = (uint8_t)n;
+	u->wlen = (size_t)n + 2;
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	to_sockaddr(&up->addr, up->port, &ss, &sl);
+	if (connect(fd, (struct sockaddr *)&ss, sl) < 0 && errno != EINPROGRESS) {
+		close(fd);
+		free(u->rbuf);
+		free(u);
+		return;
+	}
+	u->dq = d;
+	sk_io_init(&u->io, fd, on_utcp, u);
+	struct sk_err err;
+	if (sk_loop_add(s->sc->loop, &u->io, EPOLLOUT | EPOLLIN, &err) < 0) {
+		close(fd);
+		free(u->rbuf);
+		free(u);
+		return;
+	}
+	d->ut = u;
+}
+
+/* ---- queries from clients ---- */
+
+static void handle_query(struct sk_dns_srv *s, const uint8_t *msg, size_t len, struct dq *proto)
+{
+	struct sk_dns_qverdict v;
+	const struct sk_policy *p = s->sc->policy;
+	sk_dns_filter_query(p, msg, len, proto->client_tcp, s->out, proto->client_tcp ? SK_DNS_MSG_MAX : 4096, &v);
+	struct sk_addr src;
+	uint16_t sport;
+	peer_of(proto, &src, &sport);
+	if (v.action == SK_DNS_ACT_DROP) {
+		if (s->sc->metrics)
+			sk_metrics_dns(s->sc->metrics, sk_dns_result_name(v.result), "other");
+		return;
+	}
+	if (v.action == SK_DNS_ACT_ANSWER) {
+		reply(proto, s->out, v.len);
+		account(s, v.result, &v.q, false, &src, sport, proto->client_tcp);
+		return;
+	}
+	if (v.q.audit)
+		account(s, v.q.would, &v.q, true, &src, sport, proto->client_tcp);
+	struct dq *d = malloc(sizeof(*d));
+	if (!d)
+		goto servfail;
+	*d = *proto;
+	d->srv = s;
+	d->ut = NULL;
+	d->p = sk_dns_pend_start(s->pt, &v.q, d, now_ms(s));
+	if (!d->p) {
+		free(d);
+		goto servfail;
+	}
+	if (d->tc)
+		d->tc->refs++;
+	send_upstream(s, d->p);
+	arm_timer(s);
+	if (s->sc->metrics)
+		sk_metrics_dns(s->sc->metrics, "forwarded", sk_dns_type_name(v.q.qtype));
+	return;
+servfail:;
+	int n = sk_dns_filter_local_answer(&v.q, SK_DNS_RC_SERVFAIL, false, s->out, SK_DNS_MSG_MAX);
+	if (n > 0)
+		reply(proto, s->out, (size_t)n);
+}
+
+static void on_udp(struct sk_loop *l, struct sk_io *io, uint32_t events)
+{
+	struct sk_dns_srv *s = io->ctx;
+	(void)l;
+	(void)events;
+	for (int i = 0; i < UDP_BATCH; i++) {
+		struct dq proto = { .lfd = io->fd, .peerlen = sizeof(proto.peer) };
+		ssize_t n = recvfrom(io->fd, s->in, sizeof(s->in), MSG_DONTWAIT, (struct sockaddr *)&proto.peer,
+				     &proto.peerlen);
+		if (n < 0)
+			return;
+		handle_query(s, s->in, (size_t)n, &proto);
+	}
+}
+
+static void on_tcl_idle(struct sk_loop *l, struct sk_timer *t)
+{
+	(void)l;
+	struct tcl *c = t->ctx;
+	tcl_close(c);
+}
+
+static void tcl_read(struct sk_loop *l, struct tcl *c, uint32_t events);
+
+static void on_tcl(struct sk_loop *l, struct sk_io *io, uint32_t events)
+{
+	struct tcl *c = io->ctx;
+	/* Any send below may close c; the reference keeps it allocated until we are done looking at it. */
+	c->refs++;
+	tcl_read(l, c, events);
+	c->refs--;
+	tcl_free_if_done(c);
+}
+
+static void tcl_read(struct sk_loop *l, struct tcl *c, uint32_t events)
+{
+	struct sk_dns_srv *s = c->srv;
+	struct sk_io *io = &c->io;
+	if (events & EPOLLOUT) {
+		tcl_flush(c);
+		if (c->closed)
+			return;
+	}
+	if (!(events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+		return;
+	ssize_t n = recv(io->fd, c->rbuf + c->rlen, sizeof(c->rbuf) - c->rlen, 0);
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return;
+	if (n <= 0) {
+		tcl_close(c);
+		return;
+	}
+	c->rlen += (size_t)n;
+	(void)sk_timer_arm(l, &c->idle, TCP_IDLE_MS);
+	while (c->rlen >= 2) {
+		size_t qlen = (size_t)c->rbuf[0] << 8 | c->rbuf[1];
+		if (qlen > TCP_QUERY_MAX) {
+			tcl_close(c);
+			return;
+		}
+		if (c->rlen < 2 + qlen)
+			break;
+		if (c->refs > TCP_CLIENT_OUTSTANDING) {
+			tcl_close(c);
+			return;
+		}
+		struct dq proto = { .client_tcp = true, .tc = c, .lfd = -1 };
+		handle_query(s, c->rbuf + 2, qlen, &proto);
+		if (c->closed)
+			return;
+		memmove(c->rbuf, c->rbuf + 2 + qlen, c->rlen - 2 - qlen);
+		c->rlen -= 2 + qlen;
+	}
+}
+
+static void on_accept(struct sk_loop *l, struct sk_io *io, uint32_t events)
+{
+	struct sk_dns_srv *s = io->ctx;
+	(void)events;
+	for (;;) {
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		int fd = accept4(io->fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0)
+			return;
+		if (s->n_tcl >= TCP_CLIENTS_MAX) {
+			close(fd);
+			continue;
+		}
+		struct tcl *c = calloc(1, sizeof(*c));
+		if (!c) {
+			close(fd);
+			continue;
+		}
+		c->srv = s;
+		from_sockaddr(&ss, &c->peer, &c->peer_port);
+		sk_io_init(&c->io, fd, on_tcl, c);
+		sk_timer_init(&c->idle, on_tcl_idle, c);
+		struct sk_err err;
+		if (sk_loop_add(l, &c->io, EPOLLIN, &err) < 0) {
+			close(fd);
+			free(c);
+			continue;
+		}
+		s->n_tcl++;
+		(void)sk_timer_arm(l, &c->idle, TCP_IDLE_MS);
+	}
+}
+
+static void on_upstream(struct sk_loop *l, struct sk_io *io, uint32_t events)
+{
+	struct sk_dns_srv *s = io->ctx;
+	(void)l;
+	(void)events;
+	for (int i = 0; i < UDP_BATCH; i++) {
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		ssize_t n = recvfrom(io->fd, s->in, sizeof(s->in), MSG_DONTWAIT, (struct sockaddr *)&ss, &sl);
+		if (n < 0)
+			return;
+		struct sk_addr from;
+		uint16_t port;
+		from_sockaddr(&ss, &from, &port);
+		struct sk_dns_pending *p = sk_dns_pend_match(s->pt, s->in, (size_t)n, &from, port);
+		if (!p || p->tcp)
+			continue;   /* spoofed, late, duplicate, or already moved to TCP */
+		handle_answer(s, p->ctx, s->in, (size_t)n, false);
+	}
+}
+
+static void on_timer(struct sk_loop *l, struct sk_timer *t)
+{
+	struct sk_dns_srv *s = t->ctx;
+	(void)l;
+	struct sk_dns_pending *p;
+	enum sk_dns_expiry e;
+	while ((e = sk_dns_pend_expire(s->pt, now_ms(s), &p)) != SK_DNS_EXP_NONE) {
+		if (e == SK_DNS_EXP_RETRY) {
+			send_upstream(s, p);
+			continue;
+		}
+		struct dq *d = p->ctx;
+		int n = sk_dns_filter_local_answer(&p->q, SK_DNS_RC_SERVFAIL, false, s->out, SK_DNS_MSG_MAX);
+		if (n > 0)
+			reply(d, s->out, (size_t)n);
+		if (s->sc->metrics)
+			sk_metrics_dns(s->sc->metrics, "timeout", sk_dns_type_name(p->q.qtype));
+		query_finish(d);
+	}
+	arm_timer(s);
+}
+
+/* ---- setup ---- */
+
+static int open_sock(int family, int type, const struct sk_addr *a, uint16_t port, struct sk_err *err)
+{
+	int fd = socket(family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return sk_err_sys(err, errno, "dns: socket");
+	int one = 1;
+	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (family == AF_INET6)
+		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (a) {
+		struct sockaddr_storage ss;
+		socklen_t sl;
+		to_sockaddr(a, port, &ss, &sl);
+		char txt[SK_ADDR_STRLEN];
+		sk_addr_format(a, txt);
+		if (bind(fd, (struct sockaddr *)&ss, sl) < 0) {
+			int e = errno;
+			close(fd);
+			return sk_err_sys(err, e, "dns: bind %s %s:%u", type == SOCK_STREAM ? "tcp" : "udp", txt, port);
+		}
+		if (type == SOCK_STREAM && listen(fd, 128) < 0) {
+			int e = errno;
+			close(fd);
+			return sk_err_sys(err, e, "dns: listen tcp %s:%u", txt, port);
+		}
+	}
+	return fd;
+}
+
+static unsigned long env_ulong(const char *name, unsigned long def)
+{
+	const char *v = getenv(name);
+	if (!v || !*v)
+		return def;
+	char *end;
+	unsigned long r = strtoul(v, &end, 10);
+	return *end ? def : r;
+}
+
+int sk_dns_server_start(struct sk_sidecar *sc, struct sk_dns_srv **out, struct sk_err *err)
+{
+	*out = NULL;
+	struct sk_dns_srv *s = calloc(1, sizeof(*s));
+	if (!s)
+		return sk_err_set(err, ENOMEM, "dns: out of memory");
+	s->sc = sc;
+	for (int i = 0; i < 2; i++) {
+		sk_io_init(&s->udp[i], -1, on_udp, s);
+		sk_io_init(&s->tcp[i], -1, on_accept, s);
+		sk_io_init(&s->up[i], -1, on_upstream, s);
+	}
+	sk_timer_init(&s->timer, on_timer, s);
+	const char *rc = getenv("STOCKADE_RESOLV_CONF");
+	const char *strict = getenv("STOCKADE_DNS_STRICT_CHAIN");
+	s->opts.strict_chain = strict && strcmp(strict, "1") == 0;
+	int r = sk_dns_upstreams_from_policy(sc->policy, rc && *rc ? rc : "/etc/resolv.conf", &s->ups, err);
+	if (r < 0)
+		goto fail;
+	struct sk_dns_pt_cfg cfg = { .servers = s->ups };
+	if ((r = sk_dns_ptable_new(PENDING_MAX, &cfg, &s->pt, err)) < 0)
+		goto fail;
+	if ((r = sk_bind_new(env_ulong("STOCKADE_DNS_BINDINGS", 100000), &s->binds)) < 0) {
+		r = sk_err_set(err, -r, "dns: binding table");
+		goto fail;
+	}
+	struct sk_addr lo4 = { .family = AF_INET, .bytes = { 127, 0, 0, 1 } };
+	struct sk_addr lo6 = { .family = AF_INET6 };
+	lo6.bytes[15] = 1;
+	uint16_t port = sc->policy->ports.dns;
+	for (int i = 0; i < 2; i++) {
+		const struct sk_addr *a = i == 0 ? &lo4 : &lo6;
+		int fam = i == 0 ? AF_INET : AF_INET6;
+		struct sk_err e6 = { 0 };
+		struct sk_err *e = i == 0 ? err : &e6;   /* no IPv6 loopback is survivable; no IPv4 is not */
+		int fd = open_sock(fam, SOCK_DGRAM, a, port, e);
+		if (fd < 0) {
+			if (i == 0) {
+				r = fd;
+				goto fail;
+			}
+			fprintf(stderr, "stockade-sidecar: %s (IPv6 DNS listener skipped)\n", e6.msg);
+			continue;
+		}
+		s->udp[i].fd = fd;
+		if ((fd = open_sock(fam, SOCK_STREAM, a, port, e)) < 0) {
+			if (i == 0) {
+				r = fd;
+				goto fail;
+			}
+			continue;
+		}
+		s->tcp[i].fd = fd;
+	}
+	for (size_t i = 0; i < s->ups.n; i++) {
+		int k = s->ups.v[i].addr.family == AF_INET ? 0 : 1;
+		if (s->up[k].fd >= 0)
+			continue;
+		int fd = open_sock(k == 0 ? AF_INET : AF_INET6, SOCK_DGRAM, NULL, 0, err);
+		if (fd < 0) {
+			r = fd;
+			goto fail;
+		}
+		s->up[k].fd = fd;
+	}
+	for (int i = 0; i < 2; i++) {
+		struct sk_io *ios[3] = { &s->udp[i], &s->tcp[i], &s->up[i] };
+		for (int k = 0; k < 3; k++)
+			if (ios[k]->fd >= 0 && (r = sk_loop_add(sc->loop, ios[k], EPOLLIN, err)) < 0)
+				goto fail;
+	}
+	sc->n_dns_fds = 0;
+	for (int i = 0; i < 2; i++) {
+		if (s->udp[i].fd >= 0)
+			sc->dns_fds[sc->n_dns_fds++] = s->udp[i].fd;
+		if (s->tcp[i].fd >= 0)
+			sc->dns_fds[sc->n_dns_fds++] = s->tcp[i].fd;
+	}
+	sk_sidecar_attach_bindings(sc, s->binds);
+	*out = s;
+	return 0;
+fail:
+	sk_dns_server_free(s);
+	return r;
+}
+
+void sk_dns_server_stop_accepting(struct sk_dns_srv *s)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < 2; i++) {
+		struct sk_io *ios[2] = { &s->udp[i], &s->tcp[i] };
+		for (int k = 0; k < 2; k++) {
+			if (ios[k]->fd < 0)
+				continue;
+			sk_loop_del(s->sc->loop, ios[k]);
+			close(ios[k]->fd);
+			ios[k]->fd = -1;
+		}
+	}
+	s->sc->n_dns_fds = 0;
+}
+
+void sk_dns_server_free(struct sk_dns_srv *s)
+{
+	if (!s)
+		return;
+	sk_dns_server_stop_accepting(s);
+	/* Queries in flight: their dq and upstream sockets go with them. TCP clients still open are closed
+	 * by process exit (the server is freed only then). */
+	struct sk_dns_pending *p;
+	while (s->pt && sk_dns_pend_next_deadline(s->pt) != UINT64_MAX &&
+	       sk_dns_pend_expire(s->pt, UINT64_MAX, &p) != SK_DNS_EXP_NONE) {
+		struct dq *d = p->ctx;
+		utcp_free(s, d->ut);
+		d->ut = NULL;
+		if (d->tc) {
+			d->tc->refs--;
+			tcl_free_if_done(d->tc);
+		}
+		sk_dns_pend_done(s->pt, p);
+		free(d);
+	}
+	for (int i = 0; i < 2; i++) {
+		if (s->up[i].fd >= 0) {
+			sk_loop_del(s->sc->loop, &s->up[i]);
+			close(s->up[i].fd);
+		}
+	}
+	sk_timer_cancel(s->sc->loop, &s->timer);
+	if (s->sc->bindings == s->binds) {
+		s->sc->bindings = NULL;
+		memset(&s->sc->bind, 0, sizeof(s->sc->bind));
+	}
+	sk_bind_free(s->binds);
+	sk_dns_ptable_free(s->pt);
+	free(s);
+}
