@@ -48,6 +48,8 @@ egress:
     ports: [7000]
   - cidr: $T6/128
     ports: [7000]
+dns:
+  upstream: ["$SK_NET_IP4"]
 blockPrivate: true
 loopback: allow
 POL
@@ -62,6 +64,8 @@ for n in allowed denied; do
 	srv+=(--tls "$i4:443:$SK_TMP/$n.pem:$SK_TMP/$n.key" --http "$i4:80")
 	srv+=(--tls "[$i6]:443:$SK_TMP/$n.pem:$SK_TMP/$n.key" --http "[$i6]:80")
 done
+srv+=(--dns "$SK_NET_IP4:53" --record "allowed.example=$A4" --record "allowed.example=$A6")
+srv+=(--record "denied.example=$D4" --record "denied.example=$D6")
 srv+=(--echo "$T4:7000" --echo "$T4:7001" --echo "[$T6]:7000" --echo "[$T6]:7001")
 sk_inet "$NS" "$PY" "$HERE/servers.py" --files "$SK_TMP/files" "${srv[@]}" >"$SK_TMP/servers.log" 2>&1 &
 sk_wait_port "$NS-net" tcp 7001 10 || { echo "test servers did not start"; cat "$SK_TMP/servers.log"; exit 1; }
@@ -77,6 +81,7 @@ else
 table inet skproxy_tmp {
 	chain nat_out {
 		type nat hook output priority -100;
+		meta skuid $SK_AGENT_UID udp dport 53 redirect to :15053
 		meta skuid $SK_AGENT_UID ip daddr != 127.0.0.0/8 meta l4proto tcp redirect to :15001
 		meta skuid $SK_AGENT_UID ip6 daddr != ::1 meta l4proto tcp redirect to :15001
 	}
@@ -100,18 +105,20 @@ settle() { sleep 0.3; }
 
 # --- allowed TLS, both families, bytes intact both ways ---
 for fam in 4 6; do
-	if [ $fam = 4 ]; then a=$A4; r="allowed.example:443:$A4"; else a=$A6; r="allowed.example:443:[$A6]"; fi
+	# the name is resolved through the DNS filter (pod resolv.conf → redirected to the sidecar), which
+	# binds it to the address the proxy then sees
+	if [ $fam = 4 ]; then a=$A4; r=-4; else a=$A6; r=-6; fi
 	sk_check_eq "v$fam: allowed TLS name works" "ok" \
-		"$(agent "${CURL[@]}" --resolve "$r" https://allowed.example/ok 2>&1)"
+		"$(agent "${CURL[@]}" "$r" https://allowed.example/ok 2>&1)"
 	sk_check_eq "v$fam: 50 MB download through the proxy is intact" "$BIG_SHA" \
-		"$(agent "${CURL[@]}" --resolve "$r" https://allowed.example/big | sha256sum | cut -d' ' -f1)"
+		"$(agent "${CURL[@]}" "$r" https://allowed.example/big | sha256sum | cut -d' ' -f1)"
 	sk_check_eq "v$fam: 50 MB upload through the proxy is intact" "$BIG_SHA" \
-		"$(agent "${CURL[@]}" --resolve "$r" -H 'Content-Type: application/octet-stream' \
+		"$(agent "${CURL[@]}" "$r" -H 'Content-Type: application/octet-stream' \
 			--data-binary @"$SK_TMP/files/big" https://allowed.example/sha 2>&1)"
 	settle
 	[ $fam = 4 ] && d="$a:443" || d="[$a]:443"
-	sk_check_eq "v$fam: allowed connections audited with rule, name and dst" 3 \
-		"$(aq event=conn decision=allow reason=rule rule=0 proto=tls name=allowed.example "dst=$d")"
+	sk_check_eq "v$fam: allowed connections audited with rule, name, dst and binding" 3 \
+		"$(aq event=conn decision=allow reason=rule rule=0 proto=tls name=allowed.example "dst=$d" binding@ok,unchecked)"
 done
 # bytes_in is the whole response (headers + body), so match it loosely instead: at least 50 MB
 big_in=$("$PY" -c '
@@ -127,9 +134,9 @@ sk_check_eq "audit: both uploads logged with bytes_out > 50 MiB" 2 "$big_out"
 
 # --- allowed plain HTTP ---
 sk_check_eq "v4: allowed HTTP Host works" "ok" \
-	"$(agent "${CURL[@]}" --resolve "allowed.example:80:$A4" http://allowed.example/ok 2>&1)"
+	"$(agent "${CURL[@]}" -4 http://allowed.example/ok 2>&1)"
 sk_check_eq "v6: allowed HTTP Host works" "ok" \
-	"$(agent "${CURL[@]}" --resolve "allowed.example:80:[$A6]" http://allowed.example/ok 2>&1)"
+	"$(agent "${CURL[@]}" -6 http://allowed.example/ok 2>&1)"
 
 # --- denied TLS: fatal access_denied alert and exactly one audit line ---
 out=$(agent "${CURL[@]}" --resolve "denied.example:443:$D4" https://denied.example/ok 2>&1)
@@ -176,8 +183,10 @@ sk_check_eq "v4: the reset raw TCP connection has one audit line" 1 \
 	"$(aq event=deny decision=deny reason=no_match proto=tcp dst=$T4:7001 name=None)"
 
 # --- loop: the agent connecting to the proxy port itself ---
-sk_check "v4: direct connect to the proxy port is denied" agent "$PY" "$HERE/client.py" rst 127.0.0.1 15001
-sk_check "v6: direct connect to the proxy port is denied" agent "$PY" "$HERE/client.py" rst ::1 15001
+out=$(agent "$PY" "$HERE/client.py" rst 127.0.0.1 15001 2>&1)
+sk_check "v4: direct connect to the proxy port is denied ($out)" grep -qx reset <<<"$out"
+out=$(agent "$PY" "$HERE/client.py" rst ::1 15001 2>&1)
+sk_check "v6: direct connect to the proxy port is denied ($out)" grep -qx reset <<<"$out"
 settle
 sk_check_eq "the loop denials are audited" 2 "$(aq event=deny decision=deny reason@loop,no_original_dst)"
 

@@ -23,8 +23,8 @@ def conn(host, port, timeout=5):
 
 
 def cmd_rst(host, port):
-    s = conn(host, port)
     try:
+        s = conn(host, port)
         s.sendall(b"hi there\n")
         b = s.recv(100)
         print("eof" if not b else "data:%r" % b)

@@ -108,12 +108,50 @@ async def echo_main(addrs):
     await asyncio.gather(*(s.serve_forever() for s in servers))
 
 
+def dns_answer(q, records):
+    """A tiny authoritative answer: A/AAAA from records {name: [ip...]}, NXDOMAIN for unknown names."""
+    qid, qd = q[:2], q[12:]
+    labels, i = [], 0
+    while qd[i]:
+        labels.append(qd[i + 1:i + 1 + qd[i]].decode().lower())
+        i += 1 + qd[i]
+    qname_wire = qd[:i + 1]
+    qtype = int.from_bytes(qd[i + 1:i + 3], "big")
+    name = ".".join(labels)
+    want = socket.AF_INET if qtype == 1 else socket.AF_INET6 if qtype == 28 else None
+    ips = records.get(name)
+    answers = []
+    for ip in ips or []:
+        fam = socket.AF_INET6 if ":" in ip else socket.AF_INET
+        if fam == want:
+            rd = socket.inet_pton(fam, ip)
+            answers.append(b"\xc0\x0c" + qtype.to_bytes(2, "big") + b"\x00\x01" + (60).to_bytes(4, "big")
+                           + len(rd).to_bytes(2, "big") + rd)
+    rcode = 0 if ips is not None else 3
+    hdr = qid + bytes([0x84 | (q[2] & 1), 0x80 | rcode]) + b"\x00\x01" + len(answers).to_bytes(2, "big") + b"\x00\x00\x00\x00"
+    return hdr + qname_wire + qd[i + 1:i + 5] + b"".join(answers)
+
+
+def dns_serve(host, port, records):
+    fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+    s = socket.socket(fam, socket.SOCK_DGRAM)
+    s.bind((host, port))
+    while True:
+        q, peer = s.recvfrom(4096)
+        try:
+            s.sendto(dns_answer(q, records), peer)
+        except (IndexError, ValueError):
+            pass
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--files", default=".")
     ap.add_argument("--tls", action="append", default=[])
     ap.add_argument("--http", action="append", default=[])
     ap.add_argument("--echo", action="append", default=[])
+    ap.add_argument("--dns", action="append", default=[], help="IP:PORT (UDP), answering --record")
+    ap.add_argument("--record", action="append", default=[], help="NAME=IP")
     a = ap.parse_args()
     Handler.files = a.files
     threads = []
@@ -130,6 +168,13 @@ def main():
         threads.append(Server((host, port), fam, None))
     for s in threads:
         threading.Thread(target=s.serve_forever, daemon=True).start()
+    records = {}
+    for r in a.record:
+        n, ip = r.split("=", 1)
+        records.setdefault(n.lower(), []).append(ip)
+    for spec in a.dns:
+        host, port = split_hostport(spec)
+        threading.Thread(target=dns_serve, args=(host, port, records), daemon=True).start()
     print("ready", flush=True)
     if a.echo:
         asyncio.run(echo_main([split_hostport(e) for e in a.echo]))
