@@ -357,6 +357,8 @@ for entry in "${BLOCKED[@]}"; do
 	runc_cfg true / "${pa[@]}"
 	sk_check_eq "runc blocks: $spec" "$want" "$(probe_result runc_run)"
 done
+runc_cfg false / /probes/clone3
+sk_check_eq "runc without the profile: clone3 reaches the kernel" "errno=0" "$(probe_result runc_run)"
 runc_cfg true / /probes/socket_netlink 0
 sk_check_eq "runc allows NETLINK_ROUTE" "errno=0" "$(probe_result runc_run)"
 

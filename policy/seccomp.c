@@ -618,7 +618,7 @@ static int parse_action(const cJSON *o, const char *key, enum sk_scmp_action *ou
 
 static int parse_errno(const cJSON *o, const char *key, int *out, const char *where, struct sk_err *err)
 {
-	uint64_t v;
+	uint64_t v = 0;
 	int r = get_u64(o, key, &v, false, where, err);
 	if (r < 0)
 		return r;
@@ -674,12 +674,12 @@ static int parse_entry(const cJSON *e, size_t idx, struct sk_scmp_profile *p, co
 		return sk_err_set(err, EINVAL, "%s: must be an object", where);
 	if (!entry_applies(e, p))
 		return 0;
-	enum sk_scmp_action act;
-	int errno_ret, r;
+	enum sk_scmp_action act = SK_SCMP_ERRNO;
+	int errno_ret = -1, r;
 	if ((r = parse_action(e, "action", &act, where, err)) < 0 ||
 	    (r = parse_errno(e, "errnoRet", &errno_ret, where, err)) < 0)
 		return r;
-	struct sk_scmp_arg args[6];
+	struct sk_scmp_arg args[6] = { 0 };
 	size_t n_args = 0;
 	const cJSON *ja = cJSON_GetObjectItemCaseSensitive(e, "args");
 	if (ja && !cJSON_IsNull(ja)) {
@@ -691,7 +691,7 @@ static int parse_entry(const cJSON *e, size_t idx, struct sk_scmp_profile *p, co
 			snprintf(aw, sizeof(aw), "%s.args[%zu]", where, n_args);
 			if (n_args >= SK_ARRAY_SIZE(args))
 				return sk_err_set(err, EINVAL, "%s: more than 6 conditions", aw);
-			uint64_t index;
+			uint64_t index = 0;
 			struct sk_scmp_arg *x = &args[n_args];
 			if (!cJSON_IsObject(a))
 				return sk_err_set(err, EINVAL, "%s: must be an object", aw);
@@ -933,7 +933,7 @@ static bool bitwise_ne(const struct sk_scmp_profile *p, const char *name, const 
 	size_t n = 0;
 	for (size_t i = 0; i < p->n_rules; i++) {
 		const struct sk_scmp_rule *r = &p->rules[i];
-		if (strcmp(r->name, name) || !same_action(r, like))
+		if (strcmp(r->name, name) != 0 || !same_action(r, like))
 			continue;
 		if (r->n_args != 1 || r->args[0].op != SK_CMP_MASKED_EQ || r->args[0].index != like->args[0].index)
 			return false;
@@ -959,7 +959,7 @@ char *sk_scmp_profile_describe(const struct sk_scmp_profile *p, const char *name
 	bool any = false;
 	for (size_t i = 0; i < p->n_rules; i++) {
 		const struct sk_scmp_rule *r = &p->rules[i];
-		if (strcmp(r->name, name) || rule_is_default(p, r))
+		if (strcmp(r->name, name) != 0 || rule_is_default(p, r))
 			continue;
 		any = true;
 		if (!r->n_args && !uncond)
@@ -976,7 +976,7 @@ char *sk_scmp_profile_describe(const struct sk_scmp_profile *p, const char *name
 		bool first_group = true;
 		for (size_t i = 0; i < p->n_rules; i++) {
 			const struct sk_scmp_rule *r = &p->rules[i];
-			if (strcmp(r->name, name) || rule_is_default(p, r))
+			if (strcmp(r->name, name) != 0 || rule_is_default(p, r))
 				continue;
 			bool seen = false;
 			for (size_t j = 0; j < i && !seen; j++)
@@ -997,7 +997,7 @@ char *sk_scmp_profile_describe(const struct sk_scmp_profile *p, const char *name
 			}
 			bool first = true;
 			for (size_t j = i; j < p->n_rules; j++) {
-				if (strcmp(p->rules[j].name, name) || !same_action(&p->rules[j], r))
+				if (strcmp(p->rules[j].name, name) != 0 || !same_action(&p->rules[j], r))
 					continue;
 				sb_printf(&b, first ? "(" : " || (");
 				describe_args(&b, &p->rules[j]);
@@ -1044,7 +1044,7 @@ char *sk_scmp_profile_diff(const struct sk_scmp_profile *a, const struct sk_scmp
 		char *db = sk_scmp_profile_describe(b, names[i]);
 		if (!da || !db) {
 			out.oom = true;
-		} else if (strcmp(da, db)) {
+		} else if (strcmp(da, db) != 0) {
 			bool a_deny = !strncmp(da, "default (", 9) && a->default_action != SK_SCMP_ALLOW;
 			bool b_deny = !strncmp(db, "default (", 9) && b->default_action != SK_SCMP_ALLOW;
 			if (b_deny && !strncmp(da, "allow", 5))

@@ -102,7 +102,7 @@ int sk_seccomp_build(const struct sk_scmp_profile *p, void **ctx_out, struct sk_
 				   sk_scmp_action_name(r->action));
 			goto fail;
 		}
-		if ((rc = add_rule(ctx, r, act, def, err)) < 0)
+		if (add_rule(ctx, r, act, def, err) < 0)
 			goto fail;
 	}
 	*ctx_out = ctx;

@@ -58,7 +58,7 @@ static bool allows(const struct sk_scmp_profile *p, const char *name, uint64_t a
 	uint64_t args[6] = { a0, a1, a2, 0, 0, 0 };
 	for (size_t i = 0; i < p->n_rules; i++) {
 		const struct sk_scmp_rule *r = &p->rules[i];
-		if (strcmp(r->name, name) || r->action != SK_SCMP_ALLOW)
+		if (strcmp(r->name, name) != 0 || r->action != SK_SCMP_ALLOW)
 			continue;
 		bool all = true;
 		for (size_t j = 0; j < r->n_args && all; j++)
@@ -215,7 +215,7 @@ static void test_personality_default_only(void **state)
 
 static bool rules_equal(const struct sk_scmp_rule *a, const struct sk_scmp_rule *b)
 {
-	if (strcmp(a->name, b->name) || a->action != b->action || a->errno_ret != b->errno_ret ||
+	if (strcmp(a->name, b->name) != 0 || a->action != b->action || a->errno_ret != b->errno_ret ||
 	    a->n_args != b->n_args)
 		return false;
 	for (size_t i = 0; i < a->n_args; i++)
@@ -366,7 +366,7 @@ static void test_parse_errors_name_the_place(void **state)
 		memset(&err, 0, sizeof(err));
 		assert_int_equal(sk_scmp_profile_parse("x", cases[i][0], strlen(cases[i][0]), &p, &err), -EINVAL);
 		assert_null(p);
-		if (strncmp(err.msg, cases[i][1], strlen(cases[i][1])))
+		if (strncmp(err.msg, cases[i][1], strlen(cases[i][1])) != 0)
 			fail_msg("case %zu: got '%s'", i, err.msg);
 	}
 }

@@ -56,31 +56,37 @@ static int strv_add(struct strv *sv, const char *s)
 static int write_file_atomic(const char *path, const char *text, struct sk_err *err)
 {
 	size_t len = strlen(path) + 16;
-	sk_autofree char *tmp = malloc(len);
+	char *tmp = malloc(len);
+	int fd = -1, r = 0;
 	if (!tmp)
 		return sk_err_sys(err, ENOMEM, "write %s", path);
 	snprintf(tmp, len, "%s.tmpXXXXXX", path);
-	sk_autoclose int fd = mkstemp(tmp);
-	if (fd < 0)
-		return sk_err_sys(err, errno, "create %s", tmp);
+	fd = mkstemp(tmp);
+	if (fd < 0) {
+		r = sk_err_sys(err, errno, "create %s", tmp);
+		goto out;
+	}
 	size_t n = strlen(text), off = 0;
 	while (off < n) {
 		ssize_t w = write(fd, text + off, n - off);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0) {
-			int e = errno;
+			r = sk_err_sys(err, errno, "write %s", tmp);
 			unlink(tmp);
-			return sk_err_sys(err, e, "write %s", tmp);
+			goto out;
 		}
 		off += (size_t)w;
 	}
 	if (fchmod(fd, 0644) < 0 || fsync(fd) < 0 || rename(tmp, path) < 0) {
-		int e = errno;
+		r = sk_err_sys(err, errno, "write %s", path);
 		unlink(tmp);
-		return sk_err_sys(err, e, "write %s", path);
 	}
-	return 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(tmp);
+	return r;
 }
 
 static int count_allowed(const struct sk_scmp_profile *p, size_t *cond)
