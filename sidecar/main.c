@@ -16,6 +16,7 @@
 #include "sidecar/audit.h"
 #include "sidecar/config.h"
 #include "sidecar/denials.h"
+#include "sidecar/gateway.h"
 #include "sidecar/dns_server.h"  /* dns */
 #include "sidecar/lifecycle.h"
 #include "sidecar/loop.h"
@@ -111,6 +112,7 @@ static void on_signal(struct sk_loop *l, struct sk_io *io, uint32_t events)
 			fprintf(stderr, "stockade-sidecar: draining %zu connections for up to %us\n",
 				sk_proxy_active(r->sc->proxy), r->cfg->drain_seconds);
 			sk_proxy_stop_accepting(r->sc->proxy);
+			sk_gateway_stop_accepting(r->sc->gateway);  /* gateway */
 			sk_dns_server_stop_accepting(r->dns);  /* dns */
 			/* (the admin, DNS and API servers stop accepting here too) */
 			(void)sk_timer_arm(l, &r->drain, (uint64_t)r->cfg->drain_seconds * 1000u);
@@ -212,7 +214,12 @@ int main(int argc, char **argv)
 		close(sfd);
 		goto out;
 	}
-	/* API gateway: starts here. */
+	/* API gateway: starts here (loopback api port; libcurl multi on the same loop). */
+	if (sk_gateway_start(&sc, &sc.gateway, &err) < 0) {
+		fprintf(stderr, "stockade-sidecar: %s\n", err.msg);
+		close(sfd);
+		goto out;
+	}
 	fprintf(stderr, "stockade-sidecar %s: proxy on 127.0.0.1:%u and [::1]:%u, mode %s, %zu rules\n",
 		SK_VERSION, sc.policy->ports.proxy, sc.policy->ports.proxy, sk_mode_name(sc.policy->mode),
 		sc.policy->n_rules);
@@ -225,6 +232,7 @@ int main(int argc, char **argv)
 	close(sfd);
 out:
 	sk_lifecycle_free(r.lc);  /* admin */
+	sk_gateway_free(sc.gateway);  /* gateway */
 	sk_dns_server_free(r.dns);  /* dns */
 	sk_proxy_free(sc.proxy);
 	if (sc.loop)

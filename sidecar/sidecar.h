@@ -22,6 +22,7 @@ struct sk_metrics;
 struct sk_denials;
 struct sk_bind_table;
 struct sk_proxy;
+struct sk_gateway;
 
 /* Proxy limits; defaults from sk_proxy_limits_default(), overridable by STOCKADE_* variables
  * (sk_proxy_limits_from_env in proxy.h). */
@@ -57,6 +58,7 @@ struct sk_sidecar {
 	struct sk_audit audit;           /* writes to stdout; pushes denials */
 	struct sk_proxy_limits limits;
 	struct sk_proxy *proxy;          /* owned; NULL until started */
+	struct sk_gateway *gateway;      /* owned; the API gateway (gateway.h); NULL until started */
 	/* Readiness inputs the DNS server sets for /readyz (lifecycle.c reads them): its listening
 	 * sockets (UDP and TCP, -1 unused) and whether an upstream resolver has answered yet. */
 	int dns_fds[4];

@@ -1,0 +1,164 @@
+/* sidecar/gateway.h — the credential-injecting API gateway (DESIGN.md §5.4). Owns: the api port
+ * listeners on 127.0.0.1 and ::1 (loopback only: the agent reaches them, nothing off the pod does); the
+ * agent's HTTP/1.1 request head (strict parser below, with limits); routing `METHOD /<name>/<path>?<q>` to
+ * `METHOD <upstream>/<path>?<q>`; the checks in front of the upstream (caller token, methods and path
+ * prefixes, rate limit, path traversal); the secret header (read from the API's valueFile, re-read when the
+ * file changes, never logged); and the libcurl multi transfer driven from the sidecar's loop
+ * (CURLMOPT_SOCKETFUNCTION / CURLMOPT_TIMERFUNCTION + curl_multi_socket_action), with both bodies streamed
+ * and back-pressured (CURL_READFUNC_PAUSE / CURL_WRITEFUNC_PAUSE). One audit line and one metrics sample
+ * per request.
+ *
+ * Answers the gateway gives itself (JSON body {"error":"..."}, then the connection is closed):
+ *   400 malformed head, path traversal, bad chunked body   401 caller token missing or wrong
+ *   403 method or path prefix not allowed                   404 unknown api name
+ *   408 request head not complete within head_timeout_ms    413/414/431 head limits
+ *   429 rate limit (Retry-After: seconds)                   501 a transfer coding other than chunked
+ *   502 upstream unreachable / TLS failure / secret unreadable  504 upstream connect / idle / total timeout
+ *
+ * Timeouts (STOCKADE_API_* variables override, see sk_gateway_limits_from_env):
+ *   connect 10 s; idle: fewer than 1 byte/s moving for 300 s (a model "thinking" before its first byte
+ *   is normal, so this is long); total 3600 s; agent request head 30 s (also the keep-alive idle time).
+ *
+ * Pure helpers (parser, routing, header filters, token check, rate limiter, chunked decoder, audit path)
+ * are declared here so gateway_test.c can test them without sockets. */
+#ifndef SK_SIDECAR_GATEWAY_H
+#define SK_SIDECAR_GATEWAY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "sidecar/sidecar.h"
+
+struct sk_api;
+struct sk_gateway;
+
+struct sk_gateway_limits {
+	uint32_t connect_timeout_ms;   /* STOCKADE_API_CONNECT_TIMEOUT_MS (10000) */
+	uint32_t idle_timeout_ms;      /* STOCKADE_API_IDLE_TIMEOUT_MS (300000): < 1 B/s this long → 504;
+	                                * rounded up to whole seconds (CURLOPT_LOW_SPEED_TIME) */
+	uint32_t total_timeout_ms;     /* STOCKADE_API_TOTAL_TIMEOUT_MS (3600000); 0 = none */
+	uint32_t head_timeout_ms;      /* STOCKADE_API_HEAD_TIMEOUT_MS (30000) */
+	uint32_t max_conns;            /* STOCKADE_API_MAX_CONNS (512) agent connections at once */
+};
+
+void sk_gateway_limits_default(struct sk_gateway_limits *l);
+/* envp: NULL-terminated "K=V" (NULL: the process environment). -EINVAL names a bad variable. */
+int sk_gateway_limits_from_env(struct sk_gateway_limits *l, char *const envp[], struct sk_err *err);
+
+/* Starts the gateway on sc (borrowed for the gateway's life): listens on 127.0.0.1 and ::1 at
+ * sc->policy->ports.api. Limits from the environment. *out owned; free with sk_gateway_free. */
+int sk_gateway_start(struct sk_sidecar *sc, struct sk_gateway **out, struct sk_err *err);
+void sk_gateway_stop_accepting(struct sk_gateway *g);   /* SIGTERM drain: requests in flight go on */
+void sk_gateway_free(struct sk_gateway *g);              /* aborts transfers, closes everything; NULL ok */
+size_t sk_gateway_active(const struct sk_gateway *g);   /* agent connections open */
+
+/* ---- pure helpers (tested by gateway_test.c) ------------------------------------------------------------ */
+
+#define SK_GW_HEAD_MAX 32768      /* request head bytes (→ 431) */
+#define SK_GW_TARGET_MAX 8192     /* request target bytes (→ 414) */
+#define SK_GW_MAX_HEADERS 128     /* header lines (→ 431) */
+
+struct sk_gw_hdr {
+	const char *name, *value;  /* borrowed from the parsed buffer; value trimmed of OWS */
+	size_t name_len, value_len;
+};
+
+struct sk_gw_req {
+	char method[32];
+	const char *target;        /* borrowed */
+	size_t target_len;
+	int minor;                 /* HTTP/1.minor: 0 or 1 */
+	struct sk_gw_hdr h[SK_GW_MAX_HEADERS];
+	size_t n_h;
+	size_t head_len;           /* through the blank line */
+	int64_t content_length;    /* -1: none */
+	bool chunked;              /* Transfer-Encoding: chunked */
+	bool keep_alive;           /* HTTP/1.1 without Connection: close */
+	bool expect_continue;
+};
+
+/* Parses an agent request head in buf[0..len). Returns the head length (> 0) when complete, 0 when more
+ * bytes are needed, or -STATUS for the answer to give: -400 malformed (bare CR or LF, obs-fold, space
+ * before ':', control bytes, bad or conflicting Content-Length, Content-Length with Transfer-Encoding),
+ * -414 target over SK_GW_TARGET_MAX, -431 head over SK_GW_HEAD_MAX or too many headers, -417 an
+ * expectation other than 100-continue, -501 a transfer coding other than chunked, -505 not HTTP/1.x.
+ * Pointers in *req borrow buf. Lines end in CRLF only. */
+int sk_gw_parse_head(const char *buf, size_t len, struct sk_gw_req *req);
+
+/* Splits an origin-form target "/<name>[/path][?query]" into name (NUL-terminated, [a-z0-9-]{1,63}) and
+ * the rest ("" or starting with '/' or '?'), which is what is appended to the upstream URL. Returns 0, or
+ * -ENOENT when the target names no valid api (→ 404), -EINVAL when it is not origin-form (→ 400). */
+int sk_gw_route(const char *target, size_t len, char name[64], const char **rest, size_t *rest_len);
+
+/* The path part of rest (up to '?'): 0 when safe to forward, else -EINVAL (→ 400). Refuses ".." and "."
+ * segments also when percent-encoded (%2e) or split by an encoded or back slash (%2f, %5c, \), encoded
+ * NUL / CR / LF / other control bytes, malformed %-escapes, and '#'. */
+int sk_gw_check_path(const char *path, size_t len);
+
+/* Methods and pathPrefixes of an api. A prefix matches on a segment boundary: "/v1" allows "/v1",
+ * "/v1/x" and "/v1?q" but not "/v10"; a prefix ending in '/' is a plain prefix. path = rest's path part. */
+bool sk_gw_method_allowed(const struct sk_api *api, const char *method);
+bool sk_gw_path_allowed(const struct sk_api *api, const char *path, size_t len);
+
+/* Constant-time equality (time depends only on the lengths' maximum, not on where bytes differ). */
+bool sk_gw_token_eq(const char *a, size_t alen, const char *b, size_t blen);
+
+/* The caller token the agent presented: "Authorization: Bearer <t>" or "X-Stockade-Token: <t>".
+ * Returns true and sets *tok and *tlen when found; *via_auth tells which header carried it. */
+bool sk_gw_find_token(const struct sk_gw_req *req, const char **tok, size_t *tlen, bool *via_auth);
+
+/* Hop-by-hop (RFC 9110 §7.6.1): Connection, Keep-Alive, Proxy-*, TE, Trailer, Transfer-Encoding, Upgrade,
+ * and any name listed in `connection` (the comma-separated tokens of Connection headers; may be NULL). */
+bool sk_gw_hop_by_hop(const char *name, size_t len, const char *connection);
+
+/* Which agent headers go upstream: not hop-by-hop, not Host/Content-Length/Expect (curl sets those from
+ * the URL and the body), not the secret header's name, not X-Stockade-Token, and not Authorization when
+ * it carried the caller token. Calls emit(name, value) for each kept header, in order. */
+typedef int (*sk_gw_emit_fn)(void *arg, const char *name, size_t nlen, const char *value, size_t vlen);
+int sk_gw_filter_request_headers(const struct sk_gw_req *req, const char *secret_header, bool drop_auth,
+				 sk_gw_emit_fn emit, void *arg);
+
+/* Token bucket: rate tokens/s, at most burst (0 → max(1, rate)); rate 0 = unlimited. Takes one token
+ * and returns true, or returns false with *retry_after_s = whole seconds until one is there (>= 1). */
+struct sk_gw_bucket {
+	double tokens;
+	uint64_t last_ms;
+	bool primed;
+};
+bool sk_gw_bucket_take(struct sk_gw_bucket *b, double rate, double burst, uint64_t now_ms, uint32_t *retry_after_s);
+
+/* Streaming chunked-body decoder (agent → upstream). Sizes are capped at 2^40; extensions are skipped
+ * (bounded); trailers are read and dropped. */
+enum sk_gw_chunk_state { SK_GW_CH_SIZE = 0, SK_GW_CH_EXT, SK_GW_CH_SIZE_LF, SK_GW_CH_DATA, SK_GW_CH_DATA_CR,
+			 SK_GW_CH_DATA_LF, SK_GW_CH_TRAILER, SK_GW_CH_TRAILER_LINE, SK_GW_CH_TRAILER_LF,
+			 SK_GW_CH_END_LF, SK_GW_CH_DONE };
+struct sk_gw_chunked {
+	enum sk_gw_chunk_state st;
+	uint64_t left;             /* data bytes left in this chunk */
+	unsigned digits, ext_len, trailer_len;
+};
+/* Decodes from in[0..in_len) into out[0..out_cap). Returns 1 when the body is complete, 0 when more input
+ * is needed (or out is full), -1 on malformed framing. *in_used and *out_made report progress. */
+int sk_gw_chunked_decode(struct sk_gw_chunked *c, const uint8_t *in, size_t in_len, size_t *in_used,
+			 uint8_t *out, size_t out_cap, size_t *out_made);
+
+/* The path for the audit line: query values dropped ("/v1/x?a=1&b" → "/v1/x?a=&b"), at most cap-1 bytes. */
+void sk_gw_audit_path(const char *rest, size_t len, char *out, size_t cap);
+
+/* Replaces every occurrence of the secret in a stream with '*' bytes of the same length (so
+ * Content-Length still holds), across write boundaries: up to slen-1 bytes are held back until the next
+ * call or the end. push() appends buf to *out and returns bytes ready to send (a prefix of the output); */
+struct sk_gw_redact {
+	const char *secret;        /* borrowed; NULL or "" disables */
+	size_t slen;
+	uint8_t hold[256];         /* bytes that may start the secret, not yet released */
+	size_t n_hold;
+};
+/* Processes in[0..len): writes released bytes to out (room for len + n_hold needed) and returns how many;
+ * at the end call with len 0 and final = true to release what is held. Secrets longer than
+ * sizeof(hold) are not redacted in streams (key files of that size are not API keys). */
+size_t sk_gw_redact_run(struct sk_gw_redact *r, const uint8_t *in, size_t len, bool final, uint8_t *out);
+
+#endif
