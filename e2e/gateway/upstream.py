@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""e2e/gateway/upstream.py — the HTTPS "API" behind the gateway in the e2e suite and bench/apigw.
+
+  GET  /echo       JSON: method, path, the request headers as received (raw) and the sha256 of each value;
+                   every request's headers are also appended as one JSON line to --log (the test reads
+                   what really arrived from there, on the internet side)
+  GET  /sse        text/event-stream, chunked: N events (?n=5) INTERVAL ms apart (?ms=300), each carrying
+                   the server's send time
+  ANY  /slow       sleeps ?s=5 seconds before the head
+  POST /upload     reads the body (Content-Length or chunked) and answers {"sha256":..,"bytes":..}
+  GET  /ok         "ok" (the bench)
+  GET  /big        ?mb=N MiB of zero bytes with Content-Length (back-pressure)
+Usage: upstream.py --addr IP --port N --cert PEM --key PEM --log FILE
+"""
+import argparse
+import hashlib
+import json
+import socket
+import ssl
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+LOCK = threading.Lock()
+
+
+class H(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, fmt, *args):  # quiet: the suite reads --log instead
+        pass
+
+    def _q(self):
+        u = urlsplit(self.path)
+        return u.path, {k: v[-1] for k, v in parse_qs(u.query, keep_blank_values=True).items()}
+
+    def _send(self, code, body, ctype="application/json", extra=None):
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in (extra or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _body(self):
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip(), 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return
+                left = size
+                while left:
+                    b = self.rfile.read(min(left, 65536))
+                    if not b:
+                        return
+                    left -= len(b)
+                    yield b
+                self.rfile.readline()
+        n = int(self.headers.get("Content-Length", "0") or 0)
+        while n:
+            b = self.rfile.read(min(n, 65536))
+            if not b:
+                return
+            n -= len(b)
+            yield b
+
+    def handle_any(self):
+        path, q = self._q()
+        hdrs = [[k, v] for k, v in self.headers.items()]
+        with LOCK, open(self.server.log, "a") as f:
+            f.write(json.dumps({"method": self.command, "path": self.path, "headers": hdrs}) + "\n")
+        if path == "/echo" or path.startswith("/base/"):
+            for _ in self._body():
+                pass
+            body = {"method": self.command, "path": self.path, "headers": hdrs,
+                    "sha256": {k.lower(): hashlib.sha256(v.encode()).hexdigest() for k, v in hdrs}}
+            extra = {"X-Echo-Auth": self.headers.get("x-api-key", "")}  # a reflected key, for redaction
+            self._send(200, json.dumps(body).encode(), extra=extra)
+        elif path == "/ok":
+            self._send(200, b"ok")
+        elif path == "/sse":
+            n, ms = int(q.get("n", 5)), int(q.get("ms", 300))
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.send_header("Cache-Control", "no-cache")
+            self.end_headers()
+            for i in range(n):
+                ev = f"id: {i}\ndata: {time.time():.3f}\n\n".encode()
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(ev), ev))
+                self.wfile.flush()
+                if i + 1 < n:
+                    time.sleep(ms / 1000)
+            self.wfile.write(b"0\r\n\r\n")
+        elif path == "/slow":
+            time.sleep(float(q.get("s", 5)))
+            self._send(200, b"late")
+        elif path == "/upload":
+            h, n = hashlib.sha256(), 0
+            for b in self._body():
+                h.update(b)
+                n += len(b)
+            self._send(200, json.dumps({"sha256": h.hexdigest(), "bytes": n}).encode())
+        elif path == "/big":
+            mb = int(q.get("mb", 8))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Length", str(mb << 20))
+            self.end_headers()
+            chunk = bytes(1 << 20)
+            for _ in range(mb):
+                self.wfile.write(chunk)
+        else:
+            self._send(404, b'{"error":"no such test endpoint"}')
+
+    do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = handle_any
+
+
+class S(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, addr, log, ctx):
+        self.address_family = socket.AF_INET6 if ":" in addr[0] else socket.AF_INET
+        self.log = log
+        self.ctx = ctx
+        super().__init__(addr, H)
+
+    def get_request(self):
+        sock, peer = self.socket.accept()
+        return self.ctx.wrap_socket(sock, server_side=True, do_handshake_on_connect=False), peer
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--addr", required=True)
+    ap.add_argument("--port", type=int, default=443)
+    ap.add_argument("--cert", required=True)
+    ap.add_argument("--key", required=True)
+    ap.add_argument("--log", required=True)
+    a = ap.parse_args()
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(a.cert, a.key)
+    srv = S((a.addr, a.port), a.log, ctx)
+    print(f"listening {a.addr}:{a.port}", flush=True)
+    try:
+        srv.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
