@@ -1,0 +1,490 @@
+/* sidecar/gateway_test.c — the gateway's pure parts: request-head parsing and limits, routing, path
+ * traversal checks, method/prefix rules, the caller-token check, header filtering (hop-by-hop, secret
+ * name, token headers), the rate limiter, the chunked decoder, audit paths, key redaction, env limits. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy/policy.h"
+#include "sidecar/gateway.h"
+
+/* Parses from an exactly-sized heap copy, so ASan catches any read past the end. The copy lives until
+ * the next parse (req borrows it), and the group teardown frees the last one. */
+static char *last_copy;
+static int parse(const char *s, size_t len, struct sk_gw_req *req)
+{
+	free(last_copy);
+	last_copy = malloc(len ? len : 1);
+	assert_non_null(last_copy);
+	memcpy(last_copy, s, len);
+	return sk_gw_parse_head(last_copy, len, req);
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	free(last_copy);
+	last_copy = NULL;
+	return 0;
+}
+
+static int parse_str(const char *s, struct sk_gw_req *req) { return parse(s, strlen(s), req); }
+
+static void test_parse_simple_request(void **state)
+{
+	(void)state;
+	static struct sk_gw_req r;
+	const char *s = "POST /llm/v1/messages?beta=1 HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 12\r\n"
+			"X-Thing:   padded value \t\r\n\r\nhello body..";
+	int rc = parse_str(s, &r);
+	assert_int_equal(rc, (int)(strstr(s, "\r\n\r\n") - s) + 4);
+	assert_string_equal(r.method, "POST");
+	assert_int_equal(r.target_len, strlen("/llm/v1/messages?beta=1"));
+	assert_int_equal(r.minor, 1);
+	assert_int_equal(r.n_h, 3);
+	assert_int_equal(r.content_length, 12);
+	assert_false(r.chunked);
+	assert_true(r.keep_alive);
+	assert_int_equal(r.h[2].value_len, strlen("padded value"));
+}
+
+static void test_parse_every_prefix_needs_more(void **state)
+{
+	(void)state;
+	static struct sk_gw_req r;
+	const char *s = "GET /llm/x HTTP/1.1\r\nHost: a\r\nAccept: */*\r\n\r\n";
+	size_t n = strlen(s);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(parse(s, i, &r), 0);
+	assert_int_equal(parse(s, n, &r), (int)n);
+}
+
+static void test_parse_flags(void **state)
+{
+	(void)state;
+	static struct sk_gw_req r;
+	assert_true(parse_str("GET / HTTP/1.0\r\n\r\n", &r) > 0);
+	assert_false(r.keep_alive);
+	assert_true(parse_str("GET / HTTP/1.1\r\nConnection: keep-alive, close\r\n\r\n", &r) > 0);
+	assert_false(r.keep_alive);
+	assert_true(parse_str("GET / HTTP/1.1\r\nConnection: closed\r\n\r\n", &r) > 0);
+	assert_true(r.keep_alive);
+	assert_true(parse_str("POST / HTTP/1.1\r\nTransfer-Encoding: Chunked\r\nExpect: 100-continue\r\n\r\n", &r) > 0);
+	assert_true(r.chunked);
+	assert_true(r.expect_continue);
+	assert_int_equal(r.content_length, -1);
+	assert_true(parse_str("POST / HTTP/1.1\r\nContent-Length: 5\r\ncontent-length: 5\r\n\r\n", &r) > 0);
+	assert_int_equal(r.content_length, 5);
+}
+
+static void test_parse_rejects(void **state)
+{
+	(void)state;
+	static const struct { const char *req; int want; } t[] = {
+		{ "GET / HTTP/1.1\nHost: a\r\n\r\n", -400 },                       /* bare LF ends the line */
+		{ "GET / HTTP/1.1\r\nHost: a\rb\r\n\r\n", -400 },                  /* bare CR in a value */
+		{ "GET / HTTP/1.1\r\nX: a\r\n folded\r\n\r\n", -400 },             /* obs-fold */
+		{ "GET / HTTP/1.1\r\nHost : a\r\n\r\n", -400 },                    /* space before ':' */
+		{ "GET / HTTP/1.1\r\n: a\r\n\r\n", -400 },                         /* empty name */
+		{ "GET / HTTP/1.1\r\nX-A: a\x01\r\n\r\n", -400 },                  /* control byte */
+		{ "GET / HTTP/1.1\r\nNoColon\r\n\r\n", -400 },
+		{ "GET  / HTTP/1.1\r\n\r\n", -400 },                               /* empty target */
+		{ "GET /a b HTTP/1.1\r\n\r\n", -400 },
+		{ "G(T / HTTP/1.1\r\n\r\n", -400 },                                /* method not a token */
+		{ "GET /\x80 HTTP/1.1\r\n\r\n", -400 },
+		{ "GET / HTTP/1.1\r\nContent-Length: 1x\r\n\r\n", -400 },
+		{ "GET / HTTP/1.1\r\nContent-Length: -1\r\n\r\n", -400 },
+		{ "GET / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", -400 },
+		{ "GET / HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n", -400 },
+		{ "GET / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", -400 },
+		{ "GET / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", -501 },
+		{ "GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", -501 },
+		{ "GET / HTTP/1.1\r\nExpect: something\r\n\r\n", -417 },
+		{ "GET / HTTP/2.0\r\n\r\n", -505 },
+		{ "GET / HTTP/1.2\r\n\r\n", -505 },
+		{ "GET / FTP/1.1\r\n\r\n", -400 },
+	};
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		static struct sk_gw_req r;
+		int rc = parse_str(t[i].req, &r);
+		if (rc != t[i].want)
+			fail_msg("case %zu: got %d, want %d", i, rc, t[i].want);
+	}
+}
+
+static void test_parse_limits(void **state)
+{
+	(void)state;
+	static struct sk_gw_req r;
+	/* A target over the limit is 414 even before the head is complete. */
+	size_t n = SK_GW_TARGET_MAX + 200;
+	char *b = malloc(n);
+	assert_non_null(b);
+	memcpy(b, "GET /", 5);
+	memset(b + 5, 'a', n - 5);
+	assert_int_equal(parse(b, n, &r), -414);
+	free(b);
+	/* Too many header lines. */
+	size_t cap = 64 + (SK_GW_MAX_HEADERS + 1) * 8;
+	char *h = malloc(cap);
+	assert_non_null(h);
+	size_t o = (size_t)sprintf(h, "GET / HTTP/1.1\r\n");
+	for (int i = 0; i <= SK_GW_MAX_HEADERS; i++)
+		o += (size_t)sprintf(h + o, "X%03d:\r\n", i % 1000);
+	o += (size_t)sprintf(h + o, "\r\n");
+	assert_int_equal(parse(h, o, &r), -431);
+	free(h);
+	/* A head that never ends within the cap. */
+	n = SK_GW_HEAD_MAX + 10;
+	b = malloc(n);
+	assert_non_null(b);
+	memcpy(b, "GET / HTTP/1.1\r\n", 16);
+	for (size_t i = 16; i < n; i++)
+		b[i] = (i % 100 == 98) ? '\r' : (i % 100 == 99) ? '\n' : 'x';
+	assert_int_equal(parse(b, n, &r), -431);
+	free(b);
+}
+
+static void test_route(void **state)
+{
+	(void)state;
+	char name[64];
+	const char *rest;
+	size_t rl;
+	const char *t = "/llm/v1/messages?x=1";
+	assert_int_equal(sk_gw_route(t, strlen(t), name, &rest, &rl), 0);
+	assert_string_equal(name, "llm");
+	assert_int_equal(rl, strlen("/v1/messages?x=1"));
+	assert_memory_equal(rest, "/v1/messages?x=1", rl);
+	t = "/llm";
+	assert_int_equal(sk_gw_route(t, strlen(t), name, &rest, &rl), 0);
+	assert_int_equal(rl, 0);
+	t = "/my-api2?q";
+	assert_int_equal(sk_gw_route(t, strlen(t), name, &rest, &rl), 0);
+	assert_string_equal(name, "my-api2");
+	assert_memory_equal(rest, "?q", 2);
+	/* Names the policy can never hold → 404; targets that are not origin-form → 400. */
+	static const char *const nf[] = { "/", "//x", "/LLM/x", "/ll_m/x", "/%6cl/x", "/a.b/x",
+		"/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/x" };
+	for (size_t i = 0; i < sizeof(nf) / sizeof(nf[0]); i++)
+		assert_int_equal(sk_gw_route(nf[i], strlen(nf[i]), name, &rest, &rl), -ENOENT);
+	static const char *const bad[] = { "*", "http://llm/x", "llm/x" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(sk_gw_route(bad[i], strlen(bad[i]), name, &rest, &rl), -EINVAL);
+}
+
+static void test_check_path(void **state)
+{
+	(void)state;
+	static const char *const ok[] = { "", "/", "/v1/messages", "/a/.b/c", "/a/..b", "/a/b..", "/...",
+		"/a%20b", "/v1/%E2%9C%93", "//double", "/a/b/", "/x.json" };
+	static const char *const bad[] = { "/..", "/../x", "/a/../b", "/a/..", "/.", "/./x", "/a/%2e%2e/b",
+		"/a/%2E%2e", "/a/.%2e/b", "/a/%2e./b", "/a/%2e", "/a/..%2fb", "/a/..%2Fb", "/a/..%5cb",
+		"/a\\..\\b", "/a%00b", "/a%0d%0ab", "/a%0Ab", "/a%7f", "/a%zz", "/a%2", "/a%", "/a#frag", "/a/%2e%2e%2f" };
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+		if (sk_gw_check_path(ok[i], strlen(ok[i])) != 0)
+			fail_msg("should pass: %s", ok[i]);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (sk_gw_check_path(bad[i], strlen(bad[i])) != -EINVAL)
+			fail_msg("should be refused: %s", bad[i]);
+}
+
+static void test_methods_and_prefixes(void **state)
+{
+	(void)state;
+	char *methods[] = { "GET", "POST" };
+	char *prefixes[] = { "/v1/messages", "/files/" };
+	struct sk_api a = { .name = "x", .methods = methods, .n_methods = 2, .path_prefixes = prefixes,
+			    .n_path_prefixes = 2 };
+	assert_true(sk_gw_method_allowed(&a, "GET"));
+	assert_true(sk_gw_method_allowed(&a, "POST"));
+	assert_false(sk_gw_method_allowed(&a, "DELETE"));
+	assert_false(sk_gw_method_allowed(&a, "get"));
+	static const char *const yes[] = { "/v1/messages", "/v1/messages/batches", "/files/", "/files/abc" };
+	static const char *const no[] = { "/v1/messagesX", "/v1/message", "/files", "/v2/messages", "", "/" };
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
+		if (!sk_gw_path_allowed(&a, yes[i], strlen(yes[i])))
+			fail_msg("should be allowed: %s", yes[i]);
+	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+		if (sk_gw_path_allowed(&a, no[i], strlen(no[i])))
+			fail_msg("should be refused: %s", no[i]);
+	struct sk_api any = { .name = "y" };
+	assert_true(sk_gw_method_allowed(&any, "PATCH"));
+	assert_true(sk_gw_path_allowed(&any, "/anything", 9));
+}
+
+static void test_token_eq_and_find(void **state)
+{
+	(void)state;
+	assert_true(sk_gw_token_eq("secret", 6, "secret", 6));
+	assert_false(sk_gw_token_eq("secret", 6, "secreT", 6));
+	assert_false(sk_gw_token_eq("secret", 6, "secret1", 7));
+	assert_false(sk_gw_token_eq("secre", 5, "secret", 6));
+	assert_false(sk_gw_token_eq("", 0, "x", 1));
+	assert_true(sk_gw_token_eq("", 0, "", 0));
+	/* A NUL byte inside does not end the comparison. */
+	assert_false(sk_gw_token_eq("ab\0c", 4, "ab\0d", 4));
+
+	static struct sk_gw_req r;
+	const char *tok;
+	size_t tl;
+	bool via;
+	assert_true(parse_str("GET / HTTP/1.1\r\nAuthorization: Bearer  abc\r\n\r\n", &r) > 0);
+	assert_true(sk_gw_find_token(&r, &tok, &tl, &via));
+	assert_true(via);
+	assert_int_equal(tl, 3);
+	assert_memory_equal(tok, "abc", 3);
+	assert_true(parse_str("GET / HTTP/1.1\r\nAuthorization: Bearer x\r\nX-Stockade-Token: t2\r\n\r\n", &r) > 0);
+	assert_true(sk_gw_find_token(&r, &tok, &tl, &via));
+	assert_false(via);
+	assert_memory_equal(tok, "t2", 2);
+	assert_true(parse_str("GET / HTTP/1.1\r\nAuthorization: Basic abc\r\n\r\n", &r) > 0);
+	assert_false(sk_gw_find_token(&r, &tok, &tl, &via));
+}
+
+struct seen {
+	char names[32][64];
+	char values[32][64];
+	size_t n;
+};
+
+static int collect(void *arg, const char *name, size_t nlen, const char *value, size_t vlen)
+{
+	struct seen *s = arg;
+	assert_true(s->n < 32);
+	snprintf(s->names[s->n], 64, "%.*s", (int)nlen, name);
+	snprintf(s->values[s->n], 64, "%.*s", (int)vlen, value);
+	s->n++;
+	return 0;
+}
+
+static void test_hop_by_hop(void **state)
+{
+	(void)state;
+	static const char *const hop[] = { "Connection", "keep-alive", "TE", "Trailer", "Transfer-Encoding",
+					   "Upgrade", "Proxy-Authorization", "proxy-connection", "Proxy-Foo" };
+	for (size_t i = 0; i < sizeof(hop) / sizeof(hop[0]); i++)
+		assert_true(sk_gw_hop_by_hop(hop[i], strlen(hop[i]), NULL));
+	assert_false(sk_gw_hop_by_hop("Content-Type", 12, NULL));
+	assert_false(sk_gw_hop_by_hop("Trailers", 8, NULL));
+	assert_true(sk_gw_hop_by_hop("X-Hop", 5, "keep-alive, x-hop"));
+	assert_false(sk_gw_hop_by_hop("X-Ho", 4, "keep-alive, x-hop"));
+	assert_true(sk_gw_hop_by_hop("x-b", 3, " x-a ,x-b,"));
+}
+
+static void test_filter_request_headers(void **state)
+{
+	(void)state;
+	static struct sk_gw_req r;
+	const char *s = "POST /llm/x HTTP/1.1\r\nHost: 127.0.0.1:15080\r\nConnection: keep-alive, X-Hop\r\n"
+			"X-Hop: 1\r\nKeep-Alive: 5\r\nUpgrade: h2c\r\nTE: trailers\r\nProxy-Authorization: x\r\n"
+			"Content-Length: 3\r\nExpect: 100-continue\r\nX-API-Key: agent-chosen\r\n"
+			"Authorization: Bearer tok\r\nX-Stockade-Token: tok\r\nContent-Type: application/json\r\n"
+			"Anthropic-Version: 2023-06-01\r\nX-Empty:\r\n\r\n";
+	assert_true(parse_str(s, &r) > 0);
+	static struct seen seen;
+	memset(&seen, 0, sizeof(seen));
+	assert_int_equal(sk_gw_filter_request_headers(&r, "x-api-key", true, collect, &seen), 0);
+	assert_int_equal(seen.n, 3);
+	assert_string_equal(seen.names[0], "Content-Type");
+	assert_string_equal(seen.names[1], "Anthropic-Version");
+	assert_string_equal(seen.values[1], "2023-06-01");
+	assert_string_equal(seen.names[2], "X-Empty");
+	assert_string_equal(seen.values[2], "");
+	/* Without a caller token the agent's Authorization is its own business and goes through. */
+	memset(&seen, 0, sizeof(seen));
+	assert_int_equal(sk_gw_filter_request_headers(&r, "x-api-key", false, collect, &seen), 0);
+	assert_int_equal(seen.n, 4);
+	assert_string_equal(seen.names[0], "Authorization");
+	/* ...unless Authorization is the secret header itself. */
+	memset(&seen, 0, sizeof(seen));
+	assert_int_equal(sk_gw_filter_request_headers(&r, "authorization", false, collect, &seen), 0);
+	for (size_t i = 0; i < seen.n; i++)
+		assert_string_not_equal(seen.names[i], "Authorization");
+}
+
+static void test_bucket(void **state)
+{
+	(void)state;
+	struct sk_gw_bucket b = { 0 };
+	uint32_t ra = 0;
+	assert_true(sk_gw_bucket_take(&b, 1, 2, 1000, &ra));
+	assert_true(sk_gw_bucket_take(&b, 1, 2, 1000, &ra));
+	assert_false(sk_gw_bucket_take(&b, 1, 2, 1000, &ra));
+	assert_int_equal(ra, 1);
+	assert_false(sk_gw_bucket_take(&b, 1, 2, 1500, &ra));   /* half a token */
+	assert_int_equal(ra, 1);
+	assert_true(sk_gw_bucket_take(&b, 1, 2, 2000, &ra));
+	assert_true(sk_gw_bucket_take(&b, 1, 2, 100000, &ra));   /* refills to burst, not beyond */
+	assert_true(sk_gw_bucket_take(&b, 1, 2, 100000, &ra));
+	assert_false(sk_gw_bucket_take(&b, 1, 2, 100000, &ra));
+	/* Slow rate: Retry-After is rounded up to whole seconds. */
+	struct sk_gw_bucket s = { 0 };
+	assert_true(sk_gw_bucket_take(&s, 0.2, 1, 0, &ra));
+	assert_false(sk_gw_bucket_take(&s, 0.2, 1, 100, &ra));
+	assert_int_equal(ra, 5);
+	/* burst 0 = max(1, rate); rate 0 = unlimited. */
+	struct sk_gw_bucket d = { 0 };
+	for (int i = 0; i < 10; i++)
+		assert_true(sk_gw_bucket_take(&d, 10, 0, 0, &ra));
+	assert_false(sk_gw_bucket_take(&d, 10, 0, 0, &ra));
+	struct sk_gw_bucket u = { 0 };
+	for (int i = 0; i < 1000; i++)
+		assert_true(sk_gw_bucket_take(&u, 0, 0, 0, &ra));
+	/* A clock that does not move (or goes back) never adds tokens. */
+	struct sk_gw_bucket k = { 0 };
+	assert_true(sk_gw_bucket_take(&k, 1, 1, 5000, &ra));
+	assert_false(sk_gw_bucket_take(&k, 1, 1, 4000, &ra));
+}
+
+static int decode_all(const char *in, size_t len, size_t step, char *out, size_t *out_len)
+{
+	struct sk_gw_chunked c = { 0 };
+	size_t off = 0, o = 0;
+	int rc = 0;
+	while (off < len && rc == 0) {
+		size_t n = len - off < step ? len - off : step, used = 0, made = 0;
+		rc = sk_gw_chunked_decode(&c, (const uint8_t *)in + off, n, &used, (uint8_t *)out + o, 3, &made);
+		o += made;
+		off += used;
+		if (rc == 0 && used == 0 && made == 0 && n > 0)
+			continue;   /* never: the out cap is 3, progress is always made */
+	}
+	*out_len = o;
+	return rc;
+}
+
+static void test_chunked_decode(void **state)
+{
+	(void)state;
+	const char *body = "5\r\nhello\r\n1;ext=1\r\n \r\nA\r\n0123456789\r\n0\r\nTrailer: x\r\n\r\n";
+	char out[64];
+	size_t ol;
+	for (size_t step = 1; step <= strlen(body); step++) {
+		assert_int_equal(decode_all(body, strlen(body), step, out, &ol), 1);
+		assert_int_equal(ol, 16);
+		assert_memory_equal(out, "hello 0123456789", 16);
+	}
+	/* Bytes after the last chunk are left for the next request. */
+	struct sk_gw_chunked c = { 0 };
+	size_t used, made;
+	const char *two = "0\r\n\r\nGET /next";
+	assert_int_equal(sk_gw_chunked_decode(&c, (const uint8_t *)two, strlen(two), &used, (uint8_t *)out, 64, &made), 1);
+	assert_int_equal(used, 5);
+	assert_int_equal(made, 0);
+	static const char *const bad[] = { "x\r\n", "\r\n", "5\nhello\r\n", "5\r\nhelloX\r\n", "5\r\nhello\r\r",
+		"FFFFFFFFFFF\r\n", "0\r\nbad\n", "0\r\n\r\r" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct sk_gw_chunked b = { 0 };
+		int rc = sk_gw_chunked_decode(&b, (const uint8_t *)bad[i], strlen(bad[i]), &used, (uint8_t *)out, 64, &made);
+		if (rc != -1)
+			fail_msg("should be malformed: case %zu (rc %d)", i, rc);
+	}
+}
+
+static void test_audit_path(void **state)
+{
+	(void)state;
+	char out[64];
+	static const struct { const char *in, *want; } t[] = {
+		{ "/v1/messages", "/v1/messages" },
+		{ "/v1/x?key=secret&b=2", "/v1/x?key=&b=" },
+		{ "/x?flag&a=1=2", "/x?flag&a=" },
+		{ "", "/" },
+		{ "?q=1", "?q=" },
+	};
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		sk_gw_audit_path(t[i].in, strlen(t[i].in), out, sizeof(out));
+		assert_string_equal(out, t[i].want);
+	}
+	char small[6];
+	sk_gw_audit_path("/abcdefgh", 9, small, sizeof(small));
+	assert_string_equal(small, "/abcd");
+}
+
+static void redact_stream(const char *secret, const char *in, size_t step, char *out, size_t *olen)
+{
+	struct sk_gw_redact r = { .secret = secret, .slen = strlen(secret) };
+	uint8_t buf[512];
+	size_t o = 0, len = strlen(in);
+	for (size_t off = 0; off < len; off += step) {
+		size_t n = len - off < step ? len - off : step;
+		size_t m = sk_gw_redact_run(&r, (const uint8_t *)in + off, n, false, buf);
+		memcpy(out + o, buf, m);
+		o += m;
+	}
+	size_t m = sk_gw_redact_run(&r, NULL, 0, true, buf);
+	memcpy(out + o, buf, m);
+	o += m;
+	out[o] = 0;
+	*olen = o;
+}
+
+static void test_redact_across_boundaries(void **state)
+{
+	(void)state;
+	const char *in = "key=sk-abc123 and sk-abc12 and sk-abc123sk-abc123, end sk-abc1";
+	const char *want = "key=********* and sk-abc12 and ******************, end sk-abc1";
+	char out[256];
+	size_t ol;
+	for (size_t step = 1; step <= strlen(in); step++) {
+		redact_stream("sk-abc123", in, step, out, &ol);
+		assert_int_equal(ol, strlen(in));   /* same length: Content-Length still holds */
+		assert_string_equal(out, want);
+	}
+	/* Overlapping self-similar secret. */
+	redact_stream("aab", "aaab aab", 1, out, &ol);
+	assert_string_equal(out, "a*** ***");
+	/* Disabled: passes through. */
+	redact_stream("", "anything", 3, out, &ol);
+	assert_string_equal(out, "anything");
+}
+
+static void test_limits_from_env(void **state)
+{
+	(void)state;
+	struct sk_gateway_limits l;
+	struct sk_err err = { 0 };
+	sk_gateway_limits_default(&l);
+	assert_int_equal(l.connect_timeout_ms, 10000);
+	assert_int_equal(l.idle_timeout_ms, 300000);
+	char *env[] = { "STOCKADE_API_IDLE_TIMEOUT_MS=2000", "STOCKADE_API_CONNECT_TIMEOUT_MS=500", "OTHER=1", NULL };
+	assert_int_equal(sk_gateway_limits_from_env(&l, env, &err), 0);
+	assert_int_equal(l.idle_timeout_ms, 2000);
+	assert_int_equal(l.connect_timeout_ms, 500);
+	char *bad[] = { "STOCKADE_API_MAX_CONNS=0", NULL };
+	assert_int_equal(sk_gateway_limits_from_env(&l, bad, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "STOCKADE_API_MAX_CONNS=0"));
+	char *bad2[] = { "STOCKADE_API_TOTAL_TIMEOUT_MS=12x", NULL };
+	assert_int_equal(sk_gateway_limits_from_env(&l, bad2, &err), -EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse_simple_request),
+		cmocka_unit_test(test_parse_every_prefix_needs_more),
+		cmocka_unit_test(test_parse_flags),
+		cmocka_unit_test(test_parse_rejects),
+		cmocka_unit_test(test_parse_limits),
+		cmocka_unit_test(test_route),
+		cmocka_unit_test(test_check_path),
+		cmocka_unit_test(test_methods_and_prefixes),
+		cmocka_unit_test(test_token_eq_and_find),
+		cmocka_unit_test(test_hop_by_hop),
+		cmocka_unit_test(test_filter_request_headers),
+		cmocka_unit_test(test_bucket),
+		cmocka_unit_test(test_chunked_decode),
+		cmocka_unit_test(test_audit_path),
+		cmocka_unit_test(test_redact_across_boundaries),
+		cmocka_unit_test(test_limits_from_env),
+	};
+	return cmocka_run_group_tests(tests, NULL, teardown);
+}
