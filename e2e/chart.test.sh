@@ -9,7 +9,9 @@ set -uo pipefail
 cd "$SK_ROOT" || exit 1
 T=${SK_TOOLS:-/opt/stockade-tools}
 HELM=$T/bin/helm KUBECONFORM=$T/bin/kubeconform
-SCHEMAS=$(ls -d "$T"/schemas/*/kubernetes-json-schema 2>/dev/null | tail -1)
+# The newest schema set: a glob sorts like ls did; an unmatched glob stays literal and fails -d.
+schema_dirs=("$T"/schemas/*/kubernetes-json-schema)
+SCHEMAS=""; [ -d "${schema_dirs[-1]}" ] && SCHEMAS=${schema_dirs[-1]}
 CHART=helm/stockade
 if [ ! -x "$HELM" ] || [ ! -x "$KUBECONFORM" ] || [ -z "$SCHEMAS" ]; then
 	echo "helm/kubeconform/schemas missing: run scripts/install-tools" >&2
@@ -40,14 +42,11 @@ done
 for kind in Pod Job Deployment; do
 	for mode in native classic; do
 		extra=(); [ "$mode" = classic ] && extra=(--set sidecar.native=false)
-		out=$(render --kube-version 1.34.0 --set workload.kind="$kind" "${extra[@]}" | helm/tests/check_pod_security.py "$kind" "$mode" 1000 1337 2>&1)
-		if [ $? -eq 0 ]; then sk_pass "security settings $kind $mode"; else sk_fail "security settings $kind $mode" "$out"; fi
+		if out=$(render --kube-version 1.34.0 --set workload.kind="$kind" "${extra[@]}" | helm/tests/check_pod_security.py "$kind" "$mode" 1000 1337 2>&1); then sk_pass "security settings $kind $mode"; else sk_fail "security settings $kind $mode" "$out"; fi
 	done
 done
-out=$(render --kube-version 1.28.0 | helm/tests/check_pod_security.py Pod classic 1000 1337 2>&1)
-if [ $? -eq 0 ]; then sk_pass "auto mode picks a classic sidecar before 1.29"; else sk_fail "auto mode before 1.29" "$out"; fi
-out=$(render --kube-version 1.29.0 | helm/tests/check_pod_security.py Pod native 1000 1337 2>&1)
-if [ $? -eq 0 ]; then sk_pass "auto mode picks a native sidecar from 1.29"; else sk_fail "auto mode from 1.29" "$out"; fi
+if out=$(render --kube-version 1.28.0 | helm/tests/check_pod_security.py Pod classic 1000 1337 2>&1); then sk_pass "auto mode picks a classic sidecar before 1.29"; else sk_fail "auto mode before 1.29" "$out"; fi
+if out=$(render --kube-version 1.29.0 | helm/tests/check_pod_security.py Pod native 1000 1337 2>&1); then sk_pass "auto mode picks a native sidecar from 1.29"; else sk_fail "auto mode from 1.29" "$out"; fi
 
 for f in helm/tests/values/good-*.yaml; do
 	sk_check "values accepted: $(basename "$f")" render --kube-version 1.34.0 -f "$f"
