@@ -176,24 +176,29 @@ int sk_cmd_seccomp_install(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 
 	char path[4096];
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	/* write_atomic refuses such a path too; failing here keeps file_equals off a truncated name. */
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path)) {
+		fprintf(stderr, "stockade-policy seccomp-install: --dir/--name: path too long\n");
+		return SK_EXIT_USAGE;
+	}
 	int failures = 0;
 	while (!install_stop) {
 		struct sk_err err = { 0 };
 		char *text = render_profile(policy, &err);
-		if (!text) {
-			log_line("seccomp_install_failed", path, err.msg);
-			failures++;
-		} else if (file_equals(path, text)) {
-			failures = 0;
-		} else if (write_atomic(dir, name, text, &err) < 0) {
+		/* One failure path for both steps: a bad policy and a failed write are reported alike. */
+		int rc = text ? 0 : -EINVAL;
+		if (text && !file_equals(path, text)) {
+			rc = write_atomic(dir, name, text, &err);
+			if (rc == 0)
+				log_line("seccomp_installed", path, NULL);
+		}
+		free(text);
+		if (rc < 0) {
 			log_line("seccomp_install_failed", path, err.msg);
 			failures++;
 		} else {
-			log_line("seccomp_installed", path, NULL);
 			failures = 0;
 		}
-		free(text);
 		if (once)
 			return failures ? SK_EXIT_FAIL : SK_EXIT_OK;
 		for (long s = 0; s < interval && !install_stop; s++)
