@@ -35,6 +35,7 @@
 #define TCP_IDLE_MS 10000u
 #define PENDING_MAX 4096
 #define UDP_BATCH 64
+#define PROBE_MS_DEFAULT 5000u      /* upstream liveness probe period (STOCKADE_DNS_PROBE_MS) */
 
 struct sk_dns_srv;
 
@@ -70,6 +71,7 @@ struct dq {
 	socklen_t peerlen;
 	struct tcl *tc;
 	struct utcp *ut;
+	bool probe;                  /* the server's own liveness probe: no client, answers only set readiness */
 };
 
 struct sk_dns_srv {
@@ -80,6 +82,9 @@ struct sk_dns_srv {
 	struct sk_dns_filter_opts opts;
 	struct sk_io udp[2], tcp[2], up[2];   /* [0] IPv4, [1] IPv6; fd -1 when unused */
 	struct sk_timer timer;
+	struct sk_timer probe;       /* periodic upstream probe for /readyz's dns_upstream check */
+	uint64_t probe_ms;           /* 0: no probe (readiness then follows real answers only) */
+	bool probe_inflight;
 	size_t n_tcl;
 	uint8_t in[SK_DNS_MSG_MAX + 2];
 	uint8_t out[SK_DNS_MSG_MAX + 2];
@@ -280,12 +285,31 @@ static void peer_of(const struct dq *d, struct sk_addr *a, uint16_t *port)
 
 static void utcp_start(struct sk_dns_srv *s, struct dq *d);
 
+/* /readyz's "an upstream resolver answered": true on any matched answer, false when a probe got no
+ * answer from any upstream within all its attempts. Transitions are logged: they explain a pod going
+ * unready. */
+static void set_upstream_ok(struct sk_dns_srv *s, bool ok)
+{
+	if (s->sc->dns_upstream_ok == ok)
+		return;
+	s->sc->dns_upstream_ok = ok;
+	fprintf(stderr, "stockade-sidecar: dns: upstream resolvers %s\n",
+		ok ? "answering" : "not answering (probe timed out)");
+}
+
 static void handle_answer(struct sk_dns_srv *s, struct dq *d, const uint8_t *ans, size_t len, bool upstream_tcp)
 {
+	set_upstream_ok(s, true);
+	if (d->probe) {
+		/* Any well-formed answer to our question (REFUSED included) proves the resolver is there. */
+		s->probe_inflight = false;
+		query_finish(d);
+		arm_timer(s);
+		return;
+	}
 	struct sk_dns_averdict av;
 	sk_dns_filter_answer(s->sc->policy, &s->opts, &d->p->q, ans, len, upstream_tcp, d->client_tcp, s->out,
 			     SK_DNS_MSG_MAX, &av);
-	s->sc->dns_upstream_ok = true;
 	if (av.action == SK_DNS_ACT_RETRY_TCP) {
 		sk_dns_pend_to_tcp(s->pt, d->p, now_ms(s));
 		utcp_start(s, d);
@@ -591,6 +615,12 @@ static void on_timer(struct sk_loop *l, struct sk_timer *t)
 			continue;
 		}
 		struct dq *d = p->ctx;
+		if (d->probe) {
+			s->probe_inflight = false;
+			set_upstream_ok(s, false);
+			query_finish(d);
+			continue;
+		}
 		int n = sk_dns_filter_local_answer(&p->q, SK_DNS_RC_SERVFAIL, false, s->out, SK_DNS_MSG_MAX);
 		if (n > 0)
 			reply(d, s->out, (size_t)n);
@@ -599,6 +629,38 @@ static void on_timer(struct sk_loop *l, struct sk_timer *t)
 		query_finish(d);
 	}
 	arm_timer(s);
+}
+
+/* ---- upstream liveness probe ---- */
+
+/* Every probe_ms, unless the last probe is still in flight: ". IN NS" through the same pending table as
+ * client queries (same IDs, source checks, retries across servers and deadline), so "answered" means
+ * exactly what it means for the agent's queries. Real answers set readiness too; only a probe that
+ * gives up clears it, since one name's slow delegation says nothing about the resolver. */
+static void on_probe(struct sk_loop *l, struct sk_timer *t)
+{
+	struct sk_dns_srv *s = t->ctx;
+	if (!s->probe_inflight) {
+		struct sk_dns_fquery q = { .flags = SK_DNS_F_RD, .qtype = SK_DNS_T_NS, .qclass = SK_DNS_CLASS_IN,
+					   .rule = -1, .udp_limit = 512 };
+		q.qname.wire[0] = 0;   /* the root */
+		q.qname.len = 1;
+		struct dq *d = calloc(1, sizeof(*d));
+		if (d) {
+			d->srv = s;
+			d->probe = true;
+			d->lfd = -1;
+			d->p = sk_dns_pend_start(s->pt, &q, d, now_ms(s));
+			if (d->p) {
+				s->probe_inflight = true;
+				send_upstream(s, d->p);
+				arm_timer(s);
+			} else {
+				free(d);   /* table full of client queries: they will tell soon enough */
+			}
+		}
+	}
+	(void)sk_timer_arm(l, t, s->probe_ms);
 }
 
 /* ---- setup ---- */
@@ -655,6 +717,8 @@ int sk_dns_server_start(struct sk_sidecar *sc, struct sk_dns_srv **out, struct s
 		sk_io_init(&s->up[i], -1, on_upstream, s);
 	}
 	sk_timer_init(&s->timer, on_timer, s);
+	sk_timer_init(&s->probe, on_probe, s);
+	s->probe_ms = env_ulong("STOCKADE_DNS_PROBE_MS", PROBE_MS_DEFAULT);
 	const char *rc = getenv("STOCKADE_RESOLV_CONF");
 	const char *strict = getenv("STOCKADE_DNS_STRICT_CHAIN");
 	s->opts.strict_chain = strict && strcmp(strict, "1") == 0;
@@ -721,6 +785,10 @@ int sk_dns_server_start(struct sk_sidecar *sc, struct sk_dns_srv **out, struct s
 			sc->dns_fds[sc->n_dns_fds++] = s->tcp[i].fd;
 	}
 	sk_sidecar_attach_bindings(sc, s->binds);
+	if (s->probe_ms && (r = sk_timer_arm(sc->loop, &s->probe, 0)) < 0) {
+		r = sk_err_set(err, -r, "dns: arm the upstream probe timer");
+		goto fail;
+	}
 	*out = s;
 	return 0;
 fail:
@@ -772,6 +840,7 @@ void sk_dns_server_free(struct sk_dns_srv *s)
 		}
 	}
 	sk_timer_cancel(s->sc->loop, &s->timer);
+	sk_timer_cancel(s->sc->loop, &s->probe);
 	if (s->sc->bindings == s->binds) {
 		s->sc->bindings = NULL;
 		memset(&s->sc->bind, 0, sizeof(s->sc->bind));

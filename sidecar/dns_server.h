@@ -8,7 +8,8 @@
  * and, in audit mode, per query that enforce mode would have denied; allowed queries are counted in the
  * metrics only (a line per lookup would drown the connection lines that matter).
  * Environment: STOCKADE_RESOLV_CONF (default /etc/resolv.conf), STOCKADE_DNS_BINDINGS (default 100000),
- * STOCKADE_DNS_STRICT_CHAIN=1 (see dns_filter.h). */
+ * STOCKADE_DNS_STRICT_CHAIN=1 (see dns_filter.h), STOCKADE_DNS_PROBE_MS (default 5000; 0 = off): period
+ * of the ". NS" probe that keeps sc->dns_upstream_ok (/readyz) in step with the upstreams' liveness. */
 #ifndef SK_SIDECAR_DNS_SERVER_H
 #define SK_SIDECAR_DNS_SERVER_H
 
