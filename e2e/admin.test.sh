@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Admin port, readiness, hot reload and drain of stockade-sidecar (issue 7), in a netns pod:
 #   every endpoint's status codes and bodies (/metrics checked by prometheus_client's parser), 405/400/431,
-#   a slow request cut off, readiness flipping with the marker, a ConfigMap-style `..data` symlink swap
-#   reloading the policy while a proxied transfer stays open, bad and netns-changing reloads refused (old
-#   policy kept), SIGHUP, /healthz failing while the loop is blocked, and SIGTERM draining an open
-#   transfer before exit 0.
-# Until stockade-init lands, the agent UID's port-80 redirect to the proxy is loaded with `nft` INSIDE the
-# pod netns (never the host's).
+#   a slow request cut off, /readyz reaching 200 with everything present (policy, proxy and DNS listening,
+#   the init's marker hash equal, the upstream resolver answering) and flipping to 503 naming what is
+#   missing when the marker is removed or changed and when the upstream resolver goes silent, and back;
+#   a ConfigMap-style `..data` symlink swap reloading the policy while a proxied transfer stays open, bad
+#   and netns-changing reloads refused (old policy kept), SIGHUP, /healthz failing while the loop is
+#   blocked, and SIGTERM draining an open transfer before exit 0.
+# The real stockade-init programs the pod netns (and writes the marker); dnsmasq in the internet netns is
+# the pod's resolver, reached by the agent through the init's redirect to the sidecar's DNS filter.
 set -uo pipefail
 # shellcheck source=e2e/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -49,14 +51,15 @@ EOF
 sk_inet "$N" "$PY" "$SK_TMP/slow.py" "$SRV_IP" 2>"$SK_TMP/slow.err" &
 sk_wait_port "$N-net" tcp 80 || sk_fail "slow server up"
 
-sk_pod "$N" nft -f - <<'EOF'
-table inet skadmin_redirect {
-	chain out {
-		type nat hook output priority -100;
-		meta skuid 1000 tcp dport 80 redirect to :15001
-	}
+# The pod's resolver (pod resolv.conf → 198.18.0.1): stopped and started again to flip readiness.
+start_dnsmasq() {
+	ip netns exec "$N-net" dnsmasq --no-daemon --no-resolv --no-hosts --bind-interfaces \
+		--listen-address="$SK_NET_IP4" --port=53 --host-record=allowed.example,$SRV_IP \
+		--host-record=second.example,$SRV_IP >/dev/null 2>&1 &
+	DNSMASQ_PID=$!
+	sk_wait_port "$N-net" udp 53 5
 }
-EOF
+start_dnsmasq || sk_fail "dnsmasq up"
 
 # --- policy as a ConfigMap volume: dir/..<stamp>/policy.yaml, dir/..data -> ..<stamp>, policy.yaml -> ..data/
 CM=$SK_TMP/cm
@@ -86,11 +89,17 @@ cm_swap() {
 cm_swap ..2026_01_01_00_00_01.1 "$policy_v1"
 ln -s ..data/policy.yaml "$CM/policy.yaml"
 
+# --- the real init: no stand-in; if it fails, the suite fails ---
+if sk_pod "$N" "$SK_BIN/stockade-init" --policy "$CM/policy.yaml" --marker "$SK_TMP/marker" >"$SK_TMP/init.log" 2>&1
+then sk_pass "stockade-init programs the pod netns and writes the marker"
+else sk_fail "stockade-init programs the pod netns" "$(tail -3 "$SK_TMP/init.log")"; sk_summary; exit 1; fi
+cp "$SK_TMP/marker" "$SK_TMP/marker.init"
+
 LOG=$SK_TMP/sidecar.log
 # Started as one simple command (no function or subshell in between), so $! is the sidecar itself and
 # the signals below reach it.
 start_sidecar() {
-	ip netns exec "$N-pod" env STOCKADE_TEST_BLOCK_FILE="$SK_TMP/block" STOCKADE_DRAIN_SECONDS=4 \
+	ip netns exec "$N-pod" env STOCKADE_TEST_BLOCK_FILE="$SK_TMP/block" STOCKADE_DRAIN_SECONDS=4 STOCKADE_DNS_PROBE_MS=1000 \
 		setpriv --reuid=1337 --regid=1337 --clear-groups --inh-caps=-all --bounding-set=-all -- \
 		"$SIDECAR" --policy "$CM/policy.yaml" --marker "$SK_TMP/marker" >"$SK_TMP/audit.ndjson" 2>>"$LOG" &
 	SC_PID=$!
@@ -169,29 +178,42 @@ if echo "$den" | "$PY" -c 'import json,sys; d=json.load(sys.stdin); assert len(d
 then sk_pass "/denials?limit=1 holds the denied connection as JSON"
 else sk_fail "/denials holds the denial" "$den"; fi
 
-# --- readiness flips with the marker ---------------------------------------------------------------------
+# --- readiness: everything present, then each part missing in turn ----------------------------------------
 ready_missing() { body /readyz | "$PY" -c 'import json,sys; print(" ".join(m["check"] for m in json.load(sys.stdin).get("missing", [])))'; }
-sk_check_eq "/readyz 503 without marker" 503 "$(status /readyz)"
-if ready_missing | grep -qw marker; then sk_pass "/readyz names the missing marker"; else sk_fail "/readyz names marker" "$(body /readyz)"; fi
-if ready_missing | grep -qw proxy_listener; then sk_fail "proxy listener seen" "$(body /readyz)"; else sk_pass "/readyz sees the proxy listening"; fi
+# wait_ready CODE [SECONDS] — poll /readyz until it answers CODE; prints the seconds it took.
+wait_ready() {
+	local want=$1 deadline=$((SECONDS + ${2:-8})) t0=$SECONDS
+	while [ $SECONDS -lt "$deadline" ]; do
+		[ "$(status /readyz)" = "$want" ] && { echo $((SECONDS - t0)); return 0; }
+		sleep 0.2
+	done
+	echo "never"; return 1
+}
+t=$(wait_ready 200)
+sk_check_eq "/readyz 200 with policy, listeners, init's marker and upstream all present (${t}s)" 200 "$(status /readyz)"
+sk_check_eq "/readyz body says ready" '{"ready":true}' "$(body /readyz)"
+rm -f "$SK_TMP/marker"
+sk_check_eq "/readyz 503 without the marker" 503 "$(status /readyz)"
+sk_check_eq "/readyz names only the missing marker" marker "$(ready_missing)"
 echo "hash=0123456789abcdef" >"$SK_TMP/marker"
+sk_check_eq "/readyz 503 with a marker of another policy" 503 "$(status /readyz)"
 if body /readyz | grep -q "differs from the policy's netns hash"; then sk_pass "/readyz: marker of another policy refused"
 else sk_fail "/readyz wrong marker hash" "$(body /readyz)"; fi
-hash=$(body /metrics | sed -n 's/^stockade_policy_info{netns_hash="\([0-9a-f]*\)".*/\1/p')
-printf 'hash=%s\ntime=0\n' "$hash" >"$SK_TMP/marker"
-if ready_missing | grep -qw marker; then sk_fail "/readyz accepts the matching marker" "$(body /readyz)"
-else sk_pass "/readyz accepts the matching marker"; fi
-# Without the DNS server (another issue) dns_listener/dns_upstream stay missing; when they are the only
-# ones left, the status must be 503 still and nothing else may be listed.
-left=$(ready_missing)
-case " $left " in
-*" policy "* | *" marker "* | *" proxy_listener "*) sk_fail "/readyz only waits for DNS" "$left" ;;
-*) sk_pass "/readyz only waits for: ${left:-nothing}" ;;
-esac
+cp "$SK_TMP/marker.init" "$SK_TMP/marker"
+sk_check_eq "/readyz 200 again with the init's marker" 200 "$(status /readyz)"
+kill "$DNSMASQ_PID"; wait "$DNSMASQ_PID" 2>/dev/null
+t=$(wait_ready 503 10)
+sk_check_eq "/readyz 503 when the upstream resolver goes silent (${t}s)" 503 "$(status /readyz)"
+sk_check_eq "/readyz names only dns_upstream" dns_upstream "$(ready_missing)"
+start_dnsmasq || sk_fail "dnsmasq up again"
+t=$(wait_ready 200 10)
+sk_check_eq "/readyz 200 when the upstream resolver answers again (${t}s)" 200 "$(status /readyz)"
+if grep -q "dns: upstream resolvers not answering" "$LOG" && grep -q "dns: upstream resolvers answering" "$LOG"
+then sk_pass "upstream liveness transitions are logged"; else sk_fail "upstream transitions logged" "$(tail -3 "$LOG")"; fi
 
 # --- reload through a ConfigMap swap while a transfer is open ---------------------------------------------
 ok0=$(metric 'stockade_policy_reloads_total{result="ok"}')
-sk_pod_as "$N" 1000 curl -s -m 20 -o "$OUT/t1" --resolve allowed.example:80:$SRV_IP http://allowed.example/slow &
+sk_pod_as "$N" 1000 curl -s -m 20 -o "$OUT/t1" http://allowed.example/slow &
 T1=$!
 sleep 0.7
 cm_swap ..2026_01_01_00_00_02.1 "$policy_v2"
@@ -200,7 +222,7 @@ sk_check_eq "ConfigMap swap reloads (ok counter +1)" $((ok0 + 1)) "$(metric 'sto
 sk_check_eq "new policy in force (2 rules)" 2 "$(metric stockade_policy_rules)"
 wait "$T1"; rc=$?
 sk_check_eq "transfer open across the reload completes (24576 bytes)" "0 24576" "$rc $(stat -c %s "$OUT/t1" 2>/dev/null)"
-code=$(sk_pod_as "$N" 1000 curl -s -m 5 -o /dev/null -w '%{http_code}' --resolve second.example:80:$SRV_IP http://second.example/x)
+code=$(sk_pod_as "$N" 1000 curl -s -m 5 -o /dev/null -w '%{http_code}' http://second.example/x)
 sk_check_eq "the new rule allows second.example" 200 "$code"
 
 cm_swap ..2026_01_01_00_00_03.1 "$policy_bad"
@@ -208,7 +230,7 @@ sleep 1
 sk_check_eq "bad reload counted as failed" 1 "$(metric 'stockade_policy_reloads_total{result="failed"}')"
 sk_check_eq "bad reload keeps the old policy" 2 "$(metric stockade_policy_rules)"
 if grep -qE "policy.yaml:[0-9]+:[0-9]+: " "$LOG"; then sk_pass "bad reload logs file:line:col"; else sk_fail "bad reload logs file:line:col" "$(tail -3 "$LOG")"; fi
-code=$(sk_pod_as "$N" 1000 curl -s -m 5 -o /dev/null -w '%{http_code}' --resolve second.example:80:$SRV_IP http://second.example/x)
+code=$(sk_pod_as "$N" 1000 curl -s -m 5 -o /dev/null -w '%{http_code}' http://second.example/x)
 sk_check_eq "old policy still serving after a bad reload" 200 "$code"
 cm_swap ..2026_01_01_00_00_04.1 "$policy_netns"
 sleep 1
@@ -238,14 +260,14 @@ sleep 1.5
 sk_check_eq "/healthz 200 again" 200 "$(status /healthz)"
 
 # --- SIGTERM drains an open transfer, then exit 0 ---------------------------------------------------------
-sk_pod_as "$N" 1000 curl -s -m 20 -o "$OUT/t2" --resolve allowed.example:80:$SRV_IP http://allowed.example/slow &
+sk_pod_as "$N" 1000 curl -s -m 20 -o "$OUT/t2" http://allowed.example/slow &
 T2=$!
 sleep 0.7
 kill -TERM "$SC_PID"
 sleep 0.3
 sk_check_eq "/readyz 503 while draining" 503 "$(status /readyz)"
 if ready_missing | grep -qw draining; then sk_pass "/readyz says draining"; else sk_fail "/readyz says draining" "$(body /readyz)"; fi
-code=$(sk_pod_as "$N" 1000 curl -s -m 3 -o /dev/null -w '%{http_code}' --resolve allowed.example:80:$SRV_IP http://allowed.example/x)
+code=$(sk_pod_as "$N" 1000 curl -s -m 3 -o /dev/null -w '%{http_code}' http://allowed.example/x)
 sk_check_eq "no new connections while draining" 000 "$code"
 wait "$T2"; rc=$?
 sk_check_eq "transfer open at SIGTERM completes (24576 bytes)" "0 24576" "$rc $(stat -c %s "$OUT/t2" 2>/dev/null)"
