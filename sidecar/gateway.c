@@ -1671,8 +1671,8 @@ static int process_head(struct gw_conn *c)
 	}
 	bool drop_auth = false;
 	if (api->caller_token_file) {
-		const char *want, *got;
-		size_t wl, gl;
+		const char *want = NULL, *got = NULL;
+		size_t wl = 0, gl = 0;
 		bool via_auth = false;
 		struct sk_err err = { 0 };
 		if (file_get(&as->token, api->caller_token_file, &want, &wl, &err) < 0) {
@@ -1699,8 +1699,8 @@ static int process_head(struct gw_conn *c)
 		respond_local(c, 429, "rate limit", "rate_limit", retry);
 		return 0;
 	}
-	const char *secret;
-	size_t slen;
+	const char *secret = NULL;
+	size_t slen = 0;
 	struct sk_err err = { 0 };
 	if (file_get(&as->secret, api->value_file, &secret, &slen, &err) < 0) {
 		fprintf(stderr, "stockade-sidecar: gateway: api %s: secret: %s\n", api->name, err.msg);
@@ -2035,8 +2035,8 @@ void sk_gateway_free(struct sk_gateway *g)
 	if (!g)
 		return;
 	sk_gateway_stop_accepting(g);
-	while (g->conns) {
-		struct gw_conn *c = g->conns;
+	for (struct gw_conn *c = g->conns, *next; c; c = next) {
+		next = c->next;
 		if (c->st == GW_FORWARD || c->st == GW_FLUSH)
 			req_end(c, c->status ? c->status : 499, "shutdown");
 		conn_free(c);

@@ -38,8 +38,10 @@ int main(int argc, char **argv)
 	double secs = atof(argv[2]);
 	double *lat = calloc(MAX_REQ, sizeof(double));
 	CURL *e = curl_easy_init();
-	if (!lat || !e)
+	if (!lat || !e) {
+		free(lat);
 		return 1;
+	}
 	curl_easy_setopt(e, CURLOPT_URL, argv[1]);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, sink);
 	curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
