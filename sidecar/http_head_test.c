@@ -17,8 +17,11 @@ static enum sk_http_result parse(const char *buf, size_t len, struct sk_http_hea
 {
 	uint8_t *copy = malloc(len ? len : 1);
 	assert_non_null(copy);
-	if (len)
+	if (len) {
+		if (!buf)
+			abort();
 		memcpy(copy, buf, len);
+	}
 	enum sk_http_result r = sk_http_head_parse(len ? copy : copy + 1, len, out);
 	free(copy);
 	return r;
@@ -33,12 +36,12 @@ static enum sk_http_result parse(const char *buf, size_t len, struct sk_http_hea
 struct req {
 	const char *raw;
 	size_t len;
-	enum sk_http_result want;
 	const char *host;      /* expected normalised name, or the address text when an IP, or NULL */
+	enum sk_http_result want;
 	uint16_t port;
 };
 
-#define R(s, w, h, p) { s, sizeof(s) - 1, w, h, p }
+#define R(s, w, h, p) { .raw = (s), .len = sizeof(s) - 1, .want = (w), .host = (h), .port = (p) }
 
 static const struct req table[] = {
 	/* Plain requests and the spellings of Host we accept. */

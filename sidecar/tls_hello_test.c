@@ -21,8 +21,11 @@ static enum sk_hello_result parse_cap(const uint8_t *buf, size_t len, size_t cap
 {
 	uint8_t *copy = malloc(len ? len : 1);
 	assert_non_null(copy);
-	if (len)
+	if (len) {
+		if (!buf)
+			abort();
 		memcpy(copy, buf, len);
+	}
 	enum sk_hello_result r = sk_tls_hello_parse(len ? copy : copy + 1, len, cap, sni);
 	free(copy);
 	return r;
@@ -45,7 +48,7 @@ struct bytes {
 
 static void put(struct bytes *b, const void *p, size_t n)
 {
-	if (b->n + n > b->cap) {
+	if (!b->d || b->n + n > b->cap) {
 		b->cap = (b->n + n) * 2 + 64;
 		b->d = realloc(b->d, b->cap);
 		assert_non_null(b->d);
