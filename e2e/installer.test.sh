@@ -34,4 +34,9 @@ sk_check "a broken policy is reported with its position" grep -q '"event":"secco
 sk_check "a broken policy leaves the last profile in place" cmp "$SK_TMP/edited.json" "$d/stockade-agent.json"
 sk_check_fails "nested profile names are refused" "$P" seccomp-install --policy="$SK_TMP/policy.yaml" --dir="$d" --name=a/b.json --once
 sk_check "no temporary file is left behind" test -z "$(find "$d" -name '.*.tmp')"
+q="$SK_TMP/we\"ird dir"
+mkdir -p "$q"
+out=$("$P" seccomp-install --policy="$SK_TMP/policy.yaml" --dir="$q" --once 2>&1)
+sk_check "log lines stay valid JSON with quotes in paths and errors" /usr/bin/python3 -c \
+	'import json,sys; [json.loads(l) for l in sys.argv[1].splitlines()]' "$out"
 sk_summary

@@ -119,6 +119,19 @@ static int write_atomic(const char *dir, const char *name, const char *text, str
 	return 0;
 }
 
+/* Writes s as a JSON string body: paths and error texts may hold quotes or control bytes. */
+static void put_json_string(const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			printf("\\%c", *p);
+		else if (*p < 0x20 || *p == 0x7f)
+			printf("\\u%04x", *p);
+		else
+			putchar(*p);
+	}
+}
+
 static void log_line(const char *event, const char *path, const char *msg)
 {
 	char ts[32];
@@ -126,9 +139,13 @@ static void log_line(const char *event, const char *path, const char *msg)
 	struct tm tm;
 	gmtime_r(&now, &tm);
 	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	/* path and msg come from flags and our own error strings, never from the network. */
-	printf("{\"ts\":\"%s\",\"event\":\"%s\",\"path\":\"%s\"%s%s%s}\n", ts, event, path, msg ? ",\"error\":\"" : "",
-	       msg ? msg : "", msg ? "\"" : "");
+	printf("{\"ts\":\"%s\",\"event\":\"%s\",\"path\":\"", ts, event);
+	put_json_string(path);
+	if (msg) {
+		printf("\",\"error\":\"");
+		put_json_string(msg);
+	}
+	printf("\"}\n");
 	fflush(stdout);
 }
 
