@@ -146,6 +146,10 @@ a=[float(x.split()[0]) for x in sys.argv[1:]]; s=[float(x.split()[1]) for x in s
 ga=[y-x for x,y in zip(a,a[1:])]; gs=[y-x for x,y in zip(s,s[1:])]
 ok=len(a)==5 and all(0.2<=g<=0.6 for g in ga) and all(abs(p-q)<0.15 for p,q in zip(ga,gs)) and a[0]<0.5
 sys.exit(0 if ok else 1)' "${ev[@]}"
+agent timeout 0.5 "$PY" "$HERE/client.py" sse 127.0.0.1 15080 '/llm/sse?n=6&ms=300&gone=1' >/dev/null 2>&1
+sleep 1.8
+sk_check_eq "SSE: an agent that hangs up mid-stream ends the transfer (audited client_gone)" 1 \
+	"$(grep -c '"path":"/sse?n=&ms=&gone=".*"reason":"client_gone"' "$SK_TMP/audit.log")"
 
 # --- caller token ---
 sk_check_eq "callerToken: missing → 401" 401 "$(code "$GW/tok/echo")"
