@@ -8,7 +8,8 @@
  *   latency serve MODE=IP:PORT...      the bench's responder (MODE http or tls), sequential, never exits
  *
  * A sample is clock_gettime(CLOCK_MONOTONIC) from just before connect() to the first response byte; each
- * connection is then read to EOF (untimed) so the proxy sees an orderly close, not a reset. Samples are
+ * connection is then read to EOF (untimed) so the proxy sees an orderly close, not a reset; a reply that is
+ * not the responder's (the proxy's 403 or TLS alert), or no reply, is recorded as a failure. Samples are
  * appended to OUT as text (ns per line, or "fail"), so batches run as different UIDs can be interleaved
  * into one file. A few untimed warm-up connections open each batch (page faults, first-use paths).
  * The whole batch is bounded: per-socket timeouts of 2 s and a 20 s batch deadline.
