@@ -127,3 +127,52 @@ skn_wait_for() {
 
 skn_kubectl() { "$SKN_K8S_BIN/kubectl" --kubeconfig "$SKN_KUBECONFIG" "$@"; }
 skn_ctr() { ctr --address "$SKN_RUN/containerd/containerd.sock" -n k8s.io "$@"; }
+
+# Test servers: a network namespace with a veth on the pod bridge holding addresses at the top of the
+# bridge subnet (outside the pods' IPAM range), so pods reach them directly, without NAT, and nothing
+# leaves the machine. Used by e2e/node/test and bench/pod-start.
+SKN_SRV_IPS4=(198.19.0.200 198.19.0.201 198.19.0.202 198.19.0.203)
+SKN_SRV_IPS6=(2001:db8:2a::100 2001:db8:2a::101)
+
+# skn_srv_up NETNS — create NETNS on the bridge (status 1 when there is no bridge: not our node).
+skn_srv_up() {
+	local ns=$1 a host_if
+	ip netns list 2>/dev/null | grep -qw "$ns" && return 0
+	ip link show "$SKN_BRIDGE" >/dev/null 2>&1 || return 1
+	# Interface names are at most 15 bytes: a hash of the namespace name keeps them unique.
+	host_if=skh$(printf '%s' "$ns" | sha256sum | cut -c1-8)
+	ip netns add "$ns" || return 1
+	ip link add "$host_if" type veth peer name eth0 netns "$ns" || { ip netns del "$ns"; return 1; }
+	ip link set "$host_if" master "$SKN_BRIDGE" up
+	ip -n "$ns" link set lo up
+	for a in "${SKN_SRV_IPS4[@]}"; do ip -n "$ns" addr add "$a/24" dev eth0; done
+	for a in "${SKN_SRV_IPS6[@]}"; do ip -n "$ns" -6 addr add "$a/64" dev eth0 nodad; done
+	ip -n "$ns" link set eth0 up
+	# The servers answer pods on the bridge subnet only: no default route, no forwarding.
+	ip netns exec "$ns" sysctl -qw net.ipv4.ip_forward=0 net.ipv6.conf.all.forwarding=0
+}
+
+# skn_srv_down NETNS — kill what runs in NETNS and delete it (its veth goes with it).
+skn_srv_down() {
+	local ns=$1 pids
+	ip netns list 2>/dev/null | grep -qw "$ns" || return 0
+	pids=$(ip netns pids "$ns" 2>/dev/null)
+	# shellcheck disable=SC2086
+	[ -z "$pids" ] || kill -KILL $pids 2>/dev/null
+	ip netns del "$ns"
+}
+
+# skn_srv_dns NETNS LOG [dnsmasq options...] — an authoritative-only DNS server on the first test address,
+# port 53: every name under .test answers the second test address (more with --address=/name/ip);
+# anything else is refused, never forwarded. Prints its PID.
+skn_srv_dns() {
+	local ns=$1 log=$2
+	shift 2
+	ip netns exec "$ns" dnsmasq --keep-in-foreground --no-resolv --no-hosts --no-poll --pid-file= \
+		--bind-interfaces --listen-address="${SKN_SRV_IPS4[0]}" --listen-address="${SKN_SRV_IPS6[0]}" \
+		--port=53 --user=root --log-queries --log-facility=- \
+		--address="/test/${SKN_SRV_IPS4[1]}" --address="/test/${SKN_SRV_IPS6[1]}" "$@" >"$log" 2>&1 &
+	echo $!
+	# Killed by skn_srv_down on purpose: no "Killed" job report from the shell.
+	disown $!
+}
