@@ -6,8 +6,9 @@
  * longer become a valid hello is MALFORMED at once, and NEED_MORE means "valid so far". A decision other
  * than NEED_MORE never changes when more bytes arrive (the fuzz target checks this).
  *
- * The forge-supervisor parser read one byte past the server_name entry when the name ended the
- * record; here no read happens without `pos < len` having been checked by hs_read(). */
+ * The forge-supervisor design had an off-by-one SNI parser; here every byte is read through hs_read(),
+ * which checks `pos < len` and the record bounds, and every length is checked against its container
+ * before anything is read under it. */
 #include "sidecar/tls_hello.h"
 
 #include <stdbool.h>
