@@ -6,9 +6,10 @@
  *
  * Choices (RFC 9112 lets a server be lenient in places; we are not, because the upstream and we must
  * agree on the host, and "reject" is always safe for a proxy that denies by default):
- *   - NOT_HTTP only when the input does not start with a 1..15 byte method token followed by whitespace
- *     (binary data, TLS, an SSH banner); anything that starts like a request line and then goes wrong is
- *     MALFORMED, including versions other than
+ *   - NOT_HTTP only when the first bytes cannot start any request line: the first byte is not a token
+ *     character (binary data, TLS), or the leading token is followed by a byte that is neither a token
+ *     character nor whitespace ("SSH-2.0-x/y", "a:b"); anything else that goes wrong is MALFORMED,
+ *     including methods longer than 15 bytes, including versions other than
  *     HTTP/1.0 and HTTP/1.1 (HTTP/0.9, HTTP/1.2, HTTP/2.0 except the h2c preface) and leading CRLFs.
  *   - bare CR, bare LF, obs-fold, whitespace before ':', empty field names, CTLs other than HTAB in
  *     field values: MALFORMED.
@@ -187,8 +188,10 @@ static enum sk_http_result parse_request_line(const uint8_t *p, size_t n, struct
 	if (i == 0)
 		/* Leading empty lines are tolerated by some servers (RFC 9112 §2.2) but not by us. */
 		return (p[0] == '\r' || p[0] == '\n') ? SK_HTTP_MALFORMED : SK_HTTP_NOT_HTTP;
+	/* A longer method is still a token a server may accept (and route by Host): not "another
+	 * protocol", so that a caller that lets NOT_HTTP through as plain TCP cannot be steered there. */
 	if (i > METHOD_MAX)
-		return SK_HTTP_NOT_HTTP;
+		return SK_HTTP_MALFORMED;
 	if (i == n)
 		return SK_HTTP_NEED_MORE;
 	/* Other whitespace after a method is a request line with a separator trick, not another protocol. */

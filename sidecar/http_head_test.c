@@ -134,8 +134,10 @@ static const struct req table[] = {
 	R("GET /caf\xc3\xa9" H11 "Host: a.example\r\n" END, SK_HTTP_MALFORMED, NULL, 0),
 	R("GET /a\0b" H11 "Host: a.example\r\n" END, SK_HTTP_MALFORMED, NULL, 0),
 	R("\r\nGET /" H11 "Host: a.example\r\n" END, SK_HTTP_MALFORMED, NULL, 0),
-	R("ABCDEFGHIJKLMNOP /" H11 "Host: a.example\r\n" END, SK_HTTP_NOT_HTTP, NULL, 0),
-	R("SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n", SK_HTTP_NOT_HTTP, NULL, 0),
+	R("ABCDEFGHIJKLMNOP /" H11 "Host: a.example\r\n" END, SK_HTTP_MALFORMED, NULL, 0),
+	R("SSH-2.0-OpenSSH_9.2p1 Debian-2\r\n", SK_HTTP_MALFORMED, NULL, 0),
+	R("SSH-2.0/x\r\n", SK_HTTP_NOT_HTTP, NULL, 0),
+	R("key:value\r\n", SK_HTTP_NOT_HTTP, NULL, 0),
 	R("\x16\x03\x01\x02\x00\x01", SK_HTTP_NOT_HTTP, NULL, 0),
 	R("HELO a.example\r\n", SK_HTTP_MALFORMED, NULL, 0),
 	/* Target forms. */
