@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -664,14 +665,30 @@ static const char *http_reason(enum sk_http_result r)
 
 /* Does the first line look like an HTTP request line (so a parse failure is an HTTP deny and not
  * some other line protocol)? */
+/* Whether bytes the HTTP parser refused still look enough like an HTTP request that a server would take
+ * them as one. Such a request must be denied as HTTP, never relayed as plain TCP: plain TCP is decided by
+ * the name the DNS binding gives the address, so a request for another site on a shared (CDN) address
+ * would ride an allowed name. Servers skip leading empty lines (RFC 9112 §2.2), accept tabs and odd case,
+ * so the test is loose on purpose: leading CR/LF, "HTTP/" anywhere in the first line, or a known method
+ * followed by whitespace. */
 static bool first_line_is_http(const uint8_t *b, size_t len)
 {
+	static const char *const methods[] = { "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS",
+						"TRACE", "PATCH", "PRI" };
+	if (len > 0 && (b[0] == '\r' || b[0] == '\n'))
+		return true;
 	size_t n = 0;
 	while (n < len && b[n] != '\n' && b[n] != '\r')
 		n++;
-	for (size_t i = 0; i + 6 <= n; i++)
-		if (memcmp(b + i, " HTTP/", 6) == 0)
+	for (size_t i = 0; i + 5 <= n; i++)
+		if (strncasecmp((const char *)b + i, "HTTP/", 5) == 0)
 			return true;
+	for (size_t m = 0; m < SK_ARRAY_SIZE(methods); m++) {
+		size_t ml = strlen(methods[m]);
+		if (n > ml && strncasecmp((const char *)b, methods[m], ml) == 0 &&
+		    (b[ml] == ' ' || b[ml] == '\t' || b[ml] == '\v' || b[ml] == '\f'))
+			return true;
+	}
 	return false;
 }
 

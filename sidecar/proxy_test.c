@@ -362,6 +362,38 @@ static void test_plain_tcp_uses_ip_rules_and_resets(void **state)
 	world_down(&w);
 }
 
+/* Requests our parser refuses but a server would still take must be denied as HTTP, never relayed as
+ * plain TCP under whatever name the DNS binding gives the address (domain fronting on a shared IP). */
+static void test_near_http_is_denied_as_http_not_relayed_as_tcp(void **state)
+{
+	(void)state;
+	static const char *const reqs[] = {
+		"\r\nGET / HTTP/1.1\r\nHost: evil.example\r\n\r\n",
+		"GET /\tHTTP/1.1\r\nHost: evil.example\r\n\r\n",
+		"GET\t/ HTTP/1.1\r\nHost: evil.example\r\n\r\n",
+		"get / http/1.1\r\nHost: evil.example\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost : evil.example\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: allowed.example\r\nHost: evil.example\r\n\r\n",
+	};
+	for (size_t i = 0; i < sizeof(reqs) / sizeof(reqs[0]); i++) {
+		struct world w;
+		world_up(&w, "enforce", 5000);
+		struct sk_addr t;
+		assert_int_equal(sk_addr_parse("198.18.1.30", &t), 0);
+		int c = client(&w, &t, 7000);   /* the cidr rule would allow plain TCP here */
+		assert_int_equal(send(c, reqs[i], strlen(reqs[i]), 0), (ssize_t)strlen(reqs[i]));
+		spin(&w, 5);
+		int count;
+		cJSON *j = last_audit(&w, &count);
+		assert_int_equal(count, 1);
+		assert_string_equal(jstr(j, "proto"), "http");
+		assert_string_equal(jstr(j, "decision"), "deny");
+		cJSON_Delete(j);
+		close(c);
+		world_down(&w);
+	}
+}
+
 static void test_limits_from_env(void **state)
 {
 	(void)state;
@@ -409,6 +441,7 @@ int main(void)
 		cmocka_unit_test(test_partial_hello_dies_at_peek_deadline),
 		cmocka_unit_test(test_audit_mode_lets_denied_name_through_as_would_deny),
 		cmocka_unit_test(test_plain_tcp_uses_ip_rules_and_resets),
+		cmocka_unit_test(test_near_http_is_denied_as_http_not_relayed_as_tcp),
 		cmocka_unit_test(test_limits_from_env),
 		cmocka_unit_test(test_source_limit_resets_extra_connections),
 	};
