@@ -17,7 +17,8 @@ SKN_STATE=${SKN_STATE:-/var/lib/stockade-node}
 SKN_RUN=${SKN_RUN:-/run/stockade-node}
 SKN_CACHE=${SKN_CACHE:-/var/cache/stockade-node}
 SKN_TOOLS=${SK_TOOLS:-/opt/stockade-tools}
-K8S_VERSION=${K8S_VERSION:-1.34.4}
+# Unset: the version the running node was brought up with, else the pinned default.
+K8S_VERSION=${K8S_VERSION:-$(cat "$SKN_STATE/k8s-version" 2>/dev/null || echo 1.34.4)}
 K8S_VERSION=${K8S_VERSION#v}
 SKN_K8S_BIN=$SKN_CACHE/k8s-$K8S_VERSION
 SKN_PKI=$SKN_STATE/pki
