@@ -7,6 +7,7 @@
 #   make check      everything above, as CI runs it
 #   make bench      benchmarks under bench/
 #   make images     FROM-scratch image tarballs into build/images/
+#   make demo       single-node cluster + helm install + an allowed and a denied call (root)
 #   make manifests  render deploy/ from helm/stockade and regenerate the values table
 #
 # Layout: every directory's *.c is a module; files named *_test.c are cmocka suites, fuzz_*.c are
@@ -50,7 +51,7 @@ BINS := $(BUILD)/bin/stockade-policy $(BUILD)/bin/stockade-init $(BUILD)/bin/sto
 TESTS := $(patsubst %.c,$(BUILD)/test/bin/%,$(notdir $(TEST_SRC)))
 FUZZERS := $(patsubst %.c,$(BUILD)/fuzz/bin/%,$(notdir $(FUZZ_SRC)))
 
-.PHONY: all test e2e fuzz lint check bench clean manifests images
+.PHONY: all test e2e fuzz lint check bench clean manifests images demo
 all: $(BINS)
 
 $(BUILD)/rel/%.o: %.c
@@ -117,6 +118,10 @@ bench: $(BINS)
 # FROM-scratch docker-archive images of the release binaries into $(BUILD)/images/ (no engine needed).
 images: $(BINS)
 	@BUILD=$(BUILD) scripts/build-images
+
+# A local single-node cluster with stockade around a test agent: an allowed call, a denied one, the audit.
+demo:
+	@scripts/demo
 
 # deploy/ is the chart rendered with default values; e2e/chart.test.sh fails when it drifts.
 manifests:

@@ -212,6 +212,12 @@ sk_check_eq "SNI spoofing audited: deny, reason sni_ip_mismatch, binding mismatc
 sk_check_eq "Host spoofing audited: deny, reason sni_ip_mismatch" 1 \
 	"$(aq event=deny decision=deny reason=sni_ip_mismatch proto=http name=allowed.example "dst=$D4:80")"
 
+# --- HTTP with an IP-literal Host is connect-by-IP: a bound name is never lent to it ---
+sk_check_eq "control: http://allowed.example/ok through the binding works" "ok" \
+	"$(agent curl -sS --max-time 10 -4 http://allowed.example/ok 2>&1)"
+out=$(agent curl -sS --max-time 10 -w '\n%{http_code}' "http://$A4/ok" 2>/dev/null)
+sk_check_eq "HTTP to the same (bound) address with Host: <IP> gets 403" 403 "${out##*$'\n'}"
+
 # --- ssh-like raw TCP through the binding ---
 t0=$(date +%s%N)
 sk_check_eq "ssh-like, server speaks first, to allowed.example:22 works" ok "$(agent "$PY" "$HERE/dns/raw.py" ssh allowed.example 22)"

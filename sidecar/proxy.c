@@ -576,8 +576,10 @@ static void conn_decide(struct conn *c)
 	struct sk_query q = { .host = c->has_name ? c->name : NULL, .dst = &c->dst, .port = c->dport,
 			      .proto = c->match_proto };
 	struct sk_decision d;
-	if (!c->has_name && sc->bind.names) {
-		/* Plain TCP (or an IP-literal Host): the names the DNS filter bound to this address. */
+	if (!c->has_name && sc->bind.names && c->match_proto == SK_PROTO_TCP) {
+		/* Plain TCP carries no name: use the names the DNS filter bound to this address. An HTTP
+		 * request whose Host is an IP literal is connect-by-IP (IP rules only): lending it a bound name
+		 * would let `Host: <shared CDN address>` reach whatever default site that address serves. */
 		struct name_pick np = { .pol = &enforce, .q = q };
 		sc->bind.names(sc->bind.ctx, &c->dst, name_pick_cb, &np);
 		if (np.found) {
