@@ -226,7 +226,9 @@ Usage: volumes: {{- include "stockade.podVolumes" . | nindent 8 }}
 - name: stockade-secret-{{ .name }}
   secret:
     secretName: {{ .secretName }}
-    defaultMode: 0400
+    # Files are root-owned (no fsGroup, which would hand the group to the agent too): 0444 lets the
+    # sidecar UID read them; only the sidecar mounts this volume, so the agent cannot reach them.
+    defaultMode: 0444
 {{- end }}
 {{- end -}}
 
