@@ -18,6 +18,24 @@ fi
 sk_pass "make images"
 cat "$SK_TMP/images.log"
 
+# Prints each library that libcurl.so.4 needs, directly or not, and that the loader would not find in
+# the rootfs $1 (its own multiarch dirs only: there is no ld.so.cache in the image); nothing when complete.
+curl_closure_missing() {
+	local root=$1 todo=(libcurl.so.4) seen=" " lib d f n
+	while [ ${#todo[@]} -gt 0 ]; do
+		lib=${todo[0]} todo=("${todo[@]:1}")
+		case $seen in *" $lib "*) continue ;; esac
+		seen+="$lib "
+		f=""
+		for d in lib/x86_64-linux-gnu usr/lib/x86_64-linux-gnu lib64; do
+			if [ -e "$root/$d/$lib" ]; then f=$(readlink -f "$root/$d/$lib"); break; fi
+		done
+		# A link that leaves the rootfs would find the host's copy, not the image's.
+		if [ -z "$f" ] || [ "${f#"$root"/}" = "$f" ] || [ ! -s "$f" ]; then echo "$lib"; continue; fi
+		for n in $(readelf -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do todo+=("$n"); done
+	done
+}
+
 for img in init sidecar policy; do
 	tarball="$BUILD/images/stockade-$img.tar"
 	dir="$SK_TMP/$img"
@@ -39,7 +57,11 @@ for img in init sidecar policy; do
 	case $img in
 	init) sk_check_eq "init image runs as root (NET_ADMIN in its own netns)" 0 "$uid" ;;
 	sidecar) sk_check_eq "sidecar image user is 1337" 1337 "$uid"
-		sk_check "sidecar image has the CA bundle" test -s "$dir/rootfs/etc/ssl/certs/ca-certificates.crt" ;;
+		sk_check "sidecar image has the CA bundle" test -s "$dir/rootfs/etc/ssl/certs/ca-certificates.crt"
+		# libcurl is dlopen'ed on the first API request (not a NEEDED entry): it and every library it
+		# needs must be in the image, found where the loader looks.
+		missing=$(curl_closure_missing "$dir/rootfs")
+		sk_check_eq "sidecar image has libcurl.so.4 and all it needs" "" "$missing" ;;
 	policy) sk_check_eq "policy image user is nobody" 65534 "$uid" ;;
 	esac
 	# An OCI bundle for runc: read-only root, the image's user, no capabilities, its own namespaces.

@@ -17,6 +17,7 @@
  * curl_easy_pause; those callbacks only move bytes and set flags. Connections are freed, and handles
  * removed from the multi, only from loop callbacks after curl has returned. */
 #include "sidecar/gateway.h"
+#include "sidecar/curl_dl.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -678,6 +679,7 @@ struct sk_gateway {
 	size_t n_conns;
 	struct gw_api_state *apis;
 	bool curl_inited;
+	struct sk_curl curl;            /* libcurl, dlopen'ed by gw_curl_ready on the first forwarded request */
 };
 
 static void buf_free(struct gw_buf *b)
@@ -920,13 +922,14 @@ static void set_interest(struct gw_conn *c)
 static void detach_easy(struct gw_conn *c)
 {
 	if (c->easy) {
-		curl_multi_remove_handle(c->gw->multi, c->easy);
-		curl_easy_cleanup(c->easy);
+		c->gw->curl.multi_remove_handle(c->gw->multi, c->easy);
+		c->gw->curl.easy_cleanup(c->easy);
 		c->easy = NULL;
 	}
 	for (struct curl_slist *s = c->hdrs; s; s = s->next)
 		explicit_bzero(s->data, strlen(s->data));   /* one of them is the secret */
-	curl_slist_free_all(c->hdrs);
+	if (c->hdrs)
+		c->gw->curl.slist_free_all(c->hdrs);
 	c->hdrs = NULL;
 	wipe_free(c->secret_copy, c->redact.slen);
 	c->secret_copy = NULL;
@@ -1315,7 +1318,7 @@ static void sock_io(struct sk_loop *l, struct sk_io *io, uint32_t events)
 	if (events & (EPOLLERR | EPOLLHUP))
 		mask |= CURL_CSELECT_ERR;
 	/* gs may be freed inside this call (CURL_POLL_REMOVE); not touched after. */
-	curl_multi_socket_action(g->multi, io->fd, mask, &running);
+	g->curl.multi_socket_action(g->multi, io->fd, mask, &running);
 	check_multi(g);
 }
 
@@ -1327,7 +1330,7 @@ static int sock_cb(CURL *e, curl_socket_t s, int what, void *userp, void *socket
 	if (what == CURL_POLL_REMOVE) {
 		if (gs) {
 			sk_loop_del(g->sc->loop, &gs->io);
-			curl_multi_assign(g->multi, s, NULL);
+			g->curl.multi_assign(g->multi, s, NULL);
 			free(gs);
 		}
 		return 0;
@@ -1343,7 +1346,7 @@ static int sock_cb(CURL *e, curl_socket_t s, int what, void *userp, void *socket
 			free(gs);
 			return -1;
 		}
-		curl_multi_assign(g->multi, s, gs);
+		g->curl.multi_assign(g->multi, s, gs);
 		return 0;
 	}
 	(void)sk_loop_mod(g->sc->loop, &gs->io, ev, NULL);
@@ -1355,7 +1358,7 @@ static void curl_timer_fired(struct sk_loop *l, struct sk_timer *t)
 	(void)l;
 	struct sk_gateway *g = t->ctx;
 	int running = 0;
-	curl_multi_socket_action(g->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+	g->curl.multi_socket_action(g->multi, CURL_SOCKET_TIMEOUT, 0, &running);
 	check_multi(g);
 }
 
@@ -1394,7 +1397,7 @@ static void transfer_failed(struct gw_conn *c, CURLcode rc)
 		respond_local(c, 502, "upstream TLS failed", "upstream_tls", 0);
 		break;
 	default:
-		respond_local(c, 502, curl_easy_strerror(rc), "upstream_error", 0);
+		respond_local(c, 502, c->gw->curl.easy_strerror(rc), "upstream_error", 0);
 		break;
 	}
 }
@@ -1449,14 +1452,14 @@ static void check_multi(struct sk_gateway *g)
 {
 	CURLMsg *msg;
 	int left;
-	while ((msg = curl_multi_info_read(g->multi, &left))) {
+	while ((msg = g->curl.multi_info_read(g->multi, &left))) {
 		if (msg->msg != CURLMSG_DONE)
 			continue;
 		struct gw_conn *c = NULL;
 		CURL *e = msg->easy_handle;
 		CURLcode rc = msg->data.result;
 		char *priv = NULL;
-		curl_easy_getinfo(e, CURLINFO_PRIVATE, &priv);
+		g->curl.easy_getinfo(e, CURLINFO_PRIVATE, &priv);
 		c = (struct gw_conn *)priv;
 		if (c)
 			transfer_done(c, rc);
@@ -1466,6 +1469,7 @@ static void check_multi(struct sk_gateway *g)
 /* ---- starting a transfer -------------------------------------------------------------------------------- */
 
 struct hdr_acc {
+	const struct sk_curl *curl;
 	struct curl_slist *list;
 	int err;
 };
@@ -1479,7 +1483,7 @@ static int add_hdr(void *arg, const char *name, size_t nlen, const char *value, 
 		     : asprintf(&line, "%.*s;", (int)nlen, name);
 	if (n < 0)
 		return a->err = -ENOMEM;
-	struct curl_slist *s = curl_slist_append(a->list, line);
+	struct curl_slist *s = a->curl->slist_append(a->list, line);
 	free(line);
 	if (!s)
 		return a->err = -ENOMEM;
@@ -1487,47 +1491,59 @@ static int add_hdr(void *arg, const char *name, size_t nlen, const char *value, 
 	return 0;
 }
 
-/* Returns 0 with the transfer started, or < 0 when the agent was answered locally (c may be freed). */
-/* libcurl (and the TLS library under it) is set up on the first forwarded request, not at start: a
- * sidecar whose policy has no `apis` never pays its memory (several MiB of RSS). Single-threaded, so the
- * non-thread-safe curl_global_init is safe here. */
+/* libcurl (and the TLS library under it) is loaded and set up on the first forwarded request, not at
+ * start: a sidecar whose policy has no `apis`, or that never forwards, never maps it (several MiB of
+ * RSS). Single-threaded, so the non-thread-safe curl_global_init is safe here. A libcurl that cannot be
+ * loaded is logged and fails only this request (502); the next one tries again. */
 static int gw_curl_ready(struct sk_gateway *g)
 {
 	if (g->multi)
 		return 0;
+	struct sk_err err = { 0 };
+	int rc = sk_curl_load(&g->curl, SK_CURL_SONAME, &err);
+	if (rc < 0) {
+		fprintf(stderr, "stockade-sidecar: %s\n", err.msg);
+		return rc;
+	}
 	if (!g->curl_inited) {
-		if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+		if (g->curl.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
 			return -EIO;
 		g->curl_inited = true;
 	}
-	if (!(g->multi = curl_multi_init()))
+	if (!(g->multi = g->curl.multi_init()))
 		return -ENOMEM;
-	curl_multi_setopt(g->multi, CURLMOPT_SOCKETFUNCTION, sock_cb);
-	curl_multi_setopt(g->multi, CURLMOPT_SOCKETDATA, g);
-	curl_multi_setopt(g->multi, CURLMOPT_TIMERFUNCTION, timer_cb);
-	curl_multi_setopt(g->multi, CURLMOPT_TIMERDATA, g);
+	g->curl.multi_setopt(g->multi, CURLMOPT_SOCKETFUNCTION, sock_cb);
+	g->curl.multi_setopt(g->multi, CURLMOPT_SOCKETDATA, g);
+	g->curl.multi_setopt(g->multi, CURLMOPT_TIMERFUNCTION, timer_cb);
+	g->curl.multi_setopt(g->multi, CURLMOPT_TIMERDATA, g);
 	return 0;
 }
 
+/* Returns 0 with the transfer started, or < 0 when the agent was answered locally (c may be freed). */
 static int start_transfer(struct gw_conn *c, const struct sk_gw_req *req, const struct sk_api *api,
 			   const char *rest, size_t rest_len, const char *secret, size_t slen, bool drop_auth)
 {
 	struct sk_gateway *g = c->gw;
-	struct hdr_acc acc = { 0 };
+	/* First, since even the header list is built with libcurl's functions. */
+	if (gw_curl_ready(g) < 0) {
+		respond_local(c, 502, "cannot initialise the HTTP client", "curl_setup", 0);
+		return -EIO;
+	}
+	struct hdr_acc acc = { .curl = &g->curl };
 	if (sk_gw_filter_request_headers(req, api->header_name, drop_auth, add_hdr, &acc) < 0)
 		goto oom;
 	/* Headers curl would add on its own that the agent did not ask for. */
-	if (!(acc.list = curl_slist_append(acc.list, "Expect:")))
+	if (!(acc.list = g->curl.slist_append(acc.list, "Expect:")))
 		goto oom;
 	bool has_accept = false;
 	for (size_t i = 0; i < req->n_h; i++)
 		has_accept |= name_is(req->h[i].name, req->h[i].name_len, "accept");
-	if (!has_accept && !(acc.list = curl_slist_append(acc.list, "Accept:")))
+	if (!has_accept && !(acc.list = g->curl.slist_append(acc.list, "Accept:")))
 		goto oom;
 	char *sline = NULL;
 	if (asprintf(&sline, "%s: %.*s", api->header_name, (int)slen, secret) < 0)
 		goto oom;
-	struct curl_slist *s = curl_slist_append(acc.list, sline);
+	struct curl_slist *s = g->curl.slist_append(acc.list, sline);
 	wipe_free(sline, strlen(sline));
 	if (!s)
 		goto oom;
@@ -1544,19 +1560,14 @@ static int start_transfer(struct gw_conn *c, const struct sk_gw_req *req, const 
 	char *url = NULL;
 	if (asprintf(&url, "%s%.*s", api->upstream, (int)rest_len, rest) < 0)
 		goto oom;
-	if (gw_curl_ready(g) < 0) {
-		free(url);
-		respond_local(c, 502, "cannot initialise the HTTP client", "curl_setup", 0);
-		return -EIO;
-	}
-	CURL *e = curl_easy_init();
+	CURL *e = g->curl.easy_init();
 	if (!e) {
 		free(url);
 		goto oom;
 	}
 	c->easy = e;
 	CURLcode rc = CURLE_OK;
-#define SETOPT(o, v) do { if (rc == CURLE_OK) rc = curl_easy_setopt(e, o, v); } while (0)
+#define SETOPT(o, v) do { if (rc == CURLE_OK) rc = g->curl.easy_setopt(e, o, v); } while (0)
 	SETOPT(CURLOPT_URL, url);
 	SETOPT(CURLOPT_PRIVATE, c);
 	SETOPT(CURLOPT_HTTPHEADER, c->hdrs);
@@ -1600,7 +1611,7 @@ static int start_transfer(struct gw_conn *c, const struct sk_gw_req *req, const 
 #undef SETOPT
 	free(url);
 	if (rc != CURLE_OK) {
-		respond_local(c, 502, curl_easy_strerror(rc), "curl_setup", 0);
+		respond_local(c, 502, g->curl.easy_strerror(rc), "curl_setup", 0);
 		return -EIO;
 	}
 	c->body_chunked = req->chunked;
@@ -1609,7 +1620,7 @@ static int start_transfer(struct gw_conn *c, const struct sk_gw_req *req, const 
 	memset(&c->chunk, 0, sizeof(c->chunk));
 	c->st = GW_FORWARD;
 	sk_timer_cancel(g->sc->loop, &c->timer);
-	if (curl_multi_add_handle(g->multi, e) != CURLM_OK) {
+	if (g->curl.multi_add_handle(g->multi, e) != CURLM_OK) {
 		respond_local(c, 502, "cannot start the upstream transfer", "curl_setup", 0);
 		return -EIO;
 	}
@@ -1617,7 +1628,8 @@ static int start_transfer(struct gw_conn *c, const struct sk_gw_req *req, const 
 	set_interest(c);
 	return 0;
 oom:
-	curl_slist_free_all(acc.list);
+	if (acc.list)
+		g->curl.slist_free_all(acc.list);
 	respond_local(c, 500, "out of memory", "internal_error", 0);
 	return -ENOMEM;
 }
@@ -1835,7 +1847,7 @@ static void conn_io(struct sk_loop *l, struct sk_io *io, uint32_t events)
 		}
 		if (unpause) {
 			int bits = (c->send_paused ? CURLPAUSE_SEND : 0) | (c->recv_paused ? CURLPAUSE_RECV : 0);
-			curl_easy_pause(c->easy, bits);
+			g->curl.easy_pause(c->easy, bits);
 			if (c->client_err) {
 				req_end(c, c->status ? c->status : 499, "client_gone");
 				conn_free(c);
@@ -2055,7 +2067,7 @@ void sk_gateway_free(struct sk_gateway *g)
 		conn_free(c);
 	}
 	if (g->multi)
-		curl_multi_cleanup(g->multi);
+		g->curl.multi_cleanup(g->multi);
 	sk_timer_cancel(g->sc->loop, &g->curl_timer);
 	while (g->apis) {
 		struct gw_api_state *s = g->apis;
@@ -2065,6 +2077,6 @@ void sk_gateway_free(struct sk_gateway *g)
 		free(s);
 	}
 	if (g->curl_inited)
-		curl_global_cleanup();
+		g->curl.global_cleanup();
 	free(g);
 }
