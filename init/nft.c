@@ -1085,7 +1085,7 @@ static int verify_sets(const struct sk_ruleset *rs, struct mnl_socket *nl, char 
 	return 0;
 }
 
-int sk_nft_verify(const struct sk_ruleset *rs, struct sk_err *err)
+static int verify_once(const struct sk_ruleset *rs, struct sk_err *err)
 {
 	struct mnl_socket *nl = NULL;
 	struct obj_list chains = { 0 }, rules = { 0 }, sets = { 0 }, objs = { 0 };
@@ -1167,5 +1167,31 @@ out:
 	if (nl)
 		mnl_socket_close(nl);
 	free(buf);
+	return rc;
+}
+
+/* The read-back is several dumps (chains, rules, sets, elements, counters), not one snapshot: a commit by
+ * another init racing us between two of them shows a mix of two generations (a set seen empty), and a
+ * commit during one dump ends it with EINTR (NLM_F_DUMP_INTR). Both are transient, so read again a few
+ * times; a difference that persists is real and reported. */
+int sk_nft_verify(const struct sk_ruleset *rs, struct sk_err *err)
+{
+	int rc = 0;
+	for (int attempt = 0; attempt < 6; attempt++) {
+		struct sk_err e = { 0 };
+		rc = verify_once(rs, &e);
+		if (rc == 0)
+			return 0;
+		if (rc != -EINTR && rc != -SK_NFT_MISMATCH && rc != -ENOENT && rc != -EBUSY) {
+			*err = e;
+			return rc;
+		}
+		if (attempt == 5) {
+			*err = e;
+			break;
+		}
+		struct timespec ts = { .tv_sec = 0, .tv_nsec = 20 * 1000 * 1000 * (attempt + 1) };
+		nanosleep(&ts, NULL);
+	}
 	return rc;
 }
