@@ -34,6 +34,17 @@ sk_check "a broken policy is reported with its position" grep -q '"event":"secco
 sk_check "a broken policy leaves the last profile in place" cmp "$SK_TMP/edited.json" "$d/stockade-agent.json"
 sk_check_fails "nested profile names are refused" "$P" seccomp-install --policy="$SK_TMP/policy.yaml" --dir="$d" --name=a/b.json --once
 sk_check "no temporary file is left behind" test -z "$(find "$d" -name '.*.tmp')"
+cat >"$SK_TMP/apis.yaml" <<'EOT'
+version: 1
+apis:
+  - name: gw
+    upstream: https://api.example
+    header: { name: x-api-key, valueFile: /nonexistent/secret }
+    caFile: /nonexistent/ca.pem
+EOT
+mkdir -p "$SK_TMP/seccomp-apis"
+sk_check "a policy whose API secret files are not mounted here still installs (they live in the sidecar)" \
+	"$P" seccomp-install --policy="$SK_TMP/apis.yaml" --dir="$SK_TMP/seccomp-apis" --once
 q="$SK_TMP/we\"ird dir"
 mkdir -p "$q"
 out=$("$P" seccomp-install --policy="$SK_TMP/policy.yaml" --dir="$q" --once 2>&1)
