@@ -33,7 +33,7 @@ sk_check_eq "a broken policy fails the round (exit 1)" 1 "$rc"
 sk_check "a broken policy is reported with its position" grep -q '"event":"seccomp_install_failed".*policy.yaml:' <<<"$out"
 sk_check "a broken policy leaves the last profile in place" cmp "$SK_TMP/edited.json" "$d/stockade-agent.json"
 sk_check_fails "nested profile names are refused" "$P" seccomp-install --policy="$SK_TMP/policy.yaml" --dir="$d" --name=a/b.json --once
-sk_check "no temporary file is left behind" test -z "$(find "$d" -name '.*.tmp')"
+sk_check "no temporary file is left behind" test -z "$(find "$d" -name '*.tmp*')"
 cat >"$SK_TMP/apis.yaml" <<'EOT'
 version: 1
 apis:
@@ -45,6 +45,9 @@ EOT
 mkdir -p "$SK_TMP/seccomp-apis"
 sk_check "a policy whose API secret files are not mounted here still installs (they live in the sidecar)" \
 	"$P" seccomp-install --policy="$SK_TMP/apis.yaml" --dir="$SK_TMP/seccomp-apis" --once
+sk_check "'stockade-policy seccomp --policy' renders the same policy without its secret files" \
+	"$P" seccomp --policy "$SK_TMP/apis.yaml" -o "$SK_TMP/apis.json"
+sk_check "... to the same profile the installer wrote" cmp "$SK_TMP/apis.json" "$SK_TMP/seccomp-apis/stockade-agent.json"
 q="$SK_TMP/we\"ird dir"
 mkdir -p "$q"
 out=$("$P" seccomp-install --policy="$SK_TMP/policy.yaml" --dir="$q" --once 2>&1)

@@ -10,4 +10,11 @@ int sk_cmd_seccomp(int argc, char **argv);  /* cmd_seccomp.c */
 int sk_cmd_exec(int argc, char **argv);     /* cmd_seccomp.c */
 int sk_cmd_seccomp_install(int argc, char **argv); /* cmd_install.c */
 
+struct sk_err;
+struct sk_scmp_profile;
+/* profile.c: the profile as file text (JSON + newline; owned), and a write through a unique temporary
+ * file + fsync + rename, so a reader never sees half a profile. */
+char *sk_cli_profile_json(const struct sk_scmp_profile *p, struct sk_err *err);
+int sk_cli_write_atomic(const char *path, const char *text, struct sk_err *err);
+
 #endif

@@ -4,12 +4,10 @@
  * fsync + rename) so the kubelet never reads half a profile. Runs as uid 0 with no capability: enough
  * for the root-owned kubelet directory it mounts, nothing more. */
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -33,7 +31,7 @@ static char *render_profile(const char *policy_path, struct sk_err *err)
 	struct sk_diags diags = { 0 };
 	struct sk_policy *pol = NULL;
 	struct sk_scmp_profile *prof = NULL;
-	char *json = NULL, *text = NULL;
+	char *text = NULL;
 
 	/* The API secrets a policy names are mounted into the sidecar only, never into the installer:
 	 * their files are not this process's business, the seccomp section is. */
@@ -51,19 +49,8 @@ static char *render_profile(const char *policy_path, struct sk_err *err)
 	};
 	if (sk_seccomp_generate(&opts, &prof, err) < 0)
 		goto out;
-	json = sk_scmp_profile_to_json(prof, err);
-	if (!json)
-		goto out;
-	size_t len = strlen(json);
-	text = malloc(len + 2);
-	if (!text) {
-		sk_err_set(err, ENOMEM, "render profile");
-		goto out;
-	}
-	memcpy(text, json, len);
-	memcpy(text + len, "\n", 2);
+	text = sk_cli_profile_json(prof, err);
 out:
-	free(json);
 	sk_scmp_profile_free(prof);
 	sk_policy_free(pol);
 	sk_diags_free(&diags);
@@ -85,40 +72,6 @@ static int file_equals(const char *path, const char *want)
 		got += n;
 	}
 	return got == len;
-}
-
-static int write_atomic(const char *dir, const char *name, const char *text, struct sk_err *err)
-{
-	char tmp[4096], dst[4096];
-	if ((size_t)snprintf(dst, sizeof(dst), "%s/%s", dir, name) >= sizeof(dst) ||
-	    (size_t)snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name) >= sizeof(tmp))
-		return sk_err_set(err, ENAMETOOLONG, "install %s/%s: path too long", dir, name);
-	sk_autoclose int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0)
-		return sk_err_sys(err, errno, "install: open %s", tmp);
-	size_t len = strlen(text), off = 0;
-	while (off < len) {
-		ssize_t w = write(fd, text + off, len - off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0) {
-			int e = errno;
-			unlink(tmp);
-			return sk_err_sys(err, e, "install: write %s", tmp);
-		}
-		off += (size_t)w;
-	}
-	if (fchmod(fd, 0644) < 0 || fsync(fd) < 0) {
-		int e = errno;
-		unlink(tmp);
-		return sk_err_sys(err, e, "install: sync %s", tmp);
-	}
-	if (rename(tmp, dst) < 0) {
-		int e = errno;
-		unlink(tmp);
-		return sk_err_sys(err, e, "install: rename %s -> %s", tmp, dst);
-	}
-	return 0;
 }
 
 /* Writes s as a JSON string body: paths and error texts may hold quotes or control bytes. */
@@ -195,7 +148,7 @@ int sk_cmd_seccomp_install(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 
 	char path[4096];
-	/* write_atomic refuses such a path too; failing here keeps file_equals off a truncated name. */
+	/* Refused up front so file_equals and the write never see a truncated name. */
 	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path)) {
 		fprintf(stderr, "stockade-policy seccomp-install: --dir/--name: path too long\n");
 		return SK_EXIT_USAGE;
@@ -207,7 +160,7 @@ int sk_cmd_seccomp_install(int argc, char **argv)
 		/* One failure path for both steps: a bad policy and a failed write are reported alike. */
 		int rc = text ? 0 : -EINVAL;
 		if (text && !file_equals(path, text)) {
-			rc = write_atomic(dir, name, text, &err);
+			rc = sk_cli_write_atomic(path, text, &err);
 			if (rc == 0)
 				log_line("seccomp_installed", path, NULL);
 		}

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/err.h"
@@ -50,43 +49,6 @@ static int strv_add(struct strv *sv, const char *s)
 	sv->v = nv;
 	sv->v[sv->n++] = s;
 	return 0;
-}
-
-/* Writes text to path through a temporary file and rename, so a kubelet never reads half a profile. */
-static int write_file_atomic(const char *path, const char *text, struct sk_err *err)
-{
-	size_t len = strlen(path) + 16;
-	char *tmp = malloc(len);
-	int fd = -1, r = 0;
-	if (!tmp)
-		return sk_err_sys(err, ENOMEM, "write %s", path);
-	snprintf(tmp, len, "%s.tmpXXXXXX", path);
-	fd = mkstemp(tmp);
-	if (fd < 0) {
-		r = sk_err_sys(err, errno, "create %s", tmp);
-		goto out;
-	}
-	size_t n = strlen(text), off = 0;
-	while (off < n) {
-		ssize_t w = write(fd, text + off, n - off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0) {
-			r = sk_err_sys(err, errno, "write %s", tmp);
-			unlink(tmp);
-			goto out;
-		}
-		off += (size_t)w;
-	}
-	if (fchmod(fd, 0644) < 0 || fsync(fd) < 0 || rename(tmp, path) < 0) {
-		r = sk_err_sys(err, errno, "write %s", path);
-		unlink(tmp);
-	}
-out:
-	if (fd >= 0)
-		close(fd);
-	free(tmp);
-	return r;
 }
 
 static int count_allowed(const struct sk_scmp_profile *p, size_t *cond)
@@ -203,7 +165,8 @@ int sk_cmd_seccomp(int argc, char **argv)
 
 	if (policy_path) {
 		struct sk_diags diags = { 0 };
-		if (sk_policy_load_file(policy_path, -1, &pol, &diags) < 0) {
+		/* API secret files are the sidecar's: the profile does not depend on them (see profile.h). */
+		if (sk_policy_load_file_ex(policy_path, -1, SK_LOAD_NO_FILE_CHECKS, &pol, &diags) < 0) {
 			sk_diags_print(&diags, stderr);
 			sk_diags_free(&diags);
 			rc = SK_EXIT_POLICY;
@@ -234,26 +197,20 @@ int sk_cmd_seccomp(int argc, char **argv)
 		rc = policy_path ? SK_EXIT_POLICY : SK_EXIT_USAGE;
 		goto out;
 	}
-	json = sk_scmp_profile_to_json(prof, &err);
+	json = sk_cli_profile_json(prof, &err);
 	if (!json) {
 		fprintf(stderr, "stockade-policy %s\n", err.msg);
 		rc = SK_EXIT_RUNTIME;
 		goto out;
 	}
 	if (out_path) {
-		size_t len = strlen(json);
-		char *j2 = realloc(json, len + 2);
-		if (!j2)
-			goto oom;
-		json = j2;
-		memcpy(json + len, "\n", 2);
-		if (write_file_atomic(out_path, json, &err) < 0) {
+		if (sk_cli_write_atomic(out_path, json, &err) < 0) {
 			fprintf(stderr, "stockade-policy seccomp: %s\n", err.msg);
 			rc = SK_EXIT_RUNTIME;
 			goto out;
 		}
 	} else {
-		printf("%s\n", json);
+		fputs(json, stdout);
 	}
 	rc = SK_EXIT_OK;
 	goto out;
