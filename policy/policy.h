@@ -79,6 +79,12 @@ struct sk_policy_seccomp {
 	size_t n_deny;
 };
 
+/* tls: what the proxy accepts in a ClientHello beyond the strict default. */
+struct sk_policy_tls {
+	bool ech_grease_allow; /* tls.echGrease: allow — a hello with an encrypted_client_hello extension
+	                        * passes when its outer SNI is allowed and bound (default false: deny) */
+};
+
 struct sk_ports {
 	uint16_t proxy, dns, admin, api;   /* defaults 15001, 15053, 15000, 15080; pairwise distinct */
 };
@@ -105,6 +111,7 @@ struct sk_policy {
 	struct sk_api *apis;
 	size_t n_apis;
 	struct sk_policy_seccomp seccomp;
+	struct sk_policy_tls tls;
 	struct sk_matcher *matcher; /* owned; never NULL in a loaded policy */
 	char **import_notes;   /* forge import: one line per mapped field, for `check` output */
 	size_t n_import_notes;

@@ -48,6 +48,30 @@ struct sk_bind_hooks {
 	void (*names)(void *ctx, const struct sk_addr *addr, sk_bind_name_fn cb, void *arg);
 };
 
+/* Fallback resolution (DESIGN.md §5.1 "or the sidecar's own resolution of it"): when a connection's
+ * name is allowed but not bound to its destination (a client that resolved outside the filter: /etc/hosts,
+ * curl --resolve, a JVM cache older than the binding), the proxy asks the DNS server to resolve the name
+ * itself. Filled by the DNS server (dns_server.c); while start is NULL the proxy denies a miss at once. */
+enum sk_resolve_result {
+	SK_RESOLVE_MATCH = 0,   /* addr is among the name's A/AAAA answers (now bound in the table) */
+	SK_RESOLVE_MISMATCH,    /* the name resolved, but not to addr (or recently did not: negative cache) */
+	SK_RESOLVE_FAILED,      /* no usable answer (timeout, SERVFAIL, NXDOMAIN, busy) */
+};
+struct sk_resolve_req;
+typedef void (*sk_resolve_done_fn)(void *arg, enum sk_resolve_result r);
+struct sk_resolve_hooks {
+	void *ctx;
+	/* Resolves `name` (normalised; the caller has checked the policy allows it) for addr's family (A for
+	 * IPv4, AAAA for IPv6) through the upstream, binds the answers as the filter would, and calls done
+	 * once, never from inside start. Returns 0 with *req set (a handle for cancel), or < 0 when it
+	 * cannot start (too many in flight, or the negative cache already knows: done is then not called,
+	 * and the return says which: -EBUSY, -ENOENT for a cached mismatch). */
+	int (*start)(void *ctx, const char *name, const struct sk_addr *addr, sk_resolve_done_fn done,
+		     void *arg, struct sk_resolve_req **req);
+	/* The connection went away first: done is never called for req. */
+	void (*cancel)(void *ctx, struct sk_resolve_req *req);
+};
+
 struct sk_sidecar {
 	struct sk_loop *loop;            /* owned */
 	struct sk_policy *policy;        /* owned; the snapshot in force */
@@ -55,6 +79,7 @@ struct sk_sidecar {
 	struct sk_denials *denials;      /* owned; may be NULL */
 	struct sk_bind_table *bindings;  /* owned by the DNS filter; NULL until it starts */
 	struct sk_bind_hooks bind;
+	struct sk_resolve_hooks resolve; /* filled by the DNS server; start NULL until then */
 	struct sk_audit audit;           /* writes to stdout; pushes denials */
 	struct sk_proxy_limits limits;
 	struct sk_proxy *proxy;          /* owned; NULL until started */
