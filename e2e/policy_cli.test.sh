@@ -73,6 +73,16 @@ printf 'version: 1\negress:\n  - host: "a.com\\nevil"\n' >"$SK_TMP/inject.yaml"
 run "$P" check "$SK_TMP/inject.yaml"
 sk_check_eq "check newline in a name is escaped in the message" "$SK_TMP/inject.yaml:3:11: egress[0].host: invalid name 'a.com\\x0aevil': whitespace in name, expected a DNS name like api.example.com or *.example.com" "$err"
 
+printf 'version: 1\negress:\n  - host: a.com\n    ports: [443]\ntls:\n  echGrease: allow\n' >"$SK_TMP/grease.yaml"
+run "$P" check "$SK_TMP/grease.yaml"
+sk_check_eq "check names tls.echGrease allow" "$SK_TMP/grease.yaml: ok (1 rule, mode enforce, tls.echGrease allow)" "$out"
+run "$P" explain "$SK_TMP/grease.yaml" a.com 443
+sk_check_eq "explain shows echGrease allow for tls" '{"decision":"allow","rule":0,"reason":"rule","host":"a.com","port":443,"proto":"tls","rule_text":"host a.com ports [443]","rule_at":"'"$SK_TMP"'/grease.yaml:3:5","mode":"enforce","echGrease":"allow"}' "$out"
+printf 'version: 1\ntls:\n  echGrease: on\n' >"$SK_TMP/grease-bad.yaml"
+run "$P" check "$SK_TMP/grease-bad.yaml"
+sk_check_eq "check bad tls.echGrease exits 1" 1 "$rc"
+sk_check_eq "check bad tls.echGrease message" "$SK_TMP/grease-bad.yaml:3:14: tls.echGrease: 'on' is not a valid setting, expected allow or deny" "$err"
+
 run "$P" check policy/examples/agent.yaml "$SK_TMP/nope.yaml"
 sk_check_eq "check valid + missing exits 1" 1 "$rc"
 sk_check_eq "check missing file message" "$SK_TMP/nope.yaml: cannot read: No such file or directory" "$err"

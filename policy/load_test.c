@@ -66,7 +66,7 @@ static const struct bad_case bad_cases[] = {
 	  1, 10, "version: expected 1, got string '1'" },
 	{ "unknown_top_key", SK_FORMAT_YAML,
 	  "version: 1\negres: []\n",
-	  2, 1, "policy: unknown key 'egres', expected one of version, mode, agent, sidecar, exemptUids, ports, egress, dns, blockPrivate, loopback, apis, seccomp" },
+	  2, 1, "policy: unknown key 'egres', expected one of version, mode, agent, sidecar, exemptUids, ports, egress, dns, blockPrivate, loopback, apis, seccomp, tls" },
 	{ "duplicate_top_key", SK_FORMAT_YAML,
 	  "version: 1\nmode: audit\nmode: enforce\n",
 	  3, 1, "policy: duplicate key 'mode' (first at 2:1), expected each key once" },
@@ -277,6 +277,30 @@ static const struct bad_case bad_cases[] = {
 	{ "seccomp_unknown", SK_FORMAT_YAML,
 	  "version: 1\nseccomp:\n  permit: [read]\n",
 	  3, 3, "seccomp: unknown key 'permit', expected one of allow, deny" },
+	{ "tls_ech_grease_bad", SK_FORMAT_YAML,
+	  "version: 1\ntls:\n  echGrease: maybe\n",
+	  3, 14, "tls.echGrease: 'maybe' is not a valid setting, expected allow or deny" },
+	{ "tls_ech_grease_case", SK_FORMAT_YAML,
+	  "version: 1\ntls: {echGrease: Allow}\n",
+	  2, 18, "tls.echGrease: 'Allow' is not a valid setting, expected allow or deny" },
+	{ "tls_ech_grease_bool", SK_FORMAT_YAML,
+	  "version: 1\ntls:\n  echGrease: true\n",
+	  3, 14, "tls.echGrease: expected allow or deny, got boolean true" },
+	{ "tls_ech_grease_null", SK_FORMAT_YAML,
+	  "version: 1\ntls:\n  echGrease:\n",
+	  3, 13, "tls.echGrease: expected allow or deny, got null" },
+	{ "tls_unknown_key", SK_FORMAT_YAML,
+	  "version: 1\ntls:\n  ech: allow\n",
+	  3, 3, "tls: unknown key 'ech', expected one of echGrease" },
+	{ "tls_duplicate_key", SK_FORMAT_YAML,
+	  "version: 1\ntls:\n  echGrease: allow\n  echGrease: deny\n",
+	  4, 3, "tls: duplicate key 'echGrease' (first at 3:3), expected each key once" },
+	{ "tls_not_map", SK_FORMAT_YAML,
+	  "version: 1\ntls: allow\n",
+	  2, 6, "tls: expected a mapping, got string 'allow'" },
+	{ "tls_list", SK_FORMAT_YAML,
+	  "version: 1\ntls: [echGrease]\n",
+	  2, 6, "tls: expected a mapping, got a list" },
 	{ "api_name_bad", SK_FORMAT_YAML,
 	  "version: 1\napis:\n  - name: My_API\n    upstream: https://a.com\n    header: {name: x-key, valueFile: /s}\n",
 	  3, 11, "apis[0].name: 'My_API' is not a valid api name, expected [a-z0-9-]{1,63}" },
@@ -345,7 +369,7 @@ static const struct bad_case bad_cases[] = {
 	  3, 2, "policy: duplicate key 'mode' (first at 2:2), expected each key once" },
 	{ "json_unknown_key", SK_FORMAT_JSON,
 	  "{\"version\": 1,\n  \"egres\": []}\n",
-	  2, 3, "policy: unknown key 'egres', expected one of version, mode, agent, sidecar, exemptUids, ports, egress, dns, blockPrivate, loopback, apis, seccomp" },
+	  2, 3, "policy: unknown key 'egres', expected one of version, mode, agent, sidecar, exemptUids, ports, egress, dns, blockPrivate, loopback, apis, seccomp, tls" },
 	{ "json_port_string", SK_FORMAT_JSON,
 	  "{\"version\": 1,\n  \"egress\": [\n    {\"host\": \"a.com\", \"ports\": [\"443\"]}\n  ]}\n",
 	  3, 33, "egress[0].ports[0]: expected a port 1..65535, got string '443'" },
@@ -379,6 +403,18 @@ static const struct bad_case bad_cases[] = {
 	{ "json_blockprivate_string", SK_FORMAT_JSON,
 	  "{\"version\": 1,\n\"blockPrivate\": \"true\"}\n",
 	  2, 17, "blockPrivate: expected true or false, got string 'true'" },
+	{ "json_tls_ech_grease_bad", SK_FORMAT_JSON,
+	  "{\"version\": 1,\n \"tls\": {\"echGrease\": \"on\"}}\n",
+	  2, 23, "tls.echGrease: 'on' is not a valid setting, expected allow or deny" },
+	{ "json_tls_ech_grease_bool", SK_FORMAT_JSON,
+	  "{\"version\": 1,\n \"tls\": {\"echGrease\": false}}\n",
+	  2, 23, "tls.echGrease: expected allow or deny, got boolean false" },
+	{ "json_tls_unknown_key", SK_FORMAT_JSON,
+	  "{\"version\": 1,\n \"tls\": {\"echGrease\": \"allow\",\n         \"minVersion\": \"1.3\"}}\n",
+	  3, 10, "tls: unknown key 'minVersion', expected one of echGrease" },
+	{ "json_tls_not_map", SK_FORMAT_JSON,
+	  "{\"version\": 1, \"tls\": true}\n",
+	  1, 23, "tls: expected a mapping, got boolean true" },
 };
 
 static void test_malformed_table(void **state)
@@ -851,6 +887,53 @@ static void test_netns_hash(void **state)
 	sk_policy_free(p);
 }
 
+/* tls.echGrease: allow | deny in both formats; absent (or an empty tls mapping) is deny; proxy-only, so
+ * it leaves the netns hash alone (a live reload may change it). */
+static void test_tls_ech_grease(void **state)
+{
+	(void)state;
+	char a[17], b[17];
+	struct sk_policy *p = load_text_ok("version: 1\n");
+	assert_false(p->tls.ech_grease_allow);
+	sk_policy_netns_hash(p, a);
+	sk_policy_free(p);
+
+	p = load_text_ok("version: 1\ntls:\n  echGrease: allow\n");
+	assert_true(p->tls.ech_grease_allow);
+	sk_policy_netns_hash(p, b);
+	assert_string_equal(a, b);
+	sk_policy_free(p);
+
+	p = load_text_ok("version: 1\ntls: {echGrease: deny}\n");
+	assert_false(p->tls.ech_grease_allow);
+	sk_policy_free(p);
+
+	p = load_text_ok("version: 1\ntls: {}\n");
+	assert_false(p->tls.ech_grease_allow);
+	sk_policy_free(p);
+
+	p = load_text_ok("version: 1\ntls: {echGrease: \"allow\"}\n");  /* quoted: still the string */
+	assert_true(p->tls.ech_grease_allow);
+	sk_policy_free(p);
+
+	p = load_text_ok("{\"version\": 1, \"tls\": {\"echGrease\": \"allow\"}}");
+	assert_int_equal(p->format, SK_FORMAT_JSON);
+	assert_true(p->tls.ech_grease_allow);
+	sk_policy_netns_hash(p, b);
+	assert_string_equal(a, b);
+	sk_policy_free(p);
+
+	p = load_text_ok("{\"version\": 1, \"tls\": {\"echGrease\": \"deny\"}}");
+	assert_false(p->tls.ech_grease_allow);
+	sk_policy_free(p);
+
+	/* The forge format has no such field: an import keeps the default. */
+	p = load_text_ok("{\"profile\": \"strict\", \"mode\": \"allowlist\", \"allowed_domains\": [\"a.example.com\"]}");
+	assert_int_equal(p->format, SK_FORMAT_FORGE);
+	assert_false(p->tls.ech_grease_allow);
+	sk_policy_free(p);
+}
+
 static void test_yaml_scalar_typing(void **state)
 {
 	(void)state;
@@ -886,6 +969,7 @@ int main(void)
 		cmocka_unit_test(test_forge_errors),
 		cmocka_unit_test(test_netns_hash),
 		cmocka_unit_test(test_yaml_scalar_typing),
+		cmocka_unit_test(test_tls_ech_grease),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -119,6 +119,7 @@ void sk_policy_set_defaults(struct sk_policy *p)
 	p->dns.max_query_length = 253;
 	p->block_private = true;
 	p->loopback = SK_LOOPBACK_ALLOW;
+	p->tls.ech_grease_allow = false;  /* tls.echGrease: deny */
 }
 
 struct sk_rule *sk_policy_add_rule(struct sk_load_ctx *c, struct sk_policy *p)
@@ -409,7 +410,8 @@ static void fnv_str(uint64_t *h, const char *s)
  *                                     ports [8125] protocol udp direct")
  * Everything here is already normalised by the loader (sorted ports and uids, CIDRs without host bits),
  * so two files that differ only in spelling, key order or comments hash the same. Host rules never reach
- * the kernel (a host rule cannot be direct or udp), and neither do mode, dns, apis or blockPrivate. */
+ * the kernel (a host rule cannot be direct or udp), and neither do mode, dns, apis, blockPrivate or tls
+ * (tls.echGrease is read by the proxy only, so a live reload may change it). */
 void sk_policy_netns_hash(const struct sk_policy *p, char out[17])
 {
 	uint64_t h = FNV64_OFFSET;

@@ -658,6 +658,23 @@ static void validate_loopback(struct sk_load_ctx *c, const struct sk_node *n, st
 	err_at(c, n, "loopback: expected allow, deny or a list of ports, got %s", sk_node_describe(n, d, sizeof(d)));
 }
 
+/* tls: {echGrease: allow | deny}. Proxy-only (not in the netns hash): a live reload may change it. */
+static void validate_tls(struct sk_load_ctx *c, const struct sk_node *n, struct sk_policy *p)
+{
+	static const char *const keys[] = { "echGrease" };
+	static const char *const grease[] = { "deny", "allow" };
+	if (!want_map(c, n, "tls"))
+		return;
+	check_keys(c, n, "tls", keys, SK_ARRAY_SIZE(keys));
+	const struct sk_node *v;
+	if ((v = sk_node_get(n, "echGrease"))) {
+		int g = get_enum(c, v, "tls.echGrease", "valid setting", grease, SK_ARRAY_SIZE(grease),
+				 "allow or deny");
+		if (g >= 0)
+			p->tls.ech_grease_allow = g == 1;
+	}
+}
+
 static bool syscall_name_ok(const char *s)
 {
 	size_t n = strlen(s);
@@ -1040,7 +1057,7 @@ int sk_policy_dns_defaults(struct sk_policy *p)
 void sk_validate_policy(struct sk_load_ctx *c, const struct sk_node *root, struct sk_policy *p)
 {
 	static const char *const keys[] = { "version", "mode", "agent", "sidecar", "exemptUids", "ports", "egress",
-					    "dns", "blockPrivate", "loopback", "apis", "seccomp" };
+					    "dns", "blockPrivate", "loopback", "apis", "seccomp", "tls" };
 	static const char *const modes[] = { "enforce", "audit" };
 	char d[SK_QUOTE_MAX + 16];
 	if (root->kind != SK_NODE_MAP) {
@@ -1087,6 +1104,8 @@ void sk_validate_policy(struct sk_load_ctx *c, const struct sk_node *root, struc
 		validate_apis(c, v, p);
 	if ((v = sk_node_get(root, "seccomp")))
 		validate_seccomp(c, v, p);
+	if ((v = sk_node_get(root, "tls")))
+		validate_tls(c, v, p);
 	if (sk_policy_dns_defaults(p) < 0)
 		err_at(c, root, "out of memory");
 }

@@ -1,5 +1,5 @@
 /* policy/cli/cmd_check.c — `stockade-policy check [--no-file-checks] FILE...`: loads each policy and
- * reports "FILE: ok (N rules, mode M)" (plus forge import notes) on stdout, or every diagnostic on stderr.
+ * reports "FILE: ok (N rules, mode M[, tls.echGrease allow])" (plus forge import notes) on stdout, or every diagnostic on stderr.
  * Exit 0 when every file is valid, 1 when any is not (or cannot be read), 2 on bad usage. */
 #include <stdio.h>
 #include <string.h>
@@ -18,7 +18,9 @@ static int check_one(const char *path, unsigned flags)
 	sk_diags_free(&diags);
 	if (r < 0)
 		return SK_EXIT_FAIL;
-	printf("%s: ok (%zu rule%s, mode %s)\n", path, p->n_rules, p->n_rules == 1 ? "" : "s", sk_mode_name(p->mode));
+	/* Settings that loosen the default are named; the default ones are not, to keep the line short. */
+	printf("%s: ok (%zu rule%s, mode %s%s)\n", path, p->n_rules, p->n_rules == 1 ? "" : "s", sk_mode_name(p->mode),
+	       p->tls.ech_grease_allow ? ", tls.echGrease allow" : "");
 	for (size_t i = 0; i < p->n_import_notes; i++)
 		printf("%s: %s\n", path, p->import_notes[i]);
 	sk_policy_free(p);

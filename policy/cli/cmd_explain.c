@@ -66,6 +66,10 @@ static int print_decision(const struct sk_policy *p, const struct sk_query *q, c
 		cJSON_AddNullToObject(o, "rule_text");
 	}
 	cJSON_AddStringToObject(o, "mode", sk_mode_name(p->mode));
+	/* The matcher decides on the name; a TLS hello carrying ECH is then let through only with
+	 * tls.echGrease: allow. Shown only when it applies, so the default output stays as it was. */
+	if (q->proto == SK_PROTO_TLS && p->tls.ech_grease_allow)
+		cJSON_AddStringToObject(o, "echGrease", "allow");
 	char *s = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);
 	if (!s)
