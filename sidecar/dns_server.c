@@ -6,7 +6,11 @@
  *    keeps a reference on) and its upstream TCP connection, if the answer was truncated.
  *  - struct tcl: a TCP client connection. Freed when the peer is gone AND no dq refers to it, so a late
  *    answer never touches freed memory.
- *  - struct utcp: the TCP connection of one query to its upstream, owned by that dq. */
+ *  - struct utcp: the TCP connection of one query to its upstream, owned by that dq.
+ *  - fallback resolutions (sc->resolve, dns_resolve.h): a group of requests for one (name, family) owns one
+ *    dq (resolve = true, no client) and its overall deadline timer; the group (dq->rg, group->ctx == dq)
+ *    and its requests belong to s->rbook. The dq is freed before the group's done callbacks run, so a
+ *    callback may start or cancel resolutions freely. */
 #include "sidecar/dns_server.h"
 
 #include <arpa/inet.h>
@@ -25,6 +29,7 @@
 #include "policy/policy.h"
 #include "sidecar/dns_bind.h"
 #include "sidecar/dns_filter.h"
+#include "sidecar/dns_resolve.h"
 #include "sidecar/dns_upstream.h"
 #include "sidecar/metrics.h"
 
@@ -72,6 +77,9 @@ struct dq {
 	struct tcl *tc;
 	struct utcp *ut;
 	bool probe;                  /* the server's own liveness probe: no client, answers only set readiness */
+	bool resolve;                /* a fallback resolution (rg): no client, answers go to its requests */
+	struct sk_resolve_group *rg;
+	struct sk_timer rtimer;      /* resolve: the overall deadline (SK_RESOLVE_TIMEOUT_MS) */
 };
 
 struct sk_dns_srv {
@@ -86,6 +94,8 @@ struct sk_dns_srv {
 	uint64_t probe_ms;           /* 0: no probe (readiness then follows real answers only) */
 	bool probe_inflight;
 	size_t n_tcl;
+	struct sk_rbook rbook;       /* fallback resolutions in flight */
+	struct sk_rneg *neg;         /* their recent mismatches */
 	uint8_t in[SK_DNS_MSG_MAX + 2];
 	uint8_t out[SK_DNS_MSG_MAX + 2];
 };
@@ -250,6 +260,8 @@ static void query_finish(struct dq *d)
 {
 	struct sk_dns_srv *s = d->srv;
 	utcp_free(s, d->ut);
+	if (d->resolve)
+		sk_timer_cancel(s->sc->loop, &d->rtimer);
 	if (d->p)
 		sk_dns_pend_done(s->pt, d->p);
 	if (d->tc) {
@@ -285,6 +297,114 @@ static void peer_of(const struct dq *d, struct sk_addr *a, uint16_t *port)
 
 static void utcp_start(struct sk_dns_srv *s, struct dq *d);
 
+/* ---- fallback resolution (sc->resolve) ---- */
+
+/* Ends d's group: frees d (and its upstream query), then runs the requests' done callbacks. answered:
+ * the name resolved, with addrs[0..n) its (now bound) addresses. */
+static void resolve_end(struct sk_dns_srv *s, struct dq *d, bool answered, const struct sk_addr *addrs, size_t n)
+{
+	struct sk_resolve_group *g = d->rg;
+	query_finish(d);
+	sk_rbook_finish(&s->rbook, g, answered, addrs, n, s->neg, now_ms(s));
+	arm_timer(s);
+}
+
+/* The answer was checked (and bound) exactly as for an agent's query: CNAME chain, rebinding defence
+ * (a private address refuses the whole answer in enforce mode: FAILED, nothing bound). NOERROR with
+ * addresses, or without (NODATA), is "resolved"; any other outcome (NXDOMAIN, SERVFAIL, REFUSED,
+ * malformed) is FAILED. */
+static void resolve_answered(struct sk_dns_srv *s, struct dq *d, const struct sk_dns_averdict *av)
+{
+	bool answered = av->action == SK_DNS_ACT_ANSWER && av->rcode == SK_DNS_RC_NOERROR &&
+			(av->result == SK_DNS_R_ANSWERED || av->result == SK_DNS_R_REBINDING);
+	struct sk_addr addrs[SK_DNS_MAX_BINDINGS];
+	size_t n = 0;
+	for (size_t i = 0; answered && i < av->n_bind; i++)
+		addrs[n++] = av->bind[i].addr;
+	resolve_end(s, d, answered, addrs, n);
+}
+
+static void on_resolve_deadline(struct sk_loop *l, struct sk_timer *t)
+{
+	(void)l;
+	struct dq *d = t->ctx;
+	resolve_end(d->srv, d, false, NULL, 0);
+}
+
+static int resolve_start(void *ctx, const char *name, const struct sk_addr *addr, sk_resolve_done_fn done,
+			 void *arg, struct sk_resolve_req **req)
+{
+	struct sk_dns_srv *s = ctx;
+	*req = NULL;
+	struct sk_addr a;
+	sk_resolve_fold(addr, &a);
+	uint64_t now = now_ms(s);
+	if (a.family == AF_INET || a.family == AF_INET6)
+		if (sk_rneg_has(s->neg, name, &a, now))
+			return -ENOENT;
+	struct sk_resolve_req *r;
+	struct sk_resolve_group *g;
+	bool created;
+	int rc = sk_rbook_add(&s->rbook, name, &a, done, arg, &r, &g, &created);
+	if (rc < 0)
+		return rc;
+	if (!created) {
+		*req = r;   /* coalesced: the group's query answers for it too */
+		return 0;
+	}
+	struct sk_dns_fquery q = {
+		.flags = SK_DNS_F_RD,
+		.qtype = a.family == AF_INET ? SK_DNS_T_A : SK_DNS_T_AAAA,
+		.qclass = SK_DNS_CLASS_IN,
+		.rule = -1,
+		.udp_limit = 512,
+	};
+	if (sk_dns_name_from_text(name, &q.qname) < 0) {
+		sk_rbook_drop_group(&s->rbook, g);
+		return -EINVAL;
+	}
+	memcpy(q.name, g->name, sizeof(q.name));
+	struct dq *d = calloc(1, sizeof(*d));
+	if (!d) {
+		sk_rbook_drop_group(&s->rbook, g);
+		return -ENOMEM;
+	}
+	d->srv = s;
+	d->lfd = -1;
+	d->resolve = true;
+	d->rg = g;
+	sk_timer_init(&d->rtimer, on_resolve_deadline, d);
+	d->p = sk_dns_pend_start(s->pt, &q, d, now);
+	if (!d->p) {
+		free(d);
+		sk_rbook_drop_group(&s->rbook, g);
+		return -EBUSY;   /* the pending table is full of the agent's queries */
+	}
+	if ((rc = sk_timer_arm(s->sc->loop, &d->rtimer, SK_RESOLVE_TIMEOUT_MS)) < 0) {
+		query_finish(d);
+		sk_rbook_drop_group(&s->rbook, g);
+		arm_timer(s);
+		return rc;
+	}
+	g->ctx = d;
+	send_upstream(s, d->p);
+	arm_timer(s);
+	*req = r;
+	return 0;
+}
+
+static void resolve_cancel(void *ctx, struct sk_resolve_req *req)
+{
+	struct sk_dns_srv *s = ctx;
+	struct sk_resolve_group *g = sk_rbook_cancel(&s->rbook, req);
+	if (!g)
+		return;
+	/* Nobody waits any more: drop the upstream query too (a late answer is then unmatched). */
+	query_finish(g->ctx);
+	sk_rbook_drop_group(&s->rbook, g);
+	arm_timer(s);
+}
+
 /* /readyz's "an upstream resolver answered": true on any matched answer, false when a probe got no
  * answer from any upstream within all its attempts. Transitions are logged: they explain a pod going
  * unready. */
@@ -308,8 +428,9 @@ static void handle_answer(struct sk_dns_srv *s, struct dq *d, const uint8_t *ans
 		return;
 	}
 	struct sk_dns_averdict av;
-	sk_dns_filter_answer(s->sc->policy, &s->opts, &d->p->q, ans, len, upstream_tcp, d->client_tcp, s->out,
-			     SK_DNS_MSG_MAX, &av);
+	/* A resolution has no client: answer as to a TCP client, so no UDP size limit truncates it. */
+	sk_dns_filter_answer(s->sc->policy, &s->opts, &d->p->q, ans, len, upstream_tcp, d->client_tcp || d->resolve,
+			     s->out, SK_DNS_MSG_MAX, &av);
 	if (av.action == SK_DNS_ACT_RETRY_TCP) {
 		sk_dns_pend_to_tcp(s->pt, d->p, now_ms(s));
 		utcp_start(s, d);
@@ -320,6 +441,10 @@ static void handle_answer(struct sk_dns_srv *s, struct dq *d, const uint8_t *ans
 	if (d->p->q.name[0])
 		for (size_t i = 0; i < av.n_bind; i++)
 			(void)sk_bind_add(s->binds, &av.bind[i].addr, d->p->q.name, av.bind[i].ttl, now);
+	if (d->resolve) {
+		resolve_answered(s, d, &av);
+		return;
+	}
 	if (av.action == SK_DNS_ACT_ANSWER)
 		reply(d, s->out, av.len);
 	struct sk_addr src;
@@ -621,6 +746,10 @@ static void on_timer(struct sk_loop *l, struct sk_timer *t)
 			query_finish(d);
 			continue;
 		}
+		if (d->resolve) {
+			resolve_end(s, d, false, NULL, 0);
+			continue;
+		}
 		int n = sk_dns_filter_local_answer(&p->q, SK_DNS_RC_SERVFAIL, false, s->out, SK_DNS_MSG_MAX);
 		if (n > 0)
 			reply(d, s->out, (size_t)n);
@@ -718,6 +847,7 @@ int sk_dns_server_start(struct sk_sidecar *sc, struct sk_dns_srv **out, struct s
 	}
 	sk_timer_init(&s->timer, on_timer, s);
 	sk_timer_init(&s->probe, on_probe, s);
+	sk_rbook_init(&s->rbook, SK_RESOLVE_MAX_INFLIGHT);
 	s->probe_ms = env_ulong("STOCKADE_DNS_PROBE_MS", PROBE_MS_DEFAULT);
 	const char *rc = getenv("STOCKADE_RESOLV_CONF");
 	const char *strict = getenv("STOCKADE_DNS_STRICT_CHAIN");
@@ -730,6 +860,10 @@ int sk_dns_server_start(struct sk_sidecar *sc, struct sk_dns_srv **out, struct s
 		goto fail;
 	if ((r = sk_bind_new(env_ulong("STOCKADE_DNS_BINDINGS", 100000), &s->binds)) < 0) {
 		r = sk_err_set(err, -r, "dns: binding table");
+		goto fail;
+	}
+	if ((r = sk_rneg_new(SK_RESOLVE_NEG_MAX, SK_RESOLVE_NEG_TTL_MS, &s->neg)) < 0) {
+		r = sk_err_set(err, -r, "dns: resolution negative cache");
 		goto fail;
 	}
 	struct sk_addr lo4 = { .family = AF_INET, .bytes = { 127, 0, 0, 1 } };
@@ -785,6 +919,9 @@ int sk_dns_server_start(struct sk_sidecar *sc, struct sk_dns_srv **out, struct s
 			sc->dns_fds[sc->n_dns_fds++] = s->tcp[i].fd;
 	}
 	sk_sidecar_attach_bindings(sc, s->binds);
+	sc->resolve.ctx = s;
+	sc->resolve.start = resolve_start;
+	sc->resolve.cancel = resolve_cancel;
 	if (s->probe_ms && (r = sk_timer_arm(sc->loop, &s->probe, 0)) < 0) {
 		r = sk_err_set(err, -r, "dns: arm the upstream probe timer");
 		goto fail;
@@ -818,14 +955,19 @@ void sk_dns_server_free(struct sk_dns_srv *s)
 	if (!s)
 		return;
 	sk_dns_server_stop_accepting(s);
-	/* Queries in flight: their dq and upstream sockets go with them. TCP clients still open are closed
-	 * by process exit (the server is freed only then). */
+	if (s->sc->resolve.ctx == s)
+		memset(&s->sc->resolve, 0, sizeof(s->sc->resolve));
+	/* Queries in flight: their dq and upstream sockets go with them (fallback resolutions' requests are
+	 * dropped without done, below). TCP clients still open are closed by process exit (the server is
+	 * freed only then). */
 	struct sk_dns_pending *p;
 	while (s->pt && sk_dns_pend_next_deadline(s->pt) != UINT64_MAX &&
 	       sk_dns_pend_expire(s->pt, UINT64_MAX, &p) != SK_DNS_EXP_NONE) {
 		struct dq *d = p->ctx;
 		utcp_free(s, d->ut);
 		d->ut = NULL;
+		if (d->resolve)
+			sk_timer_cancel(s->sc->loop, &d->rtimer);
 		if (d->tc) {
 			d->tc->refs--;
 			tcl_free_if_done(d->tc);
@@ -845,6 +987,8 @@ void sk_dns_server_free(struct sk_dns_srv *s)
 		s->sc->bindings = NULL;
 		memset(&s->sc->bind, 0, sizeof(s->sc->bind));
 	}
+	sk_rbook_clear(&s->rbook);
+	sk_rneg_free(s->neg);
 	sk_bind_free(s->binds);
 	sk_dns_ptable_free(s->pt);
 	free(s);
