@@ -261,6 +261,91 @@ static bool owner_allowed(const struct sk_policy *p, const struct sk_dns_name *n
 	return sk_dns_name_text(n, text) == 0 && sk_match_name(p, text) >= 0;
 }
 
+/* SvcParamKeys (RFC 9460 §14.3.2). */
+#define SVC_KEY_MANDATORY 0
+#define SVC_KEY_ECH 5
+
+static uint16_t rd16(const uint8_t *b)
+{
+	return (uint16_t)((b[0] << 8) | b[1]);
+}
+
+/* Copies an HTTPS/SVCB record (RFC 9460) without its `ech` SvcParam: an ECH config from our DNS would
+ * let a client hide the name it really wants behind the outer SNI the proxy decides on. The rdata is
+ * checked as it is walked: priority, an uncompressed TargetName (§2.2; a pointer or an extended label
+ * type is malformed), then SvcParams with strictly increasing keys whose values end exactly at RDLENGTH.
+ * The record is rebuilt through the writer (owner name re-encoded, RDLENGTH recomputed), so nothing in
+ * the output points into the upstream message. Returns 1 written, 0 left out (its `mandatory` list names
+ * ech: the record is unusable without it, so the client falls back to its A/AAAA answers), -1 malformed
+ * (nothing written). */
+static int copy_svcb(struct sk_dns_writer *w, const struct sk_dns_msg *m, const struct sk_dns_rr *rr, uint32_t ttl)
+{
+	const uint8_t *b = m->buf;
+	const size_t end = rr->end;
+	size_t p = rr->rdata;
+	if (end - p < 2)
+		return -1;
+	p += 2;                                   /* SvcPriority */
+	const size_t target = p;
+	for (;;) {
+		if (p >= end)
+			return -1;
+		const uint8_t l = b[p];
+		if (l > SK_DNS_LABEL_MAX)
+			return -1;
+		if (end - p - 1 < l || p + 1 + l - target > SK_DNS_NAME_WIRE_MAX)
+			return -1;
+		p += 1 + (size_t)l;
+		if (!l)
+			break;
+	}
+	const size_t params = p;
+	long prev = -1;
+	while (p < end) {
+		if (end - p < 4)
+			return -1;
+		const uint16_t key = rd16(b + p), vlen = rd16(b + p + 2);
+		if ((long)key <= prev || end - p - 4 < vlen)
+			return -1;
+		prev = key;
+		if (key == SVC_KEY_MANDATORY) {
+			if (vlen == 0 || vlen % 2)
+				return -1;
+			for (size_t i = 0; i < vlen; i += 2)
+				if (rd16(b + p + 4 + i) == SVC_KEY_ECH)
+					return 0;
+		}
+		p += 4 + (size_t)vlen;
+	}
+	sk_dns_w_name(w, &rr->name, true);
+	sk_dns_w_u16(w, rr->type);
+	sk_dns_w_u16(w, rr->rclass);
+	sk_dns_w_u32(w, ttl);
+	const size_t rdlen_at = w->len;
+	sk_dns_w_u16(w, 0);
+	const size_t start = w->len;
+	sk_dns_w_bytes(w, b + rr->rdata, params - rr->rdata);
+	for (p = params; p < end;) {
+		const uint16_t key = rd16(b + p);
+		const size_t n = 4 + (size_t)rd16(b + p + 2);
+		if (key != SVC_KEY_ECH)
+			sk_dns_w_bytes(w, b + p, n);
+		p += n;
+	}
+	/* Never longer than the upstream rdata, which fit in 16 bits. */
+	sk_dns_w_set_u16(w, rdlen_at, (uint16_t)(w->len - start));
+	return 1;
+}
+
+/* Copies one record into the client's answer: HTTPS/SVCB through copy_svcb, the rest through the codec.
+ * Returns 1 written, 0 left out, -1 malformed. */
+static int copy_rr(struct sk_dns_writer *w, const struct sk_dns_msg *m, const struct sk_dns_rr *rr, uint32_t ttl)
+{
+	if (rr->type == SK_DNS_T_HTTPS || rr->type == SK_DNS_T_SVCB)
+		return copy_svcb(w, m, rr, ttl);
+	return sk_dns_w_copy_rr(w, m, rr, ttl) ? 1 : -1;
+}
+
 void sk_dns_filter_answer(const struct sk_policy *p, const struct sk_dns_filter_opts *opts,
 			  const struct sk_dns_fquery *q, const uint8_t *ans, size_t alen, bool upstream_tcp,
 			  bool client_tcp, uint8_t *out, size_t cap, struct sk_dns_averdict *v)
@@ -340,9 +425,14 @@ void sk_dns_filter_answer(const struct sk_policy *p, const struct sk_dns_filter_
 			v->bind[v->n_bind].ttl = ttl;
 			v->n_bind++;
 		}
-		if (!sk_dns_w_copy_rr(&w, &m, &rr, ttl)) {
+		const int c = copy_rr(&w, &m, &rr, ttl);
+		if (c < 0) {
 			local_into(q, SK_DNS_RC_SERVFAIL, false, SK_DNS_R_UPSTREAM_ERROR, out, cap, v);
 			return;
+		}
+		if (c == 0) {
+			v->stripped++;
+			continue;
 		}
 		counts[0]++;
 	}
@@ -355,13 +445,19 @@ void sk_dns_filter_answer(const struct sk_policy *p, const struct sk_dns_filter_
 			v->stripped++;
 			continue;
 		}
-		if (!sk_dns_w_copy_rr(&w, &m, &rr, rr.ttl > SK_BIND_TTL_MAX ? SK_BIND_TTL_MAX : rr.ttl)) {
+		const int c = copy_rr(&w, &m, &rr, rr.ttl > SK_BIND_TTL_MAX ? SK_BIND_TTL_MAX : rr.ttl);
+		if (c < 0) {
 			local_into(q, SK_DNS_RC_SERVFAIL, false, SK_DNS_R_UPSTREAM_ERROR, out, cap, v);
 			return;
 		}
+		if (c == 0) {
+			v->stripped++;
+			continue;
+		}
 		counts[1]++;
 	}
-	/* Additional: all dropped, except the OPT we add for an EDNS client. */
+	/* Additional: all dropped (HTTPS/SVCB there included, with any ech they carry), except the OPT we
+	 * add for an EDNS client. */
 	v->stripped += m.hdr.arcount - (m.has_opt ? 1u : 0u);
 	if (q->edns) {
 		sk_dns_w_opt(&w, SK_DNS_EDNS_SIZE, q->do_bit, 0);

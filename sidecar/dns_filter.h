@@ -20,6 +20,11 @@
  *  - TTLs are capped at SK_BIND_TTL_MAX so a client never caches an address longer than it stays bound;
  *  - every A/AAAA returned is bound (at most SK_DNS_MAX_BINDINGS; extra addresses are stripped rather
  *    than returned unbound); HTTPS/SVCB ipv4hint/ipv6hint are passed through but never bound;
+ *  - every HTTPS/SVCB record returned loses its `ech` SvcParam (key 5; RDLENGTH fixed, the message
+ *    rebuilt): a client holding an ECH config could hide its real destination behind the outer SNI the
+ *    proxy decides on. A record whose `mandatory` list names ech is left out (unusable without it); one
+ *    with a malformed SvcParams list (keys not strictly increasing, a value past RDLENGTH, a compressed
+ *    TargetName) makes the whole answer SERVFAIL, like any other malformed record;
  *  - an answer larger than the client accepts over UDP is replaced by an empty TC=1 answer and binds
  *    nothing: the client retries over TCP. */
 #ifndef SK_SIDECAR_DNS_FILTER_H

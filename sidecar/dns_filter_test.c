@@ -1,7 +1,8 @@
 /* sidecar/dns_filter_test.c — cmocka suite for the DNS filter's decisions against a hand-built policy:
  * a table of client queries with the expected action/result/rcode (allowed, denied, TXT/NULL/ANY/AXFR,
  * wrong class, several questions, long labels, broken messages), and upstream answers with the expected
- * rewrite and bindings (CNAME chains, injected records, rebinding, truncation, spoofed questions). */
+ * rewrite and bindings (CNAME chains, injected records, rebinding, truncation, spoofed questions), and
+ * the ech SvcParam stripped from HTTPS/SVCB records (lengths, pointers, malformed SvcParams). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -801,6 +802,269 @@ static void test_answer_https_hints_never_bind(void **state)
 	assert_non_null(memmem(out, v.len, https, sizeof(https)));
 }
 
+/* --- HTTPS/SVCB: the ech SvcParam never reaches the client ----------------------------------------- */
+
+#define ECH_MARK 'E', 'C', 'H', 'C', 'O', 'N', 'F', '!'
+static const uint8_t ech_mark[] = { ECH_MARK };
+#define P_ALPN_H2 0, 1, 0, 3, 2, 'h', '2'
+#define P_V4HINT 0, 4, 0, 4, 151, 101, 0, 223
+#define P_ECH 0, 5, 0, 8, ECH_MARK
+#define P_V6HINT 0, 6, 0, 16, 0x2a, 0x04, 0x4e, 0x42, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0x23
+
+/* The n-th answer record of out (a parsed client answer) and its rdata. */
+static struct sk_dns_rr nth_answer(const struct sk_dns_msg *r, unsigned n)
+{
+	size_t off = r->sec[SK_DNS_SEC_AN];
+	unsigned left = r->hdr.ancount;
+	struct sk_dns_rr rr;
+	for (unsigned i = 0; i <= n; i++)
+		assert_true(sk_dns_rr_next(r, &off, &left, &rr));
+	return rr;
+}
+
+static void assert_rdata(const struct sk_dns_msg *r, const struct sk_dns_rr *rr, const uint8_t *want, size_t n)
+{
+	assert_int_equal(rr->rdlen, n);
+	assert_int_equal(rr->end - rr->rdata, n);
+	assert_memory_equal(r->buf + rr->rdata, want, n);
+}
+
+static void test_answer_https_ech_stripped(void **state)
+{
+	struct pol *f = *state;
+	struct sk_dns_fquery q = fq(f, "pypi.org", SK_DNS_T_HTTPS, 1232);
+	static const uint8_t https[] = { 0, 1, 0, P_ALPN_H2, P_V4HINT, P_ECH, P_V6HINT };
+	static const uint8_t want[] = { 0, 1, 0, P_ALPN_H2, P_V4HINT, P_V6HINT };
+	struct ans a;
+	ans_begin(&a, 1, 0, "pypi.org", SK_DNS_T_HTTPS);
+	ans_rr(&a, 0, "pypi.org", SK_DNS_T_HTTPS, 300, https, sizeof(https));
+	ans_addr(&a, 0, "pypi.org", "151.101.0.223", 60);   /* a record after the rewritten one */
+	uint8_t out[2048];
+	struct sk_dns_averdict v;
+	run_answer(f, NULL, &q, &a, false, out, sizeof(out), &v);
+	assert_int_equal(v.action, SK_DNS_ACT_ANSWER);
+	assert_int_equal(v.result, SK_DNS_R_ANSWERED);
+	assert_int_equal(v.stripped, 0);
+	assert_int_equal(v.n_bind, 1);
+	assert_null(memmem(out, v.len, ech_mark, sizeof(ech_mark)));
+	struct sk_dns_msg r;
+	assert_int_equal(sk_dns_parse(out, v.len, &r), SK_DNS_OK);
+	assert_int_equal(r.hdr.ancount, 2);
+	struct sk_dns_rr rr = nth_answer(&r, 0);
+	assert_int_equal(rr.type, SK_DNS_T_HTTPS);
+	assert_int_equal(rr.ttl, 300);
+	assert_rdata(&r, &rr, want, sizeof(want));
+	assert_int_equal(sizeof(https) - sizeof(want), 12);
+	rr = nth_answer(&r, 1);
+	assert_int_equal(rr.type, SK_DNS_T_A);
+	char text[SK_DNS_NAME_TEXT_MAX];
+	assert_int_equal(sk_dns_name_text(&rr.name, text), 0);
+	assert_string_equal(text, "pypi.org");
+	static const uint8_t v4[] = { 151, 101, 0, 223 };
+	assert_rdata(&r, &rr, v4, 4);
+	assert_int_equal(r.end, v.len);   /* nothing left over past the last record */
+}
+
+static void test_answer_https_only_ech(void **state)
+{
+	struct pol *f = *state;
+	struct sk_dns_fquery q = fq(f, "pypi.org", SK_DNS_T_HTTPS, 0);
+	static const uint8_t https[] = { 0, 1, 0, P_ECH };
+	static const uint8_t want[] = { 0, 1, 0 };
+	struct ans a;
+	ans_begin(&a, 1, 0, "pypi.org", SK_DNS_T_HTTPS);
+	ans_rr(&a, 0, "pypi.org", SK_DNS_T_HTTPS, 300, https, sizeof(https));
+	uint8_t out[2048];
+	struct sk_dns_averdict v;
+	run_answer(f, NULL, &q, &a, false, out, sizeof(out), &v);
+	assert_int_equal(v.result, SK_DNS_R_ANSWERED);
+	struct sk_dns_msg r;
+	assert_int_equal(sk_dns_parse(out, v.len, &r), SK_DNS_OK);
+	assert_int_equal(r.hdr.ancount, 1);
+	struct sk_dns_rr rr = nth_answer(&r, 0);
+	assert_rdata(&r, &rr, want, sizeof(want));
+	assert_int_equal(r.end, v.len);
+	assert_null(memmem(out, v.len, ech_mark, sizeof(ech_mark)));
+}
+
+/* SVCB (type 64) in the answer is rewritten like HTTPS; SVCB in authority and additional never reaches
+ * the client at all (only SOA is kept there, and additional is dropped). */
+static void test_answer_svcb_all_sections(void **state)
+{
+	struct pol *f = *state;
+	struct sk_dns_fquery q = fq(f, "pypi.org", SK_DNS_T_SVCB, 1232);
+	/* priority 1, target "pypi.org" (uncompressed, as RFC 9460 requires), alpn, ech */
+	static const uint8_t svcb[] = { 0, 1, 4, 'p', 'y', 'p', 'i', 3, 'o', 'r', 'g', 0, P_ALPN_H2, P_ECH };
+	static const uint8_t want[] = { 0, 1, 4, 'p', 'y', 'p', 'i', 3, 'o', 'r', 'g', 0, P_ALPN_H2 };
+	struct ans a;
+	ans_begin(&a, 1, 0, "pypi.org", SK_DNS_T_SVCB);
+	ans_rr(&a, 0, "pypi.org", SK_DNS_T_SVCB, 300, svcb, sizeof(svcb));
+	ans_rr(&a, 1, "pypi.org", SK_DNS_T_SVCB, 300, svcb, sizeof(svcb));
+	ans_rr(&a, 2, "pypi.org", SK_DNS_T_SVCB, 300, svcb, sizeof(svcb));
+	ans_rr(&a, 2, "pypi.org", SK_DNS_T_HTTPS, 300, svcb, sizeof(svcb));
+	uint8_t out[2048];
+	struct sk_dns_averdict v;
+	run_answer(f, NULL, &q, &a, false, out, sizeof(out), &v);
+	assert_int_equal(v.result, SK_DNS_R_ANSWERED);
+	assert_int_equal(v.stripped, 3);
+	assert_null(memmem(out, v.len, ech_mark, sizeof(ech_mark)));
+	struct sk_dns_msg r;
+	assert_int_equal(sk_dns_parse(out, v.len, &r), SK_DNS_OK);
+	assert_int_equal(r.hdr.ancount, 1);
+	assert_int_equal(r.hdr.nscount, 0);
+	assert_int_equal(r.hdr.arcount, 1);   /* our OPT */
+	assert_true(r.has_opt);
+	struct sk_dns_rr rr = nth_answer(&r, 0);
+	assert_int_equal(rr.type, SK_DNS_T_SVCB);
+	assert_rdata(&r, &rr, want, sizeof(want));
+}
+
+/* Upstream writes owner names as pointers, some of them to offsets after an HTTPS record that shrinks
+ * (and to a pointer that is itself a pointer): every name must still decode right in what the client
+ * gets, because the answer is rebuilt from decoded names rather than patched in place. */
+static void test_answer_https_ech_pointers_after(void **state)
+{
+	struct pol *f = *state;
+	struct sk_dns_fquery q = fq(f, "raw.githubusercontent.com", SK_DNS_T_HTTPS, 0);
+	struct ans a;
+	ans_begin(&a, 1, 0, "raw.githubusercontent.com", SK_DNS_T_HTTPS);
+	struct sk_dns_writer *w = &a.w;
+	/* raw.githubusercontent.com CNAME edge.<ptr to githubusercontent.com in the question> */
+	sk_dns_w_u16(w, 0xc000 | 12);
+	sk_dns_w_u16(w, SK_DNS_T_CNAME);
+	sk_dns_w_u16(w, SK_DNS_CLASS_IN);
+	sk_dns_w_u32(w, 60);
+	sk_dns_w_u16(w, 7);
+	const size_t edge = w->len;
+	sk_dns_w_bytes(w, "\x04" "edge", 5);
+	sk_dns_w_u16(w, 0xc000 | 16);
+	/* edge... HTTPS 1 . alpn ipv4hint ech  (owner: pointer into the CNAME's rdata) */
+	static const uint8_t h1[] = { 0, 1, 0, P_ALPN_H2, P_V4HINT, P_ECH };
+	static const uint8_t h1_want[] = { 0, 1, 0, P_ALPN_H2, P_V4HINT };
+	const size_t rec2 = w->len;
+	sk_dns_w_u16(w, (uint16_t)(0xc000 | edge));
+	sk_dns_w_u16(w, SK_DNS_T_HTTPS);
+	sk_dns_w_u16(w, SK_DNS_CLASS_IN);
+	sk_dns_w_u32(w, 60);
+	sk_dns_w_u16(w, sizeof(h1));
+	sk_dns_w_bytes(w, h1, sizeof(h1));
+	/* edge... HTTPS 2 svc.example. alpn ech ipv6hint  (owner: pointer to rec2's owner, a pointer) */
+	static const uint8_t h2[] = { 0, 2, 3, 's', 'v', 'c', 7, 'e', 'x', 'a', 'm', 'p', 'l', 'e', 0,
+				      P_ALPN_H2, P_ECH, P_V6HINT };
+	static const uint8_t h2_want[] = { 0, 2, 3, 's', 'v', 'c', 7, 'e', 'x', 'a', 'm', 'p', 'l', 'e', 0,
+					   P_ALPN_H2, P_V6HINT };
+	sk_dns_w_u16(w, (uint16_t)(0xc000 | rec2));
+	sk_dns_w_u16(w, SK_DNS_T_HTTPS);
+	sk_dns_w_u16(w, SK_DNS_CLASS_IN);
+	sk_dns_w_u32(w, 60);
+	sk_dns_w_u16(w, sizeof(h2));
+	const size_t svc = w->len + 2;
+	sk_dns_w_bytes(w, h2, sizeof(h2));
+	/* additional: glue whose owner points into rec3's TargetName (dropped, but must not confuse) */
+	sk_dns_w_u16(w, (uint16_t)(0xc000 | svc));
+	sk_dns_w_u16(w, SK_DNS_T_A);
+	sk_dns_w_u16(w, SK_DNS_CLASS_IN);
+	sk_dns_w_u32(w, 60);
+	sk_dns_w_u16(w, 4);
+	sk_dns_w_bytes(w, "\xcb\x00\x71\x07", 4);
+	sk_dns_w_set_u16(w, 6, 3);
+	sk_dns_w_set_u16(w, 10, 1);
+	struct sk_dns_msg up;
+	assert_int_equal(sk_dns_parse(a.buf, w->len, &up), SK_DNS_OK);   /* the test input is well formed */
+
+	uint8_t out[2048];
+	struct sk_dns_averdict v;
+	run_answer(f, NULL, &q, &a, false, out, sizeof(out), &v);
+	assert_int_equal(v.result, SK_DNS_R_ANSWERED);
+	assert_int_equal(v.stripped, 1);
+	assert_null(memmem(out, v.len, ech_mark, sizeof(ech_mark)));
+	struct sk_dns_msg r;
+	assert_int_equal(sk_dns_parse(out, v.len, &r), SK_DNS_OK);
+	assert_int_equal(r.hdr.ancount, 3);
+	assert_int_equal(r.end, v.len);
+	char text[SK_DNS_NAME_TEXT_MAX];
+	struct sk_dns_rr rr = nth_answer(&r, 0);
+	assert_int_equal(rr.type, SK_DNS_T_CNAME);
+	assert_int_equal(sk_dns_name_text(&rr.name, text), 0);
+	assert_string_equal(text, "raw.githubusercontent.com");
+	struct sk_dns_name t;
+	assert_true(sk_dns_rr_target(&r, &rr, &t));
+	assert_int_equal(sk_dns_name_text(&t, text), 0);
+	assert_string_equal(text, "edge.githubusercontent.com");
+	rr = nth_answer(&r, 1);
+	assert_int_equal(rr.type, SK_DNS_T_HTTPS);
+	assert_int_equal(sk_dns_name_text(&rr.name, text), 0);
+	assert_string_equal(text, "edge.githubusercontent.com");
+	assert_rdata(&r, &rr, h1_want, sizeof(h1_want));
+	rr = nth_answer(&r, 2);
+	assert_int_equal(rr.type, SK_DNS_T_HTTPS);
+	assert_int_equal(sk_dns_name_text(&rr.name, text), 0);
+	assert_string_equal(text, "edge.githubusercontent.com");
+	assert_rdata(&r, &rr, h2_want, sizeof(h2_want));
+}
+
+struct svcb_case {
+	const char *name;
+	uint8_t rdata[64];
+	uint16_t rdlen;
+	int expect;        /* -1 SERVFAIL, 0 record left out, 1 kept without ech */
+};
+
+static const struct svcb_case svcb_cases[] = {
+	{ "keys not increasing", { 0, 1, 0, P_V4HINT, P_ALPN_H2 }, 18, -1 },
+	{ "duplicate key", { 0, 1, 0, P_ECH, P_ECH }, 27, -1 },
+	{ "ech after ipv6hint", { 0, 1, 0, 0, 6, 0, 0, P_ECH }, 19, -1 },
+	{ "value past rdata", { 0, 1, 0, 0, 1, 0, 9, 2, 'h', '2' }, 10, -1 },
+	{ "ech value past rdata", { 0, 1, 0, 0, 5, 0, 0xff, 'x' }, 8, -1 },
+	{ "truncated key header", { 0, 1, 0, 0, 1, 0 }, 6, -1 },
+	{ "no target", { 0, 1 }, 2, -1 },
+	{ "one byte", { 0 }, 1, -1 },
+	{ "empty rdata", { 0 }, 0, -1 },
+	{ "target runs past rdata", { 0, 1, 5, 'a', 'b' }, 5, -1 },
+	{ "compressed target", { 0, 1, 0xc0, 12, P_ECH }, 16, -1 },
+	{ "extended label type", { 0, 1, 0x41, 0, P_ECH }, 16, -1 },
+	{ "mandatory odd length", { 0, 1, 0, 0, 0, 0, 1, 5, P_ECH }, 20, -1 },
+	{ "mandatory empty", { 0, 1, 0, 0, 0, 0, 0, P_ECH }, 19, -1 },
+	{ "mandatory names ech", { 0, 1, 0, 0, 0, 0, 4, 0, 1, 0, 5, P_ALPN_H2, P_ECH }, 30, 0 },
+	{ "mandatory names alpn", { 0, 1, 0, 0, 0, 0, 2, 0, 1, P_ALPN_H2, P_ECH }, 28, 1 },
+	{ "alias mode with ech", { 0, 0, 3, 'c', 'd', 'n', 0, P_ECH }, 19, 1 },
+	{ "no params", { 0, 1, 0 }, 3, 1 },
+};
+
+static void test_answer_svcb_malformed(void **state)
+{
+	struct pol *f = *state;
+	struct sk_dns_fquery q = fq(f, "pypi.org", SK_DNS_T_HTTPS, 0);
+	size_t failures = 0;
+	for (size_t i = 0; i < SK_ARRAY_SIZE(svcb_cases); i++) {
+		const struct svcb_case *c = &svcb_cases[i];
+		struct ans a;
+		ans_begin(&a, 1, 0, "pypi.org", SK_DNS_T_HTTPS);
+		ans_rr(&a, 0, "pypi.org", SK_DNS_T_HTTPS, 300, c->rdata, c->rdlen);
+		ans_addr(&a, 0, "pypi.org", "151.101.0.223", 60);
+		uint8_t out[2048];
+		struct sk_dns_averdict v;
+		run_answer(f, NULL, &q, &a, false, out, sizeof(out), &v);
+		struct sk_dns_msg r;
+		bool ok = sk_dns_parse(out, v.len, &r) == SK_DNS_OK && !memmem(out, v.len, ech_mark, sizeof(ech_mark));
+		if (ok && c->expect < 0)
+			ok = v.result == SK_DNS_R_UPSTREAM_ERROR && v.rcode == SK_DNS_RC_SERVFAIL && r.hdr.ancount == 0 &&
+			     v.n_bind == 0;
+		else if (ok && c->expect == 0)
+			ok = v.result == SK_DNS_R_ANSWERED && r.hdr.ancount == 1 && v.stripped == 1 &&
+			     nth_answer(&r, 0).type == SK_DNS_T_A;
+		else if (ok)
+			ok = v.result == SK_DNS_R_ANSWERED && r.hdr.ancount == 2 && v.stripped == 0 &&
+			     nth_answer(&r, 0).rdlen == c->rdlen - (memmem(c->rdata, c->rdlen, ech_mark, 8) ? 12 : 0);
+		if (!ok) {
+			failures++;
+			fprintf(stderr, "case %s: result %s rcode %d stripped %u\n", c->name, sk_dns_result_name(v.result),
+				v.rcode, v.stripped);
+		}
+	}
+	assert_int_equal(failures, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -822,6 +1086,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_answer_spoofed_or_broken, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_answer_negative_and_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_answer_https_hints_never_bind, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_answer_https_ech_stripped, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_answer_https_only_ech, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_answer_svcb_all_sections, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_answer_https_ech_pointers_after, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_answer_svcb_malformed, setup, teardown),
 	};
 	return cmocka_run_group_tests_name("dns_filter", tests, NULL, NULL);
 }

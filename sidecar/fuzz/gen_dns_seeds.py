@@ -68,6 +68,15 @@ seeds["r_truncated"] = hdr(0x4242, 0x8380) + qn
 https = struct.pack(">HB", 1, 0) + struct.pack(">HH", 1, 3) + b"\x02h2" + struct.pack(">HH", 4, 4) + \
     bytes([151, 101, 0, 223]) + struct.pack(">HH", 6, 16) + bytes.fromhex("2a044e42000000000000000000000223")
 seeds["r_https_hints"] = hdr(0x4242, 0x8180, an=1) + q("pypi.org", 65) + rr(name("", 12), 65, https)
+ech = struct.pack(">HH", 5, 8) + b"ECHCONF!"
+https_ech = struct.pack(">HB", 1, 0) + struct.pack(">HH", 1, 3) + b"\x02h2" + struct.pack(">HH", 4, 4) + \
+    bytes([151, 101, 0, 223]) + ech
+seeds["r_https_ech"] = hdr(0x4242, 0x8180, an=2, ar=1) + q("pypi.org", 65) + rr(name("", 12), 65, https_ech) + \
+    rr(name("", 12), 65, struct.pack(">H", 2) + name("svc.pypi.org") + ech) + rr(name("", 12), 64, https_ech)
+seeds["r_https_ech_mandatory"] = hdr(0x4242, 0x8180, an=1) + q("pypi.org", 65) + \
+    rr(name("", 12), 65, struct.pack(">HBHHH", 1, 0, 0, 2, 5) + ech)
+seeds["h_https_keys_unsorted"] = hdr(0x4242, 0x8180, an=1) + q("pypi.org", 65) + \
+    rr(name("", 12), 65, struct.pack(">HB", 1, 0) + ech + struct.pack(">HH", 1, 3) + b"\x02h2")
 seeds["r_glue"] = hdr(0x4242, 0x8180, an=1, ns=1, ar=1) + qn + rr(name("", 12), 1, bytes([151, 101, 0, 223])) + \
     rr(name("", 17), 2, name("ns1.example.net")) + rr(name("ns1.example.net"), 1, bytes([198, 51, 100, 1]))
 seeds["r_mx_srv"] = hdr(0x4242, 0x8180, an=2) + q("example.com", 15) + \
