@@ -110,6 +110,10 @@ size_t sk_audit_format(const struct sk_audit_rec *r, const struct timespec *wall
 	put_field_str(&o, "reason", r->reason);
 	if (r->binding)
 		put_field_str(&o, "binding", r->binding);
+	if (r->late)
+		puts_(&o, ",\"late\":true");
+	if (r->request > 0)
+		put_field_u64(&o, "request", r->request);
 	put_field_u64(&o, "bytes_in", r->bytes_in);
 	put_field_u64(&o, "bytes_out", r->bytes_out);
 	put_field_u64(&o, "duration_ms", r->duration_ms);

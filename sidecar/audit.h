@@ -7,6 +7,7 @@
 #ifndef SK_SIDECAR_AUDIT_H
 #define SK_SIDECAR_AUDIT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -28,7 +29,11 @@ struct sk_audit_rec {
 	int rule;                   /* policy rule index; < 0 → null */
 	const char *decision;       /* "allow" | "deny" | "would_deny" (mode audit) */
 	const char *reason;         /* short token: "rule", "no_match", "loop", "peek_timeout", ... */
-	const char *binding;        /* "ok" | "mismatch" | "unchecked"; NULL omits the field */
+	const char *binding;        /* "ok" | "resolved" | "mismatch" | "unchecked"; NULL omits the field */
+	bool late;                  /* the client's first flight came after a silent start (server-first
+	                             * connect): "late":true; false omits the field */
+	uint32_t request;           /* plain HTTP: the 1-based request the line is about when it is not the
+	                             * first (a later request denied): "request":N; 0 omits the field */
 	uint64_t bytes_in;          /* upstream → agent */
 	uint64_t bytes_out;         /* agent → upstream (replayed peeked bytes included) */
 	uint64_t duration_ms;

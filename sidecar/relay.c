@@ -80,6 +80,7 @@ const char *sk_relay_end_name(enum sk_relay_end e)
 	case SK_RELAY_DONE: return "done";
 	case SK_RELAY_RESET: return "reset";
 	case SK_RELAY_IDLE: return "idle";
+	case SK_RELAY_DENIED: return "denied";
 	}
 	return "?";
 }
@@ -94,6 +95,9 @@ static void relay_release(struct sk_relay *r)
 	sk_timer_cancel(r->loop, &r->idle);
 	sk_pipe_pool_put(r->pool, &r->a2b.pipe, r->a2b.fill == 0);
 	sk_pipe_pool_put(r->pool, &r->b2a.pipe, r->b2a.fill == 0);
+	free(r->gbuf);
+	r->gbuf = NULL;
+	r->glen = r->gout = r->gcap = 0;
 }
 
 void sk_relay_stop(struct sk_relay *r) { relay_release(r); }
@@ -154,7 +158,8 @@ static int dir_pump(struct sk_relay *r, struct sk_relay_dir *d, int src, int dst
 		}
 		if (d->fill == 0 && d->pipe.r >= 0)
 			sk_pipe_pool_put(r->pool, &d->pipe, true);
-		if (d->eof && d->fill == 0 && !d->shut && !(with_prefix && r->prefix_len > 0)) {
+		if (d->eof && d->fill == 0 && !d->shut && !(with_prefix && r->prefix_len > 0) &&
+		    !(r->denied && d == &r->b2a)) {
 			if (shutdown(dst, SHUT_WR) < 0 && errno != ENOTCONN)
 				return -errno;
 			d->shut = true;
@@ -175,6 +180,85 @@ static int sock_error(int fd)
 	return e;
 }
 
+/* Client→upstream through the gate: read into gbuf, let the gate judge, send what it released, in
+ * order. Unreleased bytes never leave. Same edge-triggered discipline as dir_pump: loop until no step. */
+static int gate_pump(struct sk_relay *r, bool *moved)
+{
+	struct sk_relay_dir *d = &r->a2b;
+	for (;;) {
+		bool step = false;
+		if (r->gout > 0) {
+			ssize_t n = send(r->b.fd, r->gbuf, r->gout, MSG_NOSIGNAL | MSG_DONTWAIT);
+			if (n > 0) {
+				memmove(r->gbuf, r->gbuf + n, r->glen - (size_t)n);
+				r->glen -= (size_t)n;
+				r->gout -= (size_t)n;
+				d->bytes += (uint64_t)n;
+				step = true;
+			} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+				return -errno;
+			}
+		}
+		if (!d->eof && !r->denied && r->glen < r->gmax) {
+			if (r->glen == r->gcap) {
+				size_t ncap = r->gcap ? r->gcap * 2 : 4096;
+				if (ncap > r->gmax)
+					ncap = r->gmax;
+				uint8_t *nb = realloc(r->gbuf, ncap);
+				if (!nb)
+					return -ENOMEM;
+				r->gbuf = nb;
+				r->gcap = ncap;
+			}
+			ssize_t n = recv(r->a.fd, r->gbuf + r->glen, r->gcap - r->glen, 0);
+			if (n > 0) {
+				r->glen += (size_t)n;
+				r->gate_dirty = true;
+				step = true;
+			} else if (n == 0) {
+				d->eof = true;
+				r->gate_dirty = true;
+				step = true;
+			} else if (errno != EAGAIN && errno != EINTR) {
+				return -errno;
+			}
+		}
+		if (r->gate && r->gate_dirty && !r->denied) {
+			r->gate_dirty = false;
+			size_t un = r->glen - r->gout;
+			if (un > 0) {
+				ssize_t k = r->gate(r, r->gbuf + r->gout, un, d->eof, r->glen >= r->gmax);
+				if (k < 0) {
+					r->denied = true;
+				} else {
+					r->gout += (size_t)k > un ? un : (size_t)k;
+				}
+				step = true;
+			}
+		}
+		if (!r->gate && !r->denied)
+			r->gout = r->glen;   /* ungated: everything left passes */
+		if (d->eof && !r->denied && !r->gate_dirty && r->glen > r->gout && r->gout == 0)
+			r->glen = 0;         /* the client is gone; what the gate never released is dropped */
+		if (!r->gate && r->glen == 0) {
+			free(r->gbuf);       /* back to splice (the caller runs dir_pump next) */
+			r->gbuf = NULL;
+			r->gcap = 0;
+			*moved = *moved || step;
+			return 0;
+		}
+		if (!d->shut && r->glen == 0 && (d->eof || (r->denied && d->bytes > 0))) {
+			if (shutdown(r->b.fd, SHUT_WR) < 0 && errno != ENOTCONN)
+				return -errno;
+			d->shut = true;
+			step = true;
+		}
+		if (!step)
+			return 0;
+		*moved = true;
+	}
+}
+
 static void relay_pump(struct sk_relay *r, uint32_t events, int fd)
 {
 	if (events & EPOLLERR) {
@@ -185,15 +269,43 @@ static void relay_pump(struct sk_relay *r, uint32_t events, int fd)
 		}
 	}
 	bool moved = false;
-	int rc = dir_pump(r, &r->a2b, r->a.fd, r->b.fd, true, &moved);
-	if (rc == 0)
+	bool was_denied = r->denied;
+	r->in_pump = true;
+	int rc = 0;
+	if (r->gate || r->gbuf)
+		rc = gate_pump(r, &moved);
+	if (rc == 0 && !r->gate && !r->gbuf)
+		rc = dir_pump(r, &r->a2b, r->a.fd, r->b.fd, true, &moved);
+	if (rc == 0 && r->peek && r->peek(r))
+		r->peek = NULL;
+	if (rc == 0 && !r->peek)
 		rc = dir_pump(r, &r->b2a, r->b.fd, r->a.fd, false, &moved);
+	r->in_pump = false;
 	if (rc < 0) {
 		relay_finish(r, SK_RELAY_RESET, -rc);
 		return;
 	}
 	if (moved)
 		r->last_ms = sk_loop_now_ms(r->loop);
+	if (r->denied) {
+		/* Nothing of the client's ever went upstream: no answer to wait for. Otherwise the upstream's
+		 * answer to what was released flows until it closes (or drain_ms passes). */
+		if (r->a2b.bytes == 0 && r->gout == 0) {
+			relay_finish(r, SK_RELAY_DENIED, 0);
+			return;
+		}
+		if (r->b2a.eof && r->b2a.fill == 0) {
+			relay_finish(r, SK_RELAY_DENIED, 0);
+			return;
+		}
+		if (!was_denied) {
+			r->idle_ms = r->drain_ms;
+			r->last_ms = sk_loop_now_ms(r->loop);
+			if (sk_timer_arm(r->loop, &r->idle, r->drain_ms) < 0)
+				relay_finish(r, SK_RELAY_DENIED, 0);
+		}
+		return;
+	}
 	if (r->a2b.shut && r->b2a.shut)
 		relay_finish(r, SK_RELAY_DONE, 0);
 }
@@ -209,7 +321,7 @@ static void relay_idle(struct sk_loop *l, struct sk_timer *t)
 	struct sk_relay *r = t->ctx;
 	uint64_t now = sk_loop_now_ms(l), quiet = now - r->last_ms;
 	if (quiet >= r->idle_ms) {
-		relay_finish(r, SK_RELAY_IDLE, ETIMEDOUT);
+		relay_finish(r, r->denied ? SK_RELAY_DENIED : SK_RELAY_IDLE, ETIMEDOUT);
 		return;
 	}
 	if (sk_timer_arm(l, t, r->idle_ms - quiet) < 0)
@@ -251,4 +363,43 @@ int sk_relay_start(struct sk_relay *r, struct sk_loop *l, struct sk_pipe_pool *p
 	/* Edge-triggered registration reports what is already pending, so the first round moves the
 	 * prefix and anything queued without an explicit kick here. */
 	return 0;
+}
+
+int sk_relay_gate(struct sk_relay *r, sk_relay_gate_fn gate, const uint8_t *initial, size_t initial_len,
+		  size_t max, uint64_t drain_ms)
+{
+	if (max < initial_len)
+		max = initial_len;
+	size_t cap = initial_len > 4096 ? initial_len : 4096;
+	if (cap > max)
+		cap = max;
+	uint8_t *b = malloc(cap ? cap : 1);
+	if (!b)
+		return -ENOMEM;
+	if (initial_len)
+		memcpy(b, initial, initial_len);
+	free(r->gbuf);
+	r->gbuf = b;
+	r->gcap = cap;
+	r->glen = initial_len;
+	r->gout = 0;
+	r->gmax = max;
+	r->gate = gate;
+	r->gate_dirty = initial_len > 0;
+	r->drain_ms = drain_ms;
+	r->prefix = NULL;
+	r->prefix_len = 0;
+	return 0;
+}
+
+void sk_relay_ungate(struct sk_relay *r) { r->gate = NULL; }
+
+void sk_relay_hold_b(struct sk_relay *r, sk_relay_peek_fn peek) { r->peek = peek; }
+
+void sk_relay_kick(struct sk_relay *r)
+{
+	r->gate_dirty = true;
+	if (r->in_pump || !r->running)
+		return;   /* the pump in progress sees gate_dirty and runs the gate again */
+	relay_pump(r, 0, -1);
 }

@@ -6,13 +6,24 @@
  *
  * Memory stays bounded: a direction holds a pipe only while bytes are in flight (it goes back to the
  * pool when it empties), pipes are sized with F_SETPIPE_SZ, and an idle connection holds no pipe at all.
- * The relay borrows both fds (the owner closes them after the done callback) and the prefix buffer. */
+ * The relay borrows both fds (the owner closes them after the done callback) and the prefix buffer.
+ *
+ * Gated client bytes (sk_relay_gate): a connection whose client bytes must be judged as they come (every
+ * request of a plain-HTTP connection; the first flight of a client that was silent when the upstream was
+ * connected) does not splice client→upstream. The relay reads those bytes into its own buffer and sends
+ * upstream only what the gate releases, in order; unreleased bytes never leave. The gate may hand the
+ * direction back to splice (sk_relay_ungate) once nothing more needs judging. A gate that refuses ends
+ * the relay as DENIED — at once when no client byte was ever released, else after the released bytes are
+ * sent, the upstream is shut for writing and its answer to them has been relayed (bounded by drain_ms),
+ * so an earlier allowed request keeps its response. The upstream→client direction can be held too
+ * (sk_relay_hold_b): a peek callback looks at the upstream's first bytes without consuming them. */
 #ifndef SK_SIDECAR_RELAY_H
 #define SK_SIDECAR_RELAY_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "common/err.h"
 #include "sidecar/loop.h"
@@ -39,6 +50,7 @@ enum sk_relay_end {
 	SK_RELAY_DONE = 0,     /* both directions saw EOF and were shut down: a clean close */
 	SK_RELAY_RESET,        /* a side reset, or a read/write failed (err holds the errno) */
 	SK_RELAY_IDLE,         /* no byte moved for idle_ms */
+	SK_RELAY_DENIED,       /* the gate refused client bytes (the owner answers the client) */
 };
 
 struct sk_relay_dir {
@@ -51,6 +63,14 @@ struct sk_relay_dir {
 
 struct sk_relay;
 typedef void (*sk_relay_done_cb)(struct sk_relay *r, enum sk_relay_end how, int errnum);
+/* Judges client bytes not yet released, buf[0..len) (the relay's buffer: valid until the call returns).
+ * eof: the client sent FIN after them; full: the buffer is at its cap, no more bytes can come until some
+ * are released. Returns how many bytes from the front may go upstream now (0..len), or -1 to refuse (the
+ * relay ends DENIED). Called again when new bytes arrive and after sk_relay_kick. */
+typedef ssize_t (*sk_relay_gate_fn)(struct sk_relay *r, const uint8_t *buf, size_t len, bool eof, bool full);
+/* With the upstream→client direction held: look at the upstream (recv MSG_PEEK on r->b.fd) and return
+ * true to release the hold (then splicing resumes), false to keep holding. */
+typedef bool (*sk_relay_peek_fn)(struct sk_relay *r);
 
 struct sk_relay {
 	struct sk_loop *loop;
@@ -64,14 +84,39 @@ struct sk_relay {
 	sk_relay_done_cb done; /* called once; the relay is stopped before, and may be freed inside */
 	void *ctx;
 	bool running;
+	/* gate (client→upstream judged in user space); gate == NULL: splice */
+	sk_relay_gate_fn gate;
+	uint8_t *gbuf;         /* owned: gbuf[0..gout) released, not yet sent; [gout..glen) unjudged */
+	size_t glen, gout, gcap, gmax;
+	bool gate_dirty;       /* unjudged bytes the gate has not seen in their current extent */
+	bool denied;           /* the gate refused: draining the upstream's answer to released bytes */
+	uint64_t drain_ms;
+	sk_relay_peek_fn peek; /* non-NULL while the upstream→client direction is held */
+	bool in_pump;
 };
 
 /* Starts relaying. On failure nothing is registered and the caller still owns everything. */
 int sk_relay_start(struct sk_relay *r, struct sk_loop *l, struct sk_pipe_pool *pool, int a_fd, int b_fd,
 		   const uint8_t *prefix, size_t prefix_len, uint64_t idle_ms, sk_relay_done_cb done,
 		   void *ctx, struct sk_err *err);
-/* Stops without calling done (e.g. on shutdown): deregisters, cancels the timer, returns the pipes. */
+/* Stops without calling done (e.g. on shutdown): deregisters, cancels the timer, returns the pipes, frees
+ * the gate buffer. */
 void sk_relay_stop(struct sk_relay *r);
+
+/* Call right after sk_relay_start, before returning to the loop (or from inside a gate or peek callback):
+ * client bytes go through gate. initial (may be NULL/0) are bytes already read from the client
+ * and not yet judged (copied). max: the most bytes held at once (>= initial_len). drain_ms bounds the
+ * upstream drain after a refusal. The relay takes no prefix in this mode. 0 or -ENOMEM. */
+int sk_relay_gate(struct sk_relay *r, sk_relay_gate_fn gate, const uint8_t *initial, size_t initial_len,
+		  size_t max, uint64_t drain_ms);
+/* From inside the gate: after this call's released bytes, splice client→upstream again (bytes the gate did
+ * not release are released too: call it only when everything left is to pass). */
+void sk_relay_ungate(struct sk_relay *r);
+/* Holds upstream→client until peek returns true (NULL releases now). */
+void sk_relay_hold_b(struct sk_relay *r, sk_relay_peek_fn peek);
+/* Re-runs the relay (the gate sees its unjudged bytes again): after an outside event changed what the gate
+ * would answer. May end the relay (done is called). */
+void sk_relay_kick(struct sk_relay *r);
 
 const char *sk_relay_end_name(enum sk_relay_end e);   /* "done", "reset", "idle" */
 
