@@ -17,10 +17,18 @@
  *     IPv6 address, a bracketed non-IPv6 or zone id, or an IPv4 address in a non-canonical spelling:
  *     BAD_HOST.
  *   - absolute-form: schemes http and https only (any case); its authority wins, and a Host header that
- *     names another host or port (an absent port meaning the scheme's default) is HOST_MISMATCH. */
+ *     names another host or port (an absent port meaning the scheme's default) is HOST_MISMATCH.
+ *
+ * Framing fields (Content-Length, Transfer-Encoding, Upgrade, HTTP2-Settings) are only recorded in
+ * struct sk_http_head, never judged here, so the verdicts above stay what they were; http_track.c turns
+ * them into its fail-closed rules. Recording is strict on purpose: a Content-Length is 1*DIGIT and
+ * nothing else (no sign, no list, no spaces inside), Transfer-Encoding counts as chunked only when its
+ * whole value is the one coding "chunked", and the names are also matched with '_' for '-' because
+ * CGI-style gateways fold both to the same variable ("Content_Length" could frame the body upstream). */
 #include "sidecar/http_head.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -173,6 +181,7 @@ struct request_line {
 	size_t method_len;
 	const char *target;
 	size_t target_len;
+	uint8_t minor;       /* the x of HTTP/1.x */
 };
 
 /* METHOD SP request-target SP HTTP/1.x CRLF, judged as far as p[0..n) goes. On OK *line_len covers
@@ -222,6 +231,7 @@ static enum sk_http_result parse_request_line(const uint8_t *p, size_t n, struct
 		return SK_HTTP_NEED_MORE;
 	if (p[k] != '0' && p[k] != '1')
 		return SK_HTTP_MALFORMED;
+	rl->minor = (uint8_t)(p[k] - '0');
 	if (k + 1 == n)
 		return SK_HTTP_NEED_MORE;
 	if (p[k + 1] != '\r')
@@ -342,6 +352,99 @@ static enum sk_http_result classify_target(const struct request_line *rl, const 
 	return SK_HTTP_OK;
 }
 
+/* Case-insensitive field-name match where a '-' of want also matches '_'; *alias says whether one did. */
+static bool name_is(const char *name, size_t n, const char *want, bool *alias)
+{
+	*alias = false;
+	if (strlen(want) != n)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (want[i] == '-' && name[i] == '_')
+			*alias = true;
+		else if (lower(name[i]) != want[i])
+			return false;
+	}
+	return true;
+}
+
+/* Content-Length = 1*DIGIT (RFC 9110 §8.6), at most 2^63 - 1 so that it fits every upstream's integer.
+ * A list ("5, 5"), which RFC 9110 lets a recipient collapse when all members agree, is refused: some
+ * upstreams do not collapse it. */
+static bool parse_content_length(const char *v, size_t n, uint64_t *out)
+{
+	uint64_t x = 0;
+
+	if (n == 0)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (v[i] < '0' || v[i] > '9')
+			return false;
+		unsigned d = (unsigned)(v[i] - '0');
+		if (x > (UINT64_C(0x7fffffffffffffff) - d) / 10)
+			return false;
+		x = x * 10 + d;
+	}
+	*out = x;
+	return true;
+}
+
+/* Upgrade = #protocol, protocol = protocol-name ["/" protocol-version] (RFC 9110 §7.8). Only a bare
+ * "websocket" and "h2c" are told apart; a versioned name, an empty element or anything that is not a
+ * list of protocols is OTHER, so that a value we read one way cannot name something else upstream. */
+static unsigned upgrade_protocols(const char *v, size_t n)
+{
+	unsigned bits = 0;
+	size_t i = 0, start;
+
+	for (;;) {
+		for (start = i; i < n && is_tchar((uint8_t)v[i]); i++)
+			;
+		if (i == start || (i < n && v[i] == '/'))
+			return bits | SK_HTTP_UPGRADE_OTHER;
+		if (ieq(v + start, i - start, "websocket"))
+			bits |= SK_HTTP_UPGRADE_WEBSOCKET;
+		else if (ieq(v + start, i - start, "h2c"))
+			bits |= SK_HTTP_UPGRADE_H2C;
+		else
+			bits |= SK_HTTP_UPGRADE_OTHER;
+		while (i < n && (v[i] == ' ' || v[i] == '\t'))
+			i++;
+		if (i == n)
+			return bits;
+		if (v[i] != ',')
+			return bits | SK_HTTP_UPGRADE_OTHER;
+		for (i++; i < n && (v[i] == ' ' || v[i] == '\t'); i++)
+			;
+	}
+}
+
+static unsigned saturating_inc(unsigned x)
+{
+	return x == UINT32_MAX ? x : x + 1;
+}
+
+/* Records what one field line says about framing (see the top comment). */
+static void note_framing(const struct field *f, struct sk_http_head *out)
+{
+	bool alias;
+	uint64_t cl;
+
+	if (name_is(f->name, f->name_len, "content-length", &alias)) {
+		out->cl_count = saturating_inc(out->cl_count);
+		if (alias || !parse_content_length(f->value, f->value_len, &cl))
+			out->cl_bad = true;
+		else
+			out->content_length = cl;
+	} else if (name_is(f->name, f->name_len, "transfer-encoding", &alias)) {
+		out->te_count = saturating_inc(out->te_count);
+		out->te_chunked = out->te_count == 1 && !alias && ieq(f->value, f->value_len, "chunked");
+	} else if (name_is(f->name, f->name_len, "upgrade", &alias)) {
+		out->upgrade |= upgrade_protocols(f->value, f->value_len);
+	} else if (name_is(f->name, f->name_len, "http2-settings", &alias)) {
+		out->http2_settings = true;
+	}
+}
+
 static void set_host(struct sk_http_head *out, const struct authority *a)
 {
 	out->host_is_ip = a->is_ip;
@@ -377,6 +480,7 @@ enum sk_http_result sk_http_head_parse(const uint8_t *buf, size_t len, struct sk
 		return r;
 	memcpy(out->method, buf, rl.method_len);
 	out->method[rl.method_len] = '\0';
+	out->version_minor = rl.minor;
 	r = classify_target(&rl, out->method, &form, &auth, &auth_len, &default_port);
 	if (r != SK_HTTP_OK)
 		return r;
@@ -387,6 +491,7 @@ enum sk_http_result sk_http_head_parse(const uint8_t *buf, size_t len, struct sk
 			return r;
 		if (f.end)
 			break;
+		note_framing(&f, out);
 		if (ieq(f.name, f.name_len, "host")) {
 			host_count++;
 			host_value = f.value;

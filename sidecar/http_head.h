@@ -23,6 +23,13 @@ enum sk_http_result {
 	SK_HTTP_HOST_MISMATCH, /* absolute-form authority and Host header name different hosts */
 };
 
+/* Protocols named in Upgrade fields (bits of sk_http_head.upgrade). */
+enum sk_http_upgrade {
+	SK_HTTP_UPGRADE_WEBSOCKET = 1u << 0,
+	SK_HTTP_UPGRADE_H2C = 1u << 1,
+	SK_HTTP_UPGRADE_OTHER = 1u << 2,   /* any other protocol, or a value that is not a protocol list */
+};
+
 struct sk_http_head {
 	char method[16];
 	char host[SK_DOMAIN_MAX + 1];  /* normalised name; empty when the host is an IP literal */
@@ -30,6 +37,19 @@ struct sk_http_head {
 	struct sk_addr ip;             /* when host_is_ip */
 	uint16_t port;                 /* port given in the authority, 0 if none */
 	size_t head_len;               /* bytes up to and including the blank line */
+
+	/* What message framing needs (RFC 9112 §6), gathered from the field lines as far as they were
+	 * parsed: complete on every result that saw the blank line. The parser only reports; it never
+	 * judges them (its result does not depend on them): http_track.c does. */
+	uint8_t version_minor;         /* 0 (HTTP/1.0) or 1 (HTTP/1.1), once the request line is complete */
+	unsigned cl_count;             /* Content-Length field lines */
+	bool cl_bad;                   /* a Content-Length value that is not 1*DIGIT (a list "5, 5", a sign,
+					* empty) or overflows 63 bits, or a "Content_Length" spelling */
+	uint64_t content_length;       /* the value of the last well-formed Content-Length */
+	unsigned te_count;             /* Transfer-Encoding field lines (and "Transfer_Encoding" ones) */
+	bool te_chunked;               /* te_count == 1 and its value is exactly the one coding "chunked" */
+	unsigned upgrade;              /* enum sk_http_upgrade bits, from every Upgrade field line */
+	bool http2_settings;           /* an HTTP2-Settings field (an h2c upgrade whatever Upgrade says) */
 };
 
 /* Parses buf[0..len). Absolute-form target (http://host[:port]/...) wins over Host, but both present
