@@ -272,6 +272,107 @@ static void test_large_head_with_many_headers(void **state)
 	free(buf);
 }
 
+/* What the parser records for framing (judged by http_track.c, never by the parser's own verdict). */
+struct framing {
+	const char *raw;
+	size_t len;
+	enum sk_http_result want;
+	uint8_t minor;
+	unsigned cl_count;
+	bool cl_bad;
+	uint64_t cl;
+	unsigned te_count;
+	bool te_chunked;
+	unsigned upgrade;
+	bool h2s;
+};
+
+#define F(s, w, ...) { .raw = (s), .len = sizeof(s) - 1, .want = (w), __VA_ARGS__ }
+#define HA "Host: a.example\r\n"
+#define WS SK_HTTP_UPGRADE_WEBSOCKET
+#define H2C SK_HTTP_UPGRADE_H2C
+#define OTHER SK_HTTP_UPGRADE_OTHER
+
+static const struct framing framings[] = {
+	F("GET /" H11 HA END, SK_HTTP_OK, .minor = 1),
+	F("GET / HTTP/1.0\r\n" HA END, SK_HTTP_OK, .minor = 0),
+	/* Content-Length: 1*DIGIT below 2^63, nothing else. */
+	F("POST /" H11 HA "Content-Length: 42\r\n" END, SK_HTTP_OK, .minor = 1, .cl_count = 1, .cl = 42),
+	F("POST /" H11 HA "content-LENGTH:\t007 \r\n" END, SK_HTTP_OK, .minor = 1, .cl_count = 1, .cl = 7),
+	F("POST /" H11 HA "Content-Length: 0\r\n" END, SK_HTTP_OK, .minor = 1, .cl_count = 1, .cl = 0),
+	F("POST /" H11 HA "Content-Length: 9223372036854775807\r\n" END, SK_HTTP_OK, .minor = 1, .cl_count = 1,
+	  .cl = UINT64_C(9223372036854775807)),
+	F("POST /" H11 HA "Content-Length: 9223372036854775808\r\n" END, SK_HTTP_OK, .minor = 1, .cl_count = 1,
+	  .cl_bad = true),
+	F("POST /" H11 HA "Content-Length: 18446744073709551616\r\n" END, SK_HTTP_OK, .minor = 1, .cl_count = 1,
+	  .cl_bad = true),
+	F("POST /" H11 HA "Content-Length: +5\r\n" END, SK_HTTP_OK, .minor = 1, .cl_count = 1, .cl_bad = true),
+	F("POST /" H11 HA "Content-Length: -5\r\n" END, SK_HTTP_OK, .minor = 1, .cl_count = 1, .cl_bad = true),
+	F("POST /" H11 HA "Content-Length: 5, 5\r\n" END, SK_HTTP_OK, .minor = 1, .cl_count = 1, .cl_bad = true),
+	F("POST /" H11 HA "Content-Length: 5 5\r\n" END, SK_HTTP_OK, .minor = 1, .cl_count = 1, .cl_bad = true),
+	F("POST /" H11 HA "Content-Length: 5.0\r\n" END, SK_HTTP_OK, .minor = 1, .cl_count = 1, .cl_bad = true),
+	F("POST /" H11 HA "Content-Length: \xd9\xa5\r\n" END, SK_HTTP_OK, .minor = 1, .cl_count = 1,
+	  .cl_bad = true),
+	F("POST /" H11 HA "Content-Length:\r\n" END, SK_HTTP_OK, .minor = 1, .cl_count = 1, .cl_bad = true),
+	F("POST /" H11 HA "Content_Length: 5\r\n" END, SK_HTTP_OK, .minor = 1, .cl_count = 1, .cl_bad = true),
+	F("POST /" H11 HA "Content-Length: 5\r\nContent-Length: 5\r\n" END, SK_HTTP_OK, .minor = 1,
+	  .cl_count = 2, .cl = 5),
+	F("POST /" H11 HA "Content-Lengthx: 5\r\nX-Content-Length: 5\r\n" END, SK_HTTP_OK, .minor = 1),
+	/* Transfer-Encoding: chunked only when the whole value of the only TE line is that one coding. */
+	F("POST /" H11 HA "Transfer-Encoding: chunked\r\n" END, SK_HTTP_OK, .minor = 1, .te_count = 1,
+	  .te_chunked = true),
+	F("POST /" H11 HA "transfer-encoding:\tCHUNKED\t \r\n" END, SK_HTTP_OK, .minor = 1, .te_count = 1,
+	  .te_chunked = true),
+	F("POST /" H11 HA "Transfer-Encoding: xchunked\r\n" END, SK_HTTP_OK, .minor = 1, .te_count = 1),
+	F("POST /" H11 HA "Transfer-Encoding: chunked, identity\r\n" END, SK_HTTP_OK, .minor = 1, .te_count = 1),
+	F("POST /" H11 HA "Transfer-Encoding: gzip, chunked\r\n" END, SK_HTTP_OK, .minor = 1, .te_count = 1),
+	F("POST /" H11 HA "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n" END, SK_HTTP_OK,
+	  .minor = 1, .te_count = 2),
+	F("POST /" H11 HA "Transfer_Encoding: chunked\r\n" END, SK_HTTP_OK, .minor = 1, .te_count = 1),
+	F("POST / HTTP/1.0\r\n" HA "Transfer-Encoding: chunked\r\n" END, SK_HTTP_OK, .minor = 0, .te_count = 1,
+	  .te_chunked = true),
+	F("POST /" H11 HA "Transfer-Encoding: chunked\r\nContent-Length: 3\r\n" END, SK_HTTP_OK, .minor = 1,
+	  .te_count = 1, .te_chunked = true, .cl_count = 1, .cl = 3),
+	/* Upgrade tokens and HTTP2-Settings. */
+	F("GET /" H11 HA "Upgrade: websocket\r\n" END, SK_HTTP_OK, .minor = 1, .upgrade = WS),
+	F("GET /" H11 HA "upgrade: WebSocket\r\n" END, SK_HTTP_OK, .minor = 1, .upgrade = WS),
+	F("GET /" H11 HA "Upgrade: h2c\r\nHTTP2-Settings: AAMAAABk\r\n" END, SK_HTTP_OK, .minor = 1,
+	  .upgrade = H2C, .h2s = true),
+	F("GET /" H11 HA "http2-settings: x\r\n" END, SK_HTTP_OK, .minor = 1, .h2s = true),
+	F("GET /" H11 HA "Upgrade: websocket ,\th2c\r\n" END, SK_HTTP_OK, .minor = 1, .upgrade = WS | H2C),
+	F("GET /" H11 HA "Upgrade: websocket\r\nUpgrade: foo\r\n" END, SK_HTTP_OK, .minor = 1,
+	  .upgrade = WS | OTHER),
+	F("GET /" H11 HA "Upgrade: websocket/13\r\n" END, SK_HTTP_OK, .minor = 1, .upgrade = OTHER),
+	F("GET /" H11 HA "Upgrade: websocket,\r\n" END, SK_HTTP_OK, .minor = 1, .upgrade = WS | OTHER),
+	F("GET /" H11 HA "Upgrade: websocket;x\r\n" END, SK_HTTP_OK, .minor = 1, .upgrade = WS | OTHER),
+	F("GET /" H11 HA "Upgrade:\r\n" END, SK_HTTP_OK, .minor = 1, .upgrade = OTHER),
+	F("GET /" H11 HA "Upgrade: TLS/1.0, HTTP/1.1\r\n" END, SK_HTTP_OK, .minor = 1, .upgrade = OTHER),
+	/* Recorded as far as parsed, whatever the verdict. */
+	F("POST /" H11 "Content-Length: 5\r\n" END, SK_HTTP_NO_HOST, .minor = 1, .cl_count = 1, .cl = 5),
+	F("POST /" H11 HA HA "Transfer-Encoding: chunked\r\n" END, SK_HTTP_DUP_HOST, .minor = 1, .te_count = 1,
+	  .te_chunked = true),
+	F("POST /" H11 HA "Content-Length: 5\r\nTransfer-Encoding : chunked\r\n" END, SK_HTTP_MALFORMED,
+	  .minor = 1, .cl_count = 1, .cl = 5),
+};
+
+static void test_framing_fields_are_recorded_strictly(void **state)
+{
+	(void)state;
+	struct sk_http_head h;
+	for (size_t i = 0; i < sizeof(framings) / sizeof(framings[0]); i++) {
+		const struct framing *f = &framings[i];
+		enum sk_http_result r = parse(f->raw, f->len, &h);
+		if (r != f->want || h.version_minor != f->minor || h.cl_count != f->cl_count ||
+		    h.cl_bad != f->cl_bad || (!f->cl_bad && h.content_length != f->cl) ||
+		    h.te_count != f->te_count || h.te_chunked != f->te_chunked || h.upgrade != f->upgrade ||
+		    h.http2_settings != f->h2s)
+			fail_msg("framings[%zu] \"%.60s\": %s minor %u cl %u/%d/%llu te %u/%d upgrade %#x h2s %d", i,
+				 f->raw, sk_http_result_name(r), h.version_minor, h.cl_count, h.cl_bad,
+				 (unsigned long long)h.content_length, h.te_count, h.te_chunked, h.upgrade,
+				 h.http2_settings);
+	}
+}
+
 static void test_result_names(void **state)
 {
 	(void)state;
@@ -288,6 +389,7 @@ int main(void)
 		cmocka_unit_test(test_every_prefix_is_need_more_or_the_final_verdict),
 		cmocka_unit_test(test_head_len_and_method),
 		cmocka_unit_test(test_large_head_with_many_headers),
+		cmocka_unit_test(test_framing_fields_are_recorded_strictly),
 		cmocka_unit_test(test_result_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
