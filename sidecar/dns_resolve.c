@@ -145,7 +145,7 @@ void sk_rneg_add(struct sk_rneg *c, const char *name, const struct sk_addr *addr
 		c->count--;
 	}
 	memset(e, 0, sizeof(*e));
-	strcpy(e->name, name);
+	memcpy(e->name, name, strlen(name) + 1);   /* <= SK_DOMAIN_MAX + 1: checked above */
 	e->addr = a;
 	e->expires_ms = now_ms + c->ttl_ms;
 	e->hash = h;
@@ -247,6 +247,27 @@ static void req_unlink(struct sk_resolve_group *g, struct sk_resolve_req *r)
 	g->n_reqs--;
 }
 
+/* The oldest request of g, unlinked. */
+static struct sk_resolve_req *req_pop(struct sk_resolve_group *g)
+{
+	struct sk_resolve_req *r = g->reqs;
+	g->reqs = r->next;
+	if (g->reqs)
+		g->reqs->prev = NULL;
+	r->next = NULL;
+	g->n_reqs--;
+	return r;
+}
+
+static void group_free(struct sk_rbook *b, struct sk_resolve_group *g)
+{
+	while (g->reqs) {
+		free(req_pop(g));
+		b->n_reqs--;
+	}
+	free(g);
+}
+
 struct sk_resolve_group *sk_rbook_cancel(struct sk_rbook *b, struct sk_resolve_req *req)
 {
 	struct sk_resolve_group *g = req->g;
@@ -258,17 +279,11 @@ struct sk_resolve_group *sk_rbook_cancel(struct sk_rbook *b, struct sk_resolve_r
 
 void sk_rbook_drop_group(struct sk_rbook *b, struct sk_resolve_group *g)
 {
-	while (g->reqs) {
-		struct sk_resolve_req *r = g->reqs;
-		req_unlink(g, r);
-		b->n_reqs--;
-		free(r);
-	}
 	if (!g->finishing) {
 		group_unlink(b, g);
 		b->n_groups--;
 	}
-	free(g);
+	group_free(b, g);
 }
 
 void sk_rbook_finish(struct sk_rbook *b, struct sk_resolve_group *g, bool answered, const struct sk_addr *addrs,
@@ -278,8 +293,7 @@ void sk_rbook_finish(struct sk_rbook *b, struct sk_resolve_group *g, bool answer
 	b->n_groups--;
 	g->finishing = true;
 	while (g->reqs) {
-		struct sk_resolve_req *r = g->reqs;
-		req_unlink(g, r);
+		struct sk_resolve_req *r = req_pop(g);
 		b->n_reqs--;
 		enum sk_resolve_result res = SK_RESOLVE_FAILED;
 		if (answered) {
@@ -303,6 +317,12 @@ void sk_rbook_finish(struct sk_rbook *b, struct sk_resolve_group *g, bool answer
 
 void sk_rbook_clear(struct sk_rbook *b)
 {
-	while (b->groups)
-		sk_rbook_drop_group(b, b->groups);
+	while (b->groups) {
+		struct sk_resolve_group *g = b->groups;
+		b->groups = g->next;
+		if (b->groups)
+			b->groups->prev = NULL;
+		b->n_groups--;
+		group_free(b, g);
+	}
 }
