@@ -4,6 +4,23 @@
  * a truncated answer), decisions by dns_filter, bindings into a dns_bind table that it owns and attaches
  * to the sidecar (sk_sidecar_attach_bindings) for the proxy's name↔IP check.
  *
+ * Also owns the sidecar's own resolution on a binding miss (DESIGN.md §5.1 "or the sidecar's own
+ * resolution of it"): it fills sc->resolve (struct sk_resolve_hooks, sidecar.h) at start and clears it
+ * (start = NULL) at free, dropping what is in flight without calling done. start(name, addr) asks the
+ * upstreams for A (IPv4, IPv4-mapped IPv6 included) or AAAA (IPv6) through the same pending table as the
+ * agent's queries (random IDs, ID+question+server matching, rotation and retries, TCP after TC=1), under
+ * an overall deadline of SK_RESOLVE_TIMEOUT_MS (2 s). The answer goes through dns_filter exactly as an
+ * agent's would (CNAME chain, rebinding refusal, TTL cap) and its A/AAAA are bound to the name; done then
+ * gets MATCH when addr is among them, MISMATCH when the name resolved (NOERROR, possibly with no record
+ * of that family) without it, FAILED on NXDOMAIN, SERVFAIL, REFUSED (rebinding included), a malformed
+ * answer or the deadline. done is only ever called from the loop, never from inside start. start returns
+ * 0, or without calling done: -ENOENT when (name, addr) is in the negative cache (a MISMATCH in the last
+ * SK_RESOLVE_NEG_TTL_MS = 10 s; SK_RESOLVE_NEG_MAX = 1024 pairs, oldest evicted), -EBUSY beyond
+ * SK_RESOLVE_MAX_INFLIGHT = 256 waiting requests (or when the pending table is full), -EINVAL for a bad
+ * name or family, -ENOMEM. Requests for the same (name, family) share one upstream query, each compared
+ * with its own addr; cancelling the last one drops the query. Resolutions are neither audited nor counted
+ * here (the proxy audits the connection that asked). Limits and the pure parts: dns_resolve.h.
+ *
  * Audit: one NDJSON line (event "dns") per local denial, refused type/class/length, rebinding refusal
  * and, in audit mode, per query that enforce mode would have denied; allowed queries are counted in the
  * metrics only (a line per lookup would drown the connection lines that matter).
