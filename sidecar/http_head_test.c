@@ -276,14 +276,14 @@ static void test_large_head_with_many_headers(void **state)
 struct framing {
 	const char *raw;
 	size_t len;
-	enum sk_http_result want;
-	uint8_t minor;
-	unsigned cl_count;
-	bool cl_bad;
 	uint64_t cl;
+	enum sk_http_result want;
+	unsigned cl_count;
 	unsigned te_count;
-	bool te_chunked;
 	unsigned upgrade;
+	uint8_t minor;
+	bool cl_bad;
+	bool te_chunked;
 	bool h2s;
 };
 

@@ -373,15 +373,15 @@ static void test_chunked_body_forwards_lines_and_data_separately(void **state)
 	struct sk_http_head h;
 	const char *why;
 	size_t n, off = 0;
-	static const struct { enum sk_track_result r; size_t n; enum sk_track_state after; } want[] = {
-		{ SK_TRACK_HEAD, sizeof(POST TE "\r\n") - 1, SK_TS_CHUNK_SIZE },
-		{ SK_TRACK_FORWARD, 7, SK_TS_CHUNK_DATA },
-		{ SK_TRACK_FORWARD, 5, SK_TS_CHUNK_CRLF },
-		{ SK_TRACK_FORWARD, 2, SK_TS_CHUNK_SIZE },
-		{ SK_TRACK_FORWARD, 3, SK_TS_TRAILERS },
-		{ SK_TRACK_FORWARD, 6, SK_TS_TRAILERS },
-		{ SK_TRACK_FORWARD, 2, SK_TS_HEAD },
-		{ SK_TRACK_NEED_MORE, 0, SK_TS_HEAD },
+	static const struct { size_t n; enum sk_track_result r; enum sk_track_state after; } want[] = {
+		{ sizeof(POST TE "\r\n") - 1, SK_TRACK_HEAD, SK_TS_CHUNK_SIZE },
+		{ 7, SK_TRACK_FORWARD, SK_TS_CHUNK_DATA },
+		{ 5, SK_TRACK_FORWARD, SK_TS_CHUNK_CRLF },
+		{ 2, SK_TRACK_FORWARD, SK_TS_CHUNK_SIZE },
+		{ 3, SK_TRACK_FORWARD, SK_TS_TRAILERS },
+		{ 6, SK_TRACK_FORWARD, SK_TS_TRAILERS },
+		{ 2, SK_TRACK_FORWARD, SK_TS_HEAD },
+		{ 0, SK_TRACK_NEED_MORE, SK_TS_HEAD },
 	};
 
 	sk_http_track_init(&t);
