@@ -65,14 +65,20 @@ struct sk_http_track {
 	enum sk_track_state st;
 	uint64_t remaining;    /* BODY / CHUNK_DATA */
 	uint32_t requests;     /* request heads returned so far */
-	size_t max_line;       /* longest chunk-size or trailer line accepted (default 4096) */
+	size_t max_line;       /* longest chunk-size or trailer line accepted, not counting its CRLF
+				* (default 4096); a longer one is an ERROR as soon as its byte max_line+1
+				* arrives, without waiting for the CRLF */
 	const char *reason;    /* after ERROR */
 };
 
 void sk_http_track_init(struct sk_http_track *t);
 
 /* See the top comment. *n is set for FORWARD and HEAD (> 0), 0 otherwise; *head only for HEAD (and for
- * an ERROR found in a head, as far as parsed); *reason for ERROR. len may be 0. */
+ * an ERROR found in a head, as far as parsed); *reason for ERROR (NULL otherwise). len may be 0; head and
+ * reason may be NULL (t->reason keeps the reason). A FORWARD covers one framing element at most (body
+ * bytes, one chunk-size line, chunk data, the CRLF after it, one trailer line), so the caller loops.
+ * The exact rules (what counts as chunked, chunk-size limits, forbidden trailers, the order in which
+ * several problems in one head pick the reason) are listed at the top of http_track.c. */
 enum sk_track_result sk_http_track_next(struct sk_http_track *t, const uint8_t *buf, size_t len, size_t *n,
 					struct sk_http_head *head, const char **reason);
 

@@ -191,7 +191,7 @@ static const struct shape shapes[] = {
 	S("chunk extension", POST TE "\r\n5;name=value\r\nhello\r\n0;last\r\n\r\n" GET2, 2, NULL),
 	S("chunk extension quoted with space", POST TE "\r\n5;a=\"b c\";d\t=e\r\nhello\r\n0\r\n\r\n" GET2, 2, NULL),
 	S("a request inside chunk data is data", POST TE "\r\n27\r\n" GET2 "\r\n0\r\n\r\n" GET2, 2, NULL),
-	S("trailers", POST TE "\r\n1\r\nx\r\n0\r\nX-Sum: abc\r\nX-Empty:\r\n\r\n" GET2, 2, NULL),
+	S("trailers", POST TE "\r\n1\r\nx\r\n0\r\nX-Sum: abc\r\nX-Empty:\r\nHosts: x\r\n\r\n" GET2, 2, NULL),
 	S("largest chunk size", POST TE "\r\n7fffffffffffffff\r\nsome", 1, NULL),
 	S("largest content-length", POST "Content-Length: 9223372036854775807\r\n\r\nsome", 1, NULL),
 	S("http/1.0 with content-length", "POST / HTTP/1.0\r\n" HOST "Content-Length: 2\r\n\r\nhi" GET2, 2, NULL),
