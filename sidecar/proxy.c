@@ -20,6 +20,7 @@
 #include "policy/policy.h"
 #include "sidecar/dns_bind.h"
 #include "sidecar/http_head.h"
+#include "sidecar/http_track.h"
 #include "sidecar/metrics.h"
 #include "sidecar/relay.h"
 #include "sidecar/tls_hello.h"
@@ -33,7 +34,17 @@
 #define ACCEPT_BURST 128
 #define SRC_BUCKETS 256
 
-enum conn_state { CS_PEEK = 0, CS_CONNECT, CS_RELAY, CS_CLOSING };
+enum conn_state { CS_PEEK = 0, CS_RESOLVE, CS_CONNECT, CS_RELAY, CS_CLOSING };
+
+/* What the client→upstream gate of a relaying connection is doing (see relay.h, sk_relay_gate). */
+enum gate_kind {
+	GATE_NONE = 0,   /* spliced: TLS, or TCP that was classified, or a declared-TCP port */
+	GATE_FIRST,      /* server-first connect: the client's first flight, whenever it comes, is classified */
+	GATE_HTTP,       /* plain HTTP: every request head is checked (http_track.h) */
+};
+
+/* A decision that waits on the sidecar's own resolution (sk_resolve_hooks). */
+enum verdict { V_ALLOW = 0, V_DENY, V_PENDING };
 
 struct src_count {
 	struct src_count *next;
@@ -47,7 +58,7 @@ struct conn {
 	enum conn_state st;
 	int cfd, ufd;
 	struct sk_io cio, uio;
-	struct sk_timer timer;         /* peek deadline, connect timeout or closing linger */
+	struct sk_timer timer;         /* peek deadline, connect timeout, late-flight deadline or linger */
 	struct sk_relay relay;
 	struct sk_addr src, dst;
 	uint16_t sport, dport;
@@ -57,10 +68,24 @@ struct conn {
 	size_t len, cap;
 	char name[SK_DOMAIN_MAX + 1];
 	bool has_name;
-	const char *proto;             /* "tls" | "http" | "h2c" | "tcp"; NULL before classification */
+	const char *proto;             /* "tls" | "http" | "tcp"; NULL before classification */
 	enum sk_proto match_proto;
 	int rule;
 	const char *decision, *reason, *binding;
+	/* after the decision */
+	enum gate_kind gate;
+	bool late;                     /* connected on a silent start: the first flight came (or comes) late */
+	bool first_done;               /* GATE_FIRST: the first flight was classified and decided */
+	bool http_first_ok;            /* the first request head was the one decided before connecting */
+	struct sk_http_track track;    /* GATE_HTTP */
+	uint32_t request;              /* GATE_HTTP: number of the head being judged (1-based) */
+	size_t held_head;              /* GATE_HTTP: a head already parsed, waiting on a resolution */
+	bool upgrade_wait;             /* GATE_HTTP: a websocket upgrade waits for its status line */
+	/* fallback resolution */
+	struct sk_resolve_req *resolving;
+	bool resolved;                 /* a resolution finished; verdict_after holds its outcome */
+	enum verdict verdict_after;
+	uint64_t bytes_in, bytes_out;  /* when the relay ended */
 };
 
 struct listener {
@@ -76,6 +101,11 @@ struct sk_proxy {
 	size_t n_conns;
 	struct sk_pipe_pool pipes;
 	struct src_count *src[SRC_BUCKETS];
+	/* Ports every proxied rule of the policy in force declares `protocol: tcp` (decided at accept, no
+	 * peek); recomputed when sc->policy_gen moves on. One bit a port. */
+	uint64_t tcp_ports_gen;
+	bool tcp_ports_valid;
+	uint8_t tcp_only[65536 / 8];
 };
 
 /* ---- limits ---- */
@@ -193,6 +223,7 @@ struct sk_policy *sk_sidecar_swap_policy(struct sk_sidecar *sc, struct sk_policy
 {
 	struct sk_policy *old = sc->policy;
 	sc->policy = p;
+	sc->policy_gen++;
 	return old;
 }
 
@@ -324,6 +355,7 @@ static void conn_audit(struct conn *c, const char *event, uint64_t bytes_in, uin
 		.event = event, .src = &c->src, .src_port = c->sport, .dst = &c->dst, .dst_port = c->dport,
 		.name = c->has_name ? c->name : NULL, .proto = c->proto, .rule = c->rule,
 		.decision = c->decision, .reason = c->reason, .binding = c->binding,
+		.late = c->late, .request = c->request > 1 ? c->request : 0,
 		.bytes_in = bytes_in, .bytes_out = bytes_out,
 		.duration_ms = sk_loop_now_ms(sc->loop) - c->t0_ms,
 	};
@@ -332,17 +364,19 @@ static void conn_audit(struct conn *c, const char *event, uint64_t bytes_in, uin
 
 static const char *metrics_proto(const struct conn *c)
 {
-	if (!c->proto)
-		return "tcp";
-	return strcmp(c->proto, "h2c") == 0 ? "tcp" : c->proto;
+	return c->proto ? c->proto : "tcp";
 }
 
 static void conn_free(struct conn *c)
 {
 	struct sk_proxy *px = c->px;
-	struct sk_loop *l = px->sc->loop;
+	struct sk_sidecar *sc = px->sc;
+	struct sk_loop *l = sc->loop;
 	if (c->st == CS_RELAY)
 		sk_relay_stop(&c->relay);
+	if (c->resolving && sc->resolve.cancel)
+		sc->resolve.cancel(sc->resolve.ctx, c->resolving);
+	c->resolving = NULL;
 	sk_loop_del(l, &c->cio);
 	sk_loop_del(l, &c->uio);
 	sk_timer_cancel(l, &c->timer);
@@ -358,8 +392,8 @@ static void conn_free(struct conn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	px->n_conns--;
-	if (px->sc->metrics)
-		sk_metrics_conn_active(px->sc->metrics, -1);
+	if (sc->metrics)
+		sk_metrics_conn_active(sc->metrics, -1);
 	free(c->buf);
 	free(c);
 }
@@ -371,9 +405,11 @@ static void conn_deny_rst(struct conn *c, const char *reason)
 	c->reason = reason;
 	if (c->px->sc->metrics)
 		sk_metrics_conn(c->px->sc->metrics, "deny", reason, c->rule, metrics_proto(c));
-	conn_audit(c, "deny", 0, 0);
+	conn_audit(c, "deny", c->bytes_in, c->bytes_out);
 	close_rst(c->cfd);
 	c->cfd = -1;
+	close_rst(c->ufd);
+	c->ufd = -1;
 	conn_free(c);
 }
 
@@ -409,9 +445,12 @@ static void conn_deny_answer(struct conn *c, const char *reason, const void *msg
 	c->reason = reason;
 	if (c->px->sc->metrics)
 		sk_metrics_conn(c->px->sc->metrics, "deny", reason, c->rule, metrics_proto(c));
-	conn_audit(c, "deny", 0, 0);
+	conn_audit(c, "deny", c->bytes_in, c->bytes_out);
 	(void)send(c->cfd, msg, len, MSG_NOSIGNAL | MSG_DONTWAIT);
 	(void)shutdown(c->cfd, SHUT_WR);
+	/* The upstream (a late or later-request deny) learns nothing more: reset it. */
+	close_rst(c->ufd);
+	c->ufd = -1;
 	c->st = CS_CLOSING;
 	sk_loop_del(l, &c->cio);
 	sk_timer_cancel(l, &c->timer);
@@ -445,7 +484,15 @@ static void relay_done(struct sk_relay *r, enum sk_relay_end how, int errnum)
 	struct sk_sidecar *sc = c->px->sc;
 	if (sc->metrics)
 		sk_metrics_bytes(sc->metrics, r->a2b.bytes, r->b2a.bytes);
-	conn_audit(c, "conn", r->b2a.bytes, r->a2b.bytes);
+	c->bytes_in = r->b2a.bytes;
+	c->bytes_out = r->a2b.bytes;
+	c->st = CS_CLOSING;   /* the relay is already stopped */
+	if (how == SK_RELAY_DENIED) {
+		/* The gate refused client bytes (a late first flight, a later request): c->reason says why. */
+		conn_deny(c, c->reason ? c->reason : "denied");
+		return;
+	}
+	conn_audit(c, "conn", c->bytes_in, c->bytes_out);
 	if (how != SK_RELAY_DONE) {
 		/* A reset (or an idle kill) on one side becomes a reset on the other: neither peer may
 		 * mistake a broken stream for a complete one. */
@@ -453,7 +500,6 @@ static void relay_done(struct sk_relay *r, enum sk_relay_end how, int errnum)
 		close_rst(c->ufd);
 		c->cfd = c->ufd = -1;
 	}
-	c->st = CS_CLOSING;   /* the relay is already stopped */
 	conn_free(c);
 }
 
@@ -466,17 +512,35 @@ static void connect_failed(struct conn *c, const char *reason)
 	conn_free(c);
 }
 
+static ssize_t gate_first(struct sk_relay *r, const uint8_t *buf, size_t len, bool eof, bool full);
+static ssize_t gate_http(struct sk_relay *r, const uint8_t *buf, size_t len, bool eof, bool full);
+
 static void connect_done(struct conn *c)
 {
 	struct sk_loop *l = c->px->sc->loop;
+	const struct sk_proxy_limits *lim = &c->px->sc->limits;
 	struct sk_err err = { 0 };
 	sk_loop_del(l, &c->uio);
 	sk_loop_del(l, &c->cio);
 	sk_timer_cancel(l, &c->timer);
-	if (sk_relay_start(&c->relay, l, &c->px->pipes, c->cfd, c->ufd, c->buf, c->len,
-			   c->px->sc->limits.idle_timeout_ms, relay_done, c, &err) < 0) {
+	bool gated = c->gate != GATE_NONE;
+	if (sk_relay_start(&c->relay, l, &c->px->pipes, c->cfd, c->ufd, gated ? NULL : c->buf,
+			   gated ? 0 : c->len, lim->idle_timeout_ms, relay_done, c, &err) < 0) {
 		connect_failed(c, "relay_failed");
 		return;
+	}
+	if (gated) {
+		/* Client bytes are judged as they come; the peeked ones first (a pipelined second request
+		 * may already be among them). */
+		sk_relay_gate_fn fn = c->gate == GATE_HTTP ? gate_http : gate_first;
+		if (sk_relay_gate(&c->relay, fn, c->buf, c->len, lim->peek_cap, CLOSING_LINGER_MS) < 0) {
+			sk_relay_stop(&c->relay);
+			connect_failed(c, "no_memory");
+			return;
+		}
+		free(c->buf);
+		c->buf = NULL;
+		c->len = c->cap = 0;
 	}
 	c->st = CS_RELAY;
 }
@@ -563,19 +627,42 @@ static bool name_pick_cb(const char *name, void *arg)
 	return false;
 }
 
-/* Decides c (classified, name or not) and moves it on: connect, or deny. */
-static void conn_decide(struct conn *c)
+static void decision_latency(struct conn *c)
 {
-	struct sk_proxy *px = c->px;
-	struct sk_sidecar *sc = px->sc;
+	struct sk_sidecar *sc = c->px->sc;
+	if (sc->metrics)
+		sk_metrics_decision_latency(sc->metrics, (double)(sk_monotonic_ms() - c->t0_ms) / 1000.0);
+}
+
+/* Mode audit turns a deny into would_deny (the connection goes on); enforce keeps it. */
+static enum verdict verdict_deny(struct conn *c, const char *reason)
+{
+	c->reason = reason;
+	if (c->px->sc->policy->mode == SK_MODE_AUDIT) {
+		c->decision = "would_deny";
+		return V_ALLOW;
+	}
+	c->decision = "deny";
+	return V_DENY;
+}
+
+static void resolved_cb(void *arg, enum sk_resolve_result res);
+
+/* Decides what c is known to be now (c->proto/match_proto, c->name when has_name) against the policy in
+ * force and the bindings. Sets c->rule, c->decision, c->reason, c->binding. V_PENDING: the name is
+ * allowed but not bound to the destination, and the sidecar is resolving it (resolved_cb goes on). */
+static enum verdict decide(struct conn *c)
+{
+	struct sk_sidecar *sc = c->px->sc;
 	const struct sk_policy *pol = sc->policy;
 	/* The matcher runs on an enforce-mode view of the snapshot so the audit line carries the real
-	 * reason; mode audit is applied once, below, to policy and parse denials alike. */
+	 * reason; mode audit is applied once, in verdict_deny, to policy and parse denials alike. */
 	struct sk_policy enforce = *pol;
 	enforce.mode = SK_MODE_ENFORCE;
 	struct sk_query q = { .host = c->has_name ? c->name : NULL, .dst = &c->dst, .port = c->dport,
 			      .proto = c->match_proto };
 	struct sk_decision d;
+	c->binding = NULL;
 	if (!c->has_name && sc->bind.names && c->match_proto == SK_PROTO_TCP) {
 		/* Plain TCP carries no name: use the names the DNS filter bound to this address. An HTTP
 		 * request whose Host is an IP literal is connect-by-IP (IP rules only): lending it a bound name
@@ -586,57 +673,41 @@ static void conn_decide(struct conn *c)
 			snprintf(c->name, sizeof(c->name), "%s", np.name);
 			c->has_name = true;
 			c->binding = "ok";
-			d = np.d;
-			goto decided;
+			c->rule = np.d.rule;
+			c->decision = "allow";
+			c->reason = "rule";
+			return V_ALLOW;
 		}
 	}
 	sk_match(&enforce, &q, &d);
-	if (d.allow && c->has_name && d.rule >= 0 && pol->rules[d.rule].kind == SK_RULE_HOST) {
+	c->rule = d.rule;
+	if (!d.allow)
+		return verdict_deny(c, sk_reason_name(d.reason));
+	if (c->has_name && d.rule >= 0 && pol->rules[d.rule].kind == SK_RULE_HOST) {
 		if (!sc->bind.name_bound) {
 			c->binding = "unchecked";
 		} else if (sc->bind.name_bound(sc->bind.ctx, &c->dst, c->name)) {
 			c->binding = "ok";
+		} else if (sc->resolve.start) {
+			/* Allowed name, unbound destination: a client that resolved elsewhere (hosts file,
+			 * --resolve, an old cache). Resolve it ourselves; only its own answers can bind. */
+			int rc = sc->resolve.start(sc->resolve.ctx, c->name, &c->dst, resolved_cb, c, &c->resolving);
+			if (rc == 0) {
+				c->resolved = false;
+				return V_PENDING;
+			}
+			c->resolving = NULL;
+			c->binding = rc == -ENOENT ? "mismatch" : "unresolved";
+			return verdict_deny(c, "sni_ip_mismatch");
 		} else {
 			/* A forged SNI/Host toward an address no allowed name resolved to. */
 			c->binding = "mismatch";
-			d.allow = false;
-			c->rule = d.rule;
-			c->reason = "sni_ip_mismatch";
-			goto deny;
+			return verdict_deny(c, "sni_ip_mismatch");
 		}
 	}
-decided:
-	c->rule = d.rule;
-	if (d.allow) {
-		c->decision = "allow";
-		c->reason = "rule";
-		if (sc->metrics)
-			sk_metrics_decision_latency(sc->metrics, (double)(sk_monotonic_ms() - c->t0_ms) / 1000.0);
-		conn_connect(c);
-		return;
-	}
-	c->reason = sk_reason_name(d.reason);
-deny:
-	if (sc->metrics)
-		sk_metrics_decision_latency(sc->metrics, (double)(sk_monotonic_ms() - c->t0_ms) / 1000.0);
-	if (pol->mode == SK_MODE_AUDIT) {
-		c->decision = "would_deny";
-		conn_connect(c);
-		return;
-	}
-	conn_deny(c, c->reason);
-}
-
-/* A parse-level deny (malformed hello, bad Host...): mode audit still lets it through. */
-static void conn_parse_deny(struct conn *c, const char *reason)
-{
-	if (c->px->sc->policy->mode == SK_MODE_AUDIT) {
-		c->decision = "would_deny";
-		c->reason = reason;
-		conn_connect(c);
-		return;
-	}
-	conn_deny(c, reason);
+	c->decision = "allow";
+	c->reason = "rule";
+	return V_ALLOW;
 }
 
 static const char *hello_reason(enum sk_hello_result r)
@@ -661,12 +732,11 @@ static const char *http_reason(enum sk_http_result r)
 	case SK_HTTP_BAD_HOST: return "http_bad_host";
 	case SK_HTTP_HOST_MISMATCH: return "http_host_mismatch";
 	case SK_HTTP_NEED_MORE: return "http_incomplete";
+	case SK_HTTP_H2C_PRIOR: return "http_h2c_prior";
 	default: return "http_malformed";
 	}
 }
 
-/* Does the first line look like an HTTP request line (so a parse failure is an HTTP deny and not
- * some other line protocol)? */
 /* Whether bytes the HTTP parser refused still look enough like an HTTP request that a server would take
  * them as one. Such a request must be denied as HTTP, never relayed as plain TCP: plain TCP is decided by
  * the name the DNS binding gives the address, so a request for another site on a shared (CDN) address
@@ -694,69 +764,156 @@ static bool first_line_is_http(const uint8_t *b, size_t len)
 	return false;
 }
 
-enum classify { CL_MORE = 0, CL_DONE };
+/* What the client's first flight is (the classifier table in docs/policy.md, "How a connection is
+ * classified"):
+ *   0x16 then 0x03                  a TLS handshake record: the ClientHello is parsed for SNI (waits for
+ *                                   the whole hello, up to the cap); 0x16 then anything else is not TLS
+ *   high bit set, third byte 0x01   an SSLv2-format ClientHello (servers still take it; it has no SNI):
+ *                                   denied as TLS
+ *   a token then SP ...             an HTTP/1.x request line (waits for the whole head); heads the parser
+ *                                   refuses but a server would take are denied as HTTP
+ *   anything else                   "tcp" at once: it cannot begin a TLS hello or a request line, so no
+ *                                   server reads a name out of it */
+enum classify {
+	CL_MORE = 0,   /* a prefix of TLS or HTTP: wait for more (up to the cap and the deadline) */
+	CL_TCP,        /* cannot be TLS or HTTP: plain TCP */
+	CL_NAMED,      /* TLS with SNI, or HTTP with a Host: c->proto, c->name / has_name set */
+	CL_PARSE_DENY, /* TLS or HTTP that is refused as such; *why says why */
+};
 
-/* Classifies what has been read. `final`: no more bytes will come (EOF or deadline). Returns CL_MORE to
- * keep reading; CL_DONE when c was decided (and possibly freed). */
-static enum classify conn_classify(struct conn *c, bool final)
+static enum classify classify_bytes(struct conn *c, const uint8_t *b, size_t len, bool final,
+				    const char **why)
 {
 	size_t cap = c->px->sc->limits.peek_cap;
-	if (c->len == 0) {
-		/* Nothing sent by the deadline: a server-speaks-first protocol (SSH, SMTP...). */
-		c->proto = "tcp";
-		c->match_proto = SK_PROTO_TCP;
-		conn_decide(c);
-		return CL_DONE;
-	}
-	if (c->buf[0] == 0x16) {
+	c->has_name = false;
+	if (b[0] == 0x16 && (len < 2 || b[1] == 0x03)) {
 		c->proto = "tls";
 		c->match_proto = SK_PROTO_TLS;
-		enum sk_hello_result r = sk_tls_hello_parse(c->buf, c->len, cap, c->name);
-		if (r == SK_HELLO_NEED_MORE && !final && c->len < cap)
+		enum sk_hello_result r = sk_tls_hello_parse(b, len, cap, c->name);
+		if (r == SK_HELLO_NEED_MORE && !final && len < cap)
 			return CL_MORE;
+		if (r == SK_HELLO_ECH && c->px->sc->policy->tls.ech_grease_allow && c->name[0]) {
+			/* tls.echGrease: allow — decide on the outer SNI (docs/threat-model.md: the inner name
+			 * is unseen; our DNS never hands out ECH configs). */
+			r = SK_HELLO_OK;
+		}
 		if (r == SK_HELLO_OK) {
 			c->has_name = true;
-			conn_decide(c);
-		} else {
-			conn_parse_deny(c, hello_reason(r));
+			return CL_NAMED;
 		}
-		return CL_DONE;
+		*why = hello_reason(r);
+		return CL_PARSE_DENY;
+	}
+	if ((b[0] & 0x80) && (len < 3 || b[2] == 0x01)) {
+		if (len < 3 && !final)
+			return CL_MORE;
+		if (len >= 3) {
+			c->proto = "tls";
+			c->match_proto = SK_PROTO_TLS;
+			*why = "sslv2_hello";
+			return CL_PARSE_DENY;
+		}
 	}
 	struct sk_http_head h;
-	enum sk_http_result r = sk_http_head_parse(c->buf, c->len, &h);
-	if (r == SK_HTTP_NEED_MORE && !final && c->len < cap)
+	enum sk_http_result r = sk_http_head_parse(b, len, &h);
+	if (r == SK_HTTP_NEED_MORE && !final && len < cap)
 		return CL_MORE;
-	switch (r) {
-	case SK_HTTP_OK:
+	if (r == SK_HTTP_OK) {
 		c->proto = "http";
 		c->match_proto = SK_PROTO_HTTP;
+		/* The framing of the first request (CONNECT, h2c upgrade, CL/TE ambiguity) is judged by the
+		 * same tracker that will judge every later one. */
+		struct sk_http_track t;
+		size_t n = 0;
+		const char *reason = NULL;
+		sk_http_track_init(&t);
+		enum sk_track_result tr = sk_http_track_next(&t, b, len, &n, &h, &reason);
+		if (tr == SK_TRACK_ERROR) {
+			*why = reason ? reason : "http_malformed";
+			return CL_PARSE_DENY;
+		}
 		if (!h.host_is_ip && h.host[0]) {
 			snprintf(c->name, sizeof(c->name), "%s", h.host);
 			c->has_name = true;
 		}
-		conn_decide(c);
-		return CL_DONE;
-	case SK_HTTP_H2C_PRIOR:
-		/* h2c carries its authority inside HPACK; we do not decode it, so it is plain TCP to us. */
-		c->proto = "h2c";
-		c->match_proto = SK_PROTO_TCP;
-		conn_decide(c);
-		return CL_DONE;
-	case SK_HTTP_NOT_HTTP:
-		break;
-	default:
-		if (r == SK_HTTP_NEED_MORE || first_line_is_http(c->buf, c->len)) {
-			c->proto = "http";
-			c->match_proto = SK_PROTO_HTTP;
-			conn_parse_deny(c, c->len >= cap ? "http_head_too_big" : http_reason(r));
-			return CL_DONE;
-		}
-		break;
+		return CL_NAMED;
+	}
+	if (r == SK_HTTP_H2C_PRIOR) {
+		/* h2c carries its authority inside HPACK, which we do not decode: denied (DESIGN §5.1). */
+		c->proto = "http";
+		c->match_proto = SK_PROTO_HTTP;
+		*why = "http_h2c_prior";
+		return CL_PARSE_DENY;
+	}
+	if (r != SK_HTTP_NOT_HTTP && (r == SK_HTTP_NEED_MORE || first_line_is_http(b, len))) {
+		c->proto = "http";
+		c->match_proto = SK_PROTO_HTTP;
+		*why = len >= cap ? "http_head_too_big" : http_reason(r);
+		return CL_PARSE_DENY;
 	}
 	c->proto = "tcp";
 	c->match_proto = SK_PROTO_TCP;
-	conn_decide(c);
-	return CL_DONE;
+	return CL_TCP;
+}
+
+/* ---- deciding before the upstream connect (peek) ---- */
+
+static void act_peek(struct conn *c, enum verdict v)
+{
+	if (v == V_PENDING) {
+		/* Stop reading while the name resolves; the resolution has its own short timeout. */
+		struct sk_loop *l = c->px->sc->loop;
+		sk_loop_del(l, &c->cio);
+		sk_timer_cancel(l, &c->timer);
+		c->st = CS_RESOLVE;
+		return;
+	}
+	decision_latency(c);
+	if (v == V_ALLOW) {
+		if (c->match_proto == SK_PROTO_HTTP) {
+			c->gate = GATE_HTTP;
+			c->http_first_ok = true;
+		}
+		conn_connect(c);
+		return;
+	}
+	conn_deny(c, c->reason);
+}
+
+static void peek_decide(struct conn *c, bool final)
+{
+	const char *why = NULL;
+	switch (classify_bytes(c, c->buf, c->len, final, &why)) {
+	case CL_MORE:
+		return;
+	case CL_PARSE_DENY:
+		c->rule = -1;
+		act_peek(c, verdict_deny(c, why));
+		return;
+	case CL_TCP:
+	case CL_NAMED:
+		act_peek(c, decide(c));
+		return;
+	}
+}
+
+/* Nothing sent by the deadline: a server-speaks-first protocol (SMTP, MySQL...). Connect by the names
+ * bound to the destination when a tcp/any rule allows one of them, so the greeting can flow; the client's
+ * first flight, whenever it comes, is still classified (gate_first). */
+static void silent_start(struct conn *c)
+{
+	c->proto = "tcp";
+	c->match_proto = SK_PROTO_TCP;
+	c->has_name = false;
+	enum verdict v = decide(c);
+	decision_latency(c);
+	if (v != V_ALLOW) {
+		conn_deny_rst(c, c->reason);
+		return;
+	}
+	c->late = true;
+	c->gate = GATE_FIRST;
+	conn_connect(c);
 }
 
 static void peek_io(struct sk_loop *l, struct sk_io *io, uint32_t events)
@@ -789,7 +946,7 @@ static void peek_io(struct sk_loop *l, struct sk_io *io, uint32_t events)
 				conn_deny_rst(c, "client_closed");
 				return;
 			}
-			(void)conn_classify(c, true);
+			peek_decide(c, true);
 			return;
 		}
 		c->len += (size_t)n;
@@ -798,7 +955,7 @@ static void peek_io(struct sk_loop *l, struct sk_io *io, uint32_t events)
 		if (c->len >= cap)
 			break;
 	}
-	(void)conn_classify(c, false);
+	peek_decide(c, false);
 }
 
 static void peek_timer(struct sk_loop *l, struct sk_timer *t)
@@ -806,14 +963,272 @@ static void peek_timer(struct sk_loop *l, struct sk_timer *t)
 	(void)l;
 	struct conn *c = t->ctx;
 	if (c->len == 0) {
-		(void)conn_classify(c, true);
+		silent_start(c);
 		return;
 	}
 	/* Some bytes but not enough to decide: a slowloris hello or head. */
-	if (c->buf[0] == 0x16) {
+	if (c->buf[0] == 0x16)
 		c->proto = "tls";
-	}
 	conn_deny_rst(c, "peek_timeout");
+}
+
+/* ---- judging client bytes while relaying (relay.h gate) ---- */
+
+/* The late first flight did not complete by the deadline. */
+static void late_timer(struct sk_loop *l, struct sk_timer *t)
+{
+	(void)l;
+	struct conn *c = t->ctx;
+	c->bytes_in = c->relay.b2a.bytes;
+	c->bytes_out = c->relay.a2b.bytes;
+	sk_relay_stop(&c->relay);
+	c->st = CS_CLOSING;
+	conn_deny_rst(c, "peek_timeout");
+}
+
+static ssize_t gate_first(struct sk_relay *r, const uint8_t *buf, size_t len, bool eof, bool full)
+{
+	struct conn *c = r->ctx;
+	struct sk_loop *l = c->px->sc->loop;
+	enum verdict v;
+	if (c->resolving)
+		return 0;
+	if (c->resolved) {
+		c->resolved = false;
+		v = c->verdict_after;
+	} else {
+		if (!sk_timer_armed(&c->timer)) {
+			/* The first byte of the flight starts its own deadline, as the peek's did. */
+			sk_timer_init(&c->timer, late_timer, c);
+			if (sk_timer_arm(l, &c->timer, c->px->sc->limits.peek_timeout_ms) < 0)
+				return -1;
+		}
+		const char *why = NULL;
+		enum classify k = classify_bytes(c, buf, len, eof || full, &why);
+		switch (k) {
+		case CL_MORE:
+			return 0;
+		case CL_PARSE_DENY:
+			c->rule = -1;
+			v = verdict_deny(c, why);
+			break;
+		case CL_TCP:
+			/* Not TLS, not HTTP: the bindings decide, as they did at the connect (again, so an
+			 * expiry in between is not missed). */
+			v = decide(c);
+			break;
+		default:
+			v = decide(c);
+			break;
+		}
+	}
+	if (v == V_PENDING)
+		return 0;
+	sk_timer_cancel(l, &c->timer);
+	c->first_done = true;
+	decision_latency(c);
+	if (v == V_DENY)
+		return -1;
+	if (c->match_proto == SK_PROTO_HTTP) {
+		c->gate = GATE_HTTP;
+		c->http_first_ok = true;
+		r->gate = gate_http;
+		return gate_http(r, buf, len, eof, full);
+	}
+	c->gate = GATE_NONE;
+	sk_relay_ungate(r);
+	return (ssize_t)len;
+}
+
+/* Upstream→client is held after a websocket upgrade request until its status line shows. */
+static bool peek_upgrade(struct sk_relay *r)
+{
+	struct conn *c = r->ctx;
+	static const char want[] = "HTTP/1.1 101";
+	char got[sizeof(want) - 1];
+	ssize_t n = recv(r->b.fd, got, sizeof(got), MSG_PEEK | MSG_DONTWAIT);
+	if (n < 0)
+		return errno != EAGAIN && errno != EINTR;   /* an error: let the relay see it */
+	bool switched = false;
+	if (n > 0) {
+		size_t m = (size_t)n;
+		/* "HTTP/1.0 101" counts as well: compare all but the minor version digit. */
+		for (size_t i = 0; i < m; i++) {
+			if (i == 7 ? (got[i] != '0' && got[i] != '1') : got[i] != want[i]) {
+				m = 0;
+				break;
+			}
+		}
+		if (m > 0 && m < sizeof(got))
+			return false;   /* a prefix of a 101 so far: wait for more */
+		switched = m == sizeof(got);
+	}
+	c->upgrade_wait = false;
+	sk_http_track_upgrade_result(&c->track, switched);
+	sk_relay_kick(r);
+	return true;
+}
+
+static enum verdict check_request(struct conn *c, const struct sk_http_head *h)
+{
+	if (c->request == 1 && c->http_first_ok)
+		return V_ALLOW;   /* the head the connection was decided on */
+	if (!h->host_is_ip && h->host[0] && c->has_name && strcmp(h->host, c->name) == 0 &&
+	    c->decision && strcmp(c->decision, "allow") == 0)
+		return V_ALLOW;   /* the same name as the request before: already allowed for this address */
+	c->proto = "http";
+	c->match_proto = SK_PROTO_HTTP;
+	c->has_name = !h->host_is_ip && h->host[0];
+	if (c->has_name)
+		snprintf(c->name, sizeof(c->name), "%s", h->host);
+	return decide(c);
+}
+
+static ssize_t gate_http(struct sk_relay *r, const uint8_t *buf, size_t len, bool eof, bool full)
+{
+	(void)eof;
+	struct conn *c = r->ctx;
+	size_t off = 0;
+	if (c->held_head) {
+		if (c->resolving)
+			return 0;
+		c->resolved = false;
+		if (c->verdict_after == V_DENY)
+			return -1;
+		off = c->held_head;
+		c->held_head = 0;
+	}
+	while (off < len || c->track.st == SK_TS_OPAQUE) {
+		size_t n = 0;
+		struct sk_http_head h;
+		const char *why = NULL;
+		enum sk_track_result tr = sk_http_track_next(&c->track, buf + off, len - off, &n, &h, &why);
+		switch (tr) {
+		case SK_TRACK_FORWARD:
+			off += n;
+			continue;
+		case SK_TRACK_HEAD: {
+			c->request++;
+			enum verdict v = check_request(c, &h);
+			if (v == V_ALLOW) {
+				if (c->decision && strcmp(c->decision, "would_deny") == 0 && c->request > 1)
+					conn_audit(c, "deny", r->b2a.bytes, r->a2b.bytes);
+				off += n;
+				continue;
+			}
+			if (v == V_PENDING) {
+				c->held_head = n;
+				return (ssize_t)off;
+			}
+			r->denied = off > 0 || r->a2b.bytes > 0;   /* refuse after what went before */
+			return off > 0 ? (ssize_t)off : -1;
+		}
+		case SK_TRACK_HOLD:
+			if (!c->upgrade_wait) {
+				c->upgrade_wait = true;
+				sk_relay_hold_b(r, peek_upgrade);
+			}
+			return (ssize_t)off;
+		case SK_TRACK_OPAQUE:
+			/* 101 to a websocket upgrade whose Host was checked: the rest is the new protocol's. */
+			c->gate = GATE_NONE;
+			sk_relay_ungate(r);
+			return (ssize_t)len;
+		case SK_TRACK_NEED_MORE:
+			if (full && off == 0) {
+				c->request++;
+				c->rule = -1;
+				return verdict_deny(c, "http_head_too_big") == V_DENY ? -1 : (ssize_t)len;
+			}
+			return (ssize_t)off;
+		case SK_TRACK_ERROR:
+			c->request++;
+			c->proto = "http";
+			c->rule = -1;
+			if (verdict_deny(c, why ? why : "http_malformed") == V_ALLOW) {
+				/* mode audit: report, then stop judging this connection (framing is lost). */
+				conn_audit(c, "deny", r->b2a.bytes, r->a2b.bytes);
+				c->decision = "allow";
+				c->gate = GATE_NONE;
+				sk_relay_ungate(r);
+				return (ssize_t)len;
+			}
+			r->denied = off > 0 || r->a2b.bytes > 0;
+			return off > 0 ? (ssize_t)off : -1;
+		}
+	}
+	return (ssize_t)off;
+}
+
+static void resolved_cb(void *arg, enum sk_resolve_result res)
+{
+	struct conn *c = arg;
+	c->resolving = NULL;
+	if (res == SK_RESOLVE_MATCH) {
+		c->binding = "resolved";
+		c->decision = "allow";
+		c->reason = "rule";
+		c->verdict_after = V_ALLOW;
+	} else {
+		c->binding = res == SK_RESOLVE_MISMATCH ? "mismatch" : "unresolved";
+		c->verdict_after = verdict_deny(c, "sni_ip_mismatch");
+	}
+	c->resolved = true;
+	if (c->st == CS_RESOLVE) {
+		c->resolved = false;
+		c->st = CS_PEEK;
+		act_peek(c, c->verdict_after);
+		return;
+	}
+	if (c->st == CS_RELAY)
+		sk_relay_kick(&c->relay);   /* the gate sees c->resolved */
+}
+
+/* ---- accepting ---- */
+
+/* Recomputes the declared-TCP port set for the policy in force: a port is in it when at least one
+ * proxied rule covers it and every proxied rule covering it is `protocol: tcp` (host and cidr rules
+ * alike, whatever their destination: conservative, and O(1) per connection). */
+static void tcp_ports_refresh(struct sk_proxy *px)
+{
+	struct sk_sidecar *sc = px->sc;
+	if (px->tcp_ports_valid && px->tcp_ports_gen == sc->policy_gen)
+		return;
+	const struct sk_policy *pol = sc->policy;
+	uint8_t other[65536 / 8];
+	memset(px->tcp_only, 0, sizeof(px->tcp_only));
+	memset(other, 0, sizeof(other));
+	bool any_port_other = false;
+	for (size_t i = 0; i < pol->n_rules; i++) {
+		const struct sk_rule *ru = &pol->rules[i];
+		if (ru->proto == SK_PROTO_UDP || ru->direct)
+			continue;
+		bool tcp = ru->proto == SK_PROTO_TCP;
+		if (ru->n_ports == 0) {
+			if (!tcp)
+				any_port_other = true;
+			else
+				memset(px->tcp_only, 0xff, sizeof(px->tcp_only));
+			continue;
+		}
+		for (size_t k = 0; k < ru->n_ports; k++) {
+			uint16_t p = ru->ports[k];
+			if (tcp)
+				px->tcp_only[p / 8] |= (uint8_t)(1u << (p % 8));
+			else
+				other[p / 8] |= (uint8_t)(1u << (p % 8));
+		}
+	}
+	for (size_t i = 0; i < sizeof(other); i++)
+		px->tcp_only[i] = any_port_other ? 0 : (uint8_t)(px->tcp_only[i] & ~other[i]);
+	px->tcp_ports_gen = sc->policy_gen;
+	px->tcp_ports_valid = true;
+}
+
+static bool port_declared_tcp(struct sk_proxy *px, uint16_t port)
+{
+	tcp_ports_refresh(px);
+	return px->tcp_only[port / 8] & (1u << (port % 8));
 }
 
 int sk_proxy_adopt(struct sk_proxy *px, int fd, const struct sk_addr *src, uint16_t src_port,
@@ -834,6 +1249,7 @@ int sk_proxy_adopt(struct sk_proxy *px, int fd, const struct sk_addr *src, uint1
 	c->dst = *dst;
 	c->dport = dst_port;
 	c->t0_ms = sk_loop_now_ms(sc->loop);
+	sk_http_track_init(&c->track);
 	sk_io_init(&c->cio, fd, peek_io, c);
 	sk_io_init(&c->uio, -1, NULL, c);
 	sk_timer_init(&c->timer, peek_timer, c);
@@ -861,6 +1277,21 @@ int sk_proxy_adopt(struct sk_proxy *px, int fd, const struct sk_addr *src, uint1
 	/* A connection to one of our own ports would loop back into the sidecar: deny before reading. */
 	if (is_loop(px, dst, dst_port)) {
 		conn_deny_rst(c, "loop");
+		return 0;
+	}
+	if (port_declared_tcp(px, dst_port)) {
+		/* Every rule that could allow this port says `protocol: tcp`: the operator declared what
+		 * the port carries, so there is nothing to classify and nothing to wait for (server-first
+		 * protocols connect at once). The binding or an IP rule decides. */
+		c->proto = "tcp";
+		c->match_proto = SK_PROTO_TCP;
+		enum verdict v = decide(c);
+		decision_latency(c);
+		if (v != V_ALLOW) {
+			conn_deny_rst(c, c->reason);
+			return 0;
+		}
+		conn_connect(c);
 		return 0;
 	}
 	c->cap = PEEK_BUF_INITIAL < sc->limits.peek_cap ? PEEK_BUF_INITIAL : sc->limits.peek_cap;
@@ -1029,7 +1460,7 @@ void sk_proxy_free(struct sk_proxy *p)
 			c->reason = c->reason ? c->reason : "shutdown";
 			conn_audit(c, "conn", c->relay.b2a.bytes, c->relay.a2b.bytes);
 			c->st = CS_CLOSING;
-		} else if (c->st == CS_PEEK) {
+		} else if (c->st == CS_PEEK || c->st == CS_RESOLVE) {
 			c->decision = "deny";
 			c->reason = "shutdown";
 			conn_audit(c, "deny", 0, 0);

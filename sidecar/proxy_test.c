@@ -40,14 +40,40 @@ struct world {
 	"    ports: [7000]\n" \
 	"blockPrivate: false\n"
 
-static void world_up(struct world *w, const char *mode, uint32_t peek_ms)
+/* Replaces every "{PORT}" in tmpl with port. */
+static void expand_port(const char *tmpl, uint16_t port, char *out, size_t cap)
+{
+	size_t o = 0;
+	for (const char *t = tmpl; *t && o + 8 < cap;) {
+		if (strncmp(t, "{PORT}", 6) == 0) {
+			o += (size_t)snprintf(out + o, cap - o, "%u", port);
+			t += 6;
+		} else {
+			out[o++] = *t++;
+		}
+	}
+	out[o] = '\0';
+}
+
+/* A world whose policy is `tmpl` ({PORT} = the upstream listener's port). */
+static void world_up_policy(struct world *w, const char *tmpl, uint32_t peek_ms)
 {
 	struct sk_err err = { 0 };
 	memset(w, 0, sizeof(*w));
-	char pol[1024];
-	int n = snprintf(pol, sizeof(pol), POLICY_FMT, mode);
+	w->upstream_ls = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(sa);
+	assert_int_equal(bind(w->upstream_ls, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(w->upstream_ls, 8), 0);
+	assert_int_equal(getsockname(w->upstream_ls, (struct sockaddr *)&sa, &sl), 0);
+	w->upstream_port = ntohs(sa.sin_port);
+	assert_int_equal(sk_addr_parse("127.0.0.1", &w->lo), 0);
+	assert_int_equal(sk_addr_parse("198.18.0.2", &w->src), 0);
+
+	char pol[2048];
+	expand_port(tmpl, w->upstream_port, pol, sizeof(pol));
 	struct sk_diags diags = { 0 };
-	int rc = sk_policy_load_buffer("<test>", pol, (size_t)n, -1, &w->sc.policy, &diags);
+	int rc = sk_policy_load_buffer("<test>", pol, strlen(pol), -1, &w->sc.policy, &diags);
 	if (rc < 0)
 		sk_diags_print(&diags, stderr);
 	sk_diags_free(&diags);
@@ -60,16 +86,35 @@ static void world_up(struct world *w, const char *mode, uint32_t peek_ms)
 	w->audit_r = p[0];
 	sk_audit_init(&w->sc.audit, p[1], NULL);
 	assert_int_equal(sk_proxy_new(&w->sc, true, &w->sc.proxy, &err), 0);
+}
 
-	w->upstream_ls = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t sl = sizeof(sa);
-	assert_int_equal(bind(w->upstream_ls, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(listen(w->upstream_ls, 8), 0);
-	assert_int_equal(getsockname(w->upstream_ls, (struct sockaddr *)&sa, &sl), 0);
-	w->upstream_port = ntohs(sa.sin_port);
-	assert_int_equal(sk_addr_parse("127.0.0.1", &w->lo), 0);
-	assert_int_equal(sk_addr_parse("198.18.0.2", &w->src), 0);
+static void world_up(struct world *w, const char *mode, uint32_t peek_ms)
+{
+	char tmpl[1024];
+	snprintf(tmpl, sizeof(tmpl), POLICY_FMT, mode);
+	world_up_policy(w, tmpl, peek_ms);
+}
+
+/* Bindings as the DNS filter would have made them: allowed.example (and public.example) on 127.0.0.1. */
+static bool fake_name_bound(void *ctx, const struct sk_addr *addr, const char *name)
+{
+	(void)ctx;
+	(void)addr;
+	return strcmp(name, "allowed.example") == 0 || strcmp(name, "public.example") == 0;
+}
+
+static void fake_names(void *ctx, const struct sk_addr *addr, sk_bind_name_fn cb, void *arg)
+{
+	(void)ctx;
+	(void)addr;
+	if (cb("allowed.example", arg))
+		(void)cb("public.example", arg);
+}
+
+static void bind_fake(struct world *w)
+{
+	w->sc.bind.name_bound = fake_name_bound;
+	w->sc.bind.names = fake_names;
 }
 
 static void world_down(struct world *w)
@@ -431,6 +476,323 @@ static void test_source_limit_resets_extra_connections(void **state)
 	world_down(&w);
 }
 
+/* ---- issue 15: every client byte that can name a host is checked ---- */
+
+static int accept_up(struct world *w)
+{
+	int up = -1;
+	for (int i = 0; i < 300 && up < 0; i++) {
+		spin(w, 1);
+		up = accept4(w->upstream_ls, NULL, NULL, SOCK_NONBLOCK);
+	}
+	return up;
+}
+
+/* Reads from fd while spinning the loop until want bytes or EOF/error; returns the count. */
+static size_t recv_some(struct world *w, int fd, void *buf, size_t want)
+{
+	size_t have = 0;
+	for (int i = 0; i < 400 && have < want; i++) {
+		spin(w, 1);
+		ssize_t r = recv(fd, (char *)buf + have, want - have, 0);
+		if (r > 0)
+			have += (size_t)r;
+		else if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+			break;
+	}
+	return have;
+}
+
+#define SHARED_POLICY \
+	"version: 1\n" \
+	"mode: enforce\n" \
+	"ports: { proxy: 15001, dns: 15053, admin: 15000, api: 15080 }\n" \
+	"egress:\n" \
+	"  - host: allowed.example\n" \
+	"blockPrivate: false\n"
+
+static void test_silent_start_connects_but_late_hello_with_denied_sni_is_denied(void **state)
+{
+	(void)state;
+	struct world w;
+	world_up_policy(&w, SHARED_POLICY, 50);
+	bind_fake(&w);
+	int c = client(&w, &w.lo, w.upstream_port);
+	/* Silent past the deadline: connected as server-first, the greeting flows to the agent. */
+	int up = accept_up(&w);
+	assert_true(up >= 0);
+	assert_int_equal(send(up, "GREET\r\n", 7, MSG_NOSIGNAL), 7);
+	char g[16] = { 0 };
+	assert_int_equal(recv_some(&w, c, g, 7), 7);
+	assert_memory_equal(g, "GREET\r\n", 7);
+	/* Then a hello naming another tenant of the same address. */
+	uint8_t hello[4096];
+	size_t n = read_file("sidecar/testdata/hellos/openssl.bin", hello, sizeof(hello));
+	uint8_t *p = memmem(hello, n, "allowed.example", 15);
+	assert_non_null(p);
+	memcpy(p, "denied0.example", 15);
+	feed_bytewise(&w, c, hello, n);
+	spin(&w, 10);
+	uint8_t got[64];
+	assert_int_equal(recv_some(&w, c, got, 7), 7);
+	assert_memory_equal(got, SK_TLS_ALERT_ACCESS_DENIED, 7);
+	/* Not one byte of the hello reached the upstream. */
+	uint8_t junk[64];
+	ssize_t r = recv(up, junk, sizeof(junk), 0);
+	assert_true(r <= 0);
+	int count;
+	cJSON *j = last_audit(&w, &count);
+	assert_int_equal(count, 1);
+	assert_string_equal(jstr(j, "decision"), "deny");
+	assert_string_equal(jstr(j, "reason"), "no_match");
+	assert_string_equal(jstr(j, "proto"), "tls");
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "late")));
+	cJSON_Delete(j);
+	close(c);
+	close(up);
+	world_down(&w);
+}
+
+static void test_silent_start_then_allowed_hello_is_relayed(void **state)
+{
+	(void)state;
+	struct world w;
+	world_up_policy(&w, SHARED_POLICY, 50);
+	bind_fake(&w);
+	int c = client(&w, &w.lo, w.upstream_port);
+	int up = accept_up(&w);
+	assert_true(up >= 0);
+	uint8_t hello[4096];
+	size_t n = read_file("sidecar/testdata/hellos/openssl.bin", hello, sizeof(hello));
+	feed_bytewise(&w, c, hello, n);
+	uint8_t got[4096];
+	assert_int_equal(recv_some(&w, up, got, n), n);
+	assert_memory_equal(got, hello, n);
+	close(c);
+	close(up);
+	spin(&w, 20);
+	int count;
+	cJSON *j = last_audit(&w, &count);
+	assert_int_equal(count, 1);
+	assert_string_equal(jstr(j, "decision"), "allow");
+	assert_string_equal(jstr(j, "name"), "allowed.example");
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "late")));
+	cJSON_Delete(j);
+	world_down(&w);
+}
+
+static void test_silent_start_then_withheld_host_is_denied(void **state)
+{
+	(void)state;
+	struct world w;
+	world_up_policy(&w, SHARED_POLICY, 50);
+	bind_fake(&w);
+	int c = client(&w, &w.lo, w.upstream_port);
+	int up = accept_up(&w);
+	assert_true(up >= 0);
+	static const char req[] = "GET / HTTP/1.1\r\nHost: denied.example\r\n\r\n";
+	assert_int_equal(send(c, req, sizeof(req) - 1, 0), (ssize_t)sizeof(req) - 1);
+	char got[512] = { 0 };
+	assert_true(recv_some(&w, c, got, 24) >= 24);
+	assert_true(strncmp(got, "HTTP/1.1 403 Forbidden\r\n", 24) == 0);
+	char junk[64];
+	assert_true(recv(up, junk, sizeof(junk), 0) <= 0);
+	close(c);
+	close(up);
+	world_down(&w);
+}
+
+static void test_pipelined_second_request_with_denied_host_never_leaves(void **state)
+{
+	(void)state;
+	struct world w;
+	world_up_policy(&w, SHARED_POLICY, 5000);
+	bind_fake(&w);
+	static const char r1[] = "GET /1 HTTP/1.1\r\nHost: allowed.example\r\n\r\n";
+	static const char r2[] = "GET /2 HTTP/1.1\r\nHost: denied.example\r\n\r\n";
+	char both[256];
+	snprintf(both, sizeof(both), "%s%s", r1, r2);
+	int c = client(&w, &w.lo, w.upstream_port);
+	assert_int_equal(send(c, both, strlen(both), 0), (ssize_t)strlen(both));
+	int up = accept_up(&w);
+	assert_true(up >= 0);
+	char got[256] = { 0 };
+	size_t have = recv_some(&w, up, got, sizeof(got) - 1);
+	/* Exactly the first request, then EOF: the upstream was shut for writing after it. */
+	assert_int_equal(have, sizeof(r1) - 1);
+	assert_memory_equal(got, r1, sizeof(r1) - 1);
+	static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+	assert_int_equal(send(up, resp, sizeof(resp) - 1, MSG_NOSIGNAL), (ssize_t)sizeof(resp) - 1);
+	close(up);
+	char back[1024] = { 0 };
+	size_t bl = recv_some(&w, c, back, sizeof(back) - 1);
+	assert_true(bl > sizeof(resp) - 1);
+	assert_memory_equal(back, resp, sizeof(resp) - 1);
+	assert_true(strncmp(back + sizeof(resp) - 1, "HTTP/1.1 403 Forbidden\r\n", 24) == 0);
+	int count;
+	cJSON *j = last_audit(&w, &count);
+	assert_int_equal(count, 1);
+	assert_string_equal(jstr(j, "decision"), "deny");
+	assert_string_equal(jstr(j, "name"), "denied.example");
+	assert_int_equal(cJSON_GetObjectItem(j, "request")->valueint, 2);
+	cJSON_Delete(j);
+	close(c);
+	world_down(&w);
+}
+
+static void test_kept_alive_requests_each_checked_bodies_intact(void **state)
+{
+	(void)state;
+	struct world w;
+	world_up_policy(&w, SHARED_POLICY, 5000);
+	bind_fake(&w);
+	static const char r1[] = "POST /a HTTP/1.1\r\nHost: allowed.example\r\nContent-Length: 5\r\n\r\nhello";
+	static const char r2[] = "POST /b HTTP/1.1\r\nHost: allowed.example\r\nTransfer-Encoding: chunked\r\n\r\n"
+				 "3\r\nabc\r\n0\r\n\r\n";
+	static const char r3[] = "GET /c HTTP/1.1\r\nHost: denied.example\r\n\r\n";
+	int c = client(&w, &w.lo, w.upstream_port);
+	feed_bytewise(&w, c, (const uint8_t *)r1, sizeof(r1) - 1);
+	int up = accept_up(&w);
+	assert_true(up >= 0);
+	char got[512] = { 0 };
+	assert_int_equal(recv_some(&w, up, got, sizeof(r1) - 1), sizeof(r1) - 1);
+	assert_memory_equal(got, r1, sizeof(r1) - 1);
+	feed_bytewise(&w, c, (const uint8_t *)r2, sizeof(r2) - 1);
+	assert_int_equal(recv_some(&w, up, got, sizeof(r2) - 1), sizeof(r2) - 1);
+	assert_memory_equal(got, r2, sizeof(r2) - 1);
+	assert_int_equal(send(c, r3, sizeof(r3) - 1, 0), (ssize_t)sizeof(r3) - 1);
+	/* The third never arrives: the upstream sees EOF. */
+	assert_int_equal(recv_some(&w, up, got, sizeof(got)), 0);
+	close(up);
+	char back[512] = { 0 };
+	assert_true(recv_some(&w, c, back, 24) >= 24);
+	assert_true(strncmp(back, "HTTP/1.1 403 Forbidden\r\n", 24) == 0);
+	close(c);
+	world_down(&w);
+}
+
+static void test_h2c_upgrade_and_preface_are_denied(void **state)
+{
+	(void)state;
+	static const char *const reqs[] = {
+		"GET / HTTP/1.1\r\nHost: allowed.example\r\nConnection: Upgrade, HTTP2-Settings\r\n"
+		"Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\n\r\n",
+		"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: allowed.example\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n"
+		"0\r\n\r\n",
+		"CONNECT allowed.example:443 HTTP/1.1\r\nHost: allowed.example:443\r\n\r\n",
+	};
+	static const char *const why[] = { "http_h2c_upgrade", "http_h2c_prior", "http_te_cl", "http_connect" };
+	for (size_t i = 0; i < sizeof(reqs) / sizeof(reqs[0]); i++) {
+		struct world w;
+		world_up_policy(&w, SHARED_POLICY, 5000);
+		bind_fake(&w);
+		int c = client(&w, &w.lo, w.upstream_port);
+		assert_int_equal(send(c, reqs[i], strlen(reqs[i]), 0), (ssize_t)strlen(reqs[i]));
+		spin(&w, 10);
+		assert_int_equal(accept4(w.upstream_ls, NULL, NULL, 0), -1);   /* nothing went upstream */
+		int count;
+		cJSON *j = last_audit(&w, &count);
+		assert_int_equal(count, 1);
+		assert_string_equal(jstr(j, "decision"), "deny");
+		assert_string_equal(jstr(j, "reason"), why[i]);
+		cJSON_Delete(j);
+		close(c);
+		world_down(&w);
+	}
+}
+
+static void test_declared_tcp_port_connects_at_accept(void **state)
+{
+	(void)state;
+	struct world w;
+	world_up_policy(&w,
+			"version: 1\n"
+			"egress:\n"
+			"  - host: allowed.example\n"
+			"    ports: [443]\n"
+			"  - cidr: 127.0.0.1/32\n"
+			"    ports: [{PORT}]\n"
+			"    protocol: tcp\n"
+			"blockPrivate: false\n",
+			5000);
+	uint64_t t0 = sk_monotonic_ms();
+	int c = client(&w, &w.lo, w.upstream_port);
+	int up = accept_up(&w);
+	assert_true(up >= 0);
+	assert_true(sk_monotonic_ms() - t0 < 1000);   /* not the 5 s peek */
+	assert_int_equal(send(up, "220 hi\r\n", 8, MSG_NOSIGNAL), 8);
+	char g[16];
+	assert_int_equal(recv_some(&w, c, g, 8), 8);
+	/* A 1-byte write that could begin a request line passes at once: the port is declared tcp. */
+	assert_int_equal(send(c, "x", 1, 0), 1);
+	assert_int_equal(recv_some(&w, up, g, 1), 1);
+	assert_int_equal(g[0], 'x');
+	close(c);
+	close(up);
+	world_down(&w);
+}
+
+static void test_byte_that_cannot_begin_tls_or_http_is_decided_at_once(void **state)
+{
+	(void)state;
+	struct world w;
+	world_up_policy(&w,
+			"version: 1\n"
+			"egress:\n"
+			"  - cidr: 127.0.0.1/32\n"
+			"    ports: [{PORT}]\n"
+			"blockPrivate: false\n",
+			5000);
+	uint64_t t0 = sk_monotonic_ms();
+	int c = client(&w, &w.lo, w.upstream_port);
+	assert_int_equal(send(c, "{", 1, 0), 1);
+	int up = accept_up(&w);
+	assert_true(up >= 0);
+	char g[4];
+	assert_int_equal(recv_some(&w, up, g, 1), 1);
+	assert_int_equal(g[0], '{');
+	assert_true(sk_monotonic_ms() - t0 < 1000);
+	close(c);
+	close(up);
+	world_down(&w);
+}
+
+static void test_ech_grease_denied_by_default_allowed_by_policy(void **state)
+{
+	(void)state;
+	uint8_t hello[4096];
+	size_t n = read_file("sidecar/testdata/hellos/go-ech.bin", hello, sizeof(hello));
+	for (int allow = 0; allow < 2; allow++) {
+		struct world w;
+		world_up_policy(&w,
+				allow ? "version: 1\negress:\n  - host: public.example\ntls: { echGrease: allow }\n"
+					"blockPrivate: false\n"
+				      : "version: 1\negress:\n  - host: public.example\nblockPrivate: false\n",
+				5000);
+		bind_fake(&w);
+		int c = client(&w, &w.lo, w.upstream_port);
+		assert_int_equal(send(c, hello, n, 0), (ssize_t)n);
+		spin(&w, 5);
+		int up = allow ? accept_up(&w) : accept4(w.upstream_ls, NULL, NULL, 0);
+		if (allow) {
+			assert_true(up >= 0);
+			uint8_t got[4096];
+			assert_int_equal(recv_some(&w, up, got, n), n);
+			close(up);
+		} else {
+			assert_int_equal(up, -1);
+			int count;
+			cJSON *j = last_audit(&w, &count);
+			assert_int_equal(count, 1);
+			assert_string_equal(jstr(j, "reason"), "ech");
+			cJSON_Delete(j);
+		}
+		close(c);
+		world_down(&w);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -444,6 +806,15 @@ int main(void)
 		cmocka_unit_test(test_near_http_is_denied_as_http_not_relayed_as_tcp),
 		cmocka_unit_test(test_limits_from_env),
 		cmocka_unit_test(test_source_limit_resets_extra_connections),
+		cmocka_unit_test(test_silent_start_connects_but_late_hello_with_denied_sni_is_denied),
+		cmocka_unit_test(test_silent_start_then_allowed_hello_is_relayed),
+		cmocka_unit_test(test_silent_start_then_withheld_host_is_denied),
+		cmocka_unit_test(test_pipelined_second_request_with_denied_host_never_leaves),
+		cmocka_unit_test(test_kept_alive_requests_each_checked_bodies_intact),
+		cmocka_unit_test(test_h2c_upgrade_and_preface_are_denied),
+		cmocka_unit_test(test_declared_tcp_port_connects_at_accept),
+		cmocka_unit_test(test_byte_that_cannot_begin_tls_or_http_is_decided_at_once),
+		cmocka_unit_test(test_ech_grease_denied_by_default_allowed_by_policy),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

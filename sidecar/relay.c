@@ -280,6 +280,11 @@ static void relay_pump(struct sk_relay *r, uint32_t events, int fd)
 		r->peek = NULL;
 	if (rc == 0 && !r->peek)
 		rc = dir_pump(r, &r->b2a, r->b.fd, r->a.fd, false, &moved);
+	/* A peek that released the hold may have changed what the gate answers (a websocket 101). */
+	if (rc == 0 && r->gate_dirty && r->gate)
+		rc = gate_pump(r, &moved);
+	if (rc == 0 && !r->gate && !r->gbuf)
+		rc = dir_pump(r, &r->a2b, r->a.fd, r->b.fd, true, &moved);
 	r->in_pump = false;
 	if (rc < 0) {
 		relay_finish(r, SK_RELAY_RESET, -rc);

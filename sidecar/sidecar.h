@@ -75,6 +75,7 @@ struct sk_resolve_hooks {
 struct sk_sidecar {
 	struct sk_loop *loop;            /* owned */
 	struct sk_policy *policy;        /* owned; the snapshot in force */
+	uint64_t policy_gen;             /* bumped by every sk_sidecar_swap_policy (caches key on it) */
 	struct sk_metrics *metrics;      /* owned; may be NULL (then nothing is counted) */
 	struct sk_denials *denials;      /* owned; may be NULL */
 	struct sk_bind_table *bindings;  /* owned by the DNS filter; NULL until it starts */
