@@ -18,7 +18,10 @@
  *   NEED_MORE   nothing more can be forwarded until more bytes arrive (an incomplete head or chunk line).
  *               A caller whose buffer is full at NEED_MORE denies (head or chunk line too big).
  *   HOLD        an accepted websocket Upgrade request is waiting for its response: keep the bytes, and
- *               call sk_http_track_upgrade_result() once the server's status line is known.
+ *               call sk_http_track_upgrade_result() once the server's status line is known. HOLD comes on
+ *               the call right after the upgrade's HEAD, with or without bytes left (len 0 is fine): a
+ *               caller must call again after every HEAD even when the buffer is empty, or it will not
+ *               learn to watch for the 101 before the server sends it.
  *   OPAQUE      the connection switched protocols (101 to a websocket upgrade): every byte from here on,
  *               buffered or not, is forwarded unchecked (the caller may splice from now on).
  *   ERROR       ambiguous or malformed framing: deny; *reason is a short stable token for audit lines
