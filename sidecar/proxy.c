@@ -1098,7 +1098,8 @@ static ssize_t gate_http(struct sk_relay *r, const uint8_t *buf, size_t len, boo
 		off = c->held_head;
 		c->held_head = 0;
 	}
-	while (off < len || c->track.st == SK_TS_OPAQUE) {
+	/* After a websocket head the tracker answers HOLD even with nothing left: ask it again then. */
+	while (off < len || c->track.st == SK_TS_OPAQUE || c->track.st == SK_TS_UPGRADE_WAIT) {
 		size_t n = 0;
 		struct sk_http_head h;
 		const char *why = NULL;

@@ -793,6 +793,65 @@ static void test_ech_grease_denied_by_default_allowed_by_policy(void **state)
 	}
 }
 
+static void ws_world(struct world *w, int *c, int *up)
+{
+	world_up_policy(w, SHARED_POLICY, 5000);
+	bind_fake(w);
+	static const char req[] = "GET /chat HTTP/1.1\r\nHost: allowed.example\r\nUpgrade: websocket\r\n"
+				  "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+				  "Sec-WebSocket-Version: 13\r\n\r\n";
+	*c = client(w, &w->lo, w->upstream_port);
+	assert_int_equal(send(*c, req, sizeof(req) - 1, 0), (ssize_t)sizeof(req) - 1);
+	*up = accept_up(w);
+	assert_true(*up >= 0);
+	char got[512];
+	assert_int_equal(recv_some(w, *up, got, sizeof(req) - 1), sizeof(req) - 1);
+}
+
+static void test_websocket_upgrade_is_opaque_after_101(void **state)
+{
+	(void)state;
+	struct world w;
+	int c, up;
+	ws_world(&w, &c, &up);
+	static const char resp[] = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+				   "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n";
+	assert_int_equal(send(up, resp, sizeof(resp) - 1, MSG_NOSIGNAL), (ssize_t)sizeof(resp) - 1);
+	char back[512];
+	assert_int_equal(recv_some(&w, c, back, sizeof(resp) - 1), sizeof(resp) - 1);
+	/* A binary frame (not HTTP at all) now passes as it is. */
+	static const uint8_t frame[] = { 0x82, 0x85, 1, 2, 3, 4, 'h' ^ 1, 'e' ^ 2, 'l' ^ 3, 'l' ^ 4, 'o' ^ 1 };
+	assert_int_equal(send(c, frame, sizeof(frame), 0), (ssize_t)sizeof(frame));
+	uint8_t got[64];
+	assert_int_equal(recv_some(&w, up, got, sizeof(frame)), sizeof(frame));
+	assert_memory_equal(got, frame, sizeof(frame));
+	close(c);
+	close(up);
+	world_down(&w);
+}
+
+static void test_declined_websocket_upgrade_keeps_checking_requests(void **state)
+{
+	(void)state;
+	struct world w;
+	int c, up;
+	ws_world(&w, &c, &up);
+	static const char resp[] = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n";
+	assert_int_equal(send(up, resp, sizeof(resp) - 1, MSG_NOSIGNAL), (ssize_t)sizeof(resp) - 1);
+	char back[512];
+	assert_int_equal(recv_some(&w, c, back, sizeof(resp) - 1), sizeof(resp) - 1);
+	static const char r2[] = "GET / HTTP/1.1\r\nHost: denied.example\r\n\r\n";
+	assert_int_equal(send(c, r2, sizeof(r2) - 1, 0), (ssize_t)sizeof(r2) - 1);
+	char got[64];
+	assert_int_equal(recv_some(&w, up, got, sizeof(got)), 0);   /* EOF, nothing of r2 */
+	close(up);
+	char deny[512] = { 0 };
+	assert_true(recv_some(&w, c, deny, 24) >= 24);
+	assert_true(strncmp(deny, "HTTP/1.1 403 Forbidden\r\n", 24) == 0);
+	close(c);
+	world_down(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -815,6 +874,8 @@ int main(void)
 		cmocka_unit_test(test_declared_tcp_port_connects_at_accept),
 		cmocka_unit_test(test_byte_that_cannot_begin_tls_or_http_is_decided_at_once),
 		cmocka_unit_test(test_ech_grease_denied_by_default_allowed_by_policy),
+		cmocka_unit_test(test_websocket_upgrade_is_opaque_after_101),
+		cmocka_unit_test(test_declined_websocket_upgrade_keeps_checking_requests),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
