@@ -1012,12 +1012,9 @@ static ssize_t gate_first(struct sk_relay *r, const uint8_t *buf, size_t len, bo
 			c->rule = -1;
 			v = verdict_deny(c, why);
 			break;
-		case CL_TCP:
-			/* Not TLS, not HTTP: the bindings decide, as they did at the connect (again, so an
-			 * expiry in between is not missed). */
-			v = decide(c);
-			break;
 		default:
+			/* CL_NAMED: the SNI or Host decides. CL_TCP (not TLS, not HTTP): the bindings decide,
+			 * as they did at the connect (again, so an expiry in between is not missed). */
 			v = decide(c);
 			break;
 		}
