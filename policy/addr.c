@@ -276,14 +276,28 @@ static bool classify(const struct sk_addr *a, const struct range *t4, size_t n4,
 	return false;
 }
 
+/* The "link-local" class of DESIGN.md §5.1: link-local ranges plus provider metadata and host-service
+ * addresses that live outside them. Every entry is denied even with blockPrivate: false unless a cidr
+ * rule lying wholly inside one entry names it; 0.0.0.0/0, ::/0, 100.64.0.0/10 or fd00::/8 match these
+ * addresses but never name them. Sources for each address: docs/policy.md, "Link-local and metadata
+ * addresses". Provider endpoints already inside 169.254/16 or fe80::/10 (169.254.169.254 of AWS, Azure
+ * IMDS, GCP, OCI, OpenStack...; 169.254.169.253 and .123; 169.254.170.2 and .23; 169.254.42.42;
+ * fe80::a9fe:a9fe) need no entry of their own. */
 static const struct range link_local4[] = {
 	{ { 169, 254 }, 16 },
+	{ { 168, 63, 129, 16 }, 32 },    /* Azure WireServer / host virtual IP (agent, DNS, DHCP, health) */
+	{ { 100, 100, 100, 200 }, 32 },  /* Alibaba Cloud ECS metadata (inside 100.64/10) */
+	{ { 192, 0, 0, 192 }, 32 },      /* Oracle Cloud Infrastructure Classic metadata (inside 192.0.0/24) */
 };
-/* fd00:ec2::254 is the AWS IPv6 instance-metadata endpoint: a ULA, but it is "cloud metadata" in the
- * DESIGN.md §5.1 sense, so it gets the link-local treatment (denied even without blockPrivate). */
+/* The AWS Nitro ULAs and Scaleway's are in fc00::/7 (private), but they are host services in the same
+ * sense as their IPv4 twins in 169.254/16, so they get the link-local treatment too. */
 static const struct range link_local6[] = {
 	{ { 0xfe, 0x80 }, 10 },
-	{ { 0xfd, 0x00, 0x0e, 0xc2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0x54 }, 128 },
+	{ { 0xfd, 0x00, 0x0e, 0xc2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0x54 }, 128 },  /* AWS IMDS */
+	{ { 0xfd, 0x00, 0x0e, 0xc2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0x53 }, 128 },  /* AWS DNS */
+	{ { 0xfd, 0x00, 0x0e, 0xc2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01, 0x23 }, 128 },  /* AWS NTP */
+	{ { 0xfd, 0x00, 0x0e, 0xc2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x00, 0x23 }, 128 },  /* EKS Pod Identity */
+	{ { 0xfd, 0x00, 0, 0x42, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x00, 0x42 }, 128 },     /* Scaleway metadata */
 };
 
 /* 198.18.0.0/15 (RFC 2544 benchmarking) is deliberately NOT here: it is not routable on the internet

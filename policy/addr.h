@@ -37,15 +37,20 @@ bool sk_cidr_contains(const struct sk_cidr *c, const struct sk_addr *a);
 bool sk_addr_embedded_v4(const struct sk_addr *a, struct sk_addr *v4);
 
 /* Classification, applied to the address and to any embedded IPv4 address. */
-bool sk_addr_is_link_local(const struct sk_addr *a);  /* 169.254/16, fe80::/10 (cloud metadata lives here) */
+/* The link-local class (denied even without blockPrivate): 169.254/16, fe80::/10, and the provider
+ * metadata / host-service addresses outside them: 168.63.129.16 (Azure), 100.100.100.200 (Alibaba),
+ * 192.0.0.192 (Oracle Classic), fd00:ec2::254, ::253, ::123, ::23 (AWS), fd00:42::42 (Scaleway). */
+bool sk_addr_is_link_local(const struct sk_addr *a);
 bool sk_addr_is_private(const struct sk_addr *a);     /* blockPrivate set: 127/8, 0/8, 10/8, 172.16/12,
                                                        * 192.168/16, 100.64/10, 169.254/16, ::, ::1,
-                                                       * fc00::/7, fe80::/10, multicast, and embedded forms */
+                                                       * fc00::/7, fe80::/10, multicast, the link-local
+                                                       * class above, and embedded forms */
 bool sk_addr_is_loopback(const struct sk_addr *a);    /* 127/8, ::1, and embedded 127/8 */
 
 /* Whether every address of c lies inside one private (resp. link-local) range, directly or through its
  * IPv4-mapped, IPv4-compatible, NAT64 (64:ff9b::/96) or 6to4 image. The matcher lets only such a rule
- * "name" a private or link-local destination: 0.0.0.0/0 matches 169.254.169.254 but does not name it. */
+ * "name" a private or link-local destination: 0.0.0.0/0 matches 169.254.169.254 but does not name it,
+ * and 100.64.0.0/10 names 100.64.0.1 as private but does not name 100.100.100.200 (metadata). */
 bool sk_cidr_is_private(const struct sk_cidr *c);
 bool sk_cidr_is_link_local(const struct sk_cidr *c);
 

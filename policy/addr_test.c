@@ -227,7 +227,21 @@ static void test_classification_table(void **state)
 		{ "fec0::1", true, false, false },
 		{ "ff02::1", true, false, false },
 		{ "fd00:ec2::254", true, true, false },        /* AWS IPv6 metadata */
-		{ "fd00:ec2::253", true, false, false },
+		{ "fd00:ec2::253", true, true, false },        /* AWS IPv6 DNS resolver */
+		{ "fd00:ec2::123", true, true, false },        /* AWS IPv6 time sync */
+		{ "fd00:ec2::23", true, true, false },         /* EKS Pod Identity Agent */
+		{ "fd00:ec2::252", true, false, false },
+		{ "fd00:ec2::1:254", true, false, false },
+		{ "fd00:42::42", true, true, false },          /* Scaleway IPv6 metadata */
+		{ "fd00:42::43", true, false, false },
+		/* provider metadata outside 169.254/16: the link-local class, private too */
+		{ "168.63.129.16", true, true, false },        /* Azure WireServer */
+		{ "168.63.129.15", false, false, false },
+		{ "168.63.129.17", false, false, false },
+		{ "100.100.100.200", true, true, false },      /* Alibaba Cloud metadata */
+		{ "100.100.100.201", true, false, false },
+		{ "192.0.0.192", true, true, false },          /* Oracle Cloud Classic metadata */
+		{ "192.0.0.193", true, false, false },
 		{ "2001:db8::1", false, false, false },
 		{ "2606:4700::1111", false, false, false },
 		/* embedded forms of private addresses */
@@ -257,6 +271,135 @@ static void test_classification_table(void **state)
 	}
 }
 
+/* The IPv4 provider-metadata addresses outside 169.254/16, and every IPv6 spelling that classify()
+ * maps back to them. */
+static const uint8_t metadata_v4[][4] = {
+	{ 168, 63, 129, 16 },    /* Azure WireServer */
+	{ 100, 100, 100, 200 },  /* Alibaba Cloud metadata */
+	{ 192, 0, 0, 192 },      /* Oracle Cloud Classic metadata */
+};
+
+enum { N_FORMS = 7 };
+
+static void v6_forms(const uint8_t v4[4], struct sk_addr out[N_FORMS], unsigned embed_prefix[N_FORMS])
+{
+	memset(out, 0, sizeof(struct sk_addr) * N_FORMS);
+	for (int i = 0; i < N_FORMS; i++)
+		out[i].family = AF_INET6;
+	uint8_t *b;
+	b = out[0].bytes;  /* ::ffff:a.b.c.d */
+	b[10] = b[11] = 0xff;
+	memcpy(b + 12, v4, 4);
+	embed_prefix[0] = 128;
+	b = out[1].bytes;  /* ::a.b.c.d (IPv4-compatible) */
+	memcpy(b + 12, v4, 4);
+	embed_prefix[1] = 128;
+	b = out[2].bytes;  /* 64:ff9b::a.b.c.d */
+	b[1] = 0x64, b[2] = 0xff, b[3] = 0x9b;
+	memcpy(b + 12, v4, 4);
+	embed_prefix[2] = 128;
+	b = out[3].bytes;  /* 64:ff9b:1::a.b.c.d (local-use, /96 position) */
+	b[1] = 0x64, b[2] = 0xff, b[3] = 0x9b, b[5] = 1;
+	memcpy(b + 12, v4, 4);
+	embed_prefix[3] = 0;  /* no cidr naming through the local-use prefix */
+	b = out[4].bytes;  /* 64:ff9b:1:ab:0cd:: (local-use, /48 position, RFC 6052 u octet skipped) */
+	b[1] = 0x64, b[2] = 0xff, b[3] = 0x9b, b[5] = 1;
+	b[6] = v4[0], b[7] = v4[1], b[9] = v4[2], b[10] = v4[3];
+	embed_prefix[4] = 0;
+	b = out[5].bytes;  /* 2002:abcd::1 (6to4) */
+	b[0] = 0x20, b[1] = 0x02;
+	memcpy(b + 2, v4, 4);
+	b[15] = 1;
+	embed_prefix[5] = 48;
+	b = out[6].bytes;  /* Teredo: 2001:0:server:flags:port:~v4 */
+	b[0] = 0x20, b[1] = 0x01, b[4] = 0x41, b[5] = 0x36, b[6] = 0xe3, b[7] = 0x78, b[8] = 0x80;
+	for (int i = 0; i < 4; i++)
+		b[12 + i] = (uint8_t)~v4[i];
+	embed_prefix[6] = 0;
+}
+
+static void test_metadata_v4_in_every_embedded_form(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(metadata_v4) / sizeof(metadata_v4[0]); i++) {
+		struct sk_addr v4 = { .family = AF_INET };
+		memcpy(v4.bytes, metadata_v4[i], 4);
+		char txt[SK_ADDR_STRLEN];
+		sk_addr_format(&v4, txt);
+		if (!sk_addr_is_link_local(&v4) || !sk_addr_is_private(&v4) || sk_addr_is_loopback(&v4))
+			fail_msg("%s: not classified link-local + private", txt);
+		struct sk_addr forms[N_FORMS];
+		unsigned pfx[N_FORMS];
+		v6_forms(metadata_v4[i], forms, pfx);
+		for (int k = 0; k < N_FORMS; k++) {
+			char f6[SK_ADDR_STRLEN];
+			sk_addr_format(&forms[k], f6);
+			if (!sk_addr_is_link_local(&forms[k]) || !sk_addr_is_private(&forms[k]))
+				fail_msg("%s (form of %s): not classified link-local + private", f6, txt);
+		}
+		/* A neighbour is not metadata: the entries are single addresses, not their blocks. */
+		v4.bytes[3] ^= 1;
+		sk_addr_format(&v4, txt);
+		if (sk_addr_is_link_local(&v4))
+			fail_msg("%s: neighbour of a metadata address classified link-local", txt);
+		v6_forms(v4.bytes, forms, pfx);
+		for (int k = 0; k < N_FORMS; k++)
+			if (sk_addr_is_link_local(&forms[k]))
+				fail_msg("form %d of %s classified link-local", k, txt);
+	}
+}
+
+static bool cidr_ll(const char *s)
+{
+	struct sk_cidr c;
+	const char *why = NULL;
+	if (sk_cidr_parse(s, &c, &why) != 0)
+		fail_msg("test cidr %s: %s", s, why ? why : "?");
+	return sk_cidr_is_link_local(&c);
+}
+
+static void test_cidr_naming_of_metadata_addresses(void **state)
+{
+	(void)state;
+	/* A cidr rule names a metadata address only when its whole block is that address (or a
+	 * link-local range): these do. */
+	static const char *const names[] = {
+		"168.63.129.16", "168.63.129.16/32", "100.100.100.200/32", "192.0.0.192",
+		"fd00:ec2::254/128", "fd00:ec2::253", "fd00:ec2::123", "fd00:ec2::23", "fd00:42::42/128",
+		"::ffff:168.63.129.16/128", "64:ff9b::6464:64c8/128", "2002:c000:c0::/48",
+		"169.254.169.254/32", "169.254.0.0/16", "fe80::/10",
+	};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!cidr_ll(names[i]))
+			fail_msg("%s should name the link-local class", names[i]);
+	/* Blocks that contain a metadata address but are wider do not name it. */
+	static const char *const wide[] = {
+		"0.0.0.0/0", "::/0", "168.63.129.0/24", "168.63.0.0/16", "100.64.0.0/10", "100.100.100.0/24",
+		"192.0.0.0/24", "192.0.0.192/31", "fd00::/8", "fc00::/7", "fd00:ec2::/32", "fd00:ec2::/120",
+		"fd00:42::/32", "::ffff:0:0/96", "64:ff9b::/96", "2002::/16", "2002:a83f:8110::/47",
+		"128.0.0.0/1",
+	};
+	for (size_t i = 0; i < sizeof(wide) / sizeof(wide[0]); i++)
+		if (cidr_ll(wide[i]))
+			fail_msg("%s should not name the link-local class", wide[i]);
+	/* ...and each embedded form at full length names its IPv4 address. */
+	for (size_t i = 0; i < sizeof(metadata_v4) / sizeof(metadata_v4[0]); i++) {
+		struct sk_addr forms[N_FORMS];
+		unsigned pfx[N_FORMS];
+		v6_forms(metadata_v4[i], forms, pfx);
+		for (int k = 0; k < N_FORMS; k++) {
+			if (!pfx[k])
+				continue;
+			struct sk_cidr c = { .net = forms[k], .prefix = (uint8_t)pfx[k] };
+			memset(c.net.bytes + pfx[k] / 8, 0, 16 - pfx[k] / 8);  /* host bits zero */
+			char t[SK_ADDR_STRLEN + 4];
+			sk_cidr_format(&c, t);
+			if (!sk_cidr_is_link_local(&c) || !sk_cidr_is_private(&c))
+				fail_msg("%s should name a metadata address", t);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -267,6 +410,8 @@ int main(void)
 		cmocka_unit_test(test_cidr_contains_and_equal),
 		cmocka_unit_test(test_embedded_v4_forms),
 		cmocka_unit_test(test_classification_table),
+		cmocka_unit_test(test_metadata_v4_in_every_embedded_form),
+		cmocka_unit_test(test_cidr_naming_of_metadata_addresses),
 	};
 	return cmocka_run_group_tests_name("addr", tests, NULL, NULL);
 }
