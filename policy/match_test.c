@@ -382,9 +382,10 @@ static void test_metadata_is_link_local_even_without_block_private(void **state)
 		expect_deny(q(f, NULL, "fe80::1", 80, SK_PROTO_HTTP), SK_REASON_LINK_LOCAL);
 		expect_deny(q(f, NULL, "::ffff:169.254.169.254", 80, SK_PROTO_HTTP), SK_REASON_LINK_LOCAL);
 	}
-	/* fd00::/8 names the rest of the ULA block but not the metadata address inside it. */
+	/* fd00::/8 names the rest of the ULA block but not the metadata addresses inside it. */
 	f->p.block_private = true;
-	expect_allow(q(f, NULL, "fd00:ec2::253", 80, SK_PROTO_HTTP), 4);
+	expect_allow(q(f, NULL, "fd00:ec2::252", 80, SK_PROTO_HTTP), 4);
+	expect_deny(q(f, NULL, "fd00:ec2::253", 80, SK_PROTO_HTTP), SK_REASON_LINK_LOCAL);
 	fx_free(f);
 
 	f = fx_new(4);
@@ -399,6 +400,88 @@ static void test_metadata_is_link_local_even_without_block_private(void **state)
 	expect_deny(q(f, NULL, "169.254.169.253", 80, SK_PROTO_HTTP), SK_REASON_LINK_LOCAL);
 	expect_allow(q(f, NULL, "fd00:ec2::254", 80, SK_PROTO_HTTP), 1);
 	expect_allow(q(f, NULL, "fe80::1", 547, SK_PROTO_UDP), 2);
+	fx_free(f);
+}
+
+/* Provider metadata and host-service addresses outside 169.254/16 and fe80::/10 (docs/policy.md): denied
+ * as link-local with or without blockPrivate, under 0.0.0.0/0, ::/0 and the private blocks that contain
+ * them, in every IPv6 spelling of the IPv4 ones; a cidr rule naming exactly one of them allows it. */
+static void test_provider_metadata_addresses(void **state)
+{
+	(void)state;
+	static const char *const meta[] = {
+		"168.63.129.16", "::ffff:168.63.129.16", "64:ff9b::a83f:8110", "2002:a83f:8110::1",
+		"64:ff9b:1::a83f:8110", "::168.63.129.16",
+		"100.100.100.200", "::ffff:100.100.100.200", "64:ff9b::6464:64c8", "2002:6464:64c8::",
+		"192.0.0.192", "::ffff:192.0.0.192", "64:ff9b::c000:c0", "2002:c000:c0:1::1",
+		"fd00:ec2::254", "fd00:ec2::253", "fd00:ec2::123", "fd00:ec2::23", "fd00:42::42",
+	};
+	struct fixture *f = fx_new(8);
+	fx_cidr(f, "0.0.0.0/0", ANY_PORT, SK_PROTO_ANY);        /* 0 */
+	fx_cidr(f, "::/0", ANY_PORT, SK_PROTO_ANY);             /* 1 */
+	fx_cidr(f, "100.64.0.0/10", ANY_PORT, SK_PROTO_ANY);    /* 2 */
+	fx_cidr(f, "192.0.0.0/24", ANY_PORT, SK_PROTO_ANY);     /* 3 */
+	fx_cidr(f, "fd00::/8", ANY_PORT, SK_PROTO_ANY);         /* 4 */
+	fx_cidr(f, "168.63.128.0/23", ANY_PORT, SK_PROTO_ANY);  /* 5 */
+	fx_host(f, "wireserver.example", ANY_PORT, SK_PROTO_ANY); /* 6 */
+	fx_build(f);
+	for (int bp = 0; bp < 2; bp++) {
+		f->p.block_private = bp;
+		for (size_t i = 0; i < sizeof(meta) / sizeof(meta[0]); i++) {
+			struct sk_decision d = q(f, NULL, meta[i], 80, SK_PROTO_HTTP);
+			if (d.allow || d.reason != SK_REASON_LINK_LOCAL)
+				fail_msg("%s (blockPrivate %d): allow=%d reason=%s", meta[i], bp, d.allow,
+					 sk_reason_name(d.reason));
+			d = q(f, "wireserver.example", meta[i], 443, SK_PROTO_TLS);
+			if (d.allow || d.reason != SK_REASON_LINK_LOCAL)
+				fail_msg("%s via host rule (blockPrivate %d): allow=%d", meta[i], bp, d.allow);
+			struct sk_addr a;
+			assert_int_equal(sk_addr_parse(meta[i], &a), 0);
+			if (sk_match_addr(&f->p, &a) != -1)  /* DNS answers: the rebinding defence refuses it */
+				fail_msg("%s (blockPrivate %d): sk_match_addr %d", meta[i], bp,
+					 sk_match_addr(&f->p, &a));
+		}
+	}
+	/* Neighbours are not metadata: the private blocks name them. */
+	f->p.block_private = true;
+	expect_allow(q(f, NULL, "100.100.100.201", 80, SK_PROTO_HTTP), 2);
+	expect_allow(q(f, NULL, "192.0.0.193", 80, SK_PROTO_HTTP), 3);
+	expect_allow(q(f, NULL, "168.63.129.17", 80, SK_PROTO_HTTP), 0);
+	expect_allow(q(f, NULL, "fd00:ec2::1", 80, SK_PROTO_HTTP), 4);
+	fx_free(f);
+
+	f = fx_new(8);
+	fx_cidr(f, "168.63.129.16/32", P80, SK_PROTO_HTTP);    /* 0 */
+	fx_cidr(f, "100.100.100.200", ANY_PORT, SK_PROTO_ANY); /* 1 */
+	fx_cidr(f, "192.0.0.192/32", P80, SK_PROTO_TCP);       /* 2 */
+	fx_cidr(f, "fd00:ec2::253/128", ANY_PORT, SK_PROTO_UDP); /* 3 */
+	fx_cidr(f, "fd00:42::42", P80, SK_PROTO_ANY);          /* 4 */
+	fx_cidr(f, "0.0.0.0/0", ANY_PORT, SK_PROTO_ANY);       /* 5 */
+	fx_build(f);
+	for (int bp = 0; bp < 2; bp++) {
+		f->p.block_private = bp;
+		expect_allow(q(f, NULL, "168.63.129.16", 80, SK_PROTO_HTTP), 0);
+		expect_allow(q(f, NULL, "::ffff:168.63.129.16", 80, SK_PROTO_HTTP), 0);
+		expect_allow(q(f, NULL, "64:ff9b::a83f:8110", 80, SK_PROTO_HTTP), 0);
+		expect_allow(q(f, NULL, "2002:a83f:8110::1", 80, SK_PROTO_HTTP), 0);
+		expect_deny(q(f, NULL, "168.63.129.16", 443, SK_PROTO_TLS), SK_REASON_LINK_LOCAL);
+		expect_deny(q(f, NULL, "168.63.129.16", 80, SK_PROTO_TCP), SK_REASON_LINK_LOCAL);
+		expect_allow(q(f, NULL, "100.100.100.200", 8080, SK_PROTO_TCP), 1);
+		expect_allow(q(f, NULL, "192.0.0.192", 80, SK_PROTO_HTTP), 2);
+		expect_deny(q(f, NULL, "192.0.0.192", 443, SK_PROTO_TLS), SK_REASON_LINK_LOCAL);
+		expect_allow(q(f, NULL, "fd00:ec2::253", 53, SK_PROTO_UDP), 3);
+		expect_deny(q(f, NULL, "fd00:ec2::253", 53, SK_PROTO_TCP), SK_REASON_LINK_LOCAL);
+		expect_allow(q(f, NULL, "fd00:42::42", 80, SK_PROTO_HTTP), 4);
+		expect_deny(q(f, NULL, "fd00:ec2::254", 80, SK_PROTO_HTTP), SK_REASON_LINK_LOCAL);
+		expect_deny(q(f, NULL, "169.254.169.254", 80, SK_PROTO_HTTP), SK_REASON_LINK_LOCAL);
+		struct sk_addr a;
+		assert_int_equal(sk_addr_parse("168.63.129.16", &a), 0);
+		assert_int_equal(sk_match_addr(&f->p, &a), 0);
+		assert_int_equal(sk_addr_parse("fd00:ec2::253", &a), 0);
+		assert_int_equal(sk_match_addr(&f->p, &a), 3);
+		assert_int_equal(sk_addr_parse("fd00:ec2::123", &a), 0);
+		assert_int_equal(sk_match_addr(&f->p, &a), -1);
+	}
 	fx_free(f);
 }
 
@@ -699,7 +782,8 @@ static void test_random_policies_agree_with_linear_scan(void **state)
 	static const char *const labels[] = { "a", "b", "c", "com", "net", "x-y" };
 	static const char *const nets4[] = { "198.18.0.0/15", "198.18.0.0/16", "198.18.1.0/24", "198.18.1.1",
 					     "10.0.0.0/8", "10.1.0.0/16", "0.0.0.0/0", "169.254.0.0/16",
-					     "169.254.169.254", "128.0.0.0/1", "192.168.0.0/16", "127.0.0.0/8" };
+					     "169.254.169.254", "128.0.0.0/1", "192.168.0.0/16", "127.0.0.0/8",
+					     "100.64.0.0/10", "168.63.129.16", "168.63.0.0/16" };
 	static const char *const nets6[] = { "2001:db8::/32", "2001:db8:1::/48", "::/0", "fd00::/8",
 					     "fd00:ec2::254", "fe80::/10", "::ffff:0:0/96", "2002::/16",
 					     "::ffff:10.0.0.0/104", "64:ff9b::/96" };
@@ -707,7 +791,9 @@ static void test_random_policies_agree_with_linear_scan(void **state)
 					    "169.254.169.254", "169.254.1.1", "192.168.1.1", "127.0.0.1",
 					    "8.8.8.8", "2001:db8::1", "2001:db8:1::5", "fd00:ec2::254", "fd00::1",
 					    "fe80::1", "::ffff:10.1.2.3", "::ffff:198.18.1.1", "64:ff9b::c612:101",
-					    "2002:c612:101::1", "2002:a01:203::", "::1", "2001:0:1:2:3:4:f5fe:fdfc" };
+					    "2002:c612:101::1", "2002:a01:203::", "::1", "2001:0:1:2:3:4:f5fe:fdfc",
+					    "168.63.129.16", "100.100.100.200", "100.100.100.201", "fd00:ec2::253",
+					    "::ffff:168.63.129.16" };
 	static const uint16_t port_sets[][4] = { { 0 }, { 443, 0 }, { 80, 443, 0 }, { 53, 0 }, { 22, 80, 8443, 0 } };
 	static const uint16_t qports[] = { 22, 53, 80, 443, 8443, 9999 };
 	unsigned seed = 12345;
@@ -810,6 +896,7 @@ int main(void)
 		cmocka_unit_test(test_private_ranges_need_a_naming_cidr_rule),
 		cmocka_unit_test(test_embedded_forms_of_private_addresses),
 		cmocka_unit_test(test_metadata_is_link_local_even_without_block_private),
+		cmocka_unit_test(test_provider_metadata_addresses),
 		cmocka_unit_test(test_first_match_is_smallest_index),
 		cmocka_unit_test(test_audit_mode_allows_and_reports),
 		cmocka_unit_test(test_match_name_for_dns),
