@@ -136,6 +136,33 @@ void sk_audit_init(struct sk_audit *a, int fd, struct sk_denials *denials)
 	a->fd = fd;
 	a->denials = denials;
 	a->lines = a->write_errors = 0;
+	a->batch = false;
+	a->blen = 0;
+}
+
+static void write_all(struct sk_audit *a, const char *buf, size_t n)
+{
+	size_t off = 0;
+	while (off < n) {
+		ssize_t w = write(a->fd, buf + off, n - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			a->write_errors++;
+			return;
+		}
+		off += (size_t)w;
+	}
+}
+
+void sk_audit_batch(struct sk_audit *a) { a->batch = true; }
+
+void sk_audit_flush(struct sk_audit *a)
+{
+	if (a->blen == 0)
+		return;
+	write_all(a, a->bbuf, a->blen);
+	a->blen = 0;
 }
 
 void sk_audit_emit(struct sk_audit *a, const struct sk_audit_rec *r)
@@ -148,16 +175,13 @@ void sk_audit_emit(struct sk_audit *a, const struct sk_audit_rec *r)
 	if (deny && a->denials)
 		sk_denials_push(a->denials, line, n);
 	line[n++] = '\n';
-	size_t off = 0;
-	while (off < n) {
-		ssize_t w = write(a->fd, line + off, n - off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			a->write_errors++;
-			return;
-		}
-		off += (size_t)w;
-	}
 	a->lines++;
+	if (!a->batch) {
+		write_all(a, line, n);
+		return;
+	}
+	if (a->blen + n > sizeof(a->bbuf))
+		sk_audit_flush(a);
+	memcpy(a->bbuf + a->blen, line, n);
+	a->blen += n;
 }

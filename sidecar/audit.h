@@ -39,10 +39,17 @@ struct sk_audit_rec {
 	uint64_t duration_ms;
 };
 
+#define SK_AUDIT_BATCH_MAX 65536
+
 struct sk_audit {
 	int fd;                     /* borrowed; usually STDOUT_FILENO */
 	struct sk_denials *denials; /* borrowed; may be NULL */
 	uint64_t lines, write_errors;
+	/* Batching (sk_audit_batch): whole lines collected during one loop round, written by
+	 * sk_audit_flush at its end — one write(2) a round instead of one a connection. */
+	bool batch;
+	size_t blen;
+	char bbuf[SK_AUDIT_BATCH_MAX];
 };
 
 void sk_audit_init(struct sk_audit *a, int fd, struct sk_denials *denials);
@@ -52,6 +59,11 @@ size_t sk_audit_format(const struct sk_audit_rec *r, const struct timespec *wall
 /* Formats with the current wall clock, writes the line, pushes denials. Never fails the caller: a
  * failed write is counted in write_errors (the connection decision stands either way). */
 void sk_audit_emit(struct sk_audit *a, const struct sk_audit_rec *r);
+/* From now on lines are collected and written by sk_audit_flush (which the sidecar runs at the end of
+ * every loop round and at exit); a write only ever carries whole lines. Without it every line is
+ * written at once. */
+void sk_audit_batch(struct sk_audit *a);
+void sk_audit_flush(struct sk_audit *a);
 /* "a.b.c.d:port" or "[v6]:port". */
 void sk_audit_endpoint(const struct sk_addr *a, uint16_t port, char out[SK_ADDR_STRLEN + 8]);
 

@@ -22,6 +22,8 @@ struct sk_loop {
 	int n_events, cur;
 	struct sk_timer **heap;
 	size_t n_heap, cap_heap;
+	void (*turn_end)(void *ctx);   /* after each round's callbacks and timers (audit flush) */
+	void *turn_end_ctx;
 };
 
 uint64_t sk_monotonic_ms(void)
@@ -81,15 +83,34 @@ int sk_loop_mod(struct sk_loop *l, struct sk_io *io, uint32_t events, struct sk_
 	return 0;
 }
 
+static void blank_pending(struct sk_loop *l, const struct sk_io *io)
+{
+	for (int i = l->cur + 1; i < l->n_events; i++)
+		if (l->events[i].data.ptr == io)
+			l->events[i].data.ptr = NULL;
+}
+
 void sk_loop_del(struct sk_loop *l, struct sk_io *io)
 {
 	if (!io->registered)
 		return;
-	epoll_ctl(l->epfd, EPOLL_CTL_DEL, io->fd, NULL);
+	(void)epoll_ctl(l->epfd, EPOLL_CTL_DEL, io->fd, NULL);
 	io->registered = false;
-	for (int i = l->cur + 1; i < l->n_events; i++)
-		if (l->events[i].data.ptr == io)
-			l->events[i].data.ptr = NULL;
+	blank_pending(l, io);
+}
+
+void sk_loop_forget(struct sk_loop *l, struct sk_io *io)
+{
+	if (!io->registered)
+		return;
+	io->registered = false;
+	blank_pending(l, io);
+}
+
+void sk_loop_set_turn_end(struct sk_loop *l, void (*fn)(void *ctx), void *ctx)
+{
+	l->turn_end = fn;
+	l->turn_end_ctx = ctx;
 }
 
 /* ---- timer heap (binary heap in an array, smallest due_ms at index 0) ---- */
@@ -225,6 +246,8 @@ int sk_loop_run_once(struct sk_loop *l, int max_wait_ms, struct sk_err *err)
 	l->n_events = 0;
 	l->cur = 0;
 	ran += run_timers(l);
+	if (l->turn_end)
+		l->turn_end(l->turn_end_ctx);
 	return ran;
 }
 

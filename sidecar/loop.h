@@ -48,6 +48,13 @@ int sk_loop_mod(struct sk_loop *l, struct sk_io *io, uint32_t events, struct sk_
 /* Removes io (no-op if not registered); pending events for it in this round are dropped. Call before
  * closing io->fd. */
 void sk_loop_del(struct sk_loop *l, struct sk_io *io);
+/* Like sk_loop_del without the epoll_ctl: for an fd the caller closes right away (closing removes it
+ * from the epoll set). Pending events for io in this round are dropped all the same. Never use it on an
+ * fd that stays open: epoll would keep reporting it with a pointer to io. */
+void sk_loop_forget(struct sk_loop *l, struct sk_io *io);
+/* fn(ctx) runs once at the end of every round, after the I/O callbacks and timers (one hook; NULL
+ * removes it): lets a writer batch what a round produced into one write. */
+void sk_loop_set_turn_end(struct sk_loop *l, void (*fn)(void *ctx), void *ctx);
 
 void sk_timer_init(struct sk_timer *t, sk_timer_cb cb, void *ctx);
 /* Arms (or re-arms) t to fire once, after_ms from the loop's current time. 0 or -ENOMEM. */

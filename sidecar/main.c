@@ -134,6 +134,8 @@ static int run_loop(struct run *r, struct sk_err *err)
 	}
 }
 
+static void audit_flush_cb(void *ctx) { sk_audit_flush(ctx); }
+
 int main(int argc, char **argv)
 {
 	struct sk_config cfg;
@@ -177,6 +179,9 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	sk_audit_init(&sc.audit, STDOUT_FILENO, sc.denials);
+	/* One audit write a loop round, not one a connection. */
+	sk_audit_batch(&sc.audit);
+	sk_loop_set_turn_end(sc.loop, audit_flush_cb, &sc.audit);
 
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
@@ -235,6 +240,7 @@ out:
 	sk_gateway_free(sc.gateway);  /* gateway */
 	sk_dns_server_free(r.dns);  /* dns */
 	sk_proxy_free(sc.proxy);
+	sk_audit_flush(&sc.audit);   /* the lines the shutdown itself wrote */
 	if (sc.loop)
 		sk_timer_cancel(sc.loop, &r.drain);
 	sk_denials_free(sc.denials);

@@ -33,6 +33,8 @@
 #define CLOSING_LINGER_MS 2000
 #define ACCEPT_BURST 128
 #define SRC_BUCKETS 256
+/* Each connection's two fds are registered once, edge-triggered, for everything the relay needs. */
+#define CONN_EVENTS (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)
 
 enum conn_state { CS_PEEK = 0, CS_RESOLVE, CS_CONNECT, CS_RELAY, CS_CLOSING };
 
@@ -377,8 +379,9 @@ static void conn_free(struct conn *c)
 	if (c->resolving && sc->resolve.cancel)
 		sc->resolve.cancel(sc->resolve.ctx, c->resolving);
 	c->resolving = NULL;
-	sk_loop_del(l, &c->cio);
-	sk_loop_del(l, &c->uio);
+	/* Both fds are closed below (or were just now): closing takes them out of the epoll set. */
+	sk_loop_forget(l, &c->cio);
+	sk_loop_forget(l, &c->uio);
 	sk_timer_cancel(l, &c->timer);
 	if (c->cfd >= 0)
 		close(c->cfd);
@@ -406,6 +409,8 @@ static void conn_deny_rst(struct conn *c, const char *reason)
 	if (c->px->sc->metrics)
 		sk_metrics_conn(c->px->sc->metrics, "deny", reason, c->rule, metrics_proto(c));
 	conn_audit(c, "deny", c->bytes_in, c->bytes_out);
+	sk_loop_forget(c->px->sc->loop, &c->cio);
+	sk_loop_forget(c->px->sc->loop, &c->uio);
 	close_rst(c->cfd);
 	c->cfd = -1;
 	close_rst(c->ufd);
@@ -436,6 +441,14 @@ static void closing_timer(struct sk_loop *l, struct sk_timer *t)
 	conn_free(t->ctx);
 }
 
+/* While resolving or connecting: client edges are left for the relay, which looks when it starts. */
+static void ignore_io(struct sk_loop *l, struct sk_io *io, uint32_t events)
+{
+	(void)l;
+	(void)io;
+	(void)events;
+}
+
 /* Deny with a protocol-level answer (TLS alert, HTTP 403), then drain the client until EOF or a short
  * linger: closing with unread bytes would make the kernel send RST, which can overtake the answer. */
 static void conn_deny_answer(struct conn *c, const char *reason, const void *msg, size_t len)
@@ -449,15 +462,18 @@ static void conn_deny_answer(struct conn *c, const char *reason, const void *msg
 	(void)send(c->cfd, msg, len, MSG_NOSIGNAL | MSG_DONTWAIT);
 	(void)shutdown(c->cfd, SHUT_WR);
 	/* The upstream (a late or later-request deny) learns nothing more: reset it. */
+	sk_loop_forget(l, &c->uio);
 	close_rst(c->ufd);
 	c->ufd = -1;
 	c->st = CS_CLOSING;
-	sk_loop_del(l, &c->cio);
 	sk_timer_cancel(l, &c->timer);
-	sk_io_init(&c->cio, c->cfd, closing_io, c);
+	/* The client's registration stays; it goes level-triggered to drain whatever is left. */
+	c->cio.cb = closing_io;
+	c->cio.ctx = c;
 	sk_timer_init(&c->timer, closing_timer, c);
-	if (sk_loop_add(l, &c->cio, EPOLLIN | EPOLLRDHUP, NULL) < 0 ||
-	    sk_timer_arm(l, &c->timer, CLOSING_LINGER_MS) < 0)
+	int rc = c->cio.registered ? sk_loop_mod(l, &c->cio, EPOLLIN | EPOLLRDHUP, NULL)
+				   : sk_loop_add(l, &c->cio, EPOLLIN | EPOLLRDHUP, NULL);
+	if (rc < 0 || sk_timer_arm(l, &c->timer, CLOSING_LINGER_MS) < 0)
 		conn_free(c);
 }
 
@@ -496,6 +512,8 @@ static void relay_done(struct sk_relay *r, enum sk_relay_end how, int errnum)
 	if (how != SK_RELAY_DONE) {
 		/* A reset (or an idle kill) on one side becomes a reset on the other: neither peer may
 		 * mistake a broken stream for a complete one. */
+		sk_loop_forget(c->px->sc->loop, &c->cio);
+		sk_loop_forget(c->px->sc->loop, &c->uio);
 		close_rst(c->cfd);
 		close_rst(c->ufd);
 		c->cfd = c->ufd = -1;
@@ -520,12 +538,11 @@ static void connect_done(struct conn *c)
 	struct sk_loop *l = c->px->sc->loop;
 	const struct sk_proxy_limits *lim = &c->px->sc->limits;
 	struct sk_err err = { 0 };
-	sk_loop_del(l, &c->uio);
-	sk_loop_del(l, &c->cio);
 	sk_timer_cancel(l, &c->timer);
 	bool gated = c->gate != GATE_NONE;
-	if (sk_relay_start(&c->relay, l, &c->px->pipes, c->cfd, c->ufd, gated ? NULL : c->buf,
-			   gated ? 0 : c->len, lim->idle_timeout_ms, relay_done, c, &err) < 0) {
+	/* The relay takes over both registrations as they are: no epoll_ctl from here to close. */
+	if (sk_relay_start_on(&c->relay, l, &c->px->pipes, &c->cio, &c->uio, gated ? NULL : c->buf,
+			      gated ? 0 : c->len, lim->idle_timeout_ms, relay_done, c, &err) < 0) {
 		connect_failed(c, "relay_failed");
 		return;
 	}
@@ -543,21 +560,27 @@ static void connect_done(struct conn *c)
 		c->len = c->cap = 0;
 	}
 	c->st = CS_RELAY;
+	/* Edges seen while connecting were not acted on: move what is pending now (the prefix first). */
+	sk_relay_begin(&c->relay);
 }
 
 static void connect_io(struct sk_loop *l, struct sk_io *io, uint32_t events)
 {
 	(void)l;
-	(void)events;
 	struct conn *c = io->ctx;
 	int e = 0;
-	socklen_t len = sizeof(e);
-	if (getsockopt(c->ufd, SOL_SOCKET, SO_ERROR, &e, &len) < 0)
-		e = errno;
-	if (e == 0) {
+	if (!(events & (EPOLLERR | EPOLLHUP))) {
+		if (!(events & EPOLLOUT))
+			return;
+		/* Writable without an error or hang-up: the connect completed; no SO_ERROR round trip. */
 		connect_done(c);
 		return;
 	}
+	socklen_t len = sizeof(e);
+	if (getsockopt(c->ufd, SOL_SOCKET, SO_ERROR, &e, &len) < 0)
+		e = errno;
+	if (e == 0)
+		e = ECONNRESET;
 	connect_failed(c, e == ECONNREFUSED ? "upstream_refused"
 			  : e == ENETUNREACH || e == EHOSTUNREACH ? "upstream_unreachable"
 								   : "upstream_error");
@@ -575,9 +598,14 @@ static void conn_connect(struct conn *c)
 	struct sk_loop *l = sc->loop;
 	if (sc->metrics)
 		sk_metrics_conn(sc->metrics, c->decision, c->reason, c->rule, metrics_proto(c));
-	sk_loop_del(l, &c->cio);
 	sk_timer_cancel(l, &c->timer);
 	c->st = CS_CONNECT;
+	/* Client events wait until the relay runs (it moves what is pending when it starts). */
+	c->cio.cb = ignore_io;
+	if (!c->cio.registered && sk_loop_add(l, &c->cio, CONN_EVENTS, NULL) < 0) {
+		connect_failed(c, "internal_error");
+		return;
+	}
 	/* The sidecar's UID is exempt in nftables, so this connect goes straight out (no redirect loop). */
 	c->ufd = socket(c->dst.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (c->ufd < 0) {
@@ -588,18 +616,23 @@ static void conn_connect(struct conn *c)
 	(void)setsockopt(c->ufd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	struct sockaddr_storage ss;
 	socklen_t sl = sockaddr_from_addr(&c->dst, c->dport, &ss);
-	if (connect(c->ufd, (struct sockaddr *)&ss, sl) == 0) {
-		connect_done(c);
-		return;
-	}
-	if (errno != EINPROGRESS) {
+	int crc = connect(c->ufd, (struct sockaddr *)&ss, sl);
+	if (crc < 0 && errno != EINPROGRESS) {
 		connect_failed(c, errno == ECONNREFUSED ? "upstream_refused" : "upstream_error");
 		return;
 	}
+	/* Registered once, after connect() (an unconnected socket reports EPOLLHUP), for the whole life. */
 	sk_io_init(&c->uio, c->ufd, connect_io, c);
+	if (sk_loop_add(l, &c->uio, CONN_EVENTS, NULL) < 0) {
+		connect_failed(c, "upstream_error");
+		return;
+	}
+	if (crc == 0) {
+		connect_done(c);
+		return;
+	}
 	sk_timer_init(&c->timer, connect_timer, c);
-	if (sk_loop_add(l, &c->uio, EPOLLOUT, NULL) < 0 ||
-	    sk_timer_arm(l, &c->timer, sc->limits.connect_timeout_ms) < 0)
+	if (sk_timer_arm(l, &c->timer, sc->limits.connect_timeout_ms) < 0)
 		connect_failed(c, "upstream_error");
 }
 
@@ -863,7 +896,7 @@ static void act_peek(struct conn *c, enum verdict v)
 	if (v == V_PENDING) {
 		/* Stop reading while the name resolves; the resolution has its own short timeout. */
 		struct sk_loop *l = c->px->sc->loop;
-		sk_loop_del(l, &c->cio);
+		c->cio.cb = ignore_io;
 		sk_timer_cancel(l, &c->timer);
 		c->st = CS_RESOLVE;
 		return;
@@ -919,8 +952,9 @@ static void silent_start(struct conn *c)
 static void peek_io(struct sk_loop *l, struct sk_io *io, uint32_t events)
 {
 	(void)l;
-	(void)events;
 	struct conn *c = io->ctx;
+	if (!(events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
+		return;   /* the writable edge of the registration */
 	size_t cap = c->px->sc->limits.peek_cap;
 	for (;;) {
 		if (c->len == c->cap) {
@@ -950,11 +984,15 @@ static void peek_io(struct sk_loop *l, struct sk_io *io, uint32_t events)
 			return;
 		}
 		c->len += (size_t)n;
-		if (c->len < c->cap)
+		/* Edge-triggered: a short read drained the socket (new bytes bring a new edge), unless a FIN
+		 * is queued behind them, which only the next read shows. */
+		if (c->len < c->cap && !(events & (EPOLLRDHUP | EPOLLHUP)))
 			break;
 		if (c->len >= cap)
 			break;
 	}
+	if (c->len == 0)
+		return;
 	peek_decide(c, false);
 }
 
@@ -1043,7 +1081,7 @@ static bool peek_upgrade(struct sk_relay *r)
 	struct conn *c = r->ctx;
 	static const char want[] = "HTTP/1.1 101";
 	char got[sizeof(want) - 1];
-	ssize_t n = recv(r->b.fd, got, sizeof(got), MSG_PEEK | MSG_DONTWAIT);
+	ssize_t n = recv(r->b->fd, got, sizeof(got), MSG_PEEK | MSG_DONTWAIT);
 	if (n < 0)
 		return errno != EAGAIN && errno != EINTR;   /* an error: let the relay see it */
 	bool switched = false;
@@ -1298,7 +1336,7 @@ int sk_proxy_adopt(struct sk_proxy *px, int fd, const struct sk_addr *src, uint1
 		conn_deny_rst(c, "no_memory");
 		return sk_err_set(err, ENOMEM, "proxy: allocate peek buffer");
 	}
-	if (sk_loop_add(sc->loop, &c->cio, EPOLLIN | EPOLLRDHUP, err) < 0 ||
+	if (sk_loop_add(sc->loop, &c->cio, CONN_EVENTS, err) < 0 ||
 	    sk_timer_arm(sc->loop, &c->timer, sc->limits.peek_timeout_ms) < 0) {
 		conn_deny_rst(c, "internal_error");
 		return -EIO;

@@ -90,8 +90,10 @@ static void relay_release(struct sk_relay *r)
 	if (!r->running)
 		return;
 	r->running = false;
-	sk_loop_del(r->loop, &r->a);
-	sk_loop_del(r->loop, &r->b);
+	if (!r->ext_io) {
+		sk_loop_del(r->loop, r->a);
+		sk_loop_del(r->loop, r->b);
+	}
 	sk_timer_cancel(r->loop, &r->idle);
 	sk_pipe_pool_put(r->pool, &r->a2b.pipe, r->a2b.fill == 0);
 	sk_pipe_pool_put(r->pool, &r->b2a.pipe, r->b2a.fill == 0);
@@ -188,7 +190,7 @@ static int gate_pump(struct sk_relay *r, bool *moved)
 	for (;;) {
 		bool step = false;
 		if (r->gout > 0) {
-			ssize_t n = send(r->b.fd, r->gbuf, r->gout, MSG_NOSIGNAL | MSG_DONTWAIT);
+			ssize_t n = send(r->b->fd, r->gbuf, r->gout, MSG_NOSIGNAL | MSG_DONTWAIT);
 			if (n > 0) {
 				memmove(r->gbuf, r->gbuf + n, r->glen - (size_t)n);
 				r->glen -= (size_t)n;
@@ -210,7 +212,7 @@ static int gate_pump(struct sk_relay *r, bool *moved)
 				r->gbuf = nb;
 				r->gcap = ncap;
 			}
-			ssize_t n = recv(r->a.fd, r->gbuf + r->glen, r->gcap - r->glen, 0);
+			ssize_t n = recv(r->a->fd, r->gbuf + r->glen, r->gcap - r->glen, 0);
 			if (n > 0) {
 				r->glen += (size_t)n;
 				r->gate_dirty = true;
@@ -248,7 +250,7 @@ static int gate_pump(struct sk_relay *r, bool *moved)
 			return 0;
 		}
 		if (!d->shut && r->glen == 0 && (d->eof || (r->denied && d->bytes > 0))) {
-			if (shutdown(r->b.fd, SHUT_WR) < 0 && errno != ENOTCONN)
+			if (shutdown(r->b->fd, SHUT_WR) < 0 && errno != ENOTCONN)
 				return -errno;
 			d->shut = true;
 			step = true;
@@ -275,16 +277,16 @@ static void relay_pump(struct sk_relay *r, uint32_t events, int fd)
 	if (r->gate || r->gbuf)
 		rc = gate_pump(r, &moved);
 	if (rc == 0 && !r->gate && !r->gbuf)
-		rc = dir_pump(r, &r->a2b, r->a.fd, r->b.fd, true, &moved);
+		rc = dir_pump(r, &r->a2b, r->a->fd, r->b->fd, true, &moved);
 	if (rc == 0 && r->peek && r->peek(r))
 		r->peek = NULL;
 	if (rc == 0 && !r->peek)
-		rc = dir_pump(r, &r->b2a, r->b.fd, r->a.fd, false, &moved);
+		rc = dir_pump(r, &r->b2a, r->b->fd, r->a->fd, false, &moved);
 	/* A peek that released the hold may have changed what the gate answers (a websocket 101). */
 	if (rc == 0 && r->gate_dirty && r->gate)
 		rc = gate_pump(r, &moved);
 	if (rc == 0 && !r->gate && !r->gbuf)
-		rc = dir_pump(r, &r->a2b, r->a.fd, r->b.fd, true, &moved);
+		rc = dir_pump(r, &r->a2b, r->a->fd, r->b->fd, true, &moved);
 	r->in_pump = false;
 	if (rc < 0) {
 		relay_finish(r, SK_RELAY_RESET, -rc);
@@ -333,9 +335,9 @@ static void relay_idle(struct sk_loop *l, struct sk_timer *t)
 		relay_finish(r, SK_RELAY_RESET, ENOMEM);
 }
 
-int sk_relay_start(struct sk_relay *r, struct sk_loop *l, struct sk_pipe_pool *pool, int a_fd, int b_fd,
-		   const uint8_t *prefix, size_t prefix_len, uint64_t idle_ms, sk_relay_done_cb done,
-		   void *ctx, struct sk_err *err)
+static void relay_init(struct sk_relay *r, struct sk_loop *l, struct sk_pipe_pool *pool,
+		       const uint8_t *prefix, size_t prefix_len, uint64_t idle_ms, sk_relay_done_cb done,
+		       void *ctx)
 {
 	memset(r, 0, sizeof(*r));
 	r->loop = l;
@@ -347,27 +349,58 @@ int sk_relay_start(struct sk_relay *r, struct sk_loop *l, struct sk_pipe_pool *p
 	r->last_ms = sk_loop_now_ms(l);
 	r->done = done;
 	r->ctx = ctx;
-	sk_io_init(&r->a, a_fd, relay_io, r);
-	sk_io_init(&r->b, b_fd, relay_io, r);
 	sk_timer_init(&r->idle, relay_idle, r);
+}
+
+int sk_relay_start(struct sk_relay *r, struct sk_loop *l, struct sk_pipe_pool *pool, int a_fd, int b_fd,
+		   const uint8_t *prefix, size_t prefix_len, uint64_t idle_ms, sk_relay_done_cb done,
+		   void *ctx, struct sk_err *err)
+{
+	relay_init(r, l, pool, prefix, prefix_len, idle_ms, done, ctx);
+	r->a = &r->a_own;
+	r->b = &r->b_own;
+	sk_io_init(r->a, a_fd, relay_io, r);
+	sk_io_init(r->b, b_fd, relay_io, r);
 	const uint32_t ev = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
-	int rc = sk_loop_add(l, &r->a, ev, err);
+	int rc = sk_loop_add(l, r->a, ev, err);
 	if (rc < 0)
 		return sk_err_prefix(err, "relay: client");
-	rc = sk_loop_add(l, &r->b, ev, err);
+	rc = sk_loop_add(l, r->b, ev, err);
 	if (rc < 0) {
-		sk_loop_del(l, &r->a);
+		sk_loop_del(l, r->a);
 		return sk_err_prefix(err, "relay: upstream");
 	}
 	if (idle_ms > 0 && sk_timer_arm(l, &r->idle, idle_ms) < 0) {
-		sk_loop_del(l, &r->a);
-		sk_loop_del(l, &r->b);
+		sk_loop_del(l, r->a);
+		sk_loop_del(l, r->b);
 		return sk_err_set(err, ENOMEM, "relay: idle timer");
 	}
 	r->running = true;
 	/* Edge-triggered registration reports what is already pending, so the first round moves the
 	 * prefix and anything queued without an explicit kick here. */
 	return 0;
+}
+
+int sk_relay_start_on(struct sk_relay *r, struct sk_loop *l, struct sk_pipe_pool *pool, struct sk_io *a,
+		      struct sk_io *b, const uint8_t *prefix, size_t prefix_len, uint64_t idle_ms,
+		      sk_relay_done_cb done, void *ctx, struct sk_err *err)
+{
+	relay_init(r, l, pool, prefix, prefix_len, idle_ms, done, ctx);
+	if (idle_ms > 0 && sk_timer_arm(l, &r->idle, idle_ms) < 0)
+		return sk_err_set(err, ENOMEM, "relay: idle timer");
+	r->ext_io = true;
+	r->a = a;
+	r->b = b;
+	a->cb = b->cb = relay_io;
+	a->ctx = b->ctx = r;
+	r->running = true;
+	return 0;
+}
+
+void sk_relay_begin(struct sk_relay *r)
+{
+	if (r->running)
+		relay_pump(r, 0, -1);
 }
 
 int sk_relay_gate(struct sk_relay *r, sk_relay_gate_fn gate, const uint8_t *initial, size_t initial_len,

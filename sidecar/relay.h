@@ -75,7 +75,9 @@ typedef bool (*sk_relay_peek_fn)(struct sk_relay *r);
 struct sk_relay {
 	struct sk_loop *loop;
 	struct sk_pipe_pool *pool;
-	struct sk_io a, b;     /* a: the client (agent), b: the upstream */
+	struct sk_io *a, *b;   /* a: the client (agent), b: the upstream */
+	struct sk_io a_own, b_own;   /* a and b when the relay registers them itself (sk_relay_start) */
+	bool ext_io;           /* a and b are the owner's registrations (sk_relay_start_on) */
 	struct sk_relay_dir a2b, b2a;
 	const uint8_t *prefix; /* borrowed: bytes read from a before the relay, sent to b first */
 	size_t prefix_len;
@@ -99,6 +101,16 @@ struct sk_relay {
 int sk_relay_start(struct sk_relay *r, struct sk_loop *l, struct sk_pipe_pool *pool, int a_fd, int b_fd,
 		   const uint8_t *prefix, size_t prefix_len, uint64_t idle_ms, sk_relay_done_cb done,
 		   void *ctx, struct sk_err *err);
+/* Relays over descriptors the owner already registered on l, edge-triggered, for EPOLLIN | EPOLLOUT |
+ * EPOLLRDHUP (no epoll_ctl here or at the end): the relay takes a->cb/ctx and b->cb/ctx over while it
+ * runs and leaves the registrations in place when it ends (the owner closes the fds — see
+ * sk_loop_forget — or takes them back with sk_loop_mod). Events the owner consumed before are not
+ * reported again: call sk_relay_begin (after any sk_relay_gate) to move what is already pending. */
+int sk_relay_start_on(struct sk_relay *r, struct sk_loop *l, struct sk_pipe_pool *pool, struct sk_io *a,
+		      struct sk_io *b, const uint8_t *prefix, size_t prefix_len, uint64_t idle_ms,
+		      sk_relay_done_cb done, void *ctx, struct sk_err *err);
+/* The first round of a relay started with sk_relay_start_on. May end it (done is called). */
+void sk_relay_begin(struct sk_relay *r);
 /* Stops without calling done (e.g. on shutdown): deregisters, cancels the timer, returns the pipes, frees
  * the gate buffer. */
 void sk_relay_stop(struct sk_relay *r);
