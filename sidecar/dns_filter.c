@@ -146,10 +146,18 @@ void sk_dns_filter_query(const struct sk_policy *p, const uint8_t *msg, size_t l
 
 int sk_dns_filter_upstream_query(const struct sk_dns_fquery *q, uint16_t id, uint8_t *out, size_t cap)
 {
-	/* RD always: the upstream is the pod's recursive resolver, and a non-recursive answer would be a
-	 * referral that the answer check strips to nothing anyway. */
-	return sk_dns_build_query(id, (uint16_t)(SK_DNS_F_RD | (q->flags & SK_DNS_F_CD)), &q->qname, q->qtype,
-				  q->qclass, true, q->do_bit, out, cap);
+	/* Nothing the client chose beyond (name, type, class) reaches upstream: each free bit would be one
+	 * more bit per query to the allowed zone's servers. The name goes in lower case (length bytes are at
+	 * most 63, below 'A', so folding every byte only touches label text); the header is RD alone (the
+	 * upstream is the pod's recursive resolver: a non-recursive answer would be a referral that the answer
+	 * check strips to nothing anyway; CD, AD and the rest stay 0); EDNS is always our own OPT (our UDP
+	 * size, DO=0, no options), whatever the client sent, so answers up to SK_DNS_EDNS_SIZE still come
+	 * over UDP. */
+	struct sk_dns_name lower = q->qname;
+	for (size_t i = 0; i < lower.len && i < sizeof(lower.wire); i++)
+		if (lower.wire[i] >= 'A' && lower.wire[i] <= 'Z')
+			lower.wire[i] = (uint8_t)(lower.wire[i] + ('a' - 'A'));
+	return sk_dns_build_query(id, SK_DNS_F_RD, &lower, q->qtype, q->qclass, true, false, out, cap);
 }
 
 int sk_dns_filter_local_answer(const struct sk_dns_fquery *q, int rcode, bool tc, uint8_t *out, size_t cap)
@@ -263,21 +271,32 @@ static bool owner_allowed(const struct sk_policy *p, const struct sk_dns_name *n
 
 /* SvcParamKeys (RFC 9460 §14.3.2). */
 #define SVC_KEY_MANDATORY 0
+#define SVC_KEY_IPV4HINT 4
 #define SVC_KEY_ECH 5
+#define SVC_KEY_IPV6HINT 6
+
+/* The SvcParams no HTTPS/SVCB record returned to the client carries: ech (a client holding an ECH config
+ * could hide the name it really wants behind the outer SNI the proxy decides on) and the address hints
+ * (they never bind, so the most they do is point a client at an address it cannot reach — or, with
+ * 169.254.169.254 in an ipv4hint, tell the agent where to aim next; the A/AAAA answers serve instead). */
+static bool svc_key_stripped(uint16_t key)
+{
+	return key == SVC_KEY_IPV4HINT || key == SVC_KEY_ECH || key == SVC_KEY_IPV6HINT;
+}
 
 static uint16_t rd16(const uint8_t *b)
 {
 	return (uint16_t)((b[0] << 8) | b[1]);
 }
 
-/* Copies an HTTPS/SVCB record (RFC 9460) without its `ech` SvcParam: an ECH config from our DNS would
- * let a client hide the name it really wants behind the outer SNI the proxy decides on. The rdata is
+/* Copies an HTTPS/SVCB record (RFC 9460) without its `ech`, `ipv4hint` and `ipv6hint` SvcParams
+ * (svc_key_stripped says why). The rdata is
  * checked as it is walked: priority, an uncompressed TargetName (§2.2; a pointer or an extended label
  * type is malformed), then SvcParams with strictly increasing keys whose values end exactly at RDLENGTH.
  * The record is rebuilt through the writer (owner name re-encoded, RDLENGTH recomputed), so nothing in
  * the output points into the upstream message. Returns 1 written, 0 left out (its `mandatory` list names
- * ech: the record is unusable without it, so the client falls back to its A/AAAA answers), -1 malformed
- * (nothing written). */
+ * a stripped key: the record is unusable without it, so the client falls back to its A/AAAA answers),
+ * -1 malformed (nothing written). */
 static int copy_svcb(struct sk_dns_writer *w, const struct sk_dns_msg *m, const struct sk_dns_rr *rr, uint32_t ttl)
 {
 	const uint8_t *b = m->buf;
@@ -312,7 +331,7 @@ static int copy_svcb(struct sk_dns_writer *w, const struct sk_dns_msg *m, const 
 			if (vlen == 0 || vlen % 2)
 				return -1;
 			for (size_t i = 0; i < vlen; i += 2)
-				if (rd16(b + p + 4 + i) == SVC_KEY_ECH)
+				if (svc_key_stripped(rd16(b + p + 4 + i)))
 					return 0;
 		}
 		p += 4 + (size_t)vlen;
@@ -328,7 +347,7 @@ static int copy_svcb(struct sk_dns_writer *w, const struct sk_dns_msg *m, const 
 	for (p = params; p < end;) {
 		const uint16_t key = rd16(b + p);
 		const size_t n = 4 + (size_t)rd16(b + p + 2);
-		if (key != SVC_KEY_ECH)
+		if (!svc_key_stripped(key))
 			sk_dns_w_bytes(w, b + p, n);
 		p += n;
 	}

@@ -5,7 +5,10 @@
  * BADVERS — never forwarded, since a query for a denied name would itself carry data out) or a forward
  * decision with what is needed to rebuild a canonical upstream query and check its answer. The upstream
  * query is built fresh (sk_dns_filter_upstream_query), never relayed, so nothing the client put in extra
- * sections, options or trailing bytes leaves the pod.
+ * sections, options or trailing bytes leaves the pod; nor do the name's case or the client's header and
+ * EDNS bits: two queries for the same (name, type, class) leave as the same bytes but for the ID (name
+ * in lower case, RD alone, our own OPT with DO=0 and no options). The client's answer still echoes its
+ * question as asked, case included.
  *
  * Answer side: an upstream answer becomes the bytes returned to the client, rebuilt from the records
  * that survive the checks, plus the (address, ttl) pairs to bind to the query's name:
@@ -19,10 +22,12 @@
  *    by a CIDR rule, turns the whole answer into REFUSED (DNS rebinding defence);
  *  - TTLs are capped at SK_BIND_TTL_MAX so a client never caches an address longer than it stays bound;
  *  - every A/AAAA returned is bound (at most SK_DNS_MAX_BINDINGS; extra addresses are stripped rather
- *    than returned unbound); HTTPS/SVCB ipv4hint/ipv6hint are passed through but never bound;
- *  - every HTTPS/SVCB record returned loses its `ech` SvcParam (key 5; RDLENGTH fixed, the message
- *    rebuilt): a client holding an ECH config could hide its real destination behind the outer SNI the
- *    proxy decides on. A record whose `mandatory` list names ech is left out (unusable without it); one
+ *    than returned unbound); HTTPS/SVCB address hints never bind;
+ *  - every HTTPS/SVCB record returned loses its `ech` (key 5), `ipv4hint` (4) and `ipv6hint` (6)
+ *    SvcParams (RDLENGTH fixed, the message rebuilt): a client holding an ECH config could hide its real
+ *    destination behind the outer SNI the proxy decides on, and hints never bind anyway (an ipv4hint of
+ *    169.254.169.254 must not even reach the agent). A record whose `mandatory` list names one of those
+ *    keys is left out (unusable without it); one
  *    with a malformed SvcParams list (keys not strictly increasing, a value past RDLENGTH, a compressed
  *    TargetName) makes the whole answer SERVFAIL, like any other malformed record;
  *  - an answer larger than the client accepts over UDP is replaced by an empty TC=1 answer and binds
@@ -77,11 +82,11 @@ struct sk_dns_filter_opts {
 struct sk_dns_fquery {
 	uint16_t id;              /* client's ID */
 	uint16_t flags;           /* client's flags (RD, CD echoed) */
-	struct sk_dns_name qname; /* as the client spelled it: echoed back and sent upstream */
+	struct sk_dns_name qname; /* as the client spelled it: echoed back (sent upstream in lower case) */
 	uint16_t qtype, qclass;
 	char name[SK_DOMAIN_MAX + 1];  /* normalised; "" when the name is not a valid host name (audit) */
 	int rule;                 /* rule that allows the name, -1 in audit mode without one */
-	bool edns, do_bit;        /* the client sent OPT (so gets one back) / asked for DNSSEC records */
+	bool edns, do_bit;        /* the client sent OPT (so gets one back) / set DO (echoed; never sent up) */
 	uint16_t udp_limit;       /* largest UDP answer the client accepts: 512 or its EDNS size, ≤ 4096 */
 	bool audit;               /* allowed only because mode is audit; `would` holds the denial */
 	enum sk_dns_result would;
@@ -115,7 +120,8 @@ struct sk_dns_averdict {
 void sk_dns_filter_query(const struct sk_policy *p, const uint8_t *msg, size_t len, bool tcp,
 			 uint8_t *out, size_t cap, struct sk_dns_qverdict *v);
 
-/* Builds the upstream query for q with upstream ID id. Returns its length or -ENOSPC. */
+/* Builds the upstream query for q with upstream ID id: lower-cased name, flags RD only, an OPT with
+ * SK_DNS_EDNS_SIZE, DO=0 and no options. Returns its length or -ENOSPC. */
 int sk_dns_filter_upstream_query(const struct sk_dns_fquery *q, uint16_t id, uint8_t *out, size_t cap);
 
 /* Checks an upstream answer ans[0..alen) to q and builds the client's answer into out. upstream_tcp:

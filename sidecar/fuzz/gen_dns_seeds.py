@@ -75,6 +75,10 @@ seeds["r_https_ech"] = hdr(0x4242, 0x8180, an=2, ar=1) + q("pypi.org", 65) + rr(
     rr(name("", 12), 65, struct.pack(">H", 2) + name("svc.pypi.org") + ech) + rr(name("", 12), 64, https_ech)
 seeds["r_https_ech_mandatory"] = hdr(0x4242, 0x8180, an=1) + q("pypi.org", 65) + \
     rr(name("", 12), 65, struct.pack(">HBHHH", 1, 0, 0, 2, 5) + ech)
+seeds["r_https_imds_hint"] = hdr(0x4242, 0x8180, an=2) + q("pypi.org", 65) + \
+    rr(name("", 12), 65, struct.pack(">HB", 1, 0) + struct.pack(">HH", 1, 3) + b"\x02h2" +
+       struct.pack(">HH", 4, 4) + bytes([169, 254, 169, 254]) + ech) + \
+    rr(name("", 12), 64, struct.pack(">HBHHH", 1, 0, 0, 2, 4) + struct.pack(">HH", 4, 4) + bytes([169, 254, 169, 254]))
 seeds["h_https_keys_unsorted"] = hdr(0x4242, 0x8180, an=1) + q("pypi.org", 65) + \
     rr(name("", 12), 65, struct.pack(">HB", 1, 0) + ech + struct.pack(">HH", 1, 3) + b"\x02h2")
 seeds["r_glue"] = hdr(0x4242, 0x8180, an=1, ns=1, ar=1) + qn + rr(name("", 12), 1, bytes([151, 101, 0, 223])) + \
