@@ -147,4 +147,56 @@ run "$P" explain policy/testdata/many-errors.yaml api.github.com 443
 sk_check_eq "explain invalid policy exits 2" 2 "$rc"
 sk_check_eq "explain invalid policy prints diagnostics" 6 "$(grep -c '^policy/testdata/many-errors.yaml:' <<<"$err")"
 
+# --- explain: provider metadata addresses (docs/policy.md, "Link-local and metadata addresses") --------
+# 0.0.0.0/0 and ::/0 match them but do not name them: denied as link_local even with blockPrivate: false,
+# also in IPv4-mapped, NAT64 and 6to4 spelling; a cidr rule that is exactly the address allows it.
+M="$SK_TMP/open.yaml"
+cat >"$M" <<'YAML'
+version: 1
+egress:
+  - cidr: 0.0.0.0/0
+    ports: [80]
+  - cidr: ::/0
+    ports: [80]
+blockPrivate: false
+YAML
+run "$P" check "$M"
+sk_check_eq "check open policy exits 0" 0 "$rc"
+for a in 168.63.129.16 100.100.100.200 192.0.0.192 169.254.169.254 fd00:ec2::254 fd00:ec2::253 \
+	fd00:ec2::123 fd00:ec2::23 fd00:42::42 ::ffff:168.63.129.16 64:ff9b::6464:64c8 2002:c000:c0::1; do
+	run "$P" explain "$M" "$a" 80
+	sk_check_eq "explain $a under 0.0.0.0/0 + ::/0 exits 1" 1 "$rc"
+	sk_check_eq "explain $a under 0.0.0.0/0 + ::/0 is link_local" '"decision":"deny","rule":-1,"reason":"link_local"' \
+		"$(grep -o '"decision":"[a-z]*","rule":-\?[0-9]*,"reason":"[a-z_]*"' <<<"$out")"
+done
+run "$P" explain "$M" 168.63.129.17 80
+sk_check_eq "explain Azure WireServer neighbour is allowed by 0.0.0.0/0" '"decision":"allow","rule":0' \
+	"$(grep -o '"decision":"[a-z]*","rule":-\?[0-9]*' <<<"$out")"
+run "$P" explain "$M" 100.100.100.201 80
+sk_check_eq "explain Alibaba metadata neighbour is allowed by 0.0.0.0/0 (blockPrivate false)" 0 "$rc"
+
+N="$SK_TMP/named.yaml"
+cat >"$N" <<'YAML'
+version: 1
+egress:
+  - cidr: 168.63.129.16/32
+    ports: [80]
+  - cidr: fd00:ec2::254/128
+    ports: [80]
+  - cidr: 100.64.0.0/10
+    ports: [80]
+YAML
+run "$P" explain "$N" 168.63.129.16 80
+sk_check_eq "explain a cidr rule naming the Azure WireServer allows it" '"decision":"allow","rule":0' \
+	"$(grep -o '"decision":"[a-z]*","rule":-\?[0-9]*' <<<"$out")"
+run "$P" explain "$N" ::ffff:168.63.129.16 80
+sk_check_eq "explain the naming rule covers the mapped form" 0 "$rc"
+run "$P" explain "$N" fd00:ec2::254 80
+sk_check_eq "explain a cidr rule naming the AWS IPv6 IMDS allows it" 0 "$rc"
+run "$P" explain "$N" 100.100.100.200 80
+sk_check_eq "explain 100.64.0.0/10 does not name the Alibaba metadata address" '"reason":"link_local"' \
+	"$(grep -o '"reason":"[a-z_]*"' <<<"$out")"
+run "$P" explain "$N" 100.100.100.201 80
+sk_check_eq "explain 100.64.0.0/10 names the rest of CGNAT" 0 "$rc"
+
 sk_summary
