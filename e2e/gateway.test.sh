@@ -176,6 +176,14 @@ sk_check_eq "traversal /../ → 400" 400 "$(code --path-as-is "$GW/ro/echo/../ok
 sk_check_eq "traversal %2e%2e → 400" 400 "$(code "$GW/ro/echo/%2e%2E/ok")"
 sk_check_eq "traversal ..%2f → 400" 400 "$(code "$GW/llm/a/..%2fb")"
 sk_check_eq "encoded NUL in the path → 400" 400 "$(code "$GW/llm/a%00b")"
+# issue 16 item 6: spellings an upstream normalises out of a prefix (Tomcat ";", double decoding, overlong UTF-8)
+for p in '/ro/echo/..;/ok' '/ro/echo/%2e%2e;/ok' '/ro/echo/%252e%252e/ok' '/ro/echo/%c0%ae%c0%ae/ok' \
+	'/ro/echo/.../ok' '/ro/echo//ok' '/ro/echo/%ef%bc%8e%ef%bc%8e/ok'; do
+	sk_check_eq "traversal $p → 400" 400 "$(code --path-as-is "$GW$p")"
+done
+sk_check_eq "';' in the query is fine → 200" 200 "$(code "$GW/ro/echo?x=a;b")"
+sk_check_eq "%20 and a valid UTF-8 escape in the path are fine (upstream's 404)" "404 404" \
+	"$(code "$GW/llm/a%20b") $(code "$GW/llm/files/%E2%9C%93")"
 sk_check_eq "raw CR/LF in the request line → 400" "HTTP/1.1 400 Bad Request" \
 	"$(agent "$PY" "$HERE/client.py" raw 127.0.0.1 15080 'GET /llm/a\rb HTTP/1.1\r\nHost: x\r\n\r\n')"
 sk_check_eq "TRACE is refused (it would echo the key) → 405" 405 "$(code -X TRACE "$GW/llm/echo")"

@@ -252,14 +252,48 @@ static int hexval(char c)
 	return -1;
 }
 
+/* Code points that Unicode compatibility normalisation (NFKC/NFKD, as Java's Normalizer, .NET and some
+ * frameworks apply to paths) or "best fit" conversions turn into '.', '/', '\\', ';' or '%': a segment
+ * spelled with them becomes a dot segment or a separator after the gateway has judged it. */
+static bool cp_confusable(uint32_t cp)
+{
+	static const uint32_t t[] = {
+		0x037e,                    /* GREEK QUESTION MARK → ';' */
+		0x2024, 0x2025, 0x2026,    /* ONE / TWO DOT LEADER, HORIZONTAL ELLIPSIS → ".", "..", "..." */
+		0x2044, 0x2215, 0x29f8,    /* FRACTION SLASH, DIVISION SLASH, BIG SOLIDUS → '/' */
+		0x29f5, 0x29f9,            /* REVERSE SOLIDUS OPERATOR, BIG REVERSE SOLIDUS → '\\' */
+		0xfe52, 0xfe54, 0xfe68, 0xfe6a,   /* SMALL FULL STOP, SEMICOLON, REVERSE SOLIDUS, PERCENT SIGN */
+		0xff05, 0xff0e, 0xff0f, 0xff1b, 0xff3c,   /* FULLWIDTH % . / ; \ */
+	};
+	for (size_t i = 0; i < SK_ARRAY_SIZE(t); i++)
+		if (t[i] == cp)
+			return true;
+	return false;
+}
+
 int sk_gw_check_path(const char *path, size_t len)
 {
-	/* Decode as the upstream (or anything between it and its files) might, then judge the segments:
-	 * a "." or ".." segment in any spelling could climb out of the API's base path or a pathPrefix. */
-	size_t seg_len = 0, seg_dots = 0;
+	/* Only the path is judged; a query ('?' onwards) is the upstream's to read (';' is fine there). */
+	const char *q = memchr(path, '?', len);
+	if (q)
+		len = (size_t)(q - path);
+	/* Judge the segments as the most lenient server behind the upstream URL might read them: Tomcat and
+	 * Spring strip ";params" from each segment ("..;" is ".."), double decoding turns %252e into '.',
+	 * lenient UTF-8 decoders take overlong forms (%c0%ae) for '.', IIS/Windows drop trailing dots and
+	 * spaces ("..." and ".. " are ".."), and compatibility normalisation folds U+FF0E into '.'. So:
+	 * no ';' in the path, no encoded '.', '/', '\\', '%' or ';', no byte sequence that is not shortest-form
+	 * UTF-8 (and no confusable of those characters), no raw '\\', '#', controls or non-ASCII bytes, no
+	 * segment made only of dots (and spaces), and no empty segment but the trailing one: "//" is merged by
+	 * some servers and kept by others, and a leading "//" reads as an authority to URL resolvers, so the
+	 * raw string the path-prefix check sees could name another place than the one the upstream serves. */
+	size_t seg_len = 0, seg_dots = 0, seg_sp = 0;
+	uint32_t cp = 0, cp_min = 0;
+	unsigned need = 0;                 /* UTF-8 continuation bytes still expected */
 	for (size_t i = 0; i <= len; i++) {
 		int c;
 		if (i == len) {
+			if (need)
+				return -EINVAL;    /* truncated UTF-8 sequence */
 			c = '/';
 		} else if (path[i] == '%') {
 			int h = i + 2 < len ? hexval(path[i + 1]) : -1, l = i + 2 < len ? hexval(path[i + 2]) : -1;
@@ -267,25 +301,45 @@ int sk_gw_check_path(const char *path, size_t len)
 				return -EINVAL;
 			c = h * 16 + l;
 			i += 2;
-			if (c == '/' || c == '\\') {
-				/* An encoded separator: some servers split on it, some do not; count it as one. */
-				c = '/';
-			} else if (c < 0x20 || c == 0x7f) {
+			if (c == '.' || c == '/' || c == '\\' || c == '%' || c == ';' || c < 0x20 || c == 0x7f)
 				return -EINVAL;
-			}
 		} else {
 			c = (unsigned char)path[i];
-			if (c == '\\' || c == '#' || c <= 0x20 || c == 0x7f)
+			if (c == '\\' || c == '#' || c == ';' || c <= 0x20 || c >= 0x7f)
 				return -EINVAL;
 		}
-		if (c == '/') {
-			if (seg_len > 0 && seg_len == seg_dots && seg_len <= 2)
+		if (need) {
+			if ((c & 0xc0) != 0x80)
 				return -EINVAL;
-			seg_len = seg_dots = 0;
+			cp = cp << 6 | (uint32_t)(c & 0x3f);
+			if (--need == 0 && (cp < cp_min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) ||
+					    cp_confusable(cp)))
+				return -EINVAL;   /* overlong, out of range, surrogate, or a look-alike */
+			seg_len++;
+			continue;
+		}
+		if (c >= 0x80) {
+			if (c >= 0xc2 && c <= 0xdf)
+				need = 1, cp = (uint32_t)c & 0x1f, cp_min = 0x80;
+			else if (c >= 0xe0 && c <= 0xef)
+				need = 2, cp = (uint32_t)c & 0x0f, cp_min = 0x800;
+			else if (c >= 0xf0 && c <= 0xf4)
+				need = 3, cp = (uint32_t)c & 0x07, cp_min = 0x10000;
+			else
+				return -EINVAL;   /* continuation byte first, C0/C1 (always overlong), F5..FF */
+			seg_len++;
+			continue;
+		}
+		if (c == '/') {
+			if (seg_len == 0 && i > 0 && i < len)
+				return -EINVAL;   /* empty segment ("//"); a trailing '/' is fine */
+			if (seg_dots && seg_dots + seg_sp == seg_len)
+				return -EINVAL;   /* ".", "..", "...", ". .", "..%20" */
+			seg_len = seg_dots = seg_sp = 0;
 		} else {
 			seg_len++;
-			if (c == '.')
-				seg_dots++;
+			seg_dots += c == '.';
+			seg_sp += c == ' ';
 		}
 	}
 	return 0;
@@ -305,6 +359,9 @@ bool sk_gw_path_allowed(const struct sk_api *api, const char *path, size_t len)
 {
 	if (api->n_path_prefixes == 0)
 		return true;
+	/* Judged on the raw string, so only a path every server reads the same way can match a prefix. */
+	if (sk_gw_check_path(path, len) < 0)
+		return false;
 	for (size_t i = 0; i < api->n_path_prefixes; i++) {
 		const char *pre = api->path_prefixes[i];
 		size_t pl = strlen(pre);
@@ -1690,11 +1747,12 @@ static int process_head(struct gw_conn *c)
 		respond_local(c, 404, "unknown api", "unknown_api", 0);
 		return 0;
 	}
-	size_t plen = strcspn(rest, "?");
-	if (plen > rest_len)
-		plen = rest_len;
+	/* rest borrows the agent's buffer, which has no NUL: memchr, never strcspn. */
+	const char *qm = memchr(rest, '?', rest_len);
+	size_t plen = qm ? (size_t)(qm - rest) : rest_len;
 	if (sk_gw_check_path(rest, plen) < 0) {
-		respond_local(c, 400, "path not allowed (dot segments, control bytes or bad escapes)", "bad_path", 0);
+		respond_local(c, 400, "path not allowed (dot segments, ';', encoded '.', '/', '\\' or '%', "
+			      "non-shortest UTF-8, control bytes or bad escapes)", "bad_path", 0);
 		return 0;
 	}
 	struct gw_api_state *as = api_state(g, api->name);

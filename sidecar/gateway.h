@@ -92,13 +92,28 @@ int sk_gw_parse_head(const char *buf, size_t len, struct sk_gw_req *req);
  * -ENOENT when the target names no valid api (→ 404), -EINVAL when it is not origin-form (→ 400). */
 int sk_gw_route(const char *target, size_t len, char name[64], const char **rest, size_t *rest_len);
 
-/* The path part of rest (up to '?'): 0 when safe to forward, else -EINVAL (→ 400). Refuses ".." and "."
- * segments also when percent-encoded (%2e) or split by an encoded or back slash (%2f, %5c, \), encoded
- * NUL / CR / LF / other control bytes, malformed %-escapes, and '#'. */
+/* The path part of rest (judged up to the first '?'; the query is not judged, so "?x=a;b" is fine): 0 when
+ * safe to forward, else -EINVAL (→ 400). Refuses what some server behind the upstream URL could read as a
+ * different path than the raw string (issue 16 item 6):
+ *   - ';' anywhere in the path (Tomcat/Spring strip ";params": "/v1/..;/admin" is "/v1/../admin");
+ *   - percent-encoded '.', '/', '\', '%' and ';' (%2e %2f %5c %25 %3b, either case): double decoding turns
+ *     %252e into '.', and no API needs them encoded;
+ *   - %-escapes whose bytes are not shortest-form UTF-8 (%c0%ae, %e0%80%ae, lone continuation bytes,
+ *     surrogates, > U+10FFFF, truncated sequences), and code points that compatibility normalisation or
+ *     best-fit conversion folds into '.', '/', '\', ';' or '%' (U+FF0E, U+2025, U+FF0F, U+2215, U+037E, ...);
+ *   - raw '\', '#', controls, space and non-ASCII bytes; encoded control bytes; malformed %-escapes;
+ *   - segments made only of dots, or dots and (encoded) spaces: ".", "..", "...", "..%20" (Windows/IIS
+ *     drop trailing dots and spaces);
+ *   - empty segments ("//" anywhere, including a leading "//"); a trailing '/' is fine. Servers disagree on
+ *     "//" (merged by some, kept by others, an authority to URL resolvers when leading), so a prefix check
+ *     on the raw string cannot know which path the upstream serves: refusing it costs no real API.
+ * Legit paths pass: "/v1/messages", "/v1/a%20b", "/v1/files/%E2%9C%93", "/v1/models/claude-3.5". */
 int sk_gw_check_path(const char *path, size_t len);
 
 /* Methods and pathPrefixes of an api. A prefix matches on a segment boundary: "/v1" allows "/v1",
- * "/v1/x" and "/v1?q" but not "/v10"; a prefix ending in '/' is a plain prefix. path = rest's path part. */
+ * "/v1/x" and "/v1?q" but not "/v10"; a prefix ending in '/' is a plain prefix. path = rest's path part.
+ * With prefixes, a path sk_gw_check_path refuses matches none (the raw string is only judged when every
+ * server reads it the same way). */
 bool sk_gw_method_allowed(const struct sk_api *api, const char *method);
 bool sk_gw_path_allowed(const struct sk_api *api, const char *path, size_t len);
 

@@ -183,8 +183,8 @@ static void test_route(void **state)
 static void test_check_path(void **state)
 {
 	(void)state;
-	static const char *const ok[] = { "", "/", "/v1/messages", "/a/.b/c", "/a/..b", "/a/b..", "/...",
-		"/a%20b", "/v1/%E2%9C%93", "//double", "/a/b/", "/x.json" };
+	static const char *const ok[] = { "", "/", "/v1/messages", "/a/.b/c", "/a/..b", "/a/b..",
+		"/a%20b", "/v1/%E2%9C%93", "/a/b/", "/x.json" };
 	static const char *const bad[] = { "/..", "/../x", "/a/../b", "/a/..", "/.", "/./x", "/a/%2e%2e/b",
 		"/a/%2E%2e", "/a/.%2e/b", "/a/%2e./b", "/a/%2e", "/a/..%2fb", "/a/..%2Fb", "/a/..%5cb",
 		"/a\\..\\b", "/a%00b", "/a%0d%0ab", "/a%0Ab", "/a%7f", "/a%zz", "/a%2", "/a%", "/a#frag", "/a/%2e%2e%2f" };
@@ -194,6 +194,87 @@ static void test_check_path(void **state)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		if (sk_gw_check_path(bad[i], strlen(bad[i])) != -EINVAL)
 			fail_msg("should be refused: %s", bad[i]);
+}
+
+/* Issue 16 item 6: spellings that escape a path prefix on an upstream that normalises them (Tomcat/Spring
+ * ";" path parameters, double decoding, lenient UTF-8, IIS trailing dots, Unicode compatibility forms),
+ * from the path-traversal literature. The first group passed sk_gw_check_path before the fix. */
+static const char *const traversal[] = {
+	/* passed before */
+	"/v1/..;/admin", "/v1/%2e%2e;/admin", "/v1/%252e%252e/admin", "/v1/%c0%ae%c0%ae/admin", "/v1/.../admin",
+	"/v1/;/admin", "/v1/admin;jsessionid=x", "/v1/messages;/../admin", "/v1/..;x=y/admin", "/v1/.;/admin",
+	"/v1/%252e%252e%252fadmin", "/v1/%25252e%25252e/admin", "/v1/%252f..%252fadmin", "/v1/..%255cadmin",
+	"/v1/%25", "/v1/a%25b", "/v1/%2e.json", "/v1/%2Ejson", "/v1/a%2Fb", "/v1/a%2fb", "/v1/a%5cb", "/v1/a%5Cb",
+	"/v1/%3b/admin", "/v1/..%3B/admin", "/v1/%c0%ae%c0%ae%c0%afadmin", "/v1/%e0%80%ae%e0%80%ae/admin",
+	"/v1/%f0%80%80%ae%f0%80%80%ae/admin", "/v1/%c0%af", "/v1/%c1%9c", "/v1/%c0%80", "/v1/%80", "/v1/%bf",
+	"/v1/%fe", "/v1/%ff", "/v1/%f5%80%80%80", "/v1/%f4%90%80%80", "/v1/%ed%a0%80", "/v1/%ed%bf%bf",
+	"/v1/%e2%9c", "/v1/%c3", "/v1/%c3/x", "/v1/%c3%28", "/v1/%e2%28%a1", "/v1/%ef%bc%8e%ef%bc%8e/admin",
+	"/v1/..%ef%bc%8fadmin", "/v1/..%ef%bc%bcadmin", "/v1/%e2%80%a5/admin", "/v1/%e2%80%a6/admin",
+	"/v1/%e2%80%a4%e2%80%a4/admin", "/v1/%fe%52", "/v1/%ef%b9%92%ef%b9%92/admin", "/v1/..%e2%88%95admin",
+	"/v1/%cd%be/admin", "/v1/..%ef%bc%9b/admin", "/v1/..../admin", "/v1/.....", "/v1/...", "/v1/..%20/admin",
+	"/v1/.%20/admin", "/v1/%20../admin", "/v1/. ./x", "/v1//admin", "//v1/admin", "//evil.example/x",
+	"/v1///", "/v1/\xc0\xae\xc0\xae/admin", "/v1/\xe2\x9c\x93", "/v1/%e2%9c%93%80",
+	/* refused before too (kept here so the table is the whole list) */
+	"/v1/../admin", "/v1/%2e%2e/admin", "/v1/%2E%2E/admin", "/v1/.%2e/admin", "/v1/%2e./admin",
+	"/v1/..%2fadmin", "/v1/..%2Fadmin", "/v1/..%5cadmin", "/v1/..\\admin", "/v1\\..\\admin", "/v1/%u002e%u002e/a",
+	"/v1/%%32%65%%32%65/admin", "/v1/..%00/admin", "/v1/..%0d/admin", "/v1/..%09/admin", "/v1/a#/../admin",
+	"/v1/./admin", "/v1/..", "/v1/.",
+};
+static const char *const legit[] = {
+	"/v1/messages", "/v1/models/claude-3.5?x=a;b", "/v1/models/claude-3.5", "/v1/a%20b", "/v1/files/%E2%9C%93",
+	"/v1/files/%e2%9c%93", "/v1/files/%F0%9F%98%80", "/v1/files/%C3%A9t%C3%A9", "/v1/files/%c2%80", "/v1/x?a=..;/b",
+	"/v1/x?p=%2e%2e%2f%25%c0%ae", "/v1/x?;", "/v1/.well-known/x", "/v1/a..b", "/v1/...a", "/v1/a.../b", "/v1/",
+	"/v1", "/", "", "?q=1", "/v1/files/file-abc_DEF~1.json", "/v1/%41%42", "/v1/a:b@c!$&'()*+,=",
+	"/v1/%e0%a0%80", "/v1/%ef%bf%bd", "/v1/%f4%8f%bf%bf", "/v1/%ed%9f%bf", "/v1/%ee%80%80",
+};
+
+static void test_check_path_traversal_table(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(traversal) / sizeof(traversal[0]); i++) {
+		/* From an exactly-sized heap copy: ASan sees any read past the end. */
+		size_t n = strlen(traversal[i]);
+		char *p = malloc(n ? n : 1);
+		assert_non_null(p);
+		memcpy(p, traversal[i], n);
+		int rc = sk_gw_check_path(p, n);
+		free(p);
+		if (rc != -EINVAL)
+			fail_msg("should be refused: %s", traversal[i]);
+	}
+	for (size_t i = 0; i < sizeof(legit) / sizeof(legit[0]); i++) {
+		size_t n = strlen(legit[i]);
+		char *p = malloc(n ? n : 1);
+		assert_non_null(p);
+		memcpy(p, legit[i], n);
+		int rc = sk_gw_check_path(p, n);
+		free(p);
+		if (rc != 0)
+			fail_msg("should pass: %s", legit[i]);
+	}
+}
+
+/* The prefix check refuses the same spellings on its own: "/v1/" and "/v1/messages" cannot be left by a
+ * path an upstream normalises. */
+static void test_prefix_not_fooled(void **state)
+{
+	(void)state;
+	char *prefixes[] = { "/v1/", "/v2/messages" };
+	struct sk_api a = { .name = "x", .path_prefixes = prefixes, .n_path_prefixes = 2 };
+	for (size_t i = 0; i < sizeof(traversal) / sizeof(traversal[0]); i++) {
+		const char *t = traversal[i];
+		if (sk_gw_path_allowed(&a, t, strcspn(t, "?")))
+			fail_msg("prefix /v1/ should refuse: %s", t);
+		char v2[256];
+		snprintf(v2, sizeof(v2), "/v2/messages%s", t + 3);   /* "/v1/..;/admin" → "/v2/messages/..;/admin" */
+		if (sk_gw_path_allowed(&a, v2, strcspn(v2, "?")))
+			fail_msg("prefix /v2/messages should refuse: %s", v2);
+	}
+	static const char *const yes[] = { "/v1/messages", "/v1/models/claude-3.5", "/v1/a%20b",
+		"/v1/files/%E2%9C%93", "/v2/messages", "/v2/messages/batches" };
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
+		if (!sk_gw_path_allowed(&a, yes[i], strlen(yes[i])))
+			fail_msg("should be allowed: %s", yes[i]);
 }
 
 static void test_methods_and_prefixes(void **state)
@@ -476,6 +557,8 @@ int main(void)
 		cmocka_unit_test(test_parse_limits),
 		cmocka_unit_test(test_route),
 		cmocka_unit_test(test_check_path),
+		cmocka_unit_test(test_check_path_traversal_table),
+		cmocka_unit_test(test_prefix_not_fooled),
 		cmocka_unit_test(test_methods_and_prefixes),
 		cmocka_unit_test(test_token_eq_and_find),
 		cmocka_unit_test(test_hop_by_hop),
