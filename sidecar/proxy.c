@@ -22,6 +22,7 @@
 #include "sidecar/http_head.h"
 #include "sidecar/http_track.h"
 #include "sidecar/metrics.h"
+#include "sidecar/net.h"
 #include "sidecar/relay.h"
 #include "sidecar/tls_hello.h"
 
@@ -31,7 +32,6 @@
 
 #define PEEK_BUF_INITIAL 2048
 #define CLOSING_LINGER_MS 2000
-#define ACCEPT_BURST 128
 #define SRC_BUCKETS 256
 /* Each connection's two fds are registered once, edge-triggered, for everything the relay needs. */
 #define CONN_EVENTS (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)
@@ -90,15 +90,9 @@ struct conn {
 	uint64_t bytes_in, bytes_out;  /* when the relay ended */
 };
 
-struct listener {
-	struct sk_io io;
-	struct sk_proxy *px;
-	struct sk_timer retry;         /* re-enables accept after EMFILE */
-};
-
 struct sk_proxy {
 	struct sk_sidecar *sc;
-	struct listener l4, l6;
+	struct sk_listener l4, l6;     /* net.h: back off when out of descriptors */
 	struct conn *conns;
 	size_t n_conns;
 	struct sk_pipe_pool pipes;
@@ -271,39 +265,6 @@ static void src_put(struct sk_proxy *px, struct src_count *s)
 
 /* ---- helpers ---- */
 
-static void addr_from_sockaddr(const struct sockaddr_storage *ss, struct sk_addr *a, uint16_t *port)
-{
-	memset(a, 0, sizeof(*a));
-	if (ss->ss_family == AF_INET) {
-		const struct sockaddr_in *s4 = (const struct sockaddr_in *)ss;
-		a->family = AF_INET;
-		memcpy(a->bytes, &s4->sin_addr, 4);
-		*port = ntohs(s4->sin_port);
-	} else {
-		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)ss;
-		a->family = AF_INET6;
-		memcpy(a->bytes, &s6->sin6_addr, 16);
-		*port = ntohs(s6->sin6_port);
-	}
-}
-
-static socklen_t sockaddr_from_addr(const struct sk_addr *a, uint16_t port, struct sockaddr_storage *ss)
-{
-	memset(ss, 0, sizeof(*ss));
-	if (a->family == AF_INET) {
-		struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
-		s4->sin_family = AF_INET;
-		s4->sin_port = htons(port);
-		memcpy(&s4->sin_addr, a->bytes, 4);
-		return sizeof(*s4);
-	}
-	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
-	s6->sin6_family = AF_INET6;
-	s6->sin6_port = htons(port);
-	memcpy(&s6->sin6_addr, a->bytes, 16);
-	return sizeof(*s6);
-}
-
 static void close_rst(int fd)
 {
 	if (fd < 0)
@@ -333,7 +294,7 @@ static bool addr_is_local(const struct sk_addr *a)
 		memset(&ss, 0, sizeof(ss));
 		memcpy(&ss, i->ifa_addr, i->ifa_addr->sa_family == AF_INET ? sizeof(struct sockaddr_in)
 									   : sizeof(struct sockaddr_in6));
-		addr_from_sockaddr(&ss, &x, &port);
+		sk_addr_from_sockaddr(&ss, &x, &port);
 		local = sk_addr_equal(&x, a);
 	}
 	freeifaddrs(ifs);
@@ -615,7 +576,7 @@ static void conn_connect(struct conn *c)
 	int one = 1;
 	(void)setsockopt(c->ufd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	struct sockaddr_storage ss;
-	socklen_t sl = sockaddr_from_addr(&c->dst, c->dport, &ss);
+	socklen_t sl = sk_sockaddr_from_addr(&c->dst, c->dport, &ss);
 	int crc = connect(c->ufd, (struct sockaddr *)&ss, sl);
 	if (crc < 0 && errno != EINPROGRESS) {
 		connect_failed(c, errno == ECONNREFUSED ? "upstream_refused" : "upstream_error");
@@ -1358,99 +1319,39 @@ static int original_dst(int fd, int family, struct sk_addr *dst, uint16_t *port)
 	if (ss.ss_family != AF_INET && ss.ss_family != AF_INET6)
 		return -EAFNOSUPPORT;
 	/* The port comes back in network byte order, like any sockaddr. */
-	addr_from_sockaddr(&ss, dst, port);
+	sk_addr_from_sockaddr(&ss, dst, port);
 	return 0;
 }
 
-static void listener_io(struct sk_loop *l, struct sk_io *io, uint32_t events);
-
-static void listener_retry(struct sk_loop *l, struct sk_timer *t)
+static void proxy_accept(struct sk_listener *ls, int fd, const struct sockaddr_storage *ss)
 {
-	struct listener *ls = t->ctx;
-	if (ls->io.fd >= 0 && !ls->io.registered)
-		(void)sk_loop_add(l, &ls->io, EPOLLIN, NULL);
-}
-
-static void listener_io(struct sk_loop *l, struct sk_io *io, uint32_t events)
-{
-	(void)events;
-	struct listener *ls = io->ctx;
-	struct sk_proxy *px = ls->px;
-	for (int i = 0; i < ACCEPT_BURST; i++) {
-		struct sockaddr_storage ss;
-		socklen_t sl = sizeof(ss);
-		memset(&ss, 0, sizeof(ss));
-		int fd = accept4(io->fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0) {
-			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-				/* Out of descriptors: pause accepting briefly instead of spinning on a
-				 * listener that stays readable. */
-				sk_loop_del(l, io);
-				(void)sk_timer_arm(l, &ls->retry, 100);
-			}
-			return;
-		}
-		struct sk_addr src, dst = { 0 };
-		uint16_t sport = 0, dport = 0;
-		addr_from_sockaddr(&ss, &src, &sport);
-		struct sk_err err = { 0 };
-		if (original_dst(fd, ss.ss_family, &dst, &dport) < 0) {
-			/* No conntrack entry: the connection did not come through our redirect. */
-			struct sk_audit_rec r = { .event = "deny", .src = &src, .src_port = sport, .rule = -1,
-						  .decision = "deny", .reason = "no_original_dst" };
-			sk_audit_emit(&px->sc->audit, &r);
-			close_rst(fd);
-			continue;
-		}
-		(void)sk_proxy_adopt(px, fd, &src, sport, &dst, dport, &err);
+	struct sk_proxy *px = ls->ctx;
+	struct sk_addr src, dst = { 0 };
+	uint16_t sport = 0, dport = 0;
+	sk_addr_from_sockaddr(ss, &src, &sport);
+	struct sk_err err = { 0 };
+	if (original_dst(fd, ss->ss_family, &dst, &dport) < 0) {
+		/* No conntrack entry: the connection did not come through our redirect. */
+		struct sk_audit_rec r = { .event = "deny", .src = &src, .src_port = sport, .rule = -1,
+					  .decision = "deny", .reason = "no_original_dst" };
+		sk_audit_emit(&px->sc->audit, &r);
+		close_rst(fd);
+		return;
 	}
+	(void)sk_proxy_adopt(px, fd, &src, sport, &dst, dport, &err);
 }
 
-static int listen_on(struct sk_proxy *px, struct listener *ls, int family, uint16_t port, struct sk_err *err)
+static int listen_on(struct sk_proxy *px, struct sk_listener *ls, int family, uint16_t port, struct sk_err *err)
 {
-	ls->px = px;
-	sk_io_init(&ls->io, -1, listener_io, ls);
-	sk_timer_init(&ls->retry, listener_retry, ls);
-	sk_autoclose int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return sk_err_sys(err, errno, "proxy: socket");
-	int one = 1;
-	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	/* 127.0.0.1 and ::1, where nftables `redirect` delivers the agent's TCP. */
 	struct sk_addr a = { .family = (uint8_t)family };
 	if (family == AF_INET) {
 		a.bytes[0] = 127;
 		a.bytes[3] = 1;
 	} else {
 		a.bytes[15] = 1;
-		/* v6-only: IPv4 is served by its own listener, and mapped addresses never reach this one. */
-		if (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) < 0)
-			return sk_err_sys(err, errno, "proxy: IPV6_V6ONLY");
 	}
-	struct sockaddr_storage ss;
-	socklen_t sl = sockaddr_from_addr(&a, port, &ss);
-	char ep[SK_ADDR_STRLEN + 8];
-	sk_audit_endpoint(&a, port, ep);
-	if (bind(fd, (struct sockaddr *)&ss, sl) < 0)
-		return sk_err_sys(err, errno, "proxy: bind %s", ep);
-	if (listen(fd, 4096) < 0)
-		return sk_err_sys(err, errno, "proxy: listen %s", ep);
-	ls->io.fd = fd;
-	if (sk_loop_add(px->sc->loop, &ls->io, EPOLLIN, err) < 0) {
-		ls->io.fd = -1;
-		return sk_err_prefix(err, "proxy: %s", ep);
-	}
-	sk_steal_fd(&fd);
-	return 0;
-}
-
-static void listener_close(struct sk_proxy *px, struct listener *ls)
-{
-	if (ls->io.fd < 0)
-		return;
-	sk_loop_del(px->sc->loop, &ls->io);
-	sk_timer_cancel(px->sc->loop, &ls->retry);
-	close(ls->io.fd);
-	ls->io.fd = -1;
+	return sk_listener_open(ls, px->sc->loop, &a, port, 4096, "proxy", proxy_accept, px, err);
 }
 
 int sk_proxy_new(struct sk_sidecar *sc, bool no_listen, struct sk_proxy **out, struct sk_err *err)
@@ -1460,8 +1361,6 @@ int sk_proxy_new(struct sk_sidecar *sc, bool no_listen, struct sk_proxy **out, s
 		return sk_err_set(err, ENOMEM, "proxy: allocate");
 	px->sc = sc;
 	px->l4.io.fd = px->l6.io.fd = -1;
-	sk_timer_init(&px->l4.retry, listener_retry, &px->l4);
-	sk_timer_init(&px->l6.retry, listener_retry, &px->l6);
 	sk_pipe_pool_init(&px->pipes, 256, sc->limits.pipe_size);
 	if (!no_listen) {
 		uint16_t port = sc->policy->ports.proxy;
@@ -1479,8 +1378,8 @@ int sk_proxy_new(struct sk_sidecar *sc, bool no_listen, struct sk_proxy **out, s
 
 void sk_proxy_stop_accepting(struct sk_proxy *p)
 {
-	listener_close(p, &p->l4);
-	listener_close(p, &p->l6);
+	sk_listener_close(&p->l4);
+	sk_listener_close(&p->l6);
 }
 
 void sk_proxy_free(struct sk_proxy *p)
@@ -1518,5 +1417,7 @@ size_t sk_proxy_active(const struct sk_proxy *p) { return p->n_conns; }
 
 int sk_proxy_listen_fd(const struct sk_proxy *p, int family)
 {
-	return family == AF_INET ? p->l4.io.fd : p->l6.io.fd;
+	/* A listener that could not resume accepting after a back-off counts as not listening. */
+	const struct sk_listener *ls = family == AF_INET ? &p->l4 : &p->l6;
+	return sk_listener_ok(ls) ? ls->io.fd : -1;
 }
