@@ -1,0 +1,142 @@
+/* sidecar/net_test.c — the shared listener: accepts, and when the process runs out of descriptors it
+ * leaves the loop for a back-off instead of waking it again and again, then serves again. */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "sidecar/loop.h"
+#include "sidecar/net.h"
+
+struct acc {
+	int n;
+	int last_fd;
+};
+
+static void on_accept(struct sk_listener *ls, int fd, const struct sockaddr_storage *peer)
+{
+	struct acc *a = ls->ctx;
+	assert_int_equal(peer->ss_family, AF_INET);
+	a->n++;
+	a->last_fd = fd;
+	close(fd);
+}
+
+static uint16_t bound_port(int fd)
+{
+	struct sockaddr_in sa;
+	socklen_t sl = sizeof(sa);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+	return ntohs(sa.sin_port);
+}
+
+static int connect_to(uint16_t port)
+{
+	int c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	assert_true(c >= 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int rc = connect(c, (struct sockaddr *)&sa, sizeof(sa));
+	assert_true(rc == 0 || errno == EINPROGRESS);
+	return c;
+}
+
+static void test_listener_accepts_and_converts_addresses(void **state)
+{
+	(void)state;
+	struct sk_loop *l;
+	struct sk_err err = { 0 };
+	assert_int_equal(sk_loop_new(&l, &err), 0);
+	struct sk_addr lo;
+	assert_int_equal(sk_addr_parse("127.0.0.1", &lo), 0);
+	struct sk_listener ls;
+	struct acc a = { 0 };
+	assert_int_equal(sk_listener_open(&ls, l, &lo, 0, 16, "test", on_accept, &a, &err), 0);
+	assert_true(sk_listener_ok(&ls));
+	int c = connect_to(bound_port(ls.io.fd));
+	for (int i = 0; i < 50 && a.n == 0; i++)
+		(void)sk_loop_run_once(l, 10, &err);
+	assert_int_equal(a.n, 1);
+	close(c);
+	struct sockaddr_storage ss;
+	struct sk_addr back;
+	uint16_t port = 0;
+	(void)sk_sockaddr_from_addr(&lo, 4242, &ss);
+	sk_addr_from_sockaddr(&ss, &back, &port);
+	assert_true(sk_addr_equal(&back, &lo));
+	assert_int_equal(port, 4242);
+	sk_listener_close(&ls);
+	assert_false(sk_listener_ok(&ls));
+	sk_loop_free(l);
+}
+
+static void test_out_of_descriptors_backs_off_then_serves_again(void **state)
+{
+	(void)state;
+	struct sk_loop *l;
+	struct sk_err err = { 0 };
+	assert_int_equal(sk_loop_new(&l, &err), 0);
+	struct sk_addr lo;
+	assert_int_equal(sk_addr_parse("127.0.0.1", &lo), 0);
+	struct sk_listener ls;
+	struct acc a = { 0 };
+	assert_int_equal(sk_listener_open(&ls, l, &lo, 0, 16, "test", on_accept, &a, &err), 0);
+	int c = connect_to(bound_port(ls.io.fd));
+
+	/* Use up every descriptor under a low limit. */
+	struct rlimit old, lim;
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+	lim = old;
+	lim.rlim_cur = 64;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &lim), 0);
+	int held[64];
+	int n_held = 0;
+	for (;;) {
+		int fd = dup(0);
+		if (fd < 0)
+			break;
+		held[n_held++] = fd;
+		if (n_held == 64)
+			break;
+	}
+	assert_true(n_held > 0);
+	/* A pending connection and no descriptor to take it with: the loop must not spin. */
+	int callbacks = 0;
+	for (int i = 0; i < 20; i++) {
+		int r = sk_loop_run_once(l, 5, &err);
+		assert_true(r >= 0);
+		callbacks += r;
+	}
+	assert_true(ls.backoffs >= 1);
+	assert_true(callbacks <= 6);   /* a few wakeups (the first failure, a retry), not 20 busy ones */
+	assert_int_equal(a.n, 0);
+	/* Descriptors come back: the retry timer puts the listener back and the connection is served. */
+	for (int i = 0; i < n_held; i++)
+		close(held[i]);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+	for (int i = 0; i < 100 && a.n == 0; i++)
+		(void)sk_loop_run_once(l, 10, &err);
+	assert_int_equal(a.n, 1);
+	assert_true(sk_listener_ok(&ls));
+	close(c);
+	sk_listener_close(&ls);
+	sk_loop_free(l);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_listener_accepts_and_converts_addresses),
+		cmocka_unit_test(test_out_of_descriptors_backs_off_then_serves_again),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
