@@ -14,6 +14,7 @@
 #include "common/util.h"
 #include "sidecar/denials.h"
 #include "sidecar/metrics.h"
+#include "sidecar/net.h"
 
 /* ---- request head parsing (pure) ---- */
 
@@ -272,7 +273,7 @@ struct admin_conn {
 
 struct sk_admin {
 	struct sk_loop *loop;
-	struct sk_io listen_io;
+	struct sk_listener ls;          /* net.h: backs off when out of descriptors */
 	sk_admin_gather_fn gather;
 	void *ctx;
 	struct admin_conn *conns;
@@ -410,76 +411,68 @@ static void conn_deadline(struct sk_loop *l, struct sk_timer *t)
 	conn_close(c);
 }
 
-static void listen_io(struct sk_loop *l, struct sk_io *io, uint32_t events)
+static void admin_accept(struct sk_listener *ls, int fd, const struct sockaddr_storage *peer)
 {
-	(void)events;
-	struct sk_admin *a = io->ctx;
-	for (int i = 0; i < 64; i++) {  /* bounded, so a connect flood cannot starve the loop */
-		int fd = accept4(io->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0)
-			return;  /* EAGAIN, or a transient error (EMFILE, ECONNABORTED): retried on the next event */
-		if (a->n_conns >= SK_ADMIN_MAX_CONNS) {
-			static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
-						   "Connection: close\r\n\r\n";
-			(void)!send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-			close(fd);
-			continue;
-		}
-		struct admin_conn *c = malloc(sizeof(*c));
-		if (!c) {
-			close(fd);
-			continue;
-		}
-		c->srv = a;
-		c->in_len = 0;
-		c->out = NULL;
-		c->out_len = c->out_off = 0;
-		c->prev = NULL;
-		c->next = a->conns;
-		sk_io_init(&c->io, fd, conn_io, c);
-		sk_timer_init(&c->deadline, conn_deadline, c);
-		if (sk_loop_add(l, &c->io, EPOLLIN | EPOLLRDHUP, NULL) < 0 ||
-		    sk_timer_arm(l, &c->deadline, SK_ADMIN_DEADLINE_MS) < 0) {
-			sk_loop_del(l, &c->io);
-			close(fd);
-			free(c);
-			continue;
-		}
-		if (a->conns)
-			a->conns->prev = c;
-		a->conns = c;
-		a->n_conns++;
+	(void)peer;
+	struct sk_admin *a = ls->ctx;
+	struct sk_loop *l = a->loop;
+	if (a->n_conns >= SK_ADMIN_MAX_CONNS) {
+		static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
+					   "Connection: close\r\n\r\n";
+		(void)!send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+		close(fd);
+		return;
 	}
+	struct admin_conn *c = malloc(sizeof(*c));
+	if (!c) {
+		close(fd);
+		return;
+	}
+	c->srv = a;
+	c->in_len = 0;
+	c->out = NULL;
+	c->out_len = c->out_off = 0;
+	c->prev = NULL;
+	c->next = a->conns;
+	sk_io_init(&c->io, fd, conn_io, c);
+	sk_timer_init(&c->deadline, conn_deadline, c);
+	if (sk_loop_add(l, &c->io, EPOLLIN | EPOLLRDHUP, NULL) < 0 ||
+	    sk_timer_arm(l, &c->deadline, SK_ADMIN_DEADLINE_MS) < 0) {
+		sk_loop_del(l, &c->io);
+		close(fd);
+		free(c);
+		return;
+	}
+	if (a->conns)
+		a->conns->prev = c;
+	a->conns = c;
+	a->n_conns++;
 }
 
 int sk_admin_start(struct sk_loop *l, const struct sockaddr *addr, socklen_t addrlen, sk_admin_gather_fn gather,
 		   void *ctx, struct sk_admin **out, struct sk_err *err)
 {
-	sk_autoclose int fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return sk_err_sys(err, errno, "admin: socket");
-	int one = 1, zero = 0;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	/* One dual-stack socket serves the kubelet's probe whichever family the pod IP has. */
-	if (addr->sa_family == AF_INET6)
-		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
-	if (bind(fd, addr, addrlen) < 0)
-		return sk_err_sys(err, errno, "admin: bind");
-	if (listen(fd, 64) < 0)
-		return sk_err_sys(err, errno, "admin: listen");
+	struct sockaddr_storage ss;
+	if (addrlen > sizeof(ss) || (addr->sa_family != AF_INET && addr->sa_family != AF_INET6))
+		return sk_err_set(err, EAFNOSUPPORT, "admin: address family %d", addr->sa_family);
+	memset(&ss, 0, sizeof(ss));
+	memcpy(&ss, addr, addrlen);
+	struct sk_addr at;
+	uint16_t port = 0;
+	sk_addr_from_sockaddr(&ss, &at, &port);
 	struct sk_admin *a = calloc(1, sizeof(*a));
 	if (!a)
 		return sk_err_sys(err, ENOMEM, "admin: allocate");
 	a->loop = l;
 	a->gather = gather;
 	a->ctx = ctx;
-	sk_io_init(&a->listen_io, fd, listen_io, a);
-	int r = sk_loop_add(l, &a->listen_io, EPOLLIN, err);
+	/* On "::" the listener is dual-stack: one socket serves the kubelet's probe whichever family the
+	 * pod IP has (net.h). */
+	int r = sk_listener_open(&a->ls, l, &at, port, 64, "admin", admin_accept, a, err);
 	if (r < 0) {
 		free(a);
-		return sk_err_prefix(err, "admin");
+		return r;
 	}
-	sk_steal_fd(&fd);
 	*out = a;
 	return 0;
 }
@@ -492,12 +485,11 @@ void sk_admin_free(struct sk_admin *a)
 		next = c->next;
 		conn_close(c);
 	}
-	sk_loop_del(a->loop, &a->listen_io);
-	close(a->listen_io.fd);
+	sk_listener_close(&a->ls);
 	free(a);
 }
 
 int sk_admin_fd(const struct sk_admin *a)
 {
-	return a->listen_io.fd;
+	return sk_listener_ok(&a->ls) ? a->ls.io.fd : -1;
 }
