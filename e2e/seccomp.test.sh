@@ -96,6 +96,10 @@ BLOCKED=(
 	"rawsys umount2|errno=1" "rawsys io_uring_enter|errno=1" "rawsys io_uring_register|errno=1"
 	"rawsys reboot|errno=1" "rawsys lookup_dcookie|errno=1" "rawsys fsopen|errno=1" "rawsys open_tree|errno=1"
 	"rawsys kcmp|errno=1" "rawsys pidfd_getfd|errno=1"
+	# multicast membership (issue 16 item 1); on lo, so the unfiltered baseline sends nothing off the host
+	"mcast_join ip4 lo|errno=1" "mcast_join ip4-high lo|errno=1" "mcast_join ip4-on6 lo|errno=1"
+	"mcast_join src4 lo|errno=1" "mcast_join mcast4 lo|errno=1" "mcast_join ip6 lo|errno=1"
+	"mcast_join mcast6 lo|errno=1" "mcast_join anycast6 lo|errno=1"
 )
 
 # probe_result CMD... — runs a probe, prints errno=N or killed=SIG.
@@ -116,7 +120,7 @@ for entry in "${BLOCKED[@]}"; do
 	else sk_fail "without profile $spec already gives $base: the probe proves nothing"; fi
 done
 # the agent's own UID under the profile: the same answers
-for spec in "unshare_user" "socket_raw 4" "clone3"; do
+for spec in "unshare_user" "socket_raw 4" "clone3" "mcast_join ip4 lo" "mcast_join ip6 lo"; do
 	read -r -a pa <<<"$spec"; pa[0]=$PROBES/${pa[0]}
 	want=errno=1; [ "$spec" = clone3 ] && want=errno=38
 	sk_check_eq "exec as uid $SK_AGENT_UID blocks: $spec" "$want" \
@@ -125,6 +129,13 @@ done
 # allowed neighbours of the blocked calls still work
 sk_check_eq "exec allows NETLINK_ROUTE (getifaddrs)" "errno=0" \
 	"$(probe_result "$POL" exec --seccomp "$PROF" -- "$PROBES/socket_netlink" 0)"
+sk_check_eq "exec allows SO_REUSEADDR, TCP_NODELAY, IP_TTL, IPV6_V6ONLY, IP_MULTICAST_TTL, IPV6_MULTICAST_HOPS" \
+	"errno=0" "$(probe_result "$POL" exec --seccomp "$PROF" -- "$PROBES/mcast_join" opts)"
+sk_check_eq "profile: setsockopt only with arguments (no unconditional entry)" "0" \
+	"$(jq '[.syscalls[] | select(.names | index("setsockopt")) | select((.args // []) | length == 0)] | length' "$PROF")"
+sk_check_eq "describe setsockopt" \
+	"setsockopt: allow when !(arg1 & 0xffffffff == 0 && arg2 & 0xffffffff in {35-48}) && !(arg1 & 0xffffffff == 41 && arg2 & 0xffffffff in {20-21,27-28,42-48}); else errno 1" \
+	"$("$POL" seccomp --describe "$PROF" setsockopt)"
 
 # ---- 3. workload corpus ----
 sk_net_up "$NS" || { sk_fail "netns setup"; sk_summary; exit 1; }
@@ -361,6 +372,9 @@ runc_cfg false / /probes/clone3
 sk_check_eq "runc without the profile: clone3 reaches the kernel" "errno=0" "$(probe_result runc_run)"
 runc_cfg true / /probes/socket_netlink 0
 sk_check_eq "runc allows NETLINK_ROUTE" "errno=0" "$(probe_result runc_run)"
+runc_cfg true / /probes/mcast_join opts
+sk_check_eq "runc allows SO_REUSEADDR, TCP_NODELAY, IP_TTL and the other non-membership options" "errno=0" \
+	"$(probe_result runc_run)"
 
 # corpus under runc: compare with the plain run on the host (same scripts, cwd /work)
 for w in python gcc git bash tar; do

@@ -6,8 +6,10 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <inttypes.h>
 #include <linux/netlink.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
@@ -15,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
 #include <sys/ioctl.h>
 #include <sys/personality.h>
 #include <sys/socket.h>
@@ -116,7 +119,7 @@ static void test_conditioned_syscalls_always_have_args(void **state)
 {
 	(void)state;
 	struct sk_scmp_profile *p = gen(NULL, 0, NULL, 0);
-	static const char *const cond[] = { "clone", "socket", "ioctl", "personality" };
+	static const char *const cond[] = { "clone", "socket", "setsockopt", "ioctl", "personality" };
 	for (size_t c = 0; c < SK_ARRAY_SIZE(cond); c++) {
 		assert_true(count_rules(p, cond[c]) > 0);
 		for (size_t i = 0; i < p->n_rules; i++)
@@ -210,6 +213,103 @@ static void test_personality_default_only(void **state)
 	assert_false(allows(p, "personality", ADDR_NO_RANDOMIZE, 0, 0));
 	assert_false(allows(p, "personality", PER_LINUX32, 0, 0));
 	assert_false(allows(p, "personality", 0x100000000ull, 0, 0));
+	sk_scmp_profile_free(p);
+}
+
+/* Issue 16 item 1: the multicast membership options that make the kernel send IGMP/MLD reports naming an
+ * agent-chosen group, by level. */
+static bool is_mcast_membership(uint32_t level, uint32_t opt)
+{
+	if (level == IPPROTO_IP)
+		return opt >= IP_ADD_MEMBERSHIP && opt <= MCAST_MSFILTER;
+	if (level == IPPROTO_IPV6)
+		return opt == IPV6_ADD_MEMBERSHIP || opt == IPV6_DROP_MEMBERSHIP || opt == IPV6_JOIN_ANYCAST ||
+		       opt == IPV6_LEAVE_ANYCAST || (opt >= MCAST_JOIN_GROUP && opt <= MCAST_MSFILTER);
+	return false;
+}
+
+static void test_setsockopt_without_multicast_membership(void **state)
+{
+	(void)state;
+	struct sk_scmp_profile *p = gen(NULL, 0, NULL, 0);
+	/* the issue's list, by name */
+	static const struct {
+		uint64_t level, opt;
+	} denied[] = {
+		{ IPPROTO_IP, IP_ADD_MEMBERSHIP }, { IPPROTO_IP, IP_DROP_MEMBERSHIP },
+		{ IPPROTO_IP, IP_ADD_SOURCE_MEMBERSHIP }, { IPPROTO_IP, IP_BLOCK_SOURCE },
+		{ IPPROTO_IP, IP_UNBLOCK_SOURCE }, { IPPROTO_IP, IP_MSFILTER }, { IPPROTO_IP, MCAST_JOIN_GROUP },
+		{ IPPROTO_IP, MCAST_JOIN_SOURCE_GROUP }, { IPPROTO_IP, MCAST_MSFILTER },
+		{ IPPROTO_IPV6, IPV6_JOIN_GROUP }, { IPPROTO_IPV6, IPV6_LEAVE_GROUP }, { IPPROTO_IPV6, IPV6_JOIN_ANYCAST },
+		{ IPPROTO_IPV6, MCAST_JOIN_GROUP }, { IPPROTO_IPV6, MCAST_JOIN_SOURCE_GROUP },
+		{ IPPROTO_IPV6, MCAST_MSFILTER },
+	};
+	for (size_t i = 0; i < SK_ARRAY_SIZE(denied); i++) {
+		uint64_t l = denied[i].level, o = denied[i].opt;
+		if (allows(p, "setsockopt", 3, l, o))
+			fail_msg("setsockopt(level %" PRIu64 ", %" PRIu64 ") allowed", l, o);
+		/* the kernel reads level and optname as int: high garbage must not hide them */
+		assert_false(allows(p, "setsockopt", 3, l | 0x100000000ull, o));
+		assert_false(allows(p, "setsockopt", 3, l, o | 0xffffffff00000000ull));
+		assert_false(allows(p, "setsockopt", 3, l | 0x8000000000000000ull, o | 0x200000000ull));
+	}
+	static const struct {
+		uint64_t level, opt;
+	} allowed[] = {
+		{ SOL_SOCKET, SO_REUSEADDR }, { SOL_SOCKET, SO_KEEPALIVE }, { SOL_SOCKET, SO_RCVBUF },
+		{ IPPROTO_TCP, TCP_NODELAY }, { IPPROTO_TCP, TCP_KEEPIDLE }, { IPPROTO_IP, IP_TTL },
+		{ IPPROTO_IP, IP_TOS }, { IPPROTO_IP, IP_RECVERR }, { IPPROTO_IP, IP_MTU_DISCOVER },
+		{ IPPROTO_IP, IP_MULTICAST_TTL }, { IPPROTO_IP, IP_MULTICAST_LOOP }, { IPPROTO_IP, IP_PKTINFO },
+		{ IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT }, { IPPROTO_IPV6, IPV6_V6ONLY },
+		{ IPPROTO_IPV6, IPV6_RECVPKTINFO }, { IPPROTO_IPV6, IPV6_UNICAST_HOPS }, { IPPROTO_IPV6, IPV6_TCLASS },
+		{ IPPROTO_IPV6, IPV6_RECVERR }, { IPPROTO_IPV6, IPV6_MULTICAST_HOPS },
+		/* the same numbers at the other level are other options */
+		{ IPPROTO_IPV6, IP_ADD_MEMBERSHIP }, { IPPROTO_IPV6, IP_MSFILTER }, { IPPROTO_IP, IPV6_JOIN_GROUP },
+		{ IPPROTO_IP, IPV6_JOIN_ANYCAST }, { SOL_SOCKET, MCAST_JOIN_GROUP }, { IPPROTO_UDP, IP_ADD_MEMBERSHIP },
+	};
+	for (size_t i = 0; i < SK_ARRAY_SIZE(allowed); i++)
+		if (!allows(p, "setsockopt", 3, allowed[i].level, allowed[i].opt))
+			fail_msg("setsockopt(level %" PRIu64 ", %" PRIu64 ") refused", allowed[i].level, allowed[i].opt);
+	/* exhaustively over small levels and options, and with high bits set on either */
+	static const uint64_t hi[] = { 0, 0x100000000ull, 0xffffffff00000000ull };
+	for (uint32_t l = 0; l < 300; l++)
+		for (uint32_t o = 0; o < 140; o++)
+			for (size_t h = 0; h < SK_ARRAY_SIZE(hi); h++) {
+				bool want = !is_mcast_membership(l, o);
+				if (allows(p, "setsockopt", 3, l | hi[h], o) != want ||
+				    allows(p, "setsockopt", 3, l, o | hi[h]) != want)
+					fail_msg("setsockopt(level %u, %u, high %#" PRIx64 "): want %s", l, o, hi[h],
+						 want ? "allow" : "deny");
+			}
+	/* large values: levels like SOL_TLS (282), SOL_ALG (279) and big option numbers stay allowed */
+	static const uint64_t big[] = { 255, 263, 270, 279, 282, 0x7fffffff, 0x80000000, 0xffffffff,
+					0xffffffffffffffffull };
+	for (size_t i = 0; i < SK_ARRAY_SIZE(big); i++) {
+		assert_true(allows(p, "setsockopt", 3, big[i], IP_ADD_MEMBERSHIP));
+		assert_true(allows(p, "setsockopt", 3, IPPROTO_IP, big[i]));
+		assert_true(allows(p, "setsockopt", 3, IPPROTO_IPV6, big[i]));
+	}
+	/* only ALLOW rules, all conditional: libseccomp lets an unconditional rule swallow the others */
+	for (size_t i = 0; i < p->n_rules; i++)
+		if (!strcmp(p->rules[i].name, "setsockopt")) {
+			assert_int_equal(p->rules[i].action, SK_SCMP_ALLOW);
+			assert_true(p->rules[i].n_args >= 1 && p->rules[i].n_args <= 2);
+			for (size_t j = 0; j < p->rules[i].n_args; j++) {
+				assert_int_equal(p->rules[i].args[j].op, SK_CMP_MASKED_EQ);
+				assert_true(p->rules[i].args[j].value <= 0xffffffffu);
+			}
+		}
+	/* and it cannot be allowed outright */
+	struct sk_seccomp_opts o = { .allow = (const char *const[]){ "setsockopt" }, .n_allow = 1 };
+	struct sk_scmp_profile *q = NULL;
+	struct sk_err err = { 0 };
+	assert_int_equal(sk_seccomp_generate(&o, &q, &err), -EPERM);
+	assert_null(q);
+	/* describe says what the cover means */
+	char *d = sk_scmp_profile_describe(p, "setsockopt");
+	assert_string_equal(d, "allow when !(arg1 & 0xffffffff == 0 && arg2 & 0xffffffff in {35-48}) && "
+			       "!(arg1 & 0xffffffff == 41 && arg2 & 0xffffffff in {20-21,27-28,42-48}); else errno 1");
+	free(d);
 	sk_scmp_profile_free(p);
 }
 
@@ -424,26 +524,65 @@ static int child_checks(void)
 		bad |= 1 << 9;
 	if (getppid() <= 0)
 		bad |= 1 << 10;
+	/* multicast joins refused, other options kept (issue 16 item 1) */
+	int u4 = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), u6 = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int t4 = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1, ttl = 7;
+	struct ip_mreqn mr = { .imr_multiaddr.s_addr = htonl(0xef534543) /* 239.83.69.67 */ };
+	struct ipv6_mreq m6 = { .ipv6mr_multiaddr = { .s6_addr = { 0xff, 0x0e, 'S', 'E', 'C', 'R', 'E', 'T', '-',
+								   'E', 'X', 'F', 'I', 'L', '!', '!' } } };
+	if (setsockopt(u4, IPPROTO_IP, IP_ADD_MEMBERSHIP, &mr, sizeof(mr)) == 0 || errno != EPERM)
+		bad |= 1 << 11;
+	if (setsockopt(u6, IPPROTO_IPV6, IPV6_JOIN_GROUP, &m6, sizeof(m6)) == 0 || errno != EPERM)
+		bad |= 1 << 12;
+	if (syscall(SYS_setsockopt, u4, 0x100000000ul | IPPROTO_IP, 0xff00000000ul | IP_ADD_MEMBERSHIP, &mr,
+		    sizeof(mr)) == 0 || errno != EPERM)
+		bad |= 1 << 13;
+	if (setsockopt(u6, IPPROTO_IP, IP_ADD_MEMBERSHIP, &mr, sizeof(mr)) == 0 || errno != EPERM)
+		bad |= 1 << 14;
+	if (setsockopt(t4, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+	    setsockopt(t4, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) != 0 ||
+	    setsockopt(u4, IPPROTO_IP, IP_TTL, &ttl, sizeof(ttl)) != 0 ||
+	    setsockopt(u6, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) != 0)
+		bad |= 1 << 15;
+	close(u4);
+	close(u6);
+	close(t4);
 	return bad;
 }
 
 static void test_loaded_filter_blocks_and_allows(void **state)
 {
 	(void)state;
-	struct sk_scmp_profile *p = gen(NULL, 0, NULL, 0);
+	/* the profile as a pod gets it: through its JSON */
+	struct sk_scmp_profile *g = gen(NULL, 0, NULL, 0), *p = NULL;
+	struct sk_err jerr = { 0 };
+	char *json = sk_scmp_profile_to_json(g, &jerr);
+	assert_non_null(json);
+	assert_int_equal(sk_scmp_profile_parse("gen", json, strlen(json), &p, &jerr), 0);
+	free(json);
+	sk_scmp_profile_free(g);
+	int fds[2];
+	assert_int_equal(pipe(fds), 0);
 	pid_t pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		struct sk_err err = { 0 };
+		close(fds[0]);
 		if (sk_seccomp_apply(p, &err) < 0)
 			_exit(255);
-		_exit(child_checks());
+		int bad = child_checks();
+		/* the whole mask through a pipe: an exit status keeps only 8 bits */
+		_exit(write(fds[1], &bad, sizeof(bad)) == sizeof(bad) ? 0 : 254);
 	}
-	int st = 0;
+	close(fds[1]);
+	int st = 0, bad = -1;
+	assert_int_equal(read(fds[0], &bad, sizeof(bad)), sizeof(bad));
+	close(fds[0]);
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st));
-	if (WEXITSTATUS(st))
-		fail_msg("checks failed under the filter: mask %#x", WEXITSTATUS(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	if (bad)
+		fail_msg("checks failed under the filter: mask %#x", bad);
 	sk_scmp_profile_free(p);
 }
 
@@ -459,6 +598,7 @@ int main(void)
 		cmocka_unit_test(test_socket_by_family_and_type),
 		cmocka_unit_test(test_ioctl_without_tiocsti_in_32_bits),
 		cmocka_unit_test(test_personality_default_only),
+		cmocka_unit_test(test_setsockopt_without_multicast_membership),
 		cmocka_unit_test(test_json_round_trip),
 		cmocka_unit_test(test_unknown_and_refused_names),
 		cmocka_unit_test(test_aarch64_only_drops_x86_names),
