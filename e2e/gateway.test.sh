@@ -8,7 +8,9 @@
 # forwarded), 429 + Retry-After, 403 method/prefix, 404, 400 traversal, 502 down, 504 slow, a 20 MB
 # upload (Content-Length and chunked) hashes the same upstream, back-pressured download, key rotation
 # without restart, the audit lines (no query values, no key) and metrics, and that the agent cannot reach
-# the upstream directly.
+# the upstream directly. Issue 16: paths an upstream normalises out of a prefix (";", double encoding,
+# overlong UTF-8, "...", "//") → 400; a 1000-byte key echoed in 7-byte pieces is masked; SIGTERM lets an
+# SSE stream in flight complete, then exits 0 within the drain time, and exits at once with nothing in flight.
 set -uo pipefail
 # shellcheck source=e2e/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -37,8 +39,11 @@ BIG_SHA=$(sha256sum <"$SK_TMP/big" | cut -d' ' -f1)
 KEY="sk-test-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 KEY2="sk-rotated-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 TOKEN="tok-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+# A 1000-byte key (issue 16 item 7: keys over 256 bytes were not masked when echoed).
+LONGKEY="sk-long-$(head -c 2000 /dev/urandom | od -An -tx1 | tr -d ' \n' | head -c 992)"
 mkdir -p "$SK_TMP/secrets"
 printf '%s\n' "$KEY" >"$SK_TMP/secrets/llm-key"
+printf '%s\n' "$LONGKEY" >"$SK_TMP/secrets/long-key"
 printf '%s\n' "$TOKEN" >"$SK_TMP/secrets/caller-token"
 chown -R "$SK_SIDECAR_UID:$SK_SIDECAR_UID" "$SK_TMP/secrets"
 chmod 700 "$SK_TMP/secrets"; chmod 400 "$SK_TMP/secrets"/*
@@ -69,6 +74,8 @@ POL
 	api lim https://llm.example "rateLimit: { rps: 0.2, burst: 2 }"
 	api ro https://llm.example "methods: [GET, HEAD]" "pathPrefixes: [/echo]"
 	api down https://down.example
+	printf '  - name: long\n    upstream: https://llm.example\n    caFile: %s\n    header: { name: x-api-key, valueFile: %s }\n' \
+		"$SK_TMP/ca.pem" "$SK_TMP/secrets/long-key"
 } >"$SK_TMP/policy.yaml"
 chmod 644 "$SK_TMP/policy.yaml"
 
@@ -92,10 +99,14 @@ else
 fi
 
 # --- the sidecar, as its own UID (short idle timeout for the 504 case) ---
-sk_pod_as "$NS" "$SK_SIDECAR_UID" env STOCKADE_MARKER="$SK_TMP/marker" STOCKADE_API_IDLE_TIMEOUT_MS=2000 \
-	STOCKADE_API_CONNECT_TIMEOUT_MS=3000 "$SK_BIN/stockade-sidecar" --policy "$SK_TMP/policy.yaml" \
-	>"$SK_TMP/audit.log" 2>"$SK_TMP/sidecar.err" &
-SIDECAR_PID=$!
+# (drain time 8 s: the SIGTERM checks at the end measure against it)
+start_sidecar() { # audit-file stderr-file
+	sk_pod_as "$NS" "$SK_SIDECAR_UID" env STOCKADE_MARKER="$SK_TMP/marker" STOCKADE_API_IDLE_TIMEOUT_MS=2000 \
+		STOCKADE_API_CONNECT_TIMEOUT_MS=3000 STOCKADE_DRAIN_SECONDS=8 "$SK_BIN/stockade-sidecar" \
+		--policy "$SK_TMP/policy.yaml" >"$1" 2>"$2" &
+	SIDECAR_PID=$!
+}
+start_sidecar "$SK_TMP/audit.log" "$SK_TMP/sidecar.err"
 if ! sk_wait_port "$NS-pod" tcp 15080 10; then
 	echo "sidecar did not start"; cat "$SK_TMP/sidecar.err"; exit 1
 fi
@@ -136,6 +147,15 @@ sk_check_eq "HEAD is forwarded as HEAD" "200 HEAD" \
 	"$(code -I "$GW/llm/echo") $(up_last | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["method"])')"
 out=$(agent "${C[@]}" -v "$GW/llm/ok" "$GW/llm/ok" 2>&1)
 sk_check "keep-alive: two requests on one agent connection" grep -q 'Re-using existing connection' <<<"$out"
+
+# --- a 1000-byte key echoed back in 7-byte pieces (many reads) is masked wherever it lands ---
+resp=$(agent "${C[@]}" -i "$GW/long/reflect?piece=7&ms=1&times=3" 2>&1)
+sk_check "1000-byte key: GET /long/reflect → 200" grep -q '^HTTP/1.1 200' <<<"$resp"
+sk_check_eq "1000-byte key: the upstream received it" "$LONGKEY" "$(up_hdr x-api-key)"
+sk_check_fails "1000-byte key echoed in 7-byte pieces never reaches the agent (headers + body)" grep -qF "$LONGKEY" <<<"$resp"
+sk_check_eq "…masked in place at full length: 3 times in the body, once in X-Echo-Auth" 4 \
+	"$(grep -oE 'key=\*{1000};|^[Xx]-[Ee]cho-[Aa]uth: \*{1000}' <<<"$resp" | wc -l)"
+sk_check "…and the body around it is intact" grep -q '^key=\*\{1000\};key=\*\{1000\};key=\*\{1000\};end' <<<"$resp"
 
 # --- streaming: events arrive as they are sent, not all at the end ---
 mapfile -t ev < <(agent "$PY" "$HERE/client.py" sse 127.0.0.1 15080 '/llm/sse?n=5&ms=300')
@@ -241,19 +261,58 @@ sk_check "audit: the 20 MB uploads are logged with bytes_out" "$PY" -c '
 import json,sys
 n=sum(1 for l in open(sys.argv[1]) if (o:=json.loads(l)).get("event")=="api" and o.get("bytes_out",0)>=20*2**20)
 sys.exit(0 if n==2 else 1)' "$SK_TMP/audit.log"
-sk_check_fails "the key appears in no audit or log line" grep -qF -e "$KEY" -e "$KEY2" -e "$TOKEN" \
+sk_check_fails "the key appears in no audit or log line" grep -qF -e "$KEY" -e "$KEY2" -e "$TOKEN" -e "$LONGKEY" \
 	"$SK_TMP/audit.log" "$SK_TMP/sidecar.err"
 metrics=$(sk_pod "$NS" curl -sS --max-time 5 http://127.0.0.1:15000/metrics)
 sk_check "metrics: stockade_api_requests_total by api and status" \
 	grep -q 'stockade_api_requests_total{api="llm",status="200"}' <<<"$metrics"
 sk_check "metrics: unknown api names share one label" grep -q 'stockade_api_requests_total{api="unknown",status="404"}' <<<"$metrics"
-REAL_PID=$(sk_pod "$NS" ss -Htlnp 'sport = :15080' | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2)
+real_pid() { sk_pod "$NS" ss -Htlnp 'sport = :15080' | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2; }
+since() { "$PY" -c "import sys; print(round($(date +%s.%N) - $1, 2))"; }
+REAL_PID=$(real_pid)
 sk_check "the sidecar is still running" kill -0 "${REAL_PID:-0}"
-# SIGTERM: the gateway stops accepting and everything is freed (an ASan build reports leaks here). The
-# status comes back through the background job that started it.
+
+# --- SIGTERM drain (issue 16 item 7): an API stream in flight keeps the sidecar up until it completes,
+# though no proxied connection is open; an idle keep-alive connection does not. ---
+agent "$PY" "$HERE/client.py" keepalive 127.0.0.1 15080 /llm/ok 20 >"$SK_TMP/ka1.out" 2>&1 &
+KA=$!
+agent "$PY" "$HERE/client.py" sse 127.0.0.1 15080 '/llm/sse?n=10&ms=300' >"$SK_TMP/drain-sse.out" 2>&1 &
+SSE=$!
+sleep 1   # a few events in
+t0=$(date +%s.%N)
+kill -TERM "${REAL_PID:-0}"
+sleep 0.3
+sk_check_eq "drain: no new API connection is accepted" 000 "$(code --max-time 2 "$GW/llm/ok")"
+wait "$SSE"
+sk_check_eq "drain: the SSE stream running across SIGTERM completes (all 10 events)" 10 \
+	"$(grep -c . "$SK_TMP/drain-sse.out")"
+# The status comes back through the background job that started it; an ASan build reports leaks here.
+rc=0; wait "$SIDECAR_PID" || rc=$?
+took=$(since "$t0")
+sk_check_eq "SIGTERM: the sidecar exits 0" 0 "$rc"
+sk_check "SIGTERM: it exits after the stream (2.1 s left) and within the drain time (8 s): took ${took}s" \
+	"$PY" -c "import sys; sys.exit(0 if 1.2 <= $took <= 7.5 else 1)"
+wait "$KA"
+sk_check "drain: the idle keep-alive connection got its answer, then was closed, not waited for ($(tr '\n' ' ' <"$SK_TMP/ka1.out"))" \
+	grep -qE '^closed ' "$SK_TMP/ka1.out"
+sk_check_fails "no sanitizer report in the sidecar's stderr" grep -q 'Sanitizer' "$SK_TMP/sidecar.err"
+
+# --- nothing in flight (only an idle keep-alive connection): SIGTERM exits promptly ---
+start_sidecar "$SK_TMP/audit2.log" "$SK_TMP/sidecar2.err"
+sk_wait_port "$NS-pod" tcp 15080 10 || { echo "sidecar did not restart"; cat "$SK_TMP/sidecar2.err"; }
+agent "$PY" "$HERE/client.py" keepalive 127.0.0.1 15080 /llm/ok 20 >"$SK_TMP/ka2.out" 2>&1 &
+KA=$!
+for _ in $(seq 50); do grep -q 'HTTP/1.1 200' "$SK_TMP/ka2.out" && break; sleep 0.1; done
+REAL_PID=$(real_pid)
+t0=$(date +%s.%N)
 kill -TERM "${REAL_PID:-0}"
 rc=0; wait "$SIDECAR_PID" || rc=$?
-sk_check_eq "SIGTERM: the sidecar exits 0" 0 "$rc"
-sk_check_fails "no sanitizer report in the sidecar's stderr" grep -q 'Sanitizer' "$SK_TMP/sidecar.err"
+took=$(since "$t0")
+sk_check_eq "SIGTERM with nothing in flight: exits 0" 0 "$rc"
+sk_check "SIGTERM with nothing in flight (an idle keep-alive open): exits promptly (took ${took}s)" \
+	"$PY" -c "import sys; sys.exit(0 if $took <= 1.0 else 1)"
+wait "$KA"
+sk_check "…and the idle agent connection is closed ($(tr '\n' ' ' <"$SK_TMP/ka2.out"))" grep -qE '^closed ' "$SK_TMP/ka2.out"
+sk_check_fails "no sanitizer report in the second sidecar's stderr" grep -q 'Sanitizer' "$SK_TMP/sidecar2.err"
 
 sk_summary

@@ -622,34 +622,98 @@ void sk_gw_audit_path(const char *rest, size_t len, char *out, size_t cap)
 		out[o] = 0;
 }
 
+int sk_gw_redact_init(struct sk_gw_redact *r, const char *secret, size_t slen)
+{
+	memset(r, 0, sizeof(*r));
+	if (!secret || slen == 0)
+		return 0;
+	if (slen >= UINT32_MAX || !(r->fail = malloc((slen + 1) * sizeof(*r->fail))))
+		return -ENOMEM;
+	const uint8_t *s = (const uint8_t *)secret;
+	r->fail[0] = r->fail[1] = 0;
+	for (size_t i = 1; i < slen; i++) {
+		uint32_t k = r->fail[i];
+		while (k > 0 && s[k] != s[i])
+			k = r->fail[k];
+		if (s[k] == s[i])
+			k++;
+		r->fail[i + 1] = k;
+	}
+	r->secret = secret;
+	r->slen = slen;
+	return 0;
+}
+
+void sk_gw_redact_free(struct sk_gw_redact *r)
+{
+	if (!r)
+		return;
+	if (r->fail) {
+		/* The table tells how the secret overlaps itself: wiped like the secret. */
+		explicit_bzero(r->fail, (r->slen + 1) * sizeof(*r->fail));
+		free(r->fail);
+	}
+	memset(r, 0, sizeof(*r));
+}
+
+/* Releases the first n bytes of the held window secret[0..q) (+ c as byte q): the first m are masked. */
+static size_t redact_release(const uint8_t *s, size_t q, size_t m, int c, size_t n, uint8_t *out)
+{
+	size_t stars = m < n ? m : n, lit = (n < q ? n : q) - stars;
+	memset(out, '*', stars);
+	memcpy(out + stars, s + stars, lit);
+	if (n > q)
+		out[q] = (uint8_t)c;
+	return n;
+}
+
 size_t sk_gw_redact_run(struct sk_gw_redact *r, const uint8_t *in, size_t len, bool final, uint8_t *out)
 {
-	size_t n = r->n_hold;
-	memcpy(out, r->hold, n);
-	if (len)
-		memcpy(out + n, in, len);
-	n += len;
-	r->n_hold = 0;
-	size_t sl = r->slen;
-	if (!r->secret || sl == 0 || sl > sizeof(r->hold))
-		return n;
-	for (size_t i = 0; i + sl <= n;) {
-		uint8_t *hit = memmem(out + i, n - i, r->secret, sl);
-		if (!hit)
-			break;
-		memset(hit, '*', sl);
-		i = (size_t)(hit - out) + 1;
+	const uint8_t *s = (const uint8_t *)r->secret;
+	size_t sl = r->slen, o = 0;
+	if (!s || sl == 0 || !r->fail) {
+		if (len)
+			memcpy(out, in, len);
+		return len;
 	}
-	if (final)
-		return n;
-	/* Hold back the longest tail that could still become the secret with the next bytes. */
-	size_t k = sl - 1 < n ? sl - 1 : n;
-	for (; k > 0; k--)
-		if (memcmp(out + n - k, r->secret, k) == 0)
-			break;
-	memcpy(r->hold, out + n - k, k);
-	r->n_hold = k;
-	return n - k;
+	size_t q = r->n_hold, m = r->masked;
+	for (size_t i = 0; i < len; i++) {
+		if (q == 0) {
+			/* Nothing held: everything up to the next byte that could start the secret goes as is. */
+			const uint8_t *p = memchr(in + i, s[0], len - i);
+			size_t n = p ? (size_t)(p - (in + i)) : len - i;
+			memcpy(out + o, in + i, n);
+			o += n;
+			i += n;
+			if (!p)
+				break;
+		}
+		uint8_t c = in[i];
+		size_t nq = q;
+		while (nq > 0 && s[nq] != c)
+			nq = r->fail[nq];
+		if (s[nq] == c)
+			nq++;
+		/* The window secret[0..q) + c shrinks to its last nq bytes: the front ones leave. */
+		size_t rel = q + 1 - nq;
+		o += redact_release(s, q, m, c, rel, out + o);
+		m = m > rel ? m - rel : 0;
+		q = nq;
+		if (q == sl) {
+			/* An occurrence: all of it is masked; the part that may start the next one stays held. */
+			size_t keep = r->fail[sl];
+			memset(out + o, '*', sl - keep);
+			o += sl - keep;
+			q = m = keep;
+		}
+	}
+	if (final) {
+		o += redact_release(s, q, m, 0, q, out + o);
+		q = m = 0;
+	}
+	r->n_hold = q;
+	r->masked = m;
+	return o;
 }
 
 /* ---- gateway state -------------------------------------------------------------------------------------- */
@@ -735,6 +799,7 @@ struct sk_gateway {
 	struct gw_conn *conns;
 	size_t n_conns;
 	struct gw_api_state *apis;
+	bool draining;                  /* sk_gateway_stop_accepting: no keep-alive reuse from now on */
 	bool curl_inited;
 	struct sk_curl curl;            /* libcurl, dlopen'ed by gw_curl_ready on the first forwarded request */
 };
@@ -988,11 +1053,10 @@ static void detach_easy(struct gw_conn *c)
 	if (c->hdrs)
 		c->gw->curl.slist_free_all(c->hdrs);
 	c->hdrs = NULL;
-	wipe_free(c->secret_copy, c->redact.slen);
+	size_t sl = c->redact.slen;
+	sk_gw_redact_free(&c->redact);
+	wipe_free(c->secret_copy, sl);
 	c->secret_copy = NULL;
-	c->redact.secret = NULL;
-	c->redact.slen = 0;
-	c->redact.n_hold = 0;
 	buf_free(&c->rhead);
 }
 
@@ -1117,7 +1181,8 @@ static void respond_local(struct gw_conn *c, int status, const char *msg, const 
 static void request_finished(struct gw_conn *c)
 {
 	req_end(c, c->status, "ok");
-	bool reuse = c->keep_alive && c->body_done && !c->client_eof && !c->resp_close && !c->client_err;
+	bool reuse = c->keep_alive && c->body_done && !c->client_eof && !c->resp_close && !c->client_err &&
+		     !c->gw->draining;
 	detach_easy(c);
 	if (!reuse) {
 		conn_free(c);
@@ -1198,7 +1263,7 @@ static size_t read_cb(char *buf, size_t size, size_t nitems, void *ud)
 /* Queues response body bytes for the agent (redacted, chunk-framed when chunked). */
 static int queue_body(struct gw_conn *c, const uint8_t *d, size_t n, bool final)
 {
-	uint8_t tmp[16384 + 256];
+	uint8_t tmp[16384 + GW_SECRET_MAX];   /* room for a chunk + what the redactor holds (< the secret) */
 	while (n > 0 || final) {
 		size_t take = n > 16384 ? 16384 : n;
 		bool last = final && take == n;
@@ -1241,7 +1306,7 @@ static size_t write_cb(char *ptr, size_t size, size_t nmemb, void *ud)
 }
 
 /* Builds the agent's response head from the upstream's, once its blank line arrives. */
-static void emit_response_head(struct gw_conn *c)
+static int emit_response_head(struct gw_conn *c)
 {
 	struct gw_buf *h = &c->rhead;
 	char connection[1024] = "";
@@ -1280,6 +1345,8 @@ static void emit_response_head(struct gw_conn *c)
 	c->resp_chunked = !c->resp_no_body && !keep_cl && c->keep_alive;
 	if (!c->resp_no_body && !keep_cl && !c->resp_chunked)
 		c->resp_close = true;   /* HTTP/1.0 agent: the body ends when we close */
+	if (c->gw->draining)
+		c->resp_close = true;   /* SIGTERM: this response is the connection's last (framing unchanged) */
 	(void)buf_printf(&c->out, "HTTP/1.1 %d %s\r\n", c->status, reason_phrase(c->status));
 	size_t head_start = c->out.len;
 	for (size_t off = 0; off < h->len;) {
@@ -1306,19 +1373,27 @@ static void emit_response_head(struct gw_conn *c)
 	if (!c->keep_alive || c->resp_close)
 		(void)buf_printf(&c->out, "Connection: close\r\n");
 	(void)buf_put(&c->out, "\r\n", 2);
-	/* A reflected key in a response header is masked too (same length, so nothing else shifts). */
+	/* A reflected key in a response header is masked too (same length, so nothing else shifts). A fresh
+	 * matcher state over the body's table: the head is judged on its own. */
 	if (c->redact.secret && c->redact.slen && c->out.p) {
-		struct sk_gw_redact r = { .secret = c->redact.secret, .slen = c->redact.slen };
+		struct sk_gw_redact r = c->redact;
+		r.n_hold = r.masked = 0;
 		size_t n = c->out.len - head_start;
 		uint8_t *tmp = malloc(n + 1);
-		if (tmp) {
-			size_t m = sk_gw_redact_run(&r, (const uint8_t *)c->out.p + head_start, n, true, tmp);
-			memcpy(c->out.p + head_start, tmp, m);
-			free(tmp);
+		if (!tmp) {
+			/* Never send a head that was not searched for the key: drop it and end the request. */
+			c->out.len = head_start;
+			c->client_err = true;
+			buf_free(&c->rhead);
+			return -1;
 		}
+		size_t m = sk_gw_redact_run(&r, (const uint8_t *)c->out.p + head_start, n, true, tmp);
+		memcpy(c->out.p + head_start, tmp, m);
+		free(tmp);
 	}
 	c->head_sent = true;
 	buf_free(&c->rhead);
+	return 0;
 }
 
 static size_t header_cb(char *ptr, size_t size, size_t nitems, void *ud)
@@ -1346,8 +1421,7 @@ static size_t header_cb(char *ptr, size_t size, size_t nitems, void *ud)
 			c->rhead.len = 0;
 			return n;
 		}
-		emit_response_head(c);
-		if (flush_out(c) < 0)
+		if (emit_response_head(c) < 0 || flush_out(c) < 0)
 			return 0;
 		set_interest(c);
 		return n;
@@ -1472,7 +1546,11 @@ static void transfer_done(struct gw_conn *c, CURLcode rc)
 			transfer_failed(c, CURLE_RECV_ERROR);
 			return;
 		}
-		emit_response_head(c);
+		if (emit_response_head(c) < 0) {
+			req_end(c, 500, "internal_error");
+			conn_free(c);
+			return;
+		}
 	}
 	if (rc != CURLE_OK) {
 		if (!c->head_sent) {
@@ -1607,12 +1685,13 @@ static int start_transfer(struct gw_conn *c, const struct sk_gw_req *req, const 
 	acc.list = s;
 	c->hdrs = acc.list;
 	acc.list = NULL;
-	if (slen <= sizeof(c->redact.hold) && (c->secret_copy = malloc(slen + 1))) {
-		memcpy(c->secret_copy, secret, slen);
-		c->secret_copy[slen] = 0;
-		c->redact.secret = c->secret_copy;
-		c->redact.slen = slen;
-	}
+	/* Whatever its length, the key is masked if the upstream echoes it: no redactor, no transfer. */
+	if (!(c->secret_copy = malloc(slen + 1)))
+		goto oom;
+	memcpy(c->secret_copy, secret, slen);
+	c->secret_copy[slen] = 0;
+	if (sk_gw_redact_init(&c->redact, c->secret_copy, slen) < 0)
+		goto oom;
 
 	char *url = NULL;
 	if (asprintf(&url, "%s%.*s", api->upstream, (int)rest_len, rest) < 0)
@@ -2106,6 +2185,14 @@ void sk_gateway_stop_accepting(struct sk_gateway *g)
 		return;
 	listener_close(g, &g->l4);
 	listener_close(g, &g->l6);
+	g->draining = true;
+	/* Idle keep-alive connections (waiting for a head, nothing of one read) hold no work: their timer is
+	 * brought forward to the next loop turn, where conn_timer closes them, so that what sk_gateway_active
+	 * counts from then on is requests in flight. A half-read head may still become a request and is left
+	 * to finish (or time out). */
+	for (struct gw_conn *c = g->conns; c; c = c->next)
+		if (c->st == GW_HEAD && c->in_len == c->in_off)
+			(void)sk_timer_arm(g->sc->loop, &c->timer, 0);
 }
 
 size_t sk_gateway_active(const struct sk_gateway *g)

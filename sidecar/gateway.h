@@ -50,9 +50,13 @@ int sk_gateway_limits_from_env(struct sk_gateway_limits *l, char *const envp[], 
 /* Starts the gateway on sc (borrowed for the gateway's life): listens on 127.0.0.1 and ::1 at
  * sc->policy->ports.api. Limits from the environment. *out owned; free with sk_gateway_free. */
 int sk_gateway_start(struct sk_sidecar *sc, struct sk_gateway **out, struct sk_err *err);
-void sk_gateway_stop_accepting(struct sk_gateway *g);   /* SIGTERM drain: requests in flight go on */
+/* SIGTERM drain: closes the listeners and the idle keep-alive connections; requests in flight go on (a
+ * streamed response included), each response is its connection's last (Connection: close). */
+void sk_gateway_stop_accepting(struct sk_gateway *g);
 void sk_gateway_free(struct sk_gateway *g);              /* aborts transfers, closes everything; NULL ok */
-size_t sk_gateway_active(const struct sk_gateway *g);   /* agent connections open */
+/* Agent connections open. After sk_gateway_stop_accepting that is the gateway's in-flight work (requests
+ * forwarded or being answered, heads half read): main.c's drain waits until it is 0 (or the grace ends). */
+size_t sk_gateway_active(const struct sk_gateway *g);
 
 /* ---- pure helpers (tested by gateway_test.c) ------------------------------------------------------------ */
 
@@ -163,17 +167,25 @@ int sk_gw_chunked_decode(struct sk_gw_chunked *c, const uint8_t *in, size_t in_l
 void sk_gw_audit_path(const char *rest, size_t len, char *out, size_t cap);
 
 /* Replaces every occurrence of the secret in a stream with '*' bytes of the same length (so
- * Content-Length still holds), across write boundaries: up to slen-1 bytes are held back until the next
- * call or the end. push() appends buf to *out and returns bytes ready to send (a prefix of the output); */
+ * Content-Length still holds), across write boundaries, whatever the secret's length (issue 16 item 7:
+ * a fixed 256-byte hold window let longer secrets through). A streaming Knuth-Morris-Pratt matcher: the
+ * bytes held back are always the longest secret prefix the stream ends with, so they are never copied
+ * (they equal secret[0..n_hold)) and each input byte costs O(1) amortised; overlapping occurrences are
+ * masked as one run. */
 struct sk_gw_redact {
 	const char *secret;        /* borrowed; NULL or "" disables */
 	size_t slen;
-	uint8_t hold[256];         /* bytes that may start the secret, not yet released */
-	size_t n_hold;
+	uint32_t *fail;            /* owned (sk_gw_redact_init): KMP failure function, slen + 1 entries */
+	size_t n_hold;             /* stream bytes held back; they are secret[0..n_hold) */
+	size_t masked;             /* how many of them, from the front, belong to an occurrence already */
 };
-/* Processes in[0..len): writes released bytes to out (room for len + n_hold needed) and returns how many;
- * at the end call with len 0 and final = true to release what is held. Secrets longer than
- * sizeof(hold) are not redacted in streams (key files of that size are not API keys). */
+/* Sets r up for secret[0..slen) (borrowed: it must outlive r). 0, or -ENOMEM (r then disabled: the caller
+ * must not stream a response it cannot redact). slen 0 disables. */
+int sk_gw_redact_init(struct sk_gw_redact *r, const char *secret, size_t slen);
+void sk_gw_redact_free(struct sk_gw_redact *r);   /* wipes and frees the table; r disabled; NULL-safe */
+/* Processes in[0..len): writes released bytes to out (room for len + r->n_hold needed) and returns how
+ * many; at the end call with len 0 and final = true to release what is held (a secret prefix that never
+ * completed is released as it was). A disabled r copies in to out. */
 size_t sk_gw_redact_run(struct sk_gw_redact *r, const uint8_t *in, size_t len, bool final, uint8_t *out);
 
 #endif

@@ -490,13 +490,19 @@ static void test_audit_path(void **state)
 	assert_string_equal(small, "/abcd");
 }
 
+/* Runs in through a redactor in pieces of `step` bytes; out gets the whole output, NUL-terminated. */
 static void redact_stream(const char *secret, const char *in, size_t step, char *out, size_t *olen)
 {
-	struct sk_gw_redact r = { .secret = secret, .slen = strlen(secret) };
-	uint8_t buf[512];
-	size_t o = 0, len = strlen(in);
+	struct sk_gw_redact r;
+	size_t sl = strlen(secret);
+	assert_int_equal(sk_gw_redact_init(&r, secret, sl), 0);
+	size_t len = strlen(in);
+	uint8_t *buf = malloc(step + sl + 1);   /* exactly the room the contract asks: len + n_hold */
+	assert_non_null(buf);
+	size_t o = 0;
 	for (size_t off = 0; off < len; off += step) {
 		size_t n = len - off < step ? len - off : step;
+		assert_true(r.n_hold < (sl ? sl : 1));
 		size_t m = sk_gw_redact_run(&r, (const uint8_t *)in + off, n, false, buf);
 		memcpy(out + o, buf, m);
 		o += m;
@@ -506,6 +512,19 @@ static void redact_stream(const char *secret, const char *in, size_t step, char 
 	o += m;
 	out[o] = 0;
 	*olen = o;
+	free(buf);
+	sk_gw_redact_free(&r);
+	assert_null(r.fail);
+}
+
+/* The same by brute force: mark every byte covered by an occurrence. */
+static void redact_naive(const char *secret, const char *in, char *out)
+{
+	size_t sl = strlen(secret), n = strlen(in);
+	memcpy(out, in, n + 1);
+	for (size_t i = 0; sl && i + sl <= n; i++)
+		if (memcmp(in + i, secret, sl) == 0)
+			memset(out + i, '*', sl);
 }
 
 static void test_redact_across_boundaries(void **state)
@@ -526,6 +545,85 @@ static void test_redact_across_boundaries(void **state)
 	/* Disabled: passes through. */
 	redact_stream("", "anything", 3, out, &ol);
 	assert_string_equal(out, "anything");
+}
+
+/* Issue 16 item 7: a secret longer than 256 bytes went out unmasked. A 1000-byte secret echoed in a body
+ * (three times: alone, twice back to back, and a near miss), fed in every kind of piece size, so the
+ * occurrences straddle reads; a long self-similar secret; and agreement with brute force. */
+static void test_redact_long_secret(void **state)
+{
+	(void)state;
+	enum { SL = 1000 };
+	char *secret = malloc(SL + 1);
+	assert_non_null(secret);
+	for (size_t i = 0; i < SL; i++)
+		secret[i] = "abcdefghijklmnopqrstuvwxyz0123456789-_"[(i * 7 + i / 13) % 38];
+	secret[SL] = 0;
+	size_t cap = 8 * SL + 256;
+	char *in = malloc(cap), *want = malloc(cap), *out = malloc(cap);
+	assert_non_null(in);
+	assert_non_null(want);
+	assert_non_null(out);
+	char *near = strdup(secret);
+	assert_non_null(near);
+	near[SL - 1] = near[SL - 1] == 'x' ? 'y' : 'x';
+	snprintf(in, cap, "data: {\"echo\":\"%s\"}\n\ndata: %s%s|%s|%.*s end", secret, secret, secret, near,
+		 SL / 2, secret);
+	redact_naive(secret, in, want);
+	assert_null(strstr(want, secret));
+	assert_non_null(strstr(want, near));                    /* a near miss is not masked */
+	static const size_t steps[] = { 1, 2, 3, 7, 64, 255, 256, 257, 999, 1000, 1001, 1500, 4096, 100000 };
+	for (size_t k = 0; k < sizeof(steps) / sizeof(steps[0]); k++) {
+		size_t ol;
+		redact_stream(secret, in, steps[k], out, &ol);
+		assert_int_equal(ol, strlen(in));   /* same length: Content-Length still holds */
+		if (strcmp(out, want) != 0 || strstr(out, secret))
+			fail_msg("step %zu: the 1000-byte secret is not masked as it should be", steps[k]);
+	}
+	/* Self-similar: "aaa…ab" (1000 bytes) after a long run of 'a': one occurrence at the very end. */
+	memset(secret, 'a', SL - 1);
+	secret[SL - 1] = 'b';
+	memset(in, 'a', 5000);
+	memcpy(in + 5000, secret, SL + 1);
+	redact_naive(secret, in, want);
+	for (size_t k = 0; k < sizeof(steps) / sizeof(steps[0]); k++) {
+		size_t ol;
+		redact_stream(secret, in, steps[k], out, &ol);
+		assert_int_equal(ol, 5000 + SL);
+		assert_string_equal(out, want);
+	}
+	free(near);
+	free(secret);
+	free(in);
+	free(want);
+	free(out);
+}
+
+/* Random secrets over a small alphabet (many overlaps and near misses) against brute force. */
+static void test_redact_random_agrees(void **state)
+{
+	(void)state;
+	unsigned seed = 12345;
+	char secret[40], in[600], want[600], out[700];
+	for (int round = 0; round < 3000; round++) {
+		seed = seed * 1103515245u + 12345u;
+		size_t sl = 1 + (seed >> 16) % 12, n = (seed >> 8) % 500;
+		for (size_t i = 0; i < sl; i++) {
+			seed = seed * 1103515245u + 12345u;
+			secret[i] = (char)('a' + (seed >> 16) % 2);
+		}
+		secret[sl] = 0;
+		for (size_t i = 0; i < n; i++) {
+			seed = seed * 1103515245u + 12345u;
+			in[i] = (char)('a' + (seed >> 16) % 3);
+		}
+		in[n] = 0;
+		redact_naive(secret, in, want);
+		size_t ol, step = 1 + (size_t)round % 17;
+		redact_stream(secret, in, step, out, &ol);
+		if (strcmp(out, want) != 0)
+			fail_msg("secret %s step %zu:\n in   %s\n got  %s\n want %s", secret, step, in, out, want);
+	}
 }
 
 static void test_limits_from_env(void **state)
@@ -567,6 +665,8 @@ int main(void)
 		cmocka_unit_test(test_chunked_decode),
 		cmocka_unit_test(test_audit_path),
 		cmocka_unit_test(test_redact_across_boundaries),
+		cmocka_unit_test(test_redact_long_secret),
+		cmocka_unit_test(test_redact_random_agrees),
 		cmocka_unit_test(test_limits_from_env),
 	};
 	return cmocka_run_group_tests(tests, NULL, teardown);

@@ -109,8 +109,9 @@ static void on_signal(struct sk_loop *l, struct sk_io *io, uint32_t events)
 			r->draining = true;
 			if (r->lc)
 				sk_lifecycle_set_draining(r->lc);  /* admin: /readyz now says "draining" */
-			fprintf(stderr, "stockade-sidecar: draining %zu connections for up to %us\n",
-				sk_proxy_active(r->sc->proxy), r->cfg->drain_seconds);
+			fprintf(stderr, "stockade-sidecar: draining %zu connections and %zu API connections for up "
+				"to %us\n", sk_proxy_active(r->sc->proxy), sk_gateway_active(r->sc->gateway),
+				r->cfg->drain_seconds);
 			sk_proxy_stop_accepting(r->sc->proxy);
 			sk_gateway_stop_accepting(r->sc->gateway);  /* gateway */
 			sk_dns_server_stop_accepting(r->dns);  /* dns */
@@ -129,7 +130,10 @@ static int run_loop(struct run *r, struct sk_err *err)
 		int rc = sk_loop_run_once(l, r->draining ? 200 : -1, err);
 		if (rc < 0)
 			return rc;
-		if (r->draining && (sk_proxy_active(r->sc->proxy) == 0 || !sk_timer_armed(&r->drain)))
+		/* Done when every server's in-flight work is: proxied connections AND gateway requests (an API
+		 * response streaming while no proxied connection is open must not be cut), or the grace is over. */
+		if (r->draining && ((sk_proxy_active(r->sc->proxy) == 0 && sk_gateway_active(r->sc->gateway) == 0) ||
+				    !sk_timer_armed(&r->drain)))
 			return 0;
 	}
 }

@@ -8,6 +8,9 @@
                    the server's send time
   ANY  /slow       sleeps ?s=5 seconds before the head
   POST /upload     reads the body (Content-Length or chunked) and answers {"sha256":..,"bytes":..}
+  GET  /reflect    text/plain, chunked: "key=<x-api-key as received>;" written ?piece=7 bytes at a time with a
+                   flush and ?ms=2 between pieces (so the key reaches the gateway split over many reads),
+                   ?times=2 times; the key is also reflected in the X-Echo-Auth header
   GET  /ok         "ok" (the bench)
   GET  /big        ?mb=N MiB of zero bytes with Content-Length (back-pressure)
 Usage: upstream.py --addr IP --port N --cert PEM --key PEM --log FILE
@@ -82,6 +85,22 @@ class H(BaseHTTPRequestHandler):
                     "sha256": {k.lower(): hashlib.sha256(v.encode()).hexdigest() for k, v in hdrs}}
             extra = {"X-Echo-Auth": self.headers.get("x-api-key", "")}  # a reflected key, for redaction
             self._send(200, json.dumps(body).encode(), extra=extra)
+        elif path == "/reflect":
+            key = self.headers.get("x-api-key", "")
+            piece, ms, times = int(q.get("piece", 7)), int(q.get("ms", 2)), int(q.get("times", 2))
+            body = ("".join(f"key={key};" for _ in range(times)) + "end\n").encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.send_header("X-Echo-Auth", key)
+            self.end_headers()
+            for i in range(0, len(body), piece):
+                b = body[i:i + piece]
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(b), b))
+                self.wfile.flush()
+                if ms:
+                    time.sleep(ms / 1000)
+            self.wfile.write(b"0\r\n\r\n")
         elif path == "/ok":
             self._send(200, b"ok")
         elif path == "/sse":
