@@ -45,6 +45,7 @@
 #include "sidecar/audit.h"
 #include "sidecar/denials.h"
 #include "sidecar/metrics.h"
+#include "sidecar/net.h"
 
 #define GW_IN_CAP 65536           /* bytes buffered from the agent (head + body in flight) */
 #define GW_OUT_HIGH 262144        /* response bytes queued for the agent before curl is paused */
@@ -52,7 +53,6 @@
 #define GW_LINGER_MS 2000
 #define GW_LINGER_DRAIN (1u << 20)
 #define GW_SECRET_MAX 16384       /* a key file larger than this is refused (502), not truncated */
-#define GW_ACCEPT_BURST 64
 
 /* ---- pure helpers --------------------------------------------------------------------------------------- */
 
@@ -742,11 +742,6 @@ struct gw_sock {                   /* one socket curl asked us to watch */
 	struct sk_gateway *gw;
 };
 
-struct gw_listener {
-	struct sk_io io;
-	struct sk_gateway *gw;
-};
-
 struct gw_buf {
 	char *p;
 	size_t len, cap;
@@ -795,7 +790,7 @@ struct sk_gateway {
 	struct sk_gateway_limits lim;
 	CURLM *multi;
 	struct sk_timer curl_timer;
-	struct gw_listener l4, l6;
+	struct sk_listener l4, l6;   /* net.h: back off when out of descriptors */
 	struct gw_conn *conns;
 	size_t n_conns;
 	struct gw_api_state *apis;
@@ -2014,100 +2009,57 @@ static void conn_timer(struct sk_loop *l, struct sk_timer *t)
 
 /* ---- listeners and life cycle --------------------------------------------------------------------------- */
 
-static void listener_io(struct sk_loop *l, struct sk_io *io, uint32_t events)
+static void gw_accept(struct sk_listener *ls, int fd, const struct sockaddr_storage *peer)
 {
-	(void)events;
-	struct gw_listener *ls = io->ctx;
-	struct sk_gateway *g = ls->gw;
-	for (int i = 0; i < GW_ACCEPT_BURST; i++) {
-		int fd = accept4(io->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0)
-			return;
-		if (g->n_conns >= g->lim.max_conns) {
-			close(fd);
-			continue;
-		}
-		struct gw_conn *c = calloc(1, sizeof(*c));
-		uint8_t *in = malloc(GW_IN_CAP);
-		if (!c || !in) {
-			free(c);
-			free(in);
-			close(fd);
-			continue;
-		}
-		int one = 1;
-		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		c->gw = g;
-		c->in = in;
-		c->st = GW_HEAD;
-		c->events = EPOLLIN;
-		c->t0_ms = sk_monotonic_ms();
-		sk_io_init(&c->io, fd, conn_io, c);
-		sk_timer_init(&c->timer, conn_timer, c);
-		if (sk_loop_add(l, &c->io, EPOLLIN, NULL) < 0) {
-			free(in);
-			free(c);
-			close(fd);
-			continue;
-		}
-		(void)sk_timer_arm(l, &c->timer, g->lim.head_timeout_ms);
-		c->next = g->conns;
-		if (g->conns)
-			g->conns->prev = c;
-		g->conns = c;
-		g->n_conns++;
-	}
-}
-
-static int listen_on(struct sk_gateway *g, struct gw_listener *ls, int family, uint16_t port, struct sk_err *err)
-{
-	ls->gw = g;
-	sk_io_init(&ls->io, -1, listener_io, ls);
-	sk_autoclose int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return sk_err_sys(err, errno, "gateway: socket");
-	int one = 1;
-	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	struct sockaddr_storage ss;
-	memset(&ss, 0, sizeof(ss));
-	socklen_t sl;
-	const char *ep = family == AF_INET ? "127.0.0.1" : "[::1]";
-	/* Loopback only: the agent shares the pod's loopback; nothing outside the pod may use the keys. */
-	if (family == AF_INET) {
-		struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
-		s4->sin_family = AF_INET;
-		s4->sin_port = htons(port);
-		s4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		sl = sizeof(*s4);
-	} else {
-		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
-		s6->sin6_family = AF_INET6;
-		s6->sin6_port = htons(port);
-		s6->sin6_addr = in6addr_loopback;
-		sl = sizeof(*s6);
-		if (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) < 0)
-			return sk_err_sys(err, errno, "gateway: IPV6_V6ONLY");
-	}
-	if (bind(fd, (struct sockaddr *)&ss, sl) < 0)
-		return sk_err_sys(err, errno, "gateway: bind %s:%u", ep, port);
-	if (listen(fd, 1024) < 0)
-		return sk_err_sys(err, errno, "gateway: listen %s:%u", ep, port);
-	ls->io.fd = fd;
-	if (sk_loop_add(g->sc->loop, &ls->io, EPOLLIN, err) < 0) {
-		ls->io.fd = -1;
-		return sk_err_prefix(err, "gateway: %s:%u", ep, port);
-	}
-	sk_steal_fd(&fd);
-	return 0;
-}
-
-static void listener_close(struct sk_gateway *g, struct gw_listener *ls)
-{
-	if (ls->io.fd < 0)
+	(void)peer;
+	struct sk_gateway *g = ls->ctx;
+	struct sk_loop *l = g->sc->loop;
+	if (g->n_conns >= g->lim.max_conns) {
+		close(fd);
 		return;
-	sk_loop_del(g->sc->loop, &ls->io);
-	close(ls->io.fd);
-	ls->io.fd = -1;
+	}
+	struct gw_conn *c = calloc(1, sizeof(*c));
+	uint8_t *in = malloc(GW_IN_CAP);
+	if (!c || !in) {
+		free(c);
+		free(in);
+		close(fd);
+		return;
+	}
+	int one = 1;
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	c->gw = g;
+	c->in = in;
+	c->st = GW_HEAD;
+	c->events = EPOLLIN;
+	c->t0_ms = sk_monotonic_ms();
+	sk_io_init(&c->io, fd, conn_io, c);
+	sk_timer_init(&c->timer, conn_timer, c);
+	if (sk_loop_add(l, &c->io, EPOLLIN, NULL) < 0) {
+		free(in);
+		free(c);
+		close(fd);
+		return;
+	}
+	(void)sk_timer_arm(l, &c->timer, g->lim.head_timeout_ms);
+	c->next = g->conns;
+	if (g->conns)
+		g->conns->prev = c;
+	g->conns = c;
+	g->n_conns++;
+}
+
+static int listen_on(struct sk_gateway *g, struct sk_listener *ls, int family, uint16_t port, struct sk_err *err)
+{
+	/* Loopback only: the agent shares the pod's loopback; nothing outside the pod may use the keys. */
+	struct sk_addr a = { .family = (uint8_t)family };
+	if (family == AF_INET) {
+		a.bytes[0] = 127;
+		a.bytes[3] = 1;
+	} else {
+		a.bytes[15] = 1;
+	}
+	return sk_listener_open(ls, g->sc->loop, &a, port, 1024, "gateway", gw_accept, g, err);
 }
 
 void sk_gateway_limits_default(struct sk_gateway_limits *l)
@@ -2183,8 +2135,8 @@ void sk_gateway_stop_accepting(struct sk_gateway *g)
 {
 	if (!g)
 		return;
-	listener_close(g, &g->l4);
-	listener_close(g, &g->l6);
+	sk_listener_close(&g->l4);
+	sk_listener_close(&g->l6);
 	g->draining = true;
 	/* Idle keep-alive connections (waiting for a head, nothing of one read) hold no work: their timer is
 	 * brought forward to the next loop turn, where conn_timer closes them, so that what sk_gateway_active
