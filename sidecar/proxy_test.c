@@ -852,6 +852,113 @@ static void test_declined_websocket_upgrade_keeps_checking_requests(void **state
 	world_down(&w);
 }
 
+/* A resolver stand-in: remembers one request; the test answers it. */
+struct fake_resolver {
+	sk_resolve_done_fn done;
+	void *arg;
+	char name[256];
+	int starts, cancels;
+};
+
+static int fake_resolve_start(void *ctx, const char *name, const struct sk_addr *addr, sk_resolve_done_fn done,
+			      void *arg, struct sk_resolve_req **req)
+{
+	(void)addr;
+	struct fake_resolver *f = ctx;
+	f->done = done;
+	f->arg = arg;
+	snprintf(f->name, sizeof(f->name), "%s", name);
+	f->starts++;
+	*req = (struct sk_resolve_req *)f;
+	return 0;
+}
+
+static void fake_resolve_cancel(void *ctx, struct sk_resolve_req *req)
+{
+	(void)req;
+	struct fake_resolver *f = ctx;
+	f->cancels++;
+	f->done = NULL;
+}
+
+static bool never_bound(void *ctx, const struct sk_addr *addr, const char *name)
+{
+	(void)ctx;
+	(void)addr;
+	(void)name;
+	return false;
+}
+
+static void test_binding_miss_is_resolved_by_the_sidecar(void **state)
+{
+	(void)state;
+	uint8_t hello[4096];
+	size_t n = read_file("sidecar/testdata/hellos/openssl.bin", hello, sizeof(hello));
+	for (int match = 0; match < 2; match++) {
+		struct world w;
+		struct fake_resolver f = { 0 };
+		world_up_policy(&w, SHARED_POLICY, 5000);
+		w.sc.bind.name_bound = never_bound;
+		w.sc.resolve.ctx = &f;
+		w.sc.resolve.start = fake_resolve_start;
+		w.sc.resolve.cancel = fake_resolve_cancel;
+		int c = client(&w, &w.lo, w.upstream_port);
+		assert_int_equal(send(c, hello, n, 0), (ssize_t)n);
+		spin(&w, 5);
+		assert_int_equal(f.starts, 1);
+		assert_string_equal(f.name, "allowed.example");
+		assert_int_equal(accept4(w.upstream_ls, NULL, NULL, 0), -1);   /* nothing before the answer */
+		f.done(f.arg, match ? SK_RESOLVE_MATCH : SK_RESOLVE_MISMATCH);
+		spin(&w, 5);
+		int up = accept4(w.upstream_ls, NULL, NULL, SOCK_NONBLOCK);
+		if (match) {
+			assert_true(up >= 0);
+			uint8_t got[4096];
+			assert_int_equal(recv_some(&w, up, got, n), n);
+			close(up);
+			close(c);
+			spin(&w, 10);
+		} else {
+			assert_int_equal(up, -1);
+			uint8_t got[16];
+			assert_int_equal(recv_some(&w, c, got, 7), 7);
+			assert_memory_equal(got, SK_TLS_ALERT_ACCESS_DENIED, 7);
+			close(c);
+		}
+		int count;
+		cJSON *j = last_audit(&w, &count);
+		assert_int_equal(count, 1);
+		assert_string_equal(jstr(j, "binding"), match ? "resolved" : "mismatch");
+		assert_string_equal(jstr(j, "decision"), match ? "allow" : "deny");
+		if (!match)
+			assert_string_equal(jstr(j, "reason"), "sni_ip_mismatch");
+		cJSON_Delete(j);
+		world_down(&w);
+	}
+}
+
+static void test_client_gone_while_resolving_cancels(void **state)
+{
+	(void)state;
+	struct world w;
+	struct fake_resolver f = { 0 };
+	world_up_policy(&w, SHARED_POLICY, 5000);
+	w.sc.bind.name_bound = never_bound;
+	w.sc.resolve.ctx = &f;
+	w.sc.resolve.start = fake_resolve_start;
+	w.sc.resolve.cancel = fake_resolve_cancel;
+	static const char req[] = "GET / HTTP/1.1\r\nHost: allowed.example\r\n\r\n";
+	int c = client(&w, &w.lo, w.upstream_port);
+	assert_int_equal(send(c, req, sizeof(req) - 1, 0), (ssize_t)sizeof(req) - 1);
+	spin(&w, 5);
+	assert_int_equal(f.starts, 1);
+	close(c);
+	sk_proxy_free(w.sc.proxy);   /* shutdown with the resolution in flight */
+	w.sc.proxy = NULL;
+	assert_int_equal(f.cancels, 1);
+	world_down(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -876,6 +983,8 @@ int main(void)
 		cmocka_unit_test(test_ech_grease_denied_by_default_allowed_by_policy),
 		cmocka_unit_test(test_websocket_upgrade_is_opaque_after_101),
 		cmocka_unit_test(test_declined_websocket_upgrade_keeps_checking_requests),
+		cmocka_unit_test(test_binding_miss_is_resolved_by_the_sidecar),
+		cmocka_unit_test(test_client_gone_while_resolving_cancels),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
