@@ -3,7 +3,9 @@
 # from lib.sh), then sockets opened as the agent, the sidecar, an exempt UID, a third UID and root prove
 # what the kernel does: agent TCP lands on the proxy port with the right SO_ORIGINAL_DST (IPv4, IPv6),
 # agent DNS on the DNS port, direct sets pass, everything else is blocked; re-runs leave no gap;
-# --check catches a deleted rule; --dry-run and the guard change nothing. Needs root.
+# --check catches a deleted rule; --dry-run and the guard change nothing; IGMP/MLD reports of a multicast join
+# by the agent never leave the pod while IPv6 ND still works, and the agent cannot reach the admin port on
+# loopback (issue 16 items 1 and 9). Needs root.
 # UIDs, ports and test addresses below are fixed tokens without spaces; quoting each would bury the checks.
 # shellcheck disable=SC2086
 set -uo pipefail
@@ -111,6 +113,60 @@ def flood(host, port, count, gap):
         s.close(); time.sleep(float(gap))
     print(got)
 
+def join(ifname, hold):
+    # multicast joins as the calling UID (issue 16 item 1): the kernel then reports the groups on ifname
+    idx = socket.if_nametoindex(ifname)
+    s4 = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s4.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP,  # struct ip_mreqn
+                  struct.pack('=4s4si', socket.inet_aton('239.83.69.67'), b'\0' * 4, idx))
+    s6 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    s6.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_JOIN_GROUP,
+                  socket.inet_pton(socket.AF_INET6, 'ff0e:5345:4352:4554:2d45:5846:494c:2121') + struct.pack('=I', idx))
+    time.sleep(float(hold))
+    print('joined')
+
+def sniff(ifname, secs, out):
+    # AF_PACKET capture of IGMP and MLD arriving on ifname (the peer's own reports are skipped) for secs
+    # seconds: one line per packet, "igmp|mld TYPE GROUPS"
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+    s.bind((ifname, 0)); s.settimeout(0.2)
+    end = time.time() + float(secs)
+    with open(out, 'w') as f:
+        f.write('ready\n'); f.flush()
+        while time.time() < end:
+            try:
+                p, sll = s.recvfrom(65535)
+            except socket.timeout:
+                continue
+            if sll[2] == socket.PACKET_OUTGOING:
+                continue
+            et = struct.unpack('!H', p[12:14])[0]; ip = p[14:]
+            if et == 0x0800 and ip[9] == 2:
+                l4 = ip[(ip[0] & 15) * 4:]
+                if l4[0] == 0x22:  # IGMPv3 report: records at 8, group at +4
+                    n = struct.unpack('!H', l4[6:8])[0]; off = 8; groups = []
+                    for _ in range(n):
+                        groups.append(socket.inet_ntop(socket.AF_INET, l4[off + 4:off + 8]))
+                        off += 8 + l4[off + 1] * 4 + struct.unpack('!H', l4[off + 2:off + 4])[0] * 4
+                else:
+                    groups = [socket.inet_ntop(socket.AF_INET, l4[4:8])]
+                f.write('igmp %d %s\n' % (l4[0], ' '.join(groups))); f.flush()
+            elif et == 0x86dd:
+                nh, off = ip[6], 40
+                while nh in (0, 43, 60):  # hop-by-hop (router alert), routing, destination options
+                    nh, off = ip[off], off + (ip[off + 1] + 1) * 8
+                l4 = ip[off:]
+                if nh != 58 or l4[0] not in (130, 131, 132, 143):
+                    continue
+                if l4[0] == 143:  # MLDv2 report: records at 8, group at +4
+                    n = struct.unpack('!H', l4[6:8])[0]; o = 8; groups = []
+                    for _ in range(n):
+                        groups.append(socket.inet_ntop(socket.AF_INET6, l4[o + 4:o + 20]))
+                        o += 20 + l4[o + 1] * 4 + struct.unpack('!H', l4[o + 2:o + 4])[0] * 16
+                else:
+                    groups = [socket.inet_ntop(socket.AF_INET6, l4[8:24])]
+                f.write('mld %d %s\n' % (l4[0], ' '.join(groups))); f.flush()
+
 cmd, args = sys.argv[1], sys.argv[2:]
 if cmd == 'serve':
     # serve tcp|udp PORT REPLY [LOG] ADDR...
@@ -122,7 +178,8 @@ if cmd == 'serve':
     while True:
         time.sleep(3600)
 try:
-    {'tcp': tcp, 'udp': udp, 'udpfrom': udpfrom, 'ping': ping, 'flood': flood}[cmd](*args)
+    {'tcp': tcp, 'udp': udp, 'udpfrom': udpfrom, 'ping': ping, 'flood': flood, 'join': join,
+     'sniff': sniff}[cmd](*args)
 except OSError as e:
     print('error: %s' % e, file=sys.stderr); sys.exit(1)
 EOF
@@ -177,6 +234,21 @@ policy "$P" allow
 
 # ---- before: sanity of the harness itself (no rules yet, so everything flows) ----
 sk_check_eq "harness: agent reaches the test server before init" inet "$(as $A tcp $SRV4 80)"
+
+# sniff_join LABEL — captures IGMP/MLD on the peer's veth while the agent joins 239.83.69.67 and
+# ff0e:5345:4352:4554:2d45:5846:494c:2121 on the pod's; the capture is left in $SK_TMP/sniff.LABEL.
+sniff_join() {
+	local out=$SK_TMP/sniff.$1
+	sk_inet "$N" "$PY" "$H" sniff skn0 3 "$out" &
+	local sp=$!
+	for _ in $(seq 50); do [ -s "$out" ] && break; sleep 0.05; done
+	as $A join skp0 1.5 >/dev/null
+	wait $sp
+}
+GROUP4=239.83.69.67 GROUP6=ff0e:5345:4352:4554:2d45:5846:494c:2121
+sniff_join before
+sk_check "harness: before init the agent's join sends an IGMP report naming $GROUP4" grep -q "^igmp .*$GROUP4" "$SK_TMP/sniff.before"
+sk_check "harness: before init the agent's join sends an MLD report naming $GROUP6" grep -q "^mld .*$GROUP6" "$SK_TMP/sniff.before"
 
 # ---- dry run and rules ----
 out=$(sk_pod "$N" "$INIT" --policy "$P" --dry-run)
@@ -237,6 +309,53 @@ sk_check_fails "agent icmp echo v4 is blocked" as $A ping $SRV4
 sk_check_fails "agent icmpv6 echo is blocked" as $A ping $SRV6
 sk_check_eq "agent loopback tcp allowed (loopback: allow)" local "$(as $A tcp 127.0.0.1 8080)"
 sk_check_eq "agent loopback udp allowed (loopback: allow)" local "$(as $A udp 127.0.0.1 9999)"
+
+# ---- admin port: kubelet's, not the agent's (issue 16 item 9) ----
+ADM=$SK_TMP/admin
+mkdir -p "$ADM" && echo "stockade_up 1" >"$ADM/metrics" && chmod -R a+rX "$ADM"
+# a stand-in admin on all addresses, run as the sidecar UID like the real one
+(cd "$ADM" && sk_pod_as "$N" $S "$PY" -m http.server 15000 --bind :: >/dev/null 2>&1) &
+sk_wait_port "$POD" tcp 15000
+adm() { sk_pod_as "$N" "$1" curl -sS -m 3 "http://$2:15000/metrics" 2>&1; }
+for h in 127.0.0.1 "[::1]" $SK_POD_IP4 "[$SK_POD_IP6]"; do
+	out=$(adm $A "$h"); rc=$?
+	# exit 7 at once: the SYN was answered with a reset (a timeout would be 28)
+	sk_check_eq "agent curl http://$h:15000/metrics is refused (loopback: allow)" 7 "$rc"
+	sk_check "agent curl $h:15000: could not connect" grep -qE "Couldn't connect|refused|reset" <<<"$out"
+	sk_check_eq "sidecar curl http://$h:15000/metrics works" "stockade_up 1" "$(adm $S "$h")"
+done
+sk_check_eq "third uid on loopback still reaches the admin port" "stockade_up 1" "$(adm $O 127.0.0.1)"
+sk_check_eq "kubelet-style probe from outside the pod reaches the admin port" "stockade_up 1" \
+	"$(sk_inet "$N" curl -sS -m 3 "http://$SK_POD_IP4:15000/metrics")"
+sk_check_eq "agent loopback to other ports still allowed" local "$(as $A tcp 127.0.0.1 8080)"
+
+# ---- multicast reports never leave; ND still works (issue 16 item 1) ----
+sniff_join after
+sk_check_eq "agent join after init: no IGMP/MLD packet reaches the peer" "" "$(grep -v '^ready' "$SK_TMP/sniff.after")"
+sk_check_fails "agent join after init: nothing names $GROUP4 or $GROUP6" grep -qE "$GROUP4|$GROUP6" "$SK_TMP/sniff.after"
+cnt=$(sk_pod "$N" nft list counter inet stockade mcast_report_drop | grep -oE 'packets [0-9]+' | awk '{print $2}')
+sk_check "named counter mcast_report_drop counted the reports" test "${cnt:-0}" -gt 0
+# A new address makes the kernel join its solicited-node group (ff02::1:ff00:77) and report it: that
+# report is dropped too, yet the peer's neighbour solicitation to that group still reaches the pod over the
+# veth and is answered, so ND does not need MLD here.
+sk_inet "$N" "$PY" "$H" sniff skn0 2.5 "$SK_TMP/sniff.nd" &
+snp=$!
+sleep 0.3
+sk_pod "$N" ip -6 addr add 2001:db8:18::77/64 dev skp0 nodad
+sk_inet "$N" ip -6 neigh flush dev skn0
+sk_inet "$N" sysctl -qw net.ipv4.ping_group_range="0 2147483647"
+sk_check_eq "peer pings a fresh pod address (ND through the rules, its MLD dropped)" pong \
+	"$(sk_inet "$N" "$PY" "$H" ping 2001:db8:18::77 2>&1)"
+wait $snp
+sk_check_eq "no MLD report for the fresh address's solicited-node group left the pod" "" \
+	"$(grep -v '^ready' "$SK_TMP/sniff.nd")"
+sk_check "peer's neighbour entry for the pod address resolved" grep -qE "lladdr .*(REACHABLE|STALE|DELAY)" \
+	<<<"$(sk_inet "$N" ip -6 neigh show 2001:db8:18::77)"
+sk_pod "$N" ip -6 addr del 2001:db8:18::77/64 dev skp0
+sk_pod "$N" ip -6 neigh flush dev skp0
+sk_check_eq "pod re-resolves its IPv6 gateway (sidecar ping6)" pong "$(as $S ping $SRV6)"
+sk_check "pod's neighbour entry for the gateway resolved" grep -qE "lladdr .*(REACHABLE|STALE|DELAY)" \
+	<<<"$(sk_pod "$N" ip -6 neigh show $SK_NET_IP6)"
 
 # ---- sidecar, exempt, others ----
 sk_check_eq "sidecar tcp v4 reaches the server directly" inet "$(as $S tcp $SRV4 80)"
@@ -320,12 +439,16 @@ sk_check_fails "loopback deny: agent udp to loopback blocked" as $A udp 127.0.0.
 sk_check_eq "loopback deny: sidecar loopback allowed" local "$(as $S tcp 127.0.0.1 8080)"
 sk_check_eq "loopback deny: agent DNS still redirected" dns "$(as $A udp $SRV4 53)"
 sk_check_eq "loopback deny: agent tcp still proxied" proxy "$(as $A tcp $SRV4 80)"
+sk_check_eq "loopback deny: agent tcp to the admin port goes to the proxy, not the admin" proxy \
+	"$(as $A tcp 127.0.0.1 15000)"
 policy "$SK_TMP/ports.yaml" "[8080]"
 sk_check "init with loopback: [8080]" sk_pod "$N" "$INIT" --policy "$SK_TMP/ports.yaml"
 sk_check_eq "loopback ports: agent tcp to a listed port allowed" local "$(as $A tcp 127.0.0.1 8080)"
 sk_check_eq "loopback ports: agent tcp v6 to a listed port allowed" local "$(as $A tcp ::1 8080)"
 sk_check_fails "loopback ports: agent udp to an unlisted port blocked" as $A udp 127.0.0.1 9999
 sk_check "loopback ports: --check passes" sk_pod "$N" "$INIT" --policy "$SK_TMP/ports.yaml" --check
+sk_check_eq "loopback ports: sidecar still reaches the admin port" "stockade_up 1" "$(adm $S 127.0.0.1)"
+sk_check_eq "loopback ports: agent tcp to the admin port goes to the proxy" proxy "$(as $A tcp 127.0.0.1 15000)"
 msg=$(sk_pod "$N" "$INIT" --policy "$P" --check 2>&1); rc=$?
 sk_check_eq "--check against another policy fails" 1 "$rc"
 

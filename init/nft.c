@@ -275,6 +275,9 @@ static struct nftnl_rule *build_rule(const struct sk_ruleset *rs, const struct s
 	case SK_RS_REJECT_ADMIN:
 		e_reject(&c, NFT_REJECT_ICMPX_UNREACH, NFT_REJECT_ICMPX_ADMIN_PROHIBITED);
 		break;
+	case SK_RS_DROP:
+		e_verdict(&c, NF_DROP);
+		break;
 	}
 	if (c.oom) {
 		nftnl_rule_free(c.r);
@@ -295,7 +298,8 @@ static uint32_t set_key_len(const struct sk_rs_set *s)
 	switch (s->id) {
 	case SK_RS_SET_EXEMPT: return 4;
 	case SK_RS_SET_LOPORTS: return 2;
-	case SK_RS_SET_ND: return 1;
+	case SK_RS_SET_ND:
+	case SK_RS_SET_MLD: return 1;
 	case SK_RS_SET_DIRECT4: return 4 + 4 + 4;
 	case SK_RS_SET_DIRECT6: return 16 + 4 + 4;
 	case SK_RS_N_SETS: break;
@@ -317,6 +321,7 @@ static uint32_t elem_key(const struct sk_rs_set *s, const struct sk_rs_elem *e, 
 		return 2;
 	}
 	case SK_RS_SET_ND:
+	case SK_RS_SET_MLD:
 		out[0] = (uint8_t)e->val;
 		return 1;
 	case SK_RS_SET_DIRECT4:
@@ -350,7 +355,8 @@ static struct nftnl_set *build_set(const struct sk_rs_set *s)
 	switch (s->id) {
 	case SK_RS_SET_EXEMPT: type = T_UID; bo = BO_HOST; break;
 	case SK_RS_SET_LOPORTS: type = T_INET_SERVICE; break;
-	case SK_RS_SET_ND: type = T_ICMP6; break;
+	case SK_RS_SET_ND:
+	case SK_RS_SET_MLD: type = T_ICMP6; break;
 	case SK_RS_SET_DIRECT4:
 		type = T_CONCAT3(T_IPADDR, T_INET_PROTO, T_INET_SERVICE);
 		flags = NFT_SET_INTERVAL | NFT_SET_CONCAT;

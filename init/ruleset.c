@@ -15,19 +15,30 @@ typedef unsigned __int128 sk_u128;
 
 static const char *const counter_names[SK_RS_N_COUNTERS] = {
 	"agent_reject_tcp", "agent_reject_other", "other_uid_reject_tcp", "other_uid_reject_other",
+	"mcast_report_drop",
 };
 
 static const char *const set_names[SK_RS_N_SETS] = {
-	"exempt_uids", "loopback_ports", "icmpv6_nd", "direct4", "direct6",
+	"exempt_uids", "loopback_ports", "icmpv6_nd", "icmpv6_mld", "direct4", "direct6",
 };
 
-/* ICMPv6 types the kernel sends on its own behalf (from kernel sockets owned by UID 0): without them
- * neighbour discovery, and so all IPv6, dies. Hop-limited to the link by the protocol. */
+/* ICMPv6 neighbour discovery, which the kernel sends on its own behalf (from kernel sockets): without it
+ * all IPv6 dies. Hop-limited to the link by the protocol. */
 static const uint8_t nd_types[] = {
-	131, /* mld-listener-report */
 	133, /* nd-router-solicit */
+	134, /* nd-router-advert */
 	135, /* nd-neighbor-solicit */
 	136, /* nd-neighbor-advert */
+	137, /* nd-redirect */
+};
+
+/* MLD (RFC 2710, 3810): a report or done names the group, so a join would carry agent-chosen bytes out of
+ * the pod (issue 16 item 1). Not needed by ND: a veth delivers the multicast neighbour solicitations to the
+ * solicited-node group whether or not anyone reported it (see docs/threat-model.md for snooping bridges). */
+static const uint8_t mld_types[] = {
+	130, /* mld-listener-query */
+	131, /* mld-listener-report */
+	132, /* mld-listener-done */
 	143, /* mld2-listener-report */
 };
 
@@ -411,6 +422,33 @@ static void add_filter_rules(struct rule_builder *b, const struct sk_policy *p)
 	uint32_t a = p->agent_uid;
 	struct sk_rs_rule *r;
 
+	/* Multicast membership reports leave from no socket (IGMP) or a kernel socket (MLD), so no UID rule
+	 * sees them, and each names the group joined: a join is a channel out of the pod for whoever can
+	 * join (issue 16 item 1; the seccomp profile refuses the joins too). Dropped first, whatever else
+	 * matches; IPv4 has no use for IGMP here, and IPv6 ND does not need MLD on a pod's link. */
+	r = rule_add(b, C, "igmp-drop", SK_RS_DROP);
+	m_add(r, SK_RS_M_L4PROTO, IPPROTO_IGMP);
+	if (r)
+		r->counter = SK_RS_CNT_MCAST_DROP;
+	r = rule_add(b, C, "mld-drop", SK_RS_DROP);
+	m_add(r, SK_RS_M_L4PROTO, IPPROTO_ICMPV6);
+	m_set(r, SK_RS_M_ICMPV6_SET, SK_RS_SET_MLD);
+	if (r)
+		r->counter = SK_RS_CNT_MCAST_DROP;
+
+	/* The admin port is for kubelet, which probes it from outside the pod: the agent does not read
+	 * /denials or /metrics (issue 16 item 9). oif lo covers 127.0.0.1, ::1 and the pod's own addresses
+	 * alike (local routes go through lo). Before the loopback rules, so `loopback: allow` or a listed
+	 * port does not open it; with loopback denied the nat chain sends it to the proxy, which refuses its
+	 * own ports, so this rule only ever sees un-redirected flows. */
+	r = rule_add(b, C, "agent-admin", SK_RS_REJECT_TCP);
+	m_add(r, SK_RS_M_SKUID, a);
+	m_add(r, SK_RS_M_OIF_LO, 1);
+	m_add(r, SK_RS_M_L4PROTO, IPPROTO_TCP);
+	m_add(r, SK_RS_M_DPORT, p->ports.admin);
+	if (r)
+		r->counter = SK_RS_CNT_AGENT_TCP;
+
 	/* The agent's packets are judged first and on every packet, never by conntrack state: conntrack
 	 * does not know sockets, so an agent socket that reuses the 5-tuple of a flow another UID opened
 	 * (a closed sidecar socket's port towards the upstream resolver, say) would otherwise ride that
@@ -487,8 +525,8 @@ static void add_filter_rules(struct rule_builder *b, const struct sk_policy *p)
 	/* loopback never leaves the pod */
 	r = rule_add(b, C, "loopback", SK_RS_ACCEPT);
 	m_add(r, SK_RS_M_OIF_LO, 1);
-	/* ND/MLD go out from UID 0's kernel sockets; without them IPv6 dies. The agent cannot forge them
-	 * (no raw sockets), and its packets never reach this rule anyway. */
+	/* ND goes out from kernel sockets; without it IPv6 dies. The agent cannot forge it (no raw
+	 * sockets), and its packets never reach this rule anyway. */
 	r = rule_add(b, C, "icmpv6-nd", SK_RS_ACCEPT);
 	m_add(r, SK_RS_M_L4PROTO, IPPROTO_ICMPV6);
 	m_set(r, SK_RS_M_ICMPV6_SET, SK_RS_SET_ND);
@@ -561,6 +599,8 @@ int sk_ruleset_build(const struct sk_policy *p, struct sk_ruleset **out, struct 
 	if (rc == 0)
 		rc = build_val_set(&rs->sets[SK_RS_SET_ND], SK_ARRAY_SIZE(nd_types), get_u8, nd_types);
 	if (rc == 0)
+		rc = build_val_set(&rs->sets[SK_RS_SET_MLD], SK_ARRAY_SIZE(mld_types), get_u8, mld_types);
+	if (rc == 0)
 		rc = build_direct_set(p, AF_INET, &rs->sets[SK_RS_SET_DIRECT4]);
 	if (rc == 0)
 		rc = build_direct_set(p, AF_INET6, &rs->sets[SK_RS_SET_DIRECT6]);
@@ -609,6 +649,7 @@ static const char *proto_name(uint32_t proto)
 	case IPPROTO_UDP: return "udp";
 	case IPPROTO_ICMPV6: return "ipv6-icmp";
 	case IPPROTO_ICMP: return "icmp";
+	case IPPROTO_IGMP: return "igmp";
 	default: return "?";
 	}
 }
@@ -616,10 +657,14 @@ static const char *proto_name(uint32_t proto)
 static const char *nd_type_name(uint32_t t)
 {
 	switch (t) {
+	case 130: return "mld-listener-query";
 	case 131: return "mld-listener-report";
+	case 132: return "mld-listener-done";
 	case 133: return "nd-router-solicit";
+	case 134: return "nd-router-advert";
 	case 135: return "nd-neighbor-solicit";
 	case 136: return "nd-neighbor-advert";
+	case 137: return "nd-redirect";
 	case 143: return "mld2-listener-report";
 	default: return NULL;
 	}
@@ -657,7 +702,8 @@ void sk_rs_elem_format(const struct sk_rs_set *s, const struct sk_rs_elem *e, ch
 	case SK_RS_SET_LOPORTS:
 		snprintf(buf, len, "%u", e->val);
 		return;
-	case SK_RS_SET_ND: {
+	case SK_RS_SET_ND:
+	case SK_RS_SET_MLD: {
 		const char *n = nd_type_name(e->val);
 		if (n)
 			snprintf(buf, len, "%s", n);
@@ -687,7 +733,8 @@ static const char *set_type_text(enum sk_rs_set_id id)
 	switch (id) {
 	case SK_RS_SET_EXEMPT: return "uid";
 	case SK_RS_SET_LOPORTS: return "inet_service";
-	case SK_RS_SET_ND: return "icmpv6_type";
+	case SK_RS_SET_ND:
+	case SK_RS_SET_MLD: return "icmpv6_type";
 	case SK_RS_SET_DIRECT4: return "ipv4_addr . inet_proto . inet_service";
 	case SK_RS_SET_DIRECT6: return "ipv6_addr . inet_proto . inet_service";
 	case SK_RS_N_SETS: break;
@@ -731,6 +778,7 @@ static void print_rule(FILE *f, const struct sk_ruleset *rs, const struct sk_rs_
 	case SK_RS_REDIRECT: fprintf(f, "redirect to :%u", r->redirect_port); break;
 	case SK_RS_REJECT_TCP: fputs("reject with tcp reset", f); break;
 	case SK_RS_REJECT_ADMIN: fputs("reject with icmpx admin-prohibited", f); break;
+	case SK_RS_DROP: fputs("drop", f); break;
 	}
 	fprintf(f, " comment \"%s\"\n", r->name);
 }

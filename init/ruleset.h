@@ -5,10 +5,13 @@
  *
  * Rule order and why (filter_output; socketless packets fall through to the chain's accept policy,
  * because `meta skuid` does not match a packet without a socket):
- *   agent, on every packet and never by conntrack state (conntrack knows no sockets, so the agent could
- *   otherwise reuse the 5-tuple of another UID's flow): loopback per policy, redirected flows, direct
- *   sets, else reject (counted) → established/related → loopback → ICMPv6 ND/MLD → sidecar →
- *   exemptUids → any other UID (root included): reject (counted).
+ *   IGMP and MLD (ICMPv6 130–132, 143) leaving the pod: drop (counted), whoever sent them — the kernel
+ *   sends membership reports on no socket's behalf, and they name the group joined, so they would carry
+ *   agent-chosen bytes; then the agent, on every packet and never by conntrack state (conntrack knows no
+ *   sockets, so the agent could otherwise reuse the 5-tuple of another UID's flow): TCP to the admin port
+ *   on loopback (the pod's own addresses included) rejected (counted), loopback per policy, redirected
+ *   flows, direct sets, else reject (counted) → established/related → loopback → ICMPv6 ND (133–137) →
+ *   sidecar → exemptUids → any other UID (root included): reject (counted).
  * nat_output: agent DNS (port 53, UDP and TCP) → DNS port first, so the DNS filter is never bypassed,
  * not even by a direct rule; then direct sets and loopback return; then all other agent TCP → proxy.
  *
@@ -42,6 +45,7 @@ enum sk_rs_set_id {
 	SK_RS_SET_EXEMPT = 0,  /* exempt_uids: type uid */
 	SK_RS_SET_LOPORTS,     /* loopback_ports: type inet_service */
 	SK_RS_SET_ND,          /* icmpv6_nd: type icmpv6_type */
+	SK_RS_SET_MLD,         /* icmpv6_mld: type icmpv6_type */
 	SK_RS_SET_DIRECT4,     /* direct4: ipv4_addr . inet_proto . inet_service, interval */
 	SK_RS_SET_DIRECT6,     /* direct6: ipv6_addr . inet_proto . inet_service, interval */
 	SK_RS_N_SETS
@@ -91,6 +95,7 @@ enum sk_rs_verdict {
 	SK_RS_REDIRECT,        /* nat: redirect to 127.0.0.1 / ::1, port redirect_port */
 	SK_RS_REJECT_TCP,      /* reject with tcp reset */
 	SK_RS_REJECT_ADMIN,    /* reject with icmpx admin-prohibited */
+	SK_RS_DROP,            /* drop */
 };
 
 enum sk_rs_counter_id {
@@ -99,6 +104,7 @@ enum sk_rs_counter_id {
 	SK_RS_CNT_AGENT_OTHER,     /* agent_reject_other */
 	SK_RS_CNT_OTHER_TCP,       /* other_uid_reject_tcp */
 	SK_RS_CNT_OTHER_OTHER,     /* other_uid_reject_other */
+	SK_RS_CNT_MCAST_DROP,      /* mcast_report_drop */
 	SK_RS_N_COUNTERS
 };
 

@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/util.h"
 #include "init/guard.h"
 #include "init/marker.h"
 #include "init/ruleset.h"
@@ -152,7 +153,7 @@ static void test_default_policy_chains_and_order(void **state)
 	assert_string_equal(names, "agent-dns-udp agent-dns-tcp agent-direct4 agent-direct6 agent-loopback agent-proxy");
 	chain_names(rs, SK_RS_CHAIN_FILTER, names, sizeof(names));
 	/* every agent rule comes before the conntrack shortcut */
-	assert_string_equal(names, "agent-loopback agent-redirected-proxy agent-redirected-dns-udp "
+	assert_string_equal(names, "igmp-drop mld-drop agent-admin agent-loopback agent-redirected-proxy agent-redirected-dns-udp "
 				   "agent-redirected-dns-tcp agent-direct4 agent-direct6 agent-reject-tcp "
 				   "agent-reject-other established loopback icmpv6-nd sidecar exempt-uids "
 				   "other-uid-reject-tcp other-uid-reject-other");
@@ -188,6 +189,7 @@ static void test_default_policy_chains_and_order(void **state)
 	assert_int_equal(rs->sets[SK_RS_SET_DIRECT4].n_elems, 0);
 	assert_int_equal(rs->sets[SK_RS_SET_DIRECT6].n_elems, 0);
 	assert_int_equal(rs->sets[SK_RS_SET_ND].n_elems, 5);
+	assert_int_equal(rs->sets[SK_RS_SET_MLD].n_elems, 4);
 	sk_ruleset_free(rs);
 }
 
@@ -240,7 +242,7 @@ static void test_loopback_deny(void **state)
 	/* agent TCP to loopback goes to the proxy (which logs the denial); the API gateway stays reachable */
 	assert_string_equal(names, "agent-dns-udp agent-dns-tcp agent-direct4 agent-direct6 agent-api agent-proxy");
 	chain_names(rs, SK_RS_CHAIN_FILTER, names, sizeof(names));
-	assert_true(!strncmp(names, "agent-api agent-redirected-proxy", 32));
+	assert_true(!strncmp(names, "igmp-drop mld-drop agent-admin agent-api agent-redirected-proxy", 62));
 	assert_lacks(names, "agent-loopback");
 	const struct sk_rs_rule *r = find_rule(rs, SK_RS_CHAIN_FILTER, "agent-api");
 	assert_int_equal(r->m[r->n_m - 1].kind, SK_RS_M_DPORT);
@@ -268,7 +270,8 @@ static void test_loopback_ports(void **state)
 	assert_string_equal(names, "agent-dns-udp agent-dns-tcp agent-direct4 agent-direct6 agent-loopback-ports "
 				   "agent-api agent-proxy");
 	chain_names(rs, SK_RS_CHAIN_FILTER, names, sizeof(names));
-	assert_true(!strncmp(names, "agent-loopback-ports-tcp agent-loopback-ports-udp agent-api ", 59));
+	assert_true(!strncmp(names, "igmp-drop mld-drop agent-admin agent-loopback-ports-tcp agent-loopback-ports-udp "
+				    "agent-api ", 89));
 	elems_text(&rs->sets[SK_RS_SET_LOPORTS], el, sizeof(el));
 	assert_string_equal(el, "5432, 8080");
 	char *t = text(rs);
@@ -424,6 +427,87 @@ static void test_colliding_uids_and_ports_refused(void **state)
 	assert_string_equal(err.msg, "ruleset: sidecar ports collide (15001)");
 }
 
+/* Issue 16 item 1: IGMP and MLD reports carry the joined group out of the pod and have no socket UID, so
+ * they are dropped before any UID rule, whoever sent them; ND stays accepted and MLD is no longer in it. */
+static void test_multicast_reports_dropped(void **state)
+{
+	(void)state;
+	struct fixture f;
+	fx_init(&f);
+	struct sk_ruleset *rs = build(&f);
+	char el[256];
+	elems_text(&rs->sets[SK_RS_SET_MLD], el, sizeof(el));
+	assert_string_equal(el, "mld-listener-query, mld-listener-report, mld-listener-done, mld2-listener-report");
+	elems_text(&rs->sets[SK_RS_SET_ND], el, sizeof(el));
+	assert_string_equal(el, "nd-router-solicit, nd-router-advert, nd-neighbor-solicit, nd-neighbor-advert, "
+				"nd-redirect");
+	const struct sk_rs_rule *r = find_rule(rs, SK_RS_CHAIN_FILTER, "igmp-drop");
+	assert_int_equal(r->verdict, SK_RS_DROP);
+	assert_int_equal(r->n_m, 1);  /* no UID match: the reports have no socket */
+	assert_int_equal(r->m[0].kind, SK_RS_M_L4PROTO);
+	assert_int_equal(r->m[0].val, IPPROTO_IGMP);
+	assert_string_equal(sk_rs_counter_name(r->counter), "mcast_report_drop");
+	r = find_rule(rs, SK_RS_CHAIN_FILTER, "mld-drop");
+	assert_int_equal(r->verdict, SK_RS_DROP);
+	assert_int_equal(r->n_m, 2);
+	assert_int_equal(r->m[1].kind, SK_RS_M_ICMPV6_SET);
+	assert_int_equal(r->m[1].set, SK_RS_SET_MLD);
+	/* first in the filter chain: nothing accepts them before */
+	assert_string_equal(rs->rules[sk_ruleset_chain_rules(rs, SK_RS_CHAIN_NAT)].name, "igmp-drop");
+	char *t = text(rs);
+	assert_contains(t, "\t\tmeta l4proto igmp counter name \"mcast_report_drop\" drop comment \"igmp-drop\"\n");
+	assert_contains(t, "\t\tmeta l4proto ipv6-icmp icmpv6 type @icmpv6_mld counter name \"mcast_report_drop\" drop "
+			   "comment \"mld-drop\"\n");
+	assert_contains(t, "\tset icmpv6_mld {\n\t\ttype icmpv6_type\n\t\telements = { mld-listener-query,\n");
+	assert_contains(t, "\tcounter mcast_report_drop {\n\t}\n");
+	assert_contains(t, "meta l4proto ipv6-icmp icmpv6 type @icmpv6_nd accept comment \"icmpv6-nd\"\n");
+	const char *filter = strstr(t, "\tchain filter_output {");
+	assert_non_null(filter);
+	assert_true(strstr(filter, "comment \"mld-drop\"") < strstr(filter, "comment \"agent-loopback\""));
+	free(t);
+	sk_ruleset_free(rs);
+}
+
+/* Issue 16 item 9: the agent's TCP to the admin port on loopback (127.0.0.1, ::1 and the pod's own
+ * addresses all route through lo) is reset, before any loopback rule, under every loopback policy. */
+static void test_agent_admin_rejected(void **state)
+{
+	(void)state;
+	static const enum sk_loopback modes[] = { SK_LOOPBACK_ALLOW, SK_LOOPBACK_PORTS, SK_LOOPBACK_DENY };
+	for (size_t i = 0; i < SK_ARRAY_SIZE(modes); i++) {
+		struct fixture f;
+		fx_init(&f);
+		f.p.loopback = modes[i];
+		f.p.ports.admin = 9901;
+		if (modes[i] == SK_LOOPBACK_PORTS) {
+			f.lo_ports[0] = 9901;  /* even a listed port does not open it */
+			f.p.loopback_ports = f.lo_ports;
+			f.p.n_loopback_ports = 1;
+		}
+		struct sk_ruleset *rs = build(&f);
+		const struct sk_rs_rule *r = find_rule(rs, SK_RS_CHAIN_FILTER, "agent-admin");
+		assert_int_equal(r->verdict, SK_RS_REJECT_TCP);
+		assert_string_equal(sk_rs_counter_name(r->counter), "agent_reject_tcp");
+		char *t = text(rs);
+		assert_contains(t, "meta skuid 1000 oif \"lo\" meta l4proto tcp th dport 9901 counter name "
+				   "\"agent_reject_tcp\" reject with tcp reset comment \"agent-admin\"\n");
+		/* before every rule that accepts agent loopback traffic */
+		const char *filter = strstr(t, "\tchain filter_output {");
+		assert_non_null(filter);
+		const char *admin = strstr(filter, "comment \"agent-admin\"");
+		const char *lo = strstr(filter, "comment \"agent-loopback");
+		const char *api = strstr(filter, "accept comment \"agent-api\"");
+		assert_non_null(admin);
+		assert_true(lo || api);
+		assert_true(!lo || admin < lo);
+		assert_true(!api || admin < api);
+		/* the nat chain never redirects or returns by the admin port: the filter decides */
+		assert_null(strstr(t, "th dport 9901 return"));
+		free(t);
+		sk_ruleset_free(rs);
+	}
+}
+
 static void test_text_is_deterministic(void **state)
 {
 	(void)state;
@@ -575,6 +659,8 @@ int main(void)
 		cmocka_unit_test(test_custom_ports_and_uids),
 		cmocka_unit_test(test_colliding_uids_and_ports_refused),
 		cmocka_unit_test(test_text_is_deterministic),
+		cmocka_unit_test(test_multicast_reports_dropped),
+		cmocka_unit_test(test_agent_admin_rejected),
 		cmocka_unit_test(test_guard_accepts_a_pod_namespace),
 		cmocka_unit_test(test_guard_refuses_host_signs),
 		cmocka_unit_test(test_guard_probe_runs),
