@@ -20,6 +20,10 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 sk_require_root
 NS=skshared
+# One run at a time on this machine: a second run's sk_net_up would delete this run's namespaces (and kill
+# its sidecar) halfway through. Wait (bounded) for an earlier run to finish instead.
+exec 9>"/tmp/$NS.lock"
+flock -w 240 9 || { echo "another $NS run holds /tmp/$NS.lock"; echo "0 passed, 1 failed"; exit 1; }
 HERE=$SK_ROOT/e2e/proxy_shared
 PY=/usr/bin/python3
 SK_TMP=$(mktemp -d /tmp/skshared.XXXXXX)
