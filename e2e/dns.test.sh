@@ -6,7 +6,9 @@
 # Checks: allowed names resolve over UDP and TCP (dig, glibc getent), answered by the filter (a denied
 # name that dnsmasq knows gets NXDOMAIN and never reaches dnsmasq; an IPv6 resolver address nobody listens
 # on still answers; the forwarded counter moves); TXT/ANY/long-label exfiltration REFUSED; rebinding
-# refused; big answers truncate to TCP; DoT (TCP 853) to the resolver blocked; DoH to a server not in the
+# refused; big answers truncate to TCP; forwarded queries leave from distinct random source ports (RFC
+# 5452) with the name in lower case while the agent gets its own spelling back; DoT (TCP 853) to the
+# resolver blocked; DoH to a server not in the
 # policy blocked by the proxy; SNI and Host spoofing denied with reason sni_ip_mismatch; ssh-like raw TCP
 # (server first, or client first with non-TLS/HTTP bytes) to an allowed name's IP works via the binding.
 set -uo pipefail
@@ -79,7 +81,7 @@ for ip in $A4 $A6 $D4 $H4; do sk_net_add_ip "$N" "$ip"; done
 big=()
 for i in $(seq 1 60); do big+=("--host-record=big.example,198.18.2.$i"); done
 sk_inet "$N" dnsmasq --no-daemon --no-resolv --no-hosts --bind-interfaces --listen-address="$RES4" \
-	--port=53 --log-queries --log-facility="$SK_TMP/dnsmasq.log" \
+	--port=53 --log-queries=extra --log-facility="$SK_TMP/dnsmasq.log" \
 	--host-record=allowed.example,$A4,$A6 \
 	--host-record=www.cdn.example,198.18.1.11 \
 	--host-record=denied.example,$D4 \
@@ -178,6 +180,26 @@ sk_check_fails "TXT never reached dnsmasq" grep -q 'query\[TXT\]' "$SK_TMP/dnsma
 sk_check_fails "long label never reached dnsmasq" grep -q 'aaaaaaaaaa' "$SK_TMP/dnsmasq.log"
 sk_check "allowed name reached dnsmasq from the pod (the sidecar's forward)" \
 	grep -q "query\[A\] allowed.example from $SK_POD_IP4" "$SK_TMP/dnsmasq.log"
+
+# --- upstream side: a fresh random source port per query (RFC 5452), the filter's own spelling ---
+# dnsmasq's extra log names each query's source as ADDR/PORT. Four concurrent queries: with one shared
+# upstream socket they all came from one port; now each has its own (>= 3 distinct leaves room for a
+# random collision between queries that happened not to overlap).
+pids=()
+for i in 1 2 3 4; do dg @$RES4 "p$i.cdn.example" A >/dev/null 2>&1 & pids+=($!); done
+wait "${pids[@]}"
+sleep 0.2
+ports=$(sed -n "s|.* $SK_POD_IP4/\([0-9]*\) query\[A\] p[1-4]\.cdn\.example from .*|\1|p" "$SK_TMP/dnsmasq.log")
+nq=$(grep -c . <<<"$ports")
+nd=$(sort -u <<<"$ports" | grep -c .)
+if [ "$nq" -eq 4 ] && [ "$nd" -ge 3 ]; then sk_pass "4 concurrent forwarded queries left from $nd distinct source ports"
+else sk_fail "concurrent forwarded queries leave from distinct source ports" "$nq queries, ports: $(tr '\n' ' ' <<<"$ports")"; fi
+out=$(dg @$RES4 +noedns +nocookie +adflag +cdflag ALLOWED.Example A)
+sk_check "mixed-case query: the agent's spelling is echoed in the answer" grep -q '^;ALLOWED\.Example\.' <<<"$out"
+sk_check_eq "... and it is answered" "$A4" "$(awk '$4 == "A" { print $5 }' <<<"$out" | head -1)"
+sleep 0.2
+sk_check_fails "... but upstream saw no upper case (name sent lower-cased)" \
+	grep -qi "query\[A\] allowed\.example from $SK_POD_IP4" <(grep "ALLOWED\|Example" "$SK_TMP/dnsmasq.log")
 
 # --- DoT and DoH ---
 out=$(dg @$RES4 +tls +short allowed.example A 2>&1)

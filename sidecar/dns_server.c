@@ -7,6 +7,10 @@
  *  - struct tcl: a TCP client connection. Freed when the peer is gone AND no dq refers to it, so a late
  *    answer never touches freed memory.
  *  - struct utcp: the TCP connection of one query to its upstream, owned by that dq.
+ *  - struct usock: a UDP socket of one query toward one upstream server, owned by that dq (us[server]),
+ *    connected to that server from a port the kernel picks at random (RFC 5452: a spoofer must guess the
+ *    port as well as the ID), closed with the dq. At most s->us_max open at once (the pool); a query that
+ *    cannot get one is answered SERVFAIL, never sent from a shared or fixed port.
  *  - fallback resolutions (sc->resolve, dns_resolve.h): a group of requests for one (name, family) owns one
  *    dq (resolve = true, no client) and its overall deadline timer; the group (dq->rg, group->ctx == dq)
  *    and its requests belong to s->rbook. The dq is freed before the group's done callbacks run, so a
@@ -41,6 +45,7 @@
 #define PENDING_MAX 4096
 #define UDP_BATCH 64
 #define PROBE_MS_DEFAULT 5000u      /* upstream liveness probe period (STOCKADE_DNS_PROBE_MS) */
+#define UPSTREAM_SOCKS_DEFAULT 1024u /* upstream UDP sockets open at once (STOCKADE_DNS_UPSTREAM_SOCKETS) */
 
 struct sk_dns_srv;
 
@@ -67,8 +72,15 @@ struct utcp {
 	size_t rlen;
 };
 
+struct usock {
+	struct sk_io io;
+	struct dq *dq;
+	uint8_t server;              /* index into srv->ups: the peer this socket is connected to */
+};
+
 struct dq {
 	struct sk_dns_srv *srv;
+	struct usock *us[SK_DNS_UPSTREAM_MAX];   /* UDP toward each server it was sent to, opened on first send */
 	struct sk_dns_pending *p;
 	bool client_tcp;
 	int lfd;                     /* UDP: the listener it came in on */
@@ -88,7 +100,8 @@ struct sk_dns_srv {
 	struct sk_dns_ptable *pt;
 	struct sk_bind_table *binds;
 	struct sk_dns_filter_opts opts;
-	struct sk_io udp[2], tcp[2], up[2];   /* [0] IPv4, [1] IPv6; fd -1 when unused */
+	struct sk_io udp[2], tcp[2];   /* [0] IPv4, [1] IPv6; fd -1 when unused */
+	size_t n_us, us_max;           /* upstream UDP sockets open (struct usock), and the pool's bound */
 	struct sk_timer timer;
 	struct sk_timer probe;       /* periodic upstream probe for /readyz's dns_upstream check */
 	uint64_t probe_ms;           /* 0: no probe (readiness then follows real answers only) */
@@ -256,10 +269,25 @@ static void arm_timer(struct sk_dns_srv *s)
 	(void)sk_timer_arm(s->sc->loop, &s->timer, d > now ? d - now : 0);
 }
 
+static void usocks_close(struct sk_dns_srv *s, struct dq *d)
+{
+	for (size_t k = 0; k < SK_DNS_UPSTREAM_MAX; k++) {
+		struct usock *u = d->us[k];
+		if (!u)
+			continue;
+		sk_loop_del(s->sc->loop, &u->io);
+		close(u->io.fd);
+		free(u);
+		d->us[k] = NULL;
+		s->n_us--;
+	}
+}
+
 static void query_finish(struct dq *d)
 {
 	struct sk_dns_srv *s = d->srv;
 	utcp_free(s, d->ut);
+	usocks_close(s, d);
 	if (d->resolve)
 		sk_timer_cancel(s->sc->loop, &d->rtimer);
 	if (d->p)
@@ -272,17 +300,63 @@ static void query_finish(struct dq *d)
 	free(d);
 }
 
-static void send_upstream(struct sk_dns_srv *s, struct sk_dns_pending *p)
+static void on_usock(struct sk_loop *l, struct sk_io *io, uint32_t events);
+
+/* d's UDP socket toward the server of its current attempt: the one it already has for that server (a
+ * retry to the same server keeps its port, so a late answer to the first send still counts), or a new
+ * one, connected from a random port. NULL when the pool is exhausted or the socket calls fail. */
+static struct usock *usock_get(struct sk_dns_srv *s, struct dq *d)
 {
-	const struct sk_dns_server *up = &s->ups.v[p->server];
-	int fd = s->up[up->addr.family == AF_INET ? 0 : 1].fd;
-	int n = sk_dns_filter_upstream_query(&p->q, p->id, s->out, sizeof(s->out));
-	if (fd < 0 || n < 0)
-		return;   /* the deadline retries elsewhere or gives up */
+	const unsigned k = d->p->server;
+	if (d->us[k])
+		return d->us[k];
+	if (s->n_us >= s->us_max)
+		return NULL;
+	const struct sk_dns_server *up = &s->ups.v[k];
+	int fd = socket(up->addr.family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return NULL;
+	/* connect() binds an unbound UDP socket to port 0 first, and Linux then draws the port at random
+	 * from ip_local_port_range (as an explicit bind to port 0 would); from then on the kernel delivers
+	 * only datagrams from the server's address and port. */
 	struct sockaddr_storage ss;
 	socklen_t sl;
 	to_sockaddr(&up->addr, up->port, &ss, &sl);
-	(void)sendto(fd, s->out, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&ss, sl);
+	struct usock *u = calloc(1, sizeof(*u));
+	struct sk_err err;
+	if (!u || connect(fd, (struct sockaddr *)&ss, sl) < 0) {
+		free(u);
+		close(fd);
+		return NULL;
+	}
+	u->dq = d;
+	u->server = (uint8_t)k;
+	sk_io_init(&u->io, fd, on_usock, u);
+	if (sk_loop_add(s->sc->loop, &u->io, EPOLLIN, &err) < 0) {
+		free(u);
+		close(fd);
+		return NULL;
+	}
+	d->us[k] = u;
+	s->n_us++;
+	return u;
+}
+
+/* Sends d's query (same ID on every attempt) to the server of its current attempt over d's own socket
+ * for that server. < 0 when it could not be sent at all (no socket: pool exhausted); a first send that
+ * fails is answered SERVFAIL by the caller, a retry that fails is left to its deadline. */
+static int send_upstream(struct sk_dns_srv *s, struct dq *d)
+{
+	struct sk_dns_pending *p = d->p;
+	int n = sk_dns_filter_upstream_query(&p->q, p->id, s->out, sizeof(s->out));
+	if (n < 0)
+		return n;
+	struct usock *u = usock_get(s, d);
+	if (!u)
+		return -EAGAIN;
+	/* An error here (ECONNREFUSED from an earlier ICMP, ENOBUFS) is the same as a lost datagram. */
+	(void)send(u->io.fd, s->out, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
+	return 0;
 }
 
 static void peer_of(const struct dq *d, struct sk_addr *a, uint16_t *port)
@@ -386,8 +460,13 @@ static int resolve_start(void *ctx, const char *name, const struct sk_addr *addr
 		arm_timer(s);
 		return rc;
 	}
+	if (send_upstream(s, d) < 0) {
+		query_finish(d);
+		sk_rbook_drop_group(&s->rbook, g);
+		arm_timer(s);
+		return -EBUSY;   /* no upstream socket left in the pool */
+	}
 	g->ctx = d;
-	send_upstream(s, d->p);
 	arm_timer(s);
 	*req = r;
 	return 0;
@@ -500,8 +579,7 @@ static void on_utcp(struct sk_loop *l, struct sk_io *io, uint32_t events)
 		if (u->rlen >= 2) {
 			size_t need = ((size_t)u->rbuf[0] << 8 | u->rbuf[1]) + 2;
 			if (u->rlen >= need) {
-				struct sk_dns_server *up = &s->ups.v[d->p->server];
-				if (sk_dns_pend_match(s->pt, u->rbuf + 2, need - 2, &up->addr, up->port) != d->p) {
+				if (!sk_dns_pend_answers(s->pt, d->p, d->p->server, u->rbuf + 2, need - 2)) {
 					utcp_fail(s, d);
 					return;
 				}
@@ -580,6 +658,7 @@ static void handle_query(struct sk_dns_srv *s, const uint8_t *msg, size_t len, s
 	*d = *proto;
 	d->srv = s;
 	d->ut = NULL;
+	memset(d->us, 0, sizeof(d->us));
 	d->p = sk_dns_pend_start(s->pt, &v.q, d, now_ms(s));
 	if (!d->p) {
 		free(d);
@@ -587,7 +666,11 @@ static void handle_query(struct sk_dns_srv *s, const uint8_t *msg, size_t len, s
 	}
 	if (d->tc)
 		d->tc->refs++;
-	send_upstream(s, d->p);
+	if (send_upstream(s, d) < 0) {
+		query_finish(d);   /* the pool is exhausted: never fall back to a shared port */
+		arm_timer(s);
+		goto servfail;
+	}
 	arm_timer(s);
 	if (s->sc->metrics)
 		sk_metrics_dns(s->sc->metrics, "forwarded", sk_dns_type_name(v.q.qtype));
@@ -707,24 +790,36 @@ static void on_accept(struct sk_loop *l, struct sk_io *io, uint32_t events)
 	}
 }
 
-static void on_upstream(struct sk_loop *l, struct sk_io *io, uint32_t events)
+/* An answer on one query's own socket. The socket is connected, so only the server it was opened for can
+ * reach it (checked again on the source address); the answer must also carry the query's ID and
+ * question. Another query's answer, right ID or not, arriving here is dropped, as is anything after the
+ * query moved to TCP. */
+static void on_usock(struct sk_loop *l, struct sk_io *io, uint32_t events)
 {
-	struct sk_dns_srv *s = io->ctx;
+	struct usock *u = io->ctx;
+	struct dq *d = u->dq;
+	struct sk_dns_srv *s = d->srv;
+	const struct sk_dns_server *up = &s->ups.v[u->server];
 	(void)l;
 	(void)events;
 	for (int i = 0; i < UDP_BATCH; i++) {
 		struct sockaddr_storage ss = { 0 };
 		socklen_t sl = sizeof(ss);
 		ssize_t n = recvfrom(io->fd, s->in, sizeof(s->in), MSG_DONTWAIT, (struct sockaddr *)&ss, &sl);
-		if (n < 0)
-			return;
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return;
+			continue;   /* a pending ICMP error (ECONNREFUSED), now consumed: the deadline retries */
+		}
 		struct sk_addr from;
 		uint16_t port;
 		from_sockaddr(&ss, &from, &port);
-		struct sk_dns_pending *p = sk_dns_pend_match(s->pt, s->in, (size_t)n, &from, port);
-		if (!p || p->tcp)
-			continue;   /* spoofed, late, duplicate, or already moved to TCP */
-		handle_answer(s, p->ctx, s->in, (size_t)n, false);
+		if (port != up->port || !sk_addr_equal(&from, &up->addr))
+			continue;
+		if (d->p->tcp || !sk_dns_pend_answers(s->pt, d->p, u->server, s->in, (size_t)n))
+			continue;   /* spoofed, duplicate, or already moved to TCP */
+		handle_answer(s, d, s->in, (size_t)n, false);   /* may free d, and u with it */
+		return;
 	}
 }
 
@@ -736,7 +831,7 @@ static void on_timer(struct sk_loop *l, struct sk_timer *t)
 	enum sk_dns_expiry e;
 	while ((e = sk_dns_pend_expire(s->pt, now_ms(s), &p)) != SK_DNS_EXP_NONE) {
 		if (e == SK_DNS_EXP_RETRY) {
-			send_upstream(s, p);
+			(void)send_upstream(s, p->ctx);   /* no socket: its deadline gives up in time */
 			continue;
 		}
 		struct dq *d = p->ctx;
@@ -780,10 +875,11 @@ static void on_probe(struct sk_loop *l, struct sk_timer *t)
 			d->probe = true;
 			d->lfd = -1;
 			d->p = sk_dns_pend_start(s->pt, &q, d, now_ms(s));
-			if (d->p) {
+			if (d->p && send_upstream(s, d) == 0) {
 				s->probe_inflight = true;
-				send_upstream(s, d->p);
 				arm_timer(s);
+			} else if (d->p) {
+				query_finish(d);   /* no socket left: client queries hold them, and will tell */
 			} else {
 				free(d);   /* table full of client queries: they will tell soon enough */
 			}
@@ -843,12 +939,12 @@ int sk_dns_server_start(struct sk_sidecar *sc, struct sk_dns_srv **out, struct s
 	for (int i = 0; i < 2; i++) {
 		sk_io_init(&s->udp[i], -1, on_udp, s);
 		sk_io_init(&s->tcp[i], -1, on_accept, s);
-		sk_io_init(&s->up[i], -1, on_upstream, s);
 	}
 	sk_timer_init(&s->timer, on_timer, s);
 	sk_timer_init(&s->probe, on_probe, s);
 	sk_rbook_init(&s->rbook, SK_RESOLVE_MAX_INFLIGHT);
 	s->probe_ms = env_ulong("STOCKADE_DNS_PROBE_MS", PROBE_MS_DEFAULT);
+	s->us_max = env_ulong("STOCKADE_DNS_UPSTREAM_SOCKETS", UPSTREAM_SOCKS_DEFAULT);
 	const char *rc = getenv("STOCKADE_RESOLV_CONF");
 	const char *strict = getenv("STOCKADE_DNS_STRICT_CHAIN");
 	s->opts.strict_chain = strict && strcmp(strict, "1") == 0;
@@ -894,20 +990,9 @@ int sk_dns_server_start(struct sk_sidecar *sc, struct sk_dns_srv **out, struct s
 		}
 		s->tcp[i].fd = fd;
 	}
-	for (size_t i = 0; i < s->ups.n; i++) {
-		int k = s->ups.v[i].addr.family == AF_INET ? 0 : 1;
-		if (s->up[k].fd >= 0)
-			continue;
-		int fd = open_sock(k == 0 ? AF_INET : AF_INET6, SOCK_DGRAM, NULL, 0, err);
-		if (fd < 0) {
-			r = fd;
-			goto fail;
-		}
-		s->up[k].fd = fd;
-	}
 	for (int i = 0; i < 2; i++) {
-		struct sk_io *ios[3] = { &s->udp[i], &s->tcp[i], &s->up[i] };
-		for (int k = 0; k < 3; k++)
+		struct sk_io *ios[2] = { &s->udp[i], &s->tcp[i] };
+		for (int k = 0; k < 2; k++)
 			if (ios[k]->fd >= 0 && (r = sk_loop_add(sc->loop, ios[k], EPOLLIN, err)) < 0)
 				goto fail;
 	}
@@ -966,6 +1051,7 @@ void sk_dns_server_free(struct sk_dns_srv *s)
 		struct dq *d = p->ctx;
 		utcp_free(s, d->ut);
 		d->ut = NULL;
+		usocks_close(s, d);
 		if (d->resolve)
 			sk_timer_cancel(s->sc->loop, &d->rtimer);
 		if (d->tc) {
@@ -974,12 +1060,6 @@ void sk_dns_server_free(struct sk_dns_srv *s)
 		}
 		sk_dns_pend_done(s->pt, p);
 		free(d);
-	}
-	for (int i = 0; i < 2; i++) {
-		if (s->up[i].fd >= 0) {
-			sk_loop_del(s->sc->loop, &s->up[i]);
-			close(s->up[i].fd);
-		}
 	}
 	sk_timer_cancel(s->sc->loop, &s->timer);
 	sk_timer_cancel(s->sc->loop, &s->probe);

@@ -4,11 +4,20 @@
  * a truncated answer), decisions by dns_filter, bindings into a dns_bind table that it owns and attaches
  * to the sidecar (sk_sidecar_attach_bindings) for the proxy's name↔IP check.
  *
+ * Upstream sockets (RFC 5452): every query gets its own UDP socket per server it is sent to, connected to
+ * that server from a port the kernel draws at random, and closed when the query ends (answered, given
+ * up, or its client gone); an answer counts only if it arrives on that socket (so from that server's
+ * address and port, to that port) with the query's random ID and question. There is no shared upstream
+ * socket: a spoofer must guess the port and the ID. At most STOCKADE_DNS_UPSTREAM_SOCKETS (default 1024)
+ * such sockets are open at once (a file descriptor each); a query that finds the pool exhausted is
+ * answered SERVFAIL at once (a fallback resolution gets -EBUSY), a retry that finds it exhausted waits
+ * for its deadline. TCP retries (after TC=1) use a fresh connection, so a random port too.
+ *
  * Also owns the sidecar's own resolution on a binding miss (DESIGN.md §5.1 "or the sidecar's own
  * resolution of it"): it fills sc->resolve (struct sk_resolve_hooks, sidecar.h) at start and clears it
  * (start = NULL) at free, dropping what is in flight without calling done. start(name, addr) asks the
- * upstreams for A (IPv4, IPv4-mapped IPv6 included) or AAAA (IPv6) through the same pending table as the
- * agent's queries (random IDs, ID+question+server matching, rotation and retries, TCP after TC=1), under
+ * upstreams for A (IPv4, IPv4-mapped IPv6 included) or AAAA (IPv6) through the same pending table and
+ * socket pool as the agent's queries (random IDs and ports, rotation and retries, TCP after TC=1), under
  * an overall deadline of SK_RESOLVE_TIMEOUT_MS (2 s). The answer goes through dns_filter exactly as an
  * agent's would (CNAME chain, rebinding refusal, TTL cap) and its A/AAAA are bound to the name; done then
  * gets MATCH when addr is among them, MISMATCH when the name resolved (NOERROR, possibly with no record
@@ -16,8 +25,8 @@
  * answer or the deadline. done is only ever called from the loop, never from inside start. start returns
  * 0, or without calling done: -ENOENT when (name, addr) is in the negative cache (a MISMATCH in the last
  * SK_RESOLVE_NEG_TTL_MS = 10 s; SK_RESOLVE_NEG_MAX = 1024 pairs, oldest evicted), -EBUSY beyond
- * SK_RESOLVE_MAX_INFLIGHT = 256 waiting requests (or when the pending table is full), -EINVAL for a bad
- * name or family, -ENOMEM. Requests for the same (name, family) share one upstream query, each compared
+ * SK_RESOLVE_MAX_INFLIGHT = 256 waiting requests (or when the pending table or the socket pool is full),
+ * -EINVAL for a bad name or family, -ENOMEM. Requests for the same (name, family) share one upstream query, each compared
  * with its own addr; cancelling the last one drops the query. Resolutions are neither audited nor counted
  * here (the proxy audits the connection that asked). Limits and the pure parts: dns_resolve.h.
  *
@@ -26,7 +35,8 @@
  * metrics only (a line per lookup would drown the connection lines that matter).
  * Environment: STOCKADE_RESOLV_CONF (default /etc/resolv.conf), STOCKADE_DNS_BINDINGS (default 100000),
  * STOCKADE_DNS_STRICT_CHAIN=1 (see dns_filter.h), STOCKADE_DNS_PROBE_MS (default 5000; 0 = off): period
- * of the ". NS" probe that keeps sc->dns_upstream_ok (/readyz) in step with the upstreams' liveness. */
+ * of the ". NS" probe that keeps sc->dns_upstream_ok (/readyz) in step with the upstreams' liveness;
+ * STOCKADE_DNS_UPSTREAM_SOCKETS (default 1024): the socket pool's bound, above. */
 #ifndef SK_SIDECAR_DNS_SERVER_H
 #define SK_SIDECAR_DNS_SERVER_H
 
@@ -35,8 +45,9 @@
 
 struct sk_dns_srv;
 
-/* Binds the listeners and the upstream sockets, registers them on sc->loop. Returns 0 or < 0 with err
- * naming the step (no usable upstream is an error: the pod would resolve nothing). *out owned. */
+/* Binds the listeners and registers them on sc->loop (upstream sockets are opened per query). Returns 0
+ * or < 0 with err naming the step (no usable upstream is an error: the pod would resolve nothing). *out
+ * owned. */
 int sk_dns_server_start(struct sk_sidecar *sc, struct sk_dns_srv **out, struct sk_err *err);
 /* Closes the listeners (drain); queries in flight still get their answers. */
 void sk_dns_server_stop_accepting(struct sk_dns_srv *s);

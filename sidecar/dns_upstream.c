@@ -276,30 +276,26 @@ struct sk_dns_pending *sk_dns_pend_start(struct sk_dns_ptable *t, const struct s
 
 static uint16_t rd16(const uint8_t *b) { return (uint16_t)((b[0] << 8) | b[1]); }
 
-struct sk_dns_pending *sk_dns_pend_match(struct sk_dns_ptable *t, const uint8_t *ans, size_t len,
-					 const struct sk_addr *from, uint16_t port)
+/* A response with one question, p's ID and p's question (names compared case-insensitively). */
+static bool answer_shape_ok(const struct sk_dns_pending *p, const uint8_t *ans, size_t len)
 {
-	if (len < SK_DNS_HDR_LEN || !(ans[2] & 0x80) || rd16(ans + 4) != 1)
-		return NULL;
-	struct sk_dns_pending *p = t->by_id[rd16(ans)].p;
-	if (!p)
-		return NULL;
-	/* Source check: off-path spoofing must guess the ID, the question and one of the servers this
-	 * query went to. */
-	bool from_ok = false;
-	for (size_t i = 0; i < t->cfg.servers.n; i++)
-		if ((p->sent_mask & (1u << i)) && t->cfg.servers.v[i].port == port &&
-		    sk_addr_equal(&t->cfg.servers.v[i].addr, from))
-			from_ok = true;
-	if (!from_ok)
-		return NULL;
+	if (len < SK_DNS_HDR_LEN || !(ans[2] & 0x80) || rd16(ans + 4) != 1 || rd16(ans) != p->id)
+		return false;
 	size_t off = SK_DNS_HDR_LEN;
 	struct sk_dns_name n;
 	if (sk_dns_name_read(ans, len, &off, &n) != SK_DNS_OK || len - off < 4)
-		return NULL;
-	if (!sk_dns_name_equal(&n, &p->q.qname) || rd16(ans + off) != p->q.qtype || rd16(ans + off + 2) != p->q.qclass)
-		return NULL;
-	return p;
+		return false;
+	return sk_dns_name_equal(&n, &p->q.qname) && rd16(ans + off) == p->q.qtype && rd16(ans + off + 2) == p->q.qclass;
+}
+
+bool sk_dns_pend_answers(const struct sk_dns_ptable *t, const struct sk_dns_pending *p, unsigned server,
+			 const uint8_t *ans, size_t len)
+{
+	if (!p || len < SK_DNS_HDR_LEN || t->by_id[p->id].p != p)
+		return false;   /* not (or no longer) in flight */
+	if (server >= t->cfg.servers.n || !(p->sent_mask & (1u << server)))
+		return false;
+	return answer_shape_ok(p, ans, len);
 }
 
 void sk_dns_pend_to_tcp(struct sk_dns_ptable *t, struct sk_dns_pending *p, uint64_t now_ms)

@@ -3,8 +3,10 @@
  * Owns: the upstream list (resolv.conf `nameserver` lines — search/ndots/options are the client's
  * business, its own stub applies them before asking us — or literals from the policy's dns.upstream);
  * upstream query IDs (random, from getrandom, unique among those in flight); and the pending-query
- * table: an answer is accepted only if its ID is in flight, its question equals the one asked, and it
- * comes from a server that query was sent to — anything else (spoofed, late, duplicate) is dropped.
+ * table: an answer is accepted only if its ID is the query's, its question equals the one asked, and it
+ * comes from a server that query was sent to over the query's own socket (sk_dns_pend_answers; the
+ * server gives every query a connected UDP socket with a fresh random source port, RFC 5452) — anything
+ * else (spoofed, late, duplicate, or another query's answer) is dropped.
  * Timeouts and retries are a pure state machine over explicit time; the socket I/O and the timer are the
  * server's (sidecar/dns_server.c), which calls in with what happened. Single-threaded. */
 #ifndef SK_SIDECAR_DNS_UPSTREAM_H
@@ -81,9 +83,13 @@ size_t sk_dns_ptable_count(const struct sk_dns_ptable *t);
  * getrandom failed). */
 struct sk_dns_pending *sk_dns_pend_start(struct sk_dns_ptable *t, const struct sk_dns_fquery *q, void *ctx,
 					 uint64_t now_ms);
-/* The pending query this upstream answer belongs to, or NULL (drop it). from/port: where it came from. */
-struct sk_dns_pending *sk_dns_pend_match(struct sk_dns_ptable *t, const uint8_t *ans, size_t len,
-					 const struct sk_addr *from, uint16_t port);
+/* Does ans[0..len), which arrived on the socket the server opened for p toward server index `server`
+ * (a connected UDP socket with its own random source port, or p's TCP connection), answer p? True when
+ * p is still in flight, was sent to that server, and ans is a response with p's ID and one question
+ * equal to p's (case-insensitively). The socket stands for the rest of the tuple: the kernel delivers
+ * to a connected socket only datagrams from its peer, so a spoofer must hit our port too. */
+bool sk_dns_pend_answers(const struct sk_dns_ptable *t, const struct sk_dns_pending *p, unsigned server,
+			 const uint8_t *ans, size_t len);
 /* The answer was truncated: the next attempt is over TCP to the same server, with the TCP timeout. */
 void sk_dns_pend_to_tcp(struct sk_dns_ptable *t, struct sk_dns_pending *p, uint64_t now_ms);
 /* Removes and frees p (answered, given up, or its client went away). */

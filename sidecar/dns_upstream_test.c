@@ -185,25 +185,36 @@ static void test_match_rules(void **state)
 	assert_ptr_equal(p->ctx, &client);
 	assert_int_equal(p->server, 0);
 	uint8_t a[512];
-	const struct sk_addr *s0 = &c.servers.v[0].addr, *s1 = &c.servers.v[1].addr;
-	struct sk_addr other;
-	assert_int_equal(sk_addr_parse("198.18.0.99", &other), 0);
 
+	/* p went to server 0 only: an answer is checked as arriving on p's socket toward a server */
 	size_t n = answer(a, p->id, "pypi.ORG", SK_DNS_T_AAAA);
-	assert_ptr_equal(sk_dns_pend_match(t, a, n, s0, 53), p);       /* case-insensitive question */
-	assert_null(sk_dns_pend_match(t, a, n, s0, 5353));              /* wrong port */
-	assert_null(sk_dns_pend_match(t, a, n, &other, 53));            /* wrong source */
-	assert_null(sk_dns_pend_match(t, a, n, s1, 5353));              /* not sent there (yet) */
+	assert_true(sk_dns_pend_answers(t, p, 0, a, n));               /* case-insensitive question */
+	assert_false(sk_dns_pend_answers(t, p, 1, a, n));              /* not sent there (yet) */
+	assert_false(sk_dns_pend_answers(t, p, 7, a, n));              /* no such server */
+	assert_false(sk_dns_pend_answers(t, NULL, 0, a, n));
 	n = answer(a, (uint16_t)(p->id + 1), "pypi.org", SK_DNS_T_AAAA);
-	assert_null(sk_dns_pend_match(t, a, n, s0, 53));                /* wrong ID */
+	assert_false(sk_dns_pend_answers(t, p, 0, a, n));              /* wrong ID */
 	n = answer(a, p->id, "pypi.org", SK_DNS_T_A);
-	assert_null(sk_dns_pend_match(t, a, n, s0, 53));                /* wrong type */
+	assert_false(sk_dns_pend_answers(t, p, 0, a, n));              /* wrong type */
 	n = answer(a, p->id, "evil.example", SK_DNS_T_AAAA);
-	assert_null(sk_dns_pend_match(t, a, n, s0, 53));                /* wrong name */
+	assert_false(sk_dns_pend_answers(t, p, 0, a, n));              /* wrong name */
 	n = answer(a, p->id, "pypi.org", SK_DNS_T_AAAA);
 	a[2] &= 0x7f;
-	assert_null(sk_dns_pend_match(t, a, n, s0, 53));                /* not a response */
-	assert_null(sk_dns_pend_match(t, a, 11, s0, 53));               /* short */
+	assert_false(sk_dns_pend_answers(t, p, 0, a, n));              /* not a response */
+	a[2] |= 0x80;
+	assert_false(sk_dns_pend_answers(t, p, 0, a, 11));             /* short */
+
+	/* Another query in flight for the same question: p's answer (right ID, right question) arriving on
+	 * p2's socket is not p2's, and p2's on p's is not p's. */
+	struct sk_dns_pending *p2 = sk_dns_pend_start(t, &q, NULL, 100);
+	assert_non_null(p2);
+	assert_int_not_equal(p2->id, p->id);
+	assert_false(sk_dns_pend_answers(t, p2, 0, a, n));
+	uint8_t b[512];
+	size_t n2 = answer(b, p2->id, "pypi.org", SK_DNS_T_AAAA);
+	assert_false(sk_dns_pend_answers(t, p, 0, b, n2));
+	assert_true(sk_dns_pend_answers(t, p2, 0, b, n2));
+	sk_dns_pend_done(t, p2);
 
 	/* after a retry to the second server, answers from either are accepted */
 	struct sk_dns_pending *e;
@@ -211,12 +222,14 @@ static void test_match_rules(void **state)
 	assert_int_equal(sk_dns_pend_expire(t, 1100, &e), SK_DNS_EXP_RETRY);
 	assert_ptr_equal(e, p);
 	assert_int_equal(p->server, 1);
-	n = answer(a, p->id, "pypi.org", SK_DNS_T_AAAA);
-	assert_ptr_equal(sk_dns_pend_match(t, a, n, s1, 5353), p);
-	assert_ptr_equal(sk_dns_pend_match(t, a, n, s0, 53), p);        /* late answer from the first */
-	/* answered: a duplicate or late answer is dropped */
+	assert_true(sk_dns_pend_answers(t, p, 1, a, n));
+	assert_true(sk_dns_pend_answers(t, p, 0, a, n));               /* late answer from the first */
+	/* answered: a duplicate or late answer of p is nobody's */
+	struct sk_dns_pending *p3 = sk_dns_pend_start(t, &q, NULL, 100);
+	assert_non_null(p3);
 	sk_dns_pend_done(t, p);
-	assert_null(sk_dns_pend_match(t, a, n, s0, 53));
+	assert_false(sk_dns_pend_answers(t, p3, 0, a, n));             /* p's ID is not p3's */
+	sk_dns_pend_done(t, p3);
 	assert_int_equal(sk_dns_ptable_count(t), 0);
 	sk_dns_ptable_free(t);
 }
