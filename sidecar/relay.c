@@ -249,7 +249,9 @@ static int gate_pump(struct sk_relay *r, bool *moved)
 			*moved = *moved || step;
 			return 0;
 		}
-		if (!d->shut && r->glen == 0 && (d->eof || (r->denied && d->bytes > 0))) {
+		/* EOF: once everything is out. Refused: once what was released is out (the refused bytes
+		 * stay behind), so the upstream finishes the requests before and closes. */
+		if (!d->shut && ((d->eof && r->glen == 0) || (r->denied && r->gout == 0 && d->bytes > 0))) {
 			if (shutdown(r->b->fd, SHUT_WR) < 0 && errno != ENOTCONN)
 				return -errno;
 			d->shut = true;
