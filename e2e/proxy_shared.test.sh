@@ -98,6 +98,7 @@ srv+=(--dns "$SK_NET_IP4:53")
 for n in allowed denied allowed2 allowed3; do srv+=(--record "$n.example=$S4" --record "$n.example=$S6"); done
 srv+=(--record "greet.example=$G4" --record "greet.example=$G6")
 sk_inet "$NS" "$PY" "$HERE/servers.py" "${srv[@]}" >"$SK_TMP/servers.log" 2>&1 &
+disown $!
 for p in 443 80 2525 2526 7100 7101; do
 	sk_wait_port "$NS-net" tcp "$p" 10 || { echo "test servers did not start"; cat "$SK_TMP/servers.log"; exit 1; }
 done
@@ -117,6 +118,7 @@ ip netns exec "$NS-pod" env STOCKADE_PEEK_TIMEOUT_MS=$PEEK_MS setpriv --reuid="$
 	--regid="$SK_SIDECAR_UID" --clear-groups --inh-caps=-all --bounding-set=-all -- \
 	"$SK_BIN/stockade-sidecar" --policy "$POLICY" --marker "$SK_TMP/marker" >"$SK_TMP/audit.log" 2>"$SK_TMP/sidecar.err" &
 SIDECAR_PID=$!
+disown "$SIDECAR_PID"   # the EXIT trap kills it; no job notice for that
 if ! sk_wait_port "$NS-pod" tcp 15001 10 || ! sk_wait_port "$NS-pod" udp 15053 10; then
 	echo "sidecar did not start"; cat "$SK_TMP/sidecar.err"; exit 1
 fi
