@@ -37,7 +37,7 @@ COMMON_SRC  := $(call lib_only,$(wildcard common/*.c))
 POLICY_SRC  := $(call lib_only,$(wildcard policy/*.c))
 INIT_SRC    := $(call lib_only,$(wildcard init/*.c))
 SIDECAR_SRC := $(call lib_only,$(wildcard sidecar/*.c))
-CLI_SRC     := $(wildcard policy/cli/*.c)
+CLI_SRC     := $(wildcard cli/*.c)
 LIB_SRC     := $(COMMON_SRC) $(POLICY_SRC) $(INIT_SRC) $(SIDECAR_SRC)
 
 TEST_SRC    := $(wildcard common/*_test.c policy/*_test.c init/*_test.c sidecar/*_test.c)

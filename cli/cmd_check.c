@@ -1,11 +1,11 @@
-/* policy/cli/cmd_check.c — `stockade-policy check [--no-file-checks] FILE...`: loads each policy and
+/* cli/cmd_check.c — `stockade-policy check [--no-file-checks] FILE...`: loads each policy and
  * reports "FILE: ok (N rules, mode M[, tls.echGrease allow])" (plus forge import notes) on stdout, or every diagnostic on stderr.
  * Exit 0 when every file is valid, 1 when any is not (or cannot be read), 2 on bad usage. */
 #include <stdio.h>
 #include <string.h>
 
 #include "common/err.h"
-#include "policy/cli/cli.h"
+#include "cli/cli.h"
 #include "policy/policy.h"
 
 static int check_one(const char *path, unsigned flags)

@@ -1,4 +1,4 @@
-/* policy/cli/profile.c — what `seccomp -o` and `seccomp-install` share: the profile's file text and the
+/* cli/profile.c — what `seccomp -o` and `seccomp-install` share: the profile's file text and the
  * atomic write that puts it where a kubelet or runtime reads it. */
 #include <errno.h>
 #include <stdio.h>
@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "common/err.h"
-#include "policy/cli/cli.h"
+#include "cli/cli.h"
 #include "policy/seccomp.h"
 
 char *sk_cli_profile_json(const struct sk_scmp_profile *p, struct sk_err *err)

@@ -1,4 +1,4 @@
-/* policy/cli/cmd_seccomp.c — `stockade-policy seccomp` (generate / diff the agent's seccomp profile) and
+/* cli/cmd_seccomp.c — `stockade-policy seccomp` (generate / diff the agent's seccomp profile) and
  * `stockade-policy exec --seccomp FILE -- CMD` (run one command under a profile, as runc would). */
 #include <errno.h>
 #include <signal.h>
@@ -9,7 +9,7 @@
 
 #include "common/err.h"
 #include "common/util.h"
-#include "policy/cli/cli.h"
+#include "cli/cli.h"
 #include "policy/policy.h"
 #include "policy/seccomp.h"
 #include "policy/seccomp_apply.h"

@@ -1,4 +1,4 @@
-/* policy/cli/cli.h — subcommands of stockade-policy. Each returns an enum sk_exit code; argv[0] is the
+/* cli/cli.h — subcommands of stockade-policy. Each returns an enum sk_exit code; argv[0] is the
  * subcommand name. Only these functions (and main) print to the terminal. */
 #ifndef SK_POLICY_CLI_H
 #define SK_POLICY_CLI_H

@@ -1,4 +1,4 @@
-/* policy/cli/cmd_install.c — `stockade-policy seccomp-install`: the seccomp installer DaemonSet's
+/* cli/cmd_install.c — `stockade-policy seccomp-install`: the seccomp installer DaemonSet's
  * process. Keeps DIR/NAME equal to the profile generated from the policy (re-read each round, so a
  * ConfigMap edit reaches the nodes), writing only when the content differs, atomically (temp file +
  * fsync + rename) so the kubelet never reads half a profile. Runs as uid 0 with no capability: enough
@@ -13,7 +13,7 @@
 
 #include "common/err.h"
 #include "common/util.h"
-#include "policy/cli/cli.h"
+#include "cli/cli.h"
 #include "policy/policy.h"
 #include "policy/seccomp.h"
 

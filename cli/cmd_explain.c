@@ -1,4 +1,4 @@
-/* policy/cli/cmd_explain.c — `stockade-policy explain FILE HOST PORT [--proto tls|http|tcp|udp]`: runs
+/* cli/cmd_explain.c — `stockade-policy explain FILE HOST PORT [--proto tls|http|tcp|udp]`: runs
  * the matcher the sidecar uses on one connection and prints the decision as one JSON line. HOST is a
  * name (normalised as the proxy would) or an IP literal; without --proto the protocol is guessed from
  * the port as a client would speak it (443 tls, 80 http, else tcp) and printed, so it is never hidden.
@@ -11,7 +11,7 @@
 
 #include "common/err.h"
 #include "policy/addr.h"
-#include "policy/cli/cli.h"
+#include "cli/cli.h"
 #include "policy/domain.h"
 #include "policy/match.h"
 #include "policy/policy.h"

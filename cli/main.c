@@ -1,10 +1,10 @@
-/* policy/cli/main.c — stockade-policy: validate a policy, explain a decision, print the compiled nft
+/* cli/main.c — stockade-policy: validate a policy, explain a decision, print the compiled nft
  * ruleset, generate and apply the agent's seccomp profile. */
 #include <stdio.h>
 #include <string.h>
 
 #include "common/err.h"
-#include "policy/cli/cli.h"
+#include "cli/cli.h"
 
 static const struct {
 	const char *name;

@@ -1,4 +1,4 @@
-/* policy/cli/cmd_rules.c — `stockade-policy rules FILE`: prints the nft script stockade-init would load
+/* cli/cmd_rules.c — `stockade-policy rules FILE`: prints the nft script stockade-init would load
  * (the same builder and printer as `stockade-init --dry-run`, init/ruleset.h). Exit 0, 2 usage,
  * 3 invalid policy. */
 #include <stdio.h>
@@ -6,7 +6,7 @@
 
 #include "common/err.h"
 #include "init/ruleset.h"
-#include "policy/cli/cli.h"
+#include "cli/cli.h"
 #include "policy/policy.h"
 
 int sk_cmd_rules(int argc, char **argv)
