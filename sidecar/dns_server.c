@@ -36,6 +36,7 @@
 #include "sidecar/dns_resolve.h"
 #include "sidecar/dns_upstream.h"
 #include "sidecar/metrics.h"
+#include "sidecar/net.h"
 
 #define TCP_QUERY_MAX 4096          /* a client's TCP query larger than this is not a query */
 #define TCP_CLIENTS_MAX 256
@@ -100,7 +101,8 @@ struct sk_dns_srv {
 	struct sk_dns_ptable *pt;
 	struct sk_bind_table *binds;
 	struct sk_dns_filter_opts opts;
-	struct sk_io udp[2], tcp[2];   /* [0] IPv4, [1] IPv6; fd -1 when unused */
+	struct sk_io udp[2];           /* [0] IPv4, [1] IPv6; fd -1 when unused */
+	struct sk_listener tcp[2];     /* net.h: back off when out of descriptors; io.fd -1 when unused */
 	size_t n_us, us_max;           /* upstream UDP sockets open (struct usock), and the pool's bound */
 	struct sk_timer timer;
 	struct sk_timer probe;       /* periodic upstream probe for /readyz's dns_upstream check */
@@ -756,38 +758,31 @@ static void tcl_read(struct sk_loop *l, struct tcl *c, uint32_t events)
 	}
 }
 
-static void on_accept(struct sk_loop *l, struct sk_io *io, uint32_t events)
+static void dns_accept(struct sk_listener *ls, int fd, const struct sockaddr_storage *ss)
 {
-	struct sk_dns_srv *s = io->ctx;
-	(void)events;
-	for (;;) {
-		struct sockaddr_storage ss = { 0 };
-		socklen_t sl = sizeof(ss);
-		int fd = accept4(io->fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0)
-			return;
-		if (s->n_tcl >= TCP_CLIENTS_MAX) {
-			close(fd);
-			continue;
-		}
-		struct tcl *c = calloc(1, sizeof(*c));
-		if (!c) {
-			close(fd);
-			continue;
-		}
-		c->srv = s;
-		from_sockaddr(&ss, &c->peer, &c->peer_port);
-		sk_io_init(&c->io, fd, on_tcl, c);
-		sk_timer_init(&c->idle, on_tcl_idle, c);
-		struct sk_err err;
-		if (sk_loop_add(l, &c->io, EPOLLIN, &err) < 0) {
-			close(fd);
-			free(c);
-			continue;
-		}
-		s->n_tcl++;
-		(void)sk_timer_arm(l, &c->idle, TCP_IDLE_MS);
+	struct sk_dns_srv *s = ls->ctx;
+	struct sk_loop *l = s->sc->loop;
+	if (s->n_tcl >= TCP_CLIENTS_MAX) {
+		close(fd);
+		return;
 	}
+	struct tcl *c = calloc(1, sizeof(*c));
+	if (!c) {
+		close(fd);
+		return;
+	}
+	c->srv = s;
+	from_sockaddr(ss, &c->peer, &c->peer_port);
+	sk_io_init(&c->io, fd, on_tcl, c);
+	sk_timer_init(&c->idle, on_tcl_idle, c);
+	struct sk_err err;
+	if (sk_loop_add(l, &c->io, EPOLLIN, &err) < 0) {
+		close(fd);
+		free(c);
+		return;
+	}
+	s->n_tcl++;
+	(void)sk_timer_arm(l, &c->idle, TCP_IDLE_MS);
 }
 
 /* An answer on one query's own socket. The socket is connected, so only the server it was opened for can
@@ -938,7 +933,7 @@ int sk_dns_server_start(struct sk_sidecar *sc, struct sk_dns_srv **out, struct s
 	s->sc = sc;
 	for (int i = 0; i < 2; i++) {
 		sk_io_init(&s->udp[i], -1, on_udp, s);
-		sk_io_init(&s->tcp[i], -1, on_accept, s);
+		s->tcp[i].io.fd = -1;
 	}
 	sk_timer_init(&s->timer, on_timer, s);
 	sk_timer_init(&s->probe, on_probe, s);
@@ -981,27 +976,23 @@ int sk_dns_server_start(struct sk_sidecar *sc, struct sk_dns_srv **out, struct s
 			continue;
 		}
 		s->udp[i].fd = fd;
-		if ((fd = open_sock(fam, SOCK_STREAM, a, port, e)) < 0) {
-			if (i == 0) {
-				r = fd;
+		if ((r = sk_listener_open(&s->tcp[i], sc->loop, a, port, 128, "dns tcp", dns_accept, s, e)) < 0) {
+			if (i == 0)
 				goto fail;
-			}
+			/* The IPv6 UDP socket exists but TCP does not: say so, as for UDP above. */
+			fprintf(stderr, "stockade-sidecar: %s (IPv6 DNS-over-TCP listener skipped)\n", e6.msg);
 			continue;
 		}
-		s->tcp[i].fd = fd;
 	}
-	for (int i = 0; i < 2; i++) {
-		struct sk_io *ios[2] = { &s->udp[i], &s->tcp[i] };
-		for (int k = 0; k < 2; k++)
-			if (ios[k]->fd >= 0 && (r = sk_loop_add(sc->loop, ios[k], EPOLLIN, err)) < 0)
-				goto fail;
-	}
+	for (int i = 0; i < 2; i++)
+		if (s->udp[i].fd >= 0 && (r = sk_loop_add(sc->loop, &s->udp[i], EPOLLIN, err)) < 0)
+			goto fail;
 	sc->n_dns_fds = 0;
 	for (int i = 0; i < 2; i++) {
 		if (s->udp[i].fd >= 0)
 			sc->dns_fds[sc->n_dns_fds++] = s->udp[i].fd;
-		if (s->tcp[i].fd >= 0)
-			sc->dns_fds[sc->n_dns_fds++] = s->tcp[i].fd;
+		if (s->tcp[i].io.fd >= 0)
+			sc->dns_fds[sc->n_dns_fds++] = s->tcp[i].io.fd;
 	}
 	sk_sidecar_attach_bindings(sc, s->binds);
 	sc->resolve.ctx = s;
@@ -1023,14 +1014,12 @@ void sk_dns_server_stop_accepting(struct sk_dns_srv *s)
 	if (!s)
 		return;
 	for (int i = 0; i < 2; i++) {
-		struct sk_io *ios[2] = { &s->udp[i], &s->tcp[i] };
-		for (int k = 0; k < 2; k++) {
-			if (ios[k]->fd < 0)
-				continue;
-			sk_loop_del(s->sc->loop, ios[k]);
-			close(ios[k]->fd);
-			ios[k]->fd = -1;
-		}
+		sk_listener_close(&s->tcp[i]);
+		if (s->udp[i].fd < 0)
+			continue;
+		sk_loop_del(s->sc->loop, &s->udp[i]);
+		close(s->udp[i].fd);
+		s->udp[i].fd = -1;
 	}
 	s->sc->n_dns_fds = 0;
 }
