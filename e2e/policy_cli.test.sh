@@ -199,4 +199,60 @@ sk_check_eq "explain 100.64.0.0/10 does not name the Alibaba metadata address" '
 run "$P" explain "$N" 100.100.100.201 80
 sk_check_eq "explain 100.64.0.0/10 names the rest of CGNAT" 0 "$rc"
 
+# --- direct and udp rules go around the proxy: refused when they hold metadata / private addresses -------
+B="$SK_TMP/bypass.yaml"
+cat >"$B" <<'YAML'
+version: 1
+egress:
+  - host: api.github.com
+    ports: [443]
+  - cidr: 0.0.0.0/0
+    protocol: udp
+  - cidr: "::/0"
+    ports: [443]
+    direct: true
+  - cidr: 168.0.0.0/6
+    direct: true
+  - cidr: 172.0.0.0/8
+    protocol: udp
+  - cidr: 2002::/16
+    protocol: udp
+  - cidr: 0.0.0.0/0
+    ports: [443]
+blockPrivate: true
+YAML
+run "$P" check "$B"
+sk_check_eq "check direct/udp rules holding metadata addresses exits 1" 1 "$rc"
+sk_check_eq "check direct/udp rules holding metadata addresses prints nothing on stdout" "" "$out"
+sk_check_eq "check names each direct/udp rule holding link-local or (blockPrivate) private addresses" \
+"$B:5:11: egress[1].cidr: 0.0.0.0/0 is a udp rule, which goes around the proxy, and contains link-local/metadata addresses (169.254.0.0/16, 168.63.129.16, 100.100.100.200, 192.0.0.192); expected a block that lies wholly inside one of them or contains none
+$B:7:11: egress[2].cidr: ::/0 is a direct rule, which goes around the proxy, and contains link-local/metadata addresses (fe80::/10, fd00:ec2::254, fd00:ec2::253, fd00:ec2::123, ...); expected a block that lies wholly inside one of them or contains none
+$B:10:11: egress[3].cidr: 168.0.0.0/6 is a direct rule, which goes around the proxy, and contains link-local/metadata addresses (169.254.0.0/16, 168.63.129.16); expected a block that lies wholly inside one of them or contains none
+$B:12:11: egress[4].cidr: 172.0.0.0/8 is a udp rule, which goes around the proxy, and contains private addresses (172.16.0.0/12) while blockPrivate is true; expected a block that lies wholly inside one private range or contains none
+$B:14:11: egress[5].cidr: 2002::/16 is a udp rule, which goes around the proxy, and contains link-local/metadata addresses (embedded 169.254.0.0/16, embedded 168.63.129.16, embedded 100.100.100.200, embedded 192.0.0.192); expected a block that lies wholly inside one of them or contains none" "$err"
+
+# blockPrivate: false lifts the private check, not the link-local one
+sed 's/^blockPrivate: true$/blockPrivate: false/' "$B" >"$SK_TMP/bypass-open.yaml"
+run "$P" check "$SK_TMP/bypass-open.yaml"
+sk_check_eq "check with blockPrivate false still exits 1" 1 "$rc"
+sk_check_eq "check with blockPrivate false reports the four link-local rules only" \
+	"5:11 7:11 10:11 14:11" "$(grep -oE '^[^:]+:[0-9]+:[0-9]+' <<<"$err" | sed 's/^[^:]*://' | tr '\n' ' ' | sed 's/ $//')"
+
+G="$SK_TMP/bypass-ok.yaml"
+cat >"$G" <<'YAML'
+version: 1
+egress:
+  - {cidr: 10.96.0.0/12, ports: [8125], protocol: udp, direct: true}
+  - {cidr: 198.18.1.20/32, ports: [7000], protocol: udp}
+  - {cidr: "2001:db8:19::20/128", ports: [7000], protocol: udp}
+  - {cidr: 198.18.1.30/32, ports: [7100], protocol: tcp, direct: true}
+  - {cidr: 169.254.169.254/32, ports: [80], direct: true}
+  - {cidr: 168.63.129.16/32, ports: [53], protocol: udp}
+  - {cidr: "fd00:ec2::254/128", ports: [80], direct: true}
+  - {cidr: 0.0.0.0/0, ports: [443]}
+YAML
+run "$P" check "$G"
+sk_check_eq "check direct/udp rules inside one class or clear of both exits 0" 0 "$rc"
+sk_check_eq "check direct/udp rules inside one class or clear of both prints ok" "$G: ok (8 rules, mode enforce)" "$out"
+
 sk_summary

@@ -406,3 +406,198 @@ bool sk_cidr_is_private(const struct sk_cidr *c)
 			   sizeof(private6) / sizeof(private6[0])) ||
 	       sk_cidr_is_link_local(c);
 }
+
+/* --- overlap ------------------------------------------------------------------------------------- */
+
+/* Where an IPv6 address carries an IPv4 one (the forms embedded_all reads): the IPv6 prefix, and the bit
+ * positions of the IPv4 address's high and low 16 bits (apart only for the /48 position of the local-use
+ * NAT64 prefix, which skips the RFC 6052 u octet), inverted for Teredo. IPv4-compatible excludes :: and
+ * ::1; ignoring that here changes no answer, since both are in private6 themselves and no link-local
+ * entry holds 0.0.0.0 or 0.0.0.1. */
+struct embedding {
+	uint8_t prefix[16];
+	uint8_t plen;
+	uint8_t hi, lo;  /* bit offsets of IPv4 bits 0..15 and 16..31 */
+	bool invert;
+};
+
+static const struct embedding embeddings[] = {
+	{ { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff }, 96, 96, 112, false },  /* IPv4-mapped */
+	{ { 0 }, 96, 96, 112, false },                                        /* IPv4-compatible */
+	{ { 0, 0x64, 0xff, 0x9b }, 96, 96, 112, false },                      /* NAT64 well-known */
+	{ { 0, 0x64, 0xff, 0x9b, 0, 1 }, 48, 96, 112, false },                /* NAT64 local-use, /96 position */
+	{ { 0, 0x64, 0xff, 0x9b, 0, 1 }, 48, 48, 72, false },                 /* NAT64 local-use, /48 position */
+	{ { 0x20, 0x02 }, 16, 16, 32, false },                                /* 6to4 */
+	{ { 0x20, 0x01 }, 32, 96, 112, true },                                /* Teredo client */
+};
+
+/* A set of addresses given by the bits it fixes: value under mask (16 bytes; IPv4 uses the first 4). */
+struct bitset {
+	uint8_t v[16], m[16];
+};
+
+static void bits_prefix(struct bitset *s, const uint8_t *bytes, unsigned prefix)
+{
+	memset(s, 0, sizeof(*s));
+	for (unsigned i = 0; i < 16 && prefix > i * 8; i++) {
+		unsigned bits = prefix - i * 8;
+		s->m[i] = bits >= 8 ? 0xff : (uint8_t)(0xff << (8 - bits));
+		s->v[i] = bytes[i] & s->m[i];
+	}
+}
+
+static void bits_set(struct bitset *s, unsigned pos, bool bit)
+{
+	uint8_t b = (uint8_t)(0x80 >> (pos % 8));
+	s->m[pos / 8] |= b;
+	if (bit)
+		s->v[pos / 8] |= b;
+	else
+		s->v[pos / 8] &= (uint8_t)~b;
+}
+
+/* Two sets share an address when no bit both fix differs. */
+static bool bits_meet(const struct bitset *x, const struct bitset *y)
+{
+	for (size_t i = 0; i < 16; i++)
+		if ((x->v[i] ^ y->v[i]) & x->m[i] & y->m[i])
+			return false;
+	return true;
+}
+
+/* The IPv6 image of the IPv4 range r under embedding e. */
+static void embed_range(const struct embedding *e, const struct range *r, struct bitset *out)
+{
+	bits_prefix(out, e->prefix, e->plen);
+	for (unsigned i = 0; i < r->prefix && i < 32; i++) {
+		bool bit = ((r->bytes[i / 8] >> (7 - i % 8)) & 1) != 0;
+		bits_set(out, (i < 16 ? e->hi + i : e->lo + (i - 16)), bit != e->invert);
+	}
+}
+
+/* Whether block c shares an address with v4 range r (directly, or through an embedding if c is IPv6). */
+static bool meets4(const struct sk_cidr *c, const struct bitset *cb, const struct range *r)
+{
+	struct bitset rb;
+	if (c->net.family == AF_INET) {
+		bits_prefix(&rb, r->bytes, r->prefix);
+		return bits_meet(cb, &rb);
+	}
+	for (size_t k = 0; k < sizeof(embeddings) / sizeof(embeddings[0]); k++) {
+		embed_range(&embeddings[k], r, &rb);
+		if (bits_meet(cb, &rb))
+			return true;
+	}
+	return false;
+}
+
+struct overlap_list {
+	char *out;
+	size_t outsz, len;
+	size_t count, shown;
+	struct range seen4[32], seen6[32];
+	size_t n4, n6;
+};
+
+enum { OVERLAP_SHOWN_MAX = 4 };
+
+static bool seen(const struct range *v, size_t n, const struct range *r)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i].prefix == r->prefix && memcmp(v[i].bytes, r->bytes, sizeof(r->bytes)) == 0)
+			return true;
+	return false;
+}
+
+static void list_add(struct overlap_list *l, const struct range *r, bool v6, bool embedded)
+{
+	struct range *v = v6 ? l->seen6 : l->seen4;
+	size_t *n = v6 ? &l->n6 : &l->n4;
+	if (seen(v, *n, r))
+		return;
+	if (*n < sizeof(l->seen4) / sizeof(l->seen4[0]))
+		v[(*n)++] = *r;
+	l->count++;
+	if (!l->out || l->outsz == 0)
+		return;
+	const char *sep = l->shown ? ", " : "";
+	if (l->shown == OVERLAP_SHOWN_MAX) {
+		snprintf(l->out + l->len, l->outsz - l->len, ", ...");
+		l->len += strnlen(l->out + l->len, l->outsz - l->len);
+		l->shown++;
+		return;
+	}
+	if (l->shown > OVERLAP_SHOWN_MAX)
+		return;
+	struct sk_addr a = { .family = v6 ? AF_INET6 : AF_INET };
+	memcpy(a.bytes, r->bytes, v6 ? 16 : 4);
+	char t[SK_ADDR_STRLEN];
+	sk_addr_format(&a, t);
+	if (r->prefix == (v6 ? 128 : 32))
+		snprintf(l->out + l->len, l->outsz - l->len, "%s%s%s", sep, embedded ? "embedded " : "", t);
+	else
+		snprintf(l->out + l->len, l->outsz - l->len, "%s%s%s/%u", sep, embedded ? "embedded " : "", t,
+			 (unsigned)r->prefix);
+	l->len += strnlen(l->out + l->len, l->outsz - l->len);
+	l->shown++;
+}
+
+/* Adds to l every entry of the tables that c shares an address with: IPv6 entries first, then IPv4 ones
+ * (for an IPv6 block, through any embedding). */
+static void overlap_tables(const struct sk_cidr *c, const struct range *t4, size_t n4, const struct range *t6,
+			   size_t n6, struct overlap_list *l)
+{
+	struct bitset cb, rb;
+	if ((c->net.family != AF_INET && c->net.family != AF_INET6) || c->prefix > addr_bits(&c->net))
+		return;
+	bits_prefix(&cb, c->net.bytes, c->prefix);
+	if (c->net.family == AF_INET6) {
+		for (size_t i = 0; i < n6; i++) {
+			bits_prefix(&rb, t6[i].bytes, t6[i].prefix);
+			if (bits_meet(&cb, &rb))
+				list_add(l, &t6[i], true, false);
+		}
+	}
+	for (size_t i = 0; i < n4; i++)
+		if (meets4(c, &cb, &t4[i]))
+			list_add(l, &t4[i], false, c->net.family == AF_INET6);
+}
+
+static size_t overlaps(const struct sk_cidr *c, bool priv, char *out, size_t outsz)
+{
+	struct overlap_list l = { .out = out, .outsz = outsz };
+	if (out && outsz)
+		out[0] = '\0';
+	if (!c)
+		return 0;
+	if (priv) {
+		overlap_tables(c, NULL, 0, private6, sizeof(private6) / sizeof(private6[0]), &l);
+		overlap_tables(c, NULL, 0, link_local6, sizeof(link_local6) / sizeof(link_local6[0]), &l);
+		overlap_tables(c, private4, sizeof(private4) / sizeof(private4[0]), NULL, 0, &l);
+		overlap_tables(c, link_local4, sizeof(link_local4) / sizeof(link_local4[0]), NULL, 0, &l);
+	} else {
+		overlap_tables(c, link_local4, sizeof(link_local4) / sizeof(link_local4[0]), link_local6,
+			       sizeof(link_local6) / sizeof(link_local6[0]), &l);
+	}
+	return l.count;
+}
+
+size_t sk_cidr_link_local_overlaps(const struct sk_cidr *c, char *out, size_t outsz)
+{
+	return overlaps(c, false, out, outsz);
+}
+
+size_t sk_cidr_private_overlaps(const struct sk_cidr *c, char *out, size_t outsz)
+{
+	return overlaps(c, true, out, outsz);
+}
+
+bool sk_cidr_overlaps_link_local(const struct sk_cidr *c)
+{
+	return overlaps(c, false, NULL, 0) > 0;
+}
+
+bool sk_cidr_overlaps_private(const struct sk_cidr *c)
+{
+	return overlaps(c, true, NULL, 0) > 0;
+}

@@ -54,4 +54,19 @@ bool sk_addr_is_loopback(const struct sk_addr *a);    /* 127/8, ::1, and embedde
 bool sk_cidr_is_private(const struct sk_cidr *c);
 bool sk_cidr_is_link_local(const struct sk_cidr *c);
 
+/* Whether c shares any address with the private (resp. link-local) class: c contains an address of one
+ * of its ranges, or a range contains c, directly or in any embedded form sk_addr_is_private reads
+ * (IPv4-mapped, IPv4-compatible, NAT64 64:ff9b::/96 and 64:ff9b:1::/48, 6to4, Teredo). Equivalently:
+ * some address a in c has sk_addr_is_private(a) (resp. sk_addr_is_link_local(a)). ::/0, 2002::/16 and
+ * 0.0.0.0/0 overlap the link-local class; 10.96.0.0/12 and 198.18.1.20/32 do not. A rule that bypasses
+ * the proxy (direct, udp) must not overlap a class it does not lie wholly inside (validate.c). */
+bool sk_cidr_overlaps_private(const struct sk_cidr *c);
+bool sk_cidr_overlaps_link_local(const struct sk_cidr *c);
+/* The same, listing for a message the entries c overlaps: "169.254.0.0/16, 168.63.129.16, ..." (a single
+ * address without /32 or /128; an IPv4 entry reached by an IPv6 block as "embedded 169.254.0.0/16"; at
+ * most four, then ", ..."), truncated to outsz. Returns how many entries c overlaps (0: out is ""). The
+ * private list includes the link-local entries. */
+size_t sk_cidr_private_overlaps(const struct sk_cidr *c, char *out, size_t outsz);
+size_t sk_cidr_link_local_overlaps(const struct sk_cidr *c, char *out, size_t outsz);
+
 #endif

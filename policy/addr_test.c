@@ -400,6 +400,261 @@ static void test_cidr_naming_of_metadata_addresses(void **state)
 	}
 }
 
+static struct sk_cidr C(const char *s)
+{
+	struct sk_cidr c;
+	const char *why = NULL;
+	if (sk_cidr_parse(s, &c, &why) != 0)
+		fail_msg("test cidr %s: %s", s, why ? why : "?");
+	return c;
+}
+
+/* Overlap: the block shares an address with the class (contains one of its addresses, or lies inside
+ * one of its ranges), directly or through an embedded form. */
+static void test_cidr_overlap_table(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *in;
+		bool link, priv;
+	} cases[] = {
+		/* wide blocks that contain metadata addresses */
+		{ "0.0.0.0/0", true, true },
+		{ "128.0.0.0/1", true, true },
+		{ "168.0.0.0/6", true, true },           /* 168.63.129.16 and 169.254/16 */
+		{ "168.63.129.0/24", true, true },
+		{ "100.64.0.0/10", true, true },         /* 100.100.100.200 */
+		{ "100.100.100.0/24", true, true },
+		{ "192.0.0.0/24", true, true },          /* 192.0.0.192 */
+		{ "::/0", true, true },
+		{ "2000::/3", true, true },              /* holds 2002::/16 */
+		{ "::ffff:0:0/96", true, true },
+		{ "::/96", true, true },                 /* IPv4-compatible */
+		{ "64:ff9b::/96", true, true },
+		{ "64:ff9b::/32", true, true },
+		{ "64:ff9b:1::/48", true, true },
+		{ "2002::/16", true, true },
+		{ "2002:a9fe::/32", true, true },        /* 6to4 of 169.254/16, shorter than /48 */
+		{ "2002:a800::/22", true, true },        /* 6to4 of 168/6 */
+		{ "2001::/32", true, true },             /* Teredo */
+		{ "2001::/16", true, true },
+		{ "fc00::/7", true, true },
+		{ "fd00::/8", true, true },
+		{ "fd00:ec2::/32", true, true },
+		{ "fd00:ec2::200/119", true, true },
+		{ "fd00:42::/32", true, true },
+		/* blocks inside a link-local range or equal to a metadata address also overlap */
+		{ "169.254.169.254/32", true, true },
+		{ "169.254.0.0/16", true, true },
+		{ "168.63.129.16/32", true, true },
+		{ "100.100.100.200/32", true, true },
+		{ "fe80::/10", true, true },
+		{ "fe80::1/128", true, true },
+		{ "fd00:ec2::254/128", true, true },
+		{ "::ffff:169.254.169.254/128", true, true },
+		{ "::a9fe:0/112", true, true },
+		{ "64:ff9b::a83f:8110/128", true, true },
+		{ "64:ff9b:1::a9fe:a9fe/128", true, true },
+		{ "64:ff9b:1:a9fe:a9:fe00::/128", true, true },  /* /48 position: 169.254.169.254 */
+		{ "2002:a9fe:a9fe::/48", true, true },
+		{ "2001:0:4136:e378:8000:63bf:5601:5601/128", true, true },  /* Teredo 169.254.169.254 */
+		/* private, not link-local */
+		{ "10.0.0.0/8", false, true },
+		{ "10.96.0.0/12", false, true },
+		{ "8.0.0.0/5", false, true },            /* 8..15: holds 10/8 */
+		{ "172.0.0.0/8", false, true },          /* holds 172.16/12 */
+		{ "100.100.100.201/32", false, true },
+		{ "192.0.0.193/32", false, true },
+		{ "127.0.0.0/8", false, true },
+		{ "224.0.0.0/4", false, true },
+		{ "fd00:ec2::255/128", false, true },
+		{ "fd00:ec2::1:0/112", false, true },
+		{ "fc00::/8", false, true },
+		{ "ff00::/8", false, true },
+		{ "::/127", false, true },               /* :: and ::1 */
+		{ "::2/128", false, true },              /* IPv4-compatible 0.0.0.2 */
+		{ "::ffff:10.0.0.0/104", false, true },
+		{ "2002:800::/21", false, true },        /* 6to4 of 8/5 */
+		{ "2002:a00::/24", false, true },        /* 6to4 of 10/8 */
+		{ "2001:0:4136:e378:8000:63bf:80ff:fffe/128", false, true },  /* Teredo 127.0.0.1 */
+		/* neither */
+		{ "198.18.0.0/15", false, false },       /* benchmarking: public on purpose (e2e "internet") */
+		{ "198.18.1.20/32", false, false },
+		{ "8.8.8.8/32", false, false },
+		{ "1.0.0.0/8", false, false },
+		{ "168.63.129.15/32", false, false },
+		{ "168.63.129.17/32", false, false },
+		{ "168.63.128.0/24", false, false },
+		{ "2001:db8::/32", false, false },
+		{ "2001:db8:19::20/128", false, false },
+		{ "2606:4700::/32", false, false },
+		{ "::ffff:8.8.8.8/128", false, false },
+		{ "::ffff:808:0/112", false, false },
+		{ "64:ff9b::808:808/128", false, false },
+		{ "64:ff9b:1:808:8:800::/128", false, true },  /* /48 position 8.8.8.8, /96 position 0.0.0.0 */
+		{ "2002:808:808::/48", false, false },
+		{ "2001:0:4136:e378:8000:63bf:f7f7:f7f7/128", false, false },  /* Teredo 8.8.8.8 */
+		{ "fd00:ec2::2:0/112", false, true },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct sk_cidr c = C(cases[i].in);
+		bool l = sk_cidr_overlaps_link_local(&c), p = sk_cidr_overlaps_private(&c);
+		if (l != cases[i].link || p != cases[i].priv)
+			fail_msg("%s: overlaps link-local=%d private=%d, expected %d %d", cases[i].in, l, p,
+				 cases[i].link, cases[i].priv);
+		/* A block lying wholly inside a class overlaps it. */
+		if ((sk_cidr_is_link_local(&c) && !l) || (sk_cidr_is_private(&c) && !p))
+			fail_msg("%s: lies inside a class it does not overlap", cases[i].in);
+		char list[256];
+		if (sk_cidr_link_local_overlaps(&c, list, sizeof(list)) != 0 ? !l || !list[0] : l || list[0])
+			fail_msg("%s: link-local list '%s' disagrees", cases[i].in, list);
+		if (sk_cidr_private_overlaps(&c, list, sizeof(list)) != 0 ? !p || !list[0] : p || list[0])
+			fail_msg("%s: private list '%s' disagrees", cases[i].in, list);
+	}
+}
+
+static void test_cidr_overlap_lists(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *in;
+		bool priv;
+		size_t n;
+		const char *list;
+	} cases[] = {
+		{ "0.0.0.0/0", false, 4, "169.254.0.0/16, 168.63.129.16, 100.100.100.200, 192.0.0.192" },
+		{ "168.0.0.0/6", false, 2, "169.254.0.0/16, 168.63.129.16" },
+		{ "100.64.0.0/10", false, 1, "100.100.100.200" },
+		{ "::/0", false, 10, "fe80::/10, fd00:ec2::254, fd00:ec2::253, fd00:ec2::123, ..." },
+		{ "2002::/16", false, 4, "embedded 169.254.0.0/16, embedded 168.63.129.16, embedded 100.100.100.200, "
+					 "embedded 192.0.0.192" },
+		{ "fd00:ec2::/32", false, 4, "fd00:ec2::254, fd00:ec2::253, fd00:ec2::123, fd00:ec2::23" },
+		{ "10.96.0.0/12", false, 0, "" },
+		{ "10.96.0.0/12", true, 1, "10.0.0.0/8" },
+		{ "8.0.0.0/5", true, 1, "10.0.0.0/8" },
+		{ "0.0.0.0/0", true, 13, "0.0.0.0/8, 10.0.0.0/8, 100.64.0.0/10, 127.0.0.0/8, ..." },
+		{ "::ffff:0:0/96", true, 13, "embedded 0.0.0.0/8, embedded 10.0.0.0/8, embedded 100.64.0.0/10, "
+					     "embedded 127.0.0.0/8, ..." },
+		{ "::/0", true, 24, "::, ::1, fc00::/7, fe80::/10, ..." },  /* fe80::/10 and 169.254/16 once */
+		{ "198.18.0.0/15", true, 0, "" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct sk_cidr c = C(cases[i].in);
+		char list[256];
+		size_t n = cases[i].priv ? sk_cidr_private_overlaps(&c, list, sizeof(list))
+					 : sk_cidr_link_local_overlaps(&c, list, sizeof(list));
+		if (n != cases[i].n || strcmp(list, cases[i].list) != 0)
+			fail_msg("%s (%s): %zu '%s', expected %zu '%s'", cases[i].in, cases[i].priv ? "private" : "link-local",
+				 n, list, cases[i].n, cases[i].list);
+	}
+	/* A short buffer truncates, never overflows. */
+	struct sk_cidr c = C("::/0");
+	char small[8];
+	assert_int_equal(sk_cidr_private_overlaps(&c, small, sizeof(small)), 24);
+	assert_string_equal(small, "::, ::1");
+	assert_int_equal(sk_cidr_private_overlaps(&c, NULL, 0), 24);
+}
+
+/* The overlap of a small block agrees with classifying each of its addresses: blocks of 1..256 addresses
+ * around every table entry in every embedded form, and random ones. */
+static uint32_t rnd_state = 0x12345678u;
+static uint32_t rnd(void)
+{
+	rnd_state ^= rnd_state << 13;
+	rnd_state ^= rnd_state >> 17;
+	rnd_state ^= rnd_state << 5;
+	return rnd_state;
+}
+
+static size_t n_enum_ll, n_enum_priv;
+
+static void check_block_by_enumeration(const struct sk_cidr *c)
+{
+	const unsigned max = c->net.family == AF_INET ? 32 : 128;
+	const unsigned host = max - c->prefix;  /* <= 8 */
+	bool any_ll = false, any_priv = false;
+	for (unsigned k = 0; k < (1u << host); k++) {
+		struct sk_addr a = c->net;
+		a.bytes[max / 8 - 1] |= (uint8_t)k;
+		any_ll = any_ll || sk_addr_is_link_local(&a);
+		any_priv = any_priv || sk_addr_is_private(&a);
+	}
+	char t[SK_ADDR_STRLEN + 4];
+	sk_cidr_format(c, t);
+	if (sk_cidr_overlaps_link_local(c) != any_ll || sk_cidr_overlaps_private(c) != any_priv)
+		fail_msg("%s: overlaps link-local=%d private=%d, its addresses say %d %d", t,
+			 sk_cidr_overlaps_link_local(c), sk_cidr_overlaps_private(c), any_ll, any_priv);
+	n_enum_ll += any_ll;
+	n_enum_priv += any_priv;
+}
+
+static void test_cidr_overlap_agrees_with_addresses(void **state)
+{
+	(void)state;
+	static const uint8_t points4[][4] = {
+		{ 169, 254, 169, 254 }, { 169, 254, 0, 0 }, { 169, 255, 0, 0 }, { 168, 63, 129, 16 },
+		{ 100, 100, 100, 200 }, { 192, 0, 0, 192 }, { 10, 1, 2, 3 }, { 127, 0, 0, 1 }, { 8, 8, 8, 8 },
+		{ 198, 18, 1, 20 }, { 172, 16, 0, 1 }, { 0, 0, 0, 2 }, { 224, 0, 0, 1 }, { 100, 64, 0, 0 },
+	};
+	static const char *const points6[] = {
+		"fd00:ec2::254", "fd00:ec2::23", "fd00:42::42", "fe80::1", "::1", "::", "fc00::1",
+		"2001:db8::1", "ff02::1", "fec0::1", "2606:4700::1111",
+	};
+	size_t checked = 0;
+	for (size_t i = 0; i < sizeof(points4) / sizeof(points4[0]); i++) {
+		struct sk_addr forms[N_FORMS + 1];
+		unsigned pfx[N_FORMS];
+		v6_forms(points4[i], forms, pfx);
+		forms[N_FORMS] = (struct sk_addr){ .family = AF_INET };
+		memcpy(forms[N_FORMS].bytes, points4[i], 4);
+		for (int k = 0; k <= N_FORMS; k++) {
+			for (int round = 0; round < 24; round++) {
+				struct sk_cidr c = { .net = forms[k] };
+				const unsigned max = c.net.family == AF_INET ? 32 : 128;
+				if (round > 0) {  /* flip one bit, sometimes */
+					unsigned bit = rnd() % max;
+					if (rnd() % 2)
+						c.net.bytes[bit / 8] ^= (uint8_t)(0x80 >> (bit % 8));
+				}
+				c.prefix = (uint8_t)(max - rnd() % 9);
+				for (unsigned b = c.prefix; b < max; b++)
+					c.net.bytes[b / 8] &= (uint8_t)~(0x80 >> (b % 8));
+				check_block_by_enumeration(&c);
+				checked++;
+			}
+		}
+	}
+	for (size_t i = 0; i < sizeof(points6) / sizeof(points6[0]); i++) {
+		for (int round = 0; round < 24; round++) {
+			struct sk_cidr c = { .net = A(points6[i]) };
+			if (round > 0 && rnd() % 2) {
+				unsigned bit = rnd() % 128;
+				c.net.bytes[bit / 8] ^= (uint8_t)(0x80 >> (bit % 8));
+			}
+			c.prefix = (uint8_t)(128 - rnd() % 9);
+			for (unsigned b = c.prefix; b < 128; b++)
+				c.net.bytes[b / 8] &= (uint8_t)~(0x80 >> (b % 8));
+			check_block_by_enumeration(&c);
+			checked++;
+		}
+	}
+	for (int round = 0; round < 2000; round++) {
+		struct sk_cidr c = { .net = { .family = (rnd() % 2) ? AF_INET : AF_INET6 } };
+		const unsigned max = c.net.family == AF_INET ? 32 : 128;
+		for (unsigned b = 0; b < max / 8; b++)
+			c.net.bytes[b] = (uint8_t)rnd();
+		c.prefix = (uint8_t)(max - rnd() % 9);
+		for (unsigned b = c.prefix; b < max; b++)
+			c.net.bytes[b / 8] &= (uint8_t)~(0x80 >> (b % 8));
+		check_block_by_enumeration(&c);
+		checked++;
+	}
+	assert_true(checked > 3000);
+	/* both answers come up often (the embedded forms of the table's points) */
+	if (n_enum_ll < 200 || n_enum_priv < 400 || n_enum_priv > checked - 400)
+		fail_msg("%zu blocks: %zu link-local, %zu private", checked, n_enum_ll, n_enum_priv);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -412,6 +667,9 @@ int main(void)
 		cmocka_unit_test(test_classification_table),
 		cmocka_unit_test(test_metadata_v4_in_every_embedded_form),
 		cmocka_unit_test(test_cidr_naming_of_metadata_addresses),
+		cmocka_unit_test(test_cidr_overlap_table),
+		cmocka_unit_test(test_cidr_overlap_lists),
+		cmocka_unit_test(test_cidr_overlap_agrees_with_addresses),
 	};
 	return cmocka_run_group_tests_name("addr", tests, NULL, NULL);
 }

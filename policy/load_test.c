@@ -184,6 +184,41 @@ static const struct bad_case bad_cases[] = {
 	{ "direct_tls", SK_FORMAT_YAML,
 	  "version: 1\negress:\n  - cidr: 10.0.0.0/8\n    protocol: tls\n    direct: true\n",
 	  5, 13, "egress[0].direct: a direct rule bypasses the proxy and cannot check protocol tls, expected protocol tcp, udp or any" },
+	/* direct and udp rules go around the proxy: no link-local/metadata (nor, with blockPrivate, private)
+	 * addresses in them unless the block lies wholly inside the class */
+	{ "udp_all_v4_link_local", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - host: a.com\n  - cidr: 0.0.0.0/0\n    protocol: udp\n",
+	  4, 11, "egress[1].cidr: 0.0.0.0/0 is a udp rule, which goes around the proxy, and contains link-local/metadata addresses (169.254.0.0/16, 168.63.129.16, 100.100.100.200, 192.0.0.192); expected a block that lies wholly inside one of them or contains none" },
+	{ "udp_all_v6_link_local", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - {cidr: \"::/0\", ports: [443], protocol: udp}\nblockPrivate: false\n",
+	  3, 12, "egress[0].cidr: ::/0 is a udp rule, which goes around the proxy, and contains link-local/metadata addresses (fe80::/10, fd00:ec2::254, fd00:ec2::253, fd00:ec2::123, ...); expected a block that lies wholly inside one of them or contains none" },
+	{ "direct_wireserver_in_block", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - cidr: 168.0.0.0/6\n    direct: true\n",
+	  3, 11, "egress[0].cidr: 168.0.0.0/6 is a direct rule, which goes around the proxy, and contains link-local/metadata addresses (169.254.0.0/16, 168.63.129.16); expected a block that lies wholly inside one of them or contains none" },
+	{ "direct_cgnat_holds_alibaba", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - cidr: 100.64.0.0/10\n    ports: [53]\n    protocol: udp\n    direct: true\n",
+	  3, 11, "egress[0].cidr: 100.64.0.0/10 is a direct udp rule, which goes around the proxy, and contains link-local/metadata addresses (100.100.100.200); expected a block that lies wholly inside one of them or contains none" },
+	{ "direct_ula_holds_aws_imds", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - cidr: fd00:ec2::/32\n    direct: true\nblockPrivate: false\n",
+	  3, 11, "egress[0].cidr: fd00:ec2::/32 is a direct rule, which goes around the proxy, and contains link-local/metadata addresses (fd00:ec2::254, fd00:ec2::253, fd00:ec2::123, fd00:ec2::23); expected a block that lies wholly inside one of them or contains none" },
+	{ "udp_6to4_embeds_metadata", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - cidr: 2002::/16\n    protocol: udp\n",
+	  3, 11, "egress[0].cidr: 2002::/16 is a udp rule, which goes around the proxy, and contains link-local/metadata addresses (embedded 169.254.0.0/16, embedded 168.63.129.16, embedded 100.100.100.200, embedded 192.0.0.192); expected a block that lies wholly inside one of them or contains none" },
+	{ "udp_mapped_embeds_metadata", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - cidr: \"::ffff:0:0/96\"\n    protocol: udp\n",
+	  3, 11, "egress[0].cidr: ::ffff:0.0.0.0/96 is a udp rule, which goes around the proxy, and contains link-local/metadata addresses (embedded 169.254.0.0/16" },
+	{ "udp_nat64_embeds_metadata", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - cidr: 64:ff9b::/96\n    protocol: udp\n",
+	  3, 11, "egress[0].cidr: 64:ff9b::/96 is a udp rule, which goes around the proxy, and contains link-local/metadata addresses (embedded 169.254.0.0/16" },
+	{ "direct_private_default", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - cidr: 8.0.0.0/5\n    direct: true\n",
+	  3, 11, "egress[0].cidr: 8.0.0.0/5 is a direct rule, which goes around the proxy, and contains private addresses (10.0.0.0/8) while blockPrivate is true; expected a block that lies wholly inside one private range or contains none" },
+	{ "udp_private_block_private_after_egress", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - cidr: 10.96.0.0/12\n    protocol: udp\n  - cidr: 172.0.0.0/8\n    protocol: udp\nblockPrivate: true\n",
+	  5, 11, "egress[1].cidr: 172.0.0.0/8 is a udp rule, which goes around the proxy, and contains private addresses (172.16.0.0/12) while blockPrivate is true; expected a block that lies wholly inside one private range or contains none" },
+	{ "udp_private_v6_embedded", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - cidr: \"2002:800::/21\"\n    protocol: udp\n",
+	  3, 11, "egress[0].cidr: 2002:800::/21 is a udp rule, which goes around the proxy, and contains private addresses (embedded 10.0.0.0/8) while blockPrivate is true; expected a block that lies wholly inside one private range or contains none" },
 	{ "host_empty_label", SK_FORMAT_YAML,
 	  "version: 1\negress:\n  - host: a..com\n",
 	  3, 11, "egress[0].host: invalid name 'a..com': empty label, expected a DNS name like api.example.com or *.example.com" },
@@ -382,6 +417,15 @@ static const struct bad_case bad_cases[] = {
 	{ "json_direct_host", SK_FORMAT_JSON,
 	  "{\"version\": 1,\n  \"egress\": [{\"host\": \"a.com\",\n              \"direct\": true}]}\n",
 	  3, 25, "egress[0].direct: only cidr rules can be direct, expected direct on a cidr rule (a host rule is decided by name in the proxy)" },
+	{ "json_udp_all_v4_link_local", SK_FORMAT_JSON,
+	  "{\"version\": 1,\n  \"egress\": [{\"host\": \"a.com\"},\n    {\"cidr\": \"0.0.0.0/0\", \"protocol\": \"udp\"}]}\n",
+	  3, 14, "egress[1].cidr: 0.0.0.0/0 is a udp rule, which goes around the proxy, and contains link-local/metadata addresses (169.254.0.0/16, 168.63.129.16, 100.100.100.200, 192.0.0.192); expected a block that lies wholly inside one of them or contains none" },
+	{ "json_direct_v6_link_local", SK_FORMAT_JSON,
+	  "{\"version\": 1, \"blockPrivate\": false,\n  \"egress\": [{\"cidr\": \"::/0\", \"direct\": true}]}\n",
+	  2, 23, "egress[0].cidr: ::/0 is a direct rule, which goes around the proxy, and contains link-local/metadata addresses (fe80::/10, fd00:ec2::254, fd00:ec2::253, fd00:ec2::123, ...); expected a block that lies wholly inside one of them or contains none" },
+	{ "json_udp_private_block_private_last", SK_FORMAT_JSON,
+	  "{\"version\": 1,\n  \"egress\": [{\"cidr\": \"172.0.0.0/8\", \"protocol\": \"udp\", \"direct\": true}],\n  \"blockPrivate\": true}\n",
+	  2, 23, "egress[0].cidr: 172.0.0.0/8 is a direct udp rule, which goes around the proxy, and contains private addresses (172.16.0.0/12) while blockPrivate is true; expected a block that lies wholly inside one private range or contains none" },
 	{ "json_cidr_host_bits", SK_FORMAT_JSON,
 	  "{\"version\": 1,\n  \"egress\": [{\"cidr\": \"192.168.1.1/16\"}]}\n",
 	  2, 23, "egress[0].cidr: '192.168.1.1/16' has host bits set, expected 192.168.0.0/16" },
@@ -555,6 +599,61 @@ static void test_json_example_same_model(void **state)
 	assert_int_equal(p->rules[0].pos.col, 5);
 	sk_policy_free(p);
 	sk_policy_free(y);
+}
+
+/* Direct and udp rules that stay valid: inside one class, or clear of both; blockPrivate: false lifts the
+ * private check only; rules through the proxy (tcp, any, not direct) are not restricted here. */
+static void test_bypass_rules_allowed(void **state)
+{
+	(void)state;
+	struct sk_policy *p = load_text_ok("version: 1\n"
+					   "egress:\n"
+					   "  - {cidr: 10.96.0.0/12, ports: [8125], protocol: udp, direct: true}\n"
+					   "  - {cidr: 198.18.1.20/32, ports: [7000], protocol: udp}\n"
+					   "  - {cidr: \"2001:db8:19::20/128\", ports: [7000], protocol: udp}\n"
+					   "  - {cidr: 198.18.1.30/32, ports: [7100], protocol: tcp, direct: true}\n"
+					   "  - {cidr: 198.18.0.0/15, protocol: udp}\n"
+					   "  - {cidr: 169.254.169.254/32, ports: [80], direct: true}\n"
+					   "  - {cidr: 169.254.0.0/16, protocol: udp}\n"
+					   "  - {cidr: 168.63.129.16/32, ports: [53], protocol: udp}\n"
+					   "  - {cidr: \"fd00:ec2::254/128\", ports: [80], direct: true}\n"
+					   "  - {cidr: \"::ffff:169.254.169.254/128\", ports: [80], direct: true}\n"
+					   "  - {cidr: \"2002:a9fe:a9fe::/48\", ports: [80], direct: true}\n"
+					   "  - {cidr: 100.100.100.201/32, protocol: udp}\n"
+					   "  - {cidr: \"fd12::/16\", protocol: udp}\n"
+					   "  - {cidr: 127.0.0.0/8, ports: [9999], protocol: udp}\n"
+					   "  - {cidr: 0.0.0.0/0, ports: [443]}\n"
+					   "  - {cidr: \"::/0\", protocol: tcp}\n"
+					   "  - {cidr: 100.64.0.0/10, protocol: any}\n");
+	assert_int_equal(p->n_rules, 17);
+	sk_policy_free(p);
+	p = load_text_ok("version: 1\n"
+			 "egress:\n"
+			 "  - {cidr: 172.0.0.0/8, protocol: udp}\n"
+			 "  - {cidr: 8.0.0.0/5, direct: true}\n"
+			 "  - {cidr: \"2002:a00::/24\", direct: true}\n"
+			 "blockPrivate: false\n");
+	assert_int_equal(p->n_rules, 3);
+	assert_false(p->block_private);
+	sk_policy_free(p);
+	/* Each refused rule is reported, and only once (link-local before private). */
+	static const char text[] = "version: 1\negress:\n"
+				   "  - {cidr: 0.0.0.0/0, protocol: udp}\n"
+				   "  - {cidr: 172.0.0.0/8, direct: true}\n"
+				   "  - {cidr: \"::/0\", direct: true}\n";
+	struct sk_diags d = { 0 };
+	struct sk_policy *q = NULL;
+	assert_int_equal(sk_policy_load_buffer_ex("t.yaml", text, strlen(text), -1, SK_LOAD_NO_FILE_CHECKS, &q, &d),
+			 -EINVAL);
+	assert_null(q);
+	assert_int_equal(d.n, 3);
+	assert_non_null(strstr(d.v[0].msg, "egress[0].cidr: 0.0.0.0/0 is a udp rule"));
+	assert_non_null(strstr(d.v[0].msg, "link-local/metadata"));
+	assert_non_null(strstr(d.v[1].msg, "egress[1].cidr: 172.0.0.0/8 is a direct rule"));
+	assert_non_null(strstr(d.v[1].msg, "private addresses (172.16.0.0/12)"));
+	assert_non_null(strstr(d.v[2].msg, "egress[2].cidr: ::/0 is a direct rule"));
+	assert_non_null(strstr(d.v[2].msg, "link-local/metadata"));
+	sk_diags_free(&d);
 }
 
 static void test_defaults(void **state)
@@ -953,6 +1052,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_malformed_table),
+		cmocka_unit_test(test_bypass_rules_allowed),
 		cmocka_unit_test(test_yaml_example_model),
 		cmocka_unit_test(test_json_example_same_model),
 		cmocka_unit_test(test_defaults),

@@ -1033,6 +1033,44 @@ static void validate_apis(struct sk_load_ctx *c, const struct sk_node *n, struct
 		validate_api(c, n->items[i], i, p);
 }
 
+/* ---- rules that go around the proxy ------------------------------------------------------------------ */
+
+/* A direct or udp cidr rule becomes an nft set in the kernel: the proxy's "only a rule lying wholly inside
+ * the class names a link-local (or, with blockPrivate, private) destination" never runs for it. So such a
+ * rule may not overlap a class without lying wholly inside it: 0.0.0.0/0, ::/0, 2002::/16 (6to4 images
+ * of 169.254.169.254) or 100.64.0.0/10 (holds 100.100.100.200) are refused; 169.254.169.254/32,
+ * 10.96.0.0/12 and 198.18.1.20/32 are not. Runs once the whole policy is known (blockPrivate may come
+ * after egress). Rules are matched to their egress items by position, in order. */
+static void check_bypass_rules(struct sk_load_ctx *c, const struct sk_node *egress, const struct sk_policy *p)
+{
+	if (!egress || egress->kind != SK_NODE_SEQ)
+		return;
+	size_t j = 0;
+	for (size_t i = 0; i < egress->n && j < p->n_rules; i++) {
+		const struct sk_node *item = egress->items[i];
+		const struct sk_rule *r = &p->rules[j];
+		if (r->pos.line != item->line || r->pos.col != item->col)
+			continue;
+		j++;
+		if (r->kind != SK_RULE_CIDR || !(r->direct || r->proto == SK_PROTO_UDP))
+			continue;
+		const struct sk_node *cn = sk_node_get(item, "cidr");
+		const char *kind = r->direct && r->proto == SK_PROTO_UDP ? "direct udp" : r->direct ? "direct" : "udp";
+		char net[SK_ADDR_STRLEN + 4], list[256];
+		sk_cidr_format(&r->cidr, net);
+		if (!sk_cidr_is_link_local(&r->cidr) && sk_cidr_link_local_overlaps(&r->cidr, list, sizeof(list))) {
+			err_at(c, cn ? cn : item, "egress[%zu].cidr: %s is a %s rule, which goes around the proxy, and "
+				"contains link-local/metadata addresses (%s); expected a block that lies wholly inside "
+				"one of them or contains none", i, net, kind, list);
+		} else if (p->block_private && !sk_cidr_is_private(&r->cidr) &&
+			   sk_cidr_private_overlaps(&r->cidr, list, sizeof(list))) {
+			err_at(c, cn ? cn : item, "egress[%zu].cidr: %s is a %s rule, which goes around the proxy, and "
+				"contains private addresses (%s) while blockPrivate is true; expected a block that lies "
+				"wholly inside one private range or contains none", i, net, kind, list);
+		}
+	}
+}
+
 /* ---- top level ------------------------------------------------------------------------------------------- */
 
 int sk_policy_dns_defaults(struct sk_policy *p)
@@ -1106,6 +1144,7 @@ void sk_validate_policy(struct sk_load_ctx *c, const struct sk_node *root, struc
 		validate_seccomp(c, v, p);
 	if ((v = sk_node_get(root, "tls")))
 		validate_tls(c, v, p);
+	check_bypass_rules(c, sk_node_get(root, "egress"), p);
 	if (sk_policy_dns_defaults(p) < 0)
 		err_at(c, root, "out of memory");
 }
