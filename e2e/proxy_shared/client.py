@@ -9,6 +9,9 @@ Each prints one line saying what happened; the suite compares it. Every socket o
                                               (ECH GREASE shape) added to the hello put on the wire
   client.py http HOST PORT WAIT HOSTHDR PATH  silent WAIT s, then one GET: "STATUS BODY" | "closed" | "reset"
   client.py send HOST PORT BYTES              send BYTES (Python escapes, e.g. '\\r\\n'): first response status
+  client.py sendall HOST PORT BYTES           the same, every response's status until the connection ends
+  client.py script HOST PORT STEP...          w:BYTES write, s:SECS stay silent, r read a response: "S..."
+  client.py hellosplit HOST PORT SNI WAIT N CA  silent WAIT s, then a real hello N bytes a write: "ok" | ...
   client.py pipeline HOST PORT H1 P1 H2 P2    two GETs in one write: "S1 S2 ms=T" (- for no response;
                                               T: ms from the second request's write to its answer)
   client.py keepalive HOST PORT H1 P1 H2 P2   the second GET after the first response: "S1 S2 ms=T"
@@ -224,6 +227,78 @@ def cmd_send(host, port, data):
         s.sendall(codecs.escape_decode(data.encode())[0])
         st, _, body = Resp(s).read()
         return "%d %s" % (st, body.decode("latin-1").strip())
+
+    print(outcome(run))
+    return 0
+
+
+def cmd_sendall(host, port, data):
+    """Like send, but reads every response until the connection ends: their statuses, space-separated."""
+    def run():
+        s = conn(host, port)
+        s.sendall(codecs.escape_decode(data.encode())[0])
+        r, out = Resp(s), []
+        for _ in range(4):
+            st = status_or(r)
+            if st == "-":
+                break
+            out.append(st)
+        return " ".join(out) or "closed"
+
+    print(outcome(run))
+    return 0
+
+
+def cmd_script(host, port, *steps):
+    """Steps: w:BYTES (write, Python escapes), s:SECS (stay silent), r (read one response). Prints the
+    statuses read, space-separated (- for a connection that ended instead)."""
+    def run():
+        s = conn(host, port)
+        r, out = Resp(s), []
+        for st in steps:
+            if st.startswith("w:"):
+                try:
+                    s.sendall(codecs.escape_decode(st[2:].encode())[0])
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+            elif st.startswith("s:"):
+                time.sleep(float(st[2:]))
+            elif st == "r":
+                out.append(status_or(r))
+        return " ".join(out)
+
+    print(outcome(run))
+    return 0
+
+
+def cmd_hellosplit(host, port, sni, wait, chunk, ca):
+    """Stay silent WAIT s, then put a real ClientHello for SNI on the wire CHUNK bytes at a time (5 ms
+    apart); then finish the handshake: "ok" | "alert:REASON" | "closed" | "reset"."""
+    def run():
+        s = conn(host, port)
+        time.sleep(float(wait))
+        inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+        obj = tls_ctx(sni, ca).wrap_bio(inc, out, server_hostname=sni)
+        try:
+            obj.do_handshake()
+        except ssl.SSLWantReadError:
+            pass
+        hello, n = out.read(), int(chunk)
+        for i in range(0, len(hello), n):
+            s.sendall(hello[i:i + n])
+            time.sleep(0.005)   # the whole hello well inside the late flight's own deadline
+        while True:
+            try:
+                obj.do_handshake()
+                return "ok"
+            except ssl.SSLWantReadError:
+                d = out.read()
+                if d:
+                    s.sendall(d)
+                d = s.recv(65536)
+                if not d:
+                    raise EOFError
+                inc.write(d)
 
     print(outcome(run))
     return 0
