@@ -87,7 +87,8 @@ static int setup(void **state)
 {
 	struct world *w = calloc(1, sizeof(*w));
 	assert_non_null(w);
-	setenv("STOCKADE_DNS_PROBE_MS", "0", 1);   /* no ". NS" probe: the fake counts resolutions only */
+	sk_dns_settings_default(&w->sc.dns_cfg);
+	w->sc.dns_cfg.probe_ms = 0;   /* no ". NS" probe: the fake counts resolutions only */
 	struct sk_err err = { 0 };
 	assert_int_equal(sk_loop_new(&w->sc.loop, &err), 0);
 	w->devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);

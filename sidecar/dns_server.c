@@ -29,6 +29,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/log.h"
 #include "policy/match.h"
 #include "policy/policy.h"
 #include "sidecar/dns_bind.h"
@@ -45,8 +46,6 @@
 #define TCP_IDLE_MS 10000u
 #define PENDING_MAX 4096
 #define UDP_BATCH 64
-#define PROBE_MS_DEFAULT 5000u      /* upstream liveness probe period (STOCKADE_DNS_PROBE_MS) */
-#define UPSTREAM_SOCKS_DEFAULT 1024u /* upstream UDP sockets open at once (STOCKADE_DNS_UPSTREAM_SOCKETS) */
 
 struct sk_dns_srv;
 
@@ -494,8 +493,8 @@ static void set_upstream_ok(struct sk_dns_srv *s, bool ok)
 	if (s->sc->dns_upstream_ok == ok)
 		return;
 	s->sc->dns_upstream_ok = ok;
-	fprintf(stderr, "stockade-sidecar: dns: upstream resolvers %s\n",
-		ok ? "answering" : "not answering (probe timed out)");
+	sk_log(ok ? SK_LOG_INFO : SK_LOG_WARN, "dns: upstream resolvers %s",
+	       ok ? "answering" : "not answering (probe timed out)");
 }
 
 static void handle_answer(struct sk_dns_srv *s, struct dq *d, const uint8_t *ans, size_t len, bool upstream_tcp)
@@ -914,16 +913,6 @@ static int open_sock(int family, int type, const struct sk_addr *a, uint16_t por
 	return fd;
 }
 
-static unsigned long env_ulong(const char *name, unsigned long def)
-{
-	const char *v = getenv(name);
-	if (!v || !*v)
-		return def;
-	char *end;
-	unsigned long r = strtoul(v, &end, 10);
-	return *end ? def : r;
-}
-
 int sk_dns_server_start(struct sk_sidecar *sc, struct sk_dns_srv **out, struct sk_err *err)
 {
 	*out = NULL;
@@ -938,18 +927,17 @@ int sk_dns_server_start(struct sk_sidecar *sc, struct sk_dns_srv **out, struct s
 	sk_timer_init(&s->timer, on_timer, s);
 	sk_timer_init(&s->probe, on_probe, s);
 	sk_rbook_init(&s->rbook, SK_RESOLVE_MAX_INFLIGHT);
-	s->probe_ms = env_ulong("STOCKADE_DNS_PROBE_MS", PROBE_MS_DEFAULT);
-	s->us_max = env_ulong("STOCKADE_DNS_UPSTREAM_SOCKETS", UPSTREAM_SOCKS_DEFAULT);
-	const char *rc = getenv("STOCKADE_RESOLV_CONF");
-	const char *strict = getenv("STOCKADE_DNS_STRICT_CHAIN");
-	s->opts.strict_chain = strict && strcmp(strict, "1") == 0;
-	int r = sk_dns_upstreams_from_policy(sc->policy, rc && *rc ? rc : "/etc/resolv.conf", &s->ups, err);
+	const struct sk_dns_settings *set = &sc->dns_cfg;   /* config.h */
+	s->probe_ms = set->probe_ms;
+	s->us_max = set->upstream_sockets;
+	s->opts.strict_chain = set->strict_chain;
+	int r = sk_dns_upstreams_from_policy(sc->policy, set->resolv_conf, &s->ups, err);
 	if (r < 0)
 		goto fail;
 	struct sk_dns_pt_cfg cfg = { .servers = s->ups };
 	if ((r = sk_dns_ptable_new(PENDING_MAX, &cfg, &s->pt, err)) < 0)
 		goto fail;
-	if ((r = sk_bind_new(env_ulong("STOCKADE_DNS_BINDINGS", 100000), &s->binds)) < 0) {
+	if ((r = sk_bind_new(set->bindings, &s->binds)) < 0) {
 		r = sk_err_set(err, -r, "dns: binding table");
 		goto fail;
 	}
@@ -972,7 +960,7 @@ int sk_dns_server_start(struct sk_sidecar *sc, struct sk_dns_srv **out, struct s
 				r = fd;
 				goto fail;
 			}
-			fprintf(stderr, "stockade-sidecar: %s (IPv6 DNS listener skipped)\n", e6.msg);
+			sk_log(SK_LOG_WARN, "%s (IPv6 DNS listener skipped)", e6.msg);
 			continue;
 		}
 		s->udp[i].fd = fd;
@@ -980,7 +968,7 @@ int sk_dns_server_start(struct sk_sidecar *sc, struct sk_dns_srv **out, struct s
 			if (i == 0)
 				goto fail;
 			/* The IPv6 UDP socket exists but TCP does not: say so, as for UDP above. */
-			fprintf(stderr, "stockade-sidecar: %s (IPv6 DNS-over-TCP listener skipped)\n", e6.msg);
+			sk_log(SK_LOG_WARN, "%s (IPv6 DNS-over-TCP listener skipped)", e6.msg);
 			continue;
 		}
 	}

@@ -33,10 +33,10 @@
  * Audit: one NDJSON line (event "dns") per local denial, refused type/class/length, rebinding refusal
  * and, in audit mode, per query that enforce mode would have denied; allowed queries are counted in the
  * metrics only (a line per lookup would drown the connection lines that matter).
- * Environment: STOCKADE_RESOLV_CONF (default /etc/resolv.conf), STOCKADE_DNS_BINDINGS (default 100000),
- * STOCKADE_DNS_STRICT_CHAIN=1 (see dns_filter.h), STOCKADE_DNS_PROBE_MS (default 5000; 0 = off): period
- * of the ". NS" probe that keeps sc->dns_upstream_ok (/readyz) in step with the upstreams' liveness;
- * STOCKADE_DNS_UPSTREAM_SOCKETS (default 1024): the socket pool's bound, above. */
+ * Settings: sc->dns_cfg (struct sk_dns_settings, config.h; flags --resolv-conf, --dns-bindings,
+ * --dns-strict-chain (see dns_filter.h), --dns-probe-ms: period of the ". NS" probe that keeps
+ * sc->dns_upstream_ok (/readyz) in step with the upstreams' liveness, 0 = off; --dns-upstream-sockets:
+ * the socket pool's bound, above; or their STOCKADE_* variables). */
 #ifndef SK_SIDECAR_DNS_SERVER_H
 #define SK_SIDECAR_DNS_SERVER_H
 

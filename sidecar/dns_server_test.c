@@ -74,15 +74,14 @@ static uint16_t free_port(void)
 	return p;
 }
 
-static int start_world(void **state, const char *pool)
+static int start_world(void **state, uint32_t pool)
 {
 	struct world *w = calloc(1, sizeof(*w));
 	assert_non_null(w);
-	setenv("STOCKADE_DNS_PROBE_MS", "0", 1);
+	sk_dns_settings_default(&w->sc.dns_cfg);
+	w->sc.dns_cfg.probe_ms = 0;
 	if (pool)
-		setenv("STOCKADE_DNS_UPSTREAM_SOCKETS", pool, 1);
-	else
-		unsetenv("STOCKADE_DNS_UPSTREAM_SOCKETS");
+		w->sc.dns_cfg.upstream_sockets = pool;
 	struct sk_err err = { 0 };
 	assert_int_equal(sk_loop_new(&w->sc.loop, &err), 0);
 	w->devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
@@ -102,13 +101,12 @@ static int start_world(void **state, const char *pool)
 	struct sk_diags diags = { 0 };
 	assert_int_equal(sk_policy_load_buffer("t.yaml", yaml, (size_t)n, -1, &w->sc.policy, &diags), 0);
 	assert_int_equal(sk_dns_server_start(&w->sc, &w->dns, &err), 0);
-	unsetenv("STOCKADE_DNS_UPSTREAM_SOCKETS");
 	*state = w;
 	return 0;
 }
 
-static int setup(void **state) { return start_world(state, NULL); }
-static int setup_pool2(void **state) { return start_world(state, "2"); }
+static int setup(void **state) { return start_world(state, 0); }
+static int setup_pool2(void **state) { return start_world(state, 2); }
 
 static int teardown(void **state)
 {
@@ -321,7 +319,7 @@ static void test_answer_on_wrong_socket_dropped(void **state)
 	close(c2);
 }
 
-/* STOCKADE_DNS_UPSTREAM_SOCKETS=2: a third query in flight is refused with SERVFAIL at once, never sent
+/* upstream_sockets = 2 (STOCKADE_DNS_UPSTREAM_SOCKETS): a third query in flight is refused with SERVFAIL at once, never sent
  * from a shared port; an answered query gives its socket back. */
 static void test_pool_exhausted_servfail(void **state)
 {

@@ -40,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/log.h"
 #include "common/util.h"
 #include "policy/policy.h"
 #include "sidecar/audit.h"
@@ -1632,7 +1633,7 @@ static int gw_curl_ready(struct sk_gateway *g)
 	struct sk_err err = { 0 };
 	int rc = sk_curl_load(&g->curl, SK_CURL_SONAME, &err);
 	if (rc < 0) {
-		fprintf(stderr, "stockade-sidecar: %s\n", err.msg);
+		sk_log(SK_LOG_ERROR, "%s", err.msg);
 		return rc;
 	}
 	if (!g->curl_inited) {
@@ -1846,7 +1847,7 @@ static int process_head(struct gw_conn *c)
 		bool via_auth = false;
 		struct sk_err err = { 0 };
 		if (file_get(&as->token, api->caller_token_file, &want, &wl, &err) < 0) {
-			fprintf(stderr, "stockade-sidecar: gateway: api %s: caller token: %s\n", api->name, err.msg);
+			sk_log(SK_LOG_ERROR, "gateway: api %s: caller token: %s", api->name, err.msg);
 			respond_local(c, 502, "caller token unavailable", "token_unreadable", 0);
 			return 0;
 		}
@@ -1873,7 +1874,7 @@ static int process_head(struct gw_conn *c)
 	size_t slen = 0;
 	struct sk_err err = { 0 };
 	if (file_get(&as->secret, api->value_file, &secret, &slen, &err) < 0) {
-		fprintf(stderr, "stockade-sidecar: gateway: api %s: secret: %s\n", api->name, err.msg);
+		sk_log(SK_LOG_ERROR, "gateway: api %s: secret: %s", api->name, err.msg);
 		respond_local(c, 502, "api secret unavailable", "secret_unreadable", 0);
 		return 0;
 	}
@@ -2062,51 +2063,6 @@ static int listen_on(struct sk_gateway *g, struct sk_listener *ls, int family, u
 	return sk_listener_open(ls, g->sc->loop, &a, port, 1024, "gateway", gw_accept, g, err);
 }
 
-void sk_gateway_limits_default(struct sk_gateway_limits *l)
-{
-	l->connect_timeout_ms = 10000;
-	l->idle_timeout_ms = 300000;
-	l->total_timeout_ms = 3600000;
-	l->head_timeout_ms = 30000;
-	l->max_conns = 512;
-}
-
-static const char *env_get(char *const envp[], const char *key)
-{
-	if (!envp)
-		return getenv(key);
-	size_t kl = strlen(key);
-	for (size_t i = 0; envp[i]; i++)
-		if (!strncmp(envp[i], key, kl) && envp[i][kl] == '=')
-			return envp[i] + kl + 1;
-	return NULL;
-}
-
-int sk_gateway_limits_from_env(struct sk_gateway_limits *l, char *const envp[], struct sk_err *err)
-{
-	static const struct { const char *key; uint32_t min, max; size_t off; } vars[] = {
-		{ "STOCKADE_API_CONNECT_TIMEOUT_MS", 1, 600000, offsetof(struct sk_gateway_limits, connect_timeout_ms) },
-		{ "STOCKADE_API_IDLE_TIMEOUT_MS", 1000, 86400000, offsetof(struct sk_gateway_limits, idle_timeout_ms) },
-		{ "STOCKADE_API_TOTAL_TIMEOUT_MS", 0, 86400000, offsetof(struct sk_gateway_limits, total_timeout_ms) },
-		{ "STOCKADE_API_HEAD_TIMEOUT_MS", 100, 600000, offsetof(struct sk_gateway_limits, head_timeout_ms) },
-		{ "STOCKADE_API_MAX_CONNS", 1, 100000, offsetof(struct sk_gateway_limits, max_conns) },
-	};
-	for (size_t i = 0; i < SK_ARRAY_SIZE(vars); i++) {
-		const char *s = env_get(envp, vars[i].key);
-		if (!s)
-			continue;
-		char *end = NULL;
-		errno = 0;
-		unsigned long long v = strtoull(s, &end, 10);
-		if (!*s || *end || errno || *s == '-' || v < vars[i].min || v > vars[i].max)
-			return sk_err_set(err, EINVAL, "%s=%s: expected an integer %u..%u", vars[i].key, s,
-					  vars[i].min, vars[i].max);
-		uint32_t u = (uint32_t)v;
-		memcpy((char *)l + vars[i].off, &u, sizeof(u));
-	}
-	return 0;
-}
-
 int sk_gateway_start(struct sk_sidecar *sc, struct sk_gateway **out, struct sk_err *err)
 {
 	struct sk_gateway *g = calloc(1, sizeof(*g));
@@ -2115,10 +2071,8 @@ int sk_gateway_start(struct sk_sidecar *sc, struct sk_gateway **out, struct sk_e
 	g->sc = sc;
 	g->l4.io.fd = g->l6.io.fd = -1;
 	sk_timer_init(&g->curl_timer, curl_timer_fired, g);
-	sk_gateway_limits_default(&g->lim);
-	int rc = sk_gateway_limits_from_env(&g->lim, NULL, err);
-	if (rc < 0)
-		goto fail;
+	g->lim = sc->api_limits;
+	int rc;
 	uint16_t port = sc->policy->ports.api;
 	if ((rc = listen_on(g, &g->l4, AF_INET, port, err)) < 0)
 		goto fail;

@@ -15,7 +15,7 @@
  *   429 rate limit (Retry-After: seconds)                   501 a transfer coding other than chunked
  *   502 upstream unreachable / TLS failure / secret unreadable  504 upstream connect / idle / total timeout
  *
- * Timeouts (STOCKADE_API_* variables override, see sk_gateway_limits_from_env):
+ * Timeouts (sc->api_limits, struct sk_gateway_limits in config.h; --api-*-timeout-ms / STOCKADE_API_*):
  *   connect 10 s; idle: fewer than 1 byte/s moving for 300 s (a model "thinking" before its first byte
  *   is normal, so this is long); total 3600 s; agent request head 30 s (also the keep-alive idle time).
  *
@@ -34,21 +34,8 @@
 struct sk_api;
 struct sk_gateway;
 
-struct sk_gateway_limits {
-	uint32_t connect_timeout_ms;   /* STOCKADE_API_CONNECT_TIMEOUT_MS (10000) */
-	uint32_t idle_timeout_ms;      /* STOCKADE_API_IDLE_TIMEOUT_MS (300000): < 1 B/s this long → 504;
-	                                * rounded up to whole seconds (CURLOPT_LOW_SPEED_TIME) */
-	uint32_t total_timeout_ms;     /* STOCKADE_API_TOTAL_TIMEOUT_MS (3600000); 0 = none */
-	uint32_t head_timeout_ms;      /* STOCKADE_API_HEAD_TIMEOUT_MS (30000) */
-	uint32_t max_conns;            /* STOCKADE_API_MAX_CONNS (512) agent connections at once */
-};
-
-void sk_gateway_limits_default(struct sk_gateway_limits *l);
-/* envp: NULL-terminated "K=V" (NULL: the process environment). -EINVAL names a bad variable. */
-int sk_gateway_limits_from_env(struct sk_gateway_limits *l, char *const envp[], struct sk_err *err);
-
 /* Starts the gateway on sc (borrowed for the gateway's life): listens on 127.0.0.1 and ::1 at
- * sc->policy->ports.api. Limits from the environment. *out owned; free with sk_gateway_free. */
+ * sc->policy->ports.api. Limits from sc->api_limits. *out owned; free with sk_gateway_free. */
 int sk_gateway_start(struct sk_sidecar *sc, struct sk_gateway **out, struct sk_err *err);
 /* SIGTERM drain: closes the listeners and the idle keep-alive connections; requests in flight go on (a
  * streamed response included), each response is its connection's last (Connection: close). */

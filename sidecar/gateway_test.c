@@ -626,25 +626,6 @@ static void test_redact_random_agrees(void **state)
 	}
 }
 
-static void test_limits_from_env(void **state)
-{
-	(void)state;
-	struct sk_gateway_limits l;
-	struct sk_err err = { 0 };
-	sk_gateway_limits_default(&l);
-	assert_int_equal(l.connect_timeout_ms, 10000);
-	assert_int_equal(l.idle_timeout_ms, 300000);
-	char *env[] = { "STOCKADE_API_IDLE_TIMEOUT_MS=2000", "STOCKADE_API_CONNECT_TIMEOUT_MS=500", "OTHER=1", NULL };
-	assert_int_equal(sk_gateway_limits_from_env(&l, env, &err), 0);
-	assert_int_equal(l.idle_timeout_ms, 2000);
-	assert_int_equal(l.connect_timeout_ms, 500);
-	char *bad[] = { "STOCKADE_API_MAX_CONNS=0", NULL };
-	assert_int_equal(sk_gateway_limits_from_env(&l, bad, &err), -EINVAL);
-	assert_non_null(strstr(err.msg, "STOCKADE_API_MAX_CONNS=0"));
-	char *bad2[] = { "STOCKADE_API_TOTAL_TIMEOUT_MS=12x", NULL };
-	assert_int_equal(sk_gateway_limits_from_env(&l, bad2, &err), -EINVAL);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -667,7 +648,6 @@ int main(void)
 		cmocka_unit_test(test_redact_across_boundaries),
 		cmocka_unit_test(test_redact_long_secret),
 		cmocka_unit_test(test_redact_random_agrees),
-		cmocka_unit_test(test_limits_from_env),
 	};
 	return cmocka_run_group_tests(tests, NULL, teardown);
 }

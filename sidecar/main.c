@@ -1,6 +1,7 @@
 /* sidecar/main.c — stockade-sidecar: builds the struct sk_sidecar, starts its servers on one loop, runs
- * it, and turns errors into exit codes. Flags and STOCKADE_* variables are parsed by config.c; the proxy
- * limits come from STOCKADE_* variables (proxy.h). Audit lines go to stdout, log lines to stderr. */
+ * it, and turns errors into exit codes. Every setting (flag or STOCKADE_* variable) is parsed by config.c;
+ * the servers get theirs through struct sk_sidecar. Audit lines go to stdout, log lines (common/log.h, at
+ * --log-level) to stderr. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/err.h"
+#include "common/log.h"
 #include "policy/policy.h"
 #include "sidecar/audit.h"
 #include "sidecar/config.h"
@@ -52,8 +54,9 @@ static int load_policy(const char *path, struct sk_policy **out)
 	struct sk_diags diags = { 0 };
 	int rc = sk_policy_load_file(path, -1, out, &diags);
 	if (rc < 0) {
-		fprintf(stderr, "stockade-sidecar: policy %s rejected:\n", path);
-		sk_diags_print(&diags, stderr);
+		sk_log(SK_LOG_ERROR, "policy %s rejected:", path);
+		if (sk_log_enabled(SK_LOG_ERROR))
+			sk_diags_print(&diags, stderr);
 	}
 	sk_diags_free(&diags);
 	return rc;
@@ -76,12 +79,12 @@ static void reload(struct run *r)
 		sk_policy_netns_hash(r->sc->policy, h_old);
 		sk_policy_netns_hash(p, h_new);
 		if (strcmp(h_old, h_new) != 0) {
-			fprintf(stderr, "stockade-sidecar: reload refused: the netns part of the policy changed "
-					"(%s -> %s); it needs a new pod\n", h_old, h_new);
+			sk_log(SK_LOG_ERROR, "reload refused: the netns part of the policy changed (%s -> %s); "
+			       "it needs a new pod", h_old, h_new);
 			sk_policy_free(p);
 		} else {
 			sk_policy_free(sk_sidecar_swap_policy(r->sc, p));
-			fprintf(stderr, "stockade-sidecar: policy reloaded from %s\n", r->cfg->policy_path);
+			sk_log(SK_LOG_INFO, "policy reloaded from %s", r->cfg->policy_path);
 			ok = true;
 		}
 	}
@@ -109,8 +112,8 @@ static void on_signal(struct sk_loop *l, struct sk_io *io, uint32_t events)
 			r->draining = true;
 			if (r->lc)
 				sk_lifecycle_set_draining(r->lc);  /* admin: /readyz now says "draining" */
-			fprintf(stderr, "stockade-sidecar: draining %zu connections and %zu API connections for up "
-				"to %us\n", sk_proxy_active(r->sc->proxy), sk_gateway_active(r->sc->gateway),
+			sk_log(SK_LOG_INFO, "draining %zu connections and %zu API connections for up to %us",
+			       sk_proxy_active(r->sc->proxy), sk_gateway_active(r->sc->gateway),
 				r->cfg->drain_seconds);
 			sk_proxy_stop_accepting(r->sc->proxy);
 			sk_gateway_stop_accepting(r->sc->gateway);  /* gateway */
@@ -149,10 +152,16 @@ int main(int argc, char **argv)
 	sigset_t mask;
 	int code = SK_EXIT_RUNTIME;
 
+	sk_log_init("stockade-sidecar", SK_LOG_INFO);
 	if (sk_config_parse(argc, argv, environ, &cfg, &err) < 0) {
-		fprintf(stderr, "stockade-sidecar: %s\n", err.msg);
-		sk_config_usage(stderr, "stockade-sidecar");
+		sk_log(SK_LOG_ERROR, "%s (see --help)", err.msg);
 		return SK_EXIT_USAGE;
+	}
+	sk_log_init("stockade-sidecar", cfg.log_level);
+	if (cfg.help_settings_md) {
+		sk_config_settings_md(stdout);
+		sk_config_free(&cfg);
+		return SK_EXIT_OK;
 	}
 	if (cfg.help) {
 		sk_config_usage(stdout, "stockade-sidecar");
@@ -164,12 +173,9 @@ int main(int argc, char **argv)
 		sk_config_free(&cfg);
 		return SK_EXIT_OK;
 	}
-	sk_proxy_limits_default(&sc.limits);
-	if (sk_proxy_limits_from_env(&sc.limits, NULL, &err) < 0) {
-		fprintf(stderr, "stockade-sidecar: %s\n", err.msg);
-		sk_config_free(&cfg);
-		return SK_EXIT_USAGE;
-	}
+	sc.limits = cfg.proxy;       /* the servers' settings; strings borrow from cfg, freed last */
+	sc.api_limits = cfg.api;
+	sc.dns_cfg = cfg.dns;
 	if (load_policy(cfg.policy_path, &sc.policy) < 0) {
 		sk_config_free(&cfg);
 		return SK_EXIT_POLICY;
@@ -179,7 +185,7 @@ int main(int argc, char **argv)
 
 	if (sk_loop_new(&sc.loop, &err) < 0 || sk_metrics_new(&sc.metrics) < 0 ||
 	    sk_denials_new(256, &sc.denials) < 0) {
-		fprintf(stderr, "stockade-sidecar: %s\n", err.msg[0] ? err.msg : "out of memory");
+		sk_log(SK_LOG_ERROR, "%s", err.msg[0] ? err.msg : "out of memory");
 		goto out;
 	}
 	sk_audit_init(&sc.audit, STDOUT_FILENO, sc.denials);
@@ -195,46 +201,46 @@ int main(int argc, char **argv)
 	int sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (sfd < 0) {
 		sk_err_sys(&err, errno, "signalfd");
-		fprintf(stderr, "stockade-sidecar: %s\n", err.msg);
+		sk_log(SK_LOG_ERROR, "%s", err.msg);
 		goto out;
 	}
 	sk_io_init(&r.sig, sfd, on_signal, &r);
 	sk_timer_init(&r.drain, drain_tick, &r);
 	if (sk_loop_add(sc.loop, &r.sig, EPOLLIN, &err) < 0) {
-		fprintf(stderr, "stockade-sidecar: %s\n", err.msg);
+		sk_log(SK_LOG_ERROR, "%s", err.msg);
 		close(sfd);
 		goto out;
 	}
 
 	if (sk_proxy_new(&sc, false, &sc.proxy, &err) < 0) {
-		fprintf(stderr, "stockade-sidecar: %s\n", err.msg);
+		sk_log(SK_LOG_ERROR, "%s", err.msg);
 		close(sfd);
 		goto out;
 	}
 	/* dns: the DNS filter; attaches its binding table to sc for the proxy. */
 	if (sk_dns_server_start(&sc, &r.dns, &err) < 0) {
-		fprintf(stderr, "stockade-sidecar: %s\n", err.msg);
+		sk_log(SK_LOG_ERROR, "%s", err.msg);
 		close(sfd);
 		goto out;
 	}
 	/* admin: admin port, heartbeat and policy watcher (lifecycle.h) */
 	if (sk_lifecycle_start(&sc, &cfg, &r.lc, &err) < 0) {
-		fprintf(stderr, "stockade-sidecar: %s\n", err.msg);
+		sk_log(SK_LOG_ERROR, "%s", err.msg);
 		close(sfd);
 		goto out;
 	}
 	/* API gateway: starts here (loopback api port; libcurl multi on the same loop). */
 	if (sk_gateway_start(&sc, &sc.gateway, &err) < 0) {
-		fprintf(stderr, "stockade-sidecar: %s\n", err.msg);
+		sk_log(SK_LOG_ERROR, "%s", err.msg);
 		close(sfd);
 		goto out;
 	}
-	fprintf(stderr, "stockade-sidecar %s: proxy on 127.0.0.1:%u and [::1]:%u, mode %s, %zu rules\n",
-		SK_VERSION, sc.policy->ports.proxy, sc.policy->ports.proxy, sk_mode_name(sc.policy->mode),
+	sk_log(SK_LOG_INFO, "version %s: proxy on 127.0.0.1:%u and [::1]:%u, mode %s, %zu rules",
+	       SK_VERSION, sc.policy->ports.proxy, sc.policy->ports.proxy, sk_mode_name(sc.policy->mode),
 		sc.policy->n_rules);
 
 	if (run_loop(&r, &err) < 0)
-		fprintf(stderr, "stockade-sidecar: %s\n", err.msg);
+		sk_log(SK_LOG_ERROR, "%s", err.msg);
 	else
 		code = SK_EXIT_OK;
 	sk_loop_del(sc.loop, &r.sig);

@@ -28,13 +28,7 @@
 /* The TLS alert sent on deny: fatal (2) access_denied (49) in a TLS 1.2-versioned alert record. */
 #define SK_TLS_ALERT_ACCESS_DENIED "\x15\x03\x03\x00\x02\x02\x31"
 
-void sk_proxy_limits_default(struct sk_proxy_limits *l);
-/* Applies STOCKADE_PEEK_TIMEOUT_MS, STOCKADE_PEEK_MAX_BYTES, STOCKADE_CONNECT_TIMEOUT_MS,
- * STOCKADE_IDLE_TIMEOUT_MS, STOCKADE_MAX_CONNS, STOCKADE_MAX_CONNS_PER_SOURCE, STOCKADE_PIPE_SIZE from
- * envp (NULL-terminated "K=V"; NULL uses the process environment). -EINVAL names a bad variable. */
-int sk_proxy_limits_from_env(struct sk_proxy_limits *l, char *const envp[], struct sk_err *err);
-
-/* Creates the proxy on sc (borrowed for the proxy's life). Listens on 127.0.0.1 and ::1 at
+/* Creates the proxy on sc (borrowed for the proxy's life); its limits are sc->limits (config.h). Listens on 127.0.0.1 and ::1 at
  * sc->policy->ports.proxy unless `no_listen` (tests feed connections with sk_proxy_adopt). */
 int sk_proxy_new(struct sk_sidecar *sc, bool no_listen, struct sk_proxy **out, struct sk_err *err);
 /* Stops accepting (SIGTERM drain); connections in flight go on. */

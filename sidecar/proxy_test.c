@@ -439,22 +439,6 @@ static void test_near_http_is_denied_as_http_not_relayed_as_tcp(void **state)
 	}
 }
 
-static void test_limits_from_env(void **state)
-{
-	(void)state;
-	struct sk_proxy_limits l;
-	struct sk_err err = { 0 };
-	sk_proxy_limits_default(&l);
-	char *ok[] = { "STOCKADE_PEEK_TIMEOUT_MS=250", "STOCKADE_MAX_CONNS=10", NULL };
-	assert_int_equal(sk_proxy_limits_from_env(&l, ok, &err), 0);
-	assert_int_equal(l.peek_timeout_ms, 250);
-	assert_int_equal(l.max_conns, 10);
-	assert_int_equal(l.peek_cap, 16384);
-	char *bad[] = { "STOCKADE_PEEK_TIMEOUT_MS=5s", NULL };
-	assert_int_equal(sk_proxy_limits_from_env(&l, bad, &err), -EINVAL);
-	assert_non_null(strstr(err.msg, "STOCKADE_PEEK_TIMEOUT_MS=5s"));
-}
-
 static void test_source_limit_resets_extra_connections(void **state)
 {
 	(void)state;
@@ -986,7 +970,6 @@ int main(void)
 		cmocka_unit_test(test_audit_mode_lets_denied_name_through_as_would_deny),
 		cmocka_unit_test(test_plain_tcp_uses_ip_rules_and_resets),
 		cmocka_unit_test(test_near_http_is_denied_as_http_not_relayed_as_tcp),
-		cmocka_unit_test(test_limits_from_env),
 		cmocka_unit_test(test_source_limit_resets_extra_connections),
 		cmocka_unit_test(test_silent_start_connects_but_late_hello_with_denied_sni_is_denied),
 		cmocka_unit_test(test_silent_start_then_allowed_hello_is_relayed),

@@ -1,6 +1,6 @@
 /* sidecar/sidecar.h — the sidecar process as one object, passed explicitly to every server in it (no
  * globals): the event loop, the policy snapshot in force, metrics, the denials ring, the name↔IP binding
- * table, the audit sink and the proxy's limits. main.c builds it; each server (proxy.c now; the DNS filter,
+ * table, the audit sink and the servers' settings (config.h). main.c builds it; each server (proxy.c now; the DNS filter,
  * admin and API gateway from their own modules) borrows it for its whole life.
  *
  * Policy: `policy` is an immutable snapshot. A reload swaps the pointer whole (sk_sidecar_swap_policy)
@@ -15,6 +15,7 @@
 
 #include "policy/addr.h"
 #include "sidecar/audit.h"
+#include "sidecar/config.h"  /* the settings groups: struct sk_proxy_limits, sk_gateway_limits, sk_dns_settings */
 #include "sidecar/loop.h"
 
 struct sk_policy;
@@ -23,18 +24,6 @@ struct sk_denials;
 struct sk_bind_table;
 struct sk_proxy;
 struct sk_gateway;
-
-/* Proxy limits; defaults from sk_proxy_limits_default(), overridable by STOCKADE_* variables
- * (sk_proxy_limits_from_env in proxy.h). */
-struct sk_proxy_limits {
-	size_t peek_cap;               /* most bytes read before deciding (16 KiB) */
-	uint32_t peek_timeout_ms;      /* first bytes deadline (5 s) */
-	uint32_t connect_timeout_ms;   /* upstream connect (10 s) */
-	uint32_t idle_timeout_ms;      /* relay with no byte either way (1 h); 0 = none */
-	uint32_t max_conns;            /* all proxied connections at once (16384) */
-	uint32_t max_per_src;          /* per source address (8192) */
-	int pipe_size;                 /* F_SETPIPE_SZ for relay pipes (64 KiB) */
-};
 
 /* The name↔IP binding check, filled by the DNS filter (sk_sidecar_attach_bindings does it for a
  * struct sk_bind_table). While name_bound is NULL the proxy does not check bindings: a HOST rule's
@@ -82,7 +71,11 @@ struct sk_sidecar {
 	struct sk_bind_hooks bind;
 	struct sk_resolve_hooks resolve; /* filled by the DNS server; start NULL until then */
 	struct sk_audit audit;           /* writes to stdout; pushes denials */
-	struct sk_proxy_limits limits;
+	/* Settings (config.h), copied from the parsed config by main; unit tests fill them with
+	 * sk_proxy_limits_default() etc. Strings borrow from the config, which outlives the servers. */
+	struct sk_proxy_limits limits;   /* the proxy's */
+	struct sk_gateway_limits api_limits;
+	struct sk_dns_settings dns_cfg;
 	struct sk_proxy *proxy;          /* owned; NULL until started */
 	struct sk_gateway *gateway;      /* owned; the API gateway (gateway.h); NULL until started */
 	/* Readiness inputs the DNS server sets for /readyz (lifecycle.c reads them): its listening
