@@ -33,7 +33,7 @@ static void on_accept(struct sk_listener *ls, int fd, const struct sockaddr_stor
 
 static uint16_t bound_port(int fd)
 {
-	struct sockaddr_in sa;
+	struct sockaddr_in sa = { 0 };
 	socklen_t sl = sizeof(sa);
 	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
 	return ntohs(sa.sin_port);
