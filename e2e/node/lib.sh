@@ -7,7 +7,10 @@
 #   run      $SKN_RUN    (/run/stockade-node)       pid/, containerd socket and state
 #   cache    $SKN_CACHE  (/var/cache/stockade-node) k8s-<ver>/ binaries, agent rootfs, pause image
 #   network  bridge $SKN_BRIDGE 198.19.0.1/24 + 2001:db8:2a::1/64 in the host namespace, no NAT, no
-#            route out: pods get .10-.199 (::10-::ff), test servers .200-.254 (::100-::1ff).
+#            route out: pods get .10-.199 (::10-::ff), e2e/bench test servers .200-.239 (::100-::13f),
+#            make demo's test servers .240-.254 (::140-::1ff): a demo left running never shares an
+#            address with a test run.
+#   owner    $SKN_STATE/owner: who brought the node up (SKN_OWNER of up: demo, node-e2e, or e2e/node/up).
 # Every listener is on 127.0.0.1; nothing here adds a firewall rule or a default route.
 # shellcheck disable=SC2034 # the layout variables are used by the scripts that source this
 
@@ -82,7 +85,8 @@ skn_start() {
 	fi
 	mkdir -p "$SKN_LOGS" "$SKN_PIDS"
 	# setsid: the daemon outlives `up` and gets no terminal signals meant for it.
-	setsid "$@" >>"$SKN_LOGS/$name.log" 2>&1 </dev/null &
+	# 9>&-: the daemon must not inherit skn_lock's descriptor (it would hold the lock for its lifetime).
+	setsid "$@" >>"$SKN_LOGS/$name.log" 2>&1 </dev/null 9>&- &
 	pid=$!
 	echo "$pid" >"$SKN_PIDS/$name.pid"
 	# /proc/PID/cmdline is read once the exec happened; until then it is setsid's own command line.
@@ -126,20 +130,104 @@ skn_wait_for() {
 	done
 }
 
+# skn_node_traces — what of a node is on this machine, one line ("; "-separated: running daemons, state
+# directory, bridge, test-server namespaces); empty when there is nothing.
+skn_node_traces() {
+	local d running=() t=() ns
+	for d in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet; do
+		skn_pid "$d" >/dev/null && running+=("$d")
+	done
+	[ "${#running[@]}" -eq 0 ] || t+=("running: ${running[*]}")
+	[ ! -d "$SKN_STATE" ] || t+=("state in $SKN_STATE")
+	! ip link show "$SKN_BRIDGE" >/dev/null 2>&1 || t+=("bridge $SKN_BRIDGE")
+	ns=$(ip netns list 2>/dev/null | awk '$1 ~ /^skn-/ { print $1 }' | paste -sd' ')
+	[ -z "$ns" ] || t+=("netns $ns")
+	local out=''
+	for d in "${t[@]}"; do out+=${out:+; }$d; done
+	[ -z "$out" ] || echo "$out"
+}
+
+# skn_node_owner — who brought the node up (up's SKN_OWNER) and when; "unknown" without a record.
+skn_node_owner() {
+	[ -s "$SKN_STATE/owner" ] || { echo unknown; return 0; }
+	echo "$(cat "$SKN_STATE/owner") at $(date -r "$SKN_STATE/owner" '+%F %T')"
+}
+
+# skn_lock WHO — hold the machine's node lock for the rest of the calling script (fd 9): make demo and
+# scripts/node-e2e take it, so one never tears down or reuses a node the other is working on. Waits,
+# saying who holds it.
+skn_lock() {
+	local lock=/run/lock/stockade-node.lock
+	mkdir -p /run/lock
+	exec 9>>"$lock"
+	if ! flock -n 9; then
+		echo "$1: waiting for the node lock $lock, held by: $(cat "$lock.holder" 2>/dev/null || echo '?')" >&2
+		flock 9
+	fi
+	echo "$1 (pid $$, since $(date '+%F %T'))" >"$lock.holder"
+}
+
 skn_kubectl() { "$SKN_K8S_BIN/kubectl" --kubeconfig "$SKN_KUBECONFIG" "$@"; }
 skn_ctr() { ctr --address "$SKN_RUN/containerd/containerd.sock" -n k8s.io "$@"; }
 
 # Test servers: a network namespace with a veth on the pod bridge holding addresses at the top of the
 # bridge subnet (outside the pods' IPAM range), so pods reach them directly, without NAT, and nothing
-# leaves the machine. Used by e2e/node/test and bench/pod-start.
+# leaves the machine. Used by e2e/node/test and bench/pod-start; scripts/demo sets SKN_SRV_IPS4/6 to
+# SKN_DEMO_IPS4/6 before skn_srv_up, so its servers never clash with a test run's.
 SKN_SRV_IPS4=(198.19.0.200 198.19.0.201 198.19.0.202 198.19.0.203)
 SKN_SRV_IPS6=(2001:db8:2a::100 2001:db8:2a::101)
+SKN_DEMO_IPS4=(198.19.0.240 198.19.0.241)
+SKN_DEMO_IPS6=(2001:db8:2a::140 2001:db8:2a::141)
 
-# skn_srv_up NETNS — create NETNS on the bridge (status 1 when there is no bridge: not our node).
+# skn_srv_holder ADDR — the network namespace (or "host") that holds ADDR, if any.
+skn_srv_holder() {
+	local ns
+	if ip -o addr show 2>/dev/null | awk '{ print $4 }' | grep -qx "$1/[0-9]*"; then echo host; return 0; fi
+	for ns in $(ip netns list 2>/dev/null | awk '{ print $1 }'); do
+		ip -n "$ns" -o addr show 2>/dev/null | awk '{ print $4 }' | grep -qx "$1/[0-9]*" && { echo "$ns"; return 0; }
+	done
+	return 1
+}
+
+# skn_srv_stale NETNS — true when NETNS is a test-server namespace of a run that is gone: the names end in
+# the PID of the run (skn-srv-<pid> of e2e/node/test, skn-bench-srv-<pid> of bench/pod-start), which no
+# longer exists.
+skn_srv_stale() {
+	local pid=${1##*-}
+	case $1 in skn-srv-* | skn-bench-srv-*) ;; *) return 1 ;; esac
+	case $pid in '' | *[!0-9]*) return 1 ;; esac
+	# A live PID counts as the run's own (a recycled one only makes us stop and name it).
+	[ ! -d "/proc/$pid" ]
+}
+
+# skn_srv_clear NETNS — make this run's addresses free on the bridge: a namespace a killed run left
+# holding one is removed (logged); one of a live run, of make demo or of anyone else stops us with what
+# holds the address and how to free it.
+skn_srv_clear() {
+	local me=$1 a holder
+	for a in "${SKN_SRV_IPS4[@]}" "${SKN_SRV_IPS6[@]}"; do
+		holder=$(skn_srv_holder "$a") || continue
+		[ "$holder" != "$me" ] || continue
+		if skn_srv_stale "$holder"; then
+			skn_log "removing netns $holder (test servers of a run that is gone; it held $a)"
+			skn_srv_down "$holder"
+			continue
+		fi
+		case $holder in
+		skn-demo) skn_die "test address $a is held by netns skn-demo (make demo's servers of an older demo): run e2e/node/down or make demo again" ;;
+		skn-srv-* | skn-bench-srv-*) skn_die "test address $a is held by netns $holder of a running node test (pid ${holder##*-}: $(tr '\0' ' ' <"/proc/${holder##*-}/cmdline" 2>/dev/null)): one node test at a time" ;;
+		*) skn_die "test address $a is held by ${holder} (not ours): free it, or run e2e/node/down" ;;
+		esac
+	done
+}
+
+# skn_srv_up NETNS — create NETNS on the bridge with the SKN_SRV_IPS4/6 addresses (status 1 when there is
+# no bridge: not our node). Dies, saying what is in the way, when another live namespace holds one.
 skn_srv_up() {
 	local ns=$1 a host_if
-	ip netns list 2>/dev/null | grep -qw "$ns" && return 0
 	ip link show "$SKN_BRIDGE" >/dev/null 2>&1 || return 1
+	skn_srv_clear "$ns"
+	ip netns list 2>/dev/null | grep -qw "$ns" && return 0
 	# Interface names are at most 15 bytes: a hash of the namespace name keeps them unique.
 	host_if=skh$(printf '%s' "$ns" | sha256sum | cut -c1-8)
 	ip netns add "$ns" || return 1
@@ -172,7 +260,7 @@ skn_srv_dns() {
 	ip netns exec "$ns" dnsmasq --keep-in-foreground --no-resolv --no-hosts --no-poll --pid-file= \
 		--bind-interfaces --listen-address="${SKN_SRV_IPS4[0]}" --listen-address="${SKN_SRV_IPS6[0]}" \
 		--port=53 --user=root --log-queries --log-facility=- \
-		--address="/test/${SKN_SRV_IPS4[1]}" --address="/test/${SKN_SRV_IPS6[1]}" "$@" >"$log" 2>&1 &
+		--address="/test/${SKN_SRV_IPS4[1]}" --address="/test/${SKN_SRV_IPS6[1]}" "$@" >"$log" 2>&1 9>&- &
 	echo $!
 	# Killed by skn_srv_down on purpose: no "Killed" job report from the shell.
 	disown $!
