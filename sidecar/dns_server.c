@@ -33,6 +33,7 @@
 #include "policy/match.h"
 #include "policy/policy.h"
 #include "sidecar/dns_bind.h"
+#include "sidecar/dns_cache.h"
 #include "sidecar/dns_filter.h"
 #include "sidecar/dns_resolve.h"
 #include "sidecar/dns_upstream.h"
@@ -110,6 +111,7 @@ struct sk_dns_srv {
 	size_t n_tcl;
 	struct sk_rbook rbook;       /* fallback resolutions in flight */
 	struct sk_rneg *neg;         /* their recent mismatches */
+	struct sk_dns_cache *cache;  /* filtered answers (dns_cache.h); flushed when policy_gen moves */
 	uint8_t in[SK_DNS_MSG_MAX + 2];
 	uint8_t out[SK_DNS_MSG_MAX + 2];
 };
@@ -521,6 +523,8 @@ static void handle_answer(struct sk_dns_srv *s, struct dq *d, const uint8_t *ans
 	if (d->p->q.name[0])
 		for (size_t i = 0; i < av.n_bind; i++)
 			(void)sk_bind_add(s->binds, &av.bind[i].addr, d->p->q.name, av.bind[i].ttl, now);
+	if (!d->resolve)   /* keeps only what is cacheable (dns_cache.h); checked under this policy generation */
+		(void)sk_dns_cache_put(s->cache, s->sc->policy_gen, &d->p->q, &av, s->out, av.len, now);
 	if (d->resolve) {
 		resolve_answered(s, d, &av);
 		return;
@@ -633,6 +637,26 @@ static void utcp_start(struct sk_dns_srv *s, struct dq *d)
 
 /* ---- queries from clients ---- */
 
+/* An allowed query answered from the cache: its addresses bound again exactly as a fresh answer's are
+ * (same name, same (address, TTL) pairs, the TTLs as returned), so the proxy keeps allowing them. */
+static bool serve_cached(struct sk_dns_srv *s, const struct sk_dns_fquery *q, struct dq *proto,
+			 const struct sk_addr *src, uint16_t sport)
+{
+	struct sk_dns_cache_hit h;
+	const uint64_t now = now_ms(s);
+	if (!sk_dns_cache_get(s->cache, s->sc->policy_gen, q, proto->client_tcp, now, s->out, SK_DNS_MSG_MAX, &h))
+		return false;
+	if (q->name[0])
+		for (size_t i = 0; i < h.n_bind; i++)
+			(void)sk_bind_add(s->binds, &h.bind[i].addr, q->name, h.bind[i].ttl, now);
+	reply(proto, s->out, h.len);
+	if (s->sc->metrics)
+		sk_metrics_dns(s->sc->metrics, "cached", sk_dns_type_name(q->qtype));
+	account(s, h.truncated ? SK_DNS_R_TRUNCATED : SK_DNS_R_ANSWERED, q, s->sc->policy->mode == SK_MODE_AUDIT, src,
+		sport, proto->client_tcp);
+	return true;
+}
+
 static void handle_query(struct sk_dns_srv *s, const uint8_t *msg, size_t len, struct dq *proto)
 {
 	struct sk_dns_qverdict v;
@@ -653,6 +677,8 @@ static void handle_query(struct sk_dns_srv *s, const uint8_t *msg, size_t len, s
 	}
 	if (v.q.audit)
 		account(s, v.q.would, &v.q, true, &src, sport, proto->client_tcp);
+	if (serve_cached(s, &v.q, proto, &src, sport))
+		return;
 	struct dq *d = malloc(sizeof(*d));
 	if (!d)
 		goto servfail;
@@ -945,6 +971,10 @@ int sk_dns_server_start(struct sk_sidecar *sc, struct sk_dns_srv **out, struct s
 		r = sk_err_set(err, -r, "dns: resolution negative cache");
 		goto fail;
 	}
+	if ((r = sk_dns_cache_new(SK_DNS_CACHE_ENTRIES, SK_DNS_CACHE_BYTES, &s->cache)) < 0) {
+		r = sk_err_set(err, -r, "dns: answer cache");
+		goto fail;
+	}
 	struct sk_addr lo4 = { .family = AF_INET, .bytes = { 127, 0, 0, 1 } };
 	struct sk_addr lo6 = { .family = AF_INET6 };
 	lo6.bytes[15] = 1;
@@ -1046,6 +1076,7 @@ void sk_dns_server_free(struct sk_dns_srv *s)
 	}
 	sk_rbook_clear(&s->rbook);
 	sk_rneg_free(s->neg);
+	sk_dns_cache_free(s->cache);
 	sk_bind_free(s->binds);
 	sk_dns_ptable_free(s->pt);
 	free(s);

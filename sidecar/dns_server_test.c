@@ -4,7 +4,8 @@
  * an answer with the right ID and question arriving on another query's socket, or from a port other than
  * the server's, is dropped; the socket pool's bound answers SERVFAIL instead of sharing a port, and a
  * finished query gives its socket back. Also: the query sent upstream is the filter's (lower case), the
- * answer echoes the agent's spelling. */
+ * answer echoes the agent's spelling. A repeated question is answered from the answer cache (dns_cache.h):
+ * no upstream query, the agent's ID and spelling, the addresses bound again; a policy swap empties it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -74,7 +75,7 @@ static uint16_t free_port(void)
 	return p;
 }
 
-static int start_world(void **state, uint32_t pool)
+static int start_world(void **state, uint32_t pool, uint32_t bindings)
 {
 	struct world *w = calloc(1, sizeof(*w));
 	assert_non_null(w);
@@ -82,6 +83,8 @@ static int start_world(void **state, uint32_t pool)
 	w->sc.dns_cfg.probe_ms = 0;
 	if (pool)
 		w->sc.dns_cfg.upstream_sockets = pool;
+	if (bindings)
+		w->sc.dns_cfg.bindings = bindings;
 	struct sk_err err = { 0 };
 	assert_int_equal(sk_loop_new(&w->sc.loop, &err), 0);
 	w->devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
@@ -95,7 +98,7 @@ static int start_world(void **state, uint32_t pool)
 			 "version: 1\n"
 			 "ports: { proxy: 26101, dns: %u, admin: 26100, api: 26180 }\n"
 			 "dns:\n  upstream: [\"127.0.0.1:%u\"]\n"
-			 "egress:\n  - host: example.com\n    ports: [443]\n",
+			 "egress:\n  - host: example.com\n    ports: [443]\n  - host: \"*.example.com\"\n    ports: [443]\n",
 			 (unsigned)w->dns_port, (unsigned)sock_port(w->fake));
 	assert_true(n > 0 && (size_t)n < sizeof(yaml));
 	struct sk_diags diags = { 0 };
@@ -105,8 +108,9 @@ static int start_world(void **state, uint32_t pool)
 	return 0;
 }
 
-static int setup(void **state) { return start_world(state, 0); }
-static int setup_pool2(void **state) { return start_world(state, 2); }
+static int setup(void **state) { return start_world(state, 0, 0); }
+static int setup_pool2(void **state) { return start_world(state, 2, 0); }
+static int setup_bind1(void **state) { return start_world(state, 0, 1); }
 
 static int teardown(void **state)
 {
@@ -254,10 +258,12 @@ static void test_concurrent_queries_distinct_ports(void **state)
 		close(c[i]);
 	}
 	/* Sockets are not recycled: later queries leave from fresh ports (four in a row all on one port
-	 * would mean a fixed port). */
+	 * would mean a fixed port). Distinct names: a repeated one is answered from the cache. */
 	int c2 = client(w);
 	for (int i = 0; i < 4; i++) {
-		ask(c2, (uint16_t)(0x200 + i), "example.com");
+		char name[32];
+		snprintf(name, sizeof(name), "r%d.example.com", i);
+		ask(c2, (uint16_t)(0x200 + i), name);
 		pump(w, 5 + (size_t)i, 1000);
 		assert_int_equal(w->nq, 5 + (size_t)i);
 		answer_to(&w->q[4 + i], w->q[4 + i].id, w->fake, w->q[4 + i].port, ADDR1);
@@ -341,7 +347,7 @@ static void test_pool_exhausted_servfail(void **state)
 	answer_to(&w->q[0], w->q[0].id, w->fake, w->q[0].port, ADDR1);
 	run_for(w, 30);
 	c[3] = client(w);
-	ask(c[3], 0x303, "example.com");
+	ask(c[3], 0x303, "other.example.com");   /* example.com itself is cached now */
 	pump(w, 3, 1000);
 	assert_int_equal(w->nq, 3);
 	assert_int_not_equal(w->q[2].port, w->q[1].port);
@@ -354,12 +360,61 @@ static void test_pool_exhausted_servfail(void **state)
 		close(c[i]);
 }
 
+/* A repeated question: answered from the cache at once (nothing reaches the upstream), with the agent's
+ * ID and spelling, and its address bound again; after a policy swap the next one goes upstream again. */
+static void test_cached_answer(void **state)
+{
+	struct world *w = *state;
+	int c = client(w);
+	ask(c, 0x501, "example.com");
+	pump(w, 1, 1000);
+	assert_int_equal(w->nq, 1);
+	answer_to(&w->q[0], w->q[0].id, w->fake, w->q[0].port, ADDR1);
+	run_for(w, 30);
+	uint8_t b[512];
+	struct sk_dns_msg m;
+	assert_true(got(c, b, sizeof(b), &m) > 0);
+	struct sk_addr a = { .family = AF_INET };
+	memcpy(a.bytes, ADDR1, 4);
+	assert_true(w->sc.bind.name_bound(w->sc.bind.ctx, &a, "example.com"));
+
+	/* the binding table (one binding: setup_bind1) evicts it for another name's answer... */
+	ask(c, 0x510, "other.example.com");
+	pump(w, 2, 1000);
+	assert_int_equal(w->nq, 2);
+	answer_to(&w->q[1], w->q[1].id, w->fake, w->q[1].port, ADDR2);
+	run_for(w, 30);
+	assert_true(got(c, b, sizeof(b), &m) > 0);
+	assert_false(w->sc.bind.name_bound(w->sc.bind.ctx, &a, "example.com"));
+	/* ...and the cached answer binds it again, as a fresh one would */
+	ask(c, 0x502, "ExAmple.COM");
+	run_for(w, 30);
+	size_t n = got(c, b, sizeof(b), &m);
+	assert_true(n > 0);
+	assert_int_equal(w->nq, 2);   /* not forwarded */
+	assert_int_equal(m.hdr.id, 0x502);
+	assert_memory_equal(b + 12, "\x07" "ExAmple" "\x03" "COM", 13);
+	assert_int_equal(m.hdr.ancount, 1);
+	assert_non_null(memmem(b, n, ADDR1, 4));
+	assert_true(w->sc.bind.name_bound(w->sc.bind.ctx, &a, "example.com"));
+
+	/* a reload (policy swap) flushes: the same question goes upstream again */
+	struct sk_policy *same = w->sc.policy;
+	w->sc.policy_gen++;
+	w->sc.policy = same;
+	ask(c, 0x503, "example.com");
+	pump(w, 3, 1000);
+	assert_int_equal(w->nq, 3);
+	close(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_concurrent_queries_distinct_ports, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_answer_on_wrong_socket_dropped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pool_exhausted_servfail, setup_pool2, teardown),
+		cmocka_unit_test_setup_teardown(test_cached_answer, setup_bind1, teardown),
 	};
 	return cmocka_run_group_tests_name("dns_server", tests, NULL, NULL);
 }
