@@ -238,10 +238,10 @@ static void check_uint(const struct sk_setting *s, bool as_flag)
 		sk_config_free(&c);
 	}
 	if (s->min > 0) {
-		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)(s->min - 1));
+		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)s->min - 1);
 		expect_refused(s, buf, as_flag);
 	}
-	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)(s->max + 1));
+	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)s->max + 1);
 	expect_refused(s, buf, as_flag);
 	static const char *const junk[] = { "junk", "12x", "5s", "0x10", " 5", "+5", "-1", "-0", "1.5",
 					    "18446744073709551616", "99999999999999999999999999", "4294967296" };
@@ -515,8 +515,11 @@ static void test_operating_md_matches_table(void **state)
 	fclose(f);
 	assert_true(got > 0);
 	char *b = strstr(doc, begin), *e = b ? strstr(b, end) : NULL;
-	if (!b || !e)
-		fail_msg("docs/operating.md: no %s ... %s section", "<!-- settings-table:begin -->", end);
+	if (!b || !e) {
+		free(doc);
+		fail_msg("docs/operating.md: no <!-- settings-table:begin --> ... %s section", end);
+		return;
+	}
 	b += strlen(begin);
 	*e = '\0';
 	char *md = capture(NULL, sk_config_settings_md);
