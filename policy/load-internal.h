@@ -34,6 +34,8 @@ struct sk_node {
 	char *text;                  /* SCALAR: NUL-terminated text (JSON strings decoded; numbers raw) */
 	struct sk_node **items;      /* SEQ: n items; MAP: 2*n, key then value */
 	size_t n, cap;
+	struct sk_arena *pool;       /* non-NULL: node, text and items live in this arena (tree.c) */
+	bool owns_pool;              /* the root of a pooled tree: freeing it frees the whole arena */
 };
 
 struct sk_load_ctx {
@@ -42,13 +44,24 @@ struct sk_load_ctx {
 	unsigned flags;              /* enum sk_load_flags */
 	size_t n_errors;             /* errors added through this context */
 	size_t n_nodes;              /* nodes built so far (SK_TREE_MAX_NODES) */
+	struct sk_arena *arena;      /* owned while a loader builds a tree: sk_node_new allocates from it */
 };
 
 void sk_ctx_error(struct sk_load_ctx *c, unsigned line, unsigned col, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
-/* tree.c. Returns owned node or NULL (out of memory). */
+/* tree.c. Returns owned node or NULL (out of memory). Between sk_tree_begin and sk_tree_end the nodes,
+ * their text and their item arrays come from one arena (a long policy is ~10 nodes per rule; one malloc
+ * and one free each would be most of the load). Freeing a pooled node other than the root does nothing;
+ * freeing the root frees the whole tree at once. */
 struct sk_node *sk_node_new(struct sk_load_ctx *c, enum sk_node_kind kind, unsigned line, unsigned col);
+/* Starts an arena for the tree about to be built (without one, nodes are malloc'd one by one). 0 or -ENOMEM. */
+int sk_tree_begin(struct sk_load_ctx *c);
+/* Ends it: root (may be NULL, e.g. after a syntax error) takes the arena over and returns it; with NULL
+ * the arena and every node in it are freed, so no node from it may be used afterwards. */
+struct sk_node *sk_tree_end(struct sk_load_ctx *c, struct sk_node *root);
+/* Sets n's text to a NUL-terminated copy of s[0..len) (from the node's arena when pooled). 0 or -ENOMEM. */
+int sk_node_set_text(struct sk_node *n, const char *s, size_t len);
 /* Appends child (taking ownership, also on failure). Returns 0 or -ENOMEM. */
 int sk_node_push(struct sk_node *parent, struct sk_node *child);
 void sk_node_free(struct sk_node *n);
@@ -64,6 +77,10 @@ const char *sk_node_describe(const struct sk_node *n, char *buf, size_t bufsz);
 /* load_yaml.c / load_json.c: parse text into a tree. On a syntax error they add the diagnostic and
  * return NULL. The returned root may be any node kind; the validator checks it is a mapping. */
 struct sk_node *sk_yaml_parse(struct sk_load_ctx *c, const char *buf, size_t len);
+/* The two halves of sk_yaml_parse, for tests: the plain-block fast path (returns 1 and the tree, or 0
+ * having added nothing when the text is outside the corner of YAML it reads) and libyaml's event parser. */
+int sk_yaml_parse_simple(struct sk_load_ctx *c, const char *buf, size_t len, struct sk_node **out);
+struct sk_node *sk_yaml_parse_events(struct sk_load_ctx *c, const char *buf, size_t len);
 struct sk_node *sk_json_parse(struct sk_load_ctx *c, const char *buf, size_t len);
 
 /* validate.c: fills p (already holding defaults) from the native-format tree; errors go to c. */

@@ -254,7 +254,7 @@ static struct sk_node *new_scalar(struct scan *s, enum sk_scalar_kind k, const c
 				  unsigned col)
 {
 	struct sk_node *n = sk_node_new(s->c, SK_NODE_SCALAR, line, col);
-	if (!n || !(n->text = strndup(text, len))) {
+	if (!n || sk_node_set_text(n, text, len) < 0) {
 		sk_node_free(n);
 		fail_here(s, "out of memory or too many nodes");
 		return NULL;
@@ -405,15 +405,19 @@ struct sk_node *sk_json_parse(struct sk_load_ctx *c, const char *buf, size_t len
 		return NULL;
 	}
 	skip_ws(&s);
+	(void)sk_tree_begin(c);  /* without an arena the nodes are malloc'd one by one: slower, same tree */
 	struct sk_node *tree = walk(&s, root, 0);
 	cJSON_Delete(root);
-	if (!tree)
+	if (!tree) {
+		sk_tree_end(c, NULL);
 		return NULL;
+	}
 	skip_ws(&s);
 	if (s.off < len) {
 		fail_here(&s, "trailing characters after the document, expected end of file");
 		sk_node_free(tree);
+		sk_tree_end(c, NULL);
 		return NULL;
 	}
-	return tree;
+	return sk_tree_end(c, tree);
 }

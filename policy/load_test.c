@@ -13,6 +13,8 @@
 
 #include <cmocka.h>
 
+#include "common/util.h"
+#include "policy/load-internal.h"
 #include "policy/match.h"
 #include "policy/policy.h"
 
@@ -1048,6 +1050,66 @@ static void test_yaml_scalar_typing(void **state)
 	sk_diags_free(&d);
 }
 
+/* The plain-block fast path of the YAML loader must build exactly libyaml's tree (kinds, scalar kinds,
+ * text, line:col of every node), and leave a document outside its corner of YAML to libyaml untouched. */
+static void tree_eq(const struct sk_node *a, const struct sk_node *b)
+{
+	assert_int_equal(a->kind, b->kind);
+	assert_int_equal(a->line, b->line);
+	assert_int_equal(a->col, b->col);
+	assert_int_equal(a->n, b->n);
+	if (a->kind == SK_NODE_SCALAR) {
+		assert_int_equal(a->skind, b->skind);
+		assert_string_equal(a->text, b->text);
+	}
+	for (size_t i = 0; i < a->n; i++)
+		tree_eq(a->items[i], b->items[i]);
+}
+
+static void test_yaml_fast_path_same_tree(void **state)
+{
+	(void)state;
+	static const char *const fast[] = {
+		"version: 1\n",
+		"# c\nversion: 1   # trailing\nmode: enforce\negress:\n- host: \"*.example.com\"\n  ports: [443, 8443]"
+		"   # two\n- cidr: fd00::/8\n  ports:\n  - 53\n  - 5353\n  protocol: udp\n\n  # between\n"
+		"-   host: 'api.github.com'\n    ports: [ 443 ]\n- cidr: 10.0.0.0/8\n  direct: true\n",
+		"agent:\n  uid: 1000\nsidecar:\n    uid: 1337\nexemptUids:\n- 0\n- 12\nseccomp:\n  allow:\n    - ptrace\n"
+		"  deny: []\nx:\n  - a\n  - b: -1\n    c: .5\n    d: ~\n    e: null\n    f: TRUE\n    g: 0x1F\n"
+		"    h: 1e5\n    i: a b c\n    j: a#b\n    k: http://x:80/y",
+	};
+	static const char *const slow[] = {
+		"", "# only a comment\n", "a: {b: 1}\n", "a: &x 1\nb: *x\n", "a: !!str 1\n", "---\na: 1\n",
+		"a: 1\n---\nb: 2\n", "a:\tb\n", "a: |\n  text\n", "a: b\n  c\n", "a:\n", "a: \"x\\ty\"\n",
+		"a: [1,\n  2]\n", "a: b: c\n", "a: - b\n", "a: 1\n b: 2\n", "- - a\n", "a : b\n", "a: 'it''s'\n",
+		"a: \xc3\xa9\n", "a: b\r\n", "? a\n: b\n", "a: [1, ]\n", "a: [x: 1]\n",
+	};
+	for (size_t i = 0; i < SK_ARRAY_SIZE(fast) + SK_ARRAY_SIZE(slow); i++) {
+		const bool want_fast = i < SK_ARRAY_SIZE(fast);
+		const char *doc = want_fast ? fast[i] : slow[i - SK_ARRAY_SIZE(fast)];
+		struct sk_diags d1 = { 0 }, d2 = { 0 };
+		struct sk_load_ctx c1 = { .file = "t", .diags = &d1 }, c2 = { .file = "t", .diags = &d2 };
+		struct sk_node *a = NULL;
+		int r = sk_yaml_parse_simple(&c1, doc, strlen(doc), &a);
+		if (r != (want_fast ? 1 : 0))
+			fail_msg("fast path %s for: %s", r ? "taken" : "refused", doc);
+		assert_int_equal(d1.n, 0);
+		if (want_fast) {
+			struct sk_node *b = sk_yaml_parse_events(&c2, doc, strlen(doc));
+			assert_non_null(b);
+			tree_eq(a, b);
+			assert_int_equal(c1.n_nodes, c2.n_nodes);
+			sk_node_free(b);
+		} else {
+			assert_null(a);
+			assert_int_equal(c1.n_nodes, 0);
+		}
+		sk_node_free(a);
+		sk_diags_free(&d1);
+		sk_diags_free(&d2);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1070,6 +1132,7 @@ int main(void)
 		cmocka_unit_test(test_netns_hash),
 		cmocka_unit_test(test_yaml_scalar_typing),
 		cmocka_unit_test(test_tls_ech_grease),
+		cmocka_unit_test(test_yaml_fast_path_same_tree),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

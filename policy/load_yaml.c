@@ -57,6 +57,10 @@ static bool is_core_float(const char *s)
 /* YAML 1.2 core schema for plain (unquoted) scalars. */
 static enum sk_scalar_kind resolve_plain(const char *s)
 {
+	/* Most scalars are names and addresses: only these first characters can start a null, a boolean or
+	 * a number, so anything else is a string without the comparisons below. */
+	if (*s && !strchr("~nNtTfF+-.0123456789", *s))
+		return SK_SCALAR_STR;
 	if (!*s || !strcmp(s, "~") || !strcmp(s, "null") || !strcmp(s, "Null") || !strcmp(s, "NULL"))
 		return SK_SCALAR_NULL;
 	if (!strcmp(s, "true") || !strcmp(s, "True") || !strcmp(s, "TRUE") || !strcmp(s, "false") ||
@@ -147,7 +151,322 @@ static void syntax_error(struct sk_load_ctx *c, const yaml_parser_t *ps)
 			     "YAML syntax error: %s, expected valid YAML", problem);
 }
 
+/* ---- the plain-block fast path ------------------------------------------------------------------------
+ * Policies are nearly always written in one small corner of YAML: block mappings and sequences indented
+ * with spaces, plain one-line scalars, one-line flow lists of plain scalars (`ports: [443, 8443]`) and
+ * comments. libyaml spends most of a long policy's load on its token queue and an allocation per token
+ * and event; this reads that corner directly into the same tree, with the same positions and the same
+ * scalar resolution. Anything outside it, or anything it is unsure of (tabs, CR, non-ASCII, quotes,
+ * anchors, tags, block scalars, multi-line scalars, flow mappings, documents markers, an empty value,
+ * odd indentation, any error at all) makes it give up without a trace, and libyaml parses the file: so
+ * every error is still libyaml's, reported exactly as before. yaml_fast_test (load_test.c) checks both
+ * paths give identical trees. */
+
+struct fy {
+	struct sk_load_ctx *c;
+	const char *b;
+	size_t len;
+	size_t pos;          /* start of the current line */
+	unsigned line;       /* 1-based number of the current line */
+	size_t ind;          /* indentation of the current line (valid when has_line) */
+	bool has_line;       /* a content line is current (pos/ind), false at the end */
+	unsigned depth;
+};
+
+/* Moves to the next line that is neither blank nor a comment, starting at the current one. */
+static void fy_skip_blank(struct fy *f)
+{
+	while (f->pos < f->len) {
+		size_t i = f->pos;
+		while (i < f->len && f->b[i] == ' ')
+			i++;
+		if (i < f->len && f->b[i] != '\n' && f->b[i] != '#') {
+			f->ind = i - f->pos;
+			f->has_line = true;
+			return;
+		}
+		while (i < f->len && f->b[i] != '\n')
+			i++;
+		if (i >= f->len)
+			break;
+		f->pos = i + 1;
+		f->line++;
+	}
+	f->pos = f->len;
+	f->has_line = false;
+}
+
+static void fy_next_line(struct fy *f, size_t from)
+{
+	while (from < f->len && f->b[from] != '\n')
+		from++;
+	if (from >= f->len) {
+		f->pos = f->len;
+		f->has_line = false;
+		return;
+	}
+	f->pos = from + 1;
+	f->line++;
+	fy_skip_blank(f);
+}
+
+static bool fy_eol(const struct fy *f, size_t i)
+{
+	return i >= f->len || f->b[i] == '\n';
+}
+
+/* After a value: only spaces, then end of line or a comment. */
+static bool fy_rest_empty(const struct fy *f, size_t i)
+{
+	const size_t from = i;
+	while (!fy_eol(f, i) && f->b[i] == ' ')
+		i++;
+	return fy_eol(f, i) || (f->b[i] == '#' && i > from);
+}
+
+/* Can a plain scalar start here (in block context)? Indicators, quotes, anchors, tags and the like
+ * are left to libyaml; '-' only as in "-1". */
+static bool fy_plain_start(const struct fy *f, size_t i)
+{
+	if (fy_eol(f, i))
+		return false;
+	const char ch = f->b[i];
+	if (ch == '-')
+		return !fy_eol(f, i + 1) && ((f->b[i + 1] >= '0' && f->b[i + 1] <= '9') || f->b[i + 1] == '.');
+	return !strchr("?:,[]{}#&*!|>'\"%@`- ", ch);
+}
+
+static struct sk_node *fy_scalar(struct fy *f, size_t from, size_t to, size_t col)
+{
+	struct sk_node *n = sk_node_new(f->c, SK_NODE_SCALAR, f->line, (unsigned)col + 1);
+	if (!n || sk_node_set_text(n, f->b + from, to - from) < 0)
+		return NULL;
+	n->skind = resolve_plain(n->text);
+	return n;
+}
+
+/* A key on the current line at byte i: a plain scalar followed by ": " or ":" at the end of the line.
+ * Returns the index of the ':' or 0 if this is not such a key. */
+static size_t fy_key_end(const struct fy *f, size_t i)
+{
+	if (!fy_plain_start(f, i))
+		return 0;
+	for (size_t k = i; !fy_eol(f, k); k++) {
+		const char ch = f->b[k];
+		if (ch == ':' && (fy_eol(f, k + 1) || f->b[k + 1] == ' '))
+			return f->b[k - 1] == ' ' || k - i > 1000 ? 0 : k;  /* "a : b" and very long keys: libyaml */
+		if ((ch == '#' && f->b[k - 1] == ' ') || strchr("[]{}", ch))
+			return 0;
+	}
+	return 0;
+}
+
+static struct sk_node *fy_block(struct fy *f, size_t col, size_t first);
+
+/* A one-line flow sequence of plain scalars at byte i ('['); *end gets the index after ']'. */
+static struct sk_node *fy_flow_seq(struct fy *f, size_t i, size_t *end)
+{
+	struct sk_node *seq = sk_node_new(f->c, SK_NODE_SEQ, f->line, (unsigned)(i - f->pos) + 1);
+	if (!seq)
+		return NULL;
+	size_t k = i + 1;
+	for (;;) {
+		while (!fy_eol(f, k) && f->b[k] == ' ')
+			k++;
+		if (fy_eol(f, k))
+			return NULL;
+		if (f->b[k] == ']' && seq->n == 0) {
+			*end = k + 1;
+			return seq;
+		}
+		const size_t s = k;
+		if (f->b[s] == '-' ? !fy_plain_start(f, s) : !!strchr("?:,[]{}#&*!|>'\"%@`", f->b[s]))
+			return NULL;
+		while (!fy_eol(f, k) && !strchr(",]", f->b[k])) {
+			if (strchr("[]{}:#'\"", f->b[k]))
+				return NULL;
+			k++;
+		}
+		if (fy_eol(f, k))
+			return NULL;
+		size_t e = k;
+		while (e > s && f->b[e - 1] == ' ')
+			e--;
+		struct sk_node *it = fy_scalar(f, s, e, s - f->pos);
+		if (!it || sk_node_push(seq, it) < 0)
+			return NULL;
+		if (f->b[k++] == ']') {
+			*end = k;
+			return seq;
+		}
+	}
+}
+
+/* The value of a "key:" or "- " whose text starts at byte i of the current line (col: the key's or
+ * dash's column). Consumes through the value's last line. */
+static struct sk_node *fy_value(struct fy *f, size_t i, size_t col, bool in_seq)
+{
+	while (!fy_eol(f, i) && f->b[i] == ' ')
+		i++;
+	if (fy_eol(f, i) || f->b[i] == '#') {
+		/* the value is the block on the next lines */
+		fy_next_line(f, i);
+		if (!f->has_line)
+			return NULL;
+		const size_t at = f->pos + f->ind;
+		const bool dash = f->b[at] == '-' && (fy_eol(f, at + 1) || f->b[at + 1] == ' ');
+		if (f->ind > col || (!in_seq && f->ind == col && dash))
+			return fy_block(f, f->ind, at);
+		return NULL;  /* an empty value */
+	}
+	struct sk_node *v;
+	size_t end;
+	if (f->b[i] == '[') {
+		v = fy_flow_seq(f, i, &end);
+		if (!v || !fy_rest_empty(f, end))
+			return NULL;
+	} else if (f->b[i] == '"' || f->b[i] == '\'') {
+		/* a one-line quoted scalar without escapes ("*.example.com"): a string as written */
+		const char q = f->b[i];
+		size_t k = i + 1;
+		while (!fy_eol(f, k) && f->b[k] != q && f->b[k] != '\\')
+			k++;
+		if (fy_eol(f, k) || f->b[k] != q || (q == '\'' && !fy_eol(f, k + 1) && f->b[k + 1] == q) ||
+		    !fy_rest_empty(f, k + 1))
+			return NULL;
+		v = sk_node_new(f->c, SK_NODE_SCALAR, f->line, (unsigned)(i - f->pos) + 1);
+		if (!v || sk_node_set_text(v, f->b + i + 1, k - i - 1) < 0)
+			return NULL;
+		v->skind = SK_SCALAR_STR;
+		end = k + 1;
+	} else {
+		if (!fy_plain_start(f, i))
+			return NULL;
+		size_t k = i;
+		for (; !fy_eol(f, k); k++) {
+			if (f->b[k] == ':' && (fy_eol(f, k + 1) || f->b[k + 1] == ' '))
+				return NULL;
+			if (f->b[k] == '#' && f->b[k - 1] == ' ')
+				break;
+			if (strchr("[]{}", f->b[k]))
+				return NULL;
+		}
+		end = k;
+		while (end > i && f->b[end - 1] == ' ')
+			end--;
+		v = fy_scalar(f, i, end, i - f->pos);
+		if (!v)
+			return NULL;
+	}
+	fy_next_line(f, end);
+	/* a more indented line after a one-line value would continue a multi-line scalar (or be an error) */
+	if (f->has_line && f->ind > col)
+		return NULL;
+	return v;
+}
+
+/* A block mapping or sequence whose first key or dash is at byte `first` (column col) of the current
+ * line, ending before the first line indented less than col. */
+static struct sk_node *fy_block(struct fy *f, size_t col, size_t first)
+{
+	if (++f->depth > SK_TREE_MAX_DEPTH)
+		return NULL;
+	const bool is_seq = f->b[first] == '-' && (fy_eol(f, first + 1) || f->b[first + 1] == ' ');
+	struct sk_node *n = sk_node_new(f->c, is_seq ? SK_NODE_SEQ : SK_NODE_MAP, f->line, (unsigned)col + 1);
+	if (!n)
+		return NULL;
+	size_t at = first;
+	for (;;) {
+		if (is_seq) {
+			/* "- " then a scalar, a flow list, or the first key of a compact mapping */
+			size_t i = at + 1;
+			while (!fy_eol(f, i) && f->b[i] == ' ')
+				i++;
+			struct sk_node *v;
+			if (fy_key_end(f, i)) {
+				const size_t kcol = i - f->pos;
+				v = fy_block(f, kcol, i);
+				if (v && f->has_line && f->ind > col && f->ind != kcol)
+					return NULL;
+			} else {
+				if (fy_eol(f, i) || f->b[i] == '#')
+					return NULL;  /* "-" alone: the entry's value on later lines */
+				v = fy_value(f, i, col, true);
+			}
+			if (!v || sk_node_push(n, v) < 0)
+				return NULL;
+		} else {
+			const size_t ke = fy_key_end(f, at);
+			if (!ke)
+				return NULL;
+			size_t e = ke;
+			struct sk_node *k = fy_scalar(f, at, e, col);
+			if (!k || sk_node_push(n, k) < 0)
+				return NULL;
+			struct sk_node *v = fy_value(f, ke + 1, col, false);
+			if (!v || sk_node_push(n, v) < 0)
+				return NULL;
+		}
+		if (!f->has_line || f->ind < col)
+			break;
+		if (f->ind > col)
+			return NULL;
+		at = f->pos + f->ind;
+		const bool dash = f->b[at] == '-' && (fy_eol(f, at + 1) || f->b[at + 1] == ' ');
+		if (dash != is_seq) {
+			/* a key after an indentless sequence ends it: its mapping goes on */
+			if (is_seq && !dash)
+				break;
+			return NULL;
+		}
+	}
+	f->depth--;
+	return n;
+}
+
+int sk_yaml_parse_simple(struct sk_load_ctx *c, const char *buf, size_t len, struct sk_node **out)
+{
+	*out = NULL;
+	for (size_t i = 0; i < len; i++) {
+		const unsigned char ch = (unsigned char)buf[i];
+		if ((ch < 0x20 && ch != '\n') || ch >= 0x7f)
+			return 0;  /* tabs, CR, NUL, control bytes, non-ASCII (columns count characters) */
+		if (ch == '\n' && i + 3 < len && (!memcmp(buf + i + 1, "---", 3) || !memcmp(buf + i + 1, "...", 3)))
+			return 0;  /* document markers */
+	}
+	if (len >= 3 && (!memcmp(buf, "---", 3) || !memcmp(buf, "...", 3)))
+		return 0;
+	struct fy f = { .c = c, .b = buf, .len = len, .line = 1 };
+	const size_t nodes_before = c->n_nodes;
+	if (sk_tree_begin(c) < 0)
+		return 0;
+	fy_skip_blank(&f);
+	struct sk_node *root = NULL;
+	if (f.has_line) {
+		const size_t at = f.pos + f.ind;
+		if ((f.b[at] == '-' && (fy_eol(&f, at + 1) || f.b[at + 1] == ' ')) || fy_key_end(&f, at))
+			root = fy_block(&f, f.ind, at);
+		if (root && f.has_line)
+			root = NULL;  /* something after the root block */
+	}
+	if (!root) {
+		sk_tree_end(c, NULL);
+		c->n_nodes = nodes_before;
+		return 0;
+	}
+	*out = sk_tree_end(c, root);
+	return 1;
+}
+
 struct sk_node *sk_yaml_parse(struct sk_load_ctx *c, const char *buf, size_t len)
+{
+	struct sk_node *root;
+	if (sk_yaml_parse_simple(c, buf, len, &root) > 0)
+		return root;
+	return sk_yaml_parse_events(c, buf, len);
+}
+
+struct sk_node *sk_yaml_parse_events(struct sk_load_ctx *c, const char *buf, size_t len)
 {
 	yaml_parser_t ps;
 	yaml_event_t ev;
@@ -160,6 +479,7 @@ struct sk_node *sk_yaml_parse(struct sk_load_ctx *c, const char *buf, size_t len
 		return NULL;
 	}
 	yaml_parser_set_input_string(&ps, (const unsigned char *)buf, len);
+	(void)sk_tree_begin(c);  /* without an arena the nodes are malloc'd one by one: slower, same tree */
 	while (!done && !failed) {
 		if (!yaml_parser_parse(&ps, &ev)) {
 			syntax_error(c, &ps);
@@ -191,7 +511,7 @@ struct sk_node *sk_yaml_parse(struct sk_load_ctx *c, const char *buf, size_t len
 				break;
 			}
 			n = sk_node_new(c, SK_NODE_SCALAR, line, col);
-			if (!n || !(n->text = strndup((const char *)ev.data.scalar.value, ev.data.scalar.length))) {
+			if (!n || sk_node_set_text(n, (const char *)ev.data.scalar.value, ev.data.scalar.length) < 0) {
 				sk_node_free(n);
 				sk_ctx_error(c, line, col, "out of memory or too many YAML nodes (limit %d)",
 					     SK_TREE_MAX_NODES);
@@ -253,6 +573,7 @@ struct sk_node *sk_yaml_parse(struct sk_load_ctx *c, const char *buf, size_t len
 	yaml_parser_delete(&ps);
 	if (failed) {
 		sk_node_free(b.root);
+		sk_tree_end(c, NULL);
 		return NULL;
 	}
 	if (!b.root) {
@@ -263,5 +584,5 @@ struct sk_node *sk_yaml_parse(struct sk_load_ctx *c, const char *buf, size_t len
 		else
 			sk_ctx_error(c, 1, 1, "out of memory while parsing YAML");
 	}
-	return b.root;
+	return sk_tree_end(c, b.root);
 }

@@ -24,13 +24,112 @@ void sk_ctx_error(struct sk_load_ctx *c, unsigned line, unsigned col, const char
 	sk_diags_add(c->diags, c->file, line, col, "%s", msg);
 }
 
+/* ---- arena: bump allocation in chunks, freed all at once ---- */
+
+struct arena_chunk {
+	struct arena_chunk *next;
+	size_t used, cap;
+	_Alignas(16) unsigned char data[];
+};
+
+struct sk_arena {
+	struct arena_chunk *head;
+	size_t next_cap;
+};
+
+#define ARENA_FIRST_CHUNK (16u << 10)
+#define ARENA_MAX_CHUNK (1u << 20)
+
+static void *arena_alloc(struct sk_arena *a, size_t size, size_t align)
+{
+	struct arena_chunk *ch = a->head;
+	if (ch) {
+		size_t off = (ch->used + align - 1) & ~(align - 1);
+		if (off <= ch->cap && size <= ch->cap - off) {
+			ch->used = off + size;
+			return ch->data + off;
+		}
+	}
+	size_t cap = a->next_cap;
+	if (cap < ARENA_MAX_CHUNK)
+		a->next_cap = cap * 2;
+	if (size > cap / 4) {
+		/* a big block gets a chunk of its own, behind the current one, which stays in use */
+		struct arena_chunk *big = malloc(sizeof(*big) + size);
+		if (!big)
+			return NULL;
+		big->used = big->cap = size;
+		if (ch) {
+			big->next = ch->next;
+			ch->next = big;
+		} else {
+			big->next = NULL;
+			a->head = big;
+		}
+		return big->data;
+	}
+	ch = malloc(sizeof(*ch) + cap);
+	if (!ch)
+		return NULL;
+	ch->next = a->head;
+	ch->cap = cap;
+	ch->used = size;
+	a->head = ch;
+	return ch->data;
+}
+
+static void arena_free(struct sk_arena *a)
+{
+	if (!a)
+		return;
+	for (struct arena_chunk *ch = a->head, *next; ch; ch = next) {
+		next = ch->next;
+		free(ch);
+	}
+	free(a);
+}
+
+int sk_tree_begin(struct sk_load_ctx *c)
+{
+	struct sk_arena *a = calloc(1, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	a->next_cap = ARENA_FIRST_CHUNK;
+	arena_free(c->arena);
+	c->arena = a;
+	return 0;
+}
+
+struct sk_node *sk_tree_end(struct sk_load_ctx *c, struct sk_node *root)
+{
+	struct sk_arena *a = c->arena;
+	c->arena = NULL;
+	if (!a)
+		return root;
+	if (!root || root->pool != a) {
+		arena_free(a);  /* every pooled node goes with it */
+		return NULL;
+	}
+	root->owns_pool = true;
+	return root;
+}
+
 struct sk_node *sk_node_new(struct sk_load_ctx *c, enum sk_node_kind kind, unsigned line, unsigned col)
 {
 	if (c->n_nodes >= SK_TREE_MAX_NODES)
 		return NULL;
-	struct sk_node *n = calloc(1, sizeof(*n));
-	if (!n)
-		return NULL;
+	struct sk_node *n;
+	if (c->arena) {
+		n = arena_alloc(c->arena, sizeof(*n), _Alignof(struct sk_node));
+		if (!n)
+			return NULL;
+		memset(n, 0, sizeof(*n));
+		n->pool = c->arena;
+	} else {
+		n = calloc(1, sizeof(*n));
+		if (!n)
+			return NULL;
+	}
 	c->n_nodes++;
 	n->kind = kind;
 	n->line = line;
@@ -38,11 +137,32 @@ struct sk_node *sk_node_new(struct sk_load_ctx *c, enum sk_node_kind kind, unsig
 	return n;
 }
 
+int sk_node_set_text(struct sk_node *n, const char *s, size_t len)
+{
+	char *t = n->pool ? arena_alloc(n->pool, len + 1, 1) : malloc(len + 1);
+	if (!t)
+		return -ENOMEM;
+	memcpy(t, s, len);
+	t[len] = 0;
+	if (!n->pool)
+		free(n->text);
+	n->text = t;
+	return 0;
+}
+
 int sk_node_push(struct sk_node *parent, struct sk_node *child)
 {
 	if (parent->n == parent->cap) {
 		size_t cap = parent->cap ? parent->cap * 2 : 8;
-		struct sk_node **v = realloc(parent->items, cap * sizeof(struct sk_node *));
+		struct sk_node **v;
+		if (parent->pool) {
+			/* the old array stays in the arena: growth by doubling wastes at most as much as it keeps */
+			v = arena_alloc(parent->pool, cap * sizeof(*v), _Alignof(struct sk_node *));
+			if (v && parent->n)
+				memcpy(v, parent->items, parent->n * sizeof(*v));
+		} else {
+			v = realloc(parent->items, cap * sizeof(struct sk_node *));
+		}
 		if (!v) {
 			sk_node_free(child);
 			return -ENOMEM;
@@ -58,6 +178,11 @@ void sk_node_free(struct sk_node *n)
 {
 	if (!n)
 		return;
+	if (n->pool) {
+		if (n->owns_pool)
+			arena_free(n->pool);  /* n itself is in it */
+		return;
+	}
 	for (size_t i = 0; i < n->n; i++)
 		sk_node_free(n->items[i]);
 	free(n->items);

@@ -31,6 +31,51 @@ static void pathf(char *buf, size_t sz, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* The hot paths (one per rule and per port) build their paths without printf: "base[idx]" and
+ * "base.key", truncated exactly as vsnprintf would truncate them. */
+static void path_cat(char *buf, size_t sz, const char *base, const char *a, size_t alen, char tail)
+{
+	if (!sz)
+		return;
+	size_t o = 0, bl = strlen(base);
+	const size_t room = sz - 1;
+	if (bl > room)
+		bl = room;
+	memcpy(buf, base, bl);
+	o = bl;
+	size_t n = alen < room - o ? alen : room - o;
+	memcpy(buf + o, a, n);
+	o += n;
+	if (tail && o < room)
+		buf[o++] = tail;
+	buf[o] = 0;
+}
+
+static void path_key(char *buf, size_t sz, const char *base, const char *key)
+{
+	char a[PATHSZ];
+	const size_t kl = strlen(key);
+	if (kl + 1 >= sizeof(a)) {
+		pathf(buf, sz, "%s.%s", base, key);
+		return;
+	}
+	a[0] = '.';
+	memcpy(a + 1, key, kl);
+	path_cat(buf, sz, base, a, kl + 1, 0);
+}
+
+static void path_idx(char *buf, size_t sz, const char *base, size_t idx)
+{
+	char d[24];
+	size_t i = sizeof(d);
+	do {
+		d[--i] = (char)('0' + idx % 10);
+		idx /= 10;
+	} while (idx);
+	d[--i] = '[';
+	path_cat(buf, sz, base, d + i, sizeof(d) - i, ']');
+}
+
 #define err_at(c, n, ...) sk_ctx_error((c), (n)->line, (n)->col, __VA_ARGS__)
 
 /* ---- generic shape checks ---------------------------------------------------------------------- */
@@ -53,20 +98,26 @@ static bool want_seq(struct sk_load_ctx *c, const struct sk_node *n, const char 
 	return false;
 }
 
+/* "k1, k2, ..." for messages; built only when one is written. Returns buf. */
+static const char *keys_text(const char *const *keys, size_t n_keys, char *buf, size_t sz)
+{
+	size_t o = 0;
+	buf[0] = 0;
+	for (size_t i = 0; i < n_keys && o < sz; i++)
+		o += (size_t)snprintf(buf + o, sz - o, "%s%s", i ? ", " : "", keys[i]);
+	return buf;
+}
+
 /* Every key must be a string, known, and present once. `where` names the mapping in messages. */
 static void check_keys(struct sk_load_ctx *c, const struct sk_node *map, const char *where, const char *const *keys,
 		       size_t n_keys)
 {
 	char q[SK_QUOTE_MAX], d[SK_QUOTE_MAX + 16], expected[256];
-	size_t o = 0;
-	expected[0] = 0;
-	for (size_t i = 0; i < n_keys && o < sizeof(expected); i++)
-		o += (size_t)snprintf(expected + o, sizeof(expected) - o, "%s%s", i ? ", " : "", keys[i]);
 	for (size_t i = 0; i + 1 < map->n; i += 2) {
 		const struct sk_node *k = map->items[i];
 		if (k->kind != SK_NODE_SCALAR || k->skind != SK_SCALAR_STR) {
 			err_at(c, k, "%s: key is %s, expected one of %s", where, sk_node_describe(k, d, sizeof(d)),
-			       expected);
+			       keys_text(keys, n_keys, expected, sizeof(expected)));
 			continue;
 		}
 		bool known = false;
@@ -74,7 +125,7 @@ static void check_keys(struct sk_load_ctx *c, const struct sk_node *map, const c
 			known = !strcmp(k->text, keys[j]);
 		if (!known) {
 			err_at(c, k, "%s: unknown key %s, expected one of %s", where, sk_quote(k->text, q, sizeof(q)),
-			       expected);
+			       keys_text(keys, n_keys, expected, sizeof(expected)));
 			continue;
 		}
 		for (size_t j = 0; j < i; j += 2) {
@@ -177,7 +228,18 @@ static size_t sort_unique_u16(uint16_t *v, size_t n)
 {
 	if (!n || !v)
 		return 0;
-	qsort(v, n, sizeof(*v), cmp_u16);
+	if (n <= 8) {
+		/* a rule's handful of ports: insertion sort, no qsort call per rule */
+		for (size_t i = 1; i < n; i++) {
+			uint16_t t = v[i];
+			size_t j = i;
+			for (; j > 0 && v[j - 1] > t; j--)
+				v[j] = v[j - 1];
+			v[j] = t;
+		}
+	} else {
+		qsort(v, n, sizeof(*v), cmp_u16);
+	}
 	size_t o = 1;
 	for (size_t i = 1; i < n; i++)
 		if (v[i] != v[o - 1])
@@ -205,7 +267,7 @@ static int get_port_list(struct sk_load_ctx *c, const struct sk_node *n, const c
 	int ret = 0;
 	for (size_t i = 0; i < n->n; i++) {
 		unsigned long long p;
-		pathf(ipath, sizeof(ipath), "%s[%zu]", path, i);
+		path_idx(ipath, sizeof(ipath), path, i);
 		if (get_uint(c, n->items[i], ipath, 1, 65535, "a port 1..65535", &p) < 0)
 			ret = -EINVAL;
 		else
@@ -334,7 +396,7 @@ static void validate_rule(struct sk_load_ctx *c, const struct sk_node *n, size_t
 {
 	static const char *const keys[] = { "host", "cidr", "ports", "protocol", "direct" };
 	char path[PATHSZ], kpath[PATHSZ];
-	pathf(path, sizeof(path), "egress[%zu]", idx);
+	path_idx(path, sizeof(path), "egress", idx);
 	if (!want_map(c, n, path))
 		return;
 	check_keys(c, n, path, keys, SK_ARRAY_SIZE(keys));
@@ -353,29 +415,29 @@ static void validate_rule(struct sk_load_ctx *c, const struct sk_node *n, size_t
 		err_at(c, n, "%s: has neither host nor cidr, expected exactly one of them", path);
 		bad = true;
 	}
-	pathf(kpath, sizeof(kpath), "%s.ports", path);
+	path_key(kpath, sizeof(kpath), path, "ports");
 	if (pn && get_port_list(c, pn, kpath, &ports, &n_ports) < 0)
 		bad = true;
-	pathf(kpath, sizeof(kpath), "%s.protocol", path);
+	path_key(kpath, sizeof(kpath), path, "protocol");
 	if (prn && (proto = get_enum(c, prn, kpath, "protocol", protos, SK_ARRAY_SIZE(protos), PROTO_EXPECTED)) < 0)
 		bad = true;
-	pathf(kpath, sizeof(kpath), "%s.direct", path);
+	path_key(kpath, sizeof(kpath), path, "direct");
 	if (dn && get_bool(c, dn, kpath, &direct) < 0)
 		bad = true;
 	if (host && !cidr) {
 		/* The proxy decides host rules by the name it sees in a TCP stream; UDP never reaches it. */
 		if (proto == SK_PROTO_UDP) {
-			pathf(kpath, sizeof(kpath), "%s.protocol", path);
+			path_key(kpath, sizeof(kpath), path, "protocol");
 			err_at(c, prn, "%s: UDP cannot be proxied by name, expected a cidr rule for udp traffic", kpath);
 			bad = true;
 		}
 		if (direct) {
-			pathf(kpath, sizeof(kpath), "%s.direct", path);
+			path_key(kpath, sizeof(kpath), path, "direct");
 			err_at(c, dn, "%s: only cidr rules can be direct, expected direct on a cidr rule "
 				      "(a host rule is decided by name in the proxy)", kpath);
 			bad = true;
 		}
-		pathf(kpath, sizeof(kpath), "%s.host", path);
+		path_key(kpath, sizeof(kpath), path, "host");
 		if (bad) {
 			char norm[SK_DOMAIN_MAX + 1];
 			bool wc;
@@ -387,12 +449,12 @@ static void validate_rule(struct sk_load_ctx *c, const struct sk_node *n, size_t
 		}
 	} else if (cidr && !host) {
 		struct sk_cidr net;
-		pathf(kpath, sizeof(kpath), "%s.cidr", path);
+		path_key(kpath, sizeof(kpath), path, "cidr");
 		if (sk_parse_cidr_at(c, cidr, kpath, &net) < 0)
 			bad = true;
 		/* A direct rule is an nft set match in the kernel: it sees ports, never a TLS or HTTP header. */
 		if (direct && (proto == SK_PROTO_TLS || proto == SK_PROTO_HTTP)) {
-			pathf(kpath, sizeof(kpath), "%s.direct", path);
+			path_key(kpath, sizeof(kpath), path, "direct");
 			err_at(c, dn, "%s: a direct rule bypasses the proxy and cannot check protocol %s, "
 				      "expected protocol tcp, udp or any", kpath, protos[proto]);
 			bad = true;
@@ -451,7 +513,7 @@ static const struct sk_node *validate_uid_section(struct sk_load_ctx *c, const s
 		*ok = false;
 		return NULL;
 	}
-	pathf(path, sizeof(path), "%s.uid", name);
+	path_key(path, sizeof(path), name, "uid");
 	uint32_t v = get_uid_at(c, u, path, ok);
 	if (*ok)
 		*uid = v;
@@ -694,7 +756,7 @@ static void syscall_list(struct sk_load_ctx *c, const struct sk_node *n, const c
 		return;
 	*out = calloc(n->n ? n->n : 1, sizeof(char *));
 	for (size_t i = 0; *out && i < n->n; i++) {
-		pathf(ipath, sizeof(ipath), "%s[%zu]", path, i);
+		path_idx(ipath, sizeof(ipath), path, i);
 		const char *s = get_str(c, n->items[i], ipath, "a syscall name");
 		if (!s)
 			continue;
@@ -892,7 +954,7 @@ static void validate_api(struct sk_load_ctx *c, const struct sk_node *n, size_t 
 	const struct sk_node *v;
 
 	if ((v = need(c, n, path, "name", "name: [a-z0-9-]{1,63}"))) {
-		pathf(kp, sizeof(kp), "%s.name", path);
+		path_key(kp, sizeof(kp), path, "name");
 		const char *s = get_str(c, v, kp, "a name [a-z0-9-]{1,63}");
 		if (s) {
 			size_t l = strlen(s);
@@ -916,7 +978,7 @@ static void validate_api(struct sk_load_ctx *c, const struct sk_node *n, size_t 
 		}
 	}
 	if ((v = need(c, n, path, "upstream", "upstream: https://host"))) {
-		pathf(kp, sizeof(kp), "%s.upstream", path);
+		path_key(kp, sizeof(kp), path, "upstream");
 		const char *s = get_str(c, v, kp, "an https:// URL");
 		const char *why = s ? normalize_upstream(s, &a->upstream) : NULL;
 		if (why)
@@ -924,52 +986,52 @@ static void validate_api(struct sk_load_ctx *c, const struct sk_node *n, size_t 
 				     "fragment", kp, sk_quote(s, q, sizeof(q)), why);
 	}
 	if ((v = need(c, n, path, "header", "header: {name: ..., valueFile: ...}"))) {
-		pathf(kp, sizeof(kp), "%s.header", path);
+		path_key(kp, sizeof(kp), path, "header");
 		if (want_map(c, v, kp)) {
 			check_keys(c, v, kp, hkeys, 2);
 			const struct sk_node *hn = need(c, v, kp, "name", "an HTTP header name");
 			const struct sk_node *hf = need(c, v, kp, "valueFile", "the path of the secret value");
 			char hp[PATHSZ];
-			pathf(hp, sizeof(hp), "%s.name", kp);
+			path_key(hp, sizeof(hp), kp, "name");
 			const char *s = hn ? get_str(c, hn, hp, "an HTTP header name") : NULL;
 			if (s && !http_token(s))
 				err_at(c, hn, "%s: %s is not a header name, expected an HTTP token like x-api-key", hp,
 				       sk_quote(s, q, sizeof(q)));
 			else if (s)
 				a->header_name = strdup(s);
-			pathf(hp, sizeof(hp), "%s.valueFile", kp);
+			path_key(hp, sizeof(hp), kp, "valueFile");
 			if (hf)
 				a->value_file = get_file(c, hf, hp);
 		}
 	}
 	if ((v = sk_node_get(n, "callerToken"))) {
-		pathf(kp, sizeof(kp), "%s.callerToken", path);
+		path_key(kp, sizeof(kp), path, "callerToken");
 		a->caller_token_file = get_file(c, v, kp);
 	}
 	if ((v = sk_node_get(n, "caFile"))) {
-		pathf(kp, sizeof(kp), "%s.caFile", path);
+		path_key(kp, sizeof(kp), path, "caFile");
 		a->ca_file = get_file(c, v, kp);
 	}
 	if ((v = sk_node_get(n, "rateLimit"))) {
-		pathf(kp, sizeof(kp), "%s.rateLimit", path);
+		path_key(kp, sizeof(kp), path, "rateLimit");
 		if (want_map(c, v, kp)) {
 			check_keys(c, v, kp, rkeys, 2);
 			const struct sk_node *r = sk_node_get(v, "rps"), *b = sk_node_get(v, "burst");
 			char rp[PATHSZ];
-			pathf(rp, sizeof(rp), "%s.rps", kp);
+			path_key(rp, sizeof(rp), kp, "rps");
 			if (r)
 				get_number(c, r, rp, &a->rate);
-			pathf(rp, sizeof(rp), "%s.burst", kp);
+			path_key(rp, sizeof(rp), kp, "burst");
 			if (b)
 				get_number(c, b, rp, &a->burst);
 		}
 	}
 	if ((v = sk_node_get(n, "methods"))) {
-		pathf(kp, sizeof(kp), "%s.methods", path);
+		path_key(kp, sizeof(kp), path, "methods");
 		if (want_seq(c, v, kp, "HTTP methods") && (a->methods = calloc(v->n ? v->n : 1, sizeof(char *)))) {
 			for (size_t i = 0; i < v->n; i++) {
 				char ip[PATHSZ];
-				pathf(ip, sizeof(ip), "%s[%zu]", kp, i);
+				path_idx(ip, sizeof(ip), kp, i);
 				const char *s = get_str(c, v->items[i], ip, "an HTTP method like GET");
 				if (!s)
 					continue;
@@ -996,11 +1058,11 @@ static void validate_api(struct sk_load_ctx *c, const struct sk_node *n, size_t 
 		}
 	}
 	if ((v = sk_node_get(n, "pathPrefixes"))) {
-		pathf(kp, sizeof(kp), "%s.pathPrefixes", path);
+		path_key(kp, sizeof(kp), path, "pathPrefixes");
 		if (want_seq(c, v, kp, "paths") && (a->path_prefixes = calloc(v->n ? v->n : 1, sizeof(char *)))) {
 			for (size_t i = 0; i < v->n; i++) {
 				char ip[PATHSZ];
-				pathf(ip, sizeof(ip), "%s[%zu]", kp, i);
+				path_idx(ip, sizeof(ip), kp, i);
 				const char *s = get_str(c, v->items[i], ip, "a path starting with /");
 				if (!s)
 					continue;
