@@ -13,6 +13,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <cmocka.h>
+#include <cjson/cJSON.h>
 
 #include "sidecar/config.h"
 
@@ -529,6 +530,57 @@ static void test_operating_md_matches_table(void **state)
 	free(doc);
 }
 
+/* The chart's sidecar.settings accepts exactly the flags the chart does not set itself (values.schema.json,
+ * propertyNames): a setting added to the table must be added there too. */
+static void test_chart_schema_lists_the_flags(void **state)
+{
+	(void)state;
+	static const char *const chart_owned[] = { "policy", "marker", "admin-addr", "log-level", "drain-seconds" };
+	FILE *f = fopen("helm/stockade/values.schema.json", "r");
+	if (!f)
+		skip();   /* not run from the repository root */
+	char *text = NULL;
+	size_t cap = 0;
+	ssize_t got = getdelim(&text, &cap, '\0', f);
+	fclose(f);
+	assert_true(got > 0);
+	cJSON *root = cJSON_Parse(text);
+	free(text);
+	assert_non_null(root);
+	const cJSON *props = cJSON_GetObjectItemCaseSensitive(root, "properties");
+	const cJSON *sidecar = cJSON_GetObjectItemCaseSensitive(props, "sidecar");
+	const cJSON *settings = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(sidecar, "properties"),
+								 "settings");
+	const cJSON *names = cJSON_GetObjectItemCaseSensitive(settings, "propertyNames");
+	const cJSON *e = cJSON_GetObjectItemCaseSensitive(names, "enum");
+	if (!cJSON_IsArray(e)) {
+		cJSON_Delete(root);
+		fail_msg("values.schema.json: no sidecar.settings.propertyNames.enum");
+		return;
+	}
+	size_t n, want = 0;
+	const struct sk_setting *t = sk_config_settings(&n);
+	for (size_t i = 0; i < n; i++) {
+		bool owned = !t[i].flag;
+		for (size_t k = 0; k < sizeof(chart_owned) / sizeof(chart_owned[0]) && !owned; k++)
+			owned = strcmp(t[i].flag, chart_owned[k]) == 0;
+		if (owned)
+			continue;
+		want++;
+		bool found = false;
+		const cJSON *it;
+		cJSON_ArrayForEach(it, e)
+			found |= cJSON_IsString(it) && strcmp(it->valuestring, t[i].flag) == 0;
+		if (!found) {
+			cJSON_Delete(root);
+			fail_msg("helm/stockade/values.schema.json: sidecar.settings does not list '%s'", t[i].flag);
+			return;
+		}
+	}
+	assert_int_equal((size_t)cJSON_GetArraySize(e), want);  /* and nothing the sidecar does not have */
+	cJSON_Delete(root);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -543,6 +595,7 @@ int main(void)
 		cmocka_unit_test(test_group_defaults),
 		cmocka_unit_test(test_help_lists_every_setting),
 		cmocka_unit_test(test_operating_md_matches_table),
+		cmocka_unit_test(test_chart_schema_lists_the_flags),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

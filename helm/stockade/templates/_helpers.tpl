@@ -140,6 +140,10 @@ Usage: {{ include "stockade.sidecarContainer" (dict "root" . "native" true) | ni
     - --marker=/run/stockade/init.marker
     - --admin-addr=0.0.0.0:{{ int $.Values.ports.admin }}
     - --log-level={{ $.Values.sidecar.logLevel }}
+    {{- range $name, $value := $.Values.sidecar.settings }}
+    {{- /* YAML numbers arrive as float64: print 3600000, not 3.6e+06 */}}
+    - {{ printf "--%s=%v" $name (ternary (int64 $value) $value (kindIs "float64" $value)) | quote }}
+    {{- end }}
   env:
     - name: STOCKADE_DRAIN_SECONDS
       value: {{ $.Values.sidecar.drainSeconds | quote }}
