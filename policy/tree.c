@@ -157,9 +157,9 @@ int sk_node_push(struct sk_node *parent, struct sk_node *child)
 		struct sk_node **v;
 		if (parent->pool) {
 			/* the old array stays in the arena: growth by doubling wastes at most as much as it keeps */
-			v = arena_alloc(parent->pool, cap * sizeof(*v), _Alignof(struct sk_node *));
+			v = arena_alloc(parent->pool, cap * sizeof(struct sk_node *), _Alignof(struct sk_node *));
 			if (v && parent->n)
-				memcpy(v, parent->items, parent->n * sizeof(*v));
+				memcpy(v, parent->items, parent->n * sizeof(struct sk_node *));
 		} else {
 			v = realloc(parent->items, cap * sizeof(struct sk_node *));
 		}

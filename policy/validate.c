@@ -60,7 +60,7 @@ static void path_key(char *buf, size_t sz, const char *base, const char *key)
 		return;
 	}
 	a[0] = '.';
-	memcpy(a + 1, key, kl);
+	memcpy(a + 1, key, kl + 1);  /* with its NUL */
 	path_cat(buf, sz, base, a, kl + 1, 0);
 }
 
@@ -1119,13 +1119,14 @@ static void check_bypass_rules(struct sk_load_ctx *c, const struct sk_node *egre
 		const struct sk_node *cn = sk_node_get(item, "cidr");
 		const char *kind = r->direct && r->proto == SK_PROTO_UDP ? "direct udp" : r->direct ? "direct" : "udp";
 		char net[SK_ADDR_STRLEN + 4], list[256];
-		sk_cidr_format(&r->cidr, net);
 		if (!sk_cidr_is_link_local(&r->cidr) && sk_cidr_link_local_overlaps(&r->cidr, list, sizeof(list))) {
+			sk_cidr_format(&r->cidr, net);  /* for the message only */
 			err_at(c, cn ? cn : item, "egress[%zu].cidr: %s is a %s rule, which goes around the proxy, and "
 				"contains link-local/metadata addresses (%s); expected a block that lies wholly inside "
 				"one of them or contains none", i, net, kind, list);
 		} else if (p->block_private && !sk_cidr_is_private(&r->cidr) &&
 			   sk_cidr_private_overlaps(&r->cidr, list, sizeof(list))) {
+			sk_cidr_format(&r->cidr, net);
 			err_at(c, cn ? cn : item, "egress[%zu].cidr: %s is a %s rule, which goes around the proxy, and "
 				"contains private addresses (%s) while blockPrivate is true; expected a block that lies "
 				"wholly inside one private range or contains none", i, net, kind, list);
