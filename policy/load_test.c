@@ -974,6 +974,17 @@ static void test_netns_hash(void **state)
 	assert_string_equal(b, want);
 	sk_policy_free(p);
 
+	/* IPv6, no ports, udp only: the piecewise text matches the printf form. */
+	p = load_text_ok("version: 1\negress:\n  - {cidr: \"2001:db8::/32\", protocol: udp}\n"
+			 "  - {cidr: 192.0.2.0/24, ports: [65535], direct: true, protocol: tcp}\n");
+	sk_policy_netns_hash(p, a);
+	fnv_hex("stockade-netns v1\nagent 1000\nsidecar 1337\nexempt \n"
+		"ports proxy=15001 dns=15053 admin=15000 api=15080\nloopback allow\n"
+		"rule 0 cidr 2001:db8::/32 ports any protocol udp\n"
+		"rule 1 cidr 192.0.2.0/24 ports [65535] protocol tcp direct\n", want);
+	assert_string_equal(a, want);
+	sk_policy_free(p);
+
 	/* Any netns change moves it. */
 	p = load_text_ok("version: 1\nagent: {uid: 1001}\n");
 	sk_policy_netns_hash(p, a);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -390,12 +391,33 @@ char *sk_rule_format(const struct sk_rule *r, char *out, size_t outsz)
 #define FNV64_OFFSET 0xcbf29ce484222325ULL
 #define FNV64_PRIME 0x100000001b3ULL
 
+static void fnv_str_n(uint64_t *h, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		*h ^= (unsigned char)s[i];
+		*h *= FNV64_PRIME;
+	}
+}
+
 static void fnv_str(uint64_t *h, const char *s)
 {
 	for (; *s; s++) {
 		*h ^= (unsigned char)*s;
 		*h *= FNV64_PRIME;
 	}
+}
+
+/* The decimal digits of v, as printf's %u / %zu would write them. */
+static void fnv_u64(uint64_t *h, uint64_t v)
+{
+	char d[21];
+	size_t n = 0;
+	do {
+		d[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n)
+		fnv_str_n(h, &d[--n], 1);
 }
 
 /* The canonical form hashed (FNV-1a 64) is this text, one item per line, every line ending in '\n':
@@ -446,18 +468,37 @@ void sk_policy_netns_hash(const struct sk_policy *p, char out[17])
 		const struct sk_rule *r = &p->rules[i];
 		if (r->kind != SK_RULE_CIDR || !(r->direct || r->proto == SK_PROTO_UDP))
 			continue;
-		/* Written piecewise rather than through sk_rule_format so a long port list is never truncated. */
-		char c[SK_ADDR_STRLEN + 4];
-		sk_cidr_format(&r->cidr, c);
-		snprintf(line, sizeof(line), "rule %zu cidr %s ports %s", i, c, r->n_ports ? "[" : "any");
-		fnv_str(&h, line);
-		for (size_t j = 0; j < r->n_ports; j++) {
-			snprintf(line, sizeof(line), "%s%u", j ? "," : "", r->ports[j]);
-			fnv_str(&h, line);
+		/* The same text as "rule %zu cidr %s ports [%u,...] protocol %s direct\n", written piecewise
+		 * without printf: a 10 000-CIDR policy spent more time here than loading its rules. */
+		fnv_str(&h, "rule ");
+		fnv_u64(&h, i);
+		fnv_str(&h, " cidr ");
+		if (r->cidr.net.family == AF_INET) {
+			for (int k = 0; k < 4; k++) {
+				if (k)
+					fnv_str(&h, ".");
+				fnv_u64(&h, r->cidr.net.bytes[k]);
+			}
+			fnv_str(&h, "/");
+			fnv_u64(&h, r->cidr.prefix);
+		} else {
+			char c[SK_ADDR_STRLEN + 4];
+			sk_cidr_format(&r->cidr, c);
+			fnv_str(&h, c);
 		}
-		snprintf(line, sizeof(line), "%s%s%s%s\n", r->n_ports ? "]" : "", r->proto != SK_PROTO_ANY ? " protocol " : "",
-			 r->proto != SK_PROTO_ANY ? sk_proto_name(r->proto) : "", r->direct ? " direct" : "");
-		fnv_str(&h, line);
+		fnv_str(&h, r->n_ports ? " ports [" : " ports any");
+		for (size_t j = 0; j < r->n_ports; j++) {
+			if (j)
+				fnv_str(&h, ",");
+			fnv_u64(&h, r->ports[j]);
+		}
+		if (r->n_ports)
+			fnv_str(&h, "]");
+		if (r->proto != SK_PROTO_ANY) {
+			fnv_str(&h, " protocol ");
+			fnv_str(&h, sk_proto_name(r->proto));
+		}
+		fnv_str(&h, r->direct ? " direct\n" : "\n");
 	}
 	snprintf(out, 17, "%016llx", (unsigned long long)h);
 }
