@@ -391,27 +391,30 @@ static void answer_direction(int pi, unsigned sel, const uint8_t *ans, size_t al
 	if ((r.hdr.flags & SK_DNS_F_TC) || (rcode != SK_DNS_RC_NOERROR && rcode != SK_DNS_RC_NXDOMAIN))
 		CHECK(r.hdr.ancount == 0 && r.hdr.nscount == 0 && v.n_bind == 0);
 
-	/* the CNAME chain from the question, over what is returned */
-	struct sk_dns_name chain[SK_DNS_CHAIN_MAX + 2];
+	/* every name a CNAME returned leads to from the question (any class, every branch: a superset of the
+	 * filter's own single chain, so the check holds whichever CNAME a stub follows) */
+	enum { REACH_MAX = SK_DNS_MSG_MAX / 12 };   /* more than the records an answer can hold */
+	static struct sk_dns_name chain[REACH_MAX];
 	size_t n_chain = 1;
 	chain[0] = q.qname;
-	for (bool grew = true; grew && n_chain < SK_DNS_CHAIN_MAX + 2;) {
+	for (bool grew = true; grew;) {
 		grew = false;
 		size_t off = r.sec[SK_DNS_SEC_AN];
 		unsigned left = r.hdr.ancount;
 		struct sk_dns_rr rr;
 		while (sk_dns_rr_next(&r, &off, &left, &rr)) {
 			struct sk_dns_name t;
-			if (rr.type != SK_DNS_T_CNAME || !sk_dns_name_equal(&rr.name, &chain[n_chain - 1]) ||
-			    !sk_dns_rr_target(&r, &rr, &t))
+			if (rr.type != SK_DNS_T_CNAME || !sk_dns_rr_target(&r, &rr, &t))
 				continue;
-			bool dup = false;
-			for (size_t i = 0; i < n_chain; i++)
+			bool from = false, dup = false;
+			for (size_t i = 0; i < n_chain; i++) {
+				from = from || sk_dns_name_equal(&chain[i], &rr.name);
 				dup = dup || sk_dns_name_equal(&chain[i], &t);
-			if (!dup) {
+			}
+			if (from && !dup) {
+				CHECK(n_chain < REACH_MAX);
 				chain[n_chain++] = t;
 				grew = true;
-				break;
 			}
 		}
 	}
