@@ -155,13 +155,14 @@ skn_node_owner() {
 
 # skn_lock WHO — hold the machine's node lock for the rest of the calling script (fd 9): make demo and
 # scripts/node-e2e take it, so one never tears down or reuses a node the other is working on. Waits,
-# saying who holds it.
+# saying who holds it. Callers start children with 9>&- so only their own shell holds it.
 skn_lock() {
 	local lock=/run/lock/stockade-node.lock
 	mkdir -p /run/lock
 	exec 9>>"$lock"
 	if ! flock -n 9; then
-		echo "$1: waiting for the node lock $lock, held by: $(cat "$lock.holder" 2>/dev/null || echo '?')" >&2
+		echo "$1: waiting for the node lock $lock, taken by $(cat "$lock.holder" 2>/dev/null || echo '?');" \
+			"open in pids:$(fuser "$lock" 2>/dev/null)" >&2
 		flock 9
 	fi
 	echo "$1 (pid $$, since $(date '+%F %T'))" >"$lock.holder"
