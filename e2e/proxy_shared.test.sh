@@ -9,11 +9,14 @@
 #   2 an HTTP head withheld past the deadline, Host denied / allowed
 #   3 pipelined and kept-alive requests for another Host, CL.TE framing, chunked and CL bodies intact
 #   4 h2c (Upgrade and prior knowledge) denied; websocket works; a declined upgrade stays checked
-#   5 server-first protocols: greeting at once under a `tcp` rule, within the deadline under `any`
+#   5 server-first protocols: greeting at once under a `tcp` rule, within the deadline under `any`; the
+#     first flight after a greeting (STARTTLS shape, HTTP) still decided
 #   6 one client byte that cannot begin TLS/HTTP is relayed at once
 #   7 ECH GREASE: denied by default (ech), allowed with tls.echGrease: allow (reload)
 #   8 fallback resolution: a name never looked up through the filter (curl --resolve) works when the
 #     sidecar's own resolution agrees (binding resolved), is denied toward another address (mismatch)
+#   9 first flights and later heads split across writes; framings a lenient server reads differently
+#  10 no Host; a late first flight of pipelined requests
 # Only the test addresses below (in the internet netns) and loopback are ever contacted.
 set -uo pipefail
 # shellcheck source=e2e/lib.sh
@@ -37,6 +40,7 @@ S6=2001:db8:19::150 G6=2001:db8:19::151 X6=2001:db8:19::152
 PEEK_MS=1500
 WAIT=2.0   # a silent client waits this long (past the peek deadline) before its first flight
 LOGD=$SK_TMP/srvlog
+WS='Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n'   # a websocket upgrade's headers
 
 # --- certificates: a throwaway CA and one leaf per name ---
 NAMES="allowed denied allowed2 allowed3"
@@ -129,7 +133,7 @@ CURL=(timeout 30 curl -sS --max-time 20 --cacert "$SK_TMP/ca.pem")
 # audit lines are written when a connection ends: mark before a case, settle, then query what came after
 MARK=0
 mark() { MARK=$(wc -l <"$SK_TMP/audit.log"); }
-settle() { sleep 0.3; }
+settle() { sleep 0.15; }
 aq() { tail -n +$((MARK + 1)) "$SK_TMP/audit.log" >"$SK_TMP/slice.ndjson"; "$PY" "$SK_ROOT/e2e/proxy/audit_q.py" "$SK_TMP/slice.ndjson" "$@"; }
 aq_all() { "$PY" "$SK_ROOT/e2e/proxy/audit_q.py" "$SK_TMP/audit.log" "$@"; }
 # server-side evidence
@@ -277,6 +281,51 @@ for fam in 4 6; do
 	sk_check_eq "v$fam 4d: the denied vhost received 0 bytes" "$b0" "$(vhost_bytes denied.example)"
 	sk_check_eq "v$fam 4d: one deny audit line for request 2" 1 \
 		"$(aq event=deny decision=deny reason=no_match name=denied.example proto=http request=2 "dst=$(hp "$s" 80)")"
+
+	mark
+	out=$(cl sendall "$s" 80 "GET /ws-decline HTTP/1.1\r\nHost: allowed.example\r\n$WS\r\nGET /c4e-2-v$fam HTTP/1.1\r\nHost: denied.example\r\n\r\n")
+	settle
+	sk_check_eq "v$fam 4e: declined websocket and a request for denied.example in one write: 400 then 403" "400 403" "$out"
+	sk_check "v$fam 4e: the second request never reached a server" never_seen "/c4e-2-v$fam"
+	sk_check_eq "v$fam 4e: one deny audit line for request 2" 1 \
+		"$(aq event=deny decision=deny reason=no_match name=denied.example proto=http request=2 "dst=$(hp "$s" 80)")"
+
+	mark
+	out=$(cl script "$s" 80 'w:GET /c4f-1 HTTP/1.1\r\nHost: allowed.example\r\n\r\n' r \
+		"w:GET /c4f-2-v$fam HTTP/1.1\r\nHost: allowed.example\r\n$WS\r\n" r)
+	settle
+	sk_check_eq "v$fam 4f: a websocket upgrade as the second request: 200 then 403" "200 403" "$out"
+	sk_check "v$fam 4f: the upgrade never reached a server" never_seen "/c4f-2-v$fam"
+	sk_check_eq "v$fam 4f: audited http_upgrade_not_first, request 2" 1 \
+		"$(aq event=deny decision=deny reason=http_upgrade_not_first request=2 "dst=$(hp "$s" 80)")"
+done
+
+# --- 10. no Host (the server's default vhost could be any name on the address); late and pipelined ---
+for fam in 4 6; do
+	fam_addrs $fam
+	mark; t0=$(total_bytes)
+	out=$(cl sendall "$s" 80 'GET /c10-nohost HTTP/1.0\r\n\r\n')
+	settle
+	sk_check_eq "v$fam 10a: an HTTP/1.0 request without Host: 403" 403 "$out"
+	sk_check_eq "v$fam 10a: nothing reached the server" "$t0" "$(total_bytes)"
+	sk_check_eq "v$fam 10a: audited http_no_host" 1 "$(aq event=deny decision=deny reason=http_no_host "dst=$(hp "$s" 80)")"
+
+	mark
+	out=$(cl script "$s" 80 'w:GET /c10b-1 HTTP/1.1\r\nHost: allowed.example\r\n\r\n' r "w:GET /c10b-2-v$fam HTTP/1.0\r\n\r\n" r)
+	settle
+	sk_check_eq "v$fam 10b: kept-alive second request without Host: 200 then 403" "200 403" "$out"
+	sk_check "v$fam 10b: the second request never reached a server" never_seen "/c10b-2-v$fam"
+	sk_check_eq "v$fam 10b: audited http_no_host, request 2" 1 \
+		"$(aq event=deny decision=deny reason=http_no_host request=2 "dst=$(hp "$s" 80)")"
+
+	mark
+	out=$(cl script "$s" 80 "s:$WAIT" \
+		"w:GET /c10c-1 HTTP/1.1\r\nHost: allowed.example\r\n\r\nGET /c10c-2-v$fam HTTP/1.1\r\nHost: denied.example\r\n\r\n" r r)
+	settle
+	sk_check_eq "v$fam 10c: late first flight of two pipelined requests (allowed, denied): 200 then 403" "200 403" "$out"
+	sk_check "v$fam 10c: the second request never reached a server" never_seen "/c10c-2-v$fam"
+	sk_check_eq "v$fam 10c: one deny audit line, late:true, request 2" 1 \
+		"$(aq event=deny decision=deny reason=no_match name=denied.example late=True request=2 "dst=$(hp "$s" 80)")"
 done
 
 # --- 9. first flights and later heads split across writes; framing a lenient server reads differently ---
@@ -363,6 +412,23 @@ for fam in 4 6; do
 		within "${ms:-99999}" $((PEEK_MS + 1000)) "${how:-}"
 	sk_check_eq "v$fam 5b: allowed as tcp by the binding, the late first flight decided (late:true)" 1 \
 		"$(aq event=conn decision=allow name=allowed.example proto=tcp late=True "dst=$(hp "$s" 2526)")"
+
+	# after the greeting flowed (server first), the client's first flight is still classified and decided
+	mark; t0=$(total_bytes)
+	out=$(cl greethello "$s" 2526 denied.example "$SK_TMP/ca.pem")
+	settle
+	sk_check "v$fam 5c: greeting, then a TLS hello for denied.example (STARTTLS shape): refused ($out)" \
+		grep -qE '^220_greet (alert:.*ACCESS_DENIED|closed|reset)' <<<"$out"
+	sk_check_eq "v$fam 5c: the server received nothing" "$t0" "$(total_bytes)"
+	sk_check_eq "v$fam 5c: one deny audit line, late:true" 1 \
+		"$(aq event=deny decision=deny reason=no_match name=denied.example proto=tls late=True "dst=$(hp "$s" 2526)")"
+	mark; t0=$(total_bytes)
+	out=$(cl script "$s" 2526 l 'w:GET /c5d HTTP/1.1\r\nHost: denied.example\r\n\r\n' r)
+	settle
+	sk_check_eq "v$fam 5d: greeting, then an HTTP request for denied.example: 403" "220_greet 403" "$out"
+	sk_check_eq "v$fam 5d: the server received nothing" "$t0" "$(total_bytes)"
+	sk_check_eq "v$fam 5d: one deny audit line, late:true" 1 \
+		"$(aq event=deny decision=deny reason=no_match name=denied.example proto=http late=True "dst=$(hp "$s" 2526)")"
 done
 
 # --- 6. one client byte that cannot begin TLS or an HTTP request line ---

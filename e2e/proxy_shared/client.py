@@ -10,8 +10,10 @@ Each prints one line saying what happened; the suite compares it. Every socket o
   client.py http HOST PORT WAIT HOSTHDR PATH  silent WAIT s, then one GET: "STATUS BODY" | "closed" | "reset"
   client.py send HOST PORT BYTES              send BYTES (Python escapes, e.g. '\\r\\n'): first response status
   client.py sendall HOST PORT BYTES           the same, every response's status until the connection ends
-  client.py script HOST PORT STEP...          w:BYTES write, s:SECS stay silent, r read a response: "S..."
+  client.py script HOST PORT STEP...          w:BYTES write, s:SECS stay silent, r read a response, l read
+                                              a raw line: "S..."
   client.py hellosplit HOST PORT SNI WAIT N CA  silent WAIT s, then a real hello N bytes a write: "ok" | ...
+  client.py greethello HOST PORT SNI CA       read a greeting line, then TLS for SNI: "GREETING ok 200" | ...
   client.py pipeline HOST PORT H1 P1 H2 P2    two GETs in one write: "S1 S2 ms=T" (- for no response;
                                               T: ms from the second request's write to its answer)
   client.py keepalive HOST PORT H1 P1 H2 P2   the second GET after the first response: "S1 S2 ms=T"
@@ -250,8 +252,9 @@ def cmd_sendall(host, port, data):
 
 
 def cmd_script(host, port, *steps):
-    """Steps: w:BYTES (write, Python escapes), s:SECS (stay silent), r (read one response). Prints the
-    statuses read, space-separated (- for a connection that ended instead)."""
+    """Steps: w:BYTES (write, Python escapes), s:SECS (stay silent), r (read one response), l (read one raw
+    line, e.g. a greeting). Prints the statuses and lines read (spaces as _), space-separated (- for a
+    connection that ended instead)."""
     def run():
         s = conn(host, port)
         r, out = Resp(s), []
@@ -265,9 +268,42 @@ def cmd_script(host, port, *steps):
                 time.sleep(float(st[2:]))
             elif st == "r":
                 out.append(status_or(r))
+            elif st == "l":
+                try:
+                    while b"\n" not in r.buf:
+                        r._fill()
+                    line, r.buf = r.buf.split(b"\n", 1)
+                    out.append(line.decode("latin-1").strip().replace(" ", "_"))
+                except (EOFError, ConnectionResetError):
+                    out.append("-")
         return " ".join(out)
 
     print(outcome(run))
+    return 0
+
+
+def cmd_greethello(host, port, sni, ca):
+    """Read a server-first greeting line, then start TLS (a real hello for SNI, as after STARTTLS):
+    "GREETING ok" | "GREETING alert:REASON" | ..."""
+    s = conn(host, port)
+    got = b""
+    try:
+        while not got.endswith(b"\n"):
+            d = s.recv(100)
+            if not d:
+                break
+            got += d
+    except (OSError, socket.timeout):
+        pass
+    greeting = got.decode("latin-1").strip().replace(" ", "_") or "-"
+
+    def run():
+        t = tls_ctx(sni, ca).wrap_socket(s, server_hostname=sni)
+        t.sendall(get(sni, "/c5-starttls"))
+        st, _, _ = Resp(t).read()
+        return "ok %d" % st
+
+    print(greeting, outcome(run))
     return 0
 
 
