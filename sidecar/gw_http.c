@@ -1,0 +1,485 @@
+/* sidecar/gw_http.c — request-head parsing, routing, header filters, chunked decoding, response text;
+ * see gw_http.h. */
+#include "sidecar/gw_http.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/util.h"
+
+static bool tchar(unsigned char c)
+{
+	return isalnum(c) || (c && strchr("!#$%&'*+-.^_`|~", c));
+}
+
+bool sk_gw_name_is(const char *n, size_t len, const char *lit)
+{
+	return strlen(lit) == len && strncasecmp(n, lit, len) == 0;
+}
+
+/* Is `tok` one of the comma-separated tokens of list (case-insensitive, OWS around)? */
+static bool list_has(const char *list, const char *tok, size_t tlen)
+{
+	if (!list)
+		return false;
+	const char *p = list;
+	while (*p) {
+		while (*p == ' ' || *p == '\t' || *p == ',')
+			p++;
+		const char *s = p;
+		while (*p && *p != ',')
+			p++;
+		const char *e = p;
+		while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
+			e--;
+		if ((size_t)(e - s) == tlen && tlen && strncasecmp(s, tok, tlen) == 0)
+			return true;
+	}
+	return false;
+}
+
+static int parse_u63(const char *s, size_t len, int64_t *out)
+{
+	if (len == 0 || len > 18)
+		return -1;
+	int64_t v = 0;
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (s[i] - '0');
+	}
+	*out = v;
+	return 0;
+}
+
+int sk_gw_parse_head(const char *buf, size_t len, struct sk_gw_req *req)
+{
+	memset(req, 0, sizeof(*req));
+	req->content_length = -1;
+	size_t scan = len < SK_GW_HEAD_MAX ? len : SK_GW_HEAD_MAX;
+	const char *end = NULL;
+	for (size_t i = 0; i + 3 < scan; i++)
+		if (buf[i] == '\r' && buf[i + 1] == '\n' && buf[i + 2] == '\r' && buf[i + 3] == '\n') {
+			end = buf + i;
+			break;
+		}
+	/* The request line alone can be judged early: a long target is 414, not 431. */
+	const char *lf = memchr(buf, '\n', scan);
+	if (!lf) {
+		if (len > SK_GW_TARGET_MAX + 64)
+			return -414;
+		return len >= SK_GW_HEAD_MAX ? -431 : 0;
+	}
+	if (!end)
+		return len >= SK_GW_HEAD_MAX ? -431 : (memchr(buf, 0, len) ? -400 : 0);
+	req->head_len = (size_t)(end - buf) + 4;
+
+	/* request line: METHOD SP target SP HTTP/1.x CRLF */
+	const char *p = buf, *le = lf;
+	if (le == buf || le[-1] != '\r')
+		return -400;
+	le--;
+	const char *sp = memchr(p, ' ', (size_t)(le - p));
+	if (!sp || sp == p || (size_t)(sp - p) >= sizeof(req->method))
+		return -400;
+	for (const char *m = p; m < sp; m++)
+		if (!tchar((unsigned char)*m))
+			return -400;
+	memcpy(req->method, p, (size_t)(sp - p));
+	req->method[sp - p] = 0;
+	const char *t = sp + 1;
+	const char *sp2 = memchr(t, ' ', (size_t)(le - t));
+	if (!sp2 || sp2 == t)
+		return -400;
+	req->target = t;
+	req->target_len = (size_t)(sp2 - t);
+	if (req->target_len > SK_GW_TARGET_MAX)
+		return -414;
+	for (size_t i = 0; i < req->target_len; i++)
+		if ((unsigned char)t[i] <= 0x20 || (unsigned char)t[i] >= 0x7f)
+			return -400;
+	const char *v = sp2 + 1;
+	if (le - v != 8 || memcmp(v, "HTTP/1.", 7) != 0)
+		return (le - v >= 5 && memcmp(v, "HTTP/", 5) == 0) ? -505 : -400;
+	if (v[7] != '0' && v[7] != '1')
+		return -505;
+	req->minor = v[7] - '0';
+
+	/* header lines */
+	bool close = false, te_seen = false;
+	p = lf + 1;
+	while (p < end + 2) {
+		const char *nl = memchr(p, '\n', (size_t)(end + 2 - p));
+		if (!nl || nl == p || nl[-1] != '\r')
+			return -400;
+		const char *line_end = nl - 1;   /* at the CR */
+		if (*p == ' ' || *p == '\t')
+			return -400;                 /* obs-fold */
+		const char *colon = memchr(p, ':', (size_t)(line_end - p));
+		if (!colon || colon == p)
+			return -400;
+		for (const char *c = p; c < colon; c++)
+			if (!tchar((unsigned char)*c))
+				return -400;         /* also: whitespace before ':' */
+		const char *vs = colon + 1, *ve = line_end;
+		while (vs < ve && (*vs == ' ' || *vs == '\t'))
+			vs++;
+		while (ve > vs && (ve[-1] == ' ' || ve[-1] == '\t'))
+			ve--;
+		for (const char *c = vs; c < ve; c++) {
+			unsigned char ch = (unsigned char)*c;
+			if ((ch < 0x20 && ch != '\t') || ch == 0x7f)
+				return -400;         /* NUL, bare CR, other controls */
+		}
+		if (req->n_h == SK_GW_MAX_HEADERS)
+			return -431;
+		struct sk_gw_hdr *h = &req->h[req->n_h++];
+		h->name = p;
+		h->name_len = (size_t)(colon - p);
+		h->value = vs;
+		h->value_len = (size_t)(ve - vs);
+		if (sk_gw_name_is(h->name, h->name_len, "content-length")) {
+			int64_t cl;
+			if (parse_u63(h->value, h->value_len, &cl) < 0)
+				return -400;
+			if (req->content_length >= 0 && req->content_length != cl)
+				return -400;
+			req->content_length = cl;
+		} else if (sk_gw_name_is(h->name, h->name_len, "transfer-encoding")) {
+			/* Only "chunked", once: anything else is a smuggling vector or a coding we do not speak. */
+			if (te_seen || !(h->value_len == 7 && strncasecmp(h->value, "chunked", 7) == 0))
+				return -501;
+			te_seen = true;
+		} else if (sk_gw_name_is(h->name, h->name_len, "connection")) {
+			for (size_t i = 0; i + 5 <= h->value_len; i++)
+				if (strncasecmp(h->value + i, "close", 5) == 0 &&
+				    (i == 0 || h->value[i - 1] == ',' || h->value[i - 1] == ' ') &&
+				    (i + 5 == h->value_len || h->value[i + 5] == ',' || h->value[i + 5] == ' '))
+					close = true;
+		} else if (sk_gw_name_is(h->name, h->name_len, "expect")) {
+			if (!(h->value_len == 12 && strncasecmp(h->value, "100-continue", 12) == 0))
+				return -417;
+			req->expect_continue = true;
+		}
+		p = nl + 1;
+	}
+	if (te_seen && (req->content_length >= 0 || req->minor == 0))
+		return -400;
+	req->chunked = te_seen;
+	req->keep_alive = req->minor == 1 && !close;
+	return (int)req->head_len;
+}
+
+int sk_gw_route(const char *target, size_t len, char name[64], const char **rest, size_t *rest_len)
+{
+	if (len == 0 || target[0] != '/')
+		return -EINVAL;   /* absolute-form, authority-form and "*" are not for this port */
+	size_t i = 1;
+	while (i < len && target[i] != '/' && target[i] != '?')
+		i++;
+	size_t nlen = i - 1;
+	if (nlen == 0 || nlen > 63)
+		return -ENOENT;
+	for (size_t k = 1; k < i; k++) {
+		char c = target[k];
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'))
+			return -ENOENT;
+	}
+	memcpy(name, target + 1, nlen);
+	name[nlen] = 0;
+	*rest = target + i;
+	*rest_len = len - i;
+	return 0;
+}
+
+int sk_gw_hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+
+bool sk_gw_hop_by_hop(const char *name, size_t len, const char *connection)
+{
+	static const char *const hop[] = { "connection", "keep-alive", "te", "trailer", "transfer-encoding",
+					   "upgrade", "proxy-connection" };
+	for (size_t i = 0; i < SK_ARRAY_SIZE(hop); i++)
+		if (sk_gw_name_is(name, len, hop[i]))
+			return true;
+	if (len >= 6 && strncasecmp(name, "proxy-", 6) == 0)
+		return true;   /* Proxy-Authorization, Proxy-Authenticate, ...: meant for a proxy, not the API */
+	return list_has(connection, name, len);
+}
+
+int sk_gw_filter_request_headers(const struct sk_gw_req *req, const char *secret_header, bool drop_auth,
+				 sk_gw_emit_fn emit, void *arg)
+{
+	char conn[1024];
+	size_t cl = 0;
+	conn[0] = 0;
+	for (size_t i = 0; i < req->n_h; i++) {
+		const struct sk_gw_hdr *h = &req->h[i];
+		if (sk_gw_name_is(h->name, h->name_len, "connection") && cl + h->value_len + 2 < sizeof(conn)) {
+			memcpy(conn + cl, h->value, h->value_len);
+			cl += h->value_len;
+			conn[cl++] = ',';
+			conn[cl] = 0;
+		}
+	}
+	for (size_t i = 0; i < req->n_h; i++) {
+		const struct sk_gw_hdr *h = &req->h[i];
+		if (sk_gw_hop_by_hop(h->name, h->name_len, conn))
+			continue;
+		if (sk_gw_name_is(h->name, h->name_len, "host") || sk_gw_name_is(h->name, h->name_len, "content-length") ||
+		    sk_gw_name_is(h->name, h->name_len, "expect") || sk_gw_name_is(h->name, h->name_len, "x-stockade-token"))
+			continue;
+		/* The agent must not choose (or see by echo) the injected credential. */
+		if (secret_header && sk_gw_name_is(h->name, h->name_len, secret_header))
+			continue;
+		if (drop_auth && sk_gw_name_is(h->name, h->name_len, "authorization"))
+			continue;
+		int rc = emit(arg, h->name, h->name_len, h->value, h->value_len);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+int sk_gw_chunked_decode(struct sk_gw_chunked *c, const uint8_t *in, size_t in_len, size_t *in_used,
+			 uint8_t *out, size_t out_cap, size_t *out_made)
+{
+	size_t i = 0, o = 0;
+	while (i < in_len && c->st != SK_GW_CH_DONE) {
+		uint8_t ch = in[i];
+		switch (c->st) {
+		case SK_GW_CH_SIZE: {
+			int h = sk_gw_hexval((char)ch);
+			if (h >= 0) {
+				if (++c->digits > 10)
+					goto bad;   /* 2^40: more than any sane body */
+				c->left = c->left * 16 + (uint64_t)h;
+			} else if (c->digits && (ch == ';' || ch == ' ' || ch == '\t')) {
+				c->st = SK_GW_CH_EXT;
+			} else if (c->digits && ch == '\r') {
+				c->st = SK_GW_CH_SIZE_LF;
+			} else {
+				goto bad;
+			}
+			i++;
+			break;
+		}
+		case SK_GW_CH_EXT:
+			if (ch == '\r')
+				c->st = SK_GW_CH_SIZE_LF;
+			else if (ch == '\n' || ++c->ext_len > 1024)
+				goto bad;
+			i++;
+			break;
+		case SK_GW_CH_SIZE_LF:
+			if (ch != '\n')
+				goto bad;
+			i++;
+			c->digits = c->ext_len = 0;
+			c->st = c->left ? SK_GW_CH_DATA : SK_GW_CH_TRAILER;
+			break;
+		case SK_GW_CH_DATA: {
+			size_t n = in_len - i;
+			if (n > c->left)
+				n = (size_t)c->left;
+			if (n > out_cap - o)
+				n = out_cap - o;
+			if (n == 0)
+				goto out;   /* out is full */
+			memcpy(out + o, in + i, n);
+			o += n;
+			i += n;
+			c->left -= n;
+			if (!c->left)
+				c->st = SK_GW_CH_DATA_CR;
+			break;
+		}
+		case SK_GW_CH_DATA_CR:
+			if (ch != '\r')
+				goto bad;
+			i++;
+			c->st = SK_GW_CH_DATA_LF;
+			break;
+		case SK_GW_CH_DATA_LF:
+			if (ch != '\n')
+				goto bad;
+			i++;
+			c->st = SK_GW_CH_SIZE;
+			break;
+		case SK_GW_CH_TRAILER:   /* at the start of a trailer line (or the final CRLF) */
+			if (ch == '\r') {
+				c->st = SK_GW_CH_END_LF;
+			} else {
+				c->st = SK_GW_CH_TRAILER_LINE;
+				if (++c->trailer_len > 8192)
+					goto bad;
+			}
+			i++;
+			break;
+		case SK_GW_CH_TRAILER_LINE:
+			if (ch == '\r')
+				c->st = SK_GW_CH_TRAILER_LF;
+			else if (ch == '\n' || ++c->trailer_len > 8192)
+				goto bad;
+			i++;
+			break;
+		case SK_GW_CH_TRAILER_LF:
+			if (ch != '\n')
+				goto bad;
+			i++;
+			c->st = SK_GW_CH_TRAILER;
+			break;
+		case SK_GW_CH_END_LF:
+			if (ch != '\n')
+				goto bad;
+			i++;
+			c->st = SK_GW_CH_DONE;
+			break;
+		case SK_GW_CH_DONE:
+			break;
+		}
+	}
+out:
+	*in_used = i;
+	*out_made = o;
+	return c->st == SK_GW_CH_DONE ? 1 : 0;
+bad:
+	*in_used = i;
+	*out_made = o;
+	return -1;
+}
+
+void sk_gw_audit_path(const char *rest, size_t len, char *out, size_t cap)
+{
+	size_t o = 0;
+	bool in_query = false, in_value = false;
+	for (size_t i = 0; i < len && o + 1 < cap; i++) {
+		char c = rest[i];
+		if (!in_query) {
+			if (c == '?')
+				in_query = true;
+			out[o++] = c;
+			continue;
+		}
+		/* Query values can carry anything (prompts, ids, tokens): only the keys are kept. */
+		if (c == '&') {
+			in_value = false;
+			out[o++] = c;
+		} else if (c == '=') {
+			if (!in_value)
+				out[o++] = c;
+			in_value = true;
+		} else if (!in_value) {
+			out[o++] = c;
+		}
+	}
+	if (o == 0 && cap > 1)
+		out[o++] = '/';
+	if (cap)
+		out[o] = 0;
+}
+
+void sk_gw_buf_free(struct sk_gw_buf *b)
+{
+	free(b->p);
+	b->p = NULL;
+	b->len = b->cap = 0;
+}
+
+int sk_gw_buf_put(struct sk_gw_buf *b, const void *d, size_t n)
+{
+	if (b->len + n > b->cap) {
+		size_t cap = b->cap ? b->cap : 4096;
+		while (cap < b->len + n)
+			cap *= 2;
+		char *p = realloc(b->p, cap);
+		if (!p)
+			return -ENOMEM;
+		b->p = p;
+		b->cap = cap;
+	}
+	if (n)
+		memcpy(b->p + b->len, d, n);
+	b->len += n;
+	return 0;
+}
+
+int sk_gw_buf_printf(struct sk_gw_buf *b, const char *fmt, ...)
+{
+	char tmp[512];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(tmp))
+		return -EINVAL;
+	return sk_gw_buf_put(b, tmp, (size_t)n);
+}
+
+void sk_gw_json_str(struct sk_gw_buf *b, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	(void)sk_gw_buf_put(b, "\"", 1);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\') {
+			char e[2] = { '\\', (char)c };
+			(void)sk_gw_buf_put(b, e, 2);
+		} else if (c < 0x20 || c >= 0x7f) {
+			char e[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
+			(void)sk_gw_buf_put(b, e, 6);
+		} else {
+			(void)sk_gw_buf_put(b, s, 1);
+		}
+	}
+	(void)sk_gw_buf_put(b, "\"", 1);
+}
+
+
+const char *sk_gw_reason_phrase(int st)
+{
+	switch (st) {
+	case 100: return "Continue";
+	case 200: return "OK";
+	case 201: return "Created";
+	case 202: return "Accepted";
+	case 204: return "No Content";
+	case 206: return "Partial Content";
+	case 301: return "Moved Permanently";
+	case 302: return "Found";
+	case 304: return "Not Modified";
+	case 400: return "Bad Request";
+	case 401: return "Unauthorized";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 408: return "Request Timeout";
+	case 413: return "Content Too Large";
+	case 414: return "URI Too Long";
+	case 417: return "Expectation Failed";
+	case 422: return "Unprocessable Content";
+	case 429: return "Too Many Requests";
+	case 431: return "Request Header Fields Too Large";
+	case 500: return "Internal Server Error";
+	case 501: return "Not Implemented";
+	case 502: return "Bad Gateway";
+	case 503: return "Service Unavailable";
+	case 504: return "Gateway Timeout";
+	case 505: return "HTTP Version Not Supported";
+	default: return st < 300 ? "OK" : st < 400 ? "Redirect" : st < 500 ? "Client Error" : "Server Error";
+	}
+}

@@ -1,0 +1,101 @@
+/* sidecar/gw_http.h — the gateway's HTTP/1.1 text (part of gateway.h's component). Owns: the strict
+ * parser of the agent's request head (with its limits), routing `/<api>/<rest>` targets, the hop-by-hop
+ * and request-header filters, the streaming chunked-body decoder, the audit form of a path, and the
+ * small pieces of response writing (a growable byte buffer, reason phrases, JSON strings for error
+ * bodies). Pure: no sockets, no loop, no curl — gateway_test.c and fuzz_gw_head.c test it directly. */
+#ifndef SK_SIDECAR_GW_HTTP_H
+#define SK_SIDECAR_GW_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SK_GW_HEAD_MAX 32768      /* request head bytes (→ 431) */
+#define SK_GW_TARGET_MAX 8192     /* request target bytes (→ 414) */
+#define SK_GW_MAX_HEADERS 128     /* header lines (→ 431) */
+
+struct sk_gw_hdr {
+	const char *name, *value;  /* borrowed from the parsed buffer; value trimmed of OWS */
+	size_t name_len, value_len;
+};
+
+struct sk_gw_req {
+	char method[32];
+	const char *target;        /* borrowed */
+	size_t target_len;
+	int minor;                 /* HTTP/1.minor: 0 or 1 */
+	struct sk_gw_hdr h[SK_GW_MAX_HEADERS];
+	size_t n_h;
+	size_t head_len;           /* through the blank line */
+	int64_t content_length;    /* -1: none */
+	bool chunked;              /* Transfer-Encoding: chunked */
+	bool keep_alive;           /* HTTP/1.1 without Connection: close */
+	bool expect_continue;
+};
+
+
+/* Parses an agent request head in buf[0..len). Returns the head length (> 0) when complete, 0 when more
+ * bytes are needed, or -STATUS for the answer to give: -400 malformed (bare CR or LF, obs-fold, space
+ * before ':', control bytes, bad or conflicting Content-Length, Content-Length with Transfer-Encoding),
+ * -414 target over SK_GW_TARGET_MAX, -431 head over SK_GW_HEAD_MAX or too many headers, -417 an
+ * expectation other than 100-continue, -501 a transfer coding other than chunked, -505 not HTTP/1.x.
+ * Pointers in *req borrow buf. Lines end in CRLF only. */
+int sk_gw_parse_head(const char *buf, size_t len, struct sk_gw_req *req);
+
+/* Splits an origin-form target "/<name>[/path][?query]" into name (NUL-terminated, [a-z0-9-]{1,63}) and
+ * the rest ("" or starting with '/' or '?'), which is what is appended to the upstream URL. Returns 0, or
+ * -ENOENT when the target names no valid api (→ 404), -EINVAL when it is not origin-form (→ 400). */
+int sk_gw_route(const char *target, size_t len, char name[64], const char **rest, size_t *rest_len);
+
+
+/* Hop-by-hop (RFC 9110 §7.6.1): Connection, Keep-Alive, Proxy-*, TE, Trailer, Transfer-Encoding, Upgrade,
+ * and any name listed in `connection` (the comma-separated tokens of Connection headers; may be NULL). */
+bool sk_gw_hop_by_hop(const char *name, size_t len, const char *connection);
+
+/* Which agent headers go upstream: not hop-by-hop, not Host/Content-Length/Expect (curl sets those from
+ * the URL and the body), not the secret header's name, not X-Stockade-Token, and not Authorization when
+ * it carried the caller token. Calls emit(name, value) for each kept header, in order. */
+typedef int (*sk_gw_emit_fn)(void *arg, const char *name, size_t nlen, const char *value, size_t vlen);
+int sk_gw_filter_request_headers(const struct sk_gw_req *req, const char *secret_header, bool drop_auth,
+				 sk_gw_emit_fn emit, void *arg);
+
+
+/* Streaming chunked-body decoder (agent → upstream). Sizes are capped at 2^40; extensions are skipped
+ * (bounded); trailers are read and dropped. */
+enum sk_gw_chunk_state { SK_GW_CH_SIZE = 0, SK_GW_CH_EXT, SK_GW_CH_SIZE_LF, SK_GW_CH_DATA, SK_GW_CH_DATA_CR,
+			 SK_GW_CH_DATA_LF, SK_GW_CH_TRAILER, SK_GW_CH_TRAILER_LINE, SK_GW_CH_TRAILER_LF,
+			 SK_GW_CH_END_LF, SK_GW_CH_DONE };
+struct sk_gw_chunked {
+	enum sk_gw_chunk_state st;
+	uint64_t left;             /* data bytes left in this chunk */
+	unsigned digits, ext_len, trailer_len;
+};
+/* Decodes from in[0..in_len) into out[0..out_cap). Returns 1 when the body is complete, 0 when more input
+ * is needed (or out is full), -1 on malformed framing. *in_used and *out_made report progress. */
+int sk_gw_chunked_decode(struct sk_gw_chunked *c, const uint8_t *in, size_t in_len, size_t *in_used,
+			 uint8_t *out, size_t out_cap, size_t *out_made);
+
+/* The path for the audit line: query values dropped ("/v1/x?a=1&b" → "/v1/x?a=&b"), at most cap-1 bytes. */
+void sk_gw_audit_path(const char *rest, size_t len, char *out, size_t cap);
+
+
+/* ---- response writing --------------------------------------------------------------------------------------- */
+
+struct sk_gw_buf {                 /* a growable byte buffer; zero-initialised is empty */
+	char *p;
+	size_t len, cap;
+};
+void sk_gw_buf_free(struct sk_gw_buf *b);
+int sk_gw_buf_put(struct sk_gw_buf *b, const void *d, size_t n);   /* 0 or -ENOMEM */
+/* At most 511 bytes formatted (else -EINVAL, nothing appended). */
+int sk_gw_buf_printf(struct sk_gw_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends s as a JSON string: '"' and '\\' escaped, controls and bytes >= 0x7f as \u00XX. */
+void sk_gw_json_str(struct sk_gw_buf *b, const char *s);
+const char *sk_gw_reason_phrase(int status);   /* "Bad Gateway"; a class phrase for unknown codes */
+
+/* ---- small text helpers shared by the gw_* modules ----------------------------------------------------------- */
+
+bool sk_gw_name_is(const char *n, size_t len, const char *lit);   /* case-insensitive, whole name */
+int sk_gw_hexval(char c);                                           /* 0..15, or -1 */
+
+#endif
