@@ -11,9 +11,6 @@
 
 #include "sidecar/denials.h"
 
-/* Longest source string copied into a line; names are <= 253 bytes, so nothing real is cut. */
-#define SK_AUDIT_STR_MAX 300
-
 struct out {
 	char *buf;
 	size_t cap, len;  /* len may pass cap: then the line was cut (never with cap >= SK_AUDIT_LINE_MAX) */
@@ -30,11 +27,12 @@ static void put(struct out *o, const char *s, size_t n)
 
 static void puts_(struct out *o, const char *s) { put(o, s, strlen(s)); }
 
-static void put_json_str(struct out *o, const char *s)
+/* s as a JSON string, its first max bytes. */
+static void put_json_str_n(struct out *o, const char *s, size_t max)
 {
 	static const char hex[] = "0123456789abcdef";
 	put(o, "\"", 1);
-	for (size_t i = 0; i < SK_AUDIT_STR_MAX && s[i]; i++) {
+	for (size_t i = 0; i < max && s[i]; i++) {
 		unsigned char c = (unsigned char)s[i];
 		if (c == '"' || c == '\\') {
 			char e[2] = { '\\', (char)c };
@@ -51,24 +49,52 @@ static void put_json_str(struct out *o, const char *s)
 	put(o, "\"", 1);
 }
 
-static void put_field_str(struct out *o, const char *key, const char *v)
+static void put_json_str(struct out *o, const char *s) { put_json_str_n(o, s, SK_AUDIT_STR_MAX); }
+
+size_t sk_audit_json_str(char *buf, size_t cap, const char *s)
+{
+	struct out o = { .buf = buf, .cap = cap, .len = 0 };
+	put_json_str(&o, s);
+	if (cap > 0)
+		buf[o.len < cap ? o.len : cap - 1] = '\0';
+	return o.len;
+}
+
+/* ,"key": */
+static void put_key(struct out *o, const char *key)
 {
 	puts_(o, ",\"");
 	puts_(o, key);
 	puts_(o, "\":");
+}
+
+static void put_field_str_n(struct out *o, const char *key, const char *v, size_t max)
+{
+	put_key(o, key);
 	if (v)
-		put_json_str(o, v);
+		put_json_str_n(o, v, max);
 	else
 		puts_(o, "null");
+}
+
+static void put_field_str(struct out *o, const char *key, const char *v)
+{
+	put_field_str_n(o, key, v, SK_AUDIT_STR_MAX);
 }
 
 static void put_field_u64(struct out *o, const char *key, uint64_t v)
 {
 	char num[32];
 	snprintf(num, sizeof(num), "%" PRIu64, v);
-	puts_(o, ",\"");
-	puts_(o, key);
-	puts_(o, "\":");
+	put_key(o, key);
+	puts_(o, num);
+}
+
+static void put_field_int(struct out *o, const char *key, int v)
+{
+	char num[16];
+	snprintf(num, sizeof(num), "%d", v);
+	put_key(o, key);
 	puts_(o, num);
 }
 
@@ -94,18 +120,26 @@ size_t sk_audit_format(const struct sk_audit_rec *r, const struct timespec *wall
 	puts_(&o, "{\"ts\":");
 	put_json_str(&o, ts);
 	put_field_str(&o, "event", r->event);
-	if (r->src)
-		sk_audit_endpoint(r->src, r->src_port, ep);
-	put_field_str(&o, "src", r->src ? ep : NULL);
-	if (r->dst)
-		sk_audit_endpoint(r->dst, r->dst_port, ep);
-	put_field_str(&o, "dst", r->dst ? ep : NULL);
-	put_field_str(&o, "name", r->name);
-	put_field_str(&o, "proto", r->proto);
-	if (r->rule >= 0)
-		put_field_u64(&o, "rule", (uint64_t)r->rule);
-	else
-		puts_(&o, ",\"rule\":null");
+	if (r->api) {
+		/* A gateway request: its own fields instead of a proxied connection's. */
+		put_field_str(&o, "api", r->api);
+		put_field_str(&o, "method", r->method);
+		put_field_str_n(&o, "path", r->path, SK_AUDIT_PATH_MAX);
+		put_field_int(&o, "status", r->status);
+	} else {
+		if (r->src)
+			sk_audit_endpoint(r->src, r->src_port, ep);
+		put_field_str(&o, "src", r->src ? ep : NULL);
+		if (r->dst)
+			sk_audit_endpoint(r->dst, r->dst_port, ep);
+		put_field_str(&o, "dst", r->dst ? ep : NULL);
+		put_field_str(&o, "name", r->name);
+		put_field_str(&o, "proto", r->proto);
+		if (r->rule >= 0)
+			put_field_u64(&o, "rule", (uint64_t)r->rule);
+		else
+			puts_(&o, ",\"rule\":null");
+	}
 	put_field_str(&o, "decision", r->decision);
 	put_field_str(&o, "reason", r->reason);
 	if (r->binding)

@@ -2,7 +2,10 @@
  * proxy decision, with the fields ts (RFC 3339 UTC, ms), event, src, dst, name, proto, rule, decision,
  * reason, bytes_in, bytes_out, duration_ms (+ binding when the name↔IP check ran). Every string is
  * JSON-escaped (the name and reason can come from the agent) and non-ASCII bytes are escaped as \u00XX,
- * so each line is valid JSON whatever the bytes. Every deny (and audit-mode would_deny) is also pushed
+ * so each line is valid JSON whatever the bytes. The API gateway writes its per-request lines here too
+ * (event "api": ts, event, api, method, path, status, decision, reason, bytes_in, bytes_out, duration_ms,
+ * without the connection fields), so there is one writer, one escaper and one set of counters, and a
+ * batch keeps the lines of both in the order they were emitted. Every deny (and audit-mode would_deny) is also pushed
  * into the denials ring served by the admin port. Each line is one write(2), so lines never interleave. */
 #ifndef SK_SIDECAR_AUDIT_H
 #define SK_SIDECAR_AUDIT_H
@@ -17,6 +20,10 @@
 struct sk_denials;
 
 #define SK_AUDIT_LINE_MAX 4096
+#define SK_AUDIT_STR_MAX 300      /* longest source string copied into a line (names are <= 253 bytes) */
+#define SK_AUDIT_PATH_MAX 512     /* ... but a gateway path, up to 511 bytes */
+/* Room for any string sk_audit_json_str writes: every byte escaped as \u00XX, the quotes, a NUL. */
+#define SK_AUDIT_JSON_STR_MAX (SK_AUDIT_STR_MAX * 6 + 3)
 
 struct sk_audit_rec {
 	const char *event;          /* "conn" (an allowed connection, written when it ends) | "deny" */
@@ -37,6 +44,13 @@ struct sk_audit_rec {
 	uint64_t bytes_in;          /* upstream → agent */
 	uint64_t bytes_out;         /* agent → upstream (replayed peeked bytes included) */
 	uint64_t duration_ms;
+	/* The gateway's request (event "api"). api != NULL makes the line a gateway line: api, method, path
+	 * (NULL → null) and status are written after event, and src, dst, name, proto and rule are left out
+	 * (they describe a proxied connection). NULL, as every proxy record leaves it, changes nothing. */
+	const char *api;            /* the api name from the target; "" when it named none */
+	const char *method;
+	const char *path;           /* query values dropped (sk_gw_audit_path); cut at SK_AUDIT_PATH_MAX */
+	int status;                 /* the HTTP status the agent got */
 };
 
 #define SK_AUDIT_BATCH_MAX 65536
@@ -53,8 +67,10 @@ struct sk_audit {
 };
 
 void sk_audit_init(struct sk_audit *a, int fd, struct sk_denials *denials);
-/* Formats one object without a trailing newline into buf (cap >= SK_AUDIT_LINE_MAX is always enough:
- * strings are cut to bounded lengths before escaping). Returns its length. */
+/* Formats one object without a trailing newline into buf (cap >= SK_AUDIT_LINE_MAX is enough for every
+ * line the proxy and the gateway write: strings are cut to bounded lengths before escaping, and a gateway
+ * line has no name; a record with every string at its cap would be replaced by an "audit_line_cut"
+ * object). Returns its length. */
 size_t sk_audit_format(const struct sk_audit_rec *r, const struct timespec *wall, char *buf, size_t cap);
 /* Formats with the current wall clock, writes the line, pushes denials. Never fails the caller: a
  * failed write is counted in write_errors (the connection decision stands either way). */
@@ -64,6 +80,12 @@ void sk_audit_emit(struct sk_audit *a, const struct sk_audit_rec *r);
  * written at once. */
 void sk_audit_batch(struct sk_audit *a);
 void sk_audit_flush(struct sk_audit *a);
+/* s (its first SK_AUDIT_STR_MAX bytes) as a JSON string with its quotes, escaped as in audit lines: '"'
+ * and '\\' with a backslash, control bytes and every byte >= 0x7f as \u00XX, so the result is ASCII, valid
+ * JSON and valid UTF-8 whatever s holds. Writes at most cap - 1 bytes and a NUL (cap 0: nothing) and
+ * returns the full length, as snprintf does; cap >= SK_AUDIT_JSON_STR_MAX is always enough. For other
+ * JSON writers (the gateway's error bodies). */
+size_t sk_audit_json_str(char *buf, size_t cap, const char *s);
 /* "a.b.c.d:port" or "[v6]:port". */
 void sk_audit_endpoint(const struct sk_addr *a, uint16_t port, char out[SK_ADDR_STRLEN + 8]);
 

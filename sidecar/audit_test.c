@@ -121,6 +121,92 @@ static void test_audit_long_name_stays_in_line(void **state)
 	cJSON_Delete(j);
 }
 
+/* Proxy lines, byte for byte: the gateway's fields (api, method, path, status) are optional, and a record
+ * that leaves them unset formats exactly as before they existed. */
+static void test_audit_proxy_line_bytes_unchanged(void **state)
+{
+	(void)state;
+	struct sk_addr src, dst;
+	assert_int_equal(sk_addr_parse("198.18.0.2", &src), 0);
+	assert_int_equal(sk_addr_parse("2001:db8:19::5", &dst), 0);
+	struct timespec wall = { .tv_sec = 1700000000, .tv_nsec = 123456789 };
+	char buf[SK_AUDIT_LINE_MAX];
+	struct sk_audit_rec r = sample(&src, &dst);
+	sk_audit_format(&r, &wall, buf, sizeof(buf));
+	assert_string_equal(buf, "{\"ts\":\"2023-11-14T22:13:20.123Z\",\"event\":\"deny\",\"src\":\"198.18.0.2:40000\","
+			    "\"dst\":\"[2001:db8:19::5]:443\",\"name\":\"allowed.example\",\"proto\":\"tls\",\"rule\":null,"
+			    "\"decision\":\"deny\",\"reason\":\"no_match\",\"bytes_in\":0,\"bytes_out\":517,\"duration_ms\":3}");
+	r.event = "conn";
+	r.rule = 2;
+	r.decision = "allow";
+	r.reason = "rule";
+	r.binding = "ok";
+	r.late = true;
+	r.request = 3;
+	r.bytes_in = 1234;
+	sk_audit_format(&r, &wall, buf, sizeof(buf));
+	assert_string_equal(buf, "{\"ts\":\"2023-11-14T22:13:20.123Z\",\"event\":\"conn\",\"src\":\"198.18.0.2:40000\","
+			    "\"dst\":\"[2001:db8:19::5]:443\",\"name\":\"allowed.example\",\"proto\":\"tls\",\"rule\":2,"
+			    "\"decision\":\"allow\",\"reason\":\"rule\",\"binding\":\"ok\",\"late\":true,\"request\":3,"
+			    "\"bytes_in\":1234,\"bytes_out\":517,\"duration_ms\":3}");
+}
+
+/* The gateway's line (event "api"): its fields in place of the connection ones, in the order it always
+ * wrote them, a deny pushed into the denials ring like the proxy's. */
+static void test_audit_api_line_exact_bytes(void **state)
+{
+	(void)state;
+	struct timespec wall = { .tv_sec = 1700000000, .tv_nsec = 5000000 };
+	char buf[SK_AUDIT_LINE_MAX];
+	struct sk_audit_rec r = {
+		.event = "api", .rule = -1, .api = "llm", .method = "POST", .path = "/v1/x?a=&b", .status = 429,
+		.decision = "deny", .reason = "rate_limit", .bytes_in = 40, .bytes_out = 0, .duration_ms = 1,
+	};
+	sk_audit_format(&r, &wall, buf, sizeof(buf));
+	assert_string_equal(buf, "{\"ts\":\"2023-11-14T22:13:20.005Z\",\"event\":\"api\",\"api\":\"llm\",\"method\":\"POST\","
+			    "\"path\":\"/v1/x?a=&b\",\"status\":429,\"decision\":\"deny\",\"reason\":\"rate_limit\","
+			    "\"bytes_in\":40,\"bytes_out\":0,\"duration_ms\":1}");
+	/* No api named, no method parsed; a hostile path is escaped, and kept up to SK_AUDIT_PATH_MAX bytes. */
+	char path[SK_AUDIT_PATH_MAX + 100];
+	memset(path, 'p', sizeof(path) - 1);
+	path[sizeof(path) - 1] = '\0';
+	memcpy(path, "/\"\\\n\xff", 5);
+	r.api = "";
+	r.method = NULL;
+	r.path = path;
+	sk_audit_format(&r, &wall, buf, sizeof(buf));
+	cJSON *j = cJSON_Parse(buf);
+	assert_non_null(j);
+	assert_string_equal(cJSON_GetObjectItem(j, "api")->valuestring, "");
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(j, "method")));
+	const char *p = cJSON_GetObjectItem(j, "path")->valuestring;
+	assert_memory_equal(p, "/\"\\\n", 4);
+	assert_int_equal(strlen(p) - 1, SK_AUDIT_PATH_MAX);   /* U+00FF is two bytes once decoded */
+	assert_null(cJSON_GetObjectItem(j, "src"));
+	assert_null(cJSON_GetObjectItem(j, "rule"));
+	assert_int_equal(cJSON_GetArraySize(j), 11);
+	cJSON_Delete(j);
+}
+
+/* The one escaper other JSON writers use: ASCII out whatever comes in, cut like audit strings, and
+ * snprintf-like about the room it needs. */
+static void test_audit_json_str(void **state)
+{
+	(void)state;
+	char out[SK_AUDIT_JSON_STR_MAX];
+	size_t n = sk_audit_json_str(out, sizeof(out), "a\"b\\c\x01\x7f\xc3\xa9");
+	assert_string_equal(out, "\"a\\\"b\\\\c\\u0001\\u007f\\u00c3\\u00a9\"");
+	assert_int_equal(n, strlen(out));
+	char small[4];
+	assert_int_equal(sk_audit_json_str(small, sizeof(small), "abcdef"), 8);
+	assert_string_equal(small, "\"ab");
+	char big[SK_AUDIT_STR_MAX * 2];
+	memset(big, 0x01, sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	assert_int_equal(sk_audit_json_str(out, sizeof(out), big), SK_AUDIT_STR_MAX * 6 + 2);
+	assert_int_equal(strlen(out), SK_AUDIT_STR_MAX * 6 + 2);
+}
+
 static void test_audit_emit_writes_one_line_and_pushes_denials(void **state)
 {
 	(void)state;
@@ -171,6 +257,9 @@ int main(void)
 		cmocka_unit_test(test_audit_nulls_when_unknown),
 		cmocka_unit_test(test_audit_escapes_hostile_strings),
 		cmocka_unit_test(test_audit_long_name_stays_in_line),
+		cmocka_unit_test(test_audit_proxy_line_bytes_unchanged),
+		cmocka_unit_test(test_audit_api_line_exact_bytes),
+		cmocka_unit_test(test_audit_json_str),
 		cmocka_unit_test(test_audit_emit_writes_one_line_and_pushes_denials),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -21,7 +21,6 @@
 #include "sidecar/gateway.h"
 
 #include <errno.h>
-#include <inttypes.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -36,7 +35,6 @@
 #include "common/util.h"
 #include "policy/policy.h"
 #include "sidecar/audit.h"
-#include "sidecar/denials.h"
 #include "sidecar/gw_conn.h"
 #include "sidecar/gw_curl.h"
 #include "sidecar/gw_guard.h"
@@ -69,52 +67,22 @@ static const struct sk_api *find_api(const struct sk_policy *p, const char *name
 }
 
 
-/* One NDJSON line per request, same conventions as audit.c (ts, event, decision, reason, bytes_*,
- * duration_ms) plus api, method, path (query values dropped), status. Never a header value or a body. */
+/* One audit line per request, through audit.c (its length caps, escaping, counters and batching, so the
+ * gateway's lines keep their order against the proxy's): event "api" with api, method, path (query
+ * values dropped) and status in place of the connection fields. Never a header value or a body. */
 void gw_req_end(struct gw_conn *c, int status, const char *reason)
 {
 	if (c->audited)
 		return;
 	c->audited = true;
 	struct sk_gateway *g = c->gw;
-	struct sk_audit *a = &g->sc->audit;
 	uint64_t dur = sk_monotonic_ms() - c->t0_ms;
-	struct timespec wall;
-	struct tm tm;
-	char ts[64];
-	clock_gettime(CLOCK_REALTIME, &wall);
-	gmtime_r(&wall.tv_sec, &tm);
-	snprintf(ts, sizeof(ts), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(wall.tv_nsec / 1000000L) % 1000);
-	const char *decision = c->forwarded ? "allow" : "deny";
-	struct sk_gw_buf b = { 0 };
-	(void)sk_gw_buf_put(&b, "{\"ts\":", 6);
-	sk_gw_json_str(&b, ts);
-	(void)sk_gw_buf_put(&b, ",\"event\":\"api\",\"api\":", 21);
-	sk_gw_json_str(&b, c->api[0] ? c->api : "");
-	(void)sk_gw_buf_put(&b, ",\"method\":", 10);
-	sk_gw_json_str(&b, c->method);
-	(void)sk_gw_buf_put(&b, ",\"path\":", 8);
-	sk_gw_json_str(&b, c->path);
-	(void)sk_gw_buf_printf(&b, ",\"status\":%d,\"decision\":\"%s\",\"reason\":", status, decision);
-	sk_gw_json_str(&b, reason ? reason : "ok");
-	(void)sk_gw_buf_printf(&b, ",\"bytes_in\":%" PRIu64 ",\"bytes_out\":%" PRIu64 ",\"duration_ms\":%" PRIu64 "}",
-			 c->bytes_in, c->bytes_out, dur);
-	if (b.p) {
-		if (strcmp(decision, "deny") == 0 && a->denials)
-			sk_denials_push(a->denials, b.p, b.len);
-		(void)sk_gw_buf_put(&b, "\n", 1);
-		/* One write per line, as audit.c does, so lines from the proxy and the gateway never interleave. */
-		ssize_t w;
-		do
-			w = write(a->fd, b.p, b.len);
-		while (w < 0 && errno == EINTR);
-		if (w == (ssize_t)b.len)
-			a->lines++;
-		else
-			a->write_errors++;
-	}
-	sk_gw_buf_free(&b);
+	const struct sk_audit_rec r = {
+		.event = "api", .rule = -1, .api = c->api, .method = c->method, .path = c->path, .status = status,
+		.decision = c->forwarded ? "allow" : "deny", .reason = reason ? reason : "ok",
+		.bytes_in = c->bytes_in, .bytes_out = c->bytes_out, .duration_ms = dur,
+	};
+	sk_audit_emit(&g->sc->audit, &r);
 	if (g->sc->metrics) {
 		/* The label is a policy name or "unknown": an agent cannot grow the series set. */
 		const char *label = find_api(g->sc->policy, c->api) ? c->api : "unknown";
@@ -127,7 +95,6 @@ void gw_req_end(struct gw_conn *c, int status, const char *reason)
 static void conn_io(struct sk_loop *l, struct sk_io *io, uint32_t events);
 static void conn_timer(struct sk_loop *l, struct sk_timer *t);
 static int process_head(struct gw_conn *c);
-void gw_check_multi(struct sk_gateway *g);
 
 void gw_set_interest(struct gw_conn *c)
 {
@@ -195,8 +162,9 @@ void gw_respond_local(struct gw_conn *c, int status, const char *msg, const char
 {
 	gw_detach_easy(c);
 	struct sk_gw_buf body = { 0 };
+	char esc[SK_AUDIT_JSON_STR_MAX];
 	(void)sk_gw_buf_put(&body, "{\"error\":", 9);
-	sk_gw_json_str(&body, msg);
+	(void)sk_gw_buf_put(&body, esc, sk_audit_json_str(esc, sizeof(esc), msg));
 	(void)sk_gw_buf_put(&body, "}\n", 2);
 	c->out.len = c->out_off = 0;
 	(void)sk_gw_buf_printf(&c->out, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"

@@ -430,26 +430,6 @@ int sk_gw_buf_printf(struct sk_gw_buf *b, const char *fmt, ...)
 	return sk_gw_buf_put(b, tmp, (size_t)n);
 }
 
-void sk_gw_json_str(struct sk_gw_buf *b, const char *s)
-{
-	static const char hex[] = "0123456789abcdef";
-	(void)sk_gw_buf_put(b, "\"", 1);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\') {
-			char e[2] = { '\\', (char)c };
-			(void)sk_gw_buf_put(b, e, 2);
-		} else if (c < 0x20 || c >= 0x7f) {
-			char e[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
-			(void)sk_gw_buf_put(b, e, 6);
-		} else {
-			(void)sk_gw_buf_put(b, s, 1);
-		}
-	}
-	(void)sk_gw_buf_put(b, "\"", 1);
-}
-
-
 const char *sk_gw_reason_phrase(int st)
 {
 	switch (st) {

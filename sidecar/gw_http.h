@@ -1,8 +1,9 @@
 /* sidecar/gw_http.h — the gateway's HTTP/1.1 text (part of gateway.h's component). Owns: the strict
  * parser of the agent's request head (with its limits), routing `/<api>/<rest>` targets, the hop-by-hop
  * and request-header filters, the streaming chunked-body decoder, the audit form of a path, and the
- * small pieces of response writing (a growable byte buffer, reason phrases, JSON strings for error
- * bodies). Pure: no sockets, no loop, no curl — gateway_test.c and fuzz_gw_head.c test it directly. */
+ * small pieces of response writing (a growable byte buffer, reason phrases; JSON strings are audit.h's
+ * sk_audit_json_str). Pure: no sockets, no loop, no curl — gateway_test.c and fuzz_gw_head.c test it
+ * directly. */
 #ifndef SK_SIDECAR_GW_HTTP_H
 #define SK_SIDECAR_GW_HTTP_H
 
@@ -89,8 +90,6 @@ void sk_gw_buf_free(struct sk_gw_buf *b);
 int sk_gw_buf_put(struct sk_gw_buf *b, const void *d, size_t n);   /* 0 or -ENOMEM */
 /* At most 511 bytes formatted (else -EINVAL, nothing appended). */
 int sk_gw_buf_printf(struct sk_gw_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Appends s as a JSON string: '"' and '\\' escaped, controls and bytes >= 0x7f as \u00XX. */
-void sk_gw_json_str(struct sk_gw_buf *b, const char *s);
 const char *sk_gw_reason_phrase(int status);   /* "Bad Gateway"; a class phrase for unknown codes */
 
 /* ---- small text helpers shared by the gw_* modules ----------------------------------------------------------- */
