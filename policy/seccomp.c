@@ -1,26 +1,25 @@
-/* policy/seccomp.c — see seccomp.h. The generator, the profile's JSON form and the diff. */
+/* policy/seccomp.c — see seccomp.h. The built-in tables (default allowlist, never-allowed list), action and
+ * operator names, the profile model, architecture names and the generator. The JSON form lives in
+ * seccomp_json.c, describe and diff in seccomp_diff.c; what they share is in seccomp_internal.h. */
 #include "policy/seccomp.h"
 
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <seccomp.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/personality.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include <cjson/cJSON.h>
 #include <linux/netlink.h>
 
 #include "common/util.h"
+#include "policy/seccomp_internal.h"
+
 
 /* What real agent workloads (python, node, git, gcc/make, curl, pip, npm, bash/coreutils, tar/gzip) call,
  * checked against the workload corpus in e2e/seccomp.test.sh. Names missing on an architecture (open on
@@ -155,7 +154,7 @@ const char *sk_scmp_op_name(enum sk_scmp_op op)
 	return (unsigned)op < SK_ARRAY_SIZE(op_names) ? op_names[op] : "SCMP_CMP_INVALID";
 }
 
-static int action_from_name(const char *s, enum sk_scmp_action *out)
+int sk_scmp_action_from_name(const char *s, enum sk_scmp_action *out)
 {
 	for (size_t i = 0; i < SK_ARRAY_SIZE(action_names); i++)
 		if (!strcmp(action_names[i].name, s)) {
@@ -165,7 +164,7 @@ static int action_from_name(const char *s, enum sk_scmp_action *out)
 	return -EINVAL;
 }
 
-static int op_from_name(const char *s, enum sk_scmp_op *out)
+int sk_scmp_op_from_name(const char *s, enum sk_scmp_op *out)
 {
 	for (size_t i = 0; i < SK_ARRAY_SIZE(op_names); i++)
 		if (!strcmp(op_names[i], s)) {
@@ -190,7 +189,7 @@ void sk_scmp_profile_free(struct sk_scmp_profile *p)
 	free(p);
 }
 
-static int profile_add_rule(struct sk_scmp_profile *p, const char *name, enum sk_scmp_action action,
+int sk_scmp_profile_add_rule(struct sk_scmp_profile *p, const char *name, enum sk_scmp_action action,
 			    int errno_ret, const struct sk_scmp_arg *args, size_t n_args, struct sk_err *err)
 {
 	struct sk_scmp_rule *v = realloc(p->rules, (p->n_rules + 1) * sizeof(*v));
@@ -217,7 +216,7 @@ static int profile_add_rule(struct sk_scmp_profile *p, const char *name, enum sk
 	return 0;
 }
 
-static int profile_add_arch(struct sk_scmp_profile *p, uint32_t arch, struct sk_err *err)
+int sk_scmp_profile_add_arch(struct sk_scmp_profile *p, uint32_t arch, struct sk_err *err)
 {
 	for (size_t i = 0; i < p->n_arches; i++)
 		if (p->arches[i] == arch)
@@ -277,7 +276,7 @@ int sk_seccomp_parse_arches(const char *list, uint32_t *out, size_t cap, size_t 
 }
 
 /* OCI spelling of any libseccomp architecture: "SCMP_ARCH_" + upper-cased libseccomp name. */
-static void arch_to_oci(uint32_t token, char *buf, size_t len)
+void sk_scmp_arch_to_oci(uint32_t token, char *buf, size_t len)
 {
 	for (size_t i = 0; i < SK_ARRAY_SIZE(arch_table); i++)
 		if (arch_table[i].token == token) {
@@ -304,7 +303,7 @@ static void arch_to_oci(uint32_t token, char *buf, size_t len)
 }
 
 /* Accepts "SCMP_ARCH_X86_64" (OCI) and "x86_64"/"amd64" style names. 0 when unknown. */
-static uint32_t arch_from_name(const char *s)
+uint32_t sk_scmp_arch_from_name(const char *s)
 {
 	char low[64];
 	const char *p = strncmp(s, "SCMP_ARCH_", 10) ? s : s + 10;
@@ -347,7 +346,7 @@ static int add_allow(struct sk_scmp_profile *p, const char *name, const struct s
 	for (size_t i = 0; i < p->n_rules; i++)
 		if (!strcmp(p->rules[i].name, name))
 			return 0;
-	return profile_add_rule(p, name, SK_SCMP_ALLOW, -1, NULL, 0, err);
+	return sk_scmp_profile_add_rule(p, name, SK_SCMP_ALLOW, -1, NULL, 0, err);
 }
 
 /* setsockopt options that make the kernel send IGMP/MLD reports naming an agent-chosen group (14 chosen
@@ -368,6 +367,12 @@ static const uint32_t mcast_ip6_opts[] = {
 	MCAST_LEAVE_SOURCE_GROUP, MCAST_MSFILTER,
 };
 static const uint32_t mcast_levels[] = { IPPROTO_IP, IPPROTO_IPV6 };
+
+const uint32_t *sk_seccomp_mcast_opts(bool v6, size_t *n)
+{
+	*n = v6 ? SK_ARRAY_SIZE(mcast_ip6_opts) : SK_ARRAY_SIZE(mcast_ip_opts);
+	return v6 ? mcast_ip6_opts : mcast_ip_opts;
+}
 
 static bool any_matches(const uint32_t *v, size_t n, uint32_t mask, uint32_t val)
 {
@@ -394,7 +399,7 @@ static int add_low32_cover(struct sk_scmp_profile *p, const char *name, unsigned
 		if (with)
 			a[n++] = *with;
 		a[n++] = (struct sk_scmp_arg){ idx, mask, val, SK_CMP_MASKED_EQ };
-		return profile_add_rule(p, name, SK_SCMP_ALLOW, -1, a, n, err);
+		return sk_scmp_profile_add_rule(p, name, SK_SCMP_ALLOW, -1, a, n, err);
 	}
 	if (bit == 0)
 		return 0; /* a single value, forbidden */
@@ -414,7 +419,7 @@ static int add_low32_cover(struct sk_scmp_profile *p, const char *name, unsigned
  * Everything else gets the default action (EPERM). Only ALLOW rules: libseccomp (and so runc and crun)
  * lets an unconditional rule swallow conditional ones of another action for the same syscall, so
  * "allow setsockopt" plus "errno when ..." would not deny anything. */
-static int add_setsockopt(struct sk_scmp_profile *p, struct sk_err *err)
+int sk_seccomp_add_setsockopt(struct sk_scmp_profile *p, struct sk_err *err)
 {
 	uint32_t both[SK_ARRAY_SIZE(mcast_ip_opts) + SK_ARRAY_SIZE(mcast_ip6_opts)];
 	size_t n_both = 0;
@@ -452,13 +457,13 @@ static int add_conditioned(struct sk_scmp_profile *p, const struct sk_seccomp_op
 	 * masked to zero, clone can only make ordinary threads and processes. */
 	if (!in_argv(o->deny, o->n_deny, "clone")) {
 		struct sk_scmp_arg a = { 0, SK_CLONE_NS_FLAGS, 0, SK_CMP_MASKED_EQ };
-		if ((r = profile_add_rule(p, "clone", SK_SCMP_ALLOW, -1, &a, 1, err)) < 0)
+		if ((r = sk_scmp_profile_add_rule(p, "clone", SK_SCMP_ALLOW, -1, &a, 1, err)) < 0)
 			return r;
 	}
 	/* clone3 passes its flags in memory, out of seccomp's reach, so it is refused whole; ENOSYS (not
 	 * EPERM) makes glibc fall back to clone, which is filtered above. */
 	if (!in_argv(o->deny, o->n_deny, "clone3") &&
-	    (r = profile_add_rule(p, "clone3", SK_SCMP_ERRNO, ENOSYS, NULL, 0, err)) < 0)
+	    (r = sk_scmp_profile_add_rule(p, "clone3", SK_SCMP_ERRNO, ENOSYS, NULL, 0, err)) < 0)
 		return r;
 
 	/* socket: by family and type. The type's low 4 bits are the socket type; the rest are
@@ -473,7 +478,7 @@ static int add_conditioned(struct sk_scmp_profile *p, const struct sk_seccomp_op
 					{ 0, (uint64_t)fams[f], 0, SK_CMP_EQ },
 					{ 1, SK_SOCK_TYPE_MASK, (uint64_t)types[t], SK_CMP_MASKED_EQ },
 				};
-				if ((r = profile_add_rule(p, "socket", SK_SCMP_ALLOW, -1, a, 2, err)) < 0)
+				if ((r = sk_scmp_profile_add_rule(p, "socket", SK_SCMP_ALLOW, -1, a, 2, err)) < 0)
 					return r;
 			}
 		/* AF_NETLINK only for NETLINK_ROUTE (any type: glibc's getaddrinfo/getifaddrs use SOCK_RAW). */
@@ -481,12 +486,12 @@ static int add_conditioned(struct sk_scmp_profile *p, const struct sk_seccomp_op
 			{ 0, AF_NETLINK, 0, SK_CMP_EQ },
 			{ 2, NETLINK_ROUTE, 0, SK_CMP_EQ },
 		};
-		if ((r = profile_add_rule(p, "socket", SK_SCMP_ALLOW, -1, nl, 2, err)) < 0)
+		if ((r = sk_scmp_profile_add_rule(p, "socket", SK_SCMP_ALLOW, -1, nl, 2, err)) < 0)
 			return r;
 	}
 
-	/* setsockopt: everything but the multicast/anycast membership options (see add_setsockopt) */
-	if (!in_argv(o->deny, o->n_deny, "setsockopt") && (r = add_setsockopt(p, err)) < 0)
+	/* setsockopt: everything but the multicast/anycast membership options (see sk_seccomp_add_setsockopt) */
+	if (!in_argv(o->deny, o->n_deny, "setsockopt") && (r = sk_seccomp_add_setsockopt(p, err)) < 0)
 		return r;
 
 	/* personality: only the default persona and the query (0xffffffff); anything else would turn off
@@ -495,7 +500,7 @@ static int add_conditioned(struct sk_scmp_profile *p, const struct sk_seccomp_op
 		static const uint64_t ok[] = { PER_LINUX, 0xffffffffu };
 		for (size_t i = 0; i < SK_ARRAY_SIZE(ok); i++) {
 			struct sk_scmp_arg a = { 0, ok[i], 0, SK_CMP_EQ };
-			if ((r = profile_add_rule(p, "personality", SK_SCMP_ALLOW, -1, &a, 1, err)) < 0)
+			if ((r = sk_scmp_profile_add_rule(p, "personality", SK_SCMP_ALLOW, -1, &a, 1, err)) < 0)
 				return r;
 		}
 	}
@@ -509,7 +514,7 @@ static int add_conditioned(struct sk_scmp_profile *p, const struct sk_seccomp_op
 		for (unsigned bit = 0; bit < 32; bit++) {
 			uint64_t m = (uint64_t)1 << bit;
 			struct sk_scmp_arg a = { 1, m, ~(uint64_t)SK_TIOCSTI & m, SK_CMP_MASKED_EQ };
-			if ((r = profile_add_rule(p, "ioctl", SK_SCMP_ALLOW, -1, &a, 1, err)) < 0)
+			if ((r = sk_scmp_profile_add_rule(p, "ioctl", SK_SCMP_ALLOW, -1, &a, 1, err)) < 0)
 				return r;
 		}
 	}
@@ -565,7 +570,7 @@ int sk_seccomp_generate(const struct sk_seccomp_opts *o, struct sk_scmp_profile 
 	p->default_action = SK_SCMP_ERRNO;
 	p->default_errno = EPERM;
 	for (size_t i = 0; i < n_arches; i++)
-		if ((r = profile_add_arch(p, arches[i], err)) < 0)
+		if ((r = sk_scmp_profile_add_arch(p, arches[i], err)) < 0)
 			goto fail;
 	for (size_t i = 0; default_allow[i]; i++)
 		if ((r = add_allow(p, default_allow[i], o, err)) < 0)
@@ -582,640 +587,3 @@ fail:
 	return r;
 }
 
-/* ---- JSON out ---- */
-
-static bool same_action(const struct sk_scmp_rule *a, const struct sk_scmp_rule *b)
-{
-	return a->action == b->action && a->errno_ret == b->errno_ret;
-}
-
-static cJSON *entry_new(const struct sk_scmp_rule *r)
-{
-	cJSON *e = cJSON_CreateObject();
-	if (!e)
-		return NULL;
-	cJSON *names = cJSON_AddArrayToObject(e, "names");
-	bool ok = names && cJSON_AddStringToObject(e, "action", sk_scmp_action_name(r->action));
-	if (ok && r->errno_ret >= 0)
-		ok = cJSON_AddNumberToObject(e, "errnoRet", r->errno_ret) != NULL;
-	if (ok && r->n_args) {
-		cJSON *args = cJSON_AddArrayToObject(e, "args");
-		ok = args != NULL;
-		for (size_t i = 0; ok && i < r->n_args; i++) {
-			cJSON *a = cJSON_CreateObject();
-			ok = a && cJSON_AddItemToArray(args, a);
-			if (!ok) {
-				cJSON_Delete(a);
-				break;
-			}
-			ok = cJSON_AddNumberToObject(a, "index", r->args[i].index) &&
-			     cJSON_AddNumberToObject(a, "value", (double)r->args[i].value) &&
-			     cJSON_AddNumberToObject(a, "valueTwo", (double)r->args[i].value_two) &&
-			     cJSON_AddStringToObject(a, "op", sk_scmp_op_name(r->args[i].op));
-		}
-	}
-	if (!ok) {
-		cJSON_Delete(e);
-		return NULL;
-	}
-	return e;
-}
-
-char *sk_scmp_profile_to_json(const struct sk_scmp_profile *p, struct sk_err *err)
-{
-	cJSON *root = cJSON_CreateObject();
-	char *text = NULL;
-	bool *done = calloc(p->n_rules ? p->n_rules : 1, sizeof(*done));
-	if (!root || !done)
-		goto oom;
-	if (!cJSON_AddStringToObject(root, "defaultAction", sk_scmp_action_name(p->default_action)))
-		goto oom;
-	if (p->default_errno >= 0 && !cJSON_AddNumberToObject(root, "defaultErrnoRet", p->default_errno))
-		goto oom;
-	cJSON *arches = cJSON_AddArrayToObject(root, "architectures");
-	if (!arches)
-		goto oom;
-	for (size_t i = 0; i < p->n_arches; i++) {
-		char name[40];
-		arch_to_oci(p->arches[i], name, sizeof(name));
-		cJSON *s = cJSON_CreateString(name);
-		if (!s || !cJSON_AddItemToArray(arches, s)) {
-			cJSON_Delete(s);
-			goto oom;
-		}
-	}
-	cJSON *calls = cJSON_AddArrayToObject(root, "syscalls");
-	if (!calls)
-		goto oom;
-	/* Unconditional rules with one action share an entry ("names": [...]); each conditional rule gets its
-	 * own entry, so its conditions stay ANDed in every runtime. */
-	for (int pass = 0; pass < 2; pass++)
-		for (size_t i = 0; i < p->n_rules; i++) {
-			const struct sk_scmp_rule *r = &p->rules[i];
-			if (done[i] || (pass == 0) != (r->n_args == 0))
-				continue;
-			cJSON *e = entry_new(r);
-			if (!e || !cJSON_AddItemToArray(calls, e)) {
-				cJSON_Delete(e);
-				goto oom;
-			}
-			cJSON *names = cJSON_GetObjectItemCaseSensitive(e, "names");
-			for (size_t j = i; j < p->n_rules; j++) {
-				if (done[j] || (j != i && (p->rules[j].n_args || r->n_args || !same_action(r, &p->rules[j]))))
-					continue;
-				cJSON *s = cJSON_CreateString(p->rules[j].name);
-				if (!s || !cJSON_AddItemToArray(names, s)) {
-					cJSON_Delete(s);
-					goto oom;
-				}
-				done[j] = true;
-			}
-		}
-	text = cJSON_Print(root);
-	if (!text)
-		goto oom;
-	cJSON_Delete(root);
-	free(done);
-	return text;
-oom:
-	cJSON_Delete(root);
-	free(done);
-	sk_err_sys(err, ENOMEM, "seccomp: write JSON");
-	return NULL;
-}
-
-/* ---- JSON in ---- */
-
-static int get_u64(const cJSON *o, const char *key, uint64_t *out, bool required, const char *where,
-		   struct sk_err *err)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-	if (!v || cJSON_IsNull(v)) {
-		if (required)
-			return sk_err_set(err, EINVAL, "%s: missing \"%s\"", where, key);
-		*out = 0;
-		return 0;
-	}
-	/* cJSON holds numbers as doubles: integers above 2^53 would be silently rounded, so refuse them. */
-	if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 9007199254740992.0 ||
-	    v->valuedouble != (double)(uint64_t)v->valuedouble)
-		return sk_err_set(err, EINVAL, "%s: \"%s\" must be an integer in 0..2^53", where, key);
-	*out = (uint64_t)v->valuedouble;
-	return 0;
-}
-
-static int parse_action(const cJSON *o, const char *key, enum sk_scmp_action *out, const char *where,
-			struct sk_err *err)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-	if (!cJSON_IsString(v))
-		return sk_err_set(err, EINVAL, "%s: \"%s\" must be a string", where, key);
-	if (action_from_name(v->valuestring, out) < 0)
-		return sk_err_set(err, EINVAL, "%s: unknown action \"%s\"", where, v->valuestring);
-	return 0;
-}
-
-static int parse_errno(const cJSON *o, const char *key, int *out, const char *where, struct sk_err *err)
-{
-	uint64_t v = 0;
-	int r = get_u64(o, key, &v, false, where, err);
-	if (r < 0)
-		return r;
-	if (v > 4095)
-		return sk_err_set(err, EINVAL, "%s: \"%s\" out of range", where, key);
-	*out = cJSON_GetObjectItemCaseSensitive(o, key) && !cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(o, key))
-		       ? (int)v
-		       : -1;
-	return 0;
-}
-
-/* Docker's "includes"/"excludes": this tool runs the agent with no capabilities, so an entry that needs a
- * capability never applies; "arches" (Go names: amd64, arm64, ...) select by architecture. */
-static bool entry_applies(const cJSON *e, const struct sk_scmp_profile *p)
-{
-	const cJSON *inc = cJSON_GetObjectItemCaseSensitive(e, "includes");
-	if (cJSON_IsObject(inc)) {
-		const cJSON *caps = cJSON_GetObjectItemCaseSensitive(inc, "caps");
-		if (cJSON_IsArray(caps) && cJSON_GetArraySize(caps) > 0)
-			return false;
-		const cJSON *ar = cJSON_GetObjectItemCaseSensitive(inc, "arches");
-		if (cJSON_IsArray(ar) && cJSON_GetArraySize(ar) > 0) {
-			const cJSON *a;
-			bool hit = false;
-			cJSON_ArrayForEach(a, ar) {
-				uint32_t t = cJSON_IsString(a) ? arch_from_name(a->valuestring) : 0;
-				for (size_t i = 0; t && i < p->n_arches; i++)
-					hit |= p->arches[i] == t;
-			}
-			if (!hit)
-				return false;
-		}
-	}
-	const cJSON *exc = cJSON_GetObjectItemCaseSensitive(e, "excludes");
-	if (cJSON_IsObject(exc)) {
-		const cJSON *ar = cJSON_GetObjectItemCaseSensitive(exc, "arches");
-		const cJSON *a;
-		cJSON_ArrayForEach(a, ar) {
-			uint32_t t = cJSON_IsString(a) ? arch_from_name(a->valuestring) : 0;
-			if (t && t == seccomp_arch_native())
-				return false;
-		}
-	}
-	return true;
-}
-
-static int parse_entry(const cJSON *e, size_t idx, struct sk_scmp_profile *p, const char *name,
-		       struct sk_err *err)
-{
-	char where[300];
-	snprintf(where, sizeof(where), "%s: syscalls[%zu]", name, idx);
-	if (!cJSON_IsObject(e))
-		return sk_err_set(err, EINVAL, "%s: must be an object", where);
-	if (!entry_applies(e, p))
-		return 0;
-	enum sk_scmp_action act = SK_SCMP_ERRNO;
-	int errno_ret = -1, r;
-	if ((r = parse_action(e, "action", &act, where, err)) < 0 ||
-	    (r = parse_errno(e, "errnoRet", &errno_ret, where, err)) < 0)
-		return r;
-	struct sk_scmp_arg args[6] = { 0 };
-	size_t n_args = 0;
-	const cJSON *ja = cJSON_GetObjectItemCaseSensitive(e, "args");
-	if (ja && !cJSON_IsNull(ja)) {
-		if (!cJSON_IsArray(ja))
-			return sk_err_set(err, EINVAL, "%s: \"args\" must be an array", where);
-		const cJSON *a;
-		cJSON_ArrayForEach(a, ja) {
-			char aw[340];
-			snprintf(aw, sizeof(aw), "%s.args[%zu]", where, n_args);
-			if (n_args >= SK_ARRAY_SIZE(args))
-				return sk_err_set(err, EINVAL, "%s: more than 6 conditions", aw);
-			uint64_t index = 0;
-			struct sk_scmp_arg *x = &args[n_args];
-			if (!cJSON_IsObject(a))
-				return sk_err_set(err, EINVAL, "%s: must be an object", aw);
-			if ((r = get_u64(a, "index", &index, true, aw, err)) < 0 ||
-			    (r = get_u64(a, "value", &x->value, false, aw, err)) < 0 ||
-			    (r = get_u64(a, "valueTwo", &x->value_two, false, aw, err)) < 0)
-				return r;
-			if (index > 5)
-				return sk_err_set(err, EINVAL, "%s: index %" PRIu64 " out of range 0..5", aw, index);
-			x->index = (unsigned)index;
-			const cJSON *op = cJSON_GetObjectItemCaseSensitive(a, "op");
-			if (!cJSON_IsString(op) || op_from_name(op->valuestring, &x->op) < 0)
-				return sk_err_set(err, EINVAL, "%s: unknown or missing \"op\"", aw);
-			n_args++;
-		}
-	}
-	const cJSON *names = cJSON_GetObjectItemCaseSensitive(e, "names");
-	const cJSON *one = cJSON_GetObjectItemCaseSensitive(e, "name");
-	if (cJSON_IsString(one))
-		return profile_add_rule(p, one->valuestring, act, errno_ret, args, n_args, err);
-	if (!cJSON_IsArray(names))
-		return sk_err_set(err, EINVAL, "%s: needs \"names\" (array) or \"name\"", where);
-	const cJSON *n;
-	cJSON_ArrayForEach(n, names) {
-		if (!cJSON_IsString(n) || !*n->valuestring)
-			return sk_err_set(err, EINVAL, "%s: names must be non-empty strings", where);
-		if ((r = profile_add_rule(p, n->valuestring, act, errno_ret, args, n_args, err)) < 0)
-			return r;
-	}
-	return 0;
-}
-
-static int parse_arches(const cJSON *root, struct sk_scmp_profile *p, const char *name, struct sk_err *err)
-{
-	const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "architectures");
-	const cJSON *map = cJSON_GetObjectItemCaseSensitive(root, "archMap");
-	bool has_list = list && !cJSON_IsNull(list) && cJSON_GetArraySize(list) > 0;
-	bool has_map = map && !cJSON_IsNull(map) && cJSON_GetArraySize(map) > 0;
-	const cJSON *a;
-	int r;
-	if (has_list && has_map)
-		return sk_err_set(err, EINVAL, "%s: both \"architectures\" and \"archMap\"", name);
-	if (has_list) {
-		if (!cJSON_IsArray(list))
-			return sk_err_set(err, EINVAL, "%s: \"architectures\" must be an array", name);
-		cJSON_ArrayForEach(a, list) {
-			uint32_t t = cJSON_IsString(a) ? arch_from_name(a->valuestring) : 0;
-			if (!t)
-				return sk_err_set(err, EINVAL, "%s: unknown architecture %s", name,
-						  cJSON_IsString(a) ? a->valuestring : "(not a string)");
-			if ((r = profile_add_arch(p, t, err)) < 0)
-				return r;
-		}
-		return 0;
-	}
-	if (!has_map)
-		return 0;
-	/* archMap (Docker): dockerd keeps the native entry and its sub-architectures; so do we. */
-	if (!cJSON_IsArray(map))
-		return sk_err_set(err, EINVAL, "%s: \"archMap\" must be an array", name);
-	cJSON_ArrayForEach(a, map) {
-		const cJSON *arch = cJSON_GetObjectItemCaseSensitive(a, "architecture");
-		uint32_t t = cJSON_IsString(arch) ? arch_from_name(arch->valuestring) : 0;
-		if (!t)
-			return sk_err_set(err, EINVAL, "%s: archMap: unknown or missing architecture", name);
-		if (t != seccomp_arch_native())
-			continue;
-		if ((r = profile_add_arch(p, t, err)) < 0)
-			return r;
-		const cJSON *s;
-		cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(a, "subArchitectures")) {
-			uint32_t st = cJSON_IsString(s) ? arch_from_name(s->valuestring) : 0;
-			if (!st)
-				return sk_err_set(err, EINVAL, "%s: archMap: unknown sub-architecture", name);
-			if ((r = profile_add_arch(p, st, err)) < 0)
-				return r;
-		}
-	}
-	return 0;
-}
-
-int sk_scmp_profile_parse(const char *name, const char *buf, size_t len, struct sk_scmp_profile **out,
-			  struct sk_err *err)
-{
-	*out = NULL;
-	const char *end = NULL;
-	cJSON *root = cJSON_ParseWithLengthOpts(buf, len, &end, false);
-	if (!root) {
-		size_t off = end && end >= buf ? (size_t)(end - buf) : 0;
-		return sk_err_set(err, EINVAL, "%s: invalid JSON near byte %zu", name, off);
-	}
-	int r;
-	struct sk_scmp_profile *p = calloc(1, sizeof(*p));
-	if (!p) {
-		cJSON_Delete(root);
-		return sk_err_sys(err, ENOMEM, "%s", name);
-	}
-	if (!cJSON_IsObject(root)) {
-		r = sk_err_set(err, EINVAL, "%s: the profile must be a JSON object", name);
-		goto out;
-	}
-	if ((r = parse_action(root, "defaultAction", &p->default_action, name, err)) < 0 ||
-	    (r = parse_errno(root, "defaultErrnoRet", &p->default_errno, name, err)) < 0 ||
-	    (r = parse_arches(root, p, name, err)) < 0)
-		goto out;
-	const cJSON *calls = cJSON_GetObjectItemCaseSensitive(root, "syscalls");
-	if (calls && !cJSON_IsNull(calls)) {
-		if (!cJSON_IsArray(calls)) {
-			r = sk_err_set(err, EINVAL, "%s: \"syscalls\" must be an array", name);
-			goto out;
-		}
-		size_t i = 0;
-		const cJSON *e;
-		cJSON_ArrayForEach(e, calls) {
-			if ((r = parse_entry(e, i++, p, name, err)) < 0)
-				goto out;
-		}
-	}
-	r = 0;
-out:
-	cJSON_Delete(root);
-	if (r < 0)
-		sk_scmp_profile_free(p);
-	else
-		*out = p;
-	return r;
-}
-
-int sk_scmp_profile_load_file(const char *path, struct sk_scmp_profile **out, struct sk_err *err)
-{
-	*out = NULL;
-	sk_autoclose int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return sk_err_sys(err, errno, "open %s", path);
-	struct stat st;
-	if (fstat(fd, &st) < 0)
-		return sk_err_sys(err, errno, "stat %s", path);
-	if (st.st_size > 16 * 1024 * 1024)
-		return sk_err_set(err, EFBIG, "%s: larger than 16 MiB", path);
-	size_t cap = (size_t)st.st_size + 1, len = 0;
-	sk_autofree char *buf = malloc(cap);
-	if (!buf)
-		return sk_err_sys(err, ENOMEM, "read %s", path);
-	for (;;) {
-		if (len == cap) {
-			char *nb = realloc(buf, cap * 2);
-			if (!nb)
-				return sk_err_sys(err, ENOMEM, "read %s", path);
-			buf = nb;
-			cap *= 2;
-		}
-		ssize_t n = read(fd, buf + len, cap - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return sk_err_sys(err, errno, "read %s", path);
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	return sk_scmp_profile_parse(path, buf, len, out, err);
-}
-
-/* ---- describe and diff ---- */
-
-struct sbuf {
-	char *s;
-	size_t len, cap;
-	bool oom;
-};
-
-__attribute__((format(printf, 2, 3))) static void sb_printf(struct sbuf *b, const char *fmt, ...)
-{
-	if (b->oom)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	if (n < 0 || (b->len + (size_t)n + 1 > b->cap)) {
-		size_t nc = b->cap ? b->cap : 256;
-		while (n >= 0 && nc < b->len + (size_t)n + 1)
-			nc *= 2;
-		char *ns = n < 0 ? NULL : realloc(b->s, nc);
-		if (!ns) {
-			b->oom = true;
-			return;
-		}
-		b->s = ns;
-		b->cap = nc;
-	}
-	va_start(ap, fmt);
-	vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
-	va_end(ap);
-	b->len += (size_t)n;
-}
-
-static void describe_action(struct sbuf *b, enum sk_scmp_action a, int errno_ret)
-{
-	switch (a) {
-	case SK_SCMP_ALLOW: sb_printf(b, "allow"); break;
-	case SK_SCMP_ERRNO: sb_printf(b, "errno %d", errno_ret < 0 ? EPERM : errno_ret); break;
-	case SK_SCMP_TRACE: sb_printf(b, "trace %d", errno_ret < 0 ? EPERM : errno_ret); break;
-	case SK_SCMP_KILL:
-	case SK_SCMP_KILL_THREAD: sb_printf(b, "kill-thread"); break;
-	case SK_SCMP_KILL_PROCESS: sb_printf(b, "kill-process"); break;
-	case SK_SCMP_TRAP: sb_printf(b, "trap"); break;
-	case SK_SCMP_LOG: sb_printf(b, "log"); break;
-	case SK_SCMP_NOTIFY: sb_printf(b, "notify"); break;
-	}
-}
-
-static void describe_args(struct sbuf *b, const struct sk_scmp_rule *r)
-{
-	static const char *const sym[] = { "!=", "<", "<=", "==", ">=", ">" };
-	for (size_t i = 0; i < r->n_args; i++) {
-		const struct sk_scmp_arg *a = &r->args[i];
-		if (i)
-			sb_printf(b, " && ");
-		if (a->op == SK_CMP_MASKED_EQ)
-			sb_printf(b, "arg%u & %#" PRIx64 " == %#" PRIx64, a->index, a->value, a->value_two);
-		else if ((unsigned)a->op < SK_ARRAY_SIZE(sym))
-			sb_printf(b, "arg%u %s %#" PRIx64, a->index, sym[a->op], a->value);
-	}
-}
-
-static bool rule_is_default(const struct sk_scmp_profile *p, const struct sk_scmp_rule *r)
-{
-	int de = p->default_errno < 0 ? EPERM : p->default_errno, re = r->errno_ret < 0 ? EPERM : r->errno_ret;
-	return r->action == p->default_action && (r->action != SK_SCMP_ERRNO || de == re);
-}
-
-/* Recognises the generator's "low 32 bits of argN differ from X" cover (32 single-bit MASKED_EQ rules, see
- * add_conditioned) so describe and diff print one readable condition instead of 32. */
-static bool bitwise_ne(const struct sk_scmp_profile *p, const char *name, const struct sk_scmp_rule *like,
-		       unsigned *idx, uint64_t *excluded)
-{
-	uint64_t seen = 0, x = 0;
-	size_t n = 0;
-	for (size_t i = 0; i < p->n_rules; i++) {
-		const struct sk_scmp_rule *r = &p->rules[i];
-		if (strcmp(r->name, name) != 0 || !same_action(r, like))
-			continue;
-		if (r->n_args != 1 || r->args[0].op != SK_CMP_MASKED_EQ || r->args[0].index != like->args[0].index)
-			return false;
-		uint64_t m = r->args[0].value;
-		if (!m || (m & (m - 1)) || m > 0x80000000u || (seen & m) || (r->args[0].value_two & ~m))
-			return false;
-		seen |= m;
-		if (!r->args[0].value_two)
-			x |= m;
-		n++;
-	}
-	if (n != 32 || seen != 0xffffffffu)
-		return false;
-	*idx = like->args[0].index;
-	*excluded = x;
-	return true;
-}
-
-/* Recognises the generator's setsockopt cover (add_setsockopt) by regenerating it, so describe and diff say
- * what it means rather than printing its ~80 prefix blocks. */
-static bool is_setsockopt_cover(const struct sk_scmp_profile *p, const char *name, const struct sk_scmp_rule *like)
-{
-	if (strcmp(name, "setsockopt") != 0 || like->action != SK_SCMP_ALLOW)
-		return false;
-	struct sk_scmp_profile ref = { 0 };
-	struct sk_err err = { 0 };
-	bool same = add_setsockopt(&ref, &err) == 0;
-	size_t k = 0;
-	for (size_t i = 0; i < p->n_rules && same; i++) {
-		const struct sk_scmp_rule *r = &p->rules[i];
-		if (strcmp(r->name, name) != 0 || !same_action(r, like))
-			continue;
-		same = k < ref.n_rules && r->n_args == ref.rules[k].n_args;
-		for (size_t j = 0; same && j < r->n_args; j++) {
-			const struct sk_scmp_arg *x = &r->args[j], *y = &ref.rules[k].args[j];
-			same = x->index == y->index && x->op == y->op && x->value == y->value &&
-			       x->value_two == y->value_two;
-		}
-		k++;
-	}
-	same = same && k == ref.n_rules;
-	for (size_t i = 0; i < ref.n_rules; i++) {
-		free(ref.rules[i].name);
-		free(ref.rules[i].args);
-	}
-	free(ref.rules);
-	return same;
-}
-
-static void describe_opt_list(struct sbuf *b, const uint32_t *v, size_t n)
-{
-	for (size_t i = 0; i < n;) {
-		size_t j = i;
-		while (j + 1 < n && v[j + 1] == v[j] + 1)
-			j++;
-		sb_printf(b, i ? "," : "");
-		if (j > i)
-			sb_printf(b, "%" PRIu32 "-%" PRIu32, v[i], v[j]);
-		else
-			sb_printf(b, "%" PRIu32, v[i]);
-		i = j + 1;
-	}
-}
-
-char *sk_scmp_profile_describe(const struct sk_scmp_profile *p, const char *name)
-{
-	struct sbuf b = { 0 };
-	const struct sk_scmp_rule *uncond = NULL;
-	bool any = false;
-	for (size_t i = 0; i < p->n_rules; i++) {
-		const struct sk_scmp_rule *r = &p->rules[i];
-		if (strcmp(r->name, name) != 0 || rule_is_default(p, r))
-			continue;
-		any = true;
-		if (!r->n_args && !uncond)
-			uncond = r;
-	}
-	if (!any) {
-		sb_printf(&b, "default (");
-		describe_action(&b, p->default_action, p->default_errno);
-		sb_printf(&b, ")");
-	} else if (uncond) {
-		describe_action(&b, uncond->action, uncond->errno_ret);
-	} else {
-		/* Conditional rules, grouped by action in order of first appearance. */
-		bool first_group = true;
-		for (size_t i = 0; i < p->n_rules; i++) {
-			const struct sk_scmp_rule *r = &p->rules[i];
-			if (strcmp(r->name, name) != 0 || rule_is_default(p, r))
-				continue;
-			bool seen = false;
-			for (size_t j = 0; j < i && !seen; j++)
-				seen = !strcmp(p->rules[j].name, name) && !rule_is_default(p, &p->rules[j]) &&
-				       same_action(&p->rules[j], r);
-			if (seen)
-				continue;
-			if (!first_group)
-				sb_printf(&b, "; ");
-			first_group = false;
-			describe_action(&b, r->action, r->errno_ret);
-			sb_printf(&b, " when ");
-			uint64_t excluded;
-			unsigned idx;
-			if (bitwise_ne(p, name, r, &idx, &excluded)) {
-				sb_printf(&b, "(arg%u & 0xffffffff != %#" PRIx64 ")", idx, excluded);
-				continue;
-			}
-			if (is_setsockopt_cover(p, name, r)) {
-				sb_printf(&b, "!(arg1 & 0xffffffff == %u && arg2 & 0xffffffff in {", IPPROTO_IP);
-				describe_opt_list(&b, mcast_ip_opts, SK_ARRAY_SIZE(mcast_ip_opts));
-				sb_printf(&b, "}) && !(arg1 & 0xffffffff == %u && arg2 & 0xffffffff in {", IPPROTO_IPV6);
-				describe_opt_list(&b, mcast_ip6_opts, SK_ARRAY_SIZE(mcast_ip6_opts));
-				sb_printf(&b, "})");
-				continue;
-			}
-			bool first = true;
-			for (size_t j = i; j < p->n_rules; j++) {
-				if (strcmp(p->rules[j].name, name) != 0 || !same_action(&p->rules[j], r))
-					continue;
-				sb_printf(&b, first ? "(" : " || (");
-				describe_args(&b, &p->rules[j]);
-				sb_printf(&b, ")");
-				first = false;
-			}
-		}
-		sb_printf(&b, "; else ");
-		describe_action(&b, p->default_action, p->default_errno);
-	}
-	if (b.oom) {
-		free(b.s);
-		return NULL;
-	}
-	return b.s;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-char *sk_scmp_profile_diff(const struct sk_scmp_profile *a, const struct sk_scmp_profile *b, size_t *n_diff,
-			   struct sk_err *err)
-{
-	*n_diff = 0;
-	size_t n = a->n_rules + b->n_rules, m = 0;
-	const char **names = calloc(n ? n : 1, sizeof(*names));
-	if (!names) {
-		sk_err_sys(err, ENOMEM, "seccomp diff");
-		return NULL;
-	}
-	for (size_t i = 0; i < a->n_rules; i++)
-		names[m++] = a->rules[i].name;
-	for (size_t i = 0; i < b->n_rules; i++)
-		names[m++] = b->rules[i].name;
-	qsort(names, m, sizeof(*names), cmp_str);
-	struct sbuf out = { 0 };
-	sb_printf(&out, "%s", "");
-	for (size_t i = 0; i < m; i++) {
-		if (i && !strcmp(names[i], names[i - 1]))
-			continue;
-		char *da = sk_scmp_profile_describe(a, names[i]);
-		char *db = sk_scmp_profile_describe(b, names[i]);
-		if (!da || !db) {
-			out.oom = true;
-		} else if (strcmp(da, db) != 0) {
-			bool a_deny = !strncmp(da, "default (", 9) && a->default_action != SK_SCMP_ALLOW;
-			bool b_deny = !strncmp(db, "default (", 9) && b->default_action != SK_SCMP_ALLOW;
-			if (b_deny && !strncmp(da, "allow", 5))
-				sb_printf(&out, "only A: %s: %s\n", names[i], da);
-			else if (a_deny && !strncmp(db, "allow", 5))
-				sb_printf(&out, "only B: %s: %s\n", names[i], db);
-			else
-				sb_printf(&out, "differs: %s: A %s | B %s\n", names[i], da, db);
-			(*n_diff)++;
-		}
-		free(da);
-		free(db);
-	}
-	free(names);
-	if (out.oom) {
-		free(out.s);
-		sk_err_sys(err, ENOMEM, "seccomp diff");
-		return NULL;
-	}
-	return out.s;
-}
