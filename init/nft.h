@@ -1,6 +1,8 @@
 /* init/nft.h — loads a struct sk_ruleset into the kernel and reads it back, through libnftnl + libmnl
  * (no nft or iptables binary). Owns the netlink socket, the one batch (NLM_F_ACK on every message,
- * every error routed to the message that caused it) and the read-back comparison. */
+ * every error routed to the message that caused it) and the read-back comparison. Implemented by concern:
+ * nft.c (the socket), nft_expr.c (ruleset as libnftnl objects), nft_batch.c (sk_nft_apply), nft_verify.c
+ * (sk_nft_verify); nft_expr.h and nft_internal.h are private to them. */
 #ifndef SK_INIT_NFT_H
 #define SK_INIT_NFT_H
 
