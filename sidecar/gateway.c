@@ -161,22 +161,8 @@ int gw_flush_out(struct gw_conn *c)
 void gw_respond_local(struct gw_conn *c, int status, const char *msg, const char *reason, uint32_t retry_after)
 {
 	gw_detach_easy(c);
-	struct sk_gw_buf body = { 0 };
-	char esc[SK_AUDIT_JSON_STR_MAX];
-	(void)sk_gw_buf_put(&body, "{\"error\":", 9);
-	(void)sk_gw_buf_put(&body, esc, sk_audit_json_str(esc, sizeof(esc), msg));
-	(void)sk_gw_buf_put(&body, "}\n", 2);
 	c->out.len = c->out_off = 0;
-	(void)sk_gw_buf_printf(&c->out, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
-			 "Connection: close\r\nCache-Control: no-store\r\n", status, sk_gw_reason_phrase(status), body.len);
-	if (status == 429)
-		(void)sk_gw_buf_printf(&c->out, "Retry-After: %u\r\n", retry_after);
-	if (status == 401)
-		(void)sk_gw_buf_printf(&c->out, "WWW-Authenticate: Bearer realm=\"stockade\"\r\n");
-	(void)sk_gw_buf_put(&c->out, "\r\n", 2);
-	if (body.p && strcmp(c->method, "HEAD") != 0)
-		(void)sk_gw_buf_put(&c->out, body.p, body.len);
-	sk_gw_buf_free(&body);
+	sk_gw_error_response(&c->out, status, msg, retry_after, strcmp(c->method, "HEAD") == 0);
 	c->st = GW_LOCAL;
 	c->keep_alive = false;
 	gw_req_end(c, status, reason);

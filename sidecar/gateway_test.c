@@ -626,6 +626,60 @@ static void test_redact_random_agrees(void **state)
 	}
 }
 
+/* The response head the agent gets: hop-by-hop headers (and what Connection names) dropped, the length
+ * kept only when the upstream framed by it, chunked re-framing for a keep-alive agent, close otherwise. */
+static void test_response_head_framing(void **state)
+{
+	(void)state;
+	static const char up[] = "Content-Type: text/plain\r\nConnection: x-hop\r\nX-Hop: 1\r\nKeep-Alive: t=5\r\n"
+				 "Content-Length: 5\r\nX-Keep: 2\r\n";
+	struct sk_gw_buf out = { 0 };
+	struct sk_gw_resp_framing f;
+	size_t hs = sk_gw_response_head(&out, up, strlen(up), 200, false, true, false, &f);
+	assert_true(sk_gw_buf_put(&out, "", 1) == 0);
+	assert_string_equal(out.p, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\nX-Keep: 2\r\n\r\n");
+	assert_int_equal(hs, strlen("HTTP/1.1 200 OK\r\n"));
+	assert_false(f.no_body || f.chunked || f.close);
+	/* Transfer-Encoding from the upstream: the length goes, the body is re-chunked for a keep-alive agent. */
+	static const char te[] = "Transfer-Encoding: chunked\r\nContent-Length: 9\r\n";
+	out.len = 0;
+	sk_gw_response_head(&out, te, strlen(te), 201, false, true, false, &f);
+	assert_true(sk_gw_buf_put(&out, "", 1) == 0);
+	assert_string_equal(out.p, "HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n");
+	assert_true(f.chunked && !f.close && !f.no_body);
+	/* ... and for an HTTP/1.0 agent the body ends at close. */
+	out.len = 0;
+	sk_gw_response_head(&out, te, strlen(te), 200, false, false, false, &f);
+	assert_true(sk_gw_buf_put(&out, "", 1) == 0);
+	assert_string_equal(out.p, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n");
+	assert_true(f.close && !f.chunked);
+	/* HEAD and 304 have no body; draining makes any response the last. */
+	out.len = 0;
+	sk_gw_response_head(&out, NULL, 0, 304, false, true, true, &f);
+	assert_true(sk_gw_buf_put(&out, "", 1) == 0);
+	assert_string_equal(out.p, "HTTP/1.1 304 Not Modified\r\nConnection: close\r\n\r\n");
+	assert_true(f.no_body && f.close && !f.chunked);
+	sk_gw_buf_free(&out);
+}
+
+static void test_error_response(void **state)
+{
+	(void)state;
+	struct sk_gw_buf out = { 0 };
+	sk_gw_error_response(&out, 429, "rate \"limit\"\xff", 7, false);
+	assert_true(sk_gw_buf_put(&out, "", 1) == 0);
+	assert_string_equal(out.p, "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nContent-Length: 33\r\n"
+			    "Connection: close\r\nCache-Control: no-store\r\nRetry-After: 7\r\n\r\n"
+			    "{\"error\":\"rate \\\"limit\\\"\\u00ff\"}\n");
+	out.len = 0;
+	sk_gw_error_response(&out, 401, "no", 0, true);
+	assert_true(sk_gw_buf_put(&out, "", 1) == 0);
+	assert_string_equal(out.p, "HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nContent-Length: 15\r\n"
+			    "Connection: close\r\nCache-Control: no-store\r\n"
+			    "WWW-Authenticate: Bearer realm=\"stockade\"\r\n\r\n");
+	sk_gw_buf_free(&out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -648,6 +702,8 @@ int main(void)
 		cmocka_unit_test(test_redact_across_boundaries),
 		cmocka_unit_test(test_redact_long_secret),
 		cmocka_unit_test(test_redact_random_agrees),
+		cmocka_unit_test(test_response_head_framing),
+		cmocka_unit_test(test_error_response),
 	};
 	return cmocka_run_group_tests(tests, NULL, teardown);
 }

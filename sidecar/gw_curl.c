@@ -136,71 +136,12 @@ static size_t write_cb(char *ptr, size_t size, size_t nmemb, void *ud)
 /* Builds the agent's response head from the upstream's, once its blank line arrives. */
 static int emit_response_head(struct gw_conn *c)
 {
-	struct sk_gw_buf *h = &c->rhead;
-	char connection[1024] = "";
-	size_t cl = 0;
-	bool has_cl = false, has_te = false;
-	/* First pass: what Connection names, and the framing the upstream used. */
-	for (size_t off = 0; off < h->len;) {
-		char *line = h->p + off;
-		char *nl = memchr(line, '\n', h->len - off);
-		size_t ll = nl ? (size_t)(nl - line) + 1 : h->len - off;
-		off += ll;
-		char *colon = memchr(line, ':', ll);
-		if (!colon)
-			continue;
-		size_t nlen = (size_t)(colon - line);
-		const char *v = colon + 1;
-		size_t vl = (size_t)(line + ll - v);
-		while (vl && (*v == ' ' || *v == '\t'))
-			v++, vl--;
-		while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' '))
-			vl--;
-		if (sk_gw_name_is(line, nlen, "connection") && cl + vl + 2 < sizeof(connection)) {
-			memcpy(connection + cl, v, vl);
-			cl += vl;
-			connection[cl++] = ',';
-			connection[cl] = 0;
-		} else if (sk_gw_name_is(line, nlen, "content-length")) {
-			has_cl = true;
-		} else if (sk_gw_name_is(line, nlen, "transfer-encoding")) {
-			has_te = true;
-		}
-	}
-	bool head = strcmp(c->method, "HEAD") == 0;
-	c->resp_no_body = head || c->status == 204 || c->status == 304 || c->status < 200;
-	bool keep_cl = has_cl && !has_te;
-	c->resp_chunked = !c->resp_no_body && !keep_cl && c->keep_alive;
-	if (!c->resp_no_body && !keep_cl && !c->resp_chunked)
-		c->resp_close = true;   /* HTTP/1.0 agent: the body ends when we close */
-	if (c->gw->draining)
-		c->resp_close = true;   /* SIGTERM: this response is the connection's last (framing unchanged) */
-	(void)sk_gw_buf_printf(&c->out, "HTTP/1.1 %d %s\r\n", c->status, sk_gw_reason_phrase(c->status));
-	size_t head_start = c->out.len;
-	for (size_t off = 0; off < h->len;) {
-		char *line = h->p + off;
-		char *nl = memchr(line, '\n', h->len - off);
-		size_t ll = nl ? (size_t)(nl - line) + 1 : h->len - off;
-		off += ll;
-		char *colon = memchr(line, ':', ll);
-		if (!colon || colon == line)
-			continue;
-		size_t nlen = (size_t)(colon - line);
-		if (sk_gw_hop_by_hop(line, nlen, connection))
-			continue;
-		if (sk_gw_name_is(line, nlen, "content-length") && !keep_cl)
-			continue;
-		size_t end = ll;
-		while (end && (line[end - 1] == '\r' || line[end - 1] == '\n'))
-			end--;
-		(void)sk_gw_buf_put(&c->out, line, end);
-		(void)sk_gw_buf_put(&c->out, "\r\n", 2);
-	}
-	if (c->resp_chunked)
-		(void)sk_gw_buf_printf(&c->out, "Transfer-Encoding: chunked\r\n");
-	if (!c->keep_alive || c->resp_close)
-		(void)sk_gw_buf_printf(&c->out, "Connection: close\r\n");
-	(void)sk_gw_buf_put(&c->out, "\r\n", 2);
+	struct sk_gw_resp_framing f;
+	size_t head_start = sk_gw_response_head(&c->out, c->rhead.p, c->rhead.len, c->status,
+						strcmp(c->method, "HEAD") == 0, c->keep_alive, c->gw->draining, &f);
+	c->resp_no_body = f.no_body;
+	c->resp_chunked = f.chunked;
+	c->resp_close = f.close;
 	/* A reflected key in a response header is masked too (same length, so nothing else shifts). A fresh
 	 * matcher state over the body's table: the head is judged on its own. */
 	if (c->redact.secret && c->redact.slen && c->out.p) {

@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "common/util.h"
+#include "sidecar/audit.h"
 
 static bool tchar(unsigned char c)
 {
@@ -462,4 +463,98 @@ const char *sk_gw_reason_phrase(int st)
 	case 505: return "HTTP Version Not Supported";
 	default: return st < 300 ? "OK" : st < 400 ? "Redirect" : st < 500 ? "Client Error" : "Server Error";
 	}
+}
+
+void sk_gw_error_response(struct sk_gw_buf *out, int status, const char *msg, uint32_t retry_after, bool head_only)
+{
+	struct sk_gw_buf body = { 0 };
+	char esc[SK_AUDIT_JSON_STR_MAX];
+	(void)sk_gw_buf_put(&body, "{\"error\":", 9);
+	size_t elen = sk_audit_json_str(esc, sizeof(esc), msg);
+	(void)sk_gw_buf_put(&body, esc, elen);
+	(void)sk_gw_buf_put(&body, "}\n", 2);
+	(void)sk_gw_buf_printf(out, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+			       "Connection: close\r\nCache-Control: no-store\r\n", status, sk_gw_reason_phrase(status),
+			       body.len);
+	if (status == 429)
+		(void)sk_gw_buf_printf(out, "Retry-After: %u\r\n", retry_after);
+	if (status == 401)
+		(void)sk_gw_buf_printf(out, "WWW-Authenticate: Bearer realm=\"stockade\"\r\n");
+	(void)sk_gw_buf_put(out, "\r\n", 2);
+	if (body.p && !head_only)
+		(void)sk_gw_buf_put(out, body.p, body.len);
+	sk_gw_buf_free(&body);
+}
+
+/* The line of up[0..len) at *off (its LF included, or up to len): sets *ll to its length, moves *off past
+ * it and returns its first ':' (NULL when it has none). */
+static const char *hdr_line(const char *up, size_t len, size_t *off, size_t *ll)
+{
+	const char *line = up + *off;
+	const char *nl = memchr(line, '\n', len - *off);
+	*ll = nl ? (size_t)(nl - line) + 1 : len - *off;
+	*off += *ll;
+	return memchr(line, ':', *ll);
+}
+
+size_t sk_gw_response_head(struct sk_gw_buf *out, const char *up, size_t len, int status, bool head_req,
+			   bool keep_alive, bool draining, struct sk_gw_resp_framing *f)
+{
+	char connection[1024] = "";
+	size_t cl = 0;
+	bool has_cl = false, has_te = false;
+	/* First pass: what Connection names, and the framing the upstream used. */
+	for (size_t off = 0, ll; off < len;) {
+		const char *line = up + off;
+		const char *colon = hdr_line(up, len, &off, &ll);
+		if (!colon)
+			continue;
+		size_t nlen = (size_t)(colon - line);
+		const char *v = colon + 1;
+		size_t vl = (size_t)(line + ll - v);
+		while (vl && (*v == ' ' || *v == '\t'))
+			v++, vl--;
+		while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' '))
+			vl--;
+		if (sk_gw_name_is(line, nlen, "connection") && cl + vl + 2 < sizeof(connection)) {
+			memcpy(connection + cl, v, vl);
+			cl += vl;
+			connection[cl++] = ',';
+			connection[cl] = 0;
+		} else if (sk_gw_name_is(line, nlen, "content-length")) {
+			has_cl = true;
+		} else if (sk_gw_name_is(line, nlen, "transfer-encoding")) {
+			has_te = true;
+		}
+	}
+	f->no_body = head_req || status == 204 || status == 304 || status < 200;
+	bool keep_cl = has_cl && !has_te;
+	f->chunked = !f->no_body && !keep_cl && keep_alive;
+	/* HTTP/1.0 agent: the body ends when we close. SIGTERM: this response is the connection's last
+	 * (framing unchanged). */
+	f->close = (!f->no_body && !keep_cl && !f->chunked) || draining;
+	(void)sk_gw_buf_printf(out, "HTTP/1.1 %d %s\r\n", status, sk_gw_reason_phrase(status));
+	size_t head_start = out->len;
+	for (size_t off = 0, ll; off < len;) {
+		const char *line = up + off;
+		const char *colon = hdr_line(up, len, &off, &ll);
+		if (!colon || colon == line)
+			continue;
+		size_t nlen = (size_t)(colon - line);
+		if (sk_gw_hop_by_hop(line, nlen, connection))
+			continue;
+		if (sk_gw_name_is(line, nlen, "content-length") && !keep_cl)
+			continue;
+		size_t end = ll;
+		while (end && (line[end - 1] == '\r' || line[end - 1] == '\n'))
+			end--;
+		(void)sk_gw_buf_put(out, line, end);
+		(void)sk_gw_buf_put(out, "\r\n", 2);
+	}
+	if (f->chunked)
+		(void)sk_gw_buf_printf(out, "Transfer-Encoding: chunked\r\n");
+	if (!keep_alive || f->close)
+		(void)sk_gw_buf_printf(out, "Connection: close\r\n");
+	(void)sk_gw_buf_put(out, "\r\n", 2);
+	return head_start;
 }

@@ -92,6 +92,27 @@ int sk_gw_buf_put(struct sk_gw_buf *b, const void *d, size_t n);   /* 0 or -ENOM
 int sk_gw_buf_printf(struct sk_gw_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 const char *sk_gw_reason_phrase(int status);   /* "Bad Gateway"; a class phrase for unknown codes */
 
+/* The gateway's own answer, appended to out: status line, Content-Type: application/json, Content-Length,
+ * Connection: close, Cache-Control: no-store (+ Retry-After: retry_after for 429, WWW-Authenticate for
+ * 401), then the body {"error":"<msg>"} and a newline unless head_only (a HEAD request). */
+void sk_gw_error_response(struct sk_gw_buf *out, int status, const char *msg, uint32_t retry_after, bool head_only);
+
+/* How the agent's response body is framed (decided by sk_gw_response_head). */
+struct sk_gw_resp_framing {
+	bool no_body;              /* HEAD, 1xx, 204, 304: no body bytes go to the agent */
+	bool chunked;              /* re-framed as chunked (the upstream's length is not passed on) */
+	bool close;                /* the response is the connection's last (HTTP/1.0 agent, or draining) */
+};
+/* Appends the agent's response head built from the upstream's header lines up[0..len) (as curl hands
+ * them: "Name: value\r\n" each, no status line, no blank line): "HTTP/1.1 <status> <phrase>", the
+ * upstream's lines without hop-by-hop headers (and names its Connection lists), without Content-Length
+ * when the body is re-framed (Transfer-Encoding present, or none given), then Transfer-Encoding: chunked
+ * and Connection: close as decided into *f, and the blank line. head_req: the agent's method was HEAD;
+ * draining: sk_gateway_stop_accepting ran. Returns the offset in out where the header lines start (what
+ * the caller searches for a reflected secret). */
+size_t sk_gw_response_head(struct sk_gw_buf *out, const char *up, size_t len, int status, bool head_req,
+			   bool keep_alive, bool draining, struct sk_gw_resp_framing *f);
+
 /* ---- small text helpers shared by the gw_* modules ----------------------------------------------------------- */
 
 bool sk_gw_name_is(const char *n, size_t len, const char *lit);   /* case-insensitive, whole name */
