@@ -3,9 +3,9 @@
  * curl_multi_socket_action; libcurl itself dlopen'ed on the first forwarded request, see curl_dl.h), one
  * easy handle per forwarded request (only https, no redirects, no proxy, verified TLS, the secret header
  * added), the request body streamed from the agent (chunked decoded) and the response streamed back to it
- * (head built by gw_http's sk_gw_response_head and searched for the secret, body re-framed
- * and redacted), both back-pressured with
- * CURL_READFUNC_PAUSE / CURL_WRITEFUNC_PAUSE, and the mapping of a failed transfer to 502/504.
+ * (head built by gw_http's sk_gw_response_head and searched for the secret, body re-framed and redacted),
+ * both back-pressured with CURL_READFUNC_PAUSE / CURL_WRITEFUNC_PAUSE, and the mapping of a failed
+ * transfer to 502/504.
  * The curl callbacks only move bytes and set flags (gateway.c's re-entrancy rule). */
 #ifndef SK_SIDECAR_GW_CURL_H
 #define SK_SIDECAR_GW_CURL_H
