@@ -199,6 +199,25 @@ static void write_file(const char *path, const char *text)
 	fclose(fp);
 }
 
+/* A marker path (or any detail) with bytes that are not UTF-8 still gives valid JSON: escaped, never raw. */
+static void test_readyz_escapes_non_ascii_bytes(void **state)
+{
+	struct fixture *f = *state;
+	struct sk_diags diags = { 0 };
+	struct sk_policy *p = NULL;
+	assert_int_equal(sk_policy_load_buffer("t.yaml", policy_yaml, strlen(policy_yaml), -1, &p, &diags), 0);
+	f->v.policy = p;
+	f->v.ready.marker_path = "/tmp/admin_test_\xff\xc3(_marker";
+	struct sk_admin_response r = handle(f, "GET", "/readyz");
+	assert_int_equal(r.status, 503);
+	assert_non_null(strstr(r.body, "admin_test_\\u00ff\\u00c3(_marker"));
+	for (const char *c = r.body; *c; c++)
+		assert_true((unsigned char)*c < 0x80);
+	free(r.body);
+	f->v.policy = NULL;
+	sk_policy_free(p);
+}
+
 static void test_readyz_flips_with_listeners_and_marker(void **state)
 {
 	struct fixture *f = *state;
@@ -437,6 +456,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_metrics_content_type, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_readyz_no_policy_names_missing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_readyz_flips_with_listeners_and_marker, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_readyz_escapes_non_ascii_bytes, setup, teardown),
 		cmocka_unit_test(test_serialize_head_only),
 		cmocka_unit_test_setup_teardown(test_live_requests, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_live_slow_request_cut_off, setup, teardown),

@@ -162,7 +162,9 @@ static void jstr(struct jbuf *b, const char *s)
 			esc[0] = '\\';
 			esc[1] = (char)c;
 			jput(b, esc, 2);
-		} else if (c < 0x20 || c == 0x7f) {
+		} else if (c < 0x20 || c >= 0x7f) {
+			/* Bytes >= 0x80 too, as audit.c does: a path or a reason is not known to be UTF-8, and
+			 * /readyz must stay valid JSON (RFC 8259 text is UTF-8). */
 			snprintf(esc, sizeof(esc), "\\u%04x", c);
 			jput(b, esc, 6);
 		} else {
