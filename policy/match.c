@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "common/hash.h"
 #include "policy/domain.h"
 
 #define NO_RULE UINT32_MAX
@@ -64,9 +65,9 @@ struct sk_matcher {
  * right-to-left pass, which is what the wildcard probe needs. */
 static uint64_t hash_rev_step(uint64_t h, char c)
 {
-	return (h ^ (uint8_t)c) * 0x100000001b3ull;
+	return sk_fnv1a64_byte(h, (uint8_t)c);
 }
-#define HASH_INIT 0xcbf29ce484222325ull
+#define HASH_INIT SK_FNV64_OFFSET
 
 static uint64_t hash_name(const char *s, size_t len)
 {

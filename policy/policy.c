@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/hash.h"
 #include "common/util.h"
 #include "policy/load-internal.h"
 #include "policy/match.h"
@@ -388,23 +389,9 @@ char *sk_rule_format(const struct sk_rule *r, char *out, size_t outsz)
 	return out;
 }
 
-#define FNV64_OFFSET 0xcbf29ce484222325ULL
-#define FNV64_PRIME 0x100000001b3ULL
-
-static void fnv_str_n(uint64_t *h, const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		*h ^= (unsigned char)s[i];
-		*h *= FNV64_PRIME;
-	}
-}
-
 static void fnv_str(uint64_t *h, const char *s)
 {
-	for (; *s; s++) {
-		*h ^= (unsigned char)*s;
-		*h *= FNV64_PRIME;
-	}
+	*h = sk_fnv1a64_add_str(*h, s);
 }
 
 /* The decimal digits of v, as printf's %u / %zu would write them. */
@@ -417,7 +404,7 @@ static void fnv_u64(uint64_t *h, uint64_t v)
 		v /= 10;
 	} while (v);
 	while (n)
-		fnv_str_n(h, &d[--n], 1);
+		*h = sk_fnv1a64_byte(*h, (uint8_t)d[--n]);
 }
 
 /* The canonical form hashed (FNV-1a 64) is this text, one item per line, every line ending in '\n':
@@ -436,7 +423,7 @@ static void fnv_u64(uint64_t *h, uint64_t v)
  * (tls.echGrease is read by the proxy only, so a live reload may change it). */
 void sk_policy_netns_hash(const struct sk_policy *p, char out[17])
 {
-	uint64_t h = FNV64_OFFSET;
+	uint64_t h = SK_FNV64_OFFSET;
 	char line[256];
 	fnv_str(&h, "stockade-netns v1\n");
 	snprintf(line, sizeof(line), "agent %u\nsidecar %u\nexempt ", p->agent_uid, p->sidecar_uid);

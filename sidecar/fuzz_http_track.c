@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hash.h"
 #include "sidecar/http_track.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -47,10 +48,7 @@ static void push(struct trace *tr, enum ev_kind kind, size_t val, const char *re
 
 static uint32_t hash(const char *s)
 {
-	uint32_t h = 2166136261u;
-	for (; *s; s++)
-		h = (h ^ (uint8_t)*s) * 16777619u;
-	return h;
+	return (uint32_t)sk_fnv1a64_add_str(SK_FNV64_OFFSET, s);
 }
 
 static uint32_t xorshift(uint32_t *s)

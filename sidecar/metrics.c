@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/hash.h"
 #include "common/util.h"
 #include "policy/policy.h"
 
@@ -100,12 +101,7 @@ static bool key_add(char *buf, size_t *pos, const char *name, const char *value)
 
 static uint32_t key_hash(const char *s)
 {
-	uint32_t h = 2166136261u;  /* FNV-1a */
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 16777619u;
-	}
-	return h;
+	return (uint32_t)sk_fnv1a64_add_str(SK_FNV64_OFFSET, s);
 }
 
 /* Adds delta to the series for key, creating it if there is room. */

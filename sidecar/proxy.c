@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/hash.h"
 #include "common/util.h"
 #include "policy/match.h"
 #include "policy/policy.h"
@@ -152,11 +153,7 @@ struct sk_policy *sk_sidecar_swap_policy(struct sk_sidecar *sc, struct sk_policy
 
 static size_t src_hash(const struct sk_addr *a)
 {
-	uint32_t h = 2166136261u;
-	size_t n = a->family == AF_INET ? 4 : 16;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ a->bytes[i]) * 16777619u;
-	return h % SRC_BUCKETS;
+	return sk_fnv1a64(a->bytes, a->family == AF_INET ? 4 : 16) % SRC_BUCKETS;
 }
 
 static struct src_count *src_get(struct sk_proxy *px, const struct sk_addr *a, bool create)

@@ -11,6 +11,7 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
+#include "common/hash.h"
 #include "common/util.h"
 #include "policy/policy.h"
 #include "sidecar/metrics.h"
@@ -84,16 +85,13 @@ static bool content_hash(const char *path, uint64_t *out)
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return false;
-	uint64_t h = 1469598103934665603ull;
+	uint64_t h = SK_FNV64_OFFSET;
 	size_t total = 0;
 	char buf[8192];
 	ssize_t n;
 	while ((n = read(fd, buf, sizeof(buf))) > 0 && total < POLICY_MAX_BYTES) {
 		total += (size_t)n;
-		for (ssize_t i = 0; i < n; i++) {
-			h ^= (unsigned char)buf[i];
-			h *= 1099511628211ull;
-		}
+		h = sk_fnv1a64_add(h, buf, (size_t)n);
 	}
 	close(fd);
 	if (n < 0)
