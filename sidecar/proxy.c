@@ -240,7 +240,9 @@ static void conn_audit(struct conn *c, const char *event, uint64_t bytes_in, uin
 		.event = event, .src = &c->src, .src_port = c->sport, .dst = &c->dst, .dst_port = c->dport,
 		.name = c->has_name ? c->name : NULL, .proto = c->proto, .rule = c->rule,
 		.decision = c->decision, .reason = c->reason, .binding = c->binding,
-		.late = c->late, .request = c->request > 1 ? c->request : 0,
+		/* request: only on the deny of a later request (docs/operating.md); the final allow line of a
+		 * kept-alive connection does not carry the count. */
+		.late = c->late, .request = strcmp(event, "deny") == 0 && c->request > 1 ? c->request : 0,
 		.bytes_in = bytes_in, .bytes_out = bytes_out,
 		.duration_ms = sk_loop_now_ms(sc->loop) - c->t0_ms,
 	};
@@ -717,6 +719,8 @@ static enum classify classify_bytes(struct conn *c, const uint8_t *b, size_t len
 			c->has_name = true;
 			return CL_NAMED;
 		}
+		/* For the audit line only: the outer name of an ECH hello, the literal of an IP SNI. */
+		c->has_name = c->name[0] != '\0' && (r == SK_HELLO_ECH || r == SK_HELLO_SNI_IP);
 		*why = hello_reason(r);
 		return CL_PARSE_DENY;
 	}
@@ -744,13 +748,13 @@ static enum classify classify_bytes(struct conn *c, const uint8_t *b, size_t len
 		const char *reason = NULL;
 		sk_http_track_init(&t);
 		enum sk_track_result tr = sk_http_track_next(&t, b, len, &n, &h, &reason);
+		if (!h.host_is_ip && h.host[0]) {
+			snprintf(c->name, sizeof(c->name), "%s", h.host);
+			c->has_name = true;   /* also on a framing deny: the audit line names the host asked for */
+		}
 		if (tr == SK_TRACK_ERROR) {
 			*why = reason ? reason : "http_malformed";
 			return CL_PARSE_DENY;
-		}
-		if (!h.host_is_ip && h.host[0]) {
-			snprintf(c->name, sizeof(c->name), "%s", h.host);
-			c->has_name = true;
 		}
 		return CL_NAMED;
 	}

@@ -696,6 +696,8 @@ static void test_h2c_upgrade_and_preface_are_denied(void **state)
 		assert_int_equal(count, 1);
 		assert_string_equal(jstr(j, "decision"), "deny");
 		assert_string_equal(jstr(j, "reason"), why[i]);
+		if (i != 1)   /* the h2c preface names no host */
+			assert_string_equal(jstr(j, "name"), "allowed.example");
 		cJSON_Delete(j);
 		close(c);
 		world_down(&w);
@@ -786,6 +788,7 @@ static void test_ech_grease_denied_by_default_allowed_by_policy(void **state)
 			cJSON *j = last_audit(&w, &count);
 			assert_int_equal(count, 1);
 			assert_string_equal(jstr(j, "reason"), "ech");
+			assert_string_equal(jstr(j, "name"), "public.example");   /* the outer name, for the audit */
 			cJSON_Delete(j);
 		}
 		close(c);
