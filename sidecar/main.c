@@ -25,6 +25,7 @@
 #include "sidecar/metrics.h"
 #include "sidecar/proxy.h"
 #include "sidecar/sidecar.h"
+#include "sidecar/wait_ready.h"  /* the wait-ready subcommand (postStart hook) */
 
 extern char **environ;
 
@@ -152,6 +153,9 @@ int main(int argc, char **argv)
 	sigset_t mask;
 	int code = SK_EXIT_RUNTIME;
 
+	/* `stockade-sidecar wait-ready ...`: the postStart hook; polls the running sidecar's /readyz. */
+	if (argc >= 2 && strcmp(argv[1], "wait-ready") == 0)
+		return sk_wait_ready_main(argc - 1, argv + 1);
 	sk_log_init("stockade-sidecar", SK_LOG_INFO);
 	if (sk_config_parse(argc, argv, environ, &cfg, &err) < 0) {
 		sk_log(SK_LOG_ERROR, "%s (see --help)", err.msg);
@@ -165,6 +169,7 @@ int main(int argc, char **argv)
 	}
 	if (cfg.help) {
 		sk_config_usage(stdout, "stockade-sidecar");
+		printf("subcommand: stockade-sidecar wait-ready --help (the postStart hook: waits for /readyz 200)\n");
 		sk_config_free(&cfg);
 		return SK_EXIT_OK;
 	}
