@@ -74,8 +74,14 @@ static inline void sk_dlist_push_back(struct sk_dlist *l, struct sk_dlink *n)
 static inline struct sk_dlink *sk_dlist_pop_front(struct sk_dlist *l)
 {
 	struct sk_dlink *n = l->head;
-	if (n)
-		sk_dlist_unlink(l, n);
+	if (!n)
+		return NULL;
+	l->head = n->next;
+	if (l->head)
+		l->head->prev = NULL;
+	else
+		l->tail = NULL;
+	n->prev = n->next = NULL;
 	return n;
 }
 
@@ -83,8 +89,14 @@ static inline struct sk_dlink *sk_dlist_pop_front(struct sk_dlist *l)
 static inline struct sk_dlink *sk_dlist_pop_back(struct sk_dlist *l)
 {
 	struct sk_dlink *n = l->tail;
-	if (n)
-		sk_dlist_unlink(l, n);
+	if (!n)
+		return NULL;
+	l->tail = n->prev;
+	if (l->tail)
+		l->tail->next = NULL;
+	else
+		l->head = NULL;
+	n->prev = n->next = NULL;
 	return n;
 }
 

@@ -20,24 +20,28 @@ static void expect(const struct sk_dlist *l, const int *want, size_t n)
 {
 	size_t i = 0;
 	const struct sk_dlink *prev = NULL;
-	for (struct sk_dlink *k = l->head; k; prev = k, k = k->next, i++) {
-		assert_true(i < n);
+	struct sk_dlink *k = l->head;
+	for (; k && i < n; prev = k, k = k->next, i++) {
 		assert_ptr_equal(k->prev, prev);
 		assert_int_equal(sk_container_of(k, struct item, link)->v, want[i]);
 	}
+	assert_null(k);             /* no more than n */
 	assert_int_equal(i, n);
 	assert_ptr_equal(l->tail, prev);
-	for (struct sk_dlink *k = l->tail; k; k = k->prev)
+	for (k = l->tail; k && i > 0; k = k->prev)
 		assert_int_equal(sk_dlist_entry(k, struct item, link)->v, want[--i]);
+	assert_null(k);
 	assert_int_equal(sk_dlist_empty(l), n == 0);
 }
+
+static const int none[1];
 
 static void test_push_pop(void **state)
 {
 	(void)state;
 	struct item it[4] = { { .v = 0 }, { .v = 1 }, { .v = 2 }, { .v = 3 } };
 	struct sk_dlist l = { 0 };
-	expect(&l, NULL, 0);
+	expect(&l, none, 0);
 	assert_null(sk_dlist_pop_back(&l));
 	assert_null(sk_dlist_pop_front(&l));
 	assert_null(sk_dlist_entry(l.head, struct item, link));
@@ -57,7 +61,7 @@ static void test_push_pop(void **state)
 	expect(&l, (int[]){ 1, 2 }, 2);
 	assert_ptr_equal(sk_dlist_pop_back(&l), &it[2].link);
 	assert_ptr_equal(sk_dlist_pop_back(&l), &it[1].link);
-	expect(&l, NULL, 0);
+	expect(&l, none, 0);
 	assert_null(sk_dlist_pop_back(&l));
 }
 
@@ -82,9 +86,9 @@ static void test_unlink_anywhere(void **state)
 	expect(&l, (int[]){ 1, 3 }, 2);
 	sk_dlist_unlink(&l, &it[1].link);
 	sk_dlist_unlink(&l, &it[3].link);      /* the only one */
-	expect(&l, NULL, 0);
+	expect(&l, none, 0);
 	sk_dlist_unlink(&l, &it[3].link);
-	expect(&l, NULL, 0);
+	expect(&l, none, 0);
 }
 
 static void test_move_front(void **state)
@@ -105,7 +109,7 @@ static void test_move_front(void **state)
 	assert_ptr_equal(sk_dlist_entry(sk_dlist_pop_back(&l), struct item, link), &it[1]);
 	assert_ptr_equal(sk_dlist_entry(sk_dlist_pop_back(&l), struct item, link), &it[0]);
 	assert_ptr_equal(sk_dlist_entry(sk_dlist_pop_back(&l), struct item, link), &it[2]);
-	expect(&l, NULL, 0);
+	expect(&l, none, 0);
 }
 
 int main(void)
