@@ -4,9 +4,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 
+#include "common/dlist.h"
+#include "common/hash.h"
 #include "policy/domain.h"
 
 struct bind_name {
@@ -18,7 +19,7 @@ struct bind_name {
 struct bind_addr {
 	struct sk_addr key;         /* folded: mapped IPv6 → IPv4, unused bytes zero */
 	struct bind_addr *hnext;    /* bucket chain */
-	struct bind_addr *prev, *next;  /* LRU list: head = most recent */
+	struct sk_dlink lru;        /* in the table's LRU list: head = most recent */
 	struct bind_name *names;
 	unsigned n_names;
 };
@@ -30,9 +31,9 @@ struct bucket {
 struct sk_bind_table {
 	struct bucket *buckets;
 	size_t mask;                /* buckets - 1, a power of two minus one */
-	struct bind_addr *head, *tail;
+	struct sk_dlist lru;        /* of struct bind_addr */
 	size_t count, max;
-	uint64_t seed[2];
+	struct sk_hash_key key;
 };
 
 static void fold(const struct sk_addr *in, struct sk_addr *out)
@@ -51,23 +52,19 @@ static void fold(const struct sk_addr *in, struct sk_addr *out)
 	}
 }
 
-static uint64_t mix(uint64_t h)
-{
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ULL;
-	h ^= h >> 33;
-	return h;
-}
-
+/* Keyed (the names, and so the addresses, come from upstream answers): the family, then all 16 bytes. */
 static size_t hash_addr(const struct sk_bind_table *t, const struct sk_addr *a)
 {
-	uint64_t lo, hi;
-	memcpy(&lo, a->bytes, 8);
-	memcpy(&hi, a->bytes + 8, 8);
-	uint64_t h = mix(lo ^ t->seed[0]) ^ mix(hi ^ t->seed[1] ^ a->family);
-	return (size_t)mix(h + t->seed[0]) & t->mask;
+	struct sk_siphash st;
+	sk_siphash_init(&st, &t->key);
+	sk_siphash_u8(&st, (uint8_t)a->family);
+	sk_siphash_update(&st, a->bytes, 16);
+	return (size_t)sk_siphash_final(&st) & t->mask;
+}
+
+static struct bind_addr *addr_of(struct sk_dlink *l)
+{
+	return sk_dlist_entry(l, struct bind_addr, lru);
 }
 
 int sk_bind_new(size_t max_bindings, struct sk_bind_table **out)
@@ -88,38 +85,14 @@ int sk_bind_new(size_t max_bindings, struct sk_bind_table **out)
 	}
 	t->mask = nb - 1;
 	t->max = max_bindings;
-	if (getrandom(t->seed, sizeof(t->seed), 0) != (ssize_t)sizeof(t->seed)) {
-		int e = errno ? errno : EIO;
+	int rc = sk_hash_key_random(&t->key);
+	if (rc < 0) {
 		free(t->buckets);
 		free(t);
-		return -e;
+		return rc;
 	}
 	*out = t;
 	return 0;
-}
-
-static void lru_unlink(struct sk_bind_table *t, struct bind_addr *e)
-{
-	if (e->prev)
-		e->prev->next = e->next;
-	else
-		t->head = e->next;
-	if (e->next)
-		e->next->prev = e->prev;
-	else
-		t->tail = e->prev;
-	e->prev = e->next = NULL;
-}
-
-static void lru_push_front(struct sk_bind_table *t, struct bind_addr *e)
-{
-	e->prev = NULL;
-	e->next = t->head;
-	if (t->head)
-		t->head->prev = e;
-	t->head = e;
-	if (!t->tail)
-		t->tail = e;
 }
 
 static void free_names(struct bind_name *n)
@@ -138,7 +111,7 @@ static void remove_addr(struct sk_bind_table *t, struct bind_addr *e)
 		pp = &(*pp)->hnext;
 	if (*pp)
 		*pp = e->hnext;
-	lru_unlink(t, e);
+	sk_dlist_unlink(&t->lru, &e->lru);
 	t->count -= e->n_names;
 	free_names(e->names);
 	free(e);
@@ -148,12 +121,11 @@ void sk_bind_free(struct sk_bind_table *t)
 {
 	if (!t)
 		return;
-	struct bind_addr *e = t->head;
-	while (e) {
-		struct bind_addr *next = e->next;
+	struct sk_dlink *l;
+	while ((l = sk_dlist_pop_front(&t->lru))) {
+		struct bind_addr *e = addr_of(l);
 		free_names(e->names);
 		free(e);
-		e = next;
 	}
 	free(t->buckets);
 	free(t);
@@ -208,8 +180,7 @@ int sk_bind_add(struct sk_bind_table *t, const struct sk_addr *addr, const char 
 				*pp = n->next;          /* move to the front: most recently bound */
 				n->next = e->names;
 				e->names = n;
-				lru_unlink(t, e);
-				lru_push_front(t, e);
+				sk_dlist_move_front(&t->lru, &e->lru);
 				return 0;
 			}
 		}
@@ -221,7 +192,7 @@ int sk_bind_add(struct sk_bind_table *t, const struct sk_addr *addr, const char 
 		size_t b = hash_addr(t, &key);
 		e->hnext = t->buckets[b].head;
 		t->buckets[b].head = e;
-		lru_push_front(t, e);
+		sk_dlist_push_front(&t->lru, &e->lru);
 	}
 
 	struct bind_name *n = malloc(sizeof(*n) + nl + 1);
@@ -246,11 +217,10 @@ int sk_bind_add(struct sk_bind_table *t, const struct sk_addr *addr, const char 
 		e->n_names--;
 		t->count--;
 	}
-	lru_unlink(t, e);
-	lru_push_front(t, e);
+	sk_dlist_move_front(&t->lru, &e->lru);
 	/* Evict whole least-recently-used addresses; never the one just touched (it is at the head). */
-	while (t->count > t->max && t->tail && t->tail != e)
-		remove_addr(t, t->tail);
+	while (t->count > t->max && t->lru.tail && t->lru.tail != &e->lru)
+		remove_addr(t, addr_of(t->lru.tail));
 	return 0;
 }
 
@@ -265,8 +235,7 @@ bool sk_bind_has(struct sk_bind_table *t, const struct sk_addr *addr, const char
 		remove_addr(t, e);
 		return false;
 	}
-	lru_unlink(t, e);
-	lru_push_front(t, e);
+	sk_dlist_move_front(&t->lru, &e->lru);
 	for (const struct bind_name *n = e->names; n; n = n->next)
 		if (strcmp(n->name, name) == 0)
 			return true;
@@ -285,8 +254,7 @@ size_t sk_bind_names(struct sk_bind_table *t, const struct sk_addr *addr, uint64
 		remove_addr(t, e);
 		return 0;
 	}
-	lru_unlink(t, e);
-	lru_push_front(t, e);
+	sk_dlist_move_front(&t->lru, &e->lru);
 	size_t calls = 0;
 	for (const struct bind_name *n = e->names; n; n = n->next) {
 		calls++;
@@ -304,9 +272,9 @@ size_t sk_bind_count(const struct sk_bind_table *t)
 size_t sk_bind_sweep(struct sk_bind_table *t, uint64_t now_ms, size_t max_work)
 {
 	size_t before = t->count;
-	struct bind_addr *e = t->tail;
+	struct bind_addr *e = addr_of(t->lru.tail);
 	while (e && max_work--) {
-		struct bind_addr *prev = e->prev;
+		struct bind_addr *prev = addr_of(e->lru.prev);
 		if (prune(t, e, now_ms) == 0)
 			remove_addr(t, e);
 		e = prev;

@@ -4,9 +4,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 
+#include "common/dlist.h"
+#include "common/hash.h"
 #include "sidecar/dns_bind.h"
 #include "sidecar/dns_codec.h"
 
@@ -22,7 +23,7 @@ struct crec {
 
 struct entry {
 	struct entry *hnext;        /* bucket chain */
-	struct entry *prev, *next;  /* LRU list: head = most recently used */
+	struct sk_dlink lru;        /* in the cache's LRU list: head = most recently used */
 	uint64_t hash;
 	uint64_t born_ms, expires_ms;
 	size_t size;                /* bytes charged against max_bytes */
@@ -43,23 +44,13 @@ struct bucket {
 struct sk_dns_cache {
 	struct bucket *buckets;
 	size_t mask;
-	struct entry *head, *tail;
+	struct sk_dlist lru;        /* of struct entry */
 	size_t count, bytes, max_entries, max_bytes;
 	uint64_t gen;
 	bool gen_set;
-	uint64_t seed[2];
+	struct sk_hash_key key;
 	struct sk_dns_cache_stats st;
 };
-
-static uint64_t mix(uint64_t h)
-{
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ULL;
-	h ^= h >> 33;
-	return h;
-}
 
 static uint8_t lower(uint8_t b)
 {
@@ -69,15 +60,13 @@ static uint8_t lower(uint8_t b)
 /* Keyed hash of (lower-cased wire name, qtype, qclass). */
 static uint64_t key_hash(const struct sk_dns_cache *c, const struct sk_dns_name *n, uint16_t qtype, uint16_t qclass)
 {
-	uint64_t h = c->seed[0] ^ ((uint64_t)qtype << 16 | qclass) ^ ((uint64_t)n->len << 40);
-	size_t i = 0;
-	while (i < n->len) {
-		uint64_t w = 0;
-		for (size_t k = 0; k < 8 && i < n->len; k++, i++)
-			w |= (uint64_t)lower(n->wire[i]) << (8 * k);
-		h = mix(h ^ w ^ c->seed[1]) + c->seed[0];
-	}
-	return mix(h);
+	const uint8_t fixed[4] = { (uint8_t)(qtype >> 8), (uint8_t)qtype, (uint8_t)(qclass >> 8), (uint8_t)qclass };
+	struct sk_siphash st;
+	sk_siphash_init(&st, &c->key);
+	sk_siphash_update(&st, fixed, sizeof(fixed));
+	for (size_t i = 0; i < n->len; i++)
+		sk_siphash_u8(&st, lower(n->wire[i]));
+	return sk_siphash_final(&st);
 }
 
 static bool key_equal(const struct entry *e, uint64_t hash, const struct sk_dns_name *n, uint16_t qtype,
@@ -111,38 +100,19 @@ int sk_dns_cache_new(size_t max_entries, size_t max_bytes, struct sk_dns_cache *
 	c->mask = nb - 1;
 	c->max_entries = max_entries;
 	c->max_bytes = max_bytes;
-	if (getrandom(c->seed, sizeof(c->seed), 0) != (ssize_t)sizeof(c->seed)) {
-		int e = errno ? errno : EIO;
+	int rc = sk_hash_key_random(&c->key);
+	if (rc < 0) {
 		free(c->buckets);
 		free(c);
-		return -e;
+		return rc;
 	}
 	*out = c;
 	return 0;
 }
 
-static void lru_unlink(struct sk_dns_cache *c, struct entry *e)
+static struct entry *entry_of(struct sk_dlink *l)
 {
-	if (e->prev)
-		e->prev->next = e->next;
-	else
-		c->head = e->next;
-	if (e->next)
-		e->next->prev = e->prev;
-	else
-		c->tail = e->prev;
-	e->prev = e->next = NULL;
-}
-
-static void lru_push_front(struct sk_dns_cache *c, struct entry *e)
-{
-	e->prev = NULL;
-	e->next = c->head;
-	if (c->head)
-		c->head->prev = e;
-	c->head = e;
-	if (!c->tail)
-		c->tail = e;
+	return sk_dlist_entry(l, struct entry, lru);
 }
 
 static void entry_remove(struct sk_dns_cache *c, struct entry *e)
@@ -152,7 +122,7 @@ static void entry_remove(struct sk_dns_cache *c, struct entry *e)
 		pp = &(*pp)->hnext;
 	if (*pp)
 		*pp = e->hnext;
-	lru_unlink(c, e);
+	sk_dlist_unlink(&c->lru, &e->lru);
 	c->count--;
 	c->bytes -= e->size;
 	free(e);
@@ -162,14 +132,10 @@ void sk_dns_cache_flush(struct sk_dns_cache *c)
 {
 	if (!c)
 		return;
-	struct entry *e = c->head;
-	while (e) {
-		struct entry *n = e->next;
-		free(e);
-		e = n;
-	}
+	struct sk_dlink *l;
+	while ((l = sk_dlist_pop_front(&c->lru)))
+		free(entry_of(l));
 	memset(c->buckets, 0, (c->mask + 1) * sizeof(struct bucket));
-	c->head = c->tail = NULL;
 	c->count = c->bytes = 0;
 	c->st.flushes++;
 }
@@ -295,8 +261,8 @@ int sk_dns_cache_put(struct sk_dns_cache *c, uint64_t gen, const struct sk_dns_f
 	struct entry *old = find(c, hash, &q->qname, q->qtype, q->qclass);
 	if (old)
 		entry_remove(c, old);
-	while (c->tail && (c->count >= c->max_entries || c->bytes + size > c->max_bytes)) {
-		entry_remove(c, c->tail);
+	while (c->lru.tail && (c->count >= c->max_entries || c->bytes + size > c->max_bytes)) {
+		entry_remove(c, entry_of(c->lru.tail));
 		c->st.evictions++;
 	}
 	struct entry *e = malloc(size);
@@ -330,7 +296,7 @@ int sk_dns_cache_put(struct sk_dns_cache *c, uint64_t gen, const struct sk_dns_f
 	struct entry **b = &c->buckets[hash & c->mask].head;
 	e->hnext = *b;
 	*b = e;
-	lru_push_front(c, e);
+	sk_dlist_push_front(&c->lru, &e->lru);
 	c->count++;
 	c->bytes += size;
 	c->st.inserts++;
@@ -354,10 +320,7 @@ bool sk_dns_cache_get(struct sk_dns_cache *c, uint64_t gen, const struct sk_dns_
 		return false;
 	}
 	c->st.hits++;
-	if (c->head != e) {
-		lru_unlink(c, e);
-		lru_push_front(c, e);
-	}
+	sk_dlist_move_front(&c->lru, &e->lru);
 	h->rcode = e->rcode;
 	size_t limit = client_tcp ? SK_DNS_MSG_MAX : q->udp_limit;
 	if (limit > cap)

@@ -4,8 +4,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/socket.h>
+
+#include "common/hash.h"
 
 void sk_resolve_fold(const struct sk_addr *in, struct sk_addr *out)
 {
@@ -40,7 +41,8 @@ struct sk_rneg {
 	struct neg_ent *ents;
 	uint32_t *buckets;
 	size_t cap, n_buckets, head, count;   /* head: the slot the next insert takes (the oldest when full) */
-	uint64_t ttl_ms, seed;
+	uint64_t ttl_ms;
+	struct sk_hash_key key;
 };
 
 int sk_rneg_new(size_t cap, uint64_t ttl_ms, struct sk_rneg **out)
@@ -56,7 +58,7 @@ int sk_rneg_new(size_t cap, uint64_t ttl_ms, struct sk_rneg **out)
 		nb <<= 1;
 	c->ents = calloc(cap, sizeof(*c->ents));
 	c->buckets = malloc(nb * sizeof(*c->buckets));
-	if (!c->ents || !c->buckets || getrandom(&c->seed, sizeof(c->seed), 0) != (ssize_t)sizeof(c->seed)) {
+	if (!c->ents || !c->buckets || sk_hash_key_random(&c->key) < 0) {
 		sk_rneg_free(c);
 		return -ENOMEM;
 	}
@@ -78,25 +80,14 @@ void sk_rneg_free(struct sk_rneg *c)
 	free(c);
 }
 
-static uint64_t mix(uint64_t h)
-{
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ULL;
-	h ^= h >> 33;
-	return h;
-}
-
 static uint64_t neg_hash(const struct sk_rneg *c, const char *name, const struct sk_addr *a)
 {
-	uint64_t h = c->seed ^ 0xcbf29ce484222325ULL;
-	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
-		h = (h ^ *p) * 0x100000001b3ULL;
-	h = (h ^ a->family) * 0x100000001b3ULL;
-	for (size_t i = 0; i < sizeof(a->bytes); i++)
-		h = (h ^ a->bytes[i]) * 0x100000001b3ULL;
-	return mix(h);
+	struct sk_siphash st;
+	sk_siphash_init(&st, &c->key);
+	sk_siphash_update(&st, name, strlen(name) + 1);   /* with its NUL: the name ends there */
+	sk_siphash_u8(&st, (uint8_t)a->family);
+	sk_siphash_update(&st, a->bytes, sizeof(a->bytes));
+	return sk_siphash_final(&st);
 }
 
 static uint32_t *neg_find(struct sk_rneg *c, const char *name, const struct sk_addr *a, uint64_t h)
@@ -170,15 +161,20 @@ void sk_rbook_init(struct sk_rbook *b, size_t max_reqs)
 	b->max_reqs = max_reqs;
 }
 
+static struct sk_resolve_group *group_of(struct sk_dlink *l)
+{
+	return sk_dlist_entry(l, struct sk_resolve_group, link);
+}
+
+static struct sk_resolve_req *req_of(struct sk_dlink *l)
+{
+	return sk_dlist_entry(l, struct sk_resolve_req, link);
+}
+
+/* A group no longer in the list (finishing) is left alone. */
 static void group_unlink(struct sk_rbook *b, struct sk_resolve_group *g)
 {
-	if (g->prev)
-		g->prev->next = g->next;
-	else if (b->groups == g)
-		b->groups = g->next;
-	if (g->next)
-		g->next->prev = g->prev;
-	g->prev = g->next = NULL;
+	sk_dlist_unlink(&b->groups, &g->link);
 }
 
 int sk_rbook_add(struct sk_rbook *b, const char *name, const struct sk_addr *addr, sk_resolve_done_fn done,
@@ -195,9 +191,9 @@ int sk_rbook_add(struct sk_rbook *b, const char *name, const struct sk_addr *add
 	if (b->n_reqs >= b->max_reqs)
 		return -EBUSY;
 	/* Linear over at most max_reqs groups: misses are rare next to bound connections. */
-	struct sk_resolve_group *g = b->groups;
+	struct sk_resolve_group *g = group_of(b->groups.head);
 	while (g && !(g->family == a.family && strcmp(g->name, name) == 0))
-		g = g->next;
+		g = group_of(g->link.next);
 	struct sk_resolve_req *r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
@@ -209,10 +205,7 @@ int sk_rbook_add(struct sk_rbook *b, const char *name, const struct sk_addr *add
 		}
 		memcpy(g->name, name, nlen + 1);
 		g->family = a.family;
-		g->next = b->groups;
-		if (b->groups)
-			b->groups->prev = g;
-		b->groups = g;
+		sk_dlist_push_front(&b->groups, &g->link);
 		b->n_groups++;
 		*created = true;
 	}
@@ -221,14 +214,7 @@ int sk_rbook_add(struct sk_rbook *b, const char *name, const struct sk_addr *add
 	r->done = done;
 	r->arg = arg;
 	/* Append: done callbacks run oldest first. */
-	struct sk_resolve_req **tail = &g->reqs;
-	struct sk_resolve_req *prev = NULL;
-	while (*tail) {
-		prev = *tail;
-		tail = &(*tail)->next;
-	}
-	r->prev = prev;
-	*tail = r;
+	sk_dlist_push_back(&g->reqs, &r->link);
 	g->n_reqs++;
 	b->n_reqs++;
 	*req = r;
@@ -238,30 +224,21 @@ int sk_rbook_add(struct sk_rbook *b, const char *name, const struct sk_addr *add
 
 static void req_unlink(struct sk_resolve_group *g, struct sk_resolve_req *r)
 {
-	if (r->prev)
-		r->prev->next = r->next;
-	else
-		g->reqs = r->next;
-	if (r->next)
-		r->next->prev = r->prev;
+	sk_dlist_unlink(&g->reqs, &r->link);
 	g->n_reqs--;
 }
 
 /* The oldest request of g, unlinked. */
 static struct sk_resolve_req *req_pop(struct sk_resolve_group *g)
 {
-	struct sk_resolve_req *r = g->reqs;
-	g->reqs = r->next;
-	if (g->reqs)
-		g->reqs->prev = NULL;
-	r->next = NULL;
+	struct sk_resolve_req *r = req_of(sk_dlist_pop_front(&g->reqs));
 	g->n_reqs--;
 	return r;
 }
 
 static void group_free(struct sk_rbook *b, struct sk_resolve_group *g)
 {
-	while (g->reqs) {
+	while (!sk_dlist_empty(&g->reqs)) {
 		free(req_pop(g));
 		b->n_reqs--;
 	}
@@ -292,7 +269,7 @@ void sk_rbook_finish(struct sk_rbook *b, struct sk_resolve_group *g, bool answer
 	group_unlink(b, g);
 	b->n_groups--;
 	g->finishing = true;
-	while (g->reqs) {
+	while (!sk_dlist_empty(&g->reqs)) {
 		struct sk_resolve_req *r = req_pop(g);
 		b->n_reqs--;
 		enum sk_resolve_result res = SK_RESOLVE_FAILED;
@@ -317,11 +294,9 @@ void sk_rbook_finish(struct sk_rbook *b, struct sk_resolve_group *g, bool answer
 
 void sk_rbook_clear(struct sk_rbook *b)
 {
-	while (b->groups) {
-		struct sk_resolve_group *g = b->groups;
-		b->groups = g->next;
-		if (b->groups)
-			b->groups->prev = NULL;
+	struct sk_dlink *l;
+	while ((l = sk_dlist_pop_front(&b->groups))) {
+		struct sk_resolve_group *g = group_of(l);
 		b->n_groups--;
 		group_free(b, g);
 	}

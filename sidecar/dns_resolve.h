@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/dlist.h"
 #include "policy/addr.h"
 #include "policy/domain.h"
 #include "sidecar/sidecar.h"
@@ -52,7 +53,7 @@ struct sk_resolve_group;
 
 struct sk_resolve_req {
 	struct sk_resolve_group *g;
-	struct sk_resolve_req *prev, *next;
+	struct sk_dlink link;             /* in g->reqs */
 	struct sk_addr addr;              /* folded */
 	sk_resolve_done_fn done;
 	void *arg;
@@ -61,15 +62,15 @@ struct sk_resolve_req {
 struct sk_resolve_group {
 	char name[SK_DOMAIN_MAX + 1];
 	int family;                       /* AF_INET (A) or AF_INET6 (AAAA) */
-	struct sk_resolve_req *reqs;      /* waiting, oldest first */
+	struct sk_dlist reqs;             /* of struct sk_resolve_req: waiting, oldest first */
 	size_t n_reqs;
 	bool finishing;                   /* done callbacks are running: cancels only unlink */
 	void *ctx;                        /* the server's upstream query for this group */
-	struct sk_resolve_group *prev, *next;
+	struct sk_dlink link;             /* in the book's groups (not while finishing) */
 };
 
 struct sk_rbook {
-	struct sk_resolve_group *groups;
+	struct sk_dlist groups;           /* of struct sk_resolve_group */
 	size_t n_reqs, n_groups, max_reqs;
 };
 

@@ -635,7 +635,7 @@ static void test_rbook_finish_and_cancel(void **state)
 	assert_int_equal(w3.calls, 0);
 	assert_int_equal(b.n_reqs, 0);
 	assert_int_equal(b.n_groups, 0);
-	assert_null(b.groups);
+	assert_null(b.groups.head);
 
 	assert_int_equal(sk_rbook_add(&b, "", &a, on_done, &w1, &r1, &g1, &created), -EINVAL);
 	struct sk_addr none = { 0 };
