@@ -46,6 +46,24 @@ for kind in Pod Job Deployment; do
 	done
 done
 if out=$(render --kube-version 1.28.0 | helm/tests/check_pod_security.py Pod classic 1000 1337 2>&1); then sk_pass "auto mode picks a classic sidecar before 1.29"; else sk_fail "auto mode before 1.29" "$out"; fi
+# The agent's start gate: a postStart wait-ready hook by default, the startupProbe when asked, neither for a
+# classic sidecar (a postStart there would not hold the agent).
+gate() { render --kube-version "$1" "${@:2}" | python3 -c '
+import sys, yaml
+for d in yaml.safe_load_all(sys.stdin):
+    if d and d["kind"] == "Pod" and d["metadata"]["name"].endswith("-agent"):
+        s = d["spec"]
+        c = next(c for c in s.get("initContainers", []) + s["containers"] if c["name"] == "stockade-sidecar")
+        print(" ".join(c.get("lifecycle", {}).get("postStart", {}).get("exec", {}).get("command", [])[1:]),
+              "startupProbe" if "startupProbe" in c else "-", c["readinessProbe"]["httpGet"]["path"])'; }
+sk_check_eq "gate: native holds the agent with postStart wait-ready, no startupProbe" \
+	"wait-ready --admin-addr=127.0.0.1:15000 --timeout-ms=30000 - /readyz" "$(gate 1.34.0)"
+sk_check_eq "gate: holdAgentUntilReady=false uses the startupProbe" " startupProbe /readyz" \
+	"$(gate 1.34.0 --set sidecar.holdAgentUntilReady=false)"
+sk_check_eq "gate: classic sidecar has neither" " - /readyz" "$(gate 1.28.0)"
+sk_check_eq "gate: readyTimeoutSeconds bounds wait-ready" \
+	"wait-ready --admin-addr=127.0.0.1:15000 --timeout-ms=5000 - /readyz" \
+	"$(gate 1.34.0 --set sidecar.readyTimeoutSeconds=5)"
 if out=$(render --kube-version 1.29.0 | helm/tests/check_pod_security.py Pod native 1000 1337 2>&1); then sk_pass "auto mode picks a native sidecar from 1.29"; else sk_fail "auto mode from 1.29" "$out"; fi
 
 for f in helm/tests/values/good-*.yaml; do

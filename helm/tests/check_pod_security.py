@@ -43,7 +43,11 @@ if mode == "native":
     expect(not any(c["name"] == "stockade-sidecar" for c in conts), "no classic sidecar in containers")
     if sidecars:
         expect(sidecars[0].get("restartPolicy") == "Always", "native sidecar restartPolicy Always")
-        expect(sidecars[0].get("startupProbe", {}).get("httpGet", {}).get("path") == "/readyz", "startupProbe on /readyz")
+        # The agent waits for the sidecar's /readyz: a postStart `wait-ready` hook (default), or a startupProbe.
+        hook = sidecars[0].get("lifecycle", {}).get("postStart", {}).get("exec", {}).get("command", [])
+        probe = sidecars[0].get("startupProbe", {}).get("httpGet", {}).get("path")
+        expect((hook[:2] == ["/usr/local/bin/stockade-sidecar", "wait-ready"]) != (probe == "/readyz"),
+               "agent held by a postStart wait-ready hook or a startupProbe on /readyz (one of them)")
 else:
     sidecars = [c for c in conts if c["name"] == "stockade-sidecar"]
     expect(len(sidecars) == 1, "classic sidecar in containers")

@@ -124,7 +124,8 @@ in its own pod spec's initContainers. Usage: {{ include "stockade.initContainer"
 
 {{/*
 stockade.sidecarContainer: the stockade-sidecar container. For a native sidecar include it in
-initContainers (it carries restartPolicy: Always and a startupProbe); for a classic one in containers.
+initContainers (it carries restartPolicy: Always and the postStart hook `wait-ready`, or a startupProbe when
+sidecar.holdAgentUntilReady is false); for a classic one in containers (neither: nothing gates the agent).
 Usage: {{ include "stockade.sidecarContainer" (dict "root" . "native" true) | nindent 8 }}
 */}}
 {{- define "stockade.sidecarContainer" -}}
@@ -162,11 +163,23 @@ Usage: {{ include "stockade.sidecarContainer" (dict "root" . "native" true) | ni
       drop: [ALL]
     seccompProfile:
       type: RuntimeDefault
-  {{- if .native }}
+  {{- if and .native $.Values.sidecar.holdAgentUntilReady }}
+  lifecycle:
+    # The kubelet starts the agent once this hook returns: wait-ready polls the sidecar's own /readyz
+    # every 5 ms (a startupProbe could not look more often than once a second). It fails after
+    # readyTimeoutSeconds, naming what is missing; the kubelet then restarts the sidecar.
+    postStart:
+      exec:
+        command:
+          - /usr/local/bin/stockade-sidecar
+          - wait-ready
+          - --admin-addr=127.0.0.1:{{ int $.Values.ports.admin }}
+          - --timeout-ms={{ mul (int $.Values.sidecar.readyTimeoutSeconds) 1000 }}
+  {{- else if .native }}
   startupProbe:
     httpGet: { path: /readyz, port: admin }
     periodSeconds: 1
-    failureThreshold: 30
+    failureThreshold: {{ int $.Values.sidecar.readyTimeoutSeconds }}
   {{- end }}
   livenessProbe:
     httpGet: { path: /healthz, port: admin }
