@@ -418,8 +418,15 @@ void sk_dns_filter_answer(const struct sk_policy *p, const struct sk_dns_filter_
 			v->stripped++;
 			continue;
 		}
+		/* The question is class IN: a record of another class answers nothing the client asked, and an
+		 * "A" of class CH would reach a stub that ignores the class unchecked and unbound (found by
+		 * fuzz_dns_filter). */
+		if (rr.rclass != SK_DNS_CLASS_IN) {
+			v->stripped++;
+			continue;
+		}
 		uint32_t ttl = rr.ttl > SK_BIND_TTL_MAX ? SK_BIND_TTL_MAX : rr.ttl;
-		bool addr_rr = rr.rclass == SK_DNS_CLASS_IN && (rr.type == SK_DNS_T_A || rr.type == SK_DNS_T_AAAA);
+		bool addr_rr = rr.type == SK_DNS_T_A || rr.type == SK_DNS_T_AAAA;
 		if (addr_rr) {
 			if (opts && opts->strict_chain && !owner_allowed(p, &rr.name)) {
 				v->stripped++;

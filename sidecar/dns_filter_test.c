@@ -715,12 +715,10 @@ static void test_answer_rebinding_refused(void **state)
 
 /* Found by fuzz_dns_filter (2026-11-24): an A/AAAA record on the chain whose class is not IN (here CH,
  * carrying the metadata address) is copied to the client as it came: not checked for rebinding, not bound
- * (musl's stub does not look at the class). Skipped until dns_filter.c strips (or refuses) such records:
- * delete the skip() line with the fix. */
+ * (musl's stub does not look at the class). The filter now strips records of any class but IN. */
 static void test_answer_address_of_other_class(void **state)
 {
 	struct pol *f = *state;
-	skip();
 	struct sk_dns_fquery q = fq(f, "pypi.org", SK_DNS_T_A, 0);
 	struct ans a;
 	ans_begin(&a, 1, 0, "pypi.org", SK_DNS_T_A);
