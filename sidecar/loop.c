@@ -24,6 +24,7 @@ struct sk_loop {
 	size_t n_heap, cap_heap;
 	void (*turn_end)(void *ctx);   /* after each round's callbacks and timers (audit flush) */
 	void *turn_end_ctx;
+	uint64_t arm_seq;              /* counts sk_timer_arm calls (see run_timers) */
 };
 
 uint64_t sk_monotonic_ms(void)
@@ -155,6 +156,7 @@ void sk_timer_init(struct sk_timer *t, sk_timer_cb cb, void *ctx)
 {
 	t->due_ms = 0;
 	t->heap_idx = SIZE_MAX;
+	t->arm_seq = 0;
 	t->cb = cb;
 	t->ctx = ctx;
 }
@@ -176,6 +178,7 @@ void sk_timer_cancel(struct sk_loop *l, struct sk_timer *t)
 
 int sk_timer_arm(struct sk_loop *l, struct sk_timer *t, uint64_t after_ms)
 {
+	t->arm_seq = ++l->arm_seq;
 	if (sk_timer_armed(t)) {
 		uint64_t old = t->due_ms;
 		t->due_ms = l->now_ms + after_ms;
@@ -205,10 +208,13 @@ uint64_t sk_loop_now_ms(const struct sk_loop *l) { return l->now_ms; }
 
 /* ---- dispatch ---- */
 
+/* Fires the timers due now that were armed before this call: one (re-)armed by a callback of this
+ * round waits for the next round, so a timer re-arming itself for "now" cannot spin the loop. */
 static int run_timers(struct sk_loop *l)
 {
 	int n = 0;
-	while (l->n_heap > 0 && l->heap[0]->due_ms <= l->now_ms) {
+	uint64_t armed_before = l->arm_seq;
+	while (l->n_heap > 0 && l->heap[0]->due_ms <= l->now_ms && l->heap[0]->arm_seq <= armed_before) {
 		struct sk_timer *t = l->heap[0];
 		sk_timer_cancel(l, t);
 		t->cb(l, t);

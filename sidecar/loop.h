@@ -34,6 +34,7 @@ struct sk_io {
 struct sk_timer {
 	uint64_t due_ms;       /* monotonic ms */
 	size_t heap_idx;       /* SIZE_MAX when not armed */
+	uint64_t arm_seq;      /* the loop's arm counter when last armed: a round fires only older arms */
 	sk_timer_cb cb;
 	void *ctx;
 };
