@@ -11,7 +11,7 @@
 
 #include "common/err.h"
 #include "init/guard.h"
-#include "init/marker.h"
+#include "common/marker.h"
 #include "init/nft.h"
 #include "init/ruleset.h"
 #include "policy/policy.h"

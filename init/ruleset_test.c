@@ -1,6 +1,6 @@
 /* init/ruleset_test.c — the ruleset builder: the intermediate description and the nft text for each
  * policy feature (defaults, loopback deny/ports, exemptUids, direct CIDRs v4/v6 made disjoint, udp rules,
- * custom ports and UIDs, collisions); the host-namespace guard's judgement; the marker file. Policies
+ * custom ports and UIDs, collisions); the host-namespace guard's judgement. Policies
  * are built by hand so the builder is tested without the loader. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,7 +18,6 @@
 
 #include "common/util.h"
 #include "init/guard.h"
-#include "init/marker.h"
 #include "init/ruleset.h"
 #include "policy/addr.h"
 #include "policy/policy.h"
@@ -599,52 +598,6 @@ static void test_guard_probe_runs(void **state)
 	assert_true(lo);
 }
 
-/* ---- marker ---- */
-
-static void test_marker_roundtrip(void **state)
-{
-	(void)state;
-	char dir[] = "/tmp/sk-marker-XXXXXX", path[64];
-	assert_non_null(mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/ready", dir);
-	struct sk_marker m = { .hash = "0123456789abcdef", .time = 1700000000, .rules = 21, .sets = 5,
-			       .elements = 7, .version = "v-test" };
-	struct sk_err err = { 0 };
-	assert_int_equal(sk_marker_write(path, &m, &err), 0);
-
-	char buf[256] = { 0 };
-	FILE *fp = fopen(path, "r");
-	assert_non_null(fp);
-	size_t n = fread(buf, 1, sizeof(buf) - 1, fp);
-	fclose(fp);
-	buf[n] = '\0';
-	assert_string_equal(buf, "hash=0123456789abcdef\ntime=1700000000\nrules=21\nsets=5\nelements=7\nversion=v-test\n");
-
-	struct sk_marker r;
-	assert_int_equal(sk_marker_read(path, &r, &err), 0);
-	assert_string_equal(r.hash, m.hash);
-	assert_int_equal(r.time, m.time);
-	assert_int_equal(r.rules, 21);
-	assert_int_equal(r.elements, 7);
-	assert_string_equal(r.version, "v-test");
-
-	fp = fopen(path, "w");
-	assert_non_null(fp);
-	fputs("time=1\nhash=0123456789abcdef\n", fp);
-	fclose(fp);
-	memset(&err, 0, sizeof(err));
-	assert_int_equal(sk_marker_read(path, &r, &err), -EINVAL);
-	assert_non_null(strstr(err.msg, "malformed hash"));
-
-	struct sk_marker bad = m;
-	snprintf(bad.hash, sizeof(bad.hash), "XYZ");
-	assert_int_equal(sk_marker_write(path, &bad, &err), -EINVAL);
-	unlink(path);
-	memset(&err, 0, sizeof(err));
-	assert_int_equal(sk_marker_read(path, &r, &err), -ENOENT);
-	rmdir(dir);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -664,7 +617,6 @@ int main(void)
 		cmocka_unit_test(test_guard_accepts_a_pod_namespace),
 		cmocka_unit_test(test_guard_refuses_host_signs),
 		cmocka_unit_test(test_guard_probe_runs),
-		cmocka_unit_test(test_marker_roundtrip),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

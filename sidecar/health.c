@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/marker.h"
 #include "common/util.h"
 #include "policy/policy.h"
 
@@ -98,28 +99,6 @@ bool sk_fd_listening(int fd, int type, uint16_t port)
 	if (ss.ss_family == AF_INET6)
 		return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port) == port;
 	return false;
-}
-
-int sk_marker_read_hash(const char *path, char out[17], struct sk_err *err)
-{
-	char buf[64];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return sk_err_sys(err, errno, "marker %s: open", path);
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	int saved = errno;
-	close(fd);
-	if (n < 0)
-		return sk_err_sys(err, saved, "marker %s: read", path);
-	buf[n] = '\0';
-	if (n < 21 || strncmp(buf, "hash=", 5) != 0 || (buf[21] != '\n' && buf[21] != '\0'))
-		return sk_err_set(err, EINVAL, "marker %s: first line is not hash=<16 hex digits>", path);
-	for (int i = 5; i < 21; i++)
-		if (!((buf[i] >= '0' && buf[i] <= '9') || (buf[i] >= 'a' && buf[i] <= 'f')))
-			return sk_err_set(err, EINVAL, "marker %s: first line is not hash=<16 hex digits>", path);
-	memcpy(out, buf + 5, 16);
-	out[16] = '\0';
-	return 0;
 }
 
 struct jbuf {
@@ -219,17 +198,18 @@ bool sk_ready_check(const struct sk_ready_input *in, char **json, size_t *json_l
 				 !udp && !tcp ? "udp and tcp" : !udp ? "udp" : "tcp");
 			missing(&b, &first, "dns_listener", detail);
 		}
-		char want[17], have[17];
+		char want[17];
+		struct sk_marker have;
 		struct sk_err err = { 0 };
 		sk_policy_netns_hash(p, want);
 		if (!in->marker_path) {
 			missing(&b, &first, "marker", "no marker path configured");
-		} else if (sk_marker_read_hash(in->marker_path, have, &err) < 0) {
+		} else if (sk_marker_read(in->marker_path, &have, &err) < 0) {
 			missing(&b, &first, "marker", err.msg);
-		} else if (strcmp(want, have) != 0) {
+		} else if (strcmp(want, have.hash) != 0) {
 			snprintf(detail, sizeof(detail),
 				 "marker hash %s differs from the policy's netns hash %s: the init applied another policy",
-				 have, want);
+				 have.hash, want);
 			missing(&b, &first, "marker", detail);
 		}
 	}

@@ -57,7 +57,4 @@ bool sk_ready_check(const struct sk_ready_input *in, char **json, size_t *json_l
  * stream socket, listening. */
 bool sk_fd_listening(int fd, int type, uint16_t port);
 
-/* Reads the first line of the init's marker ("hash=<16 hex>") into out. 0, or < 0 with err naming why. */
-int sk_marker_read_hash(const char *path, char out[17], struct sk_err *err);
-
 #endif

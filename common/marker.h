@@ -1,8 +1,9 @@
-/* init/marker.h — the marker file stockade-init writes after a verified load, for the sidecar's
- * readiness (DESIGN.md §3, §5.3). Owns its format: key=value lines, "hash=<16 hex>" FIRST (the netns
- * hash of the policy the kernel holds), then time, counts and version. Readers ignore unknown keys. */
-#ifndef SK_INIT_MARKER_H
-#define SK_INIT_MARKER_H
+/* common/marker.h — the marker file stockade-init writes after a verified load and the sidecar's
+ * readiness reads (both sides use this module, so the format has one owner). Format: key=value lines,
+ * "hash=<16 hex>" FIRST (the netns hash of the policy the kernel holds), then time, counts and version.
+ * Readers ignore unknown keys. */
+#ifndef SK_COMMON_MARKER_H
+#define SK_COMMON_MARKER_H
 
 #include <stdint.h>
 
