@@ -13,97 +13,47 @@
 
 #include "common/util.h"
 #include "sidecar/denials.h"
+#include "sidecar/http1.h"
 #include "sidecar/metrics.h"
 #include "sidecar/net.h"
 
 /* ---- request head parsing (pure) ---- */
 
-static bool is_tchar(unsigned char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       (c && strchr("!#$%&'*+-.^_`|~", c));
-}
-
-/* Length of the line starting at p (excluding its CRLF/LF), and sets *next past the terminator.
- * Returns -1 when no LF is found before end. A CR not followed by LF is malformed (returns -2). */
-static long line_at(const char *p, const char *end, const char **next)
-{
-	const char *lf = memchr(p, '\n', (size_t)(end - p));
-	if (!lf)
-		return -1;
-	const char *e = lf;
-	if (e > p && e[-1] == '\r')
-		e--;
-	if (memchr(p, '\r', (size_t)(e - p)))
-		return -2;
-	*next = lf + 1;
-	return e - p;
-}
+/* Long enough to tell "a method we do not serve" (405 after parsing) from "too long to be one" (E2BIG). */
+#define ADMIN_METHOD_SCAN 64
 
 int sk_admin_parse_head(const char *buf, size_t len, struct sk_admin_request *req)
 {
-	const char *end = buf + len, *p = buf, *next = NULL;
+	const uint8_t *p = (const uint8_t *)buf;
+	struct sk_http1_request_line rl;
 
-	/* Find the blank line first: until the head is complete nothing is judged, except a request line
-	 * that is already visibly wrong. */
-	long l = line_at(p, end, &next);
-	if (l == -1)
-		return 0;
-	if (l < 0)
-		return -EINVAL;
-	const char *line = p, *le = p + l;
-
-	/* request-line = method SP request-target SP HTTP-version */
-	const char *sp1 = memchr(line, ' ', (size_t)(le - line));
-	if (!sp1 || sp1 == line)
-		return -EINVAL;
-	for (const char *c = line; c < sp1; c++)
-		if (!is_tchar((unsigned char)*c))
-			return -EINVAL;
-	if ((size_t)(sp1 - line) >= sizeof(req->method))
-		return -E2BIG;
-	const char *tgt = sp1 + 1;
-	const char *sp2 = memchr(tgt, ' ', (size_t)(le - tgt));
-	if (!sp2 || sp2 == tgt || *tgt != '/')
-		return -EINVAL;
-	for (const char *c = tgt; c < sp2; c++)
-		if ((unsigned char)*c <= 0x20 || (unsigned char)*c >= 0x7f)
-			return -EINVAL;
-	if ((size_t)(sp2 - tgt) >= sizeof(req->target))
-		return -E2BIG;
-	size_t vl = (size_t)(le - sp2 - 1);
-	if (vl != 8 || (memcmp(sp2 + 1, "HTTP/1.1", 8) != 0 && memcmp(sp2 + 1, "HTTP/1.0", 8) != 0))
-		return -EINVAL;
-
-	/* header-field = field-name ":" OWS field-value OWS; obs-fold is rejected (RFC 9112 §5.2). */
-	p = next;
-	for (;;) {
-		l = line_at(p, end, &next);
-		if (l == -1)
-			return 0;
-		if (l < 0)
-			return -EINVAL;
-		if (l == 0)
-			break;
-		const char *colon = memchr(p, ':', (size_t)l);
-		if (!colon || colon == p)
-			return -EINVAL;
-		for (const char *c = p; c < colon; c++)
-			if (!is_tchar((unsigned char)*c))
-				return -EINVAL;
-		for (const char *c = colon + 1; c < p + l; c++) {
-			unsigned char u = (unsigned char)*c;
-			if ((u < 0x20 && u != '\t') || u == 0x7f)
-				return -EINVAL;
-		}
-		p = next;
+	/* The request line is judged as soon as it is visibly wrong, before the head completes. */
+	switch (sk_http1_request_line(p, len, ADMIN_METHOD_SCAN, &rl)) {
+	case SK_HTTP1_OK: break;
+	case SK_HTTP1_NEED_MORE: return 0;
+	default: return -EINVAL;
 	}
-
-	memcpy(req->method, line, (size_t)(sp1 - line));
-	req->method[sp1 - line] = '\0';
-	memcpy(req->target, tgt, (size_t)(sp2 - tgt));
-	req->target[sp2 - tgt] = '\0';
-	return (int)(next - buf);
+	if (rl.method_len >= sizeof(req->method) || rl.target_len >= sizeof(req->target))
+		return -E2BIG;
+	if (rl.target[0] != '/')
+		return -EINVAL;   /* origin-form only: the admin server is nobody's proxy */
+	size_t pos = rl.len;
+	for (;;) {
+		struct sk_http1_field f;
+		switch (sk_http1_field_line(p + pos, len - pos, &f)) {
+		case SK_HTTP1_OK: break;
+		case SK_HTTP1_NEED_MORE: return 0;
+		default: return -EINVAL;
+		}
+		pos += f.len;
+		if (f.end)
+			break;
+	}
+	memcpy(req->method, buf, rl.method_len);
+	req->method[rl.method_len] = '\0';
+	memcpy(req->target, rl.target, rl.target_len);
+	req->target[rl.target_len] = '\0';
+	return (int)pos;
 }
 
 /* ---- routing (pure) ---- */

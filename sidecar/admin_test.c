@@ -39,7 +39,7 @@ static void test_parse_complete_and_partial(void **state)
 	assert_string_equal(req.target, "/metrics?x=1");
 	for (size_t cut = 0; cut < strlen(r); cut++)
 		assert_int_equal(sk_admin_parse_head(r, cut, &req), 0);
-	assert_int_equal(parse("HEAD /healthz HTTP/1.0\n\n", &req), 24);
+	assert_int_equal(parse("HEAD /healthz HTTP/1.0\r\n\r\n", &req), 26);
 	assert_string_equal(req.method, "HEAD");
 }
 
@@ -60,6 +60,12 @@ static void test_parse_malformed(void **state)
 	char big[2100];
 	snprintf(big, sizeof(big), "GET /%01500d HTTP/1.1\r\n\r\n", 0);
 	assert_int_equal(parse(big, &req), -E2BIG);
+	/* CRLF only (the sidecar's one HTTP/1 tokenizer, http1.h): bare LF and bare CR line ends are malformed */
+	assert_int_equal(parse("HEAD /healthz HTTP/1.0\n\n", &req), -EINVAL);
+	assert_int_equal(parse("GET /healthz HTTP/1.1\r\nHost: a\n\r\n", &req), -EINVAL);
+	assert_int_equal(parse("GET /healthz HTTP/1.1\r\nHost: a\r\n\n", &req), -EINVAL);
+	assert_int_equal(parse("GET /healthz HTTP/1.1\r\nHost : a\r\n\r\n", &req), -EINVAL);
+	assert_int_equal(parse("GET http://x/healthz HTTP/1.1\r\n\r\n", &req), -EINVAL);
 	/* a visibly broken request line is judged before the head completes */
 	assert_int_equal(parse("garbage\r\n", &req), -EINVAL);
 }

@@ -145,10 +145,16 @@ static void test_parse_limits(void **state)
 	n = SK_GW_HEAD_MAX + 10;
 	b = malloc(n);
 	assert_non_null(b);
-	int pre = snprintf(b, n, "GET / HTTP/1.1\r\n");
-	for (size_t i = (size_t)pre; i < n; i++)
-		b[i] = (i % 100 == 98) ? '\r' : (i % 100 == 99) ? '\n' : 'x';
+	/* well-formed field lines all the way (a malformed one would be 400 at once, before the cap) */
+	size_t at = (size_t)snprintf(b, n, "GET / HTTP/1.1\r\n");
+	for (size_t i = 0; at < n; i++, at++) {
+		size_t col = i % 100;
+		b[at] = col == 0 ? 'X' : col == 1 ? ':' : col == 98 ? '\r' : col == 99 ? '\n' : 'x';
+	}
 	assert_int_equal(parse(b, n, &r), -431);
+	/* the same, malformed: judged at its first bad line, however long the rest */
+	b[16 + 1] = ' ';
+	assert_int_equal(parse(b, n, &r), -400);
 	free(b);
 }
 

@@ -2,7 +2,6 @@
  * see gw_http.h. */
 #include "sidecar/gw_http.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -12,11 +11,7 @@
 
 #include "common/util.h"
 #include "sidecar/audit.h"
-
-static bool tchar(unsigned char c)
-{
-	return isalnum(c) || (c && strchr("!#$%&'*+-.^_`|~", c));
-}
+#include "sidecar/http1.h"
 
 bool sk_gw_name_is(const char *n, size_t len, const char *lit)
 {
@@ -62,88 +57,52 @@ int sk_gw_parse_head(const char *buf, size_t len, struct sk_gw_req *req)
 {
 	memset(req, 0, sizeof(*req));
 	req->content_length = -1;
+	const uint8_t *p = (const uint8_t *)buf;
 	size_t scan = len < SK_GW_HEAD_MAX ? len : SK_GW_HEAD_MAX;
-	const char *end = NULL;
-	for (size_t i = 0; i + 3 < scan; i++)
-		if (buf[i] == '\r' && buf[i + 1] == '\n' && buf[i + 2] == '\r' && buf[i + 3] == '\n') {
-			end = buf + i;
-			break;
-		}
-	/* The request line alone can be judged early: a long target is 414, not 431. */
-	const char *lf = memchr(buf, '\n', scan);
-	if (!lf) {
+
+	/* request line: METHOD SP target SP HTTP/1.x CRLF (the sidecar's one tokenizer, http1.h), judged as
+	 * soon as it is visibly wrong; a long target is 414, not 431 */
+	struct sk_http1_request_line rl;
+	switch (sk_http1_request_line(p, scan, sizeof(req->method) - 1, &rl)) {
+	case SK_HTTP1_OK:
+		break;
+	case SK_HTTP1_NEED_MORE:
 		if (len > SK_GW_TARGET_MAX + 64)
 			return -414;
 		return len >= SK_GW_HEAD_MAX ? -431 : 0;
+	case SK_HTTP1_BAD_VERSION:
+		return -505;
+	default:
+		return -400;
 	}
-	if (!end)
-		return len >= SK_GW_HEAD_MAX ? -431 : (memchr(buf, 0, len) ? -400 : 0);
-	req->head_len = (size_t)(end - buf) + 4;
-
-	/* request line: METHOD SP target SP HTTP/1.x CRLF */
-	const char *p = buf, *le = lf;
-	if (le == buf || le[-1] != '\r')
-		return -400;
-	le--;
-	const char *sp = memchr(p, ' ', (size_t)(le - p));
-	if (!sp || sp == p || (size_t)(sp - p) >= sizeof(req->method))
-		return -400;
-	for (const char *m = p; m < sp; m++)
-		if (!tchar((unsigned char)*m))
-			return -400;
-	memcpy(req->method, p, (size_t)(sp - p));
-	req->method[sp - p] = 0;
-	const char *t = sp + 1;
-	const char *sp2 = memchr(t, ' ', (size_t)(le - t));
-	if (!sp2 || sp2 == t)
-		return -400;
-	req->target = t;
-	req->target_len = (size_t)(sp2 - t);
+	memcpy(req->method, buf, rl.method_len);
+	req->method[rl.method_len] = 0;
+	req->target = rl.target;
+	req->target_len = rl.target_len;
 	if (req->target_len > SK_GW_TARGET_MAX)
 		return -414;
-	for (size_t i = 0; i < req->target_len; i++)
-		if ((unsigned char)t[i] <= 0x20 || (unsigned char)t[i] >= 0x7f)
-			return -400;
-	const char *v = sp2 + 1;
-	if (le - v != 8 || memcmp(v, "HTTP/1.", 7) != 0)
-		return (le - v >= 5 && memcmp(v, "HTTP/", 5) == 0) ? -505 : -400;
-	if (v[7] != '0' && v[7] != '1')
-		return -505;
-	req->minor = v[7] - '0';
+	req->minor = rl.minor;
 
-	/* header lines */
+	/* field lines */
 	bool close = false, te_seen = false;
-	p = lf + 1;
-	while (p < end + 2) {
-		const char *nl = memchr(p, '\n', (size_t)(end + 2 - p));
-		if (!nl || nl == p || nl[-1] != '\r')
-			return -400;
-		const char *line_end = nl - 1;   /* at the CR */
-		if (*p == ' ' || *p == '\t')
-			return -400;                 /* obs-fold */
-		const char *colon = memchr(p, ':', (size_t)(line_end - p));
-		if (!colon || colon == p)
-			return -400;
-		for (const char *c = p; c < colon; c++)
-			if (!tchar((unsigned char)*c))
-				return -400;         /* also: whitespace before ':' */
-		const char *vs = colon + 1, *ve = line_end;
-		while (vs < ve && (*vs == ' ' || *vs == '\t'))
-			vs++;
-		while (ve > vs && (ve[-1] == ' ' || ve[-1] == '\t'))
-			ve--;
-		for (const char *c = vs; c < ve; c++) {
-			unsigned char ch = (unsigned char)*c;
-			if ((ch < 0x20 && ch != '\t') || ch == 0x7f)
-				return -400;         /* NUL, bare CR, other controls */
-		}
+	size_t pos = rl.len;
+	for (;;) {
+		struct sk_http1_field f;
+		enum sk_http1_result r = sk_http1_field_line(p + pos, scan - pos, &f);
+		if (r == SK_HTTP1_NEED_MORE)
+			return len >= SK_GW_HEAD_MAX ? -431 : 0;
+		if (r != SK_HTTP1_OK)
+			return -400;                 /* bare CR or LF, obs-fold, space before ':', controls */
+		pos += f.len;
+		if (f.end)
+			break;
 		if (req->n_h == SK_GW_MAX_HEADERS)
 			return -431;
 		struct sk_gw_hdr *h = &req->h[req->n_h++];
-		h->name = p;
-		h->name_len = (size_t)(colon - p);
-		h->value = vs;
-		h->value_len = (size_t)(ve - vs);
+		h->name = f.name;
+		h->name_len = f.name_len;
+		h->value = f.value;
+		h->value_len = f.value_len;
 		if (sk_gw_name_is(h->name, h->name_len, "content-length")) {
 			int64_t cl;
 			if (parse_u63(h->value, h->value_len, &cl) < 0)
@@ -167,8 +126,8 @@ int sk_gw_parse_head(const char *buf, size_t len, struct sk_gw_req *req)
 				return -417;
 			req->expect_continue = true;
 		}
-		p = nl + 1;
 	}
+	req->head_len = pos;
 	if (te_seen && (req->content_length >= 0 || req->minor == 0))
 		return -400;
 	req->chunked = te_seen;

@@ -32,31 +32,15 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "sidecar/http1.h"
+
 #define METHOD_MAX 15
 #define H2C_PREFACE "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 #define H2C_PREFACE_LEN (sizeof(H2C_PREFACE) - 1)
 
-/* RFC 9110 §5.6.2 tchar. */
-static bool is_tchar(uint8_t c)
-{
-	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
-		return true;
-	return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
-}
-
 static char lower(char c)
 {
 	return (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c;
-}
-
-static bool ieq(const char *a, size_t n, const char *b)
-{
-	if (strlen(b) != n)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (lower(a[i]) != b[i])
-			return false;
-	return true;
 }
 
 /* A host as we compare it: a normalised name or an address, and a port (0 = not given). */
@@ -177,138 +161,24 @@ static bool same_authority(const struct authority *a, const struct authority *b,
 
 enum target_form { FORM_ORIGIN, FORM_ABSOLUTE, FORM_AUTHORITY, FORM_ASTERISK };
 
-struct request_line {
-	size_t method_len;
-	const char *target;
-	size_t target_len;
-	uint8_t minor;       /* the x of HTTP/1.x */
-};
-
-/* METHOD SP request-target SP HTTP/1.x CRLF, judged as far as p[0..n) goes. On OK *line_len covers
- * the CRLF. */
-static enum sk_http_result parse_request_line(const uint8_t *p, size_t n, struct request_line *rl,
-					      size_t *line_len)
+/* The shared tokenizer's verdicts in this parser's terms: another HTTP version is MALFORMED here (the
+ * proxy answers every malformed head the same way). */
+static enum sk_http_result from_http1(enum sk_http1_result r)
 {
-	static const char version[] = "HTTP/1.";
-	size_t i = 0, j, k;
-
-	while (i < n && i <= METHOD_MAX && is_tchar(p[i]))
-		i++;
-	if (i == 0)
-		/* Leading empty lines are tolerated by some servers (RFC 9112 §2.2) but not by us. */
-		return (p[0] == '\r' || p[0] == '\n') ? SK_HTTP_MALFORMED : SK_HTTP_NOT_HTTP;
-	/* A longer method is still a token a server may accept (and route by Host): not "another
-	 * protocol", so that a caller that lets NOT_HTTP through as plain TCP cannot be steered there. */
-	if (i > METHOD_MAX)
-		return SK_HTTP_MALFORMED;
-	if (i == n)
-		return SK_HTTP_NEED_MORE;
-	/* Other whitespace after a method is a request line with a separator trick, not another protocol. */
-	if (p[i] == '\t' || p[i] == '\r' || p[i] == '\n' || p[i] == '\v' || p[i] == '\f')
-		return SK_HTTP_MALFORMED;
-	if (p[i] != ' ')
-		return SK_HTTP_NOT_HTTP;
-	rl->method_len = i;
-
-	/* request-target: visible ASCII only; a second SP ends it, so "GET  /" has an empty target. */
-	for (j = i + 1; j < n && p[j] > 0x20 && p[j] < 0x7f; j++)
-		;
-	if (j == n)
-		return SK_HTTP_NEED_MORE;
-	if (j == i + 1 || p[j] != ' ')
-		return SK_HTTP_MALFORMED;
-	rl->target = (const char *)p + i + 1;
-	rl->target_len = j - i - 1;
-
-	for (k = 0; k < sizeof(version) - 1; k++) {
-		if (j + 1 + k == n)
-			return SK_HTTP_NEED_MORE;
-		if (p[j + 1 + k] != (uint8_t)version[k])
-			return SK_HTTP_MALFORMED;
+	switch (r) {
+	case SK_HTTP1_OK: return SK_HTTP_OK;
+	case SK_HTTP1_NEED_MORE: return SK_HTTP_NEED_MORE;
+	case SK_HTTP1_NOT_HTTP: return SK_HTTP_NOT_HTTP;
+	case SK_HTTP1_MALFORMED:
+	case SK_HTTP1_BAD_VERSION: break;
 	}
-	k = j + 1 + k;
-	if (k == n)
-		return SK_HTTP_NEED_MORE;
-	if (p[k] != '0' && p[k] != '1')
-		return SK_HTTP_MALFORMED;
-	rl->minor = (uint8_t)(p[k] - '0');
-	if (k + 1 == n)
-		return SK_HTTP_NEED_MORE;
-	if (p[k + 1] != '\r')
-		return SK_HTTP_MALFORMED;
-	if (k + 2 == n)
-		return SK_HTTP_NEED_MORE;
-	if (p[k + 2] != '\n')
-		return SK_HTTP_MALFORMED;
-	*line_len = k + 3;
-	return SK_HTTP_OK;
-}
-
-struct field {
-	bool end;                 /* the blank line ending the head */
-	const char *name;
-	size_t name_len;
-	const char *value;        /* without surrounding whitespace */
-	size_t value_len;
-};
-
-/* field-name ":" OWS field-value OWS CRLF, or the final CRLF, judged as far as p[0..n) goes. */
-static enum sk_http_result parse_field_line(const uint8_t *p, size_t n, struct field *f, size_t *line_len)
-{
-	size_t i = 0, v, e;
-
-	memset(f, 0, sizeof(*f));
-	if (n == 0)
-		return SK_HTTP_NEED_MORE;
-	if (p[0] == '\r') {
-		if (n == 1)
-			return SK_HTTP_NEED_MORE;
-		if (p[1] != '\n')
-			return SK_HTTP_MALFORMED;
-		f->end = true;
-		*line_len = 2;
-		return SK_HTTP_OK;
-	}
-	/* obs-fold (a continuation line) and whitespace after the start line: RFC 9112 §5.2 lets a server
-	 * unfold, an upstream may not; either way the two could see different values. */
-	while (i < n && is_tchar(p[i]))
-		i++;
-	if (i == n)
-		return SK_HTTP_NEED_MORE;
-	if (i == 0 || p[i] != ':')   /* also "Host : x", "Host\t:", a bare LF, a folded line */
-		return SK_HTTP_MALFORMED;
-	f->name = (const char *)p;
-	f->name_len = i;
-
-	for (v = i + 1; v < n && (p[v] == ' ' || p[v] == '\t'); v++)
-		;
-	for (e = v; e < n; e++) {
-		uint8_t c = p[e];
-		if (c == '\r' || c == '\n')
-			break;
-		if ((c < 0x20 && c != '\t') || c == 0x7f)   /* NUL and other CTLs */
-			return SK_HTTP_MALFORMED;
-	}
-	if (e == n)
-		return SK_HTTP_NEED_MORE;
-	if (p[e] == '\n')
-		return SK_HTTP_MALFORMED;                   /* bare LF */
-	if (e + 1 == n)
-		return SK_HTTP_NEED_MORE;
-	if (p[e + 1] != '\n')
-		return SK_HTTP_MALFORMED;                   /* bare CR */
-	*line_len = e + 2;
-	while (e > v && (p[e - 1] == ' ' || p[e - 1] == '\t'))
-		e--;
-	f->value = (const char *)p + v;
-	f->value_len = e - v;
-	return SK_HTTP_OK;
+	return SK_HTTP_MALFORMED;
 }
 
 /* Sorts the request-target into its form (RFC 9112 §3.2). For absolute- and authority-form, *auth
  * and *auth_len delimit the authority it names and *default_port is what an absent port means. Only
  * the form is judged here (MALFORMED at once); the authority is judged with the Host header. */
-static enum sk_http_result classify_target(const struct request_line *rl, const char *method,
+static enum sk_http_result classify_target(const struct sk_http1_request_line *rl, const char *method,
 					   enum target_form *form, const char **auth, size_t *auth_len,
 					   uint16_t *default_port)
 {
@@ -339,9 +209,9 @@ static enum sk_http_result classify_target(const struct request_line *rl, const 
 		;
 	if (s == n || n - s < 3 || t[s + 1] != '/' || t[s + 2] != '/')
 		return SK_HTTP_MALFORMED;
-	if (ieq(t, s, "http"))
+	if (sk_http1_ieq(t, s, "http"))
 		*default_port = 80;
-	else if (ieq(t, s, "https"))
+	else if (sk_http1_ieq(t, s, "https"))
 		*default_port = 443;
 	else
 		return SK_HTTP_MALFORMED;
@@ -397,13 +267,13 @@ static unsigned upgrade_protocols(const char *v, size_t n)
 	size_t i = 0, start;
 
 	for (;;) {
-		for (start = i; i < n && is_tchar((uint8_t)v[i]); i++)
+		for (start = i; i < n && sk_http1_is_tchar((uint8_t)v[i]); i++)
 			;
 		if (i == start || (i < n && v[i] == '/'))
 			return bits | SK_HTTP_UPGRADE_OTHER;
-		if (ieq(v + start, i - start, "websocket"))
+		if (sk_http1_ieq(v + start, i - start, "websocket"))
 			bits |= SK_HTTP_UPGRADE_WEBSOCKET;
-		else if (ieq(v + start, i - start, "h2c"))
+		else if (sk_http1_ieq(v + start, i - start, "h2c"))
 			bits |= SK_HTTP_UPGRADE_H2C;
 		else
 			bits |= SK_HTTP_UPGRADE_OTHER;
@@ -424,7 +294,7 @@ static unsigned saturating_inc(unsigned x)
 }
 
 /* Records what one field line says about framing (see the top comment). */
-static void note_framing(const struct field *f, struct sk_http_head *out)
+static void note_framing(const struct sk_http1_field *f, struct sk_http_head *out)
 {
 	bool alias;
 	uint64_t cl;
@@ -437,7 +307,7 @@ static void note_framing(const struct field *f, struct sk_http_head *out)
 			out->content_length = cl;
 	} else if (name_is(f->name, f->name_len, "transfer-encoding", &alias)) {
 		out->te_count = saturating_inc(out->te_count);
-		out->te_chunked = out->te_count == 1 && !alias && ieq(f->value, f->value_len, "chunked");
+		out->te_chunked = out->te_count == 1 && !alias && sk_http1_ieq(f->value, f->value_len, "chunked");
 	} else if (name_is(f->name, f->name_len, "upgrade", &alias)) {
 		out->upgrade |= upgrade_protocols(f->value, f->value_len);
 	} else if (name_is(f->name, f->name_len, "http2-settings", &alias)) {
@@ -459,13 +329,13 @@ static void set_host(struct sk_http_head *out, const struct authority *a)
 
 enum sk_http_result sk_http_head_parse(const uint8_t *buf, size_t len, struct sk_http_head *out)
 {
-	struct request_line rl = { 0 };
-	struct field f;
+	struct sk_http1_request_line rl;
+	struct sk_http1_field f;
 	struct authority target_auth, host_auth;
 	enum target_form form;
 	enum sk_http_result r;
 	const char *host_value = NULL, *auth;
-	size_t host_value_len = 0, host_count = 0, pos, line_len = 0, auth_len;
+	size_t host_value_len = 0, host_count = 0, pos, auth_len;
 	uint16_t default_port;
 
 	memset(out, 0, sizeof(*out));
@@ -475,7 +345,7 @@ enum sk_http_result sk_http_head_parse(const uint8_t *buf, size_t len, struct sk
 	if (memcmp(buf, H2C_PREFACE, len < H2C_PREFACE_LEN ? len : H2C_PREFACE_LEN) == 0)
 		return len < H2C_PREFACE_LEN ? SK_HTTP_NEED_MORE : SK_HTTP_H2C_PRIOR;
 
-	r = parse_request_line(buf, len, &rl, &line_len);
+	r = from_http1(sk_http1_request_line(buf, len, METHOD_MAX, &rl));
 	if (r != SK_HTTP_OK)
 		return r;
 	memcpy(out->method, buf, rl.method_len);
@@ -485,20 +355,20 @@ enum sk_http_result sk_http_head_parse(const uint8_t *buf, size_t len, struct sk
 	if (r != SK_HTTP_OK)
 		return r;
 
-	for (pos = line_len;; pos += line_len) {
-		r = parse_field_line(buf + pos, len - pos, &f, &line_len);
+	for (pos = rl.len;; pos += f.len) {
+		r = from_http1(sk_http1_field_line(buf + pos, len - pos, &f));
 		if (r != SK_HTTP_OK)
 			return r;
 		if (f.end)
 			break;
 		note_framing(&f, out);
-		if (ieq(f.name, f.name_len, "host")) {
+		if (sk_http1_ieq(f.name, f.name_len, "host")) {
 			host_count++;
 			host_value = f.value;
 			host_value_len = f.value_len;
 		}
 	}
-	out->head_len = pos + line_len;
+	out->head_len = pos + f.len;
 
 	/* The whole head is well-formed; now what it says about the host. */
 	if (host_count > 1)

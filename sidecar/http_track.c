@@ -27,17 +27,11 @@
 
 #include <string.h>
 
+#include "sidecar/http1.h"
+
 #define DEFAULT_MAX_LINE 4096
 #define CHUNK_SIZE_DIGITS_MAX 16
 #define CHUNK_SIZE_MAX UINT64_C(0x7fffffffffffffff)
-
-/* RFC 9110 §5.6.2 tchar (as in http_head.c). */
-static bool is_tchar(uint8_t c)
-{
-	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
-		return true;
-	return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
-}
 
 static int hex_value(uint8_t c)
 {
@@ -127,7 +121,7 @@ static enum line_verdict trailer_line(const uint8_t *b, size_t len, size_t max, 
 		return line_end(b, len, 0, line_len);
 	}
 	/* A leading SP/HTAB is obs-fold; a bare LF, whitespace before ':' or an empty name fail too. */
-	for (i = 0; i < len && is_tchar(b[i]); i++)
+	for (i = 0; i < len && sk_http1_is_tchar(b[i]); i++)
 		if (i >= max)
 			return LINE_BAD;
 	if (i == len)
