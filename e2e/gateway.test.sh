@@ -100,9 +100,17 @@ fi
 
 # --- the sidecar, as its own UID (short idle timeout for the 504 case) ---
 # (drain time 8 s: the SIGTERM checks at the end measure against it)
+# SK_SIDECAR_ROOT=<an unpacked sidecar image> (e2e/images.test.sh): the image's binary, run by the image's
+# loader with the image's library dir first, so libc and the dlopen'ed libcurl are the image's too.
+if [ -n "${SK_SIDECAR_ROOT:-}" ]; then
+	SIDECAR=("$SK_SIDECAR_ROOT/lib64/ld-linux-x86-64.so.2" --library-path "$SK_SIDECAR_ROOT/lib/x86_64-linux-gnu"
+		--argv0 stockade-sidecar "$SK_SIDECAR_ROOT/usr/local/bin/stockade-sidecar")
+else
+	SIDECAR=("$SK_BIN/stockade-sidecar")
+fi
 start_sidecar() { # audit-file stderr-file
 	sk_pod_as "$NS" "$SK_SIDECAR_UID" env STOCKADE_MARKER="$SK_TMP/marker" STOCKADE_API_IDLE_TIMEOUT_MS=2000 \
-		STOCKADE_API_CONNECT_TIMEOUT_MS=3000 STOCKADE_DRAIN_SECONDS=8 "$SK_BIN/stockade-sidecar" \
+		STOCKADE_API_CONNECT_TIMEOUT_MS=3000 STOCKADE_DRAIN_SECONDS=8 "${SIDECAR[@]}" \
 		--policy "$SK_TMP/policy.yaml" >"$1" 2>"$2" &
 	SIDECAR_PID=$!
 }
@@ -128,6 +136,14 @@ sk_check "GET /llm/echo → 200" grep -q '^HTTP/1.1 200' <<<"$resp"
 sk_check_eq "the upstream received the key from the valueFile" "$KEY" "$(up_hdr x-api-key)"
 sk_check_eq "the upstream saw Host llm.example (set from the upstream URL)" "llm.example" "$(up_hdr host)"
 sk_check_eq "the upstream got the path and query" "/echo?x=1" "$(up_last | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["path"])')"
+if [ -n "${SK_SIDECAR_ROOT:-}" ]; then
+	# After the first forwarded request the sidecar has dlopen'ed libcurl: the image's, not the host's.
+	# (SIDECAR_PID is the backgrounded shell's; the sidecar is the process listening on the gateway port.)
+	gw_pid=$(sk_pod "$NS" ss -Htlnp 'sport = :15080' | sed -n 's/.*pid=\([0-9]*\),.*/\1/p' | head -n 1)
+	sk_check_eq "the sidecar mapped the image's libcurl (and no other)" \
+		"$(readlink -f "$SK_SIDECAR_ROOT/lib/x86_64-linux-gnu/libcurl.so.4")" \
+		"$(awk '$6 ~ /libcurl/ { print $6 }' "/proc/${gw_pid:-0}/maps" 2>/dev/null | sort -u | tr '\n' ' ' | sed 's/ $//')"
+fi
 want=$(printf '%s' "$KEY" | sha256sum | cut -d' ' -f1)
 sk_check "the echoed sha256 of the key matches (the key made the round trip)" grep -q "$want" <<<"$resp"
 sk_check_fails "the key itself is nowhere in the agent's response (headers + body)" grep -qF "$KEY" <<<"$resp"
