@@ -1,5 +1,5 @@
-/* sidecar/main.c — stockade-sidecar: builds the struct sk_sidecar, starts its servers on one loop, runs
- * it, and turns errors into exit codes. Every setting (flag or STOCKADE_* variable) is parsed by config.c;
+/* sidecar/main.c — stockade-sidecar: builds the struct sk_sidecar, starts its servers on one loop (each
+ * registered with the sidecar, which owns them: sidecar.c), runs it, and turns errors into exit codes. Every setting (flag or STOCKADE_* variable) is parsed by config.c;
  * the servers get theirs through struct sk_sidecar. Audit lines go to stdout, log lines (common/log.h, at
  * --log-level) to stderr. */
 #include <errno.h>
@@ -15,11 +15,12 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "policy/policy.h"
+#include "sidecar/admin.h"
 #include "sidecar/audit.h"
 #include "sidecar/config.h"
 #include "sidecar/denials.h"
 #include "sidecar/gateway.h"
-#include "sidecar/dns_server.h"  /* dns */
+#include "sidecar/dns_server.h"
 #include "sidecar/lifecycle.h"
 #include "sidecar/loop.h"
 #include "sidecar/metrics.h"
@@ -35,8 +36,7 @@ struct run {
 	struct sk_io sig;
 	struct sk_timer drain;
 	bool draining;
-	struct sk_lifecycle *lc;  /* admin port, heartbeat, policy watcher (lifecycle.h) */
-	struct sk_dns_srv *dns;   /* dns: the DNS filter (dns_server.h) */
+	struct sk_lifecycle *lc;  /* admin port, heartbeat, policy watcher (lifecycle.h); owned by sc */
 };
 
 /* Every connection needs 2 sockets (+2 pipes while bytes are in flight); the default soft limit of 1024
@@ -63,36 +63,6 @@ static int load_policy(const char *path, struct sk_policy **out)
 	return rc;
 }
 
-/* SIGHUP: a bad new policy is rejected with a log line and the last good one stays; a change to the
- * netns part (UIDs, ports, direct rules) needs a new pod, so it is refused too.
- * (inotify on the mounted file plugs in here as well.) */
-static void reload(struct run *r)
-{
-	/* admin: one reload path for SIGHUP and inotify (reload.c: same checks, file:line:col log, metrics) */
-	if (r->lc) {
-		(void)sk_lifecycle_reload(r->lc, "SIGHUP");
-		return;
-	}
-	struct sk_policy *p = NULL;
-	bool ok = false;
-	if (load_policy(r->cfg->policy_path, &p) == 0) {
-		char h_old[17], h_new[17];
-		sk_policy_netns_hash(r->sc->policy, h_old);
-		sk_policy_netns_hash(p, h_new);
-		if (strcmp(h_old, h_new) != 0) {
-			sk_log(SK_LOG_ERROR, "reload refused: the netns part of the policy changed (%s -> %s); "
-			       "it needs a new pod", h_old, h_new);
-			sk_policy_free(p);
-		} else {
-			sk_policy_free(sk_sidecar_swap_policy(r->sc, p));
-			sk_log(SK_LOG_INFO, "policy reloaded from %s", r->cfg->policy_path);
-			ok = true;
-		}
-	}
-	if (r->sc->metrics)
-		sk_metrics_reload(r->sc->metrics, ok);
-}
-
 static void drain_tick(struct sk_loop *l, struct sk_timer *t)
 {
 	struct run *r = t->ctx;
@@ -107,19 +77,17 @@ static void on_signal(struct sk_loop *l, struct sk_io *io, uint32_t events)
 	struct signalfd_siginfo si;
 	while (read(io->fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 		if (si.ssi_signo == SIGHUP) {
-			reload(r);
+			/* the one reload path, shared with the file watcher (reload.c: same checks and logs) */
+			(void)sk_lifecycle_reload(r->lc, "SIGHUP");
 		} else if (!r->draining) {
-			/* SIGTERM/SIGINT: stop accepting, let open connections finish within the grace. */
+			/* SIGTERM/SIGINT: stop accepting, let open work finish within the grace; the admin port
+			 * keeps answering, /readyz now says "draining" */
 			r->draining = true;
-			if (r->lc)
-				sk_lifecycle_set_draining(r->lc);  /* admin: /readyz now says "draining" */
-			sk_log(SK_LOG_INFO, "draining %zu connections and %zu API connections for up to %us",
-			       sk_proxy_active(r->sc->proxy), sk_gateway_active(r->sc->gateway),
-				r->cfg->drain_seconds);
-			sk_proxy_stop_accepting(r->sc->proxy);
-			sk_gateway_stop_accepting(r->sc->gateway);  /* gateway */
-			sk_dns_server_stop_accepting(r->dns);  /* dns */
-			/* (the admin, DNS and API servers stop accepting here too) */
+			sk_lifecycle_set_draining(r->lc);
+			char what[64];
+			snprintf(what, sizeof(what), "draining for up to %us", r->cfg->drain_seconds);
+			sk_sidecar_log_active(r->sc, what);
+			sk_sidecar_stop_accepting(r->sc);
 			(void)sk_timer_arm(l, &r->drain, (uint64_t)r->cfg->drain_seconds * 1000u);
 		} else {
 			sk_loop_stop(l);   /* a second signal: exit now */
@@ -134,10 +102,9 @@ static int run_loop(struct run *r, struct sk_err *err)
 		int rc = sk_loop_run_once(l, r->draining ? 200 : -1, err);
 		if (rc < 0)
 			return rc;
-		/* Done when every server's in-flight work is: proxied connections AND gateway requests (an API
-		 * response streaming while no proxied connection is open must not be cut), or the grace is over. */
-		if (r->draining && ((sk_proxy_active(r->sc->proxy) == 0 && sk_gateway_active(r->sc->gateway) == 0) ||
-				    !sk_timer_armed(&r->drain)))
+		/* Done when every server's in-flight work is (an API response streaming while no proxied
+		 * connection is open must not be cut), or the grace is over. */
+		if (r->draining && (sk_sidecar_active(r->sc) == 0 || !sk_timer_armed(&r->drain)))
 			return 0;
 	}
 }
@@ -189,7 +156,7 @@ int main(int argc, char **argv)
 	raise_nofile();
 
 	if (sk_loop_new(&sc.loop, &err) < 0 || sk_metrics_new(&sc.metrics) < 0 ||
-	    sk_denials_new(256, &sc.denials) < 0) {
+	    sk_denials_new(SK_ADMIN_DENIALS_DEFAULT, &sc.denials) < 0) {
 		sk_log(SK_LOG_ERROR, "%s", err.msg[0] ? err.msg : "out of memory");
 		goto out;
 	}
@@ -217,26 +184,19 @@ int main(int argc, char **argv)
 		goto out;
 	}
 
-	if (sk_proxy_new(&sc, false, &sc.proxy, &err) < 0) {
+	/* Start order matters (sidecar.c frees in reverse): the DNS server attaches its binding table and
+	 * fallback resolution to sc for the proxy; the admin reads both servers' listeners. */
+	struct sk_dns_srv *dns = NULL;
+	if (sk_proxy_new(&sc, false, &sc.proxy, &err) < 0 ||
+	    sk_sidecar_add_server(&sc, &sk_server_proxy, sc.proxy, &err) < 0 ||
+	    sk_dns_server_start(&sc, &dns, &err) < 0 ||
+	    sk_sidecar_add_server(&sc, &sk_server_dns, dns, &err) < 0 ||
+	    sk_lifecycle_start(&sc, &cfg, &r.lc, &err) < 0 ||
+	    sk_sidecar_add_server(&sc, &sk_server_admin, r.lc, &err) < 0 ||
+	    sk_gateway_start(&sc, &sc.gateway, &err) < 0 ||
+	    sk_sidecar_add_server(&sc, &sk_server_api, sc.gateway, &err) < 0) {
 		sk_log(SK_LOG_ERROR, "%s", err.msg);
-		close(sfd);
-		goto out;
-	}
-	/* dns: the DNS filter; attaches its binding table to sc for the proxy. */
-	if (sk_dns_server_start(&sc, &r.dns, &err) < 0) {
-		sk_log(SK_LOG_ERROR, "%s", err.msg);
-		close(sfd);
-		goto out;
-	}
-	/* admin: admin port, heartbeat and policy watcher (lifecycle.h) */
-	if (sk_lifecycle_start(&sc, &cfg, &r.lc, &err) < 0) {
-		sk_log(SK_LOG_ERROR, "%s", err.msg);
-		close(sfd);
-		goto out;
-	}
-	/* API gateway: starts here (loopback api port; libcurl multi on the same loop). */
-	if (sk_gateway_start(&sc, &sc.gateway, &err) < 0) {
-		sk_log(SK_LOG_ERROR, "%s", err.msg);
+		sk_loop_del(sc.loop, &r.sig);
 		close(sfd);
 		goto out;
 	}
@@ -251,10 +211,7 @@ int main(int argc, char **argv)
 	sk_loop_del(sc.loop, &r.sig);
 	close(sfd);
 out:
-	sk_lifecycle_free(r.lc);  /* admin */
-	sk_gateway_free(sc.gateway);  /* gateway */
-	sk_dns_server_free(r.dns);  /* dns */
-	sk_proxy_free(sc.proxy);
+	sk_sidecar_free_servers(&sc);
 	sk_audit_flush(&sc.audit);   /* the lines the shutdown itself wrote */
 	if (sc.loop)
 		sk_timer_cancel(sc.loop, &r.drain);

@@ -17,6 +17,7 @@
 #include "sidecar/audit.h"
 #include "sidecar/config.h"  /* the settings groups: struct sk_proxy_limits, sk_gateway_limits, sk_dns_settings */
 #include "sidecar/loop.h"
+#include "sidecar/server.h"
 
 struct sk_policy;
 struct sk_metrics;
@@ -83,11 +84,22 @@ struct sk_sidecar {
 	int dns_fds[4];
 	size_t n_dns_fds;
 	bool dns_upstream_ok;
+	/* The running servers (server.h), in start order; owned from sk_sidecar_add_server on. */
+	struct sk_server servers[SK_SIDECAR_SERVERS_MAX];
+	size_t n_servers;
 };
 
 /* Installs hooks that consult t with the loop's clock; sc->bindings = t (borrowed). */
 void sk_sidecar_attach_bindings(struct sk_sidecar *sc, struct sk_bind_table *t);
 /* Makes p the snapshot in force and returns the previous one (owned by the caller, to free). */
 struct sk_policy *sk_sidecar_swap_policy(struct sk_sidecar *sc, struct sk_policy *p);
+
+/* The server list (sidecar.c). add: sc owns srv from now on (on failure it is freed at once; a NULL srv
+ * is a server that is not running and is skipped). */
+int sk_sidecar_add_server(struct sk_sidecar *sc, const struct sk_server_ops *ops, void *srv, struct sk_err *err);
+void sk_sidecar_stop_accepting(struct sk_sidecar *sc);     /* every server that stops for a drain */
+size_t sk_sidecar_active(const struct sk_sidecar *sc);     /* in-flight work the drain waits for */
+void sk_sidecar_log_active(const struct sk_sidecar *sc, const char *what);  /* one log line, per server */
+void sk_sidecar_free_servers(struct sk_sidecar *sc);       /* reverse start order */
 
 #endif
