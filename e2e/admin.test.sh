@@ -106,6 +106,7 @@ start_sidecar() {
 	sk_wait_port "$N-pod" tcp 15000 5
 }
 start_sidecar || { sk_fail "sidecar up" "$(tail -5 "$LOG")"; sk_summary; exit 1; }
+SK_AUDIT_LOGS+=("$SK_TMP/audit.ndjson")   # validated against the audit schema by sk_summary
 sk_pass "sidecar starts and listens on the admin port"
 
 # get PATH [curl args...] → "STATUS BODY" ; hdr PATH [args] → headers

@@ -71,6 +71,7 @@ else sk_fail "stockade-init programs the pod netns" "$(tail -3 "$SK_TMP/init.log
 		--bounding-set=-all -- "$SIDECAR" --policy "$SK_TMP/policy.yaml" --marker "$SK_TMP/marker"
 ) >"$SK_TMP/audit.log" 2>"$SK_TMP/sidecar.err" &
 SC=$!
+SK_AUDIT_LOGS+=("$SK_TMP/audit.log")   # validated against the audit schema by sk_summary
 up=1
 for p in 15001 15000 15080; do sk_wait_port "$NS-pod" tcp $p 10 || up=0; done
 sk_wait_port "$NS-pod" udp 15053 5 || up=0

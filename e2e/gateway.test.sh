@@ -115,6 +115,7 @@ start_sidecar() { # audit-file stderr-file
 	SIDECAR_PID=$!
 }
 start_sidecar "$SK_TMP/audit.log" "$SK_TMP/sidecar.err"
+SK_AUDIT_LOGS+=("$SK_TMP/audit.log")   # validated against the audit schema by sk_summary
 if ! sk_wait_port "$NS-pod" tcp 15080 10; then
 	echo "sidecar did not start"; cat "$SK_TMP/sidecar.err"; exit 1
 fi
@@ -315,6 +316,7 @@ sk_check_fails "no sanitizer report in the sidecar's stderr" grep -q 'Sanitizer'
 
 # --- nothing in flight (only an idle keep-alive connection): SIGTERM exits promptly ---
 start_sidecar "$SK_TMP/audit2.log" "$SK_TMP/sidecar2.err"
+SK_AUDIT_LOGS+=("$SK_TMP/audit2.log")
 sk_wait_port "$NS-pod" tcp 15080 10 || { echo "sidecar did not restart"; cat "$SK_TMP/sidecar2.err"; }
 agent "$PY" "$HERE/client.py" keepalive 127.0.0.1 15080 /llm/ok 20 >"$SK_TMP/ka2.out" 2>&1 &
 KA=$!

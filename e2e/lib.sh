@@ -100,7 +100,37 @@ sk_check() { local name=$1; shift; if "$@" >/dev/null 2>&1; then sk_pass "$name"
 sk_check_fails() { local name=$1; shift; if "$@" >/dev/null 2>&1; then sk_fail "$name" "unexpectedly succeeded"; else sk_pass "$name"; fi; }
 # sk_check_eq NAME EXPECTED ACTUAL
 sk_check_eq() { if [ "$2" = "$3" ]; then sk_pass "$1"; else sk_fail "$1" "expected '$2', got '$3'"; fi; }
+# Audit logs the suite collected (SK_AUDIT_LOGS+=(FILE)): sk_summary validates every line of each against
+# docs/audit.schema.json (Debian's python3-jsonschema) before the count: one check per log, and one failed
+# check per invalid line (the first 20 are named).
+SK_AUDIT_LOGS=()
+sk_audit_schema_check() {
+	local f out rc line n=0
+	for f in "$@"; do
+		[ -f "$f" ] || { sk_fail "audit schema: $(basename "$f") exists"; continue; }
+		out=$(/usr/bin/python3 "$SK_ROOT/e2e/audit_validate.py" "$SK_ROOT/docs/audit.schema.json" "$f" 2>&1)
+		rc=$?
+		if [ $rc -eq 0 ]; then
+			sk_pass "audit schema: every line of $(basename "$f") valid ($(tail -1 <<<"$out"))"
+			continue
+		fi
+		while IFS= read -r line; do
+			case $line in
+			*" lines, "*" invalid") ;;
+			*)
+				n=$((n + 1))
+				if [ $n -le 20 ]; then sk_fail "audit schema: ${line#"$SK_TMP"/}"; else SK_FAILED=$((SK_FAILED + 1)); fi ;;
+			esac
+		done <<<"$out"
+		[ $n -gt 0 ] || sk_fail "audit schema: $(basename "$f")" "$out"
+	done
+}
 sk_summary() {
+	if [ "${#SK_AUDIT_LOGS[@]}" -gt 0 ]; then
+		local logs=("${SK_AUDIT_LOGS[@]}")
+		SK_AUDIT_LOGS=()   # once: a suite may call sk_summary on an early exit and again at the end
+		sk_audit_schema_check "${logs[@]}"
+	fi
 	[ "$SK_FAILED" -eq 0 ] || printf 'failed: %s\n' "${SK_FAILED_NAMES[@]}"
 	echo "$SK_PASSED passed, $SK_FAILED failed"
 	[ "$SK_FAILED" -eq 0 ]

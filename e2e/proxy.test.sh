@@ -86,6 +86,7 @@ sk_check "stockade-init --check verifies the live table ($(tail -1 <<<"$out"))" 
 sk_pod_as "$NS" "$SK_SIDECAR_UID" env STOCKADE_PEEK_TIMEOUT_MS=$PEEK_MS \
 	"$SK_BIN/stockade-sidecar" --policy "$SK_TMP/policy.yaml" --marker "$SK_TMP/marker" >"$SK_TMP/audit.log" 2>"$SK_TMP/sidecar.err" &
 SIDECAR_PID=$!
+SK_AUDIT_LOGS+=("$SK_TMP/audit.log")   # validated against the audit schema by sk_summary
 if ! sk_wait_port "$NS-pod" tcp 15001 10; then
 	echo "sidecar did not start"; cat "$SK_TMP/sidecar.err"; exit 1
 fi

@@ -123,6 +123,7 @@ ip netns exec "$NS-pod" env STOCKADE_PEEK_TIMEOUT_MS=$PEEK_MS setpriv --reuid="$
 	"$SK_BIN/stockade-sidecar" --policy "$POLICY" --marker "$SK_TMP/marker" >"$SK_TMP/audit.log" 2>"$SK_TMP/sidecar.err" &
 SIDECAR_PID=$!
 disown "$SIDECAR_PID"   # the EXIT trap kills it; no job notice for that
+SK_AUDIT_LOGS+=("$SK_TMP/audit.log")   # validated against the audit schema by sk_summary
 if ! sk_wait_port "$NS-pod" tcp 15001 10 || ! sk_wait_port "$NS-pod" udp 15053 10; then
 	echo "sidecar did not start"; cat "$SK_TMP/sidecar.err"; exit 1
 fi

@@ -943,6 +943,23 @@ static void fnv_hex(const char *s, char out[17])
 	snprintf(out, 17, "%016llx", (unsigned long long)h);
 }
 
+/* The content hash names the exact bytes loaded: FNV-1a 64 of the file, so any edit (even one the model
+ * does not see, like a comment) moves it, and the same bytes give the same hash in every process. */
+static void test_content_hash(void **state)
+{
+	(void)state;
+	char want[17];
+	const char *text = "version: 1\negress:\n  - {host: a.com}\n";
+	struct sk_policy *p = load_text_ok(text);
+	fnv_hex(text, want);
+	assert_string_equal(p->content_hash, want);
+	sk_policy_free(p);
+	p = load_text_ok("version: 1\negress:\n  - {host: a.com}  # same rules\n");
+	assert_string_not_equal(p->content_hash, want);
+	assert_int_equal(strlen(p->content_hash), 16);
+	sk_policy_free(p);
+}
+
 static void test_netns_hash(void **state)
 {
 	(void)state;
@@ -1141,6 +1158,7 @@ int main(void)
 		cmocka_unit_test(test_forge_private),
 		cmocka_unit_test(test_forge_errors),
 		cmocka_unit_test(test_netns_hash),
+		cmocka_unit_test(test_content_hash),
 		cmocka_unit_test(test_yaml_scalar_typing),
 		cmocka_unit_test(test_tls_ech_grease),
 		cmocka_unit_test(test_yaml_fast_path_same_tree),

@@ -93,6 +93,8 @@ struct sk_matcher;  /* match.h; built by the loader, owned by the policy */
 
 struct sk_policy {
 	char *source;          /* file path it was loaded from ("<buffer>" for in-memory) */
+	char content_hash[17]; /* FNV-1a 64 of the bytes loaded, 16 lower-case hex digits: names this policy
+	                        * in every audit line, the reload log and stockade_policy_info */
 	enum sk_policy_format format;
 	int version;           /* 1 */
 	enum sk_mode mode;

@@ -108,18 +108,31 @@ void sk_audit_endpoint(const struct sk_addr *a, uint16_t port, char out[SK_ADDR_
 		snprintf(out, SK_ADDR_STRLEN + 8, "%s:%u", ip, port);
 }
 
-size_t sk_audit_format(const struct sk_audit_rec *r, const struct timespec *wall, char *buf, size_t cap)
+size_t sk_audit_format(const struct sk_audit_rec *r, const char *policy, const struct timespec *wall, char *buf,
+		       size_t cap)
 {
 	struct out o = { .buf = buf, .cap = cap, .len = 0 };
 	struct tm tm;
-	char ts[96], ep[SK_ADDR_STRLEN + 8];
+	char ts[96], ep[SK_ADDR_STRLEN + 8], head[48];
 	time_t sec = wall->tv_sec;
 	gmtime_r(&sec, &tm);
 	snprintf(ts, sizeof(ts), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
 		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)((wall->tv_nsec / 1000000L) % 1000));
-	puts_(&o, "{\"ts\":");
+	if (policy && !policy[0])
+		policy = NULL;
+	snprintf(head, sizeof(head), "{\"v\":%d,\"ts\":", SK_AUDIT_VERSION);
+	puts_(&o, head);
 	put_json_str(&o, ts);
 	put_field_str(&o, "event", r->event);
+	put_field_str(&o, "policy", policy);
+	if (r->reload) {
+		/* A reload: which policy was in force before, what asked for it, and how it ended. */
+		put_field_str(&o, "previous", r->reload->previous);
+		put_field_str(&o, "trigger", r->reload->trigger);
+		put_field_str(&o, "result", r->reload->result);
+		put_field_str(&o, "reason", r->reason);
+		goto end;
+	}
 	if (r->api) {
 		/* A gateway request: its own fields instead of a proxied connection's. */
 		put_field_str(&o, "api", r->api);
@@ -151,14 +164,24 @@ size_t sk_audit_format(const struct sk_audit_rec *r, const struct timespec *wall
 	put_field_u64(&o, "bytes_in", r->bytes_in);
 	put_field_u64(&o, "bytes_out", r->bytes_out);
 	put_field_u64(&o, "duration_ms", r->duration_ms);
+end:
 	puts_(&o, "}");
 	if (o.len >= cap && cap > 0) {
-		/* Cut line: cannot happen with cap >= SK_AUDIT_LINE_MAX; keep it parseable anyway. */
-		static const char cut[] = "{\"event\":\"audit_line_cut\"}";
-		size_t n = sizeof(cut) - 1 < cap ? sizeof(cut) - 1 : cap - 1;
-		memcpy(buf, cut, n);
-		buf[n] = '\0';
-		return n;
+		/* Cut line: cannot happen with cap >= SK_AUDIT_LINE_MAX; keep it parseable anyway, and keep the
+		 * fields every line has when they fit (v, ts, event, policy are bounded: about 90 bytes). */
+		o.len = 0;
+		puts_(&o, head);
+		put_json_str(&o, ts);
+		put_field_str(&o, "event", "audit_line_cut");
+		put_field_str(&o, "policy", policy);
+		puts_(&o, "}");
+		if (o.len >= cap) {
+			static const char cut[] = "{\"event\":\"audit_line_cut\"}";
+			size_t n = sizeof(cut) - 1 < cap ? sizeof(cut) - 1 : cap - 1;
+			memcpy(buf, cut, n);
+			buf[n] = '\0';
+			return n;
+		}
 	}
 	if (cap > 0)
 		buf[o.len] = '\0';
@@ -168,6 +191,7 @@ size_t sk_audit_format(const struct sk_audit_rec *r, const struct timespec *wall
 void sk_audit_init(struct sk_audit *a, int fd, struct sk_denials *denials)
 {
 	a->fd = fd;
+	a->policy[0] = '\0';
 	a->denials = denials;
 	a->lines = a->write_errors = 0;
 	a->batch = false;
@@ -189,6 +213,11 @@ static void write_all(struct sk_audit *a, const char *buf, size_t n)
 	}
 }
 
+void sk_audit_set_policy(struct sk_audit *a, const char *hash)
+{
+	snprintf(a->policy, sizeof(a->policy), "%s", hash ? hash : "");
+}
+
 void sk_audit_batch(struct sk_audit *a) { a->batch = true; }
 
 void sk_audit_flush(struct sk_audit *a)
@@ -204,7 +233,7 @@ void sk_audit_emit(struct sk_audit *a, const struct sk_audit_rec *r)
 	char line[SK_AUDIT_LINE_MAX + 1];
 	struct timespec wall;
 	clock_gettime(CLOCK_REALTIME, &wall);
-	size_t n = sk_audit_format(r, &wall, line, SK_AUDIT_LINE_MAX);
+	size_t n = sk_audit_format(r, a->policy, &wall, line, SK_AUDIT_LINE_MAX);
 	bool deny = r->decision && strcmp(r->decision, "allow") != 0;
 	if (deny && a->denials)
 		sk_denials_push(a->denials, line, n);

@@ -1,12 +1,18 @@
-/* sidecar/audit.h — the audit trail (DESIGN.md §5.5): one NDJSON object per line on stdout for every
- * proxy decision, with the fields ts (RFC 3339 UTC, ms), event, src, dst, name, proto, rule, decision,
- * reason, bytes_in, bytes_out, duration_ms (+ binding when the name↔IP check ran). Every string is
- * JSON-escaped (the name and reason can come from the agent) and non-ASCII bytes are escaped as \u00XX,
- * so each line is valid JSON whatever the bytes. The API gateway writes its per-request lines here too
- * (event "api": ts, event, api, method, path, status, decision, reason, bytes_in, bytes_out, duration_ms,
- * without the connection fields), so there is one writer, one escaper and one set of counters, and a
- * batch keeps the lines of both in the order they were emitted. Every deny (and audit-mode would_deny) is also pushed
- * into the denials ring served by the admin port. Each line is one write(2), so lines never interleave. */
+/* sidecar/audit.h — the audit trail (docs/operating.md, "Reading decisions"; every line is described by
+ * docs/audit.schema.json): one NDJSON object per line on stdout. Every line starts with v (the schema
+ * version, SK_AUDIT_VERSION), ts (RFC 3339 UTC, ms), event and policy (the content hash of the policy in
+ * force, struct sk_policy.content_hash), so a line names the exact policy that decided it.
+ *  - proxy decisions (event "conn": an allowed connection, written when it ends; "deny"), and the DNS
+ *    filter's denials ("dns"): src, dst, name, proto, rule, decision, reason, bytes_in, bytes_out,
+ *    duration_ms (+ binding when the name↔IP check ran, late, request);
+ *  - the API gateway's requests (event "api"): api, method, path, status, decision, reason, bytes_in,
+ *    bytes_out, duration_ms, without the connection fields;
+ *  - policy reloads (event "reload"): previous, trigger, result, reason.
+ * Every string is JSON-escaped (the name and reason can come from the agent) and non-ASCII bytes are
+ * escaped as \u00XX, so each line is valid JSON whatever the bytes. One writer, one escaper and one set of
+ * counters for all of them, and a batch keeps the lines in the order they were emitted. Every deny (and
+ * audit-mode would_deny) is also pushed into the denials ring served by the admin port. Each line is one
+ * write(2), so lines never interleave. */
 #ifndef SK_SIDECAR_AUDIT_H
 #define SK_SIDECAR_AUDIT_H
 
@@ -19,6 +25,8 @@
 
 struct sk_denials;
 
+/* The "v" of every line: bumped when a field changes meaning or goes away (adding one does not). */
+#define SK_AUDIT_VERSION 1
 #define SK_AUDIT_LINE_MAX 4096
 #define SK_AUDIT_STR_MAX 300      /* longest source string copied into a line (names are <= 253 bytes) */
 #define SK_AUDIT_PATH_MAX 512     /* ... but a gateway path, up to 511 bytes */
@@ -51,12 +59,23 @@ struct sk_audit_rec {
 	const char *method;
 	const char *path;           /* query values dropped (sk_gw_audit_path); cut at SK_AUDIT_PATH_MAX */
 	int status;                 /* the HTTP status the agent got */
+	/* A policy reload (event "reload"): reload != NULL makes the line a reload line: previous, trigger
+	 * and result are written after policy (which, as on every line, is the hash in force after it), and
+	 * reason; nothing of a connection. */
+	const struct sk_audit_reload *reload;
+};
+
+struct sk_audit_reload {
+	const char *previous;       /* content hash in force before */
+	const char *trigger;        /* "sighup" | "file_changed" */
+	const char *result;         /* "ok" | "rejected" */
 };
 
 #define SK_AUDIT_BATCH_MAX 65536
 
 struct sk_audit {
 	int fd;                     /* borrowed; usually STDOUT_FILENO */
+	char policy[17];            /* content hash of the policy in force ("" = none yet: written as null) */
 	struct sk_denials *denials; /* borrowed; may be NULL */
 	uint64_t lines, write_errors;
 	/* Batching (sk_audit_batch): whole lines collected during one loop round, written by
@@ -67,11 +86,14 @@ struct sk_audit {
 };
 
 void sk_audit_init(struct sk_audit *a, int fd, struct sk_denials *denials);
+/* The policy every later line names (its content_hash); the sidecar sets it at start and on every swap. */
+void sk_audit_set_policy(struct sk_audit *a, const char *hash);
 /* Formats one object without a trailing newline into buf (cap >= SK_AUDIT_LINE_MAX is enough for every
  * line the proxy and the gateway write: strings are cut to bounded lengths before escaping, and a gateway
  * line has no name; a record with every string at its cap would be replaced by an "audit_line_cut"
- * object). Returns its length. */
-size_t sk_audit_format(const struct sk_audit_rec *r, const struct timespec *wall, char *buf, size_t cap);
+ * object). policy: the hash the line names (NULL or "" → null). Returns its length. */
+size_t sk_audit_format(const struct sk_audit_rec *r, const char *policy, const struct timespec *wall, char *buf,
+		       size_t cap);
 /* Formats with the current wall clock, writes the line, pushes denials. Never fails the caller: a
  * failed write is counted in write_errors (the connection decision stands either way). */
 void sk_audit_emit(struct sk_audit *a, const struct sk_audit_rec *r);

@@ -14,6 +14,9 @@
 #include "sidecar/audit.h"
 #include "sidecar/denials.h"
 
+/* A policy content hash, as every line carries it. */
+#define H "0123456789abcdef"
+
 static struct sk_audit_rec sample(const struct sk_addr *src, const struct sk_addr *dst)
 {
 	struct sk_audit_rec r = {
@@ -35,7 +38,7 @@ static void test_audit_exact_fields_and_rfc3339_ms(void **state)
 	r.binding = "unchecked";
 	struct timespec wall = { .tv_sec = 1700000000, .tv_nsec = 123456789 };
 	char buf[SK_AUDIT_LINE_MAX];
-	size_t n = sk_audit_format(&r, &wall, buf, sizeof(buf));
+	size_t n = sk_audit_format(&r, H, &wall, buf, sizeof(buf));
 	assert_int_equal(n, strlen(buf));
 	assert_null(strchr(buf, '\n'));
 	cJSON *j = cJSON_Parse(buf);
@@ -53,7 +56,9 @@ static void test_audit_exact_fields_and_rfc3339_ms(void **state)
 	assert_int_equal(cJSON_GetObjectItem(j, "bytes_in")->valueint, 0);
 	assert_int_equal(cJSON_GetObjectItem(j, "bytes_out")->valueint, 517);
 	assert_int_equal(cJSON_GetObjectItem(j, "duration_ms")->valueint, 3);
-	assert_int_equal(cJSON_GetArraySize(j), 13);
+	assert_int_equal(cJSON_GetObjectItem(j, "v")->valueint, SK_AUDIT_VERSION);
+	assert_string_equal(cJSON_GetObjectItem(j, "policy")->valuestring, H);
+	assert_int_equal(cJSON_GetArraySize(j), 15);
 	cJSON_Delete(j);
 }
 
@@ -65,7 +70,7 @@ static void test_audit_nulls_when_unknown(void **state)
 	r.proto = NULL;
 	struct timespec wall = { 0, 0 };
 	char buf[SK_AUDIT_LINE_MAX];
-	sk_audit_format(&r, &wall, buf, sizeof(buf));
+	sk_audit_format(&r, H, &wall, buf, sizeof(buf));
 	cJSON *j = cJSON_Parse(buf);
 	assert_non_null(j);
 	assert_true(cJSON_IsNull(cJSON_GetObjectItem(j, "src")));
@@ -88,7 +93,7 @@ static void test_audit_escapes_hostile_strings(void **state)
 	r.reason = "x\"}\n{\"event\":\"forged";
 	struct timespec wall = { 0, 0 };
 	char buf[SK_AUDIT_LINE_MAX];
-	sk_audit_format(&r, &wall, buf, sizeof(buf));
+	sk_audit_format(&r, H, &wall, buf, sizeof(buf));
 	assert_null(strchr(buf, '\n'));
 	assert_null(strchr(buf, '\r'));
 	for (const char *p = buf; *p; p++)
@@ -113,7 +118,7 @@ static void test_audit_long_name_stays_in_line(void **state)
 	r.name = name;
 	struct timespec wall = { 0, 0 };
 	char buf[SK_AUDIT_LINE_MAX];
-	size_t n = sk_audit_format(&r, &wall, buf, sizeof(buf));
+	size_t n = sk_audit_format(&r, H, &wall, buf, sizeof(buf));
 	assert_true(n < sizeof(buf));
 	cJSON *j = cJSON_Parse(buf);
 	assert_non_null(j);
@@ -121,8 +126,8 @@ static void test_audit_long_name_stays_in_line(void **state)
 	cJSON_Delete(j);
 }
 
-/* Proxy lines, byte for byte: the gateway's fields (api, method, path, status) are optional, and a record
- * that leaves them unset formats exactly as before they existed. */
+/* Proxy lines, byte for byte: v, ts, event and policy first (every line has them), then the connection's
+ * fields; the gateway's (api, method, path, status) are left out when the record leaves them unset. */
 static void test_audit_proxy_line_bytes_unchanged(void **state)
 {
 	(void)state;
@@ -132,8 +137,8 @@ static void test_audit_proxy_line_bytes_unchanged(void **state)
 	struct timespec wall = { .tv_sec = 1700000000, .tv_nsec = 123456789 };
 	char buf[SK_AUDIT_LINE_MAX];
 	struct sk_audit_rec r = sample(&src, &dst);
-	sk_audit_format(&r, &wall, buf, sizeof(buf));
-	assert_string_equal(buf, "{\"ts\":\"2023-11-14T22:13:20.123Z\",\"event\":\"deny\",\"src\":\"198.18.0.2:40000\","
+	sk_audit_format(&r, H, &wall, buf, sizeof(buf));
+	assert_string_equal(buf, "{\"v\":1,\"ts\":\"2023-11-14T22:13:20.123Z\",\"event\":\"deny\",\"policy\":\"" H "\",\"src\":\"198.18.0.2:40000\","
 			    "\"dst\":\"[2001:db8:19::5]:443\",\"name\":\"allowed.example\",\"proto\":\"tls\",\"rule\":null,"
 			    "\"decision\":\"deny\",\"reason\":\"no_match\",\"bytes_in\":0,\"bytes_out\":517,\"duration_ms\":3}");
 	r.event = "conn";
@@ -144,8 +149,8 @@ static void test_audit_proxy_line_bytes_unchanged(void **state)
 	r.late = true;
 	r.request = 3;
 	r.bytes_in = 1234;
-	sk_audit_format(&r, &wall, buf, sizeof(buf));
-	assert_string_equal(buf, "{\"ts\":\"2023-11-14T22:13:20.123Z\",\"event\":\"conn\",\"src\":\"198.18.0.2:40000\","
+	sk_audit_format(&r, H, &wall, buf, sizeof(buf));
+	assert_string_equal(buf, "{\"v\":1,\"ts\":\"2023-11-14T22:13:20.123Z\",\"event\":\"conn\",\"policy\":\"" H "\",\"src\":\"198.18.0.2:40000\","
 			    "\"dst\":\"[2001:db8:19::5]:443\",\"name\":\"allowed.example\",\"proto\":\"tls\",\"rule\":2,"
 			    "\"decision\":\"allow\",\"reason\":\"rule\",\"binding\":\"ok\",\"late\":true,\"request\":3,"
 			    "\"bytes_in\":1234,\"bytes_out\":517,\"duration_ms\":3}");
@@ -162,8 +167,8 @@ static void test_audit_api_line_exact_bytes(void **state)
 		.event = "api", .rule = -1, .api = "llm", .method = "POST", .path = "/v1/x?a=&b", .status = 429,
 		.decision = "deny", .reason = "rate_limit", .bytes_in = 40, .bytes_out = 0, .duration_ms = 1,
 	};
-	sk_audit_format(&r, &wall, buf, sizeof(buf));
-	assert_string_equal(buf, "{\"ts\":\"2023-11-14T22:13:20.005Z\",\"event\":\"api\",\"api\":\"llm\",\"method\":\"POST\","
+	sk_audit_format(&r, H, &wall, buf, sizeof(buf));
+	assert_string_equal(buf, "{\"v\":1,\"ts\":\"2023-11-14T22:13:20.005Z\",\"event\":\"api\",\"policy\":\"" H "\",\"api\":\"llm\",\"method\":\"POST\","
 			    "\"path\":\"/v1/x?a=&b\",\"status\":429,\"decision\":\"deny\",\"reason\":\"rate_limit\","
 			    "\"bytes_in\":40,\"bytes_out\":0,\"duration_ms\":1}");
 	/* No api named, no method parsed; a hostile path is escaped, and kept up to SK_AUDIT_PATH_MAX bytes. */
@@ -174,7 +179,7 @@ static void test_audit_api_line_exact_bytes(void **state)
 	r.api = "";
 	r.method = NULL;
 	r.path = path;
-	sk_audit_format(&r, &wall, buf, sizeof(buf));
+	sk_audit_format(&r, H, &wall, buf, sizeof(buf));
 	cJSON *j = cJSON_Parse(buf);
 	assert_non_null(j);
 	assert_string_equal(cJSON_GetObjectItem(j, "api")->valuestring, "");
@@ -184,7 +189,7 @@ static void test_audit_api_line_exact_bytes(void **state)
 	assert_int_equal(strlen(p) - 1, SK_AUDIT_PATH_MAX);   /* U+00FF is two bytes once decoded */
 	assert_null(cJSON_GetObjectItem(j, "src"));
 	assert_null(cJSON_GetObjectItem(j, "rule"));
-	assert_int_equal(cJSON_GetArraySize(j), 11);
+	assert_int_equal(cJSON_GetArraySize(j), 13);
 	cJSON_Delete(j);
 }
 
@@ -250,6 +255,64 @@ static void test_audit_emit_writes_one_line_and_pushes_denials(void **state)
 	close(p[0]);
 }
 
+/* A reload line: the policy in force after it, the one before, what asked, how it ended; nothing of a
+ * connection, and never a denial (a rejected reload is not an agent's deny). */
+static void test_audit_reload_line_exact_bytes(void **state)
+{
+	(void)state;
+	struct timespec wall = { .tv_sec = 1700000000, .tv_nsec = 5000000 };
+	char buf[SK_AUDIT_LINE_MAX];
+	const struct sk_audit_reload rl = { .previous = "fedcba9876543210", .trigger = "sighup", .result = "rejected" };
+	struct sk_audit_rec r = { .event = "reload", .rule = -1, .reason = "netns_changed", .reload = &rl };
+	sk_audit_format(&r, "fedcba9876543210", &wall, buf, sizeof(buf));
+	assert_string_equal(buf, "{\"v\":1,\"ts\":\"2023-11-14T22:13:20.005Z\",\"event\":\"reload\","
+			    "\"policy\":\"fedcba9876543210\",\"previous\":\"fedcba9876543210\",\"trigger\":\"sighup\","
+			    "\"result\":\"rejected\",\"reason\":\"netns_changed\"}");
+
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	struct sk_denials *d;
+	assert_int_equal(sk_denials_new(8, &d), 0);
+	struct sk_audit a;
+	sk_audit_init(&a, p[1], d);
+	sk_audit_emit(&a, &r);
+	char *out;
+	size_t len;
+	assert_int_equal(sk_denials_render(d, 10, &out, &len), 0);
+	assert_memory_equal(out, "[]", 2);
+	free(out);
+	sk_denials_free(d);
+	close(p[0]);
+	close(p[1]);
+}
+
+/* No policy set yet (only before main loads one): policy is null, not a made-up hash; once set, every
+ * line names it. A line cut by a tiny buffer keeps v, ts, event and policy. */
+static void test_audit_policy_field_and_cut_line(void **state)
+{
+	(void)state;
+	struct timespec wall = { 0, 0 };
+	char buf[SK_AUDIT_LINE_MAX];
+	struct sk_audit_rec r = sample(NULL, NULL);
+	sk_audit_format(&r, NULL, &wall, buf, sizeof(buf));
+	cJSON *j = cJSON_Parse(buf);
+	assert_non_null(j);
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(j, "policy")));
+	cJSON_Delete(j);
+
+	struct sk_audit a;
+	sk_audit_init(&a, -1, NULL);
+	assert_string_equal(a.policy, "");
+	sk_audit_set_policy(&a, H);
+	assert_string_equal(a.policy, H);
+
+	char small[120];
+	size_t n = sk_audit_format(&r, H, &wall, small, sizeof(small));
+	assert_int_equal(n, strlen(small));
+	assert_string_equal(small, "{\"v\":1,\"ts\":\"1970-01-01T00:00:00.000Z\",\"event\":\"audit_line_cut\","
+			    "\"policy\":\"" H "\"}");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -261,6 +324,8 @@ int main(void)
 		cmocka_unit_test(test_audit_api_line_exact_bytes),
 		cmocka_unit_test(test_audit_json_str),
 		cmocka_unit_test(test_audit_emit_writes_one_line_and_pushes_denials),
+		cmocka_unit_test(test_audit_reload_line_exact_bytes),
+		cmocka_unit_test(test_audit_policy_field_and_cut_line),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

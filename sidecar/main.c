@@ -161,6 +161,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	sk_audit_init(&sc.audit, STDOUT_FILENO, sc.denials);
+	sk_audit_set_policy(&sc.audit, sc.policy->content_hash);
 	/* One audit write a loop round, not one a connection. */
 	sk_audit_batch(&sc.audit);
 	sk_loop_set_turn_end(sc.loop, audit_flush_cb, &sc.audit);

@@ -146,6 +146,8 @@ struct sk_policy *sk_sidecar_swap_policy(struct sk_sidecar *sc, struct sk_policy
 	struct sk_policy *old = sc->policy;
 	sc->policy = p;
 	sc->policy_gen++;
+	/* From the next line on, the audit trail names the policy that decides it. */
+	sk_audit_set_policy(&sc->audit, p ? p->content_hash : NULL);
 	return old;
 }
 

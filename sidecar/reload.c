@@ -14,6 +14,7 @@
 #include "common/hash.h"
 #include "common/util.h"
 #include "policy/policy.h"
+#include "sidecar/audit.h"
 #include "sidecar/metrics.h"
 
 /* Events are coalesced: a ConfigMap swap is several directory operations in a row (new dir, new symlink,
@@ -100,6 +101,28 @@ static bool content_hash(const char *path, uint64_t *out)
 	return true;
 }
 
+/* The audit line's trigger: a token from the fixed set docs/audit.schema.json lists. */
+static const char *trigger_token(const char *why)
+{
+	return strcmp(why, "SIGHUP") == 0 ? "sighup" : "file_changed";
+}
+
+static const char *reject_reason(int rc)
+{
+	return rc == -EINVAL ? "invalid" : rc == -EPERM ? "netns_changed" : "unreadable";
+}
+
+static void audit_reload(struct sk_reload *r, const char *why, const char *previous, int rc)
+{
+	if (!r->hooks->audit)
+		return;
+	const struct sk_audit_reload rl = { .previous = previous, .trigger = trigger_token(why),
+					    .result = rc == 0 ? "ok" : "rejected" };
+	const struct sk_audit_rec rec = { .event = "reload", .rule = -1, .reason = rc == 0 ? "ok" : reject_reason(rc),
+					  .reload = &rl };
+	sk_audit_emit(r->hooks->audit, &rec);
+}
+
 int sk_reload_now(struct sk_reload *r, const char *why)
 {
 	FILE *log = logf_of(r->hooks);
@@ -110,20 +133,27 @@ int sk_reload_now(struct sk_reload *r, const char *why)
 		r->last_hash = h;
 		r->have_hash = true;
 	}
-	int rc = sk_reload_load(r->path, r->hooks->current(r->ctx), log, &next, &err);
+	const struct sk_policy *cur = r->hooks->current(r->ctx);
+	char previous[17] = "";
+	if (cur)
+		snprintf(previous, sizeof(previous), "%s", cur->content_hash);
+	int rc = sk_reload_load(r->path, cur, log, &next, &err);
 	if (r->hooks->metrics)
 		sk_metrics_reload(r->hooks->metrics, rc == 0 && next);
 	if (rc < 0 || !next) {
 		fprintf(log, "stockade-sidecar: reload (%s) rejected: %s\n", why, err.msg);
 		fflush(log);
-		return rc < 0 ? rc : -EINVAL;
+		rc = rc < 0 ? rc : -EINVAL;
+		audit_reload(r, why, previous, rc);
+		return rc;
 	}
 	char hash[17];
 	sk_policy_netns_hash(next, hash);
-	fprintf(log, "stockade-sidecar: reload (%s): policy %s in force (%zu rules, netns hash %s)\n", why, r->path,
-		next->n_rules, hash);
+	fprintf(log, "stockade-sidecar: reload (%s): policy %s in force (%zu rules, hash %s, netns hash %s)\n", why,
+		r->path, next->n_rules, next->content_hash, hash);
 	fflush(log);
 	r->hooks->install(r->ctx, next);
+	audit_reload(r, why, previous, 0);
 	return 0;
 }
 

@@ -15,6 +15,7 @@
 #include "common/err.h"
 #include "sidecar/loop.h"
 
+struct sk_audit;
 struct sk_policy;
 struct sk_metrics;
 
@@ -25,6 +26,7 @@ struct sk_reload_hooks {
 	 * the single-threaded loop holds a snapshot across callbacks, so that is safe). */
 	void (*install)(void *ctx, struct sk_policy *next);
 	struct sk_metrics *metrics;   /* reload ok/failed counters; may be NULL */
+	struct sk_audit *audit;       /* an audit line per reload, ok or rejected; may be NULL */
 	FILE *log;                    /* diagnostics; NULL = stderr */
 };
 
@@ -39,8 +41,9 @@ struct sk_reload;
 int sk_reload_start(struct sk_loop *l, const char *path, const struct sk_reload_hooks *hooks, void *ctx,
 		    struct sk_reload **out, struct sk_err *err);
 void sk_reload_free(struct sk_reload *r);
-/* Reloads now (SIGHUP), whether or not the file changed; `why` goes into the log line. 0 when the new
- * policy is in force, < 0 when it was rejected (and the old one stays). */
+/* Reloads now (SIGHUP), whether or not the file changed; `why` goes into the log line ("SIGHUP" and
+ * "file changed" become the audit line's trigger "sighup" and "file_changed"). 0 when the new policy is
+ * in force, < 0 when it was rejected (and the old one stays); either way one audit line says so. */
 int sk_reload_now(struct sk_reload *r, const char *why);
 
 #endif

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "policy/policy.h"
+#include "sidecar/audit.h"
 #include "sidecar/loop.h"
 #include "sidecar/metrics.h"
 #include "sidecar/reload.h"
@@ -128,6 +129,7 @@ static void test_load_refuses_netns_change(void **state)
 struct holder {
 	struct sk_policy *cur;
 	int installs;
+	struct sk_audit *audit;  /* as the sidecar's swap does: later lines name the new policy */
 };
 
 static const struct sk_policy *h_current(void *ctx)
@@ -141,7 +143,13 @@ static void h_install(void *ctx, struct sk_policy *next)
 	sk_policy_free(h->cur);
 	h->cur = next;
 	h->installs++;
+	if (h->audit)
+		sk_audit_set_policy(h->audit, next->content_hash);
 }
+
+#define RELOAD_LINE                                                                                      \
+	"{\"v\":1,\"ts\":\"TS\",\"event\":\"reload\",\"policy\":\"%s\",\"previous\":\"%s\",\"trigger\":\"%s\","   \
+	"\"result\":\"%s\",\"reason\":\"%s\"}\n"
 
 /* kubelet's atomic writer: a new timestamped dir, a temp symlink renamed over ..data, old dir removed. */
 static void configmap_swap(const char *dir, const char *stamp, const char *old_stamp, const char *content)
@@ -180,10 +188,18 @@ static void test_watcher_follows_configmap_swap(void **state)
 	snprintf(link, sizeof(link), "..data/policy.yaml");
 	assert_int_equal(symlink(link, path), 0);
 
-	struct holder h = { .cur = load(path) };
+	int ap[2];
+	assert_int_equal(pipe(ap), 0);
+	struct sk_audit audit;
+	sk_audit_init(&audit, ap[1], NULL);
+	struct holder h = { .cur = load(path), .audit = &audit };
+	char hash_a[17], hash_b[17];
+	snprintf(hash_a, sizeof(hash_a), "%s", h.cur->content_hash);
+	sk_audit_set_policy(&audit, hash_a);
 	struct sk_metrics *m = NULL;
 	assert_int_equal(sk_metrics_new(&m), 0);
-	struct sk_reload_hooks hooks = { .current = h_current, .install = h_install, .metrics = m, .log = stderr };
+	struct sk_reload_hooks hooks = { .current = h_current, .install = h_install, .metrics = m, .audit = &audit,
+					 .log = stderr };
 	struct sk_loop *l = NULL;
 	struct sk_err err = { 0 };
 	assert_int_equal(sk_loop_new(&l, &err), 0);
@@ -201,6 +217,8 @@ static void test_watcher_follows_configmap_swap(void **state)
 	run_for(l, 600);
 	assert_int_equal(h.installs, 1);
 	assert_int_equal(h.cur->n_rules, 2);
+	snprintf(hash_b, sizeof(hash_b), "%s", h.cur->content_hash);
+	assert_string_not_equal(hash_a, hash_b);
 
 	/* a bad update is rejected; the good policy stays */
 	configmap_swap(t.dir, "..2026_01_03", "..2026_01_02", pol_bad);
@@ -218,7 +236,7 @@ static void test_watcher_follows_configmap_swap(void **state)
 	assert_int_equal(h.cur->n_rules, 1);
 
 	/* SIGHUP path: reloads even when nothing changed */
-	assert_int_equal(sk_reload_now(r, "test"), 0);
+	assert_int_equal(sk_reload_now(r, "SIGHUP"), 0);
 	assert_int_equal(h.installs, 3);
 
 	char *text = NULL;
@@ -227,6 +245,30 @@ static void test_watcher_follows_configmap_swap(void **state)
 	assert_non_null(strstr(text, "stockade_policy_reloads_total{result=\"ok\"} 3\n"));
 	assert_non_null(strstr(text, "stockade_policy_reloads_total{result=\"failed\"} 2\n"));
 	free(text);
+
+	/* One audit line per reload, in order, each naming the policy in force after it and the one before. */
+	close(ap[1]);
+	char lines[4096] = "", want[4096];
+	ssize_t n = read(ap[0], lines, sizeof(lines) - 1);
+	assert_true(n > 0);
+	lines[n] = '\0';
+	close(ap[0]);
+	int w = 0;
+	w += snprintf(want + w, sizeof(want) - (size_t)w, RELOAD_LINE, hash_b, hash_a, "file_changed", "ok", "ok");
+	w += snprintf(want + w, sizeof(want) - (size_t)w, RELOAD_LINE, hash_b, hash_b, "file_changed", "rejected", "invalid");
+	w += snprintf(want + w, sizeof(want) - (size_t)w, RELOAD_LINE, hash_b, hash_b, "file_changed", "rejected",
+		      "netns_changed");
+	w += snprintf(want + w, sizeof(want) - (size_t)w, RELOAD_LINE, hash_a, hash_b, "file_changed", "ok", "ok");
+	snprintf(want + w, sizeof(want) - (size_t)w, RELOAD_LINE, hash_a, hash_a, "sighup", "ok", "ok");
+	/* the timestamps vary: blank them out before comparing */
+	for (char *ts = lines; (ts = strstr(ts, "\"ts\":\"")) != NULL;) {
+		ts += 6;
+		char *end = strchr(ts, '"');
+		assert_non_null(end);
+		memmove(ts + 2, end, strlen(end) + 1);
+		memcpy(ts, "TS", 2);
+	}
+	assert_string_equal(lines, want);
 
 	sk_reload_free(r);
 	sk_loop_free(l);
