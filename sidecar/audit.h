@@ -40,7 +40,7 @@ struct sk_audit_rec {
 	const struct sk_addr *dst;  /* original destination; may be NULL → null */
 	uint16_t dst_port;
 	const char *name;           /* SNI / Host / bound name; NULL → null */
-	const char *proto;          /* "tls" | "http" | "h2c" | "tcp" | NULL */
+	const char *proto;          /* proxy: "tls" | "http" | "tcp" | NULL; dns: "udp" | "tcp" */
 	int rule;                   /* policy rule index; < 0 → null */
 	const char *decision;       /* "allow" | "deny" | "would_deny" (mode audit) */
 	const char *reason;         /* short token: "rule", "no_match", "loop", "peek_timeout", ... */
