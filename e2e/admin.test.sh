@@ -131,10 +131,22 @@ import sys
 from prometheus_client.parser import text_string_to_metric_families
 fams = {f.name: f for f in text_string_to_metric_families(sys.stdin.read())}
 need = ["stockade_connections", "stockade_connections_active", "stockade_bytes", "stockade_dns_queries",
-        "stockade_decision_latency_seconds", "stockade_policy_reloads", "stockade_policy_info", "stockade_build_info"]
+        "stockade_decision_latency_seconds", "stockade_policy_reloads", "stockade_policy_info", "stockade_build_info",
+        "stockade_reload_last_timestamp_seconds", "stockade_reload_last_success",
+        "process_cpu_seconds", "process_resident_memory_bytes", "process_virtual_memory_bytes", "process_open_fds",
+        "process_max_fds", "process_start_time_seconds"]
 missing = [n for n in need if n not in fams]
 assert not missing, missing
 assert fams["stockade_decision_latency_seconds"].type == "histogram"
+assert fams["process_cpu_seconds"].type == "counter"
+v = {n: fams[n].samples[0].value for n in need if n.startswith("process_") or n.startswith("stockade_reload_last")}
+import time
+# the sidecar holds its listeners, epoll, timers, inotify: more than a handful of fds, far under the limit
+assert 8 <= v["process_open_fds"] < v["process_max_fds"], v
+assert v["process_resident_memory_bytes"] > 1 << 20, v
+assert time.time() - 600 < v["process_start_time_seconds"] <= time.time() + 1, v
+assert v["stockade_reload_last_success"] == 1, v
+assert abs(v["stockade_reload_last_timestamp_seconds"] - v["process_start_time_seconds"]) < 5, v
 print(len(fams))'
 }
 if out=$(parse_metrics 2>&1); then sk_pass "/metrics parses with prometheus_client ($out families)"
@@ -230,6 +242,7 @@ cm_swap ..2026_01_01_00_00_03.1 "$policy_bad"
 sleep 1
 sk_check_eq "bad reload counted as failed" 1 "$(metric 'stockade_policy_reloads_total{result="failed"}')"
 sk_check_eq "bad reload keeps the old policy" 2 "$(metric stockade_policy_rules)"
+sk_check_eq "stockade_reload_last_success 0 after the bad reload" 0 "$(metric stockade_reload_last_success)"
 if grep -qE "policy.yaml:[0-9]+:[0-9]+: " "$LOG"; then sk_pass "bad reload logs file:line:col"; else sk_fail "bad reload logs file:line:col" "$(tail -3 "$LOG")"; fi
 code=$(sk_pod_as "$N" 1000 curl -s -m 5 -o /dev/null -w '%{http_code}' http://second.example/x)
 sk_check_eq "old policy still serving after a bad reload" 200 "$code"
@@ -240,10 +253,33 @@ if grep -q "netns part changed" "$LOG"; then sk_pass "refusal says the netns par
 cm_swap ..2026_01_01_00_00_05.1 "$policy_v1"
 sleep 1
 sk_check_eq "a fixed policy reloads" 1 "$(metric stockade_policy_rules)"
+sk_check_eq "stockade_reload_last_success 1 after it" 1 "$(metric stockade_reload_last_success)"
+last=$(metric stockade_reload_last_timestamp_seconds)
+if [ -n "$last" ] && [ $(($(date +%s) - last)) -le 3 ]; then sk_pass "stockade_reload_last_timestamp_seconds is the last reload's time"
+else sk_fail "stockade_reload_last_timestamp_seconds is the last reload's time" "$last vs $(date +%s)"; fi
 ok1=$(metric 'stockade_policy_reloads_total{result="ok"}')
 kill -HUP "$SC_PID"
 sleep 0.5
 sk_check_eq "SIGHUP reloads" $((ok1 + 1)) "$(metric 'stockade_policy_reloads_total{result="ok"}')"
+# One audit line per reload, in order, each naming the policy in force after it and the one before; the
+# hash is the one /metrics shows, and the next connection's line names it too.
+sk_pod_as "$N" 1000 curl -s -m 5 -o /dev/null http://allowed.example/x
+hash=$(body /metrics | sed -n 's/^stockade_policy_info{hash="\([0-9a-f]*\)".*/\1/p')
+if out=$("$PY" - "$SK_TMP/audit.ndjson" "$hash" <<'PYEOF' 2>&1
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+rel = [(o["trigger"], o["result"], o["reason"]) for o in lines if o["event"] == "reload"]
+want = [("file_changed", "ok", "ok"), ("file_changed", "rejected", "invalid"),
+        ("file_changed", "rejected", "netns_changed"), ("file_changed", "ok", "ok"), ("sighup", "ok", "ok")]
+assert rel == want, rel
+r = [o for o in lines if o["event"] == "reload"]
+assert all(a["policy"] == b["previous"] for a, b in zip(r, r[1:])), r
+assert r[1]["policy"] == r[1]["previous"] == r[0]["policy"] != r[0]["previous"], r
+assert r[-1]["policy"] == sys.argv[2], (r[-1], sys.argv[2])
+assert lines[-1]["event"] == "conn" and lines[-1]["policy"] == sys.argv[2], lines[-1]
+PYEOF
+); then sk_pass "reload audit lines: ok, invalid, netns_changed, ok, sighup; hashes chain and match /metrics"
+else sk_fail "reload audit lines" "$out"; fi
 
 # --- /healthz when the loop is blocked --------------------------------------------------------------------
 echo stall >"$SK_TMP/block"

@@ -18,6 +18,7 @@
 #include "common/hash.h"
 #include "common/util.h"
 #include "policy/policy.h"
+#include "sidecar/procstat.h"
 
 #ifndef SK_VERSION
 #define SK_VERSION "unknown"
@@ -27,6 +28,7 @@
 #define TABLE_SLOTS 1024   /* power of two, > SERIES_MAX so probes stay short */
 #define LABEL_MAX 64       /* bytes of one label value kept (before escaping) */
 #define KEY_MAX 320        /* rendered, escaped label set: `a="..",b=".."` */
+#define API_HIST_MAX 64    /* API latency histograms (one per api name; the names come from the policy) */
 
 /* Upper bounds (seconds). Decisions are a parse + a hash lookup, so the interesting range is 10 µs..1 s;
  * API requests go to remote HTTPS services, 5 ms..60 s. */
@@ -53,6 +55,12 @@ struct histogram {
 	double sum;
 };
 
+/* One api's latency histogram; key is its rendered, escaped label (`api="llm"`). */
+struct api_hist {
+	char key[KEY_MAX];
+	struct histogram h;
+};
+
 struct sk_metrics {
 	struct family conns;   /* decision, reason, rule, proto */
 	struct family dns;     /* result, qtype */
@@ -60,8 +68,13 @@ struct sk_metrics {
 	int64_t active;
 	uint64_t bytes_up, bytes_down;
 	uint64_t reload_ok, reload_failed;
+	time_t last_reload;    /* the start's load counts as the first, successful one */
+	bool last_reload_ok;
 	struct histogram decision;
-	struct histogram api_latency;
+	/* Per api, in first-seen order; the gateway passes a policy api name or "unknown", so the set is
+	 * bounded by the policies loaded; past API_HIST_MAX names an observation is counted as dropped. */
+	struct api_hist api_latency[API_HIST_MAX];
+	size_t n_api_latency;
 	time_t started;
 };
 
@@ -157,6 +170,8 @@ int sk_metrics_new(struct sk_metrics **out)
 		return -ENOMEM;
 	}
 	m->started = time(NULL);
+	m->last_reload = m->started;
+	m->last_reload_ok = true;
 	*out = m;
 	return 0;
 }
@@ -220,6 +235,8 @@ void sk_metrics_reload(struct sk_metrics *m, bool ok)
 		m->reload_ok++;
 	else
 		m->reload_failed++;
+	m->last_reload = time(NULL);
+	m->last_reload_ok = ok;
 }
 
 void sk_metrics_api(struct sk_metrics *m, const char *api, int status, double seconds)
@@ -227,11 +244,27 @@ void sk_metrics_api(struct sk_metrics *m, const char *api, int status, double se
 	char key[KEY_MAX], st[16];
 	size_t pos = 0;
 	snprintf(st, sizeof(st), "%d", status);
-	if (!key_add(key, &pos, "api", api) || !key_add(key, &pos, "status", st))
+	if (!key_add(key, &pos, "api", api) || !key_add(key, &pos, "status", st)) {
 		m->api.dropped++;
-	else
-		family_add(&m->api, key, 1);
-	histogram_observe(&m->api_latency, api_buckets, N_API, seconds);
+		return;
+	}
+	family_add(&m->api, key, 1);
+	pos = 0;
+	if (!key_add(key, &pos, "api", api))
+		return;
+	struct api_hist *h = NULL;
+	for (size_t i = 0; i < m->n_api_latency && !h; i++)
+		if (strcmp(m->api_latency[i].key, key) == 0)
+			h = &m->api_latency[i];
+	if (!h) {
+		if (m->n_api_latency == API_HIST_MAX) {
+			m->api.dropped++;
+			return;
+		}
+		h = &m->api_latency[m->n_api_latency++];
+		snprintf(h->key, sizeof(h->key), "%s", key);
+	}
+	histogram_observe(&h->h, api_buckets, N_API, seconds);
 }
 
 /* ---- rendering ---- */
@@ -299,16 +332,43 @@ static void render_family(struct buf *b, const struct family *f, const char *nam
 	free(v);
 }
 
+/* labels: "" or a rendered label set (`api="llm"`) put before le and on _sum and _count. */
 static void render_histogram(struct buf *b, const struct histogram *h, const double *bounds, size_t n,
-			     const char *name)
+			     const char *name, const char *labels)
 {
 	uint64_t cum = 0;
+	const char *sep = labels[0] ? "," : "";
 	for (size_t i = 0; i < n; i++) {
 		cum += h->counts[i];
-		bprintf(b, "%s_bucket{le=\"%g\"} %" PRIu64 "\n", name, bounds[i], cum);
+		bprintf(b, "%s_bucket{%s%sle=\"%g\"} %" PRIu64 "\n", name, labels, sep, bounds[i], cum);
 	}
-	bprintf(b, "%s_bucket{le=\"+Inf\"} %" PRIu64 "\n", name, h->count);
-	bprintf(b, "%s_sum %.9g\n%s_count %" PRIu64 "\n", name, h->sum, name, h->count);
+	bprintf(b, "%s_bucket{%s%sle=\"+Inf\"} %" PRIu64 "\n", name, labels, sep, h->count);
+	if (labels[0])
+		bprintf(b, "%s_sum{%s} %.9g\n%s_count{%s} %" PRIu64 "\n", name, labels, h->sum, name, labels, h->count);
+	else
+		bprintf(b, "%s_sum %.9g\n%s_count %" PRIu64 "\n", name, h->sum, name, h->count);
+}
+
+/* The standard process_* families (the names Prometheus client libraries export), read at scrape time.
+ * Left out when /proc cannot be read: a scrape shows nothing rather than a made-up zero. */
+static void render_process(struct buf *b)
+{
+	struct sk_procstat ps;
+	struct sk_err err = { 0 };
+	if (sk_procstat_read(&ps, &err) < 0)
+		return;
+	head(b, "process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.");
+	bprintf(b, "process_cpu_seconds_total %.2f\n", ps.cpu_seconds);
+	head(b, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
+	bprintf(b, "process_resident_memory_bytes %" PRIu64 "\n", ps.resident_bytes);
+	head(b, "process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.");
+	bprintf(b, "process_virtual_memory_bytes %" PRIu64 "\n", ps.virtual_bytes);
+	head(b, "process_open_fds", "gauge", "Number of open file descriptors.");
+	bprintf(b, "process_open_fds %" PRIu64 "\n", ps.open_fds);
+	head(b, "process_max_fds", "gauge", "Maximum number of open file descriptors.");
+	bprintf(b, "process_max_fds %" PRIu64 "\n", ps.max_fds);
+	head(b, "process_start_time_seconds", "gauge", "Start time of the process since unix epoch in seconds.");
+	bprintf(b, "process_start_time_seconds %.2f\n", ps.start_time_seconds);
 }
 
 int sk_metrics_render(const struct sk_metrics *m, const struct sk_policy *policy, char **out, size_t *len)
@@ -333,8 +393,10 @@ int sk_metrics_render(const struct sk_metrics *m, const struct sk_policy *policy
 	if (policy) {
 		char hash[17];
 		sk_policy_netns_hash(policy, hash);
-		head(&b, "stockade_policy_info", "gauge", "The policy in force (always 1): netns hash, mode, source.");
+		head(&b, "stockade_policy_info", "gauge",
+		     "The policy in force (always 1): content hash (as in audit lines), netns hash, mode, source.");
 		pos = 0;
+		key_add(key, &pos, "hash", policy->content_hash);
 		key_add(key, &pos, "netns_hash", hash);
 		key_add(key, &pos, "mode", sk_mode_name(policy->mode));
 		key_add(key, &pos, "source", policy->source);
@@ -346,6 +408,12 @@ int sk_metrics_render(const struct sk_metrics *m, const struct sk_policy *policy
 	head(&b, "stockade_policy_reloads_total", "counter", "Policy reloads by result.");
 	bprintf(&b, "stockade_policy_reloads_total{result=\"ok\"} %" PRIu64 "\n", m->reload_ok);
 	bprintf(&b, "stockade_policy_reloads_total{result=\"failed\"} %" PRIu64 "\n", m->reload_failed);
+	head(&b, "stockade_reload_last_timestamp_seconds", "gauge",
+	     "Unix time of the last policy load or reload attempt (the start's load until the first reload).");
+	bprintf(&b, "stockade_reload_last_timestamp_seconds %lld\n", (long long)m->last_reload);
+	head(&b, "stockade_reload_last_success", "gauge",
+	     "1 when the last policy load or reload attempt succeeded, 0 when it was rejected.");
+	bprintf(&b, "stockade_reload_last_success %d\n", m->last_reload_ok ? 1 : 0);
 
 	head(&b, "stockade_connections_total", "counter",
 	     "Proxied connections by decision, reason, deciding rule index and protocol.");
@@ -360,21 +428,25 @@ int sk_metrics_render(const struct sk_metrics *m, const struct sk_policy *policy
 
 	head(&b, "stockade_decision_latency_seconds", "histogram",
 	     "Time from accept to the allow/deny decision.");
-	render_histogram(&b, &m->decision, latency_buckets, N_LAT, "stockade_decision_latency_seconds");
+	render_histogram(&b, &m->decision, latency_buckets, N_LAT, "stockade_decision_latency_seconds", "");
 
 	head(&b, "stockade_dns_queries_total", "counter", "DNS queries by result and query type.");
 	render_family(&b, &m->dns, "stockade_dns_queries_total");
 
 	head(&b, "stockade_api_requests_total", "counter", "API gateway requests by api and HTTP status.");
 	render_family(&b, &m->api, "stockade_api_requests_total");
-	head(&b, "stockade_api_request_duration_seconds", "histogram", "API gateway request duration.");
-	render_histogram(&b, &m->api_latency, api_buckets, N_API, "stockade_api_request_duration_seconds");
+	head(&b, "stockade_api_request_duration_seconds", "histogram", "API gateway request duration by api.");
+	for (size_t i = 0; i < m->n_api_latency; i++)
+		render_histogram(&b, &m->api_latency[i].h, api_buckets, N_API, "stockade_api_request_duration_seconds",
+				 m->api_latency[i].key);
 
 	head(&b, "stockade_metrics_series_dropped_total", "counter",
 	     "Increments lost because a metric family reached its label-set limit.");
 	bprintf(&b, "stockade_metrics_series_dropped_total{family=\"connections\"} %" PRIu64 "\n", m->conns.dropped);
 	bprintf(&b, "stockade_metrics_series_dropped_total{family=\"dns\"} %" PRIu64 "\n", m->dns.dropped);
 	bprintf(&b, "stockade_metrics_series_dropped_total{family=\"api\"} %" PRIu64 "\n", m->api.dropped);
+
+	render_process(&b);
 
 	if (b.oom) {
 		free(b.p);

@@ -24,11 +24,14 @@ void sk_metrics_bytes(struct sk_metrics *m, uint64_t to_upstream, uint64_t to_cl
 void sk_metrics_decision_latency(struct sk_metrics *m, double seconds);
 /* One DNS query. result "forwarded"|"denied"|"refused_type"|"malformed"|"upstream_error"|"rebinding"|... */
 void sk_metrics_dns(struct sk_metrics *m, const char *result, const char *qtype);
+/* One reload attempt: counted by result, and its time and result kept (stockade_reload_last_*). */
 void sk_metrics_reload(struct sk_metrics *m, bool ok);
-/* API gateway request: api name (policy-bounded), HTTP status. */
+/* API gateway request: api name (policy-bounded), HTTP status; the duration goes into that api's
+ * histogram. */
 void sk_metrics_api(struct sk_metrics *m, const char *api, int status, double seconds);
 
-/* Renders the exposition into a malloc'd buffer (*out owned by the caller). policy may be NULL.
+/* Renders the exposition into a malloc'd buffer (*out owned by the caller), the process_* families
+ * (procstat.h) read from /proc/self at this moment included. policy may be NULL.
  * Returns 0 or -ENOMEM. */
 int sk_metrics_render(const struct sk_metrics *m, const struct sk_policy *policy, char **out, size_t *len);
 

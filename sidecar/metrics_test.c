@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -53,7 +54,8 @@ static void assert_well_formed(const char *text)
 			assert_true(nl_name > 0 && nl_name < sizeof(name));
 			memcpy(name, buf, nl_name);
 			name[nl_name] = '\0';
-			assert_int_equal(strncmp(name, "stockade_", 9), 0);
+			/* ours, or the standard process_* families */
+			assert_true(strncmp(name, "stockade_", 9) == 0 || strncmp(name, "process_", 8) == 0);
 			bool found = false;
 			for (size_t i = 0; i < n_typed && !found; i++) {
 				size_t tl = strlen(typed[i]);
@@ -154,7 +156,95 @@ static void test_dns_reload_api(void **state)
 	assert_non_null(strstr(s, "stockade_policy_reloads_total{result=\"ok\"} 1\n"));
 	assert_non_null(strstr(s, "stockade_policy_reloads_total{result=\"failed\"} 2\n"));
 	assert_non_null(strstr(s, "stockade_api_requests_total{api=\"anthropic\",status=\"200\"} 1\n"));
-	assert_non_null(strstr(s, "stockade_api_request_duration_seconds_bucket{le=\"0.5\"} 1\n"));
+	assert_non_null(strstr(s, "stockade_api_request_duration_seconds_bucket{api=\"anthropic\",le=\"0.5\"} 1\n"));
+	free(s);
+	sk_metrics_free(m);
+}
+
+/* The gateway histogram has one series set per api: observations of one api never move another's. */
+static void test_api_histogram_per_api_and_bounded(void **state)
+{
+	(void)state;
+	struct sk_metrics *m = NULL;
+	assert_int_equal(sk_metrics_new(&m), 0);
+	sk_metrics_api(m, "llm", 200, 0.02);
+	sk_metrics_api(m, "llm", 500, 3.0);
+	sk_metrics_api(m, "unknown", 404, 0.001);
+	char *s = render(m);
+	assert_well_formed(s);
+	assert_non_null(strstr(s, "stockade_api_request_duration_seconds_bucket{api=\"llm\",le=\"0.025\"} 1\n"));
+	assert_non_null(strstr(s, "stockade_api_request_duration_seconds_bucket{api=\"llm\",le=\"5\"} 2\n"));
+	assert_non_null(strstr(s, "stockade_api_request_duration_seconds_count{api=\"llm\"} 2\n"));
+	assert_non_null(strstr(s, "stockade_api_request_duration_seconds_sum{api=\"llm\"} 3.02\n"));
+	assert_non_null(strstr(s, "stockade_api_request_duration_seconds_bucket{api=\"unknown\",le=\"0.005\"} 1\n"));
+	assert_non_null(strstr(s, "stockade_api_request_duration_seconds_count{api=\"unknown\"} 1\n"));
+	assert_null(strstr(s, "stockade_api_request_duration_seconds_count "));
+	free(s);
+	for (int i = 0; i < 100; i++) {
+		char api[16];
+		snprintf(api, sizeof(api), "api%d", i);
+		sk_metrics_api(m, api, 200, 0.1);
+	}
+	s = render(m);
+	size_t hists = 0;
+	for (const char *p = s; (p = strstr(p, "\nstockade_api_request_duration_seconds_count{")); p++)
+		hists++;
+	assert_int_equal(hists, 64);
+	assert_non_null(strstr(s, "stockade_metrics_series_dropped_total{family=\"api\"} 38\n"));
+	free(s);
+	sk_metrics_free(m);
+}
+
+/* The last reload's time and result: the start's load until a reload happens, then each attempt. */
+static void test_reload_last_timestamp_and_result(void **state)
+{
+	(void)state;
+	struct sk_metrics *m = NULL;
+	long long t0 = (long long)time(NULL);
+	assert_int_equal(sk_metrics_new(&m), 0);
+	char *s = render(m);
+	assert_non_null(strstr(s, "stockade_reload_last_success 1\n"));
+	long long ts = 0;
+	const char *p = strstr(s, "\nstockade_reload_last_timestamp_seconds ");
+	assert_non_null(p);
+	assert_int_equal(sscanf(p, "\nstockade_reload_last_timestamp_seconds %lld", &ts), 1);
+	assert_true(ts >= t0 && ts <= (long long)time(NULL));
+	free(s);
+	sk_metrics_reload(m, false);
+	s = render(m);
+	assert_non_null(strstr(s, "stockade_reload_last_success 0\n"));
+	free(s);
+	sk_metrics_reload(m, true);
+	s = render(m);
+	assert_non_null(strstr(s, "stockade_reload_last_success 1\n"));
+	free(s);
+	sk_metrics_free(m);
+}
+
+/* process_* from /proc/self: present, typed, and this process's own figures. */
+static void test_process_metrics(void **state)
+{
+	(void)state;
+	struct sk_metrics *m = NULL;
+	assert_int_equal(sk_metrics_new(&m), 0);
+	char *s = render(m);
+	assert_well_formed(s);
+	assert_non_null(strstr(s, "# TYPE process_cpu_seconds_total counter\n"));
+	const char *names[] = { "process_resident_memory_bytes", "process_virtual_memory_bytes", "process_open_fds",
+				"process_max_fds", "process_start_time_seconds" };
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		char want[96];
+		snprintf(want, sizeof(want), "# TYPE %s gauge\n%s ", names[i], names[i]);
+		const char *p = strstr(s, want);
+		assert_non_null(p);
+		double v = -1;
+		assert_int_equal(sscanf(p + strlen(want), "%lf", &v), 1);
+		assert_true(v > 0);
+	}
+	const char *p = strstr(s, "\nprocess_start_time_seconds ");
+	double start = 0;
+	assert_int_equal(sscanf(p, "\nprocess_start_time_seconds %lf", &start), 1);
+	assert_true(start <= (double)time(NULL) + 1 && start > (double)time(NULL) - 86400);
 	free(s);
 	sk_metrics_free(m);
 }
@@ -204,6 +294,9 @@ int main(void)
 		cmocka_unit_test(test_dns_reload_api),
 		cmocka_unit_test(test_label_values_escaped),
 		cmocka_unit_test(test_label_sets_bounded),
+		cmocka_unit_test(test_api_histogram_per_api_and_bounded),
+		cmocka_unit_test(test_reload_last_timestamp_and_result),
+		cmocka_unit_test(test_process_metrics),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
