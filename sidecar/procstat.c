@@ -71,6 +71,7 @@ int sk_procstat_parse_btime(const char *text, uint64_t *out, struct sk_err *err)
 /* The whole (small) file into buf, NUL-terminated. */
 static int slurp(const char *path, char *buf, size_t cap, struct sk_err *err)
 {
+	buf[0] = '\0';
 	sk_autoclose int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return sk_err_sys(err, errno, "open %s", path);
@@ -105,17 +106,33 @@ static int count_fds(uint64_t *out, struct sk_err *err)
 	return 0;
 }
 
+/* /proc/stat's btime, line by line: the file has a line per CPU and an interrupt line that can be tens of
+ * KiB on a large machine, all before btime. */
+static int read_btime(uint64_t *out, struct sk_err *err)
+{
+	FILE *f = fopen("/proc/stat", "re");
+	if (!f)
+		return sk_err_sys(err, errno, "open /proc/stat");
+	char *line = NULL;
+	size_t cap = 0;
+	int r = -EINVAL;
+	while (getline(&line, &cap, f) > 0) {
+		if (strncmp(line, "btime ", 6) == 0) {
+			r = sk_procstat_parse_btime(line, out, err);
+			break;
+		}
+	}
+	free(line);
+	fclose(f);
+	return r == 0 ? 0 : sk_err_set(err, EINVAL, "/proc/stat: no btime line");
+}
+
 int sk_procstat_read(struct sk_procstat *out, struct sk_err *err)
 {
 	char stat[1024];
-	/* /proc/stat has a line per CPU before btime: a few KiB on a large machine. */
-	sk_autofree char *sys = malloc(65536);
 	uint64_t btime = 0;
 	int r;
-	if (!sys)
-		return sk_err_sys(err, ENOMEM, "procstat: allocate");
-	if ((r = slurp("/proc/self/stat", stat, sizeof(stat), err)) < 0 ||
-	    (r = slurp("/proc/stat", sys, 65536, err)) < 0 || (r = sk_procstat_parse_btime(sys, &btime, err)) < 0 ||
+	if ((r = slurp("/proc/self/stat", stat, sizeof(stat), err)) < 0 || (r = read_btime(&btime, err)) < 0 ||
 	    (r = sk_procstat_parse_stat(stat, sysconf(_SC_CLK_TCK), sysconf(_SC_PAGESIZE), btime, out, err)) < 0 ||
 	    (r = count_fds(&out->open_fds, err)) < 0)
 		return r;
