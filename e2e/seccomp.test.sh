@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e/seccomp.test.sh — the agent's seccomp profile against real code (issue 8, DESIGN.md §4):
+# e2e/seccomp.test.sh — the agent's seccomp profile against real code (issue 8, docs/architecture.md#the-agents-seccomp-profile):
 #   1. the generator's CLI (errors, --arch, --policy, --diff against a RuntimeDefault-like profile);
 #   2. the blocked suite: each probe of e2e/seccomp-probes/ run under `stockade-policy exec` fails with
 #      EPERM (clone3: ENOSYS; i386 int 0x80 and x32 entry: the thread is killed by the filter's

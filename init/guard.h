@@ -1,4 +1,4 @@
-/* init/guard.h — refuses to program a network namespace that looks like a node's own (DESIGN.md §3):
+/* init/guard.h — refuses to program a network namespace that looks like a node's own (docs/architecture.md#the-init-stockade-init):
  * a ruleset that rejects every UID but the sidecar's would cut the node off. Owns the probe (read-only:
  * /proc/self/ns, /proc/1/ns, one rtnetlink link dump) and the judgement, kept apart so it is testable. */
 #ifndef SK_INIT_GUARD_H

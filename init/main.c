@@ -1,4 +1,4 @@
-/* init/main.c — stockade-init: programs the pod's network namespace from the policy (DESIGN.md §3), in
+/* init/main.c — stockade-init: programs the pod's network namespace from the policy (docs/architecture.md#the-init-stockade-init), in
  * one atomic nftables transaction, verifies what the kernel holds, then writes the readiness marker.
  * Exit codes: enum sk_exit (0 ok, 1 check failed or namespace refused, 2 usage, 3 policy, 4 netlink,
  * 5 other). Any failure exits non-zero so the pod does not start. */

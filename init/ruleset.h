@@ -1,4 +1,4 @@
-/* init/ruleset.h — THE nft ruleset of stockade (DESIGN.md §3). Owns the one intermediate description of
+/* init/ruleset.h — THE nft ruleset of stockade (docs/architecture.md#the-init-stockade-init). Owns the one intermediate description of
  * table `inet stockade` (chains, sets, named counters, rules) built from the netns part of a policy.
  * Both the libnftnl batch (init/nft.c) and the nft text (`stockade-init --dry-run`, `stockade-policy
  * rules`) are produced from it, so what is printed and what is loaded cannot drift.

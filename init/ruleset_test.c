@@ -22,7 +22,7 @@
 #include "policy/addr.h"
 #include "policy/policy.h"
 
-/* A default policy (DESIGN.md §2 defaults) with room for a few rules, exempt UIDs and loopback ports. */
+/* A default policy (docs/policy.md defaults) with room for a few rules, exempt UIDs and loopback ports. */
 struct fixture {
 	struct sk_policy p;
 	struct sk_rule rules[8];

@@ -276,7 +276,7 @@ static bool classify(const struct sk_addr *a, const struct range *t4, size_t n4,
 	return false;
 }
 
-/* The "link-local" class of DESIGN.md §5.1: link-local ranges plus provider metadata and host-service
+/* The "link-local" class of docs/architecture.md#transparent-proxy: link-local ranges plus provider metadata and host-service
  * addresses that live outside them. Every entry is denied even with blockPrivate: false unless a cidr
  * rule lying wholly inside one entry names it; 0.0.0.0/0, ::/0, 100.64.0.0/10 or fd00::/8 match these
  * addresses but never name them. Sources for each address: docs/policy.md, "Link-local and metadata

@@ -1,5 +1,5 @@
 /* policy/addr.h — IP addresses and CIDRs: parsing (strict, no bracket/zone/octal tricks), formatting,
- * containment, and the private/link-local classification used by blockPrivate (DESIGN.md §2, §5.1). */
+ * containment, and the private/link-local classification used by blockPrivate (docs/policy.md, docs/architecture.md#transparent-proxy). */
 #ifndef SK_POLICY_ADDR_H
 #define SK_POLICY_ADDR_H
 

@@ -108,7 +108,7 @@ void sk_policy_free(struct sk_policy *p)
 	free(p);
 }
 
-/* DESIGN.md §2 defaults. dns.upstream and dns.allowTypes are filled by the validator when absent, so
+/* docs/policy.md defaults. dns.upstream and dns.allowTypes are filled by the validator when absent, so
  * that a present key replaces the default instead of adding to it. */
 void sk_policy_set_defaults(struct sk_policy *p)
 {

@@ -1,5 +1,5 @@
 /* policy/policy.h — the policy model: one immutable snapshot of a loaded, validated, normalised policy
- * (DESIGN.md §2). Owns: the model types, loading (YAML, JSON, forge-supervisor egress_allowlist.json),
+ * (docs/policy.md). Owns: the model types, loading (YAML, JSON, forge-supervisor egress_allowlist.json),
  * diagnostics with file:line:col, defaults, the netns-part hash. The matcher lives in match.h, domain
  * names in domain.h, addresses and CIDRs in addr.h.
  *

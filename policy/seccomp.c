@@ -81,7 +81,7 @@ static const char *const default_allow[] = {
 	NULL,
 };
 
-/* Never allowed, whatever the policy says (DESIGN.md §4, issue 8). Names absent on every architecture we
+/* Never allowed, whatever the policy says (docs/architecture.md#the-agents-seccomp-profile, issue 8). Names absent on every architecture we
  * generate for (vm86 is i386-only) are harmless here: they can never be allowed either. */
 static const char *const never_allowed[] = {
 	"mount", "umount", "umount2", "pivot_root", "chroot", "unshare", "setns", "ptrace",
@@ -551,7 +551,7 @@ int sk_seccomp_generate(const struct sk_seccomp_opts *o, struct sk_scmp_profile 
 		if ((r = check_user_name("allow", o->allow[i], arches, n_arches, err)) < 0)
 			return r;
 		if (sk_seccomp_is_never_allowed(o->allow[i]))
-			return sk_err_set(err, EPERM, "seccomp: allow %s: never allowed for the agent (DESIGN.md §4)",
+			return sk_err_set(err, EPERM, "seccomp: allow %s: never allowed for the agent (docs/architecture.md, seccomp)",
 					  o->allow[i]);
 		if (in_list(conditioned, o->allow[i]))
 			return sk_err_set(err, EPERM,

@@ -1,4 +1,4 @@
-/* policy/seccomp.h — the agent's seccomp profile (DESIGN.md §4). Owns: the profile model (an OCI /
+/* policy/seccomp.h — the agent's seccomp profile (docs/architecture.md#the-agents-seccomp-profile). Owns: the profile model (an OCI /
  * Kubernetes Localhost seccomp profile held as flat rules), the generator (default allowlist, the
  * never-allowed list, argument filters, per-architecture name resolution with libseccomp), JSON in and out
  * (cJSON), and the profile diff. Loading a profile into the kernel lives in seccomp_apply.h.

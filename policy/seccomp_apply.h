@@ -1,5 +1,5 @@
 /* policy/seccomp_apply.h — turns a parsed seccomp profile into a libseccomp filter with the semantics runc
- * gives the same JSON (DESIGN.md §4), so `stockade-policy exec` tests a workload under the exact profile a
+ * gives the same JSON (docs/architecture.md#the-agents-seccomp-profile), so `stockade-policy exec` tests a workload under the exact profile a
  * pod gets. Owns: the profile → libseccomp translation and loading it into the calling thread.
  *
  * runc semantics reproduced: the native architecture is always in the filter, `architectures` are added to

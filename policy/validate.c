@@ -1,5 +1,5 @@
 /* policy/validate.c — the one validator behind both native formats: walks the position-annotated tree
- * (load-internal.h), checks and normalises every field of DESIGN.md §2 into struct sk_policy, and reports
+ * (load-internal.h), checks and normalises every field of docs/policy.md into struct sk_policy, and reports
  * every problem it finds as "path: what is wrong, expected what" at the key's or value's line:col.
  * It keeps going after an error so one run shows them all; the caller discards the model if any. */
 #include <ctype.h>

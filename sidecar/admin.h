@@ -1,4 +1,4 @@
-/* sidecar/admin.h — the admin port (DESIGN.md §5.3): a small HTTP/1.1 server in the sidecar's loop serving
+/* sidecar/admin.h — the admin port (docs/architecture.md#admin-port): a small HTTP/1.1 server in the sidecar's loop serving
  * /healthz, /readyz, /metrics and /denials. Read-only: nothing here changes state.
  *
  * Two layers, so the protocol is unit-testable without sockets:

@@ -1,4 +1,4 @@
-/* sidecar/dns_bind.h — the name↔IP binding table (DESIGN.md §5.1, §5.2): which names the DNS filter
+/* sidecar/dns_bind.h — the name↔IP binding table (docs/architecture.md#transparent-proxy, #dns-filter): which names the DNS filter
  * returned each address for, so the proxy can require that a connection's original destination was
  * handed out for the SNI/Host name it claims, and find the name of a plain TCP connection.
  *

@@ -1,4 +1,4 @@
-/* sidecar/dns_filter.h — the DNS filter's decisions (DESIGN.md §5.2), as pure functions over a policy
+/* sidecar/dns_filter.h — the DNS filter's decisions (docs/architecture.md#dns-filter), as pure functions over a policy
  * snapshot and message bytes; the server (sockets, upstream I/O, audit lines, metrics) calls them.
  *
  * Query side: a client message becomes either a local answer (FORMERR, NOTIMP, REFUSED, NXDOMAIN,

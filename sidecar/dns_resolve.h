@@ -1,6 +1,7 @@
-/* sidecar/dns_resolve.h — the pure parts of the sidecar's own resolution on a binding miss (DESIGN.md
- * §5.1 "or the sidecar's own resolution of it"; the hooks are struct sk_resolve_hooks in sidecar.h, filled
- * by the DNS server, dns_server.c, which owns the sockets, the upstream query and the deadline).
+/* sidecar/dns_resolve.h — the pure parts of the sidecar's own resolution on a binding miss
+ * (docs/architecture.md#transparent-proxy, "or the sidecar's own resolution of it"; the hooks are struct
+ * sk_resolve_hooks in sidecar.h, filled by the DNS server, dns_server.c, which owns the sockets, the upstream
+ * query and the deadline).
  *
  * Owns:
  *  - the negative cache: (name, address) pairs whose resolution recently came back without that address

@@ -1,4 +1,4 @@
-/* sidecar/dns_server.h — the DNS filter as a server on the sidecar's loop (DESIGN.md §5.2): UDP and TCP
+/* sidecar/dns_server.h — the DNS filter as a server on the sidecar's loop (docs/architecture.md#dns-filter): UDP and TCP
  * listeners on the policy's dns port at 127.0.0.1 and ::1 (where the init's nat redirect delivers the
  * agent's port-53 traffic), forwarding through dns_upstream (UDP with retries across servers, TCP after
  * a truncated answer), decisions by dns_filter, bindings into a dns_bind table that it owns and attaches
@@ -13,7 +13,7 @@
  * answered SERVFAIL at once (a fallback resolution gets -EBUSY), a retry that finds it exhausted waits
  * for its deadline. TCP retries (after TC=1) use a fresh connection, so a random port too.
  *
- * Also owns the sidecar's own resolution on a binding miss (DESIGN.md §5.1 "or the sidecar's own
+ * Also owns the sidecar's own resolution on a binding miss (docs/architecture.md#transparent-proxy "or the sidecar's own
  * resolution of it"): it fills sc->resolve (struct sk_resolve_hooks, sidecar.h) at start and clears it
  * (start = NULL) at free, dropping what is in flight without calling done. start(name, addr) asks the
  * upstreams for A (IPv4, IPv4-mapped IPv6 included) or AAAA (IPv6) through the same pending table and

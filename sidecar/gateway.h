@@ -1,4 +1,4 @@
-/* sidecar/gateway.h — the credential-injecting API gateway (DESIGN.md §5.4). Owns: the api port
+/* sidecar/gateway.h — the credential-injecting API gateway (docs/architecture.md#api-gateway). Owns: the api port
  * listeners on 127.0.0.1 and ::1 (loopback only: the agent reaches them, nothing off the pod does); the
  * agent's HTTP/1.1 request head (strict parser below, with limits); routing `METHOD /<name>/<path>?<q>` to
  * `METHOD <upstream>/<path>?<q>`; the checks in front of the upstream (caller token, methods and path

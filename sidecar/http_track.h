@@ -1,5 +1,5 @@
 /* sidecar/http_track.h — request boundaries on the client→server direction of a plain-HTTP/1.x
- * connection (DESIGN.md §5.1 "every request on the connection is checked"). Owns: the framing state
+ * connection (docs/architecture.md#transparent-proxy "every request on the connection is checked"). Owns: the framing state
  * machine over the byte stream the agent sends (request head, then a body framed by Content-Length or
  * chunked transfer coding, then the next head...), and its fail-closed rules (RFC 9112 §6.3 and the
  * request-smuggling literature): both Content-Length and Transfer-Encoding, duplicate or malformed

@@ -1,4 +1,4 @@
-/* sidecar/proxy.h — the transparent proxy (DESIGN.md §5.1). Owns: the listeners on the proxy port on
+/* sidecar/proxy.h — the transparent proxy (docs/architecture.md#transparent-proxy). Owns: the listeners on the proxy port on
  * 127.0.0.1 and ::1 (where nftables `redirect` delivers the agent's TCP), reading the original
  * destination (SO_ORIGINAL_DST / IP6T_SO_ORIGINAL_DST), peeking the first bytes under a deadline and a
  * cap into a per-connection buffer (every byte read is kept and replayed upstream before the relay),

@@ -1,4 +1,4 @@
-/* sidecar/reload.h — hot reload of the policy (DESIGN.md §5.5). Owns: loading a candidate snapshot and
+/* sidecar/reload.h — hot reload of the policy (docs/architecture.md#life-cycle). Owns: loading a candidate snapshot and
  * deciding whether it may replace the running one, and the triggers — SIGHUP (through sk_reload_now,
  * called by signals.c) and inotify on the policy file's DIRECTORY, so Kubernetes ConfigMap updates (a new
  * timestamped dir, then an atomic rename of the `..data` symlink) are seen even though the file path

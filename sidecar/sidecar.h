@@ -38,7 +38,7 @@ struct sk_bind_hooks {
 	void (*names)(void *ctx, const struct sk_addr *addr, sk_bind_name_fn cb, void *arg);
 };
 
-/* Fallback resolution (DESIGN.md §5.1 "or the sidecar's own resolution of it"): when a connection's
+/* Fallback resolution (docs/architecture.md#transparent-proxy "or the sidecar's own resolution of it"): when a connection's
  * name is allowed but not bound to its destination (a client that resolved outside the filter: /etc/hosts,
  * curl --resolve, a JVM cache older than the binding), the proxy asks the DNS server to resolve the name
  * itself. Filled by the DNS server (dns_server.c); while start is NULL the proxy denies a miss at once. */
