@@ -151,6 +151,11 @@ print(len(fams))'
 }
 if out=$(parse_metrics 2>&1); then sk_pass "/metrics parses with prometheus_client ($out families)"
 else sk_fail "/metrics parses with prometheus_client" "$out"; fi
+# docs/metrics.md is generated from the registrations in the code; this is the other direction: every
+# family a running sidecar serves is documented there.
+undoc=$(body /metrics | sed -n 's/^# TYPE \([^ ]*\) .*/\1/p' | while read -r fam; do
+	grep -qF "| \`$fam\` |" "$SK_ROOT/docs/metrics.md" || echo "$fam"; done)
+sk_check_eq "every family in /metrics is in docs/metrics.md" "" "$undoc"
 sk_check_eq "GET /denials 200" 200 "$(status /denials)"
 sk_check_eq "GET /denials?limit=x 400" 400 "$(status '/denials?limit=x')"
 sk_check_eq "GET /nope 404" 404 "$(status /nope)"
