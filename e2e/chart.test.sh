@@ -93,4 +93,42 @@ else sk_fail "deploy/ drift" "run make manifests: $(diff -ru deploy "$fresh" | h
 rm -rf "$fresh"
 sk_check "values table up to date (scripts/gen-values-doc)" scripts/gen-values-doc --check
 
+# Upgrades: the pod template's checksum covers only what a new pod alone can apply (UIDs, ports, loopback,
+# exempt UIDs, direct/udp cidr rules, seccomp); an egress host edit reloads live and rolls nothing; no chart
+# or app version label in a pod template (each upgrade would roll every pod).
+cks() { render --kube-version 1.34.0 --set workload.kind=Deployment "$@" | python3 -c '
+import sys, yaml
+for d in yaml.safe_load_all(sys.stdin):
+    if d and d["kind"] == "Deployment": print(d["spec"]["template"]["metadata"]["annotations"]["checksum/policy"])'; }
+pol() { # pol EGRESS-JSON [more --set...] — the chart's policy.spec with this egress list
+	local f=$SK_TMP_CHART/pol-$RANDOM.yaml
+	printf 'policy:\n  spec:\n    egress: %s\n' "$1" >"$f"; shift
+	cks -f "$f" "$@"
+}
+SK_TMP_CHART=$(mktemp -d)
+base=$(pol '[{"host": "api.github.com", "ports": [443]}, {"cidr": "10.96.0.0/12", "ports": [8125], "protocol": "udp", "direct": true}]')
+# (a direct rule's position is part of the netns hash the sidecar's reload compares, so these edits keep it)
+sk_check_eq "checksum: an egress host edit keeps the pod template (live reload)" "$base" \
+	"$(pol '[{"host": "pypi.org", "ports": [443, 80]}, {"cidr": "10.96.0.0/12", "ports": [8125], "protocol": "udp", "direct": true}, {"host": "files.pythonhosted.org", "ports": [443]}]')"
+sk_check_eq "checksum: a proxied (non-direct) cidr edit keeps it too" "$base" \
+	"$(pol '[{"cidr": "203.0.113.0/24", "ports": [443]}, {"cidr": "10.96.0.0/12", "ports": [8125], "protocol": "udp", "direct": true}]')"
+for change in "direct rule ports" "direct rule position" "agent uid" "loopback" "seccomp"; do
+	case $change in
+	"direct rule ports") new=$(pol '[{"host": "api.github.com", "ports": [443]}, {"cidr": "10.96.0.0/12", "ports": [8126], "protocol": "udp", "direct": true}]') ;;
+	"direct rule position") new=$(pol '[{"host": "api.github.com", "ports": [443]}, {"host": "pypi.org", "ports": [443]}, {"cidr": "10.96.0.0/12", "ports": [8125], "protocol": "udp", "direct": true}]') ;;
+	"agent uid") new=$(pol '[{"host": "api.github.com", "ports": [443]}, {"cidr": "10.96.0.0/12", "ports": [8125], "protocol": "udp", "direct": true}]' --set uids.agent=2000) ;;
+	loopback) new=$(pol '[{"host": "api.github.com", "ports": [443]}, {"cidr": "10.96.0.0/12", "ports": [8125], "protocol": "udp", "direct": true}]' --set policy.spec.loopback=deny) ;;
+	seccomp) new=$(pol '[{"host": "api.github.com", "ports": [443]}, {"cidr": "10.96.0.0/12", "ports": [8125], "protocol": "udp", "direct": true}]' --set 'policy.spec.seccomp.deny[0]=ptrace') ;;
+	esac
+	if [ -n "$new" ] && [ "$new" != "$base" ]; then sk_pass "checksum: a $change change rolls the pods"
+	else sk_fail "checksum: a $change change rolls the pods" "base $base new $new"; fi
+done
+rm -rf "$SK_TMP_CHART"
+labels=$(render --kube-version 1.34.0 --set workload.kind=Deployment | python3 -c '
+import sys, yaml
+for d in yaml.safe_load_all(sys.stdin):
+    if d and d["kind"] in ("Deployment", "DaemonSet"): print(" ".join(sorted(d["spec"]["template"]["metadata"]["labels"])))')
+case $labels in *helm.sh/chart*|*app.kubernetes.io/version*) sk_fail "pod templates carry no chart or app version label" "$labels" ;;
+*) sk_pass "pod templates carry no chart or app version label" ;; esac
+
 sk_summary

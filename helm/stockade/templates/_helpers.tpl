@@ -332,3 +332,32 @@ admissionregistration.k8s.io/v1
 admissionregistration.k8s.io/v1beta1
 {{- end -}}
 {{- end -}}
+
+{{/*
+stockade.podRestartPart: what of the policy only a new pod can apply — the init's kernel rules (UIDs, ports,
+loopback, exempt UIDs, direct and udp cidr rules) and the agent's seccomp profile (loaded when the container
+starts). The pod template's checksum/policy covers this and nothing else, so editing an egress host rule
+reloads live in the running sidecar instead of rolling every pod. A direct rule's position is part of it
+because the sidecar's netns hash (policy.c) counts it: a reload that moves one is refused as needing a pod. Usage: {{ include "stockade.podRestartPart" . | sha256sum }}
+*/}}
+{{- define "stockade.podRestartPart" -}}
+uids: {{ int .Values.uids.agent }}/{{ int .Values.uids.sidecar }}
+ports: {{ int .Values.ports.proxy }}/{{ int .Values.ports.dns }}/{{ int .Values.ports.admin }}/{{ int .Values.ports.api }}
+loopback: {{ toJson (get .Values.policy.spec "loopback") }}
+exemptUids: {{ toJson (get .Values.policy.spec "exemptUids") }}
+seccomp: {{ toJson (get .Values.policy.spec "seccomp") }}
+{{- range $i, $r := (get .Values.policy.spec "egress") }}
+{{- if and (kindIs "map" $r) (hasKey $r "cidr") (or (get $r "direct") (eq (toString (get $r "protocol")) "udp")) }}
+direct[{{ $i }}]: {{ toJson $r }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/*
+stockade.podLabels: the labels of a pod template — the selector labels only: a chart or app version label
+there would roll every pod on each chart upgrade. Usage: {{ include "stockade.podLabels" . | nindent 8 }}
+*/}}
+{{- define "stockade.podLabels" -}}
+{{ include "stockade.selectorLabels" . }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
