@@ -2,6 +2,7 @@
  * the matcher the sidecar uses on one connection and prints the decision as one JSON line. HOST is a
  * name (normalised as the proxy would) or an IP literal; without --proto the protocol is guessed from
  * the port as a client would speak it (443 tls, 80 http, else tcp) and printed, so it is never hidden.
+ * A rule with a budget adds "budget" (as text) and "budget_from" (rule or budgets.default).
  * Exit 0 allow, 1 deny, 2 usage or policy error. */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -62,6 +63,11 @@ static int print_decision(const struct sk_policy *p, const struct sk_query *q, c
 		cJSON_AddStringToObject(o, "rule_text", sk_rule_format(r, text, sizeof(text)));
 		snprintf(text, sizeof(text), "%s:%u:%u", p->source, r->pos.line, r->pos.col);
 		cJSON_AddStringToObject(o, "rule_at", text);
+		/* The budget the rule's connections are counted against (per rule, not per name). */
+		if (r->budget.window_ms) {
+			cJSON_AddStringToObject(o, "budget", sk_budget_format(&r->budget, text, sizeof(text)));
+			cJSON_AddStringToObject(o, "budget_from", r->budget.from_default ? "budgets.default" : "rule");
+		}
 	} else {
 		cJSON_AddNullToObject(o, "rule_text");
 	}

@@ -1,6 +1,7 @@
 /* policy/fuzz-policy.h — the invariant both policy fuzz targets check, kept in one place: any input
  * either loads (and is then hashed, formatted, matched against and freed) or fails with at least one
- * diagnostic and no policy. File readability checks are off: a fuzzer must not probe the disk.
+ * diagnostic and no policy. A loaded budget limits something, within 24h, on a rule the proxy relays
+ * (queries only on a wildcard rule), on at most SK_BUDGET_MAX_RULES rules. File readability checks are off: a fuzzer must not probe the disk.
  * Header-only on purpose: only fuzz_*.c include it, so it never enters libstockade.a. */
 #ifndef SK_POLICY_FUZZ_POLICY_H
 #define SK_POLICY_FUZZ_POLICY_H
@@ -22,8 +23,23 @@ static inline void sk_fuzz_policy_load(const uint8_t *data, size_t size, int for
 		if (!p || !p->matcher || d.n)
 			abort();  /* success must mean a complete snapshot and no complaints */
 		sk_policy_netns_hash(p, h);
-		for (size_t i = 0; i < p->n_rules; i++)
-			sk_rule_format(&p->rules[i], text, sizeof(text));
+		size_t n_budgets = 0;
+		for (size_t i = 0; i < p->n_rules; i++) {
+			const struct sk_rule *ru = &p->rules[i];
+			const struct sk_budget *b = &ru->budget;
+			sk_rule_format(ru, text, sizeof(text));
+			sk_budget_format(b, text, sizeof(text));
+			/* a budget limits something, in a window the counters can hold, on a rule the proxy
+			 * relays; queries only under a wildcard */
+			if (b->window_ms && (b->window_ms > SK_BUDGET_MAX_WINDOW_MS ||
+					     !(b->sent || b->received || b->connections || b->queries) ||
+					     (ru->kind == SK_RULE_CIDR && (ru->direct || ru->proto == SK_PROTO_UDP)) ||
+					     (b->queries && !(ru->kind == SK_RULE_HOST && ru->wildcard))))
+				abort();
+			n_budgets += b->window_ms != 0;
+		}
+		if (n_budgets > SK_BUDGET_MAX_RULES)
+			abort();
 		struct sk_query q = { .host = "api.example.com", .port = 443, .proto = SK_PROTO_TLS };
 		struct sk_decision dec;
 		sk_match(p, &q, &dec);

@@ -458,6 +458,60 @@ static const struct bad_case bad_cases[] = {
 	{ "json_tls_unknown_key", SK_FORMAT_JSON,
 	  "{\"version\": 1,\n \"tls\": {\"echGrease\": \"allow\",\n         \"minVersion\": \"1.3\"}}\n",
 	  3, 10, "tls: unknown key 'minVersion', expected one of echGrease" },
+	{ "budget_bad_unit", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - host: a.example.com\n    budget: {sent: 10Mq, window: 1m}\n",
+	  4, 20, "egress[0].budget.sent: '10Mq' is not a size, expected a number of bytes, optionally with Ki, Mi, Gi or Ti (e.g. 10Mi)" },
+	{ "budget_decimal_unit", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - host: a.example.com\n    budget: {sent: 10M, window: 1m}\n",
+	  4, 20, "egress[0].budget.sent: '10M' is not a size" },
+	{ "budget_zero", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - host: a.example.com\n    budget: {received: 0, window: 1m}\n",
+	  4, 24, "egress[0].budget.received: 0 would allow nothing, expected at least 1 byte (leave the key out for no limit)" },
+	{ "budget_negative", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - host: a.example.com\n    budget: {sent: -5, window: 1m}\n",
+	  4, 20, "egress[0].budget.sent: '-5' is negative, expected a number of bytes" },
+	{ "budget_too_large", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - host: a.example.com\n    budget: {sent: 2048Ti, window: 1m}\n",
+	  4, 20, "egress[0].budget.sent: '2048Ti' is too large, expected at most 1024Ti" },
+	{ "budget_no_window", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - host: a.example.com\n    budget: {sent: 10Mi}\n",
+	  4, 13, "egress[0].budget: missing key 'window', expected a window like window: 10m (1s to 24h)" },
+	{ "budget_window_too_long", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - host: a.example.com\n    budget: {sent: 10Mi, window: 25h}\n",
+	  4, 34, "egress[0].budget.window: '25h' is longer than 24h, expected 1s to 24h" },
+	{ "budget_window_no_unit", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - host: a.example.com\n    budget: {sent: 10Mi, window: 600}\n",
+	  4, 34, "egress[0].budget.window: '600' is not a duration, expected a whole number with s, m or h" },
+	{ "budget_window_zero", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - host: a.example.com\n    budget: {sent: 10Mi, window: 0s}\n",
+	  4, 34, "egress[0].budget.window: a window of 0 counts nothing, expected 1s to 24h" },
+	{ "budget_limits_nothing", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - host: a.example.com\n    budget: {window: 1m}\n",
+	  4, 13, "egress[0].budget: limits nothing, expected at least one of sent, received, connections, queries" },
+	{ "budget_unknown_key", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - host: a.example.com\n    budget: {sent: 1Mi, bytes: 5, window: 1m}\n",
+	  4, 25, "egress[0].budget: unknown key 'bytes', expected one of sent, received, connections, queries, window" },
+	{ "budget_on_direct_rule", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - cidr: 10.96.0.0/12\n    ports: [8125]\n    direct: true\n    budget: {sent: 1Mi, window: 1m}\n",
+	  6, 13, "egress[0].budget: a direct cidr rule bypasses the proxy, so nothing can count its bytes" },
+	{ "budget_on_udp_rule", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - cidr: 10.96.0.0/12\n    protocol: udp\n    budget: {sent: 1Mi, window: 1m}\n",
+	  5, 13, "egress[0].budget: a udp cidr rule bypasses the proxy" },
+	{ "budget_queries_not_wildcard", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - host: a.example.com\n    budget: {queries: 100, window: 1m}\n",
+	  4, 23, "egress[0].budget.queries: counts DNS names under a wildcard zone, expected it on a wildcard host rule" },
+	{ "budget_connections_zero", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - host: a.example.com\n    budget: {connections: 0, window: 1m}\n",
+	  4, 27, "egress[0].budget.connections: 0 is out of range, expected a number of connections >= 1" },
+	{ "budgets_default_bad", SK_FORMAT_YAML,
+	  "version: 1\nbudgets:\n  default: {sent: 1Gb, window: 1h}\n",
+	  3, 19, "budgets.default.sent: '1Gb' is not a size" },
+	{ "budgets_unknown_key", SK_FORMAT_YAML,
+	  "version: 1\nbudgets:\n  perHost: {sent: 1Gi, window: 1h}\n",
+	  3, 3, "budgets: unknown key 'perHost', expected one of default" },
+	{ "budgets_json_window_number", SK_FORMAT_JSON,
+	  "{\"version\": 1,\n \"budgets\": {\"default\": {\"sent\": 1024, \"window\": true}}}\n",
+	  2, 50, "budgets.default.window: expected a duration like 30s, 10m or 1h, got boolean true" },
 	{ "json_tls_not_map", SK_FORMAT_JSON,
 	  "{\"version\": 1, \"tls\": true}\n",
 	  1, 23, "tls: expected a mapping, got boolean true" },
@@ -1094,6 +1148,76 @@ static void tree_eq(const struct sk_node *a, const struct sk_node *b)
 		tree_eq(a->items[i], b->items[i]);
 }
 
+static void test_budgets(void **state)
+{
+	(void)state;
+	char buf[128];
+	struct sk_policy *p = load_text_ok("version: 1\n"
+					   "budgets:\n  default: {sent: 100Mi, queries: 50, window: 1h}\n"
+					   "egress:\n"
+					   "  - host: api.github.com\n    ports: [443]\n"
+					   "    budget: {sent: 20Mi, received: 2Gi, connections: 500, window: 10m}\n"
+					   "  - host: \"*.example.com\"\n"
+					   "  - host: plain.example.org\n    budget: {received: 1048576, window: 30s}\n"
+					   "  - cidr: 10.96.0.0/12\n    ports: [8125]\n    direct: true\n"
+					   "  - cidr: 10.0.0.0/8\n    ports: [5432]\n"
+					   "  - host: \"*.zone.test\"\n    budget: {queries: 7, window: 90s}\n");
+	assert_int_equal(p->n_rules, 6);
+	const struct sk_budget *b = &p->rules[0].budget;
+	assert_int_equal(b->sent, 20u << 20);
+	assert_int_equal(b->received, 2ull << 30);
+	assert_int_equal(b->connections, 500);
+	assert_int_equal(b->window_ms, 600000);
+	assert_false(b->from_default);
+	assert_string_equal(sk_budget_format(b, buf, sizeof(buf)), "sent 20Mi received 2Gi connections 500 window 10m");
+	/* the default, queries included, on the wildcard rule */
+	assert_true(p->rules[1].budget.from_default);
+	assert_string_equal(sk_budget_format(&p->rules[1].budget, buf, sizeof(buf)), "sent 100Mi queries 50 window 1h");
+	assert_string_equal(sk_budget_format(&p->rules[2].budget, buf, sizeof(buf)), "received 1Mi window 30s");
+	/* a direct rule never gets one; a proxied cidr rule gets the default without queries */
+	assert_int_equal(p->rules[3].budget.window_ms, 0);
+	assert_string_equal(sk_budget_format(&p->rules[3].budget, buf, sizeof(buf)), "none");
+	assert_true(p->rules[4].budget.from_default);
+	assert_string_equal(sk_budget_format(&p->rules[4].budget, buf, sizeof(buf)), "sent 100Mi window 1h");
+	assert_string_equal(sk_budget_format(&p->rules[5].budget, buf, sizeof(buf)), "queries 7 window 90s");
+	assert_int_equal(p->budget_default.sent, 100u << 20);
+	sk_policy_free(p);
+
+	/* no budgets anywhere: nothing set */
+	p = load_text_ok("version: 1\negress:\n  - host: a.example.com\n");
+	assert_int_equal(p->rules[0].budget.window_ms, 0);
+	assert_int_equal(p->budget_default.window_ms, 0);
+	sk_policy_free(p);
+
+	/* a default of queries only leaves non-wildcard rules without a budget */
+	p = load_text_ok("version: 1\nbudgets: {default: {queries: 5, window: 1m}}\negress:\n  - host: a.example.com\n");
+	assert_int_equal(p->rules[0].budget.window_ms, 0);
+	sk_policy_free(p);
+}
+
+static void test_budget_cap(void **state)
+{
+	(void)state;
+	/* one rule past the cap, all budgeted by the default: refused where the default is */
+	size_t n = SK_BUDGET_MAX_RULES + 1, cap = 64 + n * 40, o = 0;
+	char *t = malloc(cap);
+	assert_non_null(t);
+	o += (size_t)snprintf(t + o, cap - o, "version: 1\nbudgets:\n  default: {sent: 1Mi, window: 1m}\negress:\n");
+	for (size_t i = 0; i < n; i++)
+		o += (size_t)snprintf(t + o, cap - o, "  - host: h%zu.example.com\n", i);
+	struct sk_diags d = { 0 };
+	struct sk_policy *p = NULL;
+	assert_int_equal(sk_policy_load_buffer_ex("t.yaml", t, o, -1, SK_LOAD_NO_FILE_CHECKS, &p, &d), -EINVAL);
+	assert_null(p);
+	if (d.n != 1)
+		sk_diags_print(&d, stderr);
+	assert_int_equal(d.n, 1);
+	assert_int_equal(d.v[0].line, 3);
+	assert_string_equal(d.v[0].msg, "budgets: 4097 rules have a budget, expected at most 4096 (one counter each in the sidecar)");
+	sk_diags_free(&d);
+	free(t);
+}
+
 static void test_yaml_fast_path_same_tree(void **state)
 {
 	(void)state;
@@ -1162,6 +1286,8 @@ int main(void)
 		cmocka_unit_test(test_yaml_scalar_typing),
 		cmocka_unit_test(test_tls_ech_grease),
 		cmocka_unit_test(test_yaml_fast_path_same_tree),
+		cmocka_unit_test(test_budgets),
+		cmocka_unit_test(test_budget_cap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

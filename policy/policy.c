@@ -390,6 +390,51 @@ char *sk_rule_format(const struct sk_rule *r, char *out, size_t outsz)
 	return out;
 }
 
+static void size_text(char *out, size_t outsz, size_t *o, uint64_t v)
+{
+	static const char *const units[] = { "", "Ki", "Mi", "Gi", "Ti" };
+	size_t u = 0;
+	while (u + 1 < SK_ARRAY_SIZE(units) && v && v % 1024 == 0) {
+		v /= 1024;
+		u++;
+	}
+	sb_printf(out, outsz, o, "%llu%s", (unsigned long long)v, units[u]);
+}
+
+char *sk_budget_format(const struct sk_budget *b, char *out, size_t outsz)
+{
+	size_t o = 0;
+	if (!outsz)
+		return out;
+	out[0] = 0;
+	if (!b->window_ms) {
+		sb_printf(out, outsz, &o, "none");
+		return out;
+	}
+	if (b->sent) {
+		sb_printf(out, outsz, &o, "sent ");
+		size_text(out, outsz, &o, b->sent);
+		sb_printf(out, outsz, &o, " ");
+	}
+	if (b->received) {
+		sb_printf(out, outsz, &o, "received ");
+		size_text(out, outsz, &o, b->received);
+		sb_printf(out, outsz, &o, " ");
+	}
+	if (b->connections)
+		sb_printf(out, outsz, &o, "connections %llu ", (unsigned long long)b->connections);
+	if (b->queries)
+		sb_printf(out, outsz, &o, "queries %llu ", (unsigned long long)b->queries);
+	uint64_t s = b->window_ms / 1000;
+	if (s % 3600 == 0)
+		sb_printf(out, outsz, &o, "window %lluh", (unsigned long long)(s / 3600));
+	else if (s % 60 == 0)
+		sb_printf(out, outsz, &o, "window %llum", (unsigned long long)(s / 60));
+	else
+		sb_printf(out, outsz, &o, "window %llus", (unsigned long long)s);
+	return out;
+}
+
 static void fnv_str(uint64_t *h, const char *s)
 {
 	*h = sk_fnv1a64_add_str(*h, s);

@@ -34,6 +34,21 @@ struct sk_pos {
 	unsigned line, col;
 };
 
+/* An exfiltration budget (docs/policy.md "Budgets"): how much one rule may carry per window, counted per
+ * rule (a wildcard rule's subdomains share one budget) in a fixed window that starts at the rule's first
+ * use. A limit of 0 means that dimension is not limited. window_ms == 0: no budget at all. */
+struct sk_budget {
+	uint64_t sent;         /* bytes agent → upstream (the exfiltration direction) */
+	uint64_t received;     /* bytes upstream → agent */
+	uint64_t connections;  /* connections accepted under the rule */
+	uint64_t queries;      /* DNS queries sent upstream for names under the rule (wildcard rules only) */
+	uint64_t window_ms;    /* 1 s .. 24 h */
+	bool from_default;     /* copied from budgets.default (the rule has no budget: of its own) */
+};
+/* Rules with a budget, at most (the sidecar's counter table has one entry each: docs/policy.md). */
+#define SK_BUDGET_MAX_RULES 4096
+#define SK_BUDGET_MAX_WINDOW_MS (24ull * 3600 * 1000)
+
 struct sk_rule {
 	enum sk_rule_kind kind;
 	char *host;            /* HOST: normalised (lower case, no trailing dot, A-labels); for a wildcard
@@ -45,6 +60,7 @@ struct sk_rule {
 	enum sk_proto proto;
 	bool direct;           /* CIDR only: compiled into the kernel fast path (nft sets), bypasses the proxy */
 	struct sk_pos pos;     /* position of the rule's mapping in the file */
+	struct sk_budget budget;  /* window_ms == 0: none (own, or budgets.default where it applies) */
 };
 
 struct sk_api {
@@ -114,6 +130,8 @@ struct sk_policy {
 	size_t n_apis;
 	struct sk_policy_seccomp seccomp;
 	struct sk_policy_tls tls;
+	struct sk_budget budget_default;  /* budgets.default; window_ms == 0: none. Already copied into every
+	                                   * proxied rule without a budget of its own (from_default) */
 	struct sk_matcher *matcher; /* owned; never NULL in a loaded policy */
 	char **import_notes;   /* forge import: one line per mapped field, for `check` output */
 	size_t n_import_notes;
@@ -157,6 +175,10 @@ int sk_policy_load_buffer_ex(const char *name, const char *buf, size_t len, int 
 /* One rule as text, e.g. "host api.github.com ports [443]", "host *.example.com ports any protocol tls",
  * "cidr 10.96.0.0/12 ports [8125] protocol udp direct". Truncates to outsz. Returns out. */
 char *sk_rule_format(const struct sk_rule *r, char *out, size_t outsz);
+
+/* A budget as text, e.g. "sent 10Mi received 2Gi connections 500 window 10m" (sizes in the largest
+ * binary unit that divides them exactly). "none" when b has no window. Truncates to outsz. Returns out. */
+char *sk_budget_format(const struct sk_budget *b, char *out, size_t outsz);
 
 /* Hash of the netns part of the policy (UIDs, ports, loopback, exemptUids, direct and udp rules), as 16
  * lower-case hex digits + NUL. Stable across processes and versions of the same policy content; the init
