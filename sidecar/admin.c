@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/util.h"
+#include "sidecar/budget.h"
 #include "sidecar/denials.h"
 #include "sidecar/http1.h"
 #include "sidecar/metrics.h"
@@ -163,6 +164,9 @@ int sk_admin_handle(const struct sk_admin_view *v, const char *method, const cha
 	}
 	if (strcmp(path, "/metrics") == 0) {
 		if (sk_metrics_render(v->metrics, v->policy, &resp->body, &resp->body_len) < 0)
+			return -ENOMEM;
+		size_t cap = resp->body_len;
+		if (v->budgets && sk_budget_render(v->budgets, v->now_ms, &resp->body, &resp->body_len, &cap) < 0)
 			return -ENOMEM;
 		resp->status = 200;
 		resp->reason = "OK";

@@ -28,11 +28,14 @@ struct sk_policy;
 #define SK_ADMIN_DENIALS_DEFAULT 256
 
 /* Everything a request may look at, gathered at request time (all borrowed). */
+struct sk_budget_table;
+
 struct sk_admin_view {
 	const struct sk_metrics *metrics;
 	const struct sk_denials *denials;
 	const struct sk_policy *policy;       /* the snapshot in force, NULL if none */
 	const struct sk_health *health;
+	struct sk_budget_table *budgets;      /* budget counters for /metrics (budget.h); may be NULL */
 	uint64_t now_ms;                      /* monotonic, same clock as the heartbeat */
 	struct sk_ready_input ready;          /* ready.policy is set from `policy` by the handler */
 };

@@ -84,10 +84,10 @@ int sk_budget_table_sync(struct sk_budget_table *t, const struct sk_policy *p, s
 	struct sk_budget_entry **old = NULL, **by_rule = NULL, **fresh = NULL;
 	uint64_t *keys = NULL;
 	/* Everything that can fail happens before the table changes. */
-	by_rule = calloc(p->n_rules ? p->n_rules : 1, sizeof(*by_rule));
+	by_rule = calloc(p->n_rules ? p->n_rules : 1, sizeof(struct sk_budget_entry *));
 	keys = calloc(p->n_rules ? p->n_rules : 1, sizeof(*keys));
-	old = calloc(n_old ? n_old : 1, sizeof(*old));
-	fresh = calloc(p->n_rules ? p->n_rules : 1, sizeof(*fresh));
+	old = calloc(n_old ? n_old : 1, sizeof(struct sk_budget_entry *));
+	fresh = calloc(p->n_rules ? p->n_rules : 1, sizeof(struct sk_budget_entry *));
 	if (!by_rule || !keys || !old || !fresh) {
 		rc = sk_err_set(err, ENOMEM, "budget: table for %zu rules", p->n_rules);
 		goto fail;
@@ -97,7 +97,7 @@ int sk_budget_table_sync(struct sk_budget_table *t, const struct sk_policy *p, s
 		if (e->live && k < n_old)
 			old[k++] = e;
 	n_old = k;
-	qsort(old, n_old, sizeof(*old), cmp_entry_key);
+	qsort(old, n_old, sizeof(struct sk_budget_entry *), cmp_entry_key);
 	for (size_t i = 0; i < p->n_rules; i++) {
 		if (!p->rules[i].budget.window_ms)
 			continue;
@@ -130,7 +130,7 @@ int sk_budget_table_sync(struct sk_budget_table *t, const struct sk_policy *p, s
 		fresh[i]->next = t->head;
 		t->head = fresh[i];
 	}
-	qsort(fresh, n_fresh, sizeof(*fresh), cmp_entry_key);
+	qsort(fresh, n_fresh, sizeof(struct sk_budget_entry *), cmp_entry_key);
 	t->n_live = 0;
 	for (size_t i = 0; i < p->n_rules; i++) {
 		const struct sk_rule *r = &p->rules[i];

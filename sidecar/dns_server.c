@@ -32,6 +32,7 @@
 #include "common/log.h"
 #include "policy/match.h"
 #include "policy/policy.h"
+#include "sidecar/budget.h"
 #include "sidecar/dns_bind.h"
 #include "sidecar/dns_cache.h"
 #include "sidecar/dns_filter.h"
@@ -657,6 +658,48 @@ static bool serve_cached(struct sk_dns_srv *s, const struct sk_dns_fquery *q, st
 	return true;
 }
 
+/* The residual DNS channel under a listed wildcard zone: names under "*.example.com" leave the pod as
+ * queries, whatever the proxy does. A wildcard rule with a `queries` budget counts every query that would
+ * go upstream (a cached answer carries nothing out and is not counted); past the budget the query is
+ * answered REFUSED — not NXDOMAIN, which would claim the name does not exist and be cached negatively by
+ * the agent's resolver past the window — with one audit line (reason budget_exhausted) and a metric
+ * each. Mode audit counts and reports, and forwards. Returns true when the query was answered here. */
+static bool dns_budget_refused(struct sk_dns_srv *s, const struct sk_dns_fquery *q, struct dq *proto,
+			       const struct sk_addr *src, uint16_t sport)
+{
+	struct sk_sidecar *sc = s->sc;
+	const struct sk_policy *p = sc->policy;
+	if (q->rule < 0 || (size_t)q->rule >= p->n_rules || !p->rules[q->rule].budget.queries)
+		return false;
+	struct sk_budget_entry *e = sk_budget_for_rule(sk_sidecar_budgets(sc), q->rule);
+	const uint64_t now = now_ms(s);
+	if (e && sk_budget_remaining(e, SK_BUDGET_QUERIES, now) > 0) {
+		sk_budget_charge(e, SK_BUDGET_QUERIES, 1, now);
+		return false;
+	}
+	/* Spent, or no entry (the table could not follow the policy): refused, fail closed. */
+	const bool audit = p->mode == SK_MODE_AUDIT;
+	if (e) {
+		e->refused++;
+		if (audit)
+			sk_budget_charge(e, SK_BUDGET_QUERIES, 1, now);
+	}
+	if (sc->metrics)
+		sk_metrics_dns(sc->metrics, e ? "budget_exhausted" : "budget_unavailable", sk_dns_type_name(q->qtype));
+	struct sk_audit_rec rec = {
+		.event = "dns", .src = src, .src_port = sport, .name = q->name, .proto = proto->client_tcp ? "tcp" : "udp",
+		.rule = q->rule, .decision = audit ? "would_deny" : "deny",
+		.reason = e ? "budget_exhausted" : "budget_unavailable",
+	};
+	sk_audit_emit(&sc->audit, &rec);
+	if (audit)
+		return false;
+	int n = sk_dns_filter_local_answer(q, SK_DNS_RC_REFUSED, false, s->out, SK_DNS_MSG_MAX);
+	if (n > 0)
+		reply(proto, s->out, (size_t)n);
+	return true;
+}
+
 static void handle_query(struct sk_dns_srv *s, const uint8_t *msg, size_t len, struct dq *proto)
 {
 	struct sk_dns_qverdict v;
@@ -678,6 +721,8 @@ static void handle_query(struct sk_dns_srv *s, const uint8_t *msg, size_t len, s
 	if (v.q.audit)
 		account(s, v.q.would, &v.q, true, &src, sport, proto->client_tcp);
 	if (serve_cached(s, &v.q, proto, &src, sport))
+		return;
+	if (dns_budget_refused(s, &v.q, proto, &src, sport))
 		return;
 	struct dq *d = malloc(sizeof(*d));
 	if (!d)

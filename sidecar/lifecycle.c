@@ -36,6 +36,7 @@ static void gather(void *ctx, struct sk_admin_view *v)
 	v->denials = sc->denials;
 	v->policy = sc->policy;
 	v->health = &lc->health;
+	v->budgets = sk_sidecar_budgets(sc);
 	v->now_ms = sk_monotonic_ms();
 	lc->proxy_fds[0] = sc->proxy ? sk_proxy_listen_fd(sc->proxy, AF_INET) : -1;
 	lc->proxy_fds[1] = sc->proxy ? sk_proxy_listen_fd(sc->proxy, AF_INET6) : -1;

@@ -218,6 +218,7 @@ out:
 		sk_timer_cancel(sc.loop, &r.drain);
 	sk_denials_free(sc.denials);
 	sk_metrics_free(sc.metrics);
+	sk_budget_table_fini(&sc.budgets);   /* after the proxy: no relay holds an entry any more */
 	sk_policy_free(sc.policy);
 	sk_loop_free(sc.loop);
 	sk_config_free(&cfg);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common/hash.h"
+#include "common/log.h"
 #include "common/util.h"
 #include "policy/match.h"
 #include "policy/policy.h"
@@ -89,6 +90,9 @@ struct conn {
 	bool resolved;                 /* a resolution finished; verdict_after holds its outcome */
 	enum verdict verdict_after;
 	uint64_t bytes_in, bytes_out;  /* when the relay ended */
+	/* budget of the rule that allowed it (budget.h): a reference held until the connection is freed */
+	struct sk_budget_entry *budget;
+	bool budget_counted;           /* charged as one of the rule's connections */
 };
 
 struct sk_proxy {
@@ -103,6 +107,7 @@ struct sk_proxy {
 	uint64_t tcp_ports_gen;
 	bool tcp_ports_valid;
 	uint8_t tcp_only[65536 / 8];
+	bool budget_sweeping;          /* closing the other relays of a spent budget (no nesting) */
 };
 
 /* ---- binding hooks over dns_bind.h ---- */
@@ -139,6 +144,18 @@ void sk_sidecar_attach_bindings(struct sk_sidecar *sc, struct sk_bind_table *t)
 	sc->bind.ctx = sc;
 	sc->bind.name_bound = table_name_bound;
 	sc->bind.names = table_names;
+}
+
+struct sk_budget_table *sk_sidecar_budgets(struct sk_sidecar *sc)
+{
+	if (!sc->budgets_synced || sc->budgets_gen != sc->policy_gen) {
+		struct sk_err err = { 0 };
+		if (sk_budget_table_sync(&sc->budgets, sc->policy, &err) < 0)
+			sk_log(SK_LOG_ERROR, "%s: rules with a budget are refused until a policy loads", err.msg);
+		sc->budgets_gen = sc->policy_gen;
+		sc->budgets_synced = true;
+	}
+	return &sc->budgets;
 }
 
 struct sk_policy *sk_sidecar_swap_policy(struct sk_sidecar *sc, struct sk_policy *p)
@@ -284,6 +301,8 @@ static void conn_free(struct conn *c)
 	px->n_conns--;
 	if (sc->metrics)
 		sk_metrics_conn_active(sc->metrics, -1);
+	if (c->budget)
+		sk_budget_unref(&sc->budgets, c->budget);
 	free(c->buf);
 	free(c);
 }
@@ -380,6 +399,101 @@ static void conn_deny(struct conn *c, const char *reason)
 	}
 }
 
+/* ---- budgets (budget.h) ---- */
+
+/* The relay of c was cut because its rule's budget is spent: one deny line (it shows in /denials) and a
+ * metric, then a reset both ways — a FIN would let either peer take the cut stream for a whole one. The
+ * other relays of the same budget are woken so they end too, instead of waiting for their next byte. */
+static void budget_cut(struct conn *c)
+{
+	struct sk_proxy *px = c->px;
+	struct sk_sidecar *sc = px->sc;
+	struct sk_budget_entry *e = c->budget;
+	c->decision = "deny";
+	c->reason = "budget_exhausted";
+	e->refused++;
+	if (sc->metrics)
+		sk_metrics_conn(sc->metrics, "deny", c->reason, c->rule, metrics_proto(c));
+	conn_audit(c, "deny", c->bytes_in, c->bytes_out);
+	sk_loop_forget(sc->loop, &c->cio);
+	sk_loop_forget(sc->loop, &c->uio);
+	close_rst(c->cfd);
+	close_rst(c->ufd);
+	c->cfd = c->ufd = -1;
+	sk_budget_ref(e);   /* c's reference goes with it; the sweep below still compares against e */
+	conn_free(c);
+	if (!px->budget_sweeping) {
+		px->budget_sweeping = true;
+		struct conn *next;
+		for (struct conn *o = px->conns; o; o = next) {
+			next = o->next;   /* a kicked relay that ends frees only its own connection */
+			if (o->budget == e && o->st == CS_RELAY)
+				sk_relay_kick(&o->relay);
+		}
+		px->budget_sweeping = false;
+	}
+	sk_budget_unref(&sc->budgets, e);
+}
+
+/* Mode audit: the relay found its budget spent and goes on; say what enforce would have done. */
+static void relay_over(struct sk_relay *r)
+{
+	struct conn *c = r->ctx;
+	struct sk_sidecar *sc = c->px->sc;
+	c->decision = "would_deny";
+	c->reason = "budget_exhausted";
+	c->budget->refused++;
+	if (sc->metrics)
+		sk_metrics_conn(sc->metrics, "would_deny", c->reason, c->rule, metrics_proto(c));
+	conn_audit(c, "deny", r->b2a.bytes, r->a2b.bytes);
+}
+
+static void conn_set_budget(struct conn *c, struct sk_budget_entry *e)
+{
+	if (c->budget == e)
+		return;
+	if (e)
+		sk_budget_ref(e);
+	if (c->budget)
+		sk_budget_unref(&c->px->sc->budgets, c->budget);
+	c->budget = e;
+	if (c->st == CS_RELAY)
+		sk_relay_budget(&c->relay, e, c->px->sc->policy->mode == SK_MODE_ENFORCE, relay_over);
+}
+
+static enum verdict verdict_deny(struct conn *c, const char *reason);
+
+/* The rule c->rule allows c; its budget may still refuse it (budget_exhausted, answered like any other
+ * deny: TLS alert, 403 or RST). A connection is counted once, when first admitted; a later decision on
+ * the same connection (a late first flight, another Host) checks the bytes only. */
+static enum verdict budget_admit(struct conn *c)
+{
+	struct sk_sidecar *sc = c->px->sc;
+	const struct sk_policy *pol = sc->policy;
+	if (c->rule < 0 || (size_t)c->rule >= pol->n_rules || !pol->rules[c->rule].budget.window_ms) {
+		conn_set_budget(c, NULL);
+		return V_ALLOW;
+	}
+	struct sk_budget_entry *e = sk_budget_for_rule(sk_sidecar_budgets(sc), c->rule);
+	if (!e) {
+		conn_set_budget(c, NULL);
+		return verdict_deny(c, "budget_unavailable");   /* the table could not follow the policy */
+	}
+	conn_set_budget(c, e);
+	uint64_t now = sk_loop_now_ms(sc->loop);
+	bool ok = c->budget_counted ? !sk_budget_spent(e, now) : sk_budget_admits(e, now);
+	if (!ok) {
+		e->refused++;
+		if (verdict_deny(c, "budget_exhausted") == V_DENY)
+			return V_DENY;
+	}
+	if (!c->budget_counted) {
+		c->budget_counted = true;
+		sk_budget_charge(e, SK_BUDGET_CONNS, 1, now);
+	}
+	return V_ALLOW;
+}
+
 static void relay_done(struct sk_relay *r, enum sk_relay_end how, int errnum)
 {
 	(void)errnum;
@@ -390,6 +504,10 @@ static void relay_done(struct sk_relay *r, enum sk_relay_end how, int errnum)
 	c->bytes_in = r->b2a.bytes;
 	c->bytes_out = r->a2b.bytes;
 	c->st = CS_CLOSING;   /* the relay is already stopped */
+	if (how == SK_RELAY_BUDGET) {
+		budget_cut(c);
+		return;
+	}
 	if (how == SK_RELAY_DENIED) {
 		/* The gate refused client bytes (a late first flight, a later request): c->reason says why. */
 		conn_deny(c, c->reason ? c->reason : "denied");
@@ -447,6 +565,8 @@ static void connect_done(struct conn *c)
 		c->len = c->cap = 0;
 	}
 	c->st = CS_RELAY;
+	if (c->budget)
+		sk_relay_budget(&c->relay, c->budget, c->px->sc->policy->mode == SK_MODE_ENFORCE, relay_over);
 	/* Edges seen while connecting were not acted on: move what is pending now (the prefix first). */
 	sk_relay_begin(&c->relay);
 }
@@ -596,7 +716,7 @@ static enum verdict decide(struct conn *c)
 			c->rule = np.d.rule;
 			c->decision = "allow";
 			c->reason = "rule";
-			return V_ALLOW;
+			return budget_admit(c);
 		}
 	}
 	sk_match(&enforce, &q, &d);
@@ -627,7 +747,7 @@ static enum verdict decide(struct conn *c)
 	}
 	c->decision = "allow";
 	c->reason = "rule";
-	return V_ALLOW;
+	return budget_admit(c);
 }
 
 static const char *hello_reason(enum sk_hello_result r)
@@ -1093,7 +1213,7 @@ static void resolved_cb(void *arg, enum sk_resolve_result res)
 		c->binding = "resolved";
 		c->decision = "allow";
 		c->reason = "rule";
-		c->verdict_after = V_ALLOW;
+		c->verdict_after = budget_admit(c);
 	} else {
 		c->binding = res == SK_RESOLVE_MISMATCH ? "mismatch" : "unresolved";
 		c->verdict_after = verdict_deny(c, "sni_ip_mismatch");

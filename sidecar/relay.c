@@ -81,6 +81,7 @@ const char *sk_relay_end_name(enum sk_relay_end e)
 	case SK_RELAY_RESET: return "reset";
 	case SK_RELAY_IDLE: return "idle";
 	case SK_RELAY_DENIED: return "denied";
+	case SK_RELAY_BUDGET: return "budget";
 	}
 	return "?";
 }
@@ -110,35 +111,74 @@ static void relay_finish(struct sk_relay *r, enum sk_relay_end how, int errnum)
 	r->done(r, how, errnum);   /* may free r: nothing after this */
 }
 
+/* ---- budget (only reached when r->budget is set) ---- */
+
+/* How many of want bytes may be taken now: all of them when the budget only reports; at most what is
+ * left when it is enforced, and nothing at all once it is spent in either direction. */
+static size_t budget_allow(struct sk_relay *r, enum sk_budget_dim dim, size_t want)
+{
+	if (!r->budget_enforce)
+		return want;
+	uint64_t now = sk_loop_now_ms(r->loop);
+	if (sk_budget_spent(r->budget, now))
+		return 0;
+	uint64_t left = sk_budget_remaining(r->budget, dim, now);
+	return left < want ? (size_t)left : want;
+}
+
+static void budget_take(struct sk_relay *r, enum sk_budget_dim dim, size_t n)
+{
+	uint64_t now = sk_loop_now_ms(r->loop);
+	sk_budget_charge(r->budget, dim, n, now);
+	if (!r->budget_enforce && !r->budget_over && sk_budget_spent(r->budget, now)) {
+		r->budget_over = true;
+		if (r->over)
+			r->over(r);
+	}
+}
+
 /* Moves what it can in one direction; returns 0, or -errno when a side failed. Sets *moved when any
  * byte moved or a state changed. Edge-triggered: it tries every step until EAGAIN instead of tracking
  * readiness, so a pipe that was full when the socket became readable can never leave bytes stranded. */
 static int dir_pump(struct sk_relay *r, struct sk_relay_dir *d, int src, int dst, bool with_prefix,
 		    bool *moved)
 {
+	const enum sk_budget_dim dim = d == &r->a2b ? SK_BUDGET_SENT : SK_BUDGET_RECEIVED;
 	for (;;) {
 		bool step = false;
-		if (with_prefix && r->prefix_len > 0) {
-			ssize_t n = send(dst, r->prefix, r->prefix_len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		size_t want = r->prefix_len;
+		if (with_prefix && want > 0 && r->budget)
+			want = budget_allow(r, SK_BUDGET_SENT, want);
+		if (with_prefix && want > 0) {
+			ssize_t n = send(dst, r->prefix, want, MSG_NOSIGNAL | MSG_DONTWAIT);
 			if (n > 0) {
 				r->prefix += n;
 				r->prefix_len -= (size_t)n;
 				d->bytes += (uint64_t)n;
+				if (r->budget)
+					budget_take(r, SK_BUDGET_SENT, (size_t)n);
 				step = true;
 			} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
 				return -errno;
 			}
 		}
-		if (!d->eof && (d->pipe.r < 0 || d->fill < d->pipe.cap)) {
+		/* A pipe not yet taken has room for its whole capacity (or the pool's size, learnt on get). */
+		want = d->pipe.r < 0 ? SIZE_MAX : d->pipe.cap - d->fill;
+		if (!d->eof && want > 0 && r->budget)
+			want = budget_allow(r, dim, want);
+		if (!d->eof && want > 0) {
 			if (d->pipe.r < 0) {
 				int rc = sk_pipe_pool_get(r->pool, &d->pipe);
 				if (rc < 0)
 					return rc;
 			}
-			ssize_t n = splice(src, NULL, d->pipe.w, NULL, d->pipe.cap - d->fill,
-					   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			if (want > d->pipe.cap - d->fill)
+				want = d->pipe.cap - d->fill;
+			ssize_t n = splice(src, NULL, d->pipe.w, NULL, want, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 			if (n > 0) {
 				d->fill += (size_t)n;
+				if (r->budget)
+					budget_take(r, dim, (size_t)n);
 				step = true;
 			} else if (n == 0) {
 				d->eof = true;
@@ -189,13 +229,19 @@ static int gate_pump(struct sk_relay *r, bool *moved)
 	struct sk_relay_dir *d = &r->a2b;
 	for (;;) {
 		bool step = false;
-		if (r->gout > 0) {
-			ssize_t n = send(r->b->fd, r->gbuf, r->gout, MSG_NOSIGNAL | MSG_DONTWAIT);
+		/* Released bytes are charged as they leave (unreleased ones never do). */
+		size_t out = r->gout;
+		if (out > 0 && r->budget)
+			out = budget_allow(r, SK_BUDGET_SENT, out);
+		if (out > 0) {
+			ssize_t n = send(r->b->fd, r->gbuf, out, MSG_NOSIGNAL | MSG_DONTWAIT);
 			if (n > 0) {
 				memmove(r->gbuf, r->gbuf + n, r->glen - (size_t)n);
 				r->glen -= (size_t)n;
 				r->gout -= (size_t)n;
 				d->bytes += (uint64_t)n;
+				if (r->budget)
+					budget_take(r, SK_BUDGET_SENT, (size_t)n);
 				step = true;
 			} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
 				return -errno;
@@ -296,6 +342,13 @@ static void relay_pump(struct sk_relay *r, uint32_t events, int fd)
 	}
 	if (moved)
 		r->last_ms = sk_loop_now_ms(r->loop);
+	/* Spent: nothing more is taken (budget_allow), and once what was taken — and charged — has been
+	 * delivered, the relay is cut. Bytes a gate released but never sent were not charged and go. */
+	if (r->budget && r->budget_enforce && r->a2b.fill == 0 && r->b2a.fill == 0 &&
+	    sk_budget_spent(r->budget, sk_loop_now_ms(r->loop))) {
+		relay_finish(r, SK_RELAY_BUDGET, 0);
+		return;
+	}
 	if (r->denied) {
 		/* Nothing of the client's ever went upstream: no answer to wait for. Otherwise the upstream's
 		 * answer to what was released flows until it closes (or drain_ms passes). */
@@ -435,6 +488,14 @@ int sk_relay_gate(struct sk_relay *r, sk_relay_gate_fn gate, const uint8_t *init
 void sk_relay_ungate(struct sk_relay *r) { r->gate = NULL; }
 
 void sk_relay_hold_b(struct sk_relay *r, sk_relay_peek_fn peek) { r->peek = peek; }
+
+void sk_relay_budget(struct sk_relay *r, struct sk_budget_entry *e, bool enforce, sk_relay_over_fn over)
+{
+	r->budget = e;
+	r->budget_enforce = enforce;
+	r->budget_over = false;
+	r->over = over;
+}
 
 void sk_relay_kick(struct sk_relay *r)
 {

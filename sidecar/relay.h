@@ -16,7 +16,13 @@
  * the relay as DENIED — at once when no client byte was ever released, else after the released bytes are
  * sent, the upstream is shut for writing and its answer to them has been relayed (bounded by drain_ms),
  * so an earlier allowed request keeps its response. The upstream→client direction can be held too
- * (sk_relay_hold_b): a peek callback looks at the upstream's first bytes without consuming them. */
+ * (sk_relay_hold_b): a peek callback looks at the upstream's first bytes without consuming them.
+ *
+ * Budget (sk_relay_budget, budget.h): every byte taken from a side is charged to the rule's entry as it
+ * is taken (into a pipe, or sent from the prefix or the gate buffer), and an enforcing relay never takes
+ * more than the entry has left, so the upstream gets at most the budget, to the byte. Once the entry is
+ * spent (by this relay or another) the relay takes nothing more, delivers what it already took, and ends
+ * as BUDGET. Without a budget the only cost is a NULL check per step. */
 #ifndef SK_SIDECAR_RELAY_H
 #define SK_SIDECAR_RELAY_H
 
@@ -26,6 +32,7 @@
 #include <sys/types.h>
 
 #include "common/err.h"
+#include "sidecar/budget.h"
 #include "sidecar/loop.h"
 
 struct sk_pipe {
@@ -51,6 +58,7 @@ enum sk_relay_end {
 	SK_RELAY_RESET,        /* a side reset, or a read/write failed (err holds the errno) */
 	SK_RELAY_IDLE,         /* no byte moved for idle_ms */
 	SK_RELAY_DENIED,       /* the gate refused client bytes (the owner answers the client) */
+	SK_RELAY_BUDGET,       /* the rule's budget is spent: cut after the last byte it allowed */
 };
 
 struct sk_relay_dir {
@@ -71,6 +79,8 @@ typedef ssize_t (*sk_relay_gate_fn)(struct sk_relay *r, const uint8_t *buf, size
 /* With the upstream→client direction held: look at the upstream (recv MSG_PEEK on r->b.fd) and return
  * true to release the hold (then splicing resumes), false to keep holding. */
 typedef bool (*sk_relay_peek_fn)(struct sk_relay *r);
+/* A relay that only reports (budget not enforced) found its budget spent; called once, from the pump. */
+typedef void (*sk_relay_over_fn)(struct sk_relay *r);
 
 struct sk_relay {
 	struct sk_loop *loop;
@@ -95,6 +105,11 @@ struct sk_relay {
 	uint64_t drain_ms;
 	sk_relay_peek_fn peek; /* non-NULL while the upstream→client direction is held */
 	bool in_pump;
+	/* budget: NULL = none (borrowed: the owner holds a reference, sk_budget_ref) */
+	struct sk_budget_entry *budget;
+	bool budget_enforce;   /* false: count and report (over), never cut */
+	bool budget_over;      /* over was called */
+	sk_relay_over_fn over;
 };
 
 /* Starts relaying. On failure nothing is registered and the caller still owns everything. */
@@ -126,10 +141,14 @@ int sk_relay_gate(struct sk_relay *r, sk_relay_gate_fn gate, const uint8_t *init
 void sk_relay_ungate(struct sk_relay *r);
 /* Holds upstream→client until peek returns true (NULL releases now). */
 void sk_relay_hold_b(struct sk_relay *r, sk_relay_peek_fn peek);
+/* Counts this relay's bytes against e from now on (NULL: none). enforce: take at most what e has left
+ * and end as BUDGET once it is spent; otherwise count everything and call over once when it is spent.
+ * e is borrowed: the owner keeps it alive (sk_budget_ref) until the relay ends. */
+void sk_relay_budget(struct sk_relay *r, struct sk_budget_entry *e, bool enforce, sk_relay_over_fn over);
 /* Re-runs the relay (the gate sees its unjudged bytes again): after an outside event changed what the gate
  * would answer. May end the relay (done is called). */
 void sk_relay_kick(struct sk_relay *r);
 
-const char *sk_relay_end_name(enum sk_relay_end e);   /* "done", "reset", "idle" */
+const char *sk_relay_end_name(enum sk_relay_end e);   /* "done", "reset", "idle", "denied", "budget" */
 
 #endif

@@ -279,6 +279,132 @@ static void record_fire(struct sk_loop *l, struct sk_timer *t)
 	r->log->seen[r->log->n++] = r->id;
 }
 
+static int over_calls;
+static void on_over(struct sk_relay *r)
+{
+	(void)r;
+	over_calls++;
+}
+
+/* Runs client c and upstream u against the relay until it ends (or nothing more can happen). */
+static void run_until_done(struct world *w, struct endp *c, struct endp *u)
+{
+	struct sk_err err = { 0 };
+	for (int i = 0; i < 20000 && w->done.calls == 0; i++) {
+		endp_step(c);
+		endp_step(u);
+		assert_true(sk_loop_run_once(w->loop, 1, &err) >= 0);
+	}
+	/* what was delivered before the cut is readable; the relay's fds are closed by the owner only */
+	for (int i = 0; i < 50; i++) {
+		endp_step(c);
+		endp_step(u);
+	}
+}
+
+/* sent: the upstream gets exactly the budget — prefix included — and the relay ends as BUDGET, whatever
+ * the pipe size or how the client's bytes are cut. */
+static void test_relay_budget_cuts_sent_to_the_byte(void **state)
+{
+	(void)state;
+	const size_t N = 3u << 20, B = 1000003;
+	static const uint8_t prefix[] = "PEEKED-HELLO";
+	uint8_t *up = malloc(N), *got_up = malloc(N + 64);
+	assert_non_null(up);
+	assert_non_null(got_up);
+	fill_pattern(up, N, 7);
+	struct sk_budget_entry e = { .lim = { .sent = B, .window_ms = 60000 }, .live = true };
+	struct world w;
+	world_up(&w, prefix, sizeof(prefix) - 1, 10000);
+	sk_relay_budget(&w.relay, &e, true, on_over);
+	struct endp c = { .fd = w.client, .out = up, .n_out = N, .in = got_up, .cap_in = 0 };
+	struct endp u = { .fd = w.upstream, .in = got_up, .cap_in = N + 64 };
+	run_until_done(&w, &c, &u);
+	assert_int_equal(w.done.calls, 1);
+	assert_int_equal(w.done.how, SK_RELAY_BUDGET);
+	assert_int_equal(u.n_in, B);
+	assert_int_equal(w.relay.a2b.bytes, B);
+	assert_memory_equal(got_up, prefix, sizeof(prefix) - 1);
+	assert_memory_equal(got_up + sizeof(prefix) - 1, up, B - (sizeof(prefix) - 1));
+	assert_int_equal(e.used[SK_BUDGET_SENT], B);
+	assert_int_equal(e.exhausted, 1);
+	assert_int_equal(over_calls, 0);   /* enforcing: the end says it, not over */
+	assert_int_equal(w.pool.live, 0);
+	world_down(&w);
+	free(up);
+	free(got_up);
+}
+
+static void test_relay_budget_cuts_received_to_the_byte(void **state)
+{
+	(void)state;
+	const size_t M = 2u << 20, B = 70001;
+	uint8_t *down = malloc(M), *got_down = malloc(M);
+	assert_non_null(down);
+	assert_non_null(got_down);
+	fill_pattern(down, M, 9);
+	struct sk_budget_entry e = { .lim = { .received = B, .window_ms = 60000 }, .live = true };
+	struct world w;
+	world_up(&w, NULL, 0, 10000);
+	sk_relay_budget(&w.relay, &e, true, on_over);
+	struct endp c = { .fd = w.client, .in = got_down, .cap_in = M };
+	struct endp u = { .fd = w.upstream, .out = down, .n_out = M, .in = got_down, .cap_in = 0 };
+	run_until_done(&w, &c, &u);
+	assert_int_equal(w.done.how, SK_RELAY_BUDGET);
+	assert_int_equal(c.n_in, B);
+	assert_memory_equal(got_down, down, B);
+	assert_int_equal(e.used[SK_BUDGET_RECEIVED], B);
+	world_down(&w);
+	free(down);
+	free(got_down);
+}
+
+/* A budget another relay already spent: this one takes nothing and ends at its first round. */
+static void test_relay_budget_spent_elsewhere(void **state)
+{
+	(void)state;
+	struct sk_budget_entry e = { .lim = { .sent = 10, .window_ms = 60000 }, .live = true };
+	struct world w;
+	world_up(&w, (const uint8_t *)"hello", 5, 10000);
+	sk_budget_charge(&e, SK_BUDGET_SENT, 10, sk_loop_now_ms(w.loop));
+	sk_relay_budget(&w.relay, &e, true, on_over);
+	uint8_t sink[16];
+	struct endp c = { .fd = w.client, .in = sink, .cap_in = 0 };
+	struct endp u = { .fd = w.upstream, .in = sink, .cap_in = sizeof(sink) };
+	run_until_done(&w, &c, &u);
+	assert_int_equal(w.done.how, SK_RELAY_BUDGET);
+	assert_int_equal(u.n_in, 0);
+	assert_int_equal(w.relay.a2b.bytes, 0);
+	world_down(&w);
+}
+
+/* Not enforced (mode audit): every byte passes, the spent budget is reported once. */
+static void test_relay_budget_audit_only_reports(void **state)
+{
+	(void)state;
+	const size_t N = 1u << 20;
+	uint8_t *up = malloc(N), *got_up = malloc(N);
+	assert_non_null(up);
+	assert_non_null(got_up);
+	fill_pattern(up, N, 3);
+	struct sk_budget_entry e = { .lim = { .sent = 1000, .window_ms = 60000 }, .live = true };
+	struct world w;
+	world_up(&w, NULL, 0, 10000);
+	over_calls = 0;
+	sk_relay_budget(&w.relay, &e, false, on_over);
+	struct endp c = { .fd = w.client, .out = up, .n_out = N, .shut_after = true, .in = got_up, .cap_in = 0 };
+	struct endp u = { .fd = w.upstream, .shut_after = true, .in = got_up, .cap_in = N };
+	run_until_done(&w, &c, &u);
+	assert_int_equal(w.done.how, SK_RELAY_DONE);
+	assert_int_equal(u.n_in, N);
+	assert_memory_equal(got_up, up, N);
+	assert_int_equal(over_calls, 1);
+	assert_int_equal(e.used[SK_BUDGET_SENT], N);
+	world_down(&w);
+	free(up);
+	free(got_up);
+}
+
 static void test_loop_timers_fire_in_order_and_cancel(void **state)
 {
 	(void)state;
@@ -315,6 +441,10 @@ int main(void)
 		cmocka_unit_test(test_relay_upstream_reset_ends_as_reset),
 		cmocka_unit_test(test_relay_idle_timeout),
 		cmocka_unit_test(test_loop_timers_fire_in_order_and_cancel),
+		cmocka_unit_test(test_relay_budget_cuts_sent_to_the_byte),
+		cmocka_unit_test(test_relay_budget_cuts_received_to_the_byte),
+		cmocka_unit_test(test_relay_budget_spent_elsewhere),
+		cmocka_unit_test(test_relay_budget_audit_only_reports),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

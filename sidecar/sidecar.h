@@ -15,6 +15,7 @@
 
 #include "policy/addr.h"
 #include "sidecar/audit.h"
+#include "sidecar/budget.h"
 #include "sidecar/config.h"  /* the settings groups: struct sk_proxy_limits, sk_gateway_limits, sk_dns_settings */
 #include "sidecar/loop.h"
 #include "sidecar/server.h"
@@ -77,6 +78,11 @@ struct sk_sidecar {
 	struct sk_proxy_limits limits;   /* the proxy's */
 	struct sk_gateway_limits api_limits;
 	struct sk_dns_settings dns_cfg;
+	/* Budget counters (budget.h), shared by the proxy and the DNS server; follow the policy in force
+	 * lazily (sk_sidecar_budgets). A zeroed table is a valid empty one; main frees it at exit. */
+	struct sk_budget_table budgets;
+	uint64_t budgets_gen;            /* policy_gen the table last followed */
+	bool budgets_synced;
 	struct sk_proxy *proxy;          /* owned; NULL until started */
 	struct sk_gateway *gateway;      /* owned; the API gateway (gateway.h); NULL until started */
 	/* Readiness inputs the DNS server sets for /readyz (lifecycle.c reads them): its listening
@@ -91,6 +97,9 @@ struct sk_sidecar {
 
 /* Installs hooks that consult t with the loop's clock; sc->bindings = t (borrowed). */
 void sk_sidecar_attach_bindings(struct sk_sidecar *sc, struct sk_bind_table *t);
+/* The budget table, synced to the policy in force first when a swap happened since (a failed sync is
+ * logged and leaves every budgeted rule refused: budget.h). Borrowed. */
+struct sk_budget_table *sk_sidecar_budgets(struct sk_sidecar *sc);
 /* Makes p the snapshot in force and returns the previous one (owned by the caller, to free). */
 struct sk_policy *sk_sidecar_swap_policy(struct sk_sidecar *sc, struct sk_policy *p);
 
