@@ -11,7 +11,7 @@
  * not sliding). Counters are per pod, in memory: a sidecar restart starts every window afresh.
  *
  * Bounded: at most SK_BUDGET_MAX_RULES live entries (the validator refuses a policy with more), each
- * sizeof(struct sk_budget_entry) (~ 260 bytes: the label is inline), allocated at policy load, never on
+ * sizeof(struct sk_budget_entry) (304 bytes on x86-64: the label is inline), allocated at policy load, never on
  * a connection. An entry dropped by a reload while a relay still holds it (sk_budget_ref) stays, out of
  * the table's lookup, until the last holder lets go; there are at most as many such entries as relays.
  *
