@@ -83,6 +83,16 @@ int sk_budget_table_sync(struct sk_budget_table *t, const struct sk_policy *p, s
 	size_t n_old = t->n_live, n_new = 0, n_fresh = 0;
 	struct sk_budget_entry **old = NULL, **by_rule = NULL, **fresh = NULL;
 	uint64_t *keys = NULL;
+	bool any = false;
+	for (size_t i = 0; i < p->n_rules && !any; i++)
+		any = p->rules[i].budget.window_ms != 0;
+	if (!any && !t->head) {
+		/* The common case: no budget anywhere, nothing allocated (nothing to free either). */
+		free(t->by_rule);
+		t->by_rule = NULL;
+		t->n_rules = 0;
+		return 0;
+	}
 	/* Everything that can fail happens before the table changes. */
 	by_rule = calloc(p->n_rules ? p->n_rules : 1, sizeof(struct sk_budget_entry *));
 	keys = calloc(p->n_rules ? p->n_rules : 1, sizeof(*keys));
