@@ -120,6 +120,7 @@ static void bind_fake(struct world *w)
 static void world_down(struct world *w)
 {
 	sk_proxy_free(w->sc.proxy);
+	sk_budget_table_fini(&w->sc.budgets);
 	close(w->sc.audit.fd);
 	close(w->audit_r);
 	close(w->upstream_ls);
@@ -509,6 +510,115 @@ static bool wait_eof(struct world *w, int fd)
 	"egress:\n" \
 	"  - host: allowed.example\n" \
 	"blockPrivate: false\n"
+
+#define BUDGET_POLICY \
+	"version: 1\n" \
+	"mode: %s\n" \
+	"ports: { proxy: 15001, dns: 15053, admin: 15000, api: 15080 }\n" \
+	"egress:\n" \
+	"  - host: allowed.example\n" \
+	"    budget: { sent: 100, connections: 3, window: 1m }\n" \
+	"blockPrivate: false\n"
+
+/* Reads every audit line there is into lines (each owned); returns how many. */
+static int all_audit(struct world *w, cJSON **lines, int cap)
+{
+	static char buf[65536];
+	ssize_t n = read(w->audit_r, buf, sizeof(buf) - 1);
+	int k = 0;
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	for (char *s = buf, *nl; (nl = strchr(s, '\n')) && k < cap; s = nl + 1) {
+		*nl = '\0';
+		lines[k++] = cJSON_Parse(s);
+	}
+	return k;
+}
+
+/* sent: 100 — the upstream gets exactly 100 bytes of a longer request, the relay is reset, and the next
+ * connection gets 403 budget_exhausted before any upstream connect. */
+static void test_budget_cuts_relay_then_denies_with_403(void **state)
+{
+	(void)state;
+	struct world w;
+	char tmpl[1024];
+	snprintf(tmpl, sizeof(tmpl), BUDGET_POLICY, "enforce");
+	world_up_policy(&w, tmpl, 5000);
+	bind_fake(&w);
+	char req[400];
+	int hl = snprintf(req, sizeof(req), "POST /up HTTP/1.1\r\nHost: allowed.example\r\nContent-Length: 300\r\n\r\n");
+	memset(req + hl, 'x', 300);
+	int c = client(&w, &w.lo, w.upstream_port);
+	assert_int_equal(send(c, req, (size_t)hl + 300, 0), hl + 300);
+	int up = accept_up(&w);
+	assert_true(up >= 0);
+	char got[512];
+	assert_int_equal(recv_some(&w, up, got, sizeof(got)), 100);
+	assert_memory_equal(got, req, 100);
+	cJSON *lines[8];
+	int n = all_audit(&w, lines, 8);
+	assert_int_equal(n, 1);
+	assert_string_equal(jstr(lines[0], "event"), "deny");
+	assert_string_equal(jstr(lines[0], "reason"), "budget_exhausted");
+	assert_string_equal(jstr(lines[0], "name"), "allowed.example");
+	assert_int_equal(cJSON_GetObjectItem(lines[0], "bytes_out")->valuedouble, 100);
+	cJSON_Delete(lines[0]);
+	close(up);
+	close(c);
+
+	static const char get[] = "GET / HTTP/1.1\r\nHost: allowed.example\r\n\r\n";
+	c = client(&w, &w.lo, w.upstream_port);
+	assert_int_equal(send(c, get, sizeof(get) - 1, 0), (ssize_t)sizeof(get) - 1);
+	spin(&w, 5);
+	char back[512] = { 0 };
+	assert_true(recv_some(&w, c, back, sizeof(back) - 1) > 24);
+	assert_true(strncmp(back, "HTTP/1.1 403 Forbidden\r\n", 24) == 0);
+	assert_non_null(strstr(back, "stockade: egress denied (budget_exhausted)\n"));
+	assert_int_equal(accept(w.upstream_ls, NULL, NULL), -1);   /* never connected upstream */
+	n = all_audit(&w, lines, 8);
+	assert_int_equal(n, 1);
+	assert_string_equal(jstr(lines[0], "decision"), "deny");
+	assert_string_equal(jstr(lines[0], "reason"), "budget_exhausted");
+	cJSON_Delete(lines[0]);
+	struct sk_budget_entry *e = sk_budget_for_rule(&w.sc.budgets, 0);
+	assert_non_null(e);
+	assert_int_equal(e->used[SK_BUDGET_SENT], 100);
+	assert_int_equal(e->used[SK_BUDGET_CONNS], 1);   /* the refused one is not counted */
+	assert_int_equal(e->refused, 2);
+	close(c);
+	world_down(&w);
+}
+
+/* mode audit: everything passes, one would_deny line when the relay crosses the budget. */
+static void test_budget_audit_mode_reports_only(void **state)
+{
+	(void)state;
+	struct world w;
+	char tmpl[1024];
+	snprintf(tmpl, sizeof(tmpl), BUDGET_POLICY, "audit");
+	world_up_policy(&w, tmpl, 5000);
+	bind_fake(&w);
+	char req[400];
+	int hl = snprintf(req, sizeof(req), "POST /up HTTP/1.1\r\nHost: allowed.example\r\nContent-Length: 300\r\n\r\n");
+	memset(req + hl, 'x', 300);
+	int c = client(&w, &w.lo, w.upstream_port);
+	assert_int_equal(send(c, req, (size_t)hl + 300, 0), hl + 300);
+	int up = accept_up(&w);
+	assert_true(up >= 0);
+	char got[512];
+	assert_int_equal(recv_some(&w, up, got, (size_t)hl + 300), (size_t)hl + 300);
+	cJSON *lines[8];
+	int n = all_audit(&w, lines, 8);
+	assert_int_equal(n, 1);
+	assert_string_equal(jstr(lines[0], "event"), "deny");
+	assert_string_equal(jstr(lines[0], "decision"), "would_deny");
+	assert_string_equal(jstr(lines[0], "reason"), "budget_exhausted");
+	cJSON_Delete(lines[0]);
+	close(up);
+	close(c);
+	world_down(&w);
+}
 
 static void test_silent_start_connects_but_late_hello_with_denied_sni_is_denied(void **state)
 {
@@ -987,6 +1097,8 @@ int main(void)
 		cmocka_unit_test(test_declined_websocket_upgrade_keeps_checking_requests),
 		cmocka_unit_test(test_binding_miss_is_resolved_by_the_sidecar),
 		cmocka_unit_test(test_client_gone_while_resolving_cancels),
+		cmocka_unit_test(test_budget_cuts_relay_then_denies_with_403),
+		cmocka_unit_test(test_budget_audit_mode_reports_only),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
