@@ -556,7 +556,7 @@ static void test_budget_cuts_relay_then_denies_with_403(void **state)
 	char got[512];
 	assert_int_equal(recv_some(&w, up, got, sizeof(got)), 100);
 	assert_memory_equal(got, req, 100);
-	cJSON *lines[8];
+	cJSON *lines[8] = { 0 };
 	int n = all_audit(&w, lines, 8);
 	assert_int_equal(n, 1);
 	assert_string_equal(jstr(lines[0], "event"), "deny");
@@ -608,7 +608,7 @@ static void test_budget_audit_mode_reports_only(void **state)
 	assert_true(up >= 0);
 	char got[512];
 	assert_int_equal(recv_some(&w, up, got, (size_t)hl + 300), (size_t)hl + 300);
-	cJSON *lines[8];
+	cJSON *lines[8] = { 0 };
 	int n = all_audit(&w, lines, 8);
 	assert_int_equal(n, 1);
 	assert_string_equal(jstr(lines[0], "event"), "deny");
