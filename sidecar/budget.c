@@ -295,17 +295,13 @@ const char *sk_budget_dim_name(enum sk_budget_dim d)
 static int appendf(char **buf, size_t *len, size_t *cap, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 static int appendf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
 {
-	for (;;) {
-		va_list ap;
-		va_start(ap, fmt);
-		int n = vsnprintf(*buf ? *buf + *len : NULL, *buf ? *cap - *len : 0, fmt, ap);
-		va_end(ap);
-		if (n < 0)
-			return -ENOMEM;
-		if (*buf && (size_t)n < *cap - *len) {
-			*len += (size_t)n;
-			return 0;
-		}
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(NULL, 0, fmt, ap);   /* measured first: one growth, then one write */
+	va_end(ap);
+	if (n < 0)
+		return -ENOMEM;
+	if (!*buf || *cap - *len <= (size_t)n) {
 		size_t ncap = *cap ? *cap * 2 : 4096;
 		while (ncap - *len <= (size_t)n)
 			ncap *= 2;
@@ -315,6 +311,11 @@ static int appendf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
 		*buf = nb;
 		*cap = ncap;
 	}
+	va_start(ap, fmt);
+	vsnprintf(*buf + *len, *cap - *len, fmt, ap);
+	va_end(ap);
+	*len += (size_t)n;
+	return 0;
 }
 
 /* A rule's text as a label value: sk_rule_format output holds no '"' or '\\' or newline (names are
