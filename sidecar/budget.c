@@ -325,17 +325,20 @@ int sk_budget_render(struct sk_budget_table *t, uint64_t now_ms, char **buf, siz
 	static const char *const metric[] = {
 		"stockade_budget_used", "stockade_budget_remaining", "stockade_budget_total",
 	};
-	static const char *const help[] = {
-		"Bytes, connections or DNS queries counted against a rule's budget in its running window.",
-		"What a rule's budget has left in its running window (a limited dimension only).",
-		"Bytes, connections or DNS queries under a budgeted rule since the sidecar started.",
+	/* Literal, so scripts/gen-metrics-doc finds them for docs/metrics.md. */
+	static const char *const head[] = {
+		"# HELP stockade_budget_used Bytes, connections or DNS queries counted against a rule's budget in its "
+		"running window.\n# TYPE stockade_budget_used gauge\n",
+		"# HELP stockade_budget_remaining What a rule's budget has left in its running window (limited kinds "
+		"only).\n# TYPE stockade_budget_remaining gauge\n",
+		"# HELP stockade_budget_total Bytes, connections or DNS queries under a budgeted rule since the "
+		"sidecar started.\n# TYPE stockade_budget_total counter\n",
 	};
 	if (!t->n_live)
 		return 0;
 	int rc = 0;
 	for (size_t m = 0; m < 3 && rc == 0; m++) {
-		rc = appendf(buf, len, cap, "# HELP %s %s\n# TYPE %s %s\n", metric[m], help[m], metric[m],
-			     m == 2 ? "counter" : "gauge");
+		rc = appendf(buf, len, cap, "%s", head[m]);
 		for (struct sk_budget_entry *e = t->head; e && rc == 0; e = e->next) {
 			if (!e->live)
 				continue;

@@ -522,6 +522,8 @@ const char *sk_dns_result_name(enum sk_dns_result r)
 	case SK_DNS_R_UPSTREAM_ERROR: return "upstream_error";
 	case SK_DNS_R_TRUNCATED: return "truncated";
 	case SK_DNS_R_TIMEOUT: return "timeout";
+	case SK_DNS_R_BUDGET_EXHAUSTED: return "budget_exhausted";
+	case SK_DNS_R_BUDGET_UNAVAILABLE: return "budget_unavailable";
 	}
 	return "unknown";
 }

@@ -72,6 +72,10 @@ enum sk_dns_result {
 	SK_DNS_R_UPSTREAM_ERROR,  /* upstream answer malformed or not for our question → SERVFAIL */
 	SK_DNS_R_TRUNCATED,       /* answer too big for the client's UDP limit → TC=1 */
 	SK_DNS_R_TIMEOUT,         /* no upstream answered in time → SERVFAIL */
+	/* decided by the server, not the filter (budget.h): a name under a wildcard rule whose `queries`
+	 * budget is spent, or whose counters could not follow the policy → REFUSED */
+	SK_DNS_R_BUDGET_EXHAUSTED,
+	SK_DNS_R_BUDGET_UNAVAILABLE,
 };
 
 struct sk_dns_filter_opts {

@@ -161,7 +161,8 @@ static void account(struct sk_dns_srv *s, enum sk_dns_result r, const struct sk_
 	if (s->sc->metrics)
 		sk_metrics_dns(s->sc->metrics, sk_dns_result_name(r), sk_dns_type_name(q->qtype));
 	bool denial = r == SK_DNS_R_DENIED || r == SK_DNS_R_BAD_NAME || r == SK_DNS_R_TOO_LONG ||
-		      r == SK_DNS_R_REFUSED_TYPE || r == SK_DNS_R_REFUSED_CLASS || r == SK_DNS_R_REBINDING;
+		      r == SK_DNS_R_REFUSED_TYPE || r == SK_DNS_R_REFUSED_CLASS || r == SK_DNS_R_REBINDING ||
+		      r == SK_DNS_R_BUDGET_EXHAUSTED || r == SK_DNS_R_BUDGET_UNAVAILABLE;
 	if (!denial)
 		return;
 	char text[SK_DNS_NAME_TEXT_MAX];
@@ -684,14 +685,7 @@ static bool dns_budget_refused(struct sk_dns_srv *s, const struct sk_dns_fquery 
 		if (audit)
 			sk_budget_charge(e, SK_BUDGET_QUERIES, 1, now);
 	}
-	if (sc->metrics)
-		sk_metrics_dns(sc->metrics, e ? "budget_exhausted" : "budget_unavailable", sk_dns_type_name(q->qtype));
-	struct sk_audit_rec rec = {
-		.event = "dns", .src = src, .src_port = sport, .name = q->name, .proto = proto->client_tcp ? "tcp" : "udp",
-		.rule = q->rule, .decision = audit ? "would_deny" : "deny",
-		.reason = e ? "budget_exhausted" : "budget_unavailable",
-	};
-	sk_audit_emit(&sc->audit, &rec);
+	account(s, e ? SK_DNS_R_BUDGET_EXHAUSTED : SK_DNS_R_BUDGET_UNAVAILABLE, q, audit, src, sport, proto->client_tcp);
 	if (audit)
 		return false;
 	int n = sk_dns_filter_local_answer(q, SK_DNS_RC_REFUSED, false, s->out, SK_DNS_MSG_MAX);
