@@ -82,6 +82,7 @@ ip netns exec "$NS-pod" setpriv --reuid="$SK_SIDECAR_UID" --regid="$SK_SIDECAR_U
 	"$SK_BIN/stockade-sidecar" --policy "$POLICY" --marker "$SK_TMP/marker" >"$SK_TMP/audit.log" 2>"$SK_TMP/sidecar.err" &
 SIDECAR_PID=$!
 disown "$SIDECAR_PID"
+SK_AUDIT_LOGS+=("$SK_TMP/audit.log")   # validated against the audit schema by sk_summary
 if ! sk_wait_port "$NS-pod" tcp 15001 10 || ! sk_wait_port "$NS-pod" udp 15053 10; then
 	echo "sidecar did not start"; cat "$SK_TMP/sidecar.err"; exit 1
 fi
