@@ -9,6 +9,7 @@ int sk_cmd_rules(int argc, char **argv);    /* cmd_rules.c   */
 int sk_cmd_seccomp(int argc, char **argv);  /* cmd_seccomp.c */
 int sk_cmd_exec(int argc, char **argv);     /* cmd_seccomp.c */
 int sk_cmd_seccomp_install(int argc, char **argv); /* cmd_install.c */
+int sk_cmd_inject(int argc, char **argv);   /* cmd_inject.c  */
 
 struct sk_err;
 struct sk_scmp_profile;

@@ -17,6 +17,7 @@ static const struct {
 	{ "seccomp", sk_cmd_seccomp, "seccomp [--policy F] [--allow S]... [--deny S]... [--arch L] [-o F] | --diff A B" },
 	{ "seccomp-install", sk_cmd_seccomp_install,
 	  "seccomp-install --policy=F --dir=D [--name=N] [--interval=S] [--once]  keep a node's profile current" },
+	{ "inject", sk_cmd_inject, "inject -f FILE|- [--policy F] [--check]     wrap workloads' pods in stockade (see inject --help)" },
 	{ "exec", sk_cmd_exec, "exec --seccomp FILE -- CMD [ARG]...  run CMD under a seccomp profile" },
 };
 

@@ -1,0 +1,377 @@
+/* cli/cmd_inject.c — `stockade-policy inject`: reads manifests (YAML or JSON, several documents, Lists)
+ * and writes them with every workload's pod wrapped in stockade (policy/inject.h), the other kinds as
+ * they were. YAML in gives YAML out, JSON in gives JSON out. With --check nothing is written: exit 1
+ * names each workload that is not wrapped as these options would wrap it.
+ *
+ * All or nothing: the output is written only once every document has been wrapped, so a refused pod
+ * never leaves a half-written stream for `kubectl apply` to act on. Exit 0, 1 refused or not wrapped
+ * (--check), 2 usage, 3 invalid policy, 5 I/O. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "common/err.h"
+#include "cli/cli.h"
+#include "policy/inject.h"
+#include "policy/manifest.h"
+#include "policy/policy.h"
+
+#define INJECT_MAX_INPUT (64u << 20)
+#define MAX_FILES 64
+
+static const char usage_text[] =
+	"usage: stockade-policy inject -f FILE|- [-f FILE]... [--policy FILE] [--check] [options]\n"
+	"  -f, --filename FILE     manifests to wrap (YAML or JSON, several documents, kind: List); - is stdin\n"
+	"  --policy FILE           take the UIDs and the admin port from this policy and also write its\n"
+	"                          ConfigMap (named by --policy-configmap) before the workloads\n"
+	"  --check                 write nothing; exit 1 if a workload is not wrapped as these options would\n"
+	"  --policy-configmap NAME ConfigMap holding policy.yaml (default stockade-policy)\n"
+	"  --init-image IMAGE      (default localhost/stockade-init:0.1.0)\n"
+	"  --sidecar-image IMAGE   (default localhost/stockade-sidecar:0.1.0)\n"
+	"  --pull-policy POLICY    imagePullPolicy of the stockade containers (default IfNotPresent)\n"
+	"  --agent-uid N           (default 1000, or the policy's)   --sidecar-uid N (default 1337, or the policy's)\n"
+	"  --admin-port N          (default 15000, or the policy's)\n"
+	"  --seccomp-profile NAME  Localhost profile of agent containers (default stockade-agent.json)\n"
+	"  --no-seccomp            RuntimeDefault instead of the Localhost profile\n"
+	"  --classic-sidecar       sidecar in containers (Kubernetes < 1.29); Jobs and CronJobs are refused\n"
+	"  --startup-probe         gate the agent on a startupProbe instead of the postStart wait-ready hook\n"
+	"  --log-level LEVEL       sidecar log level (default info)\n"
+	"  --ready-timeout S       seconds the sidecar may take to become ready (default 30)\n";
+
+enum {
+	OPT_POLICY = 256, OPT_CHECK, OPT_CM, OPT_INIT_IMG, OPT_SIDECAR_IMG, OPT_PULL, OPT_AGENT_UID, OPT_SIDECAR_UID,
+	OPT_ADMIN, OPT_SECCOMP, OPT_NO_SECCOMP, OPT_CLASSIC, OPT_STARTUP, OPT_LOG, OPT_READY,
+};
+
+static const struct option long_opts[] = {
+	{ "filename", required_argument, NULL, 'f' },
+	{ "policy", required_argument, NULL, OPT_POLICY },
+	{ "check", no_argument, NULL, OPT_CHECK },
+	{ "policy-configmap", required_argument, NULL, OPT_CM },
+	{ "init-image", required_argument, NULL, OPT_INIT_IMG },
+	{ "sidecar-image", required_argument, NULL, OPT_SIDECAR_IMG },
+	{ "pull-policy", required_argument, NULL, OPT_PULL },
+	{ "agent-uid", required_argument, NULL, OPT_AGENT_UID },
+	{ "sidecar-uid", required_argument, NULL, OPT_SIDECAR_UID },
+	{ "admin-port", required_argument, NULL, OPT_ADMIN },
+	{ "seccomp-profile", required_argument, NULL, OPT_SECCOMP },
+	{ "no-seccomp", no_argument, NULL, OPT_NO_SECCOMP },
+	{ "classic-sidecar", no_argument, NULL, OPT_CLASSIC },
+	{ "startup-probe", no_argument, NULL, OPT_STARTUP },
+	{ "log-level", required_argument, NULL, OPT_LOG },
+	{ "ready-timeout", required_argument, NULL, OPT_READY },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int parse_num(const char *flag, const char *s, unsigned long lo, unsigned long hi, unsigned long *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-' || v < lo || v > hi) {
+		fprintf(stderr, "stockade-policy inject: %s: '%s' is not a number in %lu..%lu\n", flag, s, lo, hi);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+/* Reads the whole of path ("-": stdin) into an owned buffer. */
+static char *read_all(const char *path, size_t *len, struct sk_err *err)
+{
+	FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+	if (!f) {
+		sk_err_sys(err, errno, "open '%s'", path);
+		return NULL;
+	}
+	size_t cap = 65536, n = 0;
+	char *buf = malloc(cap);
+	while (buf) {
+		size_t got = fread(buf + n, 1, cap - n, f);
+		n += got;
+		if (got == 0)
+			break;
+		if (n == cap) {
+			if (cap >= INJECT_MAX_INPUT) {
+				sk_err_set(err, EFBIG, "'%s': larger than %u MiB", path, INJECT_MAX_INPUT >> 20);
+				free(buf);
+				buf = NULL;
+				break;
+			}
+			char *nb = realloc(buf, cap * 2);
+			if (!nb) {
+				free(buf);
+				buf = NULL;
+				sk_err_set(err, ENOMEM, "read '%s': out of memory", path);
+				break;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+	}
+	if (buf && ferror(f)) {
+		sk_err_sys(err, EIO, "read '%s'", path);
+		free(buf);
+		buf = NULL;
+	}
+	if (f != stdin)
+		fclose(f);
+	*len = n;
+	return buf;
+}
+
+/* "Deployment/web" for messages (bounded, quoted names only from the document). */
+static void describe(const cJSON *doc, char *out, size_t outsz)
+{
+	const cJSON *k = cJSON_GetObjectItemCaseSensitive(doc, "kind");
+	const cJSON *n = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "metadata"), "name");
+	snprintf(out, outsz, "%.40s/%.80s", cJSON_IsString(k) ? k->valuestring : "?",
+		 cJSON_IsString(n) ? n->valuestring : "?");
+	for (char *p = out; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+}
+
+static bool is_list(const cJSON *doc)
+{
+	const cJSON *k = cJSON_GetObjectItemCaseSensitive(doc, "kind");
+	return cJSON_IsString(k) && !strcmp(k->valuestring, "List") &&
+	       cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(doc, "items"));
+}
+
+/* Wraps (or with check, judges) one document; a List's items one by one. Returns 0, or 1 when a refusal or
+ * an unwrapped workload was reported. */
+static int one_doc(cJSON *doc, const char *file, int idx, const char *item, const struct sk_inject_opts *o,
+		   bool check)
+{
+	if (is_list(doc)) {
+		int bad = 0, i = 0;
+		char at[32];
+		cJSON *it;
+		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(doc, "items")) {
+			snprintf(at, sizeof(at), "items[%d]", i++);
+			bad |= one_doc(it, file, idx, at, o, check);
+		}
+		return bad;
+	}
+	struct sk_err err = { 0 };
+	char what[160];
+	describe(doc, what, sizeof(what));
+	int r = check ? sk_inject_is_wrapped(doc, o, &err) : sk_inject_doc(doc, o, &err);
+	if (r < 0) {
+		fprintf(stderr, "%s: document %d%s%s (%s): %s\n", file, idx, item ? " " : "", item ? item : "", what,
+			err.msg);
+		return 1;
+	}
+	if (check && r == 0) {
+		fprintf(stderr, "%s: document %d%s%s (%s): not wrapped by stockade (run stockade-policy inject)\n",
+			file, idx, item ? " " : "", item ? item : "", what);
+		return 1;
+	}
+	return 0;
+}
+
+/* The ConfigMap `kubectl apply` needs before the pods: policy.yaml is the file as written. */
+static cJSON *policy_configmap(const char *name, const char *text)
+{
+	cJSON *cm = cJSON_CreateObject();
+	cJSON_AddStringToObject(cm, "apiVersion", "v1");
+	cJSON_AddStringToObject(cm, "kind", "ConfigMap");
+	cJSON *meta = cJSON_AddObjectToObject(cm, "metadata");
+	cJSON_AddStringToObject(meta, "name", name);
+	cJSON *labels = cJSON_AddObjectToObject(meta, "labels");
+	cJSON_AddStringToObject(labels, "app.kubernetes.io/component", "policy");
+	cJSON_AddStringToObject(cJSON_AddObjectToObject(cm, "data"), "policy.yaml", text);
+	return cm;
+}
+
+static int write_out(const cJSON *docs, bool json)
+{
+	const cJSON *d;
+	bool first = true;
+	cJSON_ArrayForEach(d, docs) {
+		char *text = json ? cJSON_Print(d) : sk_manifest_yaml(d);
+		if (!text)
+			return -ENOMEM;
+		if (!json && !first)
+			fputs("---\n", stdout);
+		fputs(text, stdout);
+		if (json)
+			fputc('\n', stdout);
+		free(text);
+		first = false;
+	}
+	return fflush(stdout) ? -EIO : 0;
+}
+
+int sk_cmd_inject(int argc, char **argv)
+{
+	struct sk_inject_opts o;
+	sk_inject_opts_default(&o);
+	const char *files[MAX_FILES], *policy_path = NULL;
+	size_t n_files = 0;
+	bool check = false, uid_flag = false, admin_flag = false;
+	unsigned long v;
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "f:h", long_opts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			if (n_files == MAX_FILES) {
+				fprintf(stderr, "stockade-policy inject: at most %d -f\n", MAX_FILES);
+				return SK_EXIT_USAGE;
+			}
+			files[n_files++] = optarg;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return SK_EXIT_OK;
+		case OPT_POLICY: policy_path = optarg; break;
+		case OPT_CHECK: check = true; break;
+		case OPT_CM: o.policy_configmap = optarg; break;
+		case OPT_INIT_IMG: o.init_image = optarg; break;
+		case OPT_SIDECAR_IMG: o.sidecar_image = optarg; break;
+		case OPT_PULL:
+			if (strcmp(optarg, "Always") && strcmp(optarg, "IfNotPresent") && strcmp(optarg, "Never")) {
+				fprintf(stderr, "stockade-policy inject: --pull-policy: '%s', expected Always, "
+					"IfNotPresent or Never\n", optarg);
+				return SK_EXIT_USAGE;
+			}
+			o.pull_policy = optarg;
+			break;
+		case OPT_AGENT_UID:
+		case OPT_SIDECAR_UID:
+			if (parse_num(c == OPT_AGENT_UID ? "--agent-uid" : "--sidecar-uid", optarg, 1, UINT32_MAX - 1,
+				      &v) < 0)
+				return SK_EXIT_USAGE;
+			*(c == OPT_AGENT_UID ? &o.agent_uid : &o.sidecar_uid) = (uint32_t)v;
+			uid_flag = true;
+			break;
+		case OPT_ADMIN:
+			if (parse_num("--admin-port", optarg, 1, 65535, &v) < 0)
+				return SK_EXIT_USAGE;
+			o.admin_port = (uint16_t)v;
+			admin_flag = true;
+			break;
+		case OPT_SECCOMP: o.seccomp_profile = optarg; break;
+		case OPT_NO_SECCOMP: o.seccomp_profile = NULL; break;
+		case OPT_CLASSIC: o.native = false; break;
+		case OPT_STARTUP: o.hold_until_ready = false; break;
+		case OPT_LOG:
+			if (strcmp(optarg, "error") && strcmp(optarg, "warn") && strcmp(optarg, "info") &&
+			    strcmp(optarg, "debug")) {
+				fprintf(stderr, "stockade-policy inject: --log-level: '%s', expected error, warn, info "
+					"or debug\n", optarg);
+				return SK_EXIT_USAGE;
+			}
+			o.log_level = optarg;
+			break;
+		case OPT_READY:
+			if (parse_num("--ready-timeout", optarg, 1, 3600, &v) < 0)
+				return SK_EXIT_USAGE;
+			o.ready_timeout_s = (unsigned)v;
+			break;
+		default:
+			fputs(usage_text, stderr);
+			return SK_EXIT_USAGE;
+		}
+	}
+	if (optind != argc || n_files == 0) {
+		fputs(usage_text, stderr);
+		return SK_EXIT_USAGE;
+	}
+	if (o.agent_uid == o.sidecar_uid) {
+		fprintf(stderr, "stockade-policy inject: the agent and sidecar UIDs must differ (both %u)\n",
+			(unsigned)o.agent_uid);
+		return SK_EXIT_USAGE;
+	}
+
+	struct sk_err err = { 0 };
+	char *policy_text = NULL;
+	size_t policy_len = 0;
+	if (policy_path) {
+		/* The pod must agree with the policy the init and the sidecar will read: take its UIDs and port. */
+		struct sk_diags diags = { 0 };
+		struct sk_policy *p = NULL;
+		if (sk_policy_load_file_ex(policy_path, -1, SK_LOAD_NO_FILE_CHECKS, &p, &diags) < 0) {
+			sk_diags_print(&diags, stderr);
+			sk_diags_free(&diags);
+			fprintf(stderr, "stockade-policy inject: %s: invalid policy\n", policy_path);
+			return SK_EXIT_POLICY;
+		}
+		sk_diags_free(&diags);
+		bool clash = (uid_flag && (o.agent_uid != p->agent_uid || o.sidecar_uid != p->sidecar_uid)) ||
+			     (admin_flag && o.admin_port != p->ports.admin);
+		o.agent_uid = p->agent_uid;
+		o.sidecar_uid = p->sidecar_uid;
+		o.admin_port = p->ports.admin;
+		sk_policy_free(p);
+		if (clash) {
+			fprintf(stderr, "stockade-policy inject: --agent-uid/--sidecar-uid/--admin-port disagree with "
+				"%s (leave them out: the policy's are used)\n", policy_path);
+			return SK_EXIT_USAGE;
+		}
+		if (!(policy_text = read_all(policy_path, &policy_len, &err))) {
+			fprintf(stderr, "stockade-policy inject: %s\n", err.msg);
+			return SK_EXIT_RUNTIME;
+		}
+	}
+
+	int ex = SK_EXIT_OK;
+	bool json = false;
+	cJSON *out = cJSON_CreateArray();
+	if (!out) {
+		free(policy_text);
+		return SK_EXIT_RUNTIME;
+	}
+	if (policy_text && !check) {
+		if (memchr(policy_text, 0, policy_len)) {
+			fprintf(stderr, "stockade-policy inject: %s: a NUL byte in the policy\n", policy_path);
+			ex = SK_EXIT_POLICY;
+			goto out;
+		}
+		cJSON_AddItemToArray(out, policy_configmap(o.policy_configmap, policy_text));
+	}
+	for (size_t i = 0; i < n_files; i++) {
+		const char *name = strcmp(files[i], "-") ? files[i] : "<stdin>";
+		size_t len;
+		char *buf = read_all(files[i], &len, &err);
+		if (!buf) {
+			fprintf(stderr, "stockade-policy inject: %s\n", err.msg);
+			ex = SK_EXIT_RUNTIME;
+			goto out;
+		}
+		cJSON *docs = NULL;
+		bool is_json;
+		int r = sk_manifest_parse(name, buf, len, &docs, &is_json, &err);
+		free(buf);
+		if (r < 0) {
+			fprintf(stderr, "%s\n", err.msg);
+			ex = r == -ENOMEM ? SK_EXIT_RUNTIME : SK_EXIT_FAIL;
+			goto out;
+		}
+		json = i == 0 ? is_json : json;
+		int idx = 0;
+		while (docs->child) {
+			cJSON *d = cJSON_DetachItemViaPointer(docs, docs->child);
+			if (one_doc(d, name, ++idx, NULL, &o, check))
+				ex = SK_EXIT_FAIL;
+			cJSON_AddItemToArray(out, d);
+		}
+		cJSON_Delete(docs);
+	}
+	if (ex == SK_EXIT_OK && !check && write_out(out, json) < 0) {
+		fprintf(stderr, "stockade-policy inject: write stdout failed\n");
+		ex = SK_EXIT_RUNTIME;
+	}
+out:
+	cJSON_Delete(out);
+	free(policy_text);
+	return ex;
+}

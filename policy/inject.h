@@ -1,0 +1,60 @@
+/* policy/inject.h — wraps a workload's pod spec in stockade, as a cJSON tree: the same init container,
+ * sidecar, agent hardening and volumes that helm/stockade/templates/_helpers.tpl (stockade.podSpec)
+ * renders, applied to a pod spec someone else wrote (`stockade-policy inject`, and later admission).
+ *
+ * What it owns: which kinds carry a pod spec and where; what cannot be sandboxed (refused with the field
+ * path, e.g. "spec.template.spec.hostNetwork: ..."); the stockade-owned names (containers stockade-init,
+ * stockade-sidecar; volumes stockade-policy, stockade-run, stockade-secret-*). It parses no text: the
+ * caller hands it a document tree (manifest.h reads YAML/JSON streams).
+ *
+ * Idempotent: a pod template labelled stockade.io/wrapped=true has its stockade-owned parts removed and
+ * put back from the options, so wrapping twice gives what wrapping once does (and re-wrapping with new
+ * options updates them). Without that label, a stockade-owned name in the pod is a collision, refused. */
+#ifndef SK_POLICY_INJECT_H
+#define SK_POLICY_INJECT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct cJSON;
+struct sk_err;
+
+/* Label put on the pod template; the chart puts the same one on its own pods. */
+#define SK_INJECT_LABEL "stockade.io/wrapped"
+
+struct sk_inject_opts {
+	const char *init_image;        /* borrows: "repository:tag" */
+	const char *sidecar_image;     /* borrows */
+	const char *pull_policy;       /* borrows: imagePullPolicy of both stockade containers */
+	uint32_t agent_uid;            /* runAsUser/runAsGroup given to agent containers that set none */
+	uint32_t sidecar_uid;
+	uint16_t admin_port;           /* the only port in the pod spec; proxy/dns/api live in the policy */
+	const char *policy_configmap;  /* borrows: ConfigMap holding policy.yaml */
+	const char *seccomp_profile;   /* borrows: Localhost profile for agent containers; NULL: RuntimeDefault */
+	const char *log_level;         /* borrows: sidecar --log-level */
+	unsigned drain_seconds;        /* STOCKADE_DRAIN_SECONDS */
+	bool native;                   /* native sidecar (K8s >= 1.29): initContainers + restartPolicy Always */
+	bool hold_until_ready;         /* native only: postStart wait-ready hook (else a startupProbe) */
+	unsigned ready_timeout_s;      /* wait-ready bound / startupProbe failureThreshold */
+	unsigned probe_period_s;       /* liveness/readiness periodSeconds */
+	unsigned probe_failures;       /* liveness failureThreshold */
+};
+
+/* The chart's defaults (helm/stockade/values.yaml, release "stockade", images tagged with appVersion). */
+void sk_inject_opts_default(struct sk_inject_opts *o);
+
+enum sk_inject_result {
+	SK_INJECT_PASS = 0,     /* not a workload kind: left as it was */
+	SK_INJECT_WRAPPED = 1,  /* a workload, now wrapped (it may have been already: the tree is then unchanged) */
+};
+
+/* Wraps the workload `doc` (a whole object: Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job or
+ * CronJob) in place. Returns an sk_inject_result, or -EINVAL with err naming the field path and why the
+ * pod cannot be sandboxed (doc is then unchanged), or -ENOMEM. Borrows doc and o. */
+int sk_inject_doc(struct cJSON *doc, const struct sk_inject_opts *o, struct sk_err *err);
+
+/* 1 when `doc` is not a workload or is wrapped exactly as these options would wrap it, 0 when wrapping
+ * would change it, <0 (err filled) when it cannot be wrapped at all. Borrows both. */
+int sk_inject_is_wrapped(const struct cJSON *doc, const struct sk_inject_opts *o, struct sk_err *err);
+
+#endif
