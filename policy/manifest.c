@@ -14,6 +14,8 @@
 #define TAG_PREFIX "tag:yaml.org,2002:"
 /* cJSON keeps numbers as doubles: beyond this an integer would change silently. */
 #define MAX_EXACT 9007199254740992.0
+/* Keys longer than this (escaped, up to 4 bytes each) could pass YAML's 1024-character simple-key limit. */
+#define LONG_KEY 200
 
 /* ---- YAML 1.1 plain-scalar resolution, as go-yaml v2 (kubectl) does it ---- */
 
@@ -157,7 +159,7 @@ static int rd_scalar(struct rd *r, const yaml_event_t *ev, cJSON **out)
 	else if (one_of(s, false_words))
 		*out = cJSON_CreateFalse();
 	else if (parse_int(s, &v)) {
-		if (fabs(v) > MAX_EXACT)
+		if (fabs(v) >= MAX_EXACT)
 			return rd_fail(r, &ev->start_mark, "an integer beyond 2^53", "a smaller number (or quote it)");
 		*out = cJSON_CreateNumber(v);
 	} else if (parse_float(s, &v))
@@ -305,14 +307,42 @@ static void json_pos(const char *buf, const char *at, size_t *line, size_t *col)
 	}
 }
 
-static bool check_numbers(const cJSON *n)
+/* Well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF), as libyaml demands of YAML. */
+static bool utf8_ok(const unsigned char *s)
 {
-	if (cJSON_IsNumber(n))
-		return isfinite(n->valuedouble) && fabs(n->valuedouble) <= MAX_EXACT;
-	for (const cJSON *c = n->child; c; c = c->next)
-		if (!check_numbers(c))
+	while (*s) {
+		unsigned c = *s, n = c < 0x80 ? 0 : (c & 0xe0) == 0xc0 ? 1 : (c & 0xf0) == 0xe0 ? 2 : (c & 0xf8) == 0xf0 ? 3 : 9;
+		if (n == 9)
 			return false;
+		unsigned cp = n ? c & (0x3f >> n) : c;
+		for (unsigned i = 1; i <= n; i++) {
+			if ((s[i] & 0xc0) != 0x80)
+				return false;
+			cp = cp << 6 | (s[i] & 0x3f);
+		}
+		static const unsigned min[] = { 0, 0x80, 0x800, 0x10000 };
+		if (cp < min[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+			return false;
+		s += n + 1;
+	}
 	return true;
+}
+
+/* What cJSON lets through and the rest of the pipeline cannot hold: inexact integers, invalid UTF-8. */
+static const char *check_values(const cJSON *n)
+{
+	if (n->string && !utf8_ok((const unsigned char *)n->string))
+		return "a key that is not UTF-8";
+	if (cJSON_IsString(n) && !utf8_ok((const unsigned char *)n->valuestring))
+		return "a string that is not UTF-8";
+	if (cJSON_IsNumber(n) && !(isfinite(n->valuedouble) && fabs(n->valuedouble) < MAX_EXACT))
+		return "a number beyond 2^53";
+	for (const cJSON *c = n->child; c; c = c->next) {
+		const char *why = check_values(c);
+		if (why)
+			return why;
+	}
+	return NULL;
 }
 
 static int parse_json(const char *name, const char *buf, size_t len, cJSON *docs, struct sk_err *err)
@@ -340,15 +370,19 @@ static int parse_json(const char *name, const char *buf, size_t len, cJSON *docs
 			rc = sk_err_set(err, EINVAL, "%s:%zu:%zu: JSON syntax error, expected a JSON value", name, line, col);
 			break;
 		}
-		if (!check_numbers(doc)) {
+		const char *why = check_values(doc);
+		if (why) {
 			size_t line, col;
 			json_pos(text, p, &line, &col);
 			cJSON_Delete(doc);
-			rc = sk_err_set(err, EINVAL, "%s:%zu:%zu: a number beyond 2^53 in this document, expected a "
-					"smaller number", name, line, col);
+			rc = sk_err_set(err, EINVAL, "%s:%zu:%zu: %s in this document, expected UTF-8 text and "
+					"integers below 2^53", name, line, col, why);
 			break;
 		}
-		cJSON_AddItemToArray(docs, doc);
+		if (cJSON_IsNull(doc))
+			cJSON_Delete(doc); /* as an empty YAML document: nothing to apply */
+		else
+			cJSON_AddItemToArray(docs, doc);
 		p = end;
 	}
 	free(text);
@@ -436,32 +470,39 @@ static void put_string(struct wr *w, const char *s)
 		return;
 	}
 	put(w, "\"", 1);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		char esc[8];
-		if (*p == '"' || *p == '\\') {
-			esc[0] = '\\';
-			esc[1] = (char)*p;
-			put(w, esc, 2);
-		} else if (*p == '\n') {
-			puts_(w, "\\n");
-		} else if (*p == '\t') {
-			puts_(w, "\\t");
-		} else if (*p < 0x20 || *p == 0x7f) {
-			snprintf(esc, sizeof(esc), "\\x%02x", *p);
-			puts_(w, esc);
-		} else if (p[0] == 0xc2 && p[1] == 0x85) {
-			/* NEL, LS, PS: line breaks to a YAML 1.1 reader, even inside quotes */
-			puts_(w, "\\N");
-			p++;
-		} else if (p[0] == 0xe2 && p[1] == 0x80 && (p[2] == 0xa8 || p[2] == 0xa9)) {
-			puts_(w, p[2] == 0xa8 ? "\\L" : "\\P");
-			p += 2;
-		} else if (p[0] == 0xef && p[1] == 0xbb && p[2] == 0xbf) {
-			puts_(w, "\\uFEFF");
-			p += 2;
-		} else {
-			put(w, (const char *)p, 1);
+	/* The text is UTF-8 (libyaml checked YAML input, check_values JSON). Escaped: what YAML does not
+	 * allow raw (controls, C1, U+FFFE/U+FFFF), the line breaks NEL/LS/PS, and the BOM. */
+	for (const unsigned char *p = (const unsigned char *)s; *p;) {
+		unsigned c = *p, n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : 4;
+		unsigned cp = n == 1 ? c : c & (0x7f >> n);
+		for (unsigned i = 1; i < n; i++) {
+			if ((p[i] & 0xc0) != 0x80) {
+				/* not UTF-8 (a tree built by hand): one replacement character per bad byte */
+				n = 1;
+				cp = 0xfffd;
+				break;
+			}
+			cp = cp << 6 | (p[i] & 0x3f);
 		}
+		char esc[16];
+		if (c == '"' || c == '\\') {
+			esc[0] = '\\';
+			esc[1] = (char)c;
+			put(w, esc, 2);
+		} else if (c == '\n') {
+			puts_(w, "\\n");
+		} else if (c == '\t') {
+			puts_(w, "\\t");
+		} else if (cp < 0x20 || (cp >= 0x7f && cp < 0xa0) || cp == 0x2028 || cp == 0x2029 || cp == 0xfeff ||
+			   cp == 0xfffe || cp == 0xffff || cp == 0xfffd || c >= 0xf8) {
+			if (c >= 0xf8)
+				cp = 0xfffd;
+			snprintf(esc, sizeof(esc), "\\u%04X", cp);
+			puts_(w, esc);
+		} else {
+			put(w, (const char *)p, n);
+		}
+		p += n;
 	}
 	put(w, "\"", 1);
 }
@@ -481,7 +522,9 @@ static void put_scalar(struct wr *w, const cJSON *v)
 			snprintf(num, sizeof(num), "%.0f", d);
 		else
 			snprintf(num, sizeof(num), "%.17g", d);
-		/* "%.17g" of a whole number beyond 2^53 has no '.': still a number to a reader */
+		/* a whole number beyond 2^53 came in as a float and must read back as one, not as an integer */
+		if (!strpbrk(num, ".e"))
+			strcat(num, ".0");
 		puts_(w, num);
 	} else {
 		puts_(w, "null");
@@ -511,7 +554,15 @@ static void put_map(struct wr *w, const cJSON *m, unsigned ind, bool first_inlin
 	for (const cJSON *c = m->child; c; c = c->next) {
 		if (!(first_inline && c == m->child))
 			indent(w, ind);
-		put_string(w, c->string);
+		if (strlen(c->string) > LONG_KEY) {
+			/* a YAML simple key is at most 1024 characters: a longer one gets the explicit "? " form */
+			put(w, "? ", 2);
+			put_string(w, c->string);
+			put(w, "\n", 1);
+			indent(w, ind);
+		} else {
+			put_string(w, c->string);
+		}
 		put(w, ":", 1);
 		if (empty_or_scalar(c)) {
 			put(w, " ", 1);
