@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +81,18 @@ static int parse_num(const char *flag, const char *s, unsigned long lo, unsigned
 	}
 	*out = v;
 	return 0;
+}
+
+/* Image references, names and profile names go into the pod as they are: printable ASCII, no spaces. */
+static bool token_ok(const char *flag, const char *s)
+{
+	bool ok = *s != '\0';
+	for (const char *p = s; *p; p++)
+		ok &= *p > 0x20 && *p < 0x7f;
+	if (!ok)
+		fprintf(stderr, "stockade-policy inject: %s: expected a non-empty name of printable ASCII, no spaces\n",
+			flag);
+	return ok;
 }
 
 /* Reads the whole of path ("-": stdin) into an owned buffer. */
@@ -286,6 +299,10 @@ int sk_cmd_inject(int argc, char **argv)
 		fputs(usage_text, stderr);
 		return SK_EXIT_USAGE;
 	}
+	if (!token_ok("--init-image", o.init_image) || !token_ok("--sidecar-image", o.sidecar_image) ||
+	    !token_ok("--policy-configmap", o.policy_configmap) ||
+	    (o.seccomp_profile && !token_ok("--seccomp-profile", o.seccomp_profile)))
+		return SK_EXIT_USAGE;
 	if (o.agent_uid == o.sidecar_uid) {
 		fprintf(stderr, "stockade-policy inject: the agent and sidecar UIDs must differ (both %u)\n",
 			(unsigned)o.agent_uid);

@@ -86,6 +86,38 @@ if [ -x "$SK_BIN/stockade-policy" ]; then
 	rm -rf "$tmp"
 fi
 
+# The chart as a dependency (issue 21): workload.enabled=false renders no agent workload; the example
+# parent chart wraps its own Deployment and CronJob through the named templates with
+# (dict "root" . "values" .Values.stockade), validates, and its pods are wrapped exactly as
+# `stockade-policy inject` would wrap them.
+agents=$(render --kube-version 1.34.0 --set workload.enabled=false | python3 -c '
+import sys, yaml
+print(sum(1 for d in yaml.safe_load_all(sys.stdin) if d and d["metadata"]["name"].endswith("-agent")))')
+sk_check_eq "workload.enabled=false renders no agent workload" 0 "$agents"
+EX=helm/examples/agent-platform
+sk_check "helm lint --strict example parent chart" "$HELM" lint --strict "$EX" --kube-version 1.34.0
+for v in 1.34.0 1.37.0; do
+	out=$("$HELM" template plat "$EX" --namespace default --kube-version "$v" 2>/dev/null | conform "$v" 2>&1)
+	if echo "$out" | grep -qE 'Valid: 5, Invalid: 0, Errors: 0'; then sk_pass "kubeconform $v example parent chart"
+	else sk_fail "kubeconform $v example parent chart" "$out"; fi
+done
+ex_kinds=$("$HELM" template plat "$EX" --namespace default --kube-version 1.34.0 2>/dev/null | python3 -c '
+import sys, yaml
+for d in yaml.safe_load_all(sys.stdin):
+    if d and d["kind"] in ("Deployment", "CronJob"):
+        s = d["spec"]["template"]["spec"] if d["kind"] == "Deployment" else d["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+        print(d["kind"], d["metadata"]["name"], ",".join(c["name"] for c in s["initContainers"]),
+              s["containers"][0]["securityContext"]["seccompProfile"]["type"], s["volumes"][0]["configMap"]["name"])')
+sk_check_eq "example: the parent's own pods wrapped, no agent workload from the subchart" \
+	"CronJob plat-nightly stockade-init,stockade-sidecar Localhost plat-stockade-policy
+Deployment plat-worker stockade-init,stockade-sidecar Localhost plat-stockade-policy" "$(sort <<<"$ex_kinds")"
+if [ -x "$SK_BIN/stockade-policy" ]; then
+	out=$("$HELM" template plat "$EX" --namespace default --kube-version 1.34.0 -s templates/worker.yaml \
+		-s templates/nightly.yaml 2>/dev/null | "$SK_BIN/stockade-policy" inject --check \
+		--policy-configmap plat-stockade-policy -f - 2>&1)
+	sk_check_eq "example: named templates and stockade-policy inject wrap alike (inject --check)" "0:" "$?:$out"
+fi
+
 fresh=$(mktemp -d)
 scripts/render-manifests "$fresh" >/dev/null 2>&1
 if diff -ru deploy "$fresh" >/dev/null 2>&1; then sk_pass "deploy/ matches a fresh render (make manifests)"

@@ -417,6 +417,14 @@ static void test_writer_edge_cases_read_back(void **state)
 	cJSON_Delete(back);
 	free(y);
 	cJSON_Delete(d);
+	/* and the plain cases stay plain */
+	d = yaml1("port: 80\nneg: -3\nf: 0.5\nname: web\nq: 'yes'\nm: 1Mi\n");
+	y = sk_manifest_yaml(d);
+	assert_string_equal(y, "port: 80\nneg: -3\nf: 0.5\nname: web\nq: \"yes\"\nm: \"1Mi\"\n");
+	back = NULL;
+	cJSON_Delete(back);
+	free(y);
+	cJSON_Delete(d);
 }
 
 int main(void)

@@ -518,13 +518,14 @@ static void put_scalar(struct wr *w, const cJSON *v)
 		puts_(w, "false");
 	else if (cJSON_IsNumber(v)) {
 		double d = v->valuedouble;
-		if (d == floor(d) && fabs(d) <= MAX_EXACT)
+		if (d == floor(d) && fabs(d) < MAX_EXACT) {
 			snprintf(num, sizeof(num), "%.0f", d);
-		else
+		} else {
 			snprintf(num, sizeof(num), "%.17g", d);
-		/* a whole number beyond 2^53 came in as a float and must read back as one, not as an integer */
-		if (!strpbrk(num, ".e"))
-			strcat(num, ".0");
+			/* a whole number past 2^53 came in as a float and must read back as one, not as an integer */
+			if (!strpbrk(num, ".e"))
+				strcat(num, ".0");
+		}
 		puts_(w, num);
 	} else {
 		puts_(w, "null");

@@ -1,4 +1,36 @@
 {{/*
+stockade.ctx: normalises what a named template was given into the dict (index . 1), with the keys Values,
+Chart, Release and Capabilities of stockade's own chart. The input (index . 0) is this chart's context (`.`),
+or from a parent chart (dict "root" $ "values" $.Values.stockade): Chart comes from the parent's
+.Subcharts.stockade (so image tags default to stockade's appVersion and names to stockade's), Values from
+"values" (default: the subchart's own). Other keys of a dict input (e.g. "native") are copied too.
+Usage: {{- $c := dict -}}{{- include "stockade.ctx" (list . $c) -}} then $c.Values.uids.agent
+*/}}
+{{- define "stockade.ctx" -}}
+{{- $in := index . 0 -}}
+{{- $out := index . 1 -}}
+{{- if hasKey $in "root" -}}
+{{- $root := $in.root -}}
+{{- $sub := $root -}}
+{{- if and (hasKey $root "Subcharts") $root.Subcharts (hasKey $root.Subcharts "stockade") -}}
+{{- $sub = index $root.Subcharts "stockade" -}}
+{{- end -}}
+{{- range $k, $v := $in -}}
+{{- $_ := set $out $k $v -}}
+{{- end -}}
+{{- $_ := set $out "Values" (default $sub.Values $in.values) -}}
+{{- $_ := set $out "Chart" $sub.Chart -}}
+{{- $_ := set $out "Release" $root.Release -}}
+{{- $_ := set $out "Capabilities" $root.Capabilities -}}
+{{- else -}}
+{{- $_ := set $out "Values" $in.Values -}}
+{{- $_ := set $out "Chart" $in.Chart -}}
+{{- $_ := set $out "Release" $in.Release -}}
+{{- $_ := set $out "Capabilities" $in.Capabilities -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
 stockade.name: the chart name. Usage: {{ include "stockade.name" . }}
 */}}
 {{- define "stockade.name" -}}
@@ -93,9 +125,12 @@ stockade.nativeSidecar: "true" when the sidecar runs as a native sidecar (K8s >=
 
 {{/*
 stockade.initContainer: the stockade-init container (first init container). Another chart may include it
-in its own pod spec's initContainers. Usage: {{ include "stockade.initContainer" . | nindent 8 }}
+in its own pod spec's initContainers. Usage: {{ include "stockade.initContainer" . | nindent 8 }}, or from a
+parent chart {{ include "stockade.initContainer" (dict "root" . "values" .Values.stockade) | nindent 8 }}
 */}}
 {{- define "stockade.initContainer" -}}
+{{- $c := dict -}}{{- include "stockade.ctx" (list . $c) -}}
+{{- with $c -}}
 - name: stockade-init
   image: {{ include "stockade.image" (list . .Values.images.init) }}
   imagePullPolicy: {{ .Values.images.init.pullPolicy }}
@@ -121,19 +156,22 @@ in its own pod spec's initContainers. Usage: {{ include "stockade.initContainer"
     - name: stockade-run
       mountPath: /run/stockade
 {{- end -}}
+{{- end -}}
 
 {{/*
 stockade.sidecarContainer: the stockade-sidecar container. For a native sidecar include it in
 initContainers (it carries restartPolicy: Always and the postStart hook `wait-ready`, or a startupProbe when
 sidecar.holdAgentUntilReady is false); for a classic one in containers (neither: nothing gates the agent).
-Usage: {{ include "stockade.sidecarContainer" (dict "root" . "native" true) | nindent 8 }}
+Usage: {{ include "stockade.sidecarContainer" (dict "root" . "native" true) | nindent 8 }}; from a parent chart
+add "values" .Values.stockade (without "native", sidecar.native decides, as for the chart's own pods).
 */}}
 {{- define "stockade.sidecarContainer" -}}
-{{- $ := .root -}}
+{{- $ := dict -}}{{- include "stockade.ctx" (list . $) -}}
+{{- $native := ternary .native (eq (include "stockade.nativeSidecar" $) "true") (hasKey . "native") -}}
 - name: stockade-sidecar
   image: {{ include "stockade.image" (list $ $.Values.images.sidecar) }}
   imagePullPolicy: {{ $.Values.images.sidecar.pullPolicy }}
-  {{- if .native }}
+  {{- if $native }}
   restartPolicy: Always
   {{- end }}
   args:
@@ -163,7 +201,7 @@ Usage: {{ include "stockade.sidecarContainer" (dict "root" . "native" true) | ni
       drop: [ALL]
     seccompProfile:
       type: RuntimeDefault
-  {{- if and .native $.Values.sidecar.holdAgentUntilReady }}
+  {{- if and $native $.Values.sidecar.holdAgentUntilReady }}
   lifecycle:
     # The kubelet starts the agent once this hook returns: wait-ready polls the sidecar's own /readyz
     # every 5 ms (a startupProbe could not look more often than once a second). It fails after
@@ -175,7 +213,7 @@ Usage: {{ include "stockade.sidecarContainer" (dict "root" . "native" true) | ni
           - wait-ready
           - --admin-addr=127.0.0.1:{{ int $.Values.ports.admin }}
           - --timeout-ms={{ mul (int $.Values.sidecar.readyTimeoutSeconds) 1000 }}
-  {{- else if .native }}
+  {{- else if $native }}
   startupProbe:
     httpGet: { path: /readyz, port: admin }
     periodSeconds: 1
@@ -208,9 +246,11 @@ Usage: {{ include "stockade.sidecarContainer" (dict "root" . "native" true) | ni
 
 {{/*
 stockade.agentSecurityContext: the agent container's securityContext (Pod Security "restricted").
-Usage: securityContext: {{- include "stockade.agentSecurityContext" . | nindent 10 }}
+Usage: securityContext: {{- include "stockade.agentSecurityContext" . | nindent 10 }} (or the parent-chart dict)
 */}}
 {{- define "stockade.agentSecurityContext" -}}
+{{- $c := dict -}}{{- include "stockade.ctx" (list . $c) -}}
+{{- with $c -}}
 runAsUser: {{ int .Values.uids.agent }}
 runAsGroup: {{ int .Values.uids.agent }}
 runAsNonRoot: true
@@ -226,12 +266,15 @@ seccompProfile:
   type: RuntimeDefault
 {{- end }}
 {{- end -}}
+{{- end -}}
 
 {{/*
 stockade.podVolumes: the volumes stockade's containers use (policy, init marker, API secrets).
-Usage: volumes: {{- include "stockade.podVolumes" . | nindent 8 }}
+Usage: volumes: {{- include "stockade.podVolumes" . | nindent 8 }} (or the parent-chart dict)
 */}}
 {{- define "stockade.podVolumes" -}}
+{{- $c := dict -}}{{- include "stockade.ctx" (list . $c) -}}
+{{- with $c -}}
 - name: stockade-policy
   configMap:
     name: {{ include "stockade.policyConfigMap" . }}
@@ -247,6 +290,7 @@ Usage: volumes: {{- include "stockade.podVolumes" . | nindent 8 }}
     # sidecar UID read them; only the sidecar mounts this volume, so the agent cannot reach them.
     defaultMode: 0444
 {{- end }}
+{{- end -}}
 {{- end -}}
 
 {{/*

@@ -1,0 +1,244 @@
+#!/usr/bin/env bash
+# e2e/inject.test.sh — `stockade-policy inject` (issue 21): the pod spec it writes around an agent
+# container is the one the chart renders around the same container (helm template, compared with keys
+# sorted, lists in order), in native, classic, startupProbe, no-seccomp and other-UID modes and for Pod,
+# Job and Deployment; every workload kind it writes passes kubeconform; refusals, --check, --policy,
+# Lists, JSON and pass-through. Needs helm, kubeconform and the schemas (scripts/install-tools); no root.
+set -uo pipefail
+# shellcheck source=e2e/lib.sh
+. "$(dirname "$0")/lib.sh"
+cd "$SK_ROOT" || exit 1
+P="$SK_BIN/stockade-policy"
+T=${SK_TOOLS:-/opt/stockade-tools}
+HELM=$T/bin/helm KUBECONFORM=$T/bin/kubeconform
+schema_dirs=("$T"/schemas/*/kubernetes-json-schema)
+SCHEMAS=""; [ -d "${schema_dirs[-1]}" ] && SCHEMAS=${schema_dirs[-1]}
+SK_TMP=$(mktemp -d)
+trap sk_cleanup_on_exit EXIT
+if [ ! -x "$HELM" ] || [ ! -x "$KUBECONFORM" ] || [ -z "$SCHEMAS" ]; then
+	echo "helm/kubeconform/schemas missing: run scripts/install-tools" >&2
+	sk_fail "tools installed"; sk_summary; exit 1
+fi
+
+run() { out=$("$@" 2>"$SK_TMP/err"); rc=$?; err=$(cat "$SK_TMP/err"); }
+
+# podspec KIND — reads manifests on stdin, prints the pod spec of the first KIND as JSON, keys sorted.
+podspec() {
+	python3 -c '
+import sys, json, yaml
+kind = sys.argv[1]
+for d in yaml.safe_load_all(sys.stdin):
+    if d and d.get("kind") == kind:
+        s = d["spec"] if kind == "Pod" else d["spec"]["template"]["spec"]
+        print(json.dumps(s, sort_keys=True, indent=1))
+        break' "$1"
+}
+
+# app_pod KIND [AGENT_UID] — the workload an application would write: the chart's default agent container
+# (values.yaml agent.*) and the pod fields the chart sets from workload.*, nothing of stockade's.
+app_pod() {
+	local kind=$1 head
+	case $kind in
+	Pod) head='apiVersion: v1
+kind: Pod
+metadata: {name: app}
+spec:' ;;
+	Job) head='apiVersion: batch/v1
+kind: Job
+metadata: {name: app}
+spec:
+  template:
+    spec:' ;;
+	Deployment) head='apiVersion: apps/v1
+kind: Deployment
+metadata: {name: app}
+spec:
+  selector: {matchLabels: {app: a}}
+  template:
+    metadata: {labels: {app: a}}
+    spec:' ;;
+	esac
+	local ind="  "; [ "$kind" = Pod ] || ind="      "
+	echo "$head"
+	sed "s/^/$ind/" <<EOF
+$( [ "$kind" = Deployment ] || echo "restartPolicy: Never")
+terminationGracePeriodSeconds: 30
+containers:
+  - name: agent
+    image: localhost/stockade-e2e-agent:latest
+    imagePullPolicy: IfNotPresent
+    command: [sleep, infinity]
+    env:
+      - {name: HOME, value: /home/agent}
+    volumeMounts:
+      - {name: agent-writable-0, mountPath: /tmp}
+      - {name: agent-writable-1, mountPath: /home/agent}
+volumes:
+  - {name: agent-writable-0, emptyDir: {}}
+  - {name: agent-writable-1, emptyDir: {}}
+EOF
+}
+
+# same NAME KIND "HELM ARGS" "INJECT ARGS" — the chart's pod spec equals inject's for the same agent.
+same() {
+	local name=$1 kind=$2 hargs=$3 iargs=$4
+	# shellcheck disable=SC2086  # word-split argument lists
+	"$HELM" template stockade helm/stockade --namespace default --kube-version 1.34.0 \
+		--set workload.kind="$kind" $hargs | podspec "$kind" >"$SK_TMP/chart.json"
+	# shellcheck disable=SC2086
+	app_pod "$kind" | "$P" inject -f - $iargs | podspec "$kind" >"$SK_TMP/inject.json"
+	if [ -s "$SK_TMP/chart.json" ] && diff -u "$SK_TMP/chart.json" "$SK_TMP/inject.json" >"$SK_TMP/diff"; then
+		sk_pass "same pod as the chart: $name"
+	else
+		sk_fail "same pod as the chart: $name" "$(head -40 "$SK_TMP/diff")"
+	fi
+}
+
+# --- the key proof: chart and inject agree ----------------------------------------------------------------
+same "Pod, native, defaults" Pod "" ""
+same "Job, native" Job "" ""
+same "Deployment, native" Deployment "" ""
+same "Pod, classic sidecar" Pod "--set sidecar.native=false" "--classic-sidecar"
+same "Deployment, classic sidecar" Deployment "--set sidecar.native=false" "--classic-sidecar"
+same "Pod, startupProbe gate" Pod "--set sidecar.holdAgentUntilReady=false" "--startup-probe"
+same "Pod, seccomp off" Pod "--set seccomp.enabled=false" "--no-seccomp"
+same "Pod, other UIDs, admin port, images, configmap, log level, ready timeout" Pod \
+	"--set uids.agent=2000 --set uids.sidecar=2001 --set ports.admin=16000 --set images.init.repository=r/i --set images.init.tag=t1 --set images.sidecar.repository=r/s --set images.sidecar.tag=t2 --set images.init.pullPolicy=Always --set images.sidecar.pullPolicy=Always --set policy.existingConfigMap=my-policy --set sidecar.logLevel=debug --set sidecar.readyTimeoutSeconds=7" \
+	"--agent-uid 2000 --sidecar-uid 2001 --admin-port 16000 --init-image r/i:t1 --sidecar-image r/s:t2 --pull-policy Always --policy-configmap my-policy --log-level debug --ready-timeout 7"
+
+# --- every workload kind, as kubectl would receive it ------------------------------------------------------
+cat >"$SK_TMP/kinds.yaml" <<'EOF'
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: s}
+spec:
+  serviceName: s
+  selector: {matchLabels: {app: s}}
+  template:
+    metadata: {labels: {app: s}}
+    spec: {containers: [{name: app, image: busybox}]}
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: d}
+spec:
+  selector: {matchLabels: {app: d}}
+  template:
+    metadata: {labels: {app: d}}
+    spec: {containers: [{name: app, image: busybox}]}
+---
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {name: r}
+spec:
+  selector: {matchLabels: {app: r}}
+  template:
+    metadata: {labels: {app: r}}
+    spec: {containers: [{name: app, image: busybox}]}
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: c}
+spec:
+  schedule: "*/5 * * * *"
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          restartPolicy: OnFailure
+          initContainers: [{name: setup, image: busybox, securityContext: {runAsUser: 1000}}]
+          containers: [{name: app, image: busybox}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: svc}
+spec:
+  ports: [{port: 80}]
+EOF
+run "$P" inject -f "$SK_TMP/kinds.yaml"
+sk_check_eq "inject every kind exits 0" 0 "$rc"
+printf '%s\n' "$out" >"$SK_TMP/kinds.out.yaml"
+cf=$("$KUBECONFORM" -strict -summary -kubernetes-version 1.37.0 \
+	-schema-location "$SCHEMAS/{{ .NormalizedKubernetesVersion }}-local{{ .StrictSuffix }}/{{ .ResourceKind }}{{ .KindSuffix }}.json" \
+	"$SK_TMP/kinds.out.yaml" 2>&1)
+if grep -q 'Valid: 5, Invalid: 0, Errors: 0' <<<"$cf"; then sk_pass "kubeconform: every kind inject wrote"
+else sk_fail "kubeconform: every kind inject wrote" "$cf"; fi
+wrapped=$(python3 -c '
+import sys, yaml
+for d in yaml.safe_load_all(open(sys.argv[1])):
+    k = d["kind"]
+    s = {"Pod": lambda: d["spec"], "CronJob": lambda: d["spec"]["jobTemplate"]["spec"]["template"]["spec"]}.get(
+        k, lambda: d["spec"].get("template", {}).get("spec"))()
+    names = [c["name"] for c in (s or {}).get("initContainers", [])] if s else []
+    print(k, ",".join(names) or "-")' "$SK_TMP/kinds.out.yaml")
+sk_check_eq "each kind wrapped, the pod's own init container after stockade's, the Service untouched" \
+	"StatefulSet stockade-init,stockade-sidecar
+DaemonSet stockade-init,stockade-sidecar
+ReplicaSet stockade-init,stockade-sidecar
+CronJob stockade-init,stockade-sidecar,setup
+Service -" "$wrapped"
+sk_check_eq "the Service passes unchanged" "$(python3 -c 'import sys,yaml,json; print(json.dumps(list(yaml.safe_load_all(open(sys.argv[1])))[4], sort_keys=True))' "$SK_TMP/kinds.yaml")" \
+	"$(python3 -c 'import sys,yaml,json; print(json.dumps(list(yaml.safe_load_all(open(sys.argv[1])))[4], sort_keys=True))' "$SK_TMP/kinds.out.yaml")"
+
+# --- idempotence and --check ----------------------------------------------------------------------------
+run "$P" inject -f "$SK_TMP/kinds.out.yaml"
+sk_check_eq "wrapping the output again gives the same text" "$(cat "$SK_TMP/kinds.out.yaml")" "$out"
+run "$P" inject --check -f "$SK_TMP/kinds.out.yaml"
+sk_check_eq "--check passes on wrapped output (exit 0, silent)" "0:" "$rc:$out$err"
+run "$P" inject --check -f "$SK_TMP/kinds.yaml"
+sk_check_eq "--check fails on the unwrapped file" 1 "$rc"
+sk_check_eq "--check names each unwrapped workload" "$SK_TMP/kinds.yaml: document 1 (StatefulSet/s): not wrapped by stockade (run stockade-policy inject)
+$SK_TMP/kinds.yaml: document 2 (DaemonSet/d): not wrapped by stockade (run stockade-policy inject)
+$SK_TMP/kinds.yaml: document 3 (ReplicaSet/r): not wrapped by stockade (run stockade-policy inject)
+$SK_TMP/kinds.yaml: document 4 (CronJob/c): not wrapped by stockade (run stockade-policy inject)" "$err"
+run "$P" inject --check --classic-sidecar -f "$SK_TMP/kinds.out.yaml"
+sk_check_eq "--check fails when the options differ (classic vs native)" 1 "$rc"
+
+# --- refusals: nothing on stdout, the field named --------------------------------------------------------
+printf 'apiVersion: v1\nkind: Service\nmetadata: {name: a}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  template:\n    spec:\n      hostNetwork: true\n      containers: [{name: app, image: x}]\n' >"$SK_TMP/hostnet.yaml"
+run "$P" inject -f "$SK_TMP/hostnet.yaml"
+sk_check_eq "hostNetwork refused: exit 1, nothing written" "1:" "$rc:$out"
+sk_check_eq "hostNetwork refused: field path named" "$SK_TMP/hostnet.yaml: document 2 (Deployment/web): spec.template.spec.hostNetwork: the pod shares the node's network namespace, which stockade's nftables cannot confine" "$err"
+printf 'apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec: {template: {spec: {restartPolicy: Never, containers: [{name: a, image: x}]}}}\n' >"$SK_TMP/job.yaml"
+run "$P" inject --classic-sidecar -f "$SK_TMP/job.yaml"
+sk_check_eq "Job with a classic sidecar refused" "1:$SK_TMP/job.yaml: document 1 (Job/j): spec.template.spec: a Job's pod cannot have a classic sidecar: it would keep running and the Job would never complete (use a native sidecar, Kubernetes >= 1.29)" "$rc:$err"
+printf 'kind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: a, securityContext: {runAsUser: 0}}]}\n' >"$SK_TMP/root.yaml"
+run "$P" inject -f "$SK_TMP/root.yaml"
+sk_check_eq "root agent refused" "1:$SK_TMP/root.yaml: document 1 (Pod/p): spec.containers[0].securityContext.runAsUser: container 'a' runs as root; an agent container cannot (its traffic would not be redirected, and root may change the pod's nftables)" "$rc:$err"
+printf 'kind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: a}]\n  x: [1\n' >"$SK_TMP/syntax.yaml"
+run "$P" inject -f "$SK_TMP/syntax.yaml"
+sk_check_eq "YAML syntax error names file:line:col" "1:$SK_TMP/syntax.yaml:6:1: YAML syntax error: did not find expected ',' or ']', expected valid YAML" "$rc:$err"
+
+# --- Lists, JSON, stdin, --policy ------------------------------------------------------------------------
+printf '{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"a","image":"x"}]}},{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"}}]}' >"$SK_TMP/list.json"
+run "$P" inject -f - <"$SK_TMP/list.json"
+sk_check_eq "a JSON List from stdin: JSON out, the Pod item wrapped, the ConfigMap not" "List Pod:stockade-init,stockade-sidecar ConfigMap:-" \
+	"$(python3 -c 'import sys,json; d=json.loads(sys.stdin.read()); print(d["kind"], " ".join(i["kind"]+":"+(",".join(c["name"] for c in i.get("spec",{}).get("initContainers",[])) or "-") for i in d["items"]))' <<<"$out")"
+run "$P" inject --check -f "$SK_TMP/list.json"
+sk_check_eq "--check names the List item" "1:$SK_TMP/list.json: document 1 items[0] (Pod/p): not wrapped by stockade (run stockade-policy inject)" "$rc:$err"
+
+printf 'version: 1\nagent: {uid: 4000}\nsidecar: {uid: 4001}\nports: {admin: 17000}\negress:\n  - host: api.github.com\n    ports: [443]\n' >"$SK_TMP/policy.yaml"
+run "$P" inject --policy "$SK_TMP/policy.yaml" --policy-configmap agent-policy -f "$SK_TMP/root.yaml"
+sk_check_eq "--policy: the policy's UIDs are used (root still refused)" 1 "$rc"
+run "$P" inject --policy "$SK_TMP/policy.yaml" --policy-configmap agent-policy -f "$SK_TMP/job.yaml"
+sk_check_eq "--policy: ConfigMap first, holding the file; the pod takes the policy's UIDs and admin port" \
+	"ConfigMap agent-policy True | Job 4000 4001 --admin-addr=0.0.0.0:17000 agent-policy" \
+	"$(python3 -c '
+import sys, yaml
+ds = list(yaml.safe_load_all(sys.stdin))
+cm, job = ds
+s = job["spec"]["template"]["spec"]
+side = s["initContainers"][1]
+print(cm["kind"], cm["metadata"]["name"], cm["data"]["policy.yaml"] == open(sys.argv[1]).read(), "|", job["kind"],
+      s["containers"][0]["securityContext"]["runAsUser"], side["securityContext"]["runAsUser"], side["args"][2],
+      s["volumes"][0]["configMap"]["name"])' "$SK_TMP/policy.yaml" <<<"$out")"
+run "$P" inject --policy "$SK_TMP/policy.yaml" --agent-uid 1000 -f "$SK_TMP/job.yaml"
+sk_check_eq "--policy with a disagreeing --agent-uid is a usage error" 2 "$rc"
+printf 'version: 1\nagent: {uid: 0}\n' >"$SK_TMP/bad-policy.yaml"
+run "$P" inject --policy "$SK_TMP/bad-policy.yaml" -f "$SK_TMP/job.yaml"
+sk_check_eq "--policy with an invalid policy exits 3" 3 "$rc"
+
+run "$P" inject --init-image "a b" -f "$SK_TMP/job.yaml"
+sk_check_eq "an image with a space is a usage error" "2:stockade-policy inject: --init-image: expected a non-empty name of printable ASCII, no spaces" "$rc:$err"
+
+sk_summary
