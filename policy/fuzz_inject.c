@@ -70,8 +70,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	cJSON *d;
-	cJSON_ArrayForEach(d, docs)
+	cJSON_ArrayForEach(d, docs) {
 		check_doc(d, &o);
+	}
 	cJSON_Delete(docs);
 	return 0;
 }

@@ -411,8 +411,9 @@ static void harden_agent(cJSON *c, const struct sk_inject_opts *o)
 	}
 	bool has_all = false;
 	const cJSON *d;
-	cJSON_ArrayForEach(d, drop)
+	cJSON_ArrayForEach(d, drop) {
 		has_all |= cJSON_IsString(d) && !strcasecmp(d->valuestring, "ALL");
+	}
 	if (!has_all)
 		cJSON_AddItemToArray(drop, cJSON_CreateString("ALL"));
 	cJSON *prof = cJSON_CreateObject();
@@ -519,10 +520,12 @@ static int wrap_spec(cJSON *spec, const char *at, bool wrapped, bool job, const 
 	default_item(psc, "seccompProfile", prof);
 
 	cJSON *c;
-	cJSON_ArrayForEach(c, inits)
+	cJSON_ArrayForEach(c, inits) {
 		harden_agent(c, o);
-	cJSON_ArrayForEach(c, conts)
+	}
+	cJSON_ArrayForEach(c, conts) {
 		harden_agent(c, o);
+	}
 
 	/* stockade-init first, then the native sidecar, so both run before any container of the pod's own */
 	cJSON *new_inits = cJSON_CreateArray();

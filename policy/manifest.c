@@ -142,27 +142,23 @@ static int rd_scalar(struct rd *r, const yaml_event_t *ev, cJSON **out)
 	const char *tag = (const char *)ev->data.scalar.tag;
 	if (strlen(s) != ev->data.scalar.length)
 		return rd_fail(r, &ev->start_mark, "a NUL byte in a scalar", "text");
-	bool plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
-	if (tag && !strcmp(tag, TAG_PREFIX "str"))
-		plain = false;
-	else if (tag && strcmp(tag, "!") && strncmp(tag, TAG_PREFIX, strlen(TAG_PREFIX)))
+	/* "!" (non-specific) and !!str make a string; another core tag resolves as if untagged */
+	if (tag && strcmp(tag, "!") && strncmp(tag, TAG_PREFIX, strlen(TAG_PREFIX)))
 		return rd_fail(r, &ev->start_mark, "a custom tag", "plain data (no tags)");
-	else if (tag && !strcmp(tag, "!"))
-		plain = false;
+	bool plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+		     !(tag && (!strcmp(tag, "!") || !strcmp(tag, TAG_PREFIX "str")));
 	double v;
-	if (!plain)
-		*out = cJSON_CreateString(s);
-	else if (one_of(s, null_words))
+	if (plain && one_of(s, null_words))
 		*out = cJSON_CreateNull();
-	else if (one_of(s, true_words))
+	else if (plain && one_of(s, true_words))
 		*out = cJSON_CreateTrue();
-	else if (one_of(s, false_words))
+	else if (plain && one_of(s, false_words))
 		*out = cJSON_CreateFalse();
-	else if (parse_int(s, &v)) {
+	else if (plain && parse_int(s, &v)) {
 		if (fabs(v) >= MAX_EXACT)
 			return rd_fail(r, &ev->start_mark, "an integer beyond 2^53", "a smaller number (or quote it)");
 		*out = cJSON_CreateNumber(v);
-	} else if (parse_float(s, &v))
+	} else if (plain && parse_float(s, &v))
 		*out = cJSON_CreateNumber(v);
 	else
 		*out = cJSON_CreateString(s);
@@ -523,8 +519,9 @@ static void put_scalar(struct wr *w, const cJSON *v)
 		} else {
 			snprintf(num, sizeof(num), "%.17g", d);
 			/* a whole number past 2^53 came in as a float and must read back as one, not as an integer */
-			if (!strpbrk(num, ".e"))
-				strcat(num, ".0");
+			size_t l = strlen(num);
+			if (!strpbrk(num, ".e") && l + 3 <= sizeof(num))
+				memcpy(num + l, ".0", 3);
 		}
 		puts_(w, num);
 	} else {
