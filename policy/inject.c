@@ -463,6 +463,72 @@ static int check_list(const cJSON *arr, const char *at, const char *k, const str
 	return 0;
 }
 
+static bool str_is(const cJSON *o, const char *k, const char *want)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	return cJSON_IsString(v) && !strcmp(v->valuestring, want);
+}
+
+static bool num_is(const cJSON *o, const char *k, double want)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	return cJSON_IsNumber(v) && v->valuedouble == want;
+}
+
+static bool has_all_dropped(const cJSON *sc)
+{
+	const cJSON *d;
+	cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(sc, "capabilities"),
+								 "drop")) {
+		if (cJSON_IsString(d) && !strcasecmp(d->valuestring, "ALL"))
+			return true;
+	}
+	return false;
+}
+
+/* What the wrapped spec must hold for the sandbox to stand: the init first with NET_ADMIN and both
+ * mounts, the sidecar under its UID, every other container non-root, unescalating, with no capabilities
+ * and the agent's seccomp profile, and the two volumes. */
+static bool sandboxed(const cJSON *spec, const struct sk_inject_opts *o)
+{
+	const cJSON *inits = cJSON_GetObjectItemCaseSensitive(spec, "initContainers");
+	const cJSON *conts = cJSON_GetObjectItemCaseSensitive(spec, "containers");
+	const cJSON *vols = cJSON_GetObjectItemCaseSensitive(spec, "volumes");
+	const cJSON *init = cJSON_GetArrayItem(inits, 0);
+	const cJSON *isc = cJSON_GetObjectItemCaseSensitive(init, "securityContext");
+	if (!str_is(init, "name", INIT_NAME) || !str_is(init, "image", o->init_image) || !num_is(isc, "runAsUser", 0) ||
+	    !has_all_dropped(isc) || cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(init, "volumeMounts")) != 2)
+		return false;
+	const cJSON *side = o->native ? cJSON_GetArrayItem(inits, 1) : cJSON_GetArrayItem(conts, cJSON_GetArraySize(conts) - 1);
+	const cJSON *ssc = cJSON_GetObjectItemCaseSensitive(side, "securityContext");
+	if (!str_is(side, "name", SIDECAR_NAME) || !str_is(side, "image", o->sidecar_image) ||
+	    !num_is(ssc, "runAsUser", o->sidecar_uid) || !has_all_dropped(ssc) ||
+	    (o->native && !str_is(side, "restartPolicy", "Always")) ||
+	    cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(side, "args")) != 4)
+		return false;
+	const cJSON *lists[] = { inits, conts };
+	for (size_t l = 0; l < 2; l++) {
+		const cJSON *c;
+		cJSON_ArrayForEach(c, lists[l]) {
+			const char *n = cname(c);
+			if (n && stockade_container(n))
+				continue;
+			const cJSON *sc = cJSON_GetObjectItemCaseSensitive(c, "securityContext");
+			const cJSON *prof = cJSON_GetObjectItemCaseSensitive(sc, "seccompProfile");
+			if (!n || !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(sc, "runAsNonRoot")) ||
+			    !cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(sc, "allowPrivilegeEscalation")) ||
+			    !cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(sc, "runAsUser")) || !has_all_dropped(sc) ||
+			    !str_is(prof, "type", o->seccomp_profile ? "Localhost" : "RuntimeDefault") ||
+			    (o->seccomp_profile && !str_is(prof, "localhostProfile", o->seccomp_profile)))
+				return false;
+		}
+	}
+	const cJSON *pv = cJSON_GetArrayItem(vols, 0), *rv = cJSON_GetArrayItem(vols, 1);
+	return str_is(pv, "name", VOL_POLICY) &&
+	       str_is(cJSON_GetObjectItemCaseSensitive(pv, "configMap"), "name", o->policy_configmap) &&
+	       str_is(rv, "name", VOL_RUN) && cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(rv, "emptyDir"));
+}
+
 /* Wraps one pod spec (a private copy: on error the caller drops it). `at` is its path, for messages. */
 static int wrap_spec(cJSON *spec, const char *at, bool wrapped, bool job, const struct sk_inject_opts *o,
 		     struct sk_err *err)
@@ -554,6 +620,9 @@ static int wrap_spec(cJSON *spec, const char *at, bool wrapped, bool job, const 
 		while (vols->child)
 			cJSON_AddItemToArray(new_vols, cJSON_DetachItemViaPointer(vols, vols->child));
 	set_item(spec, "volumes", new_vols);
+	/* cJSON's builders drop what they cannot allocate without saying so: check what the sandbox rests on */
+	if (!sandboxed(spec, o))
+		return sk_err_set(err, ENOMEM, "inject: out of memory while wrapping %s", at);
 	return 0;
 }
 

@@ -406,6 +406,10 @@ static void test_writer_edge_cases_read_back(void **state)
 	cJSON_AddNullToObject(d, key);                          /* a key past YAML's 1024-character simple key */
 	cJSON_AddStringToObject(d, "nonchar", "a\xef\xbf\xbf" "b\xc2\x80"); /* U+FFFF and a C1 control: not printable */
 	cJSON_AddNumberToObject(d, "bigfloat", 88888888888888880.0); /* whole, past 2^53: must stay a float */
+	char ctl[170];
+	memset(ctl, 0x7f, sizeof(ctl) - 1);                  /* short raw, past 1024 characters escaped */
+	ctl[sizeof(ctl) - 1] = 0;
+	cJSON_AddTrueToObject(d, ctl);
 	char *y = sk_manifest_yaml(d);
 	struct sk_err err = { 0 };
 	cJSON *back = NULL;

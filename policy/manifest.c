@@ -14,8 +14,9 @@
 #define TAG_PREFIX "tag:yaml.org,2002:"
 /* cJSON keeps numbers as doubles: beyond this an integer would change silently. */
 #define MAX_EXACT 9007199254740992.0
-/* Keys longer than this (escaped, up to 4 bytes each) could pass YAML's 1024-character simple-key limit. */
-#define LONG_KEY 200
+/* Keys longer than this could pass YAML's 1024-character simple-key limit once escaped (a byte becomes at
+ * most six characters, \\u007F): 160 * 6 + 2 quotes < 1024. */
+#define LONG_KEY 160
 
 /* ---- YAML 1.1 plain-scalar resolution, as go-yaml v2 (kubectl) does it ---- */
 
