@@ -42,12 +42,17 @@ static const char usage_text[] =
 	"  --classic-sidecar       sidecar in containers (Kubernetes < 1.29); Jobs and CronJobs are refused\n"
 	"  --startup-probe         gate the agent on a startupProbe instead of the postStart wait-ready hook\n"
 	"  --log-level LEVEL       sidecar log level (default info)\n"
-	"  --ready-timeout S       seconds the sidecar may take to become ready (default 30)\n";
+	"  --ready-timeout S       seconds the sidecar may take to become ready (default 30)\n"
+	"  --sidecar-setting N=V   extra sidecar flag --N=V (repeatable; the chart's sidecar.settings)\n"
+	"  --api-secret NAME=SECRET  mount Secret SECRET into the sidecar at /var/run/stockade/secrets/NAME/\n"
+	"                          (repeatable; the chart's sidecar.apiSecrets)\n";
 
 enum {
 	OPT_POLICY = 256, OPT_CHECK, OPT_CM, OPT_INIT_IMG, OPT_SIDECAR_IMG, OPT_PULL, OPT_AGENT_UID, OPT_SIDECAR_UID,
-	OPT_ADMIN, OPT_SECCOMP, OPT_NO_SECCOMP, OPT_CLASSIC, OPT_STARTUP, OPT_LOG, OPT_READY,
+	OPT_ADMIN, OPT_SECCOMP, OPT_NO_SECCOMP, OPT_CLASSIC, OPT_STARTUP, OPT_LOG, OPT_READY, OPT_SETTING, OPT_SECRET,
 };
+
+#define MAX_EXTRA 64
 
 static const struct option long_opts[] = {
 	{ "filename", required_argument, NULL, 'f' },
@@ -66,6 +71,8 @@ static const struct option long_opts[] = {
 	{ "startup-probe", no_argument, NULL, OPT_STARTUP },
 	{ "log-level", required_argument, NULL, OPT_LOG },
 	{ "ready-timeout", required_argument, NULL, OPT_READY },
+	{ "sidecar-setting", required_argument, NULL, OPT_SETTING },
+	{ "api-secret", required_argument, NULL, OPT_SECRET },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -93,6 +100,26 @@ static bool token_ok(const char *flag, const char *s)
 		fprintf(stderr, "stockade-policy inject: %s: expected a non-empty name of printable ASCII, no spaces\n",
 			flag);
 	return ok;
+}
+
+/* A DNS label (what a volume name suffix and a flag name may be): [a-z0-9-], 1..63. */
+static bool label_ok(const char *s, size_t n)
+{
+	if (n == 0 || n > 63)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+			return false;
+	return true;
+}
+
+static int cmp_setting(const void *a, const void *b)
+{
+	/* by flag name, as the chart's range over sidecar.settings orders them */
+	const char *x = *(const char *const *)a, *y = *(const char *const *)b;
+	size_t nx = strcspn(x, "="), ny = strcspn(y, "=");
+	int c = strncmp(x, y, nx < ny ? nx : ny);
+	return c ? c : (nx > ny) - (nx < ny);
 }
 
 /* Reads the whole of path ("-": stdin) into an owned buffer. */
@@ -223,6 +250,9 @@ static int write_out(const cJSON *docs, bool json)
 	return fflush(stdout) ? -EIO : 0;
 }
 
+static int run_inject(struct sk_inject_opts *o_, const char *const *files, size_t n_files, const char *policy_path,
+		      bool check, bool uid_flag, bool admin_flag);
+
 int sk_cmd_inject(int argc, char **argv)
 {
 	struct sk_inject_opts o;
@@ -232,19 +262,24 @@ int sk_cmd_inject(int argc, char **argv)
 	bool check = false, uid_flag = false, admin_flag = false;
 	unsigned long v;
 	int c;
+	char *settings[MAX_EXTRA];
+	struct sk_inject_secret secrets[MAX_EXTRA];
+	size_t n_settings = 0, n_secrets = 0;
+	int ex = SK_EXIT_OK;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "f:h", long_opts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			if (n_files == MAX_FILES) {
 				fprintf(stderr, "stockade-policy inject: at most %d -f\n", MAX_FILES);
-				return SK_EXIT_USAGE;
+				ex = SK_EXIT_USAGE;
+				goto out_opts;
 			}
 			files[n_files++] = optarg;
 			break;
 		case 'h':
 			fputs(usage_text, stdout);
-			return SK_EXIT_OK;
+			goto out_opts;
 		case OPT_POLICY: policy_path = optarg; break;
 		case OPT_CHECK: check = true; break;
 		case OPT_CM: o.policy_configmap = optarg; break;
@@ -254,21 +289,26 @@ int sk_cmd_inject(int argc, char **argv)
 			if (strcmp(optarg, "Always") && strcmp(optarg, "IfNotPresent") && strcmp(optarg, "Never")) {
 				fprintf(stderr, "stockade-policy inject: --pull-policy: '%s', expected Always, "
 					"IfNotPresent or Never\n", optarg);
-				return SK_EXIT_USAGE;
+				ex = SK_EXIT_USAGE;
+				goto out_opts;
 			}
 			o.pull_policy = optarg;
 			break;
 		case OPT_AGENT_UID:
 		case OPT_SIDECAR_UID:
 			if (parse_num(c == OPT_AGENT_UID ? "--agent-uid" : "--sidecar-uid", optarg, 1, UINT32_MAX - 1,
-				      &v) < 0)
-				return SK_EXIT_USAGE;
+				      &v) < 0) {
+				ex = SK_EXIT_USAGE;
+				goto out_opts;
+			}
 			*(c == OPT_AGENT_UID ? &o.agent_uid : &o.sidecar_uid) = (uint32_t)v;
 			uid_flag = true;
 			break;
 		case OPT_ADMIN:
-			if (parse_num("--admin-port", optarg, 1, 65535, &v) < 0)
-				return SK_EXIT_USAGE;
+			if (parse_num("--admin-port", optarg, 1, 65535, &v) < 0) {
+				ex = SK_EXIT_USAGE;
+				goto out_opts;
+			}
 			o.admin_port = (uint16_t)v;
 			admin_flag = true;
 			break;
@@ -281,24 +321,75 @@ int sk_cmd_inject(int argc, char **argv)
 			    strcmp(optarg, "debug")) {
 				fprintf(stderr, "stockade-policy inject: --log-level: '%s', expected error, warn, info "
 					"or debug\n", optarg);
-				return SK_EXIT_USAGE;
+				ex = SK_EXIT_USAGE;
+				goto out_opts;
 			}
 			o.log_level = optarg;
 			break;
 		case OPT_READY:
-			if (parse_num("--ready-timeout", optarg, 1, 3600, &v) < 0)
-				return SK_EXIT_USAGE;
+			if (parse_num("--ready-timeout", optarg, 1, 3600, &v) < 0) {
+				ex = SK_EXIT_USAGE;
+				goto out_opts;
+			}
 			o.ready_timeout_s = (unsigned)v;
 			break;
+		case OPT_SETTING:
+		case OPT_SECRET: {
+			const char *eq = strchr(optarg, '=');
+			const char *flag = c == OPT_SETTING ? "--sidecar-setting" : "--api-secret";
+			if (!eq || !label_ok(optarg, (size_t)(eq - optarg)) || !eq[1] ||
+			    (c == OPT_SECRET && !label_ok(eq + 1, strlen(eq + 1))) || !token_ok(flag, eq + 1) ||
+			    (c == OPT_SETTING ? n_settings : n_secrets) == MAX_EXTRA) {
+				fprintf(stderr, "stockade-policy inject: %s: '%s', expected NAME=%s (NAME of [a-z0-9-], at "
+					"most %d)\n", flag, optarg, c == OPT_SETTING ? "VALUE" : "SECRET", MAX_EXTRA);
+				ex = SK_EXIT_USAGE;
+				goto out_opts;
+			}
+			if (c == OPT_SECRET) {
+				secrets[n_secrets].name = strndup(optarg, (size_t)(eq - optarg));
+				secrets[n_secrets].secret_name = eq + 1;
+				if (!secrets[n_secrets++].name) {
+					ex = SK_EXIT_RUNTIME;
+					goto out_opts;
+				}
+			} else if (asprintf(&settings[n_settings], "--%s", optarg) < 0) {
+				ex = SK_EXIT_RUNTIME;
+				goto out_opts;
+			} else {
+				n_settings++;
+			}
+			break;
+		}
 		default:
 			fputs(usage_text, stderr);
-			return SK_EXIT_USAGE;
+			ex = SK_EXIT_USAGE;
+			goto out_opts;
 		}
 	}
 	if (optind != argc || n_files == 0) {
 		fputs(usage_text, stderr);
-		return SK_EXIT_USAGE;
+		ex = SK_EXIT_USAGE;
+		goto out_opts;
 	}
+	qsort(settings, n_settings, sizeof(settings[0]), cmp_setting);
+	o.settings = (const char *const *)settings;
+	o.n_settings = n_settings;
+	o.secrets = secrets;
+	o.n_secrets = n_secrets;
+	ex = run_inject(&o, files, n_files, policy_path, check, uid_flag, admin_flag);
+out_opts:
+	for (size_t i = 0; i < n_settings; i++)
+		free(settings[i]);
+	for (size_t i = 0; i < n_secrets; i++)
+		free((char *)secrets[i].name);
+	return ex;
+}
+
+/* Everything after the options: the policy, the files, the output. */
+static int run_inject(struct sk_inject_opts *o_, const char *const *files, size_t n_files, const char *policy_path,
+		      bool check, bool uid_flag, bool admin_flag)
+{
+	struct sk_inject_opts o = *o_;
 	if (!token_ok("--init-image", o.init_image) || !token_ok("--sidecar-image", o.sidecar_image) ||
 	    !token_ok("--policy-configmap", o.policy_configmap) ||
 	    (o.seccomp_profile && !token_ok("--seccomp-profile", o.seccomp_profile)))

@@ -105,6 +105,9 @@ same "Pod, seccomp off" Pod "--set seccomp.enabled=false" "--no-seccomp"
 same "Pod, other UIDs, admin port, images, configmap, log level, ready timeout" Pod \
 	"--set uids.agent=2000 --set uids.sidecar=2001 --set ports.admin=16000 --set images.init.repository=r/i --set images.init.tag=t1 --set images.sidecar.repository=r/s --set images.sidecar.tag=t2 --set images.init.pullPolicy=Always --set images.sidecar.pullPolicy=Always --set policy.existingConfigMap=my-policy --set sidecar.logLevel=debug --set sidecar.readyTimeoutSeconds=7" \
 	"--agent-uid 2000 --sidecar-uid 2001 --admin-port 16000 --init-image r/i:t1 --sidecar-image r/s:t2 --pull-policy Always --policy-configmap my-policy --log-level debug --ready-timeout 7"
+same "Deployment, API secrets and sidecar settings" Deployment \
+	"--set sidecar.apiSecrets[0].name=gh --set sidecar.apiSecrets[0].secretName=gh-token --set sidecar.apiSecrets[1].name=pypi --set sidecar.apiSecrets[1].secretName=pypi-token --set sidecar.settings.peek-timeout-ms=2000 --set sidecar.settings.dns-upstream-sockets=64" \
+	"--api-secret gh=gh-token --api-secret pypi=pypi-token --sidecar-setting peek-timeout-ms=2000 --sidecar-setting dns-upstream-sockets=64"
 
 # --- every workload kind, as kubectl would receive it ------------------------------------------------------
 cat >"$SK_TMP/kinds.yaml" <<'EOF'

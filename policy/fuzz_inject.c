@@ -57,13 +57,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
 		return 0;
-	/* byte 0 picks the options: native or classic sidecar, hook or probe, seccomp or not */
+	/* byte 0 picks the options: native or classic sidecar, hook or probe, seccomp or not, API secret */
 	struct sk_inject_opts o;
 	sk_inject_opts_default(&o);
 	o.native = !(data[0] & 1);
 	o.hold_until_ready = !(data[0] & 2);
 	if (data[0] & 4)
 		o.seccomp_profile = NULL;
+	static const char *const settings[] = { "--peek-timeout-ms=2000" };
+	static const struct sk_inject_secret secrets[] = { { "gh", "gh-token" } };
+	if (data[0] & 8) {
+		o.settings = settings;
+		o.n_settings = 1;
+		o.secrets = secrets;
+		o.n_secrets = 1;
+	}
 	cJSON *docs = NULL;
 	bool json;
 	struct sk_err err = { 0 };

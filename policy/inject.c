@@ -174,7 +174,9 @@ static cJSON *build_sidecar(const struct sk_inject_opts *o)
 	add_str(c, "imagePullPolicy", o->pull_policy);
 	if (o->native)
 		add_str(c, "restartPolicy", "Always");
-	add_strs(c, "args", args, 4);
+	cJSON *argv = add_strs(c, "args", args, 4);
+	for (size_t i = 0; argv && i < o->n_settings; i++)
+		cJSON_AddItemToArray(argv, cJSON_CreateString(o->settings[i]));
 	cJSON *env = cJSON_CreateObject();
 	add_str(env, "name", "STOCKADE_DRAIN_SECONDS");
 	add_str(env, "value", drain);
@@ -202,6 +204,12 @@ static cJSON *build_sidecar(const struct sk_inject_opts *o)
 	cJSON *vm = cJSON_AddArrayToObject(c, "volumeMounts");
 	add_mount(vm, VOL_POLICY, "/etc/stockade", true);
 	add_mount(vm, VOL_RUN, "/run/stockade", true);
+	for (size_t i = 0; i < o->n_secrets; i++) {
+		char vol[320], path[320];
+		snprintf(vol, sizeof(vol), VOL_SECRET_PREFIX "%s", o->secrets[i].name);
+		snprintf(path, sizeof(path), "/var/run/stockade/secrets/%s", o->secrets[i].name);
+		add_mount(vm, vol, path, true);
+	}
 	return c;
 }
 
@@ -504,7 +512,7 @@ static bool sandboxed(const cJSON *spec, const struct sk_inject_opts *o)
 	if (!str_is(side, "name", SIDECAR_NAME) || !str_is(side, "image", o->sidecar_image) ||
 	    !num_is(ssc, "runAsUser", o->sidecar_uid) || !has_all_dropped(ssc) ||
 	    (o->native && !str_is(side, "restartPolicy", "Always")) ||
-	    cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(side, "args")) != 4)
+	    (size_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(side, "args")) != 4 + o->n_settings)
 		return false;
 	const cJSON *lists[] = { inits, conts };
 	for (size_t l = 0; l < 2; l++) {
@@ -616,6 +624,18 @@ static int wrap_spec(cJSON *spec, const char *at, bool wrapped, bool job, const 
 	add_str(ed, "medium", "Memory");
 	add_str(ed, "sizeLimit", "1Mi");
 	cJSON_AddItemToArray(new_vols, rv);
+	for (size_t k = 0; k < o->n_secrets; k++) {
+		char vol[320];
+		snprintf(vol, sizeof(vol), VOL_SECRET_PREFIX "%s", o->secrets[k].name);
+		cJSON *sv = cJSON_CreateObject();
+		add_str(sv, "name", vol);
+		cJSON *sec = add_obj(sv, "secret");
+		add_str(sec, "secretName", o->secrets[k].secret_name);
+		/* root-owned files (no fsGroup, which would hand the group to the agent too): 0444 lets the sidecar
+		 * UID read them; only the sidecar mounts this volume */
+		add_num(sec, "defaultMode", 0444);
+		cJSON_AddItemToArray(new_vols, sv);
+	}
 	if (vols)
 		while (vols->child)
 			cJSON_AddItemToArray(new_vols, cJSON_DetachItemViaPointer(vols, vols->child));

@@ -22,6 +22,12 @@ struct sk_err;
 /* Label put on the pod template; the chart puts the same one on its own pods. */
 #define SK_INJECT_LABEL "stockade.io/wrapped"
 
+/* A Secret for the API gateway, mounted into the sidecar only (chart: sidecar.apiSecrets[]). */
+struct sk_inject_secret {
+	const char *name;              /* borrows: mounted at /var/run/stockade/secrets/<name>/ */
+	const char *secret_name;       /* borrows */
+};
+
 struct sk_inject_opts {
 	const char *init_image;        /* borrows: "repository:tag" */
 	const char *sidecar_image;     /* borrows */
@@ -38,6 +44,11 @@ struct sk_inject_opts {
 	unsigned ready_timeout_s;      /* wait-ready bound / startupProbe failureThreshold */
 	unsigned probe_period_s;       /* liveness/readiness periodSeconds */
 	unsigned probe_failures;       /* liveness failureThreshold */
+	const char *const *settings;   /* borrows: "--name=value" sidecar flags after the fixed ones, in this
+	                                * order (the chart's sidecar.settings, which it sorts by name) */
+	size_t n_settings;
+	const struct sk_inject_secret *secrets;  /* borrows */
+	size_t n_secrets;
 };
 
 /* The chart's defaults (helm/stockade/values.yaml, release "stockade", images tagged with appVersion). */

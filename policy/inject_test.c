@@ -124,6 +124,35 @@ static void test_startup_probe_instead_of_hook(void **state)
 	cJSON_Delete(d);
 }
 
+static void test_api_secrets_and_settings(void **state)
+{
+	(void)state;
+	static const char *const settings[] = { "--dns-upstream-sockets=64", "--peek-timeout-ms=2000" };
+	static const struct sk_inject_secret secrets[] = { { "gh", "gh-token" } };
+	struct sk_inject_opts o;
+	sk_inject_opts_default(&o);
+	o.settings = settings;
+	o.n_settings = 2;
+	o.secrets = secrets;
+	o.n_secrets = 1;
+	struct sk_err err = { 0 };
+	cJSON *d = yaml1(pod);
+	assert_int_equal(sk_inject_doc(d, &o, &err), SK_INJECT_WRAPPED);
+	assert_string_equal(str_at(d, "spec.initContainers[1].args[5]"), "--peek-timeout-ms=2000");
+	assert_string_equal(str_at(d, "spec.initContainers[1].volumeMounts[2].name"), "stockade-secret-gh");
+	assert_string_equal(str_at(d, "spec.initContainers[1].volumeMounts[2].mountPath"),
+			    "/var/run/stockade/secrets/gh");
+	assert_string_equal(str_at(d, "spec.volumes[2].secret.secretName"), "gh-token");
+	assert_int_equal(at(d, "spec.volumes[2].secret.defaultMode")->valueint, 0444);
+	/* the agent never mounts it, and a re-wrap does not duplicate it */
+	assert_null(at(d, "spec.containers[0].volumeMounts"));
+	assert_int_equal(sk_inject_is_wrapped(d, &o, &err), 1);
+	o.n_secrets = 0;
+	assert_int_equal(sk_inject_doc(d, &o, &err), SK_INJECT_WRAPPED);
+	assert_int_equal(cJSON_GetArraySize(at(d, "spec.volumes")), 2);
+	cJSON_Delete(d);
+}
+
 /* Every workload kind, wrapped twice, gives what wrapping once does; and is_wrapped says so. */
 static void test_every_kind_idempotent(void **state)
 {
@@ -437,6 +466,7 @@ int main(void)
 		cmocka_unit_test(test_pod_wrapped_like_the_chart),
 		cmocka_unit_test(test_classic_sidecar_goes_last_in_containers),
 		cmocka_unit_test(test_startup_probe_instead_of_hook),
+		cmocka_unit_test(test_api_secrets_and_settings),
 		cmocka_unit_test(test_every_kind_idempotent),
 		cmocka_unit_test(test_other_kinds_pass_untouched),
 		cmocka_unit_test(test_refusals_name_the_field),
