@@ -78,6 +78,14 @@ run "$P" check "$SK_TMP/grease.yaml"
 sk_check_eq "check names tls.echGrease allow" "$SK_TMP/grease.yaml: ok (1 rule, mode enforce, tls.echGrease allow)" "$out"
 run "$P" explain "$SK_TMP/grease.yaml" a.com 443
 sk_check_eq "explain shows echGrease allow for tls" '{"decision":"allow","rule":0,"reason":"rule","host":"a.com","port":443,"proto":"tls","rule_text":"host a.com ports [443]","rule_at":"'"$SK_TMP"'/grease.yaml:3:5","mode":"enforce","echGrease":"allow"}' "$out"
+printf 'version: 1\nbudgets:\n  default: { sent: 100Mi, window: 1h }\negress:\n  - host: a.com\n    ports: [443]\n    budget: { sent: 20Mi, connections: 500, window: 10m }\n  - host: "*.b.com"\n' >"$SK_TMP/budget.yaml"
+run "$P" explain "$SK_TMP/budget.yaml" a.com 443
+sk_check_eq "explain shows the rule's own budget" '{"decision":"allow","rule":0,"reason":"rule","host":"a.com","port":443,"proto":"tls","rule_text":"host a.com ports [443]","rule_at":"'"$SK_TMP"'/budget.yaml:5:5","budget":"sent 20Mi connections 500 window 10m","budget_from":"rule","mode":"enforce"}' "$out"
+run "$P" explain "$SK_TMP/budget.yaml" x.b.com 443
+sk_check "explain shows budgets.default where the rule has none" grep -qF '"budget":"sent 100Mi window 1h","budget_from":"budgets.default"' <<<"$out"
+printf 'version: 1\negress:\n  - host: a.com\n    budget: { sent: 10Mq, window: 1m }\n' >"$SK_TMP/budget-bad.yaml"
+run "$P" check "$SK_TMP/budget-bad.yaml"
+sk_check_eq "check names a bad budget size at its line:col" "$SK_TMP/budget-bad.yaml:4:21: egress[0].budget.sent: '10Mq' is not a size, expected a number of bytes, optionally with Ki, Mi, Gi or Ti (e.g. 10Mi)" "$err"
 printf 'version: 1\ntls:\n  echGrease: on\n' >"$SK_TMP/grease-bad.yaml"
 run "$P" check "$SK_TMP/grease-bad.yaml"
 sk_check_eq "check bad tls.echGrease exits 1" 1 "$rc"
