@@ -590,6 +590,49 @@ static void test_budget_cuts_relay_then_denies_with_403(void **state)
 	world_down(&w);
 }
 
+/* One connection spends the budget: another open relay of the same rule, idle, is cut at once too. */
+static void test_budget_spent_cuts_the_other_relays(void **state)
+{
+	(void)state;
+	struct world w;
+	char tmpl[1024];
+	snprintf(tmpl, sizeof(tmpl), BUDGET_POLICY, "enforce");
+	world_up_policy(&w, tmpl, 5000);
+	bind_fake(&w);
+	static const char small[] = "POST /a HTTP/1.1\r\nHost: allowed.example\r\nContent-Length: 2\r\n\r\nhi";
+	int c1 = client(&w, &w.lo, w.upstream_port);
+	assert_int_equal(send(c1, small, sizeof(small) - 1, 0), (ssize_t)sizeof(small) - 1);
+	int up1 = accept_up(&w);
+	assert_true(up1 >= 0);
+	char got[512];
+	assert_int_equal(recv_some(&w, up1, got, sizeof(small) - 1), sizeof(small) - 1);
+	char req[400];
+	int hl = snprintf(req, sizeof(req), "POST /b HTTP/1.1\r\nHost: allowed.example\r\nContent-Length: 300\r\n\r\n");
+	memset(req + hl, 'x', 300);
+	int c2 = client(&w, &w.lo, w.upstream_port);
+	assert_int_equal(send(c2, req, (size_t)hl + 300, 0), hl + 300);
+	int up2 = accept_up(&w);
+	assert_true(up2 >= 0);
+	/* what the first left of the 100 bytes, not one more */
+	assert_int_equal(recv_some(&w, up2, got, sizeof(got)), 100 - (sizeof(small) - 1));
+	/* the idle first relay went too: its client sees the end without sending anything */
+	assert_true(wait_eof(&w, c1));
+	cJSON *lines[8] = { 0 };
+	int n = all_audit(&w, lines, 8);
+	assert_int_equal(n, 2);
+	for (int i = 0; i < n; i++) {
+		assert_string_equal(jstr(lines[i], "event"), "deny");
+		assert_string_equal(jstr(lines[i], "reason"), "budget_exhausted");
+		cJSON_Delete(lines[i]);
+	}
+	assert_int_equal(sk_proxy_active(w.sc.proxy), 0);
+	close(up1);
+	close(up2);
+	close(c1);
+	close(c2);
+	world_down(&w);
+}
+
 /* mode audit: everything passes, one would_deny line when the relay crosses the budget. */
 static void test_budget_audit_mode_reports_only(void **state)
 {
@@ -1098,6 +1141,7 @@ int main(void)
 		cmocka_unit_test(test_binding_miss_is_resolved_by_the_sidecar),
 		cmocka_unit_test(test_client_gone_while_resolving_cancels),
 		cmocka_unit_test(test_budget_cuts_relay_then_denies_with_403),
+		cmocka_unit_test(test_budget_spent_cuts_the_other_relays),
 		cmocka_unit_test(test_budget_audit_mode_reports_only),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
