@@ -163,4 +163,36 @@ for d in yaml.safe_load_all(sys.stdin):
 case $labels in *helm.sh/chart*|*app.kubernetes.io/version*) sk_fail "pod templates carry no chart or app version label" "$labels" ;;
 *) sk_pass "pod templates carry no chart or app version label" ;; esac
 
+# Standard chart settings (helm/tests/standard-settings.yaml sets every one): each lands where Kubernetes
+# reads it, the sandbox's own securityContext fields win over agent.securityContext, a digest pins the image,
+# and the manifests stay valid.
+std=helm/tests/standard-settings.yaml
+if out=$(render --kube-version 1.34.0 -f "$std" --set podMonitor.enabled=false | conform 1.34.0 2>&1) &&
+	echo "$out" | grep -qE 'Invalid: 0, Errors: 0'; then sk_pass "kubeconform with every standard setting"
+else sk_fail "kubeconform with every standard setting" "$out"; fi
+if out=$(render --kube-version 1.34.0 -f "$std" | python3 -c '
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(sys.stdin) if d]
+ps = next(d for d in docs if d["kind"] == "Deployment")["spec"]["template"]["spec"]
+want = {"imagePullSecrets": [{"name": "regcred"}], "nodeSelector": {"pool": "agents"}, "serviceAccountName": "agent-sa",
+        "runtimeClassName": "gvisor", "priorityClassName": "agents", "automountServiceAccountToken": False}
+bad = [k for k, v in want.items() if ps.get(k) != v]
+bad += [k for k in ("tolerations", "affinity") if not ps.get(k)]
+ag = next(c for c in ps["containers"] if c["name"] == "agent")
+bad += [k for k in ("envFrom", "ports", "livenessProbe", "readinessProbe", "startupProbe") if not ag.get(k)]
+sc = ag["securityContext"]
+if sc.get("seLinuxOptions") != {"type": "spc_t"}: bad.append("seLinuxOptions not passed")
+if (sc["runAsUser"], sc["readOnlyRootFilesystem"], sc["capabilities"], "privileged" in sc) != (1000, True, {"drop": ["ALL"]}, False):
+    bad.append("agent.securityContext overrode the sandbox: %r" % sc)
+side = next(c for c in ps["initContainers"] + ps["containers"] if c["name"] == "stockade-sidecar")
+if not side["image"].endswith("stockade-sidecar@sha256:" + "0123456789abcdef" * 4): bad.append("digest: " + side["image"])
+if {"name": "STOCKADE_PEEK_TIMEOUT_MS", "value": "2000"} not in side["env"]: bad.append("sidecar.extraEnv")
+pm = [d for d in docs if d["kind"] == "PodMonitor"]
+if not pm or pm[0]["spec"]["podMetricsEndpoints"][0]["port"] != "admin" or pm[0]["metadata"]["labels"].get("release") != "prom":
+    bad.append("PodMonitor")
+print(", ".join(bad)); sys.exit(1 if bad else 0)' 2>&1); then sk_pass "standard settings land where Kubernetes reads them; the sandbox's fields win"
+else sk_fail "standard settings land where Kubernetes reads them; the sandbox's fields win" "$out"; fi
+if out=$(render --kube-version 1.34.0 --set images.init.digest=sha256:abc 2>&1); then sk_fail "a malformed digest is refused by the schema" "$out"
+else sk_pass "a malformed digest is refused by the schema"; fi
+
 sk_summary

@@ -68,12 +68,16 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
 {{/*
-stockade.image: "repository:tag" with the tag defaulting to the chart appVersion. Usage: {{ include "stockade.image" (list . .Values.images.init) }}
+stockade.image: "repository@digest" when a digest is given, else "repository:tag" with the tag defaulting to the chart appVersion. Usage: {{ include "stockade.image" (list . .Values.images.init) }}
 */}}
 {{- define "stockade.image" -}}
 {{- $root := index . 0 -}}
 {{- $img := index . 1 -}}
+{{- if $img.digest -}}
+{{- printf "%s@%s" $img.repository $img.digest -}}
+{{- else -}}
 {{- printf "%s:%s" $img.repository (default $root.Chart.AppVersion $img.tag) -}}
+{{- end -}}
 {{- end -}}
 
 {{/*
@@ -186,6 +190,9 @@ add "values" .Values.stockade (without "native", sidecar.native decides, as for 
   env:
     - name: STOCKADE_DRAIN_SECONDS
       value: {{ $.Values.sidecar.drainSeconds | quote }}
+    {{- with $.Values.sidecar.extraEnv }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
   ports:
     - name: admin
       containerPort: {{ int $.Values.ports.admin }}
@@ -265,6 +272,10 @@ seccompProfile:
 {{- else }}
   type: RuntimeDefault
 {{- end }}
+{{- /* agent.securityContext extras: never the sandbox's own fields above */}}
+{{- with omit (.Values.agent.securityContext | default dict) "runAsUser" "runAsGroup" "runAsNonRoot" "allowPrivilegeEscalation" "readOnlyRootFilesystem" "capabilities" "seccompProfile" "privileged" "procMount" }}
+{{ toYaml . }}
+{{- end }}
 {{- end -}}
 {{- end -}}
 
@@ -307,8 +318,29 @@ restartPolicy: Never
 restartPolicy: Never
 {{- end }}
 terminationGracePeriodSeconds: {{ int .Values.workload.terminationGracePeriodSeconds }}
-automountServiceAccountToken: false
+automountServiceAccountToken: {{ .Values.workload.automountServiceAccountToken | default false }}
 enableServiceLinks: false
+{{- with .Values.workload.serviceAccountName }}
+serviceAccountName: {{ . }}
+{{- end }}
+{{- with .Values.workload.imagePullSecrets }}
+imagePullSecrets: {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.workload.nodeSelector }}
+nodeSelector: {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.workload.tolerations }}
+tolerations: {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.workload.affinity }}
+affinity: {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.workload.runtimeClassName }}
+runtimeClassName: {{ . }}
+{{- end }}
+{{- with .Values.workload.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
 {{- with .Values.agent.dnsPolicy }}
 dnsPolicy: {{ . }}
 {{- end }}
@@ -339,6 +371,21 @@ containers:
       {{- with .Values.agent.env }}
       {{- toYaml . | nindent 6 }}
       {{- end }}
+    {{- with .Values.agent.envFrom }}
+    envFrom: {{- toYaml . | nindent 6 }}
+    {{- end }}
+    {{- with .Values.agent.ports }}
+    ports: {{- toYaml . | nindent 6 }}
+    {{- end }}
+    {{- with .Values.agent.livenessProbe }}
+    livenessProbe: {{- toYaml . | nindent 6 }}
+    {{- end }}
+    {{- with .Values.agent.readinessProbe }}
+    readinessProbe: {{- toYaml . | nindent 6 }}
+    {{- end }}
+    {{- with .Values.agent.startupProbe }}
+    startupProbe: {{- toYaml . | nindent 6 }}
+    {{- end }}
     securityContext: {{- include "stockade.agentSecurityContext" . | nindent 6 }}
     {{- with .Values.agent.resources }}
     resources: {{- toYaml . | nindent 6 }}
