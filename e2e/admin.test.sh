@@ -316,6 +316,43 @@ sk_check_eq "transfer open at SIGTERM completes (24576 bytes)" "0 24576" "$rc $(
 wait "$SC_PID"; rc=$?
 sk_check_eq "sidecar exits 0 after draining" 0 "$rc"
 
+# --- JSON log lines (--log-format json) --------------------------------------------------------------------
+ip netns exec "$N-pod" setpriv --reuid=1337 --regid=1337 --clear-groups --inh-caps=-all --bounding-set=-all -- \
+	"$SIDECAR" --log-format json --policy "$CM/policy.yaml" --marker "$SK_TMP/marker" \
+	>"$SK_TMP/audit-json.ndjson" 2>"$SK_TMP/json.log" &
+JPID=$!
+SK_AUDIT_LOGS+=("$SK_TMP/audit-json.ndjson")
+sk_wait_port "$N-pod" tcp 15000 5
+kill -HUP "$JPID"
+sleep 0.5
+kill -TERM "$JPID"
+wait "$JPID"
+if out=$("$PY" - "$SK_TMP/json.log" <<'PYEOF' 2>&1
+import json, sys
+lines = open(sys.argv[1], "rb").read().decode("ascii").splitlines()
+assert lines, "no log lines"
+objs = [json.loads(l) for l in lines]
+for o in objs:
+    assert set(o) == {"ts", "level", "prog", "msg"}, o
+    assert o["level"] in ("error", "warn", "info", "debug") and o["prog"] == "stockade-sidecar", o
+msgs = [o["msg"] for o in objs]
+assert any(m.startswith("version ") for m in msgs), msgs
+assert any(m.startswith("reload (SIGHUP): policy ") and " in force " in m for m in msgs), msgs
+print(len(objs))
+PYEOF
+); then sk_pass "--log-format json: every stderr line is one JSON object ($out lines, start and reload included)"
+else sk_fail "--log-format json" "$out"; fi
+printf 'version: 1\negress:\n  - hots: a.example\n' >"$SK_TMP/bad.yaml"
+STOCKADE_LOG_FORMAT=json "$SIDECAR" --policy "$SK_TMP/bad.yaml" >/dev/null 2>"$SK_TMP/json-bad.log"; rc=$?
+sk_check_eq "invalid policy at start exits 3" 3 "$rc"
+if out=$("$PY" -c '
+import json, sys
+objs = [json.loads(l) for l in open(sys.argv[1])]
+assert all(o["level"] == "error" for o in objs), objs
+assert any(":3:5: egress[0]: unknown key" in o["msg"] for o in objs), objs' "$SK_TMP/json-bad.log" 2>&1)
+then sk_pass "STOCKADE_LOG_FORMAT=json: policy errors are JSON lines naming file:line:col"
+else sk_fail "STOCKADE_LOG_FORMAT=json policy errors" "$out"; fi
+
 # --- flags -------------------------------------------------------------------------------------------------
 "$SIDECAR" --log-level loud --policy x >/dev/null 2>"$SK_TMP/err"; rc=$?
 sk_check_eq "bad flag value exits 2" 2 "$rc"

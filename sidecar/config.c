@@ -23,6 +23,9 @@ static const struct sk_setting settings[] = {
 	{ "log-level", "STOCKADE_LOG_LEVEL", SK_SET_LEVEL, 0, 0, "info",
 	  "stderr log lines written: error, warn, info or debug (audit lines on stdout are never filtered)",
 	  F(log_level), false },
+	{ "log-format", "STOCKADE_LOG_FORMAT", SK_SET_LOGFMT, 0, 0, "text",
+	  "stderr log lines as text (\"stockade-sidecar: message\") or json (one object a line: ts, level, prog, msg)",
+	  F(log_format), false },
 	{ "admin-addr", "STOCKADE_ADMIN_ADDR", SK_SET_ADDR, 0, 0, NULL,
 	  "admin listener: PORT, HOST:PORT, [V6]:PORT, HOST or [V6] (unset: all interfaces, the policy's admin port)",
 	  F(admin_addr), false },
@@ -90,6 +93,7 @@ static const char *metavar(const struct sk_setting *s)
 	case SK_SET_PATH: return "PATH";
 	case SK_SET_ADDR: return "ADDR";
 	case SK_SET_LEVEL: return "LEVEL";
+	case SK_SET_LOGFMT: return "FORMAT";
 	}
 	return "VALUE";
 }
@@ -105,6 +109,7 @@ static void expected(const struct sk_setting *s, char *buf, size_t len)
 	case SK_SET_PATH: snprintf(buf, len, "a path"); return;
 	case SK_SET_ADDR: snprintf(buf, len, "PORT, HOST:PORT or [V6]:PORT"); return;
 	case SK_SET_LEVEL: snprintf(buf, len, "one of error, warn, info, debug"); return;
+	case SK_SET_LOGFMT: snprintf(buf, len, "one of text, json"); return;
 	}
 	buf[0] = '\0';
 }
@@ -148,6 +153,8 @@ void sk_config_settings_md(FILE *out)
 			snprintf(exp, sizeof(exp), "true, false");
 		else if (s->type == SK_SET_LEVEL)
 			snprintf(exp, sizeof(exp), "error, warn, info, debug");
+		else if (s->type == SK_SET_LOGFMT)
+			snprintf(exp, sizeof(exp), "text, json");
 		else if (s->type == SK_SET_ADDR)
 			snprintf(exp, sizeof(exp), "address");
 		fprintf(out, "| %s%s%s | `%s` | %s | %s%s%s | %s |\n", s->flag ? "`--" : "(test only)",
@@ -245,6 +252,13 @@ static int apply(struct sk_config *cfg, const struct sk_setting *s, const char *
 		if (!sk_log_level_parse(value, &l))
 			return sk_err_set(err, EINVAL, "%s: '%s' is not %s", what, value, exp);
 		memcpy(field, &l, sizeof(l));
+		return 0;
+	}
+	case SK_SET_LOGFMT: {
+		enum sk_log_format f;
+		if (!sk_log_format_parse(value, &f))
+			return sk_err_set(err, EINVAL, "%s: '%s' is not %s", what, value, exp);
+		memcpy(field, &f, sizeof(f));
 		return 0;
 	}
 	case SK_SET_ADDR: {

@@ -1,6 +1,6 @@
 /* sidecar/config.h — every run-time setting of stockade-sidecar, in one table (config.c): its flag
  * (`--peek-timeout-ms`), its STOCKADE_* environment variable, its type (integer with a range, boolean,
- * path, address, log level), its default, its help text and the field of struct sk_config it lands in.
+ * path, address, log level or format), its default, its help text and the field of struct sk_config it lands in.
  * Flags win over the environment; an empty variable counts as unset (Kubernetes renders optional values as
  * ""), an empty flag value is an error. A malformed value, from a flag or the environment, is a startup
  * error naming the flag or variable and what was expected (main exits SK_EXIT_USAGE); nothing falls back
@@ -61,6 +61,7 @@ struct sk_config {
 	const char *policy_path;     /* --policy; required unless help/version */
 	const char *marker_path;     /* --marker */
 	enum sk_log_level log_level; /* --log-level */
+	enum sk_log_format log_format; /* --log-format */
 	const char *admin_addr;      /* --admin-addr; NULL = all interfaces, the policy's admin port */
 	unsigned drain_seconds;      /* --drain-seconds */
 	const char *test_block_file; /* STOCKADE_TEST_BLOCK_FILE: test-only hook (health.h); NULL normally */
@@ -90,7 +91,7 @@ void sk_gateway_limits_default(struct sk_gateway_limits *l);
 void sk_dns_settings_default(struct sk_dns_settings *d);
 
 /* The table, read-only, for config_test's table test. */
-enum sk_setting_type { SK_SET_UINT, SK_SET_BOOL, SK_SET_PATH, SK_SET_ADDR, SK_SET_LEVEL };
+enum sk_setting_type { SK_SET_UINT, SK_SET_BOOL, SK_SET_PATH, SK_SET_ADDR, SK_SET_LEVEL, SK_SET_LOGFMT };
 struct sk_setting {
 	const char *flag;        /* without "--"; NULL: environment only (test hooks) */
 	const char *env;         /* STOCKADE_* */

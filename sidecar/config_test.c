@@ -29,6 +29,7 @@ static void test_defaults_and_required_policy(void **state)
 	assert_string_equal(c.policy_path, "/p.yaml");
 	assert_string_equal(c.marker_path, SK_DEFAULT_MARKER);
 	assert_int_equal(c.log_level, SK_LOG_INFO);
+	assert_int_equal(c.log_format, SK_LOG_TEXT);
 	assert_null(c.admin_addr);
 	assert_int_equal(c.drain_seconds, 10);
 	sk_config_free(&c);
@@ -284,6 +285,16 @@ static void check_setting(const struct sk_setting *s, bool as_flag)
 		expect_refused(s, "3", as_flag);
 		break;
 	}
+	case SK_SET_LOGFMT:
+		expect_ok(s, "json", as_flag, &c);
+		assert_int_equal(c.log_format, SK_LOG_JSON);
+		sk_config_free(&c);
+		expect_ok(s, "text", as_flag, &c);
+		assert_int_equal(c.log_format, SK_LOG_TEXT);
+		sk_config_free(&c);
+		expect_refused(s, "JSON", as_flag);
+		expect_refused(s, "logfmt", as_flag);
+		break;
 	case SK_SET_ADDR:
 		expect_ok(s, "127.0.0.1:9000", as_flag, &c);
 		assert_string_equal(get_str(&c, s), "127.0.0.1:9000");
@@ -366,7 +377,7 @@ static void test_table_flags_win(void **state)
 	const struct sk_setting *t = sk_config_settings(&n);
 	for (size_t i = 0; i < n; i++) {
 		const struct sk_setting *s = &t[i];
-		if (!s->flag || s->type == SK_SET_LEVEL)
+		if (!s->flag || s->type == SK_SET_LEVEL || s->type == SK_SET_LOGFMT)
 			continue;
 		char env_v[64], flag_v[64], kv[160], fl[160];
 		switch (s->type) {

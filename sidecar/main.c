@@ -25,6 +25,7 @@
 #include "sidecar/loop.h"
 #include "sidecar/metrics.h"
 #include "sidecar/proxy.h"
+#include "sidecar/reload.h"  /* sk_reload_log_diags */
 #include "sidecar/sidecar.h"
 #include "sidecar/wait_ready.h"  /* the wait-ready subcommand (postStart hook) */
 
@@ -57,7 +58,7 @@ static int load_policy(const char *path, struct sk_policy **out)
 	if (rc < 0) {
 		sk_log(SK_LOG_ERROR, "policy %s rejected:", path);
 		if (sk_log_enabled(SK_LOG_ERROR))
-			sk_diags_print(&diags, stderr);
+			sk_reload_log_diags(&diags, NULL);
 	}
 	sk_diags_free(&diags);
 	return rc;
@@ -129,6 +130,7 @@ int main(int argc, char **argv)
 		return SK_EXIT_USAGE;
 	}
 	sk_log_init("stockade-sidecar", cfg.log_level);
+	sk_log_set_format(cfg.log_format);
 	if (cfg.help_settings_md) {
 		sk_config_settings_md(stdout);
 		sk_config_free(&cfg);

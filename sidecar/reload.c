@@ -4,7 +4,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -12,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/hash.h"
+#include "common/log.h"
 #include "common/util.h"
 #include "policy/policy.h"
 #include "sidecar/audit.h"
@@ -38,9 +41,37 @@ struct sk_reload {
 	bool have_hash;
 };
 
-static FILE *logf_of(const struct sk_reload_hooks *h)
+void sk_reload_log_diags(const struct sk_diags *d, FILE *log)
 {
-	return h && h->log ? h->log : stderr;
+	if (log || sk_log_get_format() == SK_LOG_TEXT) {
+		sk_diags_print(d, log ? log : stderr);
+		return;
+	}
+	for (size_t i = 0; i < d->n; i++) {
+		const struct sk_diag *g = &d->v[i];
+		const char *file = g->file ? g->file : "<buffer>", *msg = g->msg ? g->msg : "out of memory";
+		if (g->line)
+			sk_log(SK_LOG_ERROR, "%s:%u:%u: %s", file, g->line, g->col, msg);
+		else
+			sk_log(SK_LOG_ERROR, "%s: %s", file, msg);
+	}
+}
+
+/* One line about a reload: to the hooks' FILE (tests), else through common/log.h (stderr, text or JSON),
+ * "stockade-sidecar: " first either way. */
+__attribute__((format(printf, 3, 4))) static void rlog(FILE *log, enum sk_log_level level, const char *fmt, ...)
+{
+	char msg[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (log) {
+		fprintf(log, "stockade-sidecar: %s\n", msg);
+		fflush(log);
+	} else {
+		sk_log(level, "%s", msg);
+	}
 }
 
 int sk_reload_load(const char *path, const struct sk_policy *current, FILE *log, struct sk_policy **out,
@@ -48,11 +79,9 @@ int sk_reload_load(const char *path, const struct sk_policy *current, FILE *log,
 {
 	struct sk_diags diags = { 0 };
 	struct sk_policy *next = NULL;
-	if (!log)
-		log = stderr;
 	int r = sk_policy_load_file(path, -1, &next, &diags);
 	if (r < 0) {
-		sk_diags_print(&diags, log);
+		sk_reload_log_diags(&diags, log);
 		size_t n = diags.n;
 		sk_diags_free(&diags);
 		if (r == -EINVAL)
@@ -125,7 +154,7 @@ static void audit_reload(struct sk_reload *r, const char *why, const char *previ
 
 int sk_reload_now(struct sk_reload *r, const char *why)
 {
-	FILE *log = logf_of(r->hooks);
+	FILE *log = r->hooks->log;
 	struct sk_err err = { 0 };
 	struct sk_policy *next = NULL;
 	uint64_t h;
@@ -141,17 +170,15 @@ int sk_reload_now(struct sk_reload *r, const char *why)
 	if (r->hooks->metrics)
 		sk_metrics_reload(r->hooks->metrics, rc == 0 && next);
 	if (rc < 0 || !next) {
-		fprintf(log, "stockade-sidecar: reload (%s) rejected: %s\n", why, err.msg);
-		fflush(log);
+		rlog(log, SK_LOG_ERROR, "reload (%s) rejected: %s", why, err.msg);
 		rc = rc < 0 ? rc : -EINVAL;
 		audit_reload(r, why, previous, rc);
 		return rc;
 	}
 	char hash[17];
 	sk_policy_netns_hash(next, hash);
-	fprintf(log, "stockade-sidecar: reload (%s): policy %s in force (%zu rules, hash %s, netns hash %s)\n", why,
-		r->path, next->n_rules, next->content_hash, hash);
-	fflush(log);
+	rlog(log, SK_LOG_INFO, "reload (%s): policy %s in force (%zu rules, hash %s, netns hash %s)", why, r->path,
+	     next->n_rules, next->content_hash, hash);
 	r->hooks->install(r->ctx, next);
 	audit_reload(r, why, previous, 0);
 	return 0;

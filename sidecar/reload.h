@@ -27,10 +27,15 @@ struct sk_reload_hooks {
 	void (*install)(void *ctx, struct sk_policy *next);
 	struct sk_metrics *metrics;   /* reload ok/failed counters; may be NULL */
 	struct sk_audit *audit;       /* an audit line per reload, ok or rejected; may be NULL */
-	FILE *log;                    /* diagnostics; NULL = stderr */
+	FILE *log;                    /* diagnostics; NULL = common/log.h's stderr lines (text or JSON) */
 };
 
-/* Loads path as a candidate to replace current. Returns 0 with *out owned, -EINVAL (invalid: every
+/* Writes every diagnostic of d, "file:line:col: msg" each: to log when it is not NULL, else as log lines
+ * of common/log.h (error level; in JSON format one object each, in text format the bare line as ever). */
+struct sk_diags;
+void sk_reload_log_diags(const struct sk_diags *d, FILE *log);
+
+/* Loads path as a candidate to replace current. log: as sk_reload_log_diags. Returns 0 with *out owned, -EINVAL (invalid: every
  * diagnostic written to log), -EPERM (netns part differs), or -errno (I/O); err says why in one line. */
 int sk_reload_load(const char *path, const struct sk_policy *current, FILE *log, struct sk_policy **out,
 		   struct sk_err *err);
