@@ -92,7 +92,10 @@ static size_t put_json(char *out, size_t len, size_t cap, const char *s)
 		} else if (c < 0x20 || c >= 0x7f) {
 			/* Control bytes and non-ASCII as \u00XX: the line stays valid JSON and ASCII even when a
 			 * message carries a path or a name that is not UTF-8. */
-			memcpy(e, "\\u00", 4);
+			e[0] = '\\';
+			e[1] = 'u';
+			e[2] = '0';
+			e[3] = '0';
 			e[4] = hex[c >> 4];
 			e[5] = hex[c & 15];
 			n = 6;
@@ -105,6 +108,14 @@ static size_t put_json(char *out, size_t len, size_t cap, const char *s)
 		memcpy(out + len, e, n);
 		len += n;
 	}
+	return len;
+}
+
+/* Appends the literal s (the caller has kept room for it) without its NUL. */
+static size_t put_raw(char *out, size_t len, const char *s)
+{
+	while (*s)
+		out[len++] = *s++;
 	return len;
 }
 
@@ -122,11 +133,10 @@ static void log_json(enum sk_log_level level, const char *msg)
 	if (n < 0 || (size_t)n >= sizeof(line) / 2)
 		return;
 	size_t len = put_json(line, (size_t)n, sizeof(line) / 2, log_prog);
-	memcpy(line + len, "\",\"msg\":\"", 9);
-	len += 9;
-	len = put_json(line, len, sizeof(line), msg);
-	memcpy(line + len, "\"}\n", 3);
-	write_line(line, len + 3);
+	len = put_raw(line, len, "\",\"msg\":\"");
+	len = put_json(line, len, sizeof(line), msg);   /* leaves room for the 3 bytes below */
+	len = put_raw(line, len, "\"}\n");
+	write_line(line, len);
 }
 
 void sk_log(enum sk_log_level level, const char *fmt, ...)
