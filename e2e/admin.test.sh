@@ -19,11 +19,9 @@ PY=/usr/bin/python3   # Debian's python, which has python3-prometheus-client (a 
 SIDECAR=$SK_BIN/stockade-sidecar
 SRV_IP=198.18.1.10
 ADMIN=http://127.0.0.1:15000
-SK_TMP=$(mktemp -d /tmp/skadmin.XXXXXX)
-chmod 755 "$SK_TMP"
+sk_tmp skadmin
 OUT=$SK_TMP/out   # the agent's downloads (UID 1000 writes here)
 mkdir -p "$OUT" && chmod 777 "$OUT"
-trap sk_cleanup_on_exit EXIT
 
 [ -x "$SIDECAR" ] || { sk_fail "sidecar binary at $SIDECAR"; sk_summary; exit 1; }
 sk_net_up "$N" || { sk_fail "netns setup"; sk_summary; exit 1; }

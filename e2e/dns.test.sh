@@ -18,9 +18,7 @@ sk_require_root
 N=skdns
 PY=/usr/bin/python3
 HERE=$SK_ROOT/e2e
-SK_TMP=$(mktemp -d /tmp/skdns.XXXXXX)
-chmod 755 "$SK_TMP"
-trap sk_cleanup_on_exit EXIT
+sk_tmp skdns
 A4=198.18.1.10 A6=2001:db8:19::10   # allowed.example
 D4=198.18.1.12                      # denied.example, and the SNI/Host spoofing target
 H4=198.18.1.40                      # doh.example (not in the policy)
@@ -33,19 +31,7 @@ done
 
 # --- certificates: the spoofing target presents a valid allowed.example certificate, so only the
 # proxy's binding check can stop the connection ---
-(
-	cd "$SK_TMP" || exit 1
-	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.pem \
-		-days 2 -subj /CN=stockade-test-ca
-	for n in allowed doh; do
-		openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$n.key" -out "$n.csr" \
-			-subj "/CN=$n.example"
-		printf 'subjectAltName=DNS:%s.example\n' "$n" >"$n.ext"
-		openssl x509 -req -in "$n.csr" -CA ca.pem -CAkey ca.key -CAcreateserial -out "$n.pem" -days 2 \
-			-extfile "$n.ext"
-	done
-) >"$SK_TMP/setup.log" 2>&1 || { echo "certificate setup failed"; cat "$SK_TMP/setup.log"; exit 1; }
-chmod 644 "$SK_TMP"/*.pem "$SK_TMP"/*.key
+sk_ca stockade-test-ca allowed doh
 
 cat >"$SK_TMP/policy.yaml" <<YAML
 version: 1

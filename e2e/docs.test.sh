@@ -7,8 +7,7 @@ set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=e2e/lib.sh
 . "$HERE/lib.sh"
-SK_TMP=$(mktemp -d /tmp/skdocs.XXXXXX)
-trap sk_cleanup_on_exit EXIT
+sk_tmp skdocs
 POL=$SK_BIN/stockade-policy
 [ -x "$POL" ] || { sk_fail "stockade-policy at $POL"; sk_summary; exit 1; }
 

@@ -19,9 +19,7 @@ NS=skexh
 HERE=$SK_ROOT/e2e/exhaustion
 PY=/usr/bin/python3
 SIDECAR=$SK_BIN/stockade-sidecar
-SK_TMP=$(mktemp -d /tmp/skexh.XXXXXX)
-chmod 755 "$SK_TMP"
-trap sk_cleanup_on_exit EXIT
+sk_tmp skexh
 SRV=198.18.1.80 PORT=7000
 NOFILE=256 HOLD=400 CPU_MAX=${CPU_MAX:-20} CPU_SECS=2
 ADMIN=http://127.0.0.1:15000

@@ -18,9 +18,7 @@ sk_require_root
 NS=skgw
 HERE=$SK_ROOT/e2e/gateway
 PY=/usr/bin/python3
-SK_TMP=$(mktemp -d /tmp/skgw.XXXXXX)
-chmod 755 "$SK_TMP"
-trap sk_cleanup_on_exit EXIT
+sk_tmp skgw
 UP4=198.18.1.60 DOWN4=198.18.1.61
 GW=http://127.0.0.1:15080
 

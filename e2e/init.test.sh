@@ -22,9 +22,7 @@ SRV4=198.18.1.10 SRV6=2001:db8:19::10          # test servers (TCP 80/443, UDP e
 UDP4=198.18.1.20 UDP6=2001:db8:19::20          # udp rule targets (UDP echo 7000)
 DIR4=198.18.1.30                               # direct tcp rule target (TCP 7100)
 
-SK_TMP=$(mktemp -d /tmp/skinit.XXXXXX)
-chmod 755 "$SK_TMP"
-trap sk_cleanup_on_exit EXIT
+sk_tmp skinit
 
 for b in "$INIT" "$SK_BIN/stockade-policy"; do
 	[ -x "$b" ] || { echo "missing $b (run make first)"; echo "0 passed, 1 failed"; exit 1; }

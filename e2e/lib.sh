@@ -71,6 +71,34 @@ sk_cleanup_on_exit() {
 	[ -z "${SK_TMP:-}" ] || rm -rf "$SK_TMP"
 }
 
+# sk_tmp NAME — a fresh scratch directory as SK_TMP (mode 755: the suites' non-root UIDs read it), removed
+# with the namespaces by sk_cleanup_on_exit, which it installs as the EXIT trap.
+sk_tmp() {
+	SK_TMP=$(mktemp -d "/tmp/$1.XXXXXX") || { echo "sk_tmp: mktemp failed"; echo "0 passed, 1 failed"; exit 1; }
+	chmod 755 "$SK_TMP"
+	trap sk_cleanup_on_exit EXIT
+}
+
+# sk_ca CN NAME... — in $SK_TMP: a throwaway CA (ca.pem, ca.key, subject CN) and, for each NAME, a leaf
+# NAME.pem / NAME.key for DNS:NAME.example signed by it, all readable by the suites' servers (other UIDs).
+# Ends the suite (as a failure) when openssl fails.
+sk_ca() {
+	local cn=$1; shift
+	(
+		cd "$SK_TMP" || exit 1
+		openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.pem \
+			-days 2 -subj "/CN=$cn"
+		for n in "$@"; do
+			openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$n.key" -out "$n.csr" \
+				-subj "/CN=$n.example"
+			printf 'subjectAltName=DNS:%s.example\n' "$n" >"$n.ext"
+			openssl x509 -req -in "$n.csr" -CA ca.pem -CAkey ca.key -CAcreateserial -out "$n.pem" -days 2 \
+				-extfile "$n.ext"
+		done
+	) >"$SK_TMP/ca.log" 2>&1 || { echo "certificate setup failed"; cat "$SK_TMP/ca.log"; echo "0 passed, 1 failed"; exit 1; }
+	chmod 644 "$SK_TMP"/*.pem "$SK_TMP"/*.key
+}
+
 # sk_as UID CMD... — run CMD as UID/GID with no supplementary groups and no capabilities.
 sk_as() {
 	local uid=$1; shift

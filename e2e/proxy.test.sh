@@ -11,28 +11,16 @@ sk_require_root
 NS=skproxy
 HERE=$SK_ROOT/e2e/proxy
 PY=/usr/bin/python3
-SK_TMP=$(mktemp -d /tmp/skproxy.XXXXXX)
-chmod 755 "$SK_TMP"
-trap sk_cleanup_on_exit EXIT
+sk_tmp skproxy
 A4=198.18.1.10 D4=198.18.1.20 T4=198.18.1.30
 A6=2001:db8:19::10 D6=2001:db8:19::20 T6=2001:db8:19::30
 PEEK_MS=1500
 
 # --- certificates (a throwaway CA and one leaf per name) and payload ---
-(
-	cd "$SK_TMP" || exit 1
-	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.pem \
-		-days 2 -subj /CN=stockade-test-ca
-	for n in allowed denied; do
-		openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$n.key" -out "$n.csr" \
-			-subj "/CN=$n.example"
-		printf 'subjectAltName=DNS:%s.example\n' "$n" >"$n.ext"
-		openssl x509 -req -in "$n.csr" -CA ca.pem -CAkey ca.key -CAcreateserial -out "$n.pem" -days 2 \
-			-extfile "$n.ext"
-	done
-	mkdir -p files && head -c 50M /dev/urandom >files/big
-) >"$SK_TMP/setup.log" 2>&1 || { echo "certificate setup failed"; cat "$SK_TMP/setup.log"; exit 1; }
-chmod 644 "$SK_TMP"/*.pem "$SK_TMP"/*.key "$SK_TMP/files/big"
+sk_ca stockade-test-ca allowed denied
+if ! { mkdir -p "$SK_TMP/files" && head -c 50M /dev/urandom >"$SK_TMP/files/big" && chmod 644 "$SK_TMP/files/big"; }; then
+	echo "payload setup failed"; echo "0 passed, 1 failed"; exit 1
+fi
 BIG_SHA=$(sha256sum <"$SK_TMP/files/big" | cut -d' ' -f1)
 
 cat >"$SK_TMP/policy.yaml" <<POL

@@ -29,9 +29,7 @@ exec 9>"/tmp/$NS.lock"
 flock -w 240 9 || { echo "another $NS run holds /tmp/$NS.lock"; echo "0 passed, 1 failed"; exit 1; }
 HERE=$SK_ROOT/e2e/proxy_shared
 PY=/usr/bin/python3
-SK_TMP=$(mktemp -d /tmp/skshared.XXXXXX)
-chmod 755 "$SK_TMP"
-trap sk_cleanup_on_exit EXIT
+sk_tmp skshared
 T_START=$SECONDS
 # S: allowed.example, denied.example, allowed2/3.example (one address); G: greet.example; X: another
 # address serving valid certificates for every name, which no name resolves to.
@@ -44,19 +42,8 @@ WS='Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBs
 
 # --- certificates: a throwaway CA and one leaf per name ---
 NAMES="allowed denied allowed2 allowed3"
-(
-	cd "$SK_TMP" || exit 1
-	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.pem \
-		-days 2 -subj /CN=stockade-shared-test-ca
-	for n in $NAMES; do
-		openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$n.key" -out "$n.csr" \
-			-subj "/CN=$n.example"
-		printf 'subjectAltName=DNS:%s.example\n' "$n" >"$n.ext"
-		openssl x509 -req -in "$n.csr" -CA ca.pem -CAkey ca.key -CAcreateserial -out "$n.pem" -days 2 \
-			-extfile "$n.ext"
-	done
-) >"$SK_TMP/setup.log" 2>&1 || { echo "certificate setup failed"; cat "$SK_TMP/setup.log"; exit 1; }
-chmod 644 "$SK_TMP"/*.pem "$SK_TMP"/*.key
+# shellcheck disable=SC2086  # one argument per name
+sk_ca stockade-shared-test-ca $NAMES
 
 # write_policy FILE [EXTRA] — allowed.example under `any` on 443/80 plus a server-first port (2526) and an
 # echo port (7101); greet.example under `tcp` on a server-first port (2525) and an echo port (7100).

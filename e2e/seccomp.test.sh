@@ -16,9 +16,7 @@ sk_require_root
 
 NS=skseccomp
 POL=$SK_BIN/stockade-policy
-SK_TMP=$(mktemp -d /tmp/sk-seccomp.XXXXXX)
-chmod 755 "$SK_TMP"
-trap sk_cleanup_on_exit EXIT
+sk_tmp sk-seccomp
 PROF=$SK_TMP/agent.json
 PROBES=$SK_TMP/probes
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
