@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/err.h"
+#include "common/json_str.h"
 #include "common/util.h"
 #include "cli/cli.h"
 #include "policy/policy.h"
@@ -74,19 +75,6 @@ static int file_equals(const char *path, const char *want)
 	return got == len;
 }
 
-/* Writes s as a JSON string body: paths and error texts may hold quotes or control bytes. */
-static void put_json_string(const char *s)
-{
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			printf("\\%c", *p);
-		else if (*p < 0x20 || *p == 0x7f)
-			printf("\\u%04x", *p);
-		else
-			putchar(*p);
-	}
-}
-
 static void log_line(const char *event, const char *path, const char *msg)
 {
 	char ts[32];
@@ -94,13 +82,14 @@ static void log_line(const char *event, const char *path, const char *msg)
 	struct tm tm;
 	gmtime_r(&now, &tm);
 	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	printf("{\"ts\":\"%s\",\"event\":\"%s\",\"path\":\"", ts, event);
-	put_json_string(path);
+	/* Paths and error texts may hold quotes, control bytes or non-UTF-8 bytes: one escaper for all. */
+	printf("{\"ts\":\"%s\",\"event\":\"%s\",\"path\":", ts, event);
+	sk_json_fputs(stdout, path);
 	if (msg) {
-		printf("\",\"error\":\"");
-		put_json_string(msg);
+		printf(",\"error\":");
+		sk_json_fputs(stdout, msg);
 	}
-	printf("\"}\n");
+	printf("}\n");
 	fflush(stdout);
 }
 

@@ -53,4 +53,10 @@ mkdir -p "$q"
 out=$("$P" seccomp-install --policy="$SK_TMP/policy.yaml" --dir="$q" --once 2>&1)
 sk_check "log lines stay valid JSON with quotes in paths and errors" /usr/bin/python3 -c \
 	'import json,sys; [json.loads(l) for l in sys.argv[1].splitlines()]' "$out"
+# A directory name that is not UTF-8 (a byte 0xff): the line must still be valid UTF-8 JSON, the byte escaped.
+q8="$SK_TMP/bad"$'\xff'"dir"
+mkdir -p "$q8"
+"$P" seccomp-install --policy="$SK_TMP/policy.yaml" --dir="$q8" --once >"$SK_TMP/u8.out" 2>&1
+sk_check "log lines stay valid UTF-8 JSON with a non-UTF-8 byte in the path" /usr/bin/python3 -c \
+	'import json,sys; ls=[json.loads(l) for l in open(sys.argv[1],"rb").read().decode("utf-8").splitlines()]; assert ls and ls[0]["path"].endswith("bad\u00ffdir/stockade-agent.json"), ls' "$SK_TMP/u8.out"
 sk_summary
