@@ -137,7 +137,19 @@ static const struct bad_case bad_cases[] = {
 	  3, 5, "egress[0]: expected a mapping, got string 'api.github.com'" },
 	{ "rule_unknown_key", SK_FORMAT_YAML,
 	  "version: 1\negress:\n  - host: a.com\n    port: 443\n",
-	  4, 5, "egress[0]: unknown key 'port', expected one of host, cidr, ports, protocol, direct" },
+	  4, 5, "egress[0]: unknown key 'port', expected one of host, cidr, ports, protocol, direct, budget, name" },
+	{ "rule_name_invalid", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - host: a.com\n    name: GitHub_API\n",
+	  4, 11, "egress[0].name: 'GitHub_API' is not a valid rule name, expected [a-z0-9-]{1,63}" },
+	{ "rule_name_too_long", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - host: a.com\n    name: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n",
+	  4, 11, "egress[0].name: 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa' is not a valid rule name" },
+	{ "rule_name_duplicate", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - host: a.com\n    name: gh\n  - cidr: 10.0.0.0/8\n    name: gh\n",
+	  6, 11, "egress[1].name: 'gh' is already the name of the rule at 3:5, expected unique names" },
+	{ "rule_name_number", SK_FORMAT_YAML,
+	  "version: 1\negress:\n  - host: a.com\n    name: 7\n",
+	  4, 11, "egress[0].name: expected a name [a-z0-9-]{1,63}, got number 7" },
 	{ "rule_duplicate_key", SK_FORMAT_YAML,
 	  "version: 1\negress:\n  - host: a.com\n    host: b.com\n",
 	  4, 5, "egress[0]: duplicate key 'host' (first at 3:5), expected each key once" },
@@ -541,6 +553,37 @@ static void test_malformed_table(void **state)
 		sk_diags_free(&d);
 	}
 	assert_int_equal(failures, 0);
+}
+
+/* name: is kept on the rule it names, absent names stay NULL, and it changes no decision or netns hash. */
+static void test_rule_names(void **state)
+{
+	(void)state;
+	static const char named[] = "version: 1\negress:\n  - host: a.com\n    ports: [443]\n    name: a-com\n"
+				    "  - cidr: 10.96.0.0/12\n    ports: [8125]\n    protocol: udp\n    direct: true\n"
+				    "    name: statsd\n  - host: b.com\n";
+	static const char unnamed[] = "version: 1\negress:\n  - host: a.com\n    ports: [443]\n"
+				      "  - cidr: 10.96.0.0/12\n    ports: [8125]\n    protocol: udp\n    direct: true\n"
+				      "  - host: b.com\n";
+	struct sk_diags d = { 0 };
+	struct sk_policy *p = NULL, *q = NULL;
+	assert_int_equal(sk_policy_load_buffer("n.yaml", named, strlen(named), -1, &p, &d), 0);
+	assert_int_equal(sk_policy_load_buffer("u.yaml", unnamed, strlen(unnamed), -1, &q, &d), 0);
+	assert_int_equal(p->n_rules, 3);
+	assert_string_equal(p->rules[0].name, "a-com");
+	assert_string_equal(p->rules[1].name, "statsd");
+	assert_null(p->rules[2].name);
+	char buf[24];
+	assert_string_equal(sk_rule_label(p, 1, buf), "statsd");
+	assert_string_equal(sk_rule_label(p, 2, buf), "2");
+	assert_null(sk_rule_label(p, -1, buf));
+	char h1[17], h2[17];
+	sk_policy_netns_hash(p, h1);
+	sk_policy_netns_hash(q, h2);
+	assert_string_equal(h1, h2);
+	sk_policy_free(p);
+	sk_policy_free(q);
+	sk_diags_free(&d);
 }
 
 static struct sk_policy *load_ok(const char *path, unsigned flags)
@@ -1285,6 +1328,7 @@ int main(void)
 		cmocka_unit_test(test_content_hash),
 		cmocka_unit_test(test_yaml_scalar_typing),
 		cmocka_unit_test(test_tls_ech_grease),
+		cmocka_unit_test(test_rule_names),
 		cmocka_unit_test(test_yaml_fast_path_same_tree),
 		cmocka_unit_test(test_budgets),
 		cmocka_unit_test(test_budget_cap),

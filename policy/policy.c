@@ -85,6 +85,7 @@ void sk_policy_free(struct sk_policy *p)
 	for (size_t i = 0; i < p->n_rules; i++) {
 		free(p->rules[i].host);
 		free(p->rules[i].ports);
+		free(p->rules[i].name);
 	}
 	free(p->rules);
 	free_strv(p->dns.upstream, p->dns.n_upstream);
@@ -104,6 +105,8 @@ void sk_policy_free(struct sk_policy *p)
 	free(p->apis);
 	free_strv(p->seccomp.allow, p->seccomp.n_allow);
 	free_strv(p->seccomp.deny, p->seccomp.n_deny);
+	free(p->seccomp.allow_pos);
+	free(p->seccomp.deny_pos);
 	free_strv(p->import_notes, p->n_import_notes);
 	free(p);
 }
@@ -249,7 +252,10 @@ int sk_policy_load_buffer(const char *name, const char *buf, size_t len, int for
 /* Reads the whole file; returns owned buffer or NULL with -errno in *err. */
 static char *read_file(const char *path, size_t *len, int *err)
 {
-	sk_autoclose int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* "-" is standard input (`stockade-policy check -`, `stockade-init --policy - --dry-run`); it is
+	 * read to its end and never closed here. */
+	const bool is_stdin = !strcmp(path, "-");
+	sk_autoclose int fd = is_stdin ? dup(STDIN_FILENO) : open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		*err = -errno;
@@ -300,18 +306,29 @@ int sk_policy_load_file_ex(const char *path, int format, unsigned flags, struct 
 	size_t len = 0;
 	int err = 0;
 	*out = NULL;
+	const char *name = strcmp(path, "-") ? path : "<stdin>";
 	sk_autofree char *buf = read_file(path, &len, &err);
 	if (!buf) {
 		/* line 0: printed as "FILE: cannot read: ..." — there is no position to give */
-		sk_diags_add(diags, path, 0, 0, "cannot read: %s", strerror(-err));
+		sk_diags_add(diags, name, 0, 0, "cannot read: %s", strerror(-err));
 		return err;
 	}
-	return sk_policy_load_buffer_ex(path, buf, len, format, flags, out, diags);
+	return sk_policy_load_buffer_ex(name, buf, len, format, flags, out, diags);
 }
 
 int sk_policy_load_file(const char *path, int format, struct sk_policy **out, struct sk_diags *diags)
 {
 	return sk_policy_load_file_ex(path, format, 0, out, diags);
+}
+
+const char *sk_rule_label(const struct sk_policy *p, int idx, char buf[24])
+{
+	if (idx < 0)
+		return NULL;
+	if (p && (size_t)idx < p->n_rules && p->rules[idx].name)
+		return p->rules[idx].name;
+	snprintf(buf, 24, "%d", idx);
+	return buf;
 }
 
 const char *sk_proto_name(enum sk_proto p)

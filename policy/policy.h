@@ -61,6 +61,8 @@ struct sk_rule {
 	bool direct;           /* CIDR only: compiled into the kernel fast path (nft sets), bypasses the proxy */
 	struct sk_pos pos;     /* position of the rule's mapping in the file */
 	struct sk_budget budget;  /* window_ms == 0: none (own, or budgets.default where it applies) */
+	char *name;            /* optional `name:` ([a-z0-9-]{1,63}, unique), NULL if unset: the stable rule
+	                        * label of metrics and audit lines (sk_rule_label) */
 };
 
 struct sk_api {
@@ -89,10 +91,12 @@ struct sk_policy_dns {
 };
 
 struct sk_policy_seccomp {
-	char **allow;          /* extra syscalls to allow, names validated by the seccomp generator */
+	char **allow;          /* extra syscalls to allow; the loader checks the spelling only, the seccomp
+	                        * generator whether each exists and may be allowed (`stockade-policy check`) */
 	size_t n_allow;
 	char **deny;           /* extra syscalls to deny */
 	size_t n_deny;
+	struct sk_pos *allow_pos, *deny_pos;  /* where each name is written, for the generator's errors */
 };
 
 /* tls: what the proxy accepts in a ClientHello beyond the strict default. */
@@ -157,7 +161,8 @@ void sk_diags_print(const struct sk_diags *d, void *stdio_file);
  * detected (JSON if the first non-blank byte is '{', forge shape if a JSON object has any of the keys
  * "profile", "allowed_domains", "all_domains", "tool_domains", "allow_private_ips"; YAML otherwise).
  * On failure returns -EINVAL (or -errno for I/O) and appends every error found to diags (not only the
- * first); *out stays NULL. On success *out is an owned snapshot with the matcher built. */
+ * first); *out stays NULL. On success *out is an owned snapshot with the matcher built. A path of "-" reads
+ * standard input to its end, named "<stdin>" in diagnostics and in the snapshot's source. */
 int sk_policy_load_file(const char *path, int format, struct sk_policy **out, struct sk_diags *diags);
 int sk_policy_load_buffer(const char *name, const char *buf, size_t len, int format,
 			  struct sk_policy **out, struct sk_diags *diags);
@@ -184,6 +189,10 @@ char *sk_budget_format(const struct sk_budget *b, char *out, size_t outsz);
  * lower-case hex digits + NUL. Stable across processes and versions of the same policy content; the init
  * writes it into its marker and the sidecar compares it (readiness, reload refusal). */
 void sk_policy_netns_hash(const struct sk_policy *p, char out[17]);
+
+/* The rule label metrics and audit lines carry for rule index idx of p: the rule's name when it has one,
+ * else its index as decimal text; NULL for idx < 0 (no rule decided). Points into p or into buf. */
+const char *sk_rule_label(const struct sk_policy *p, int idx, char buf[24]);
 
 const char *sk_proto_name(enum sk_proto p);   /* "any", "tls", ... */
 const char *sk_mode_name(enum sk_mode m);

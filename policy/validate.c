@@ -18,6 +18,7 @@
 #include "policy/addr.h"
 #include "policy/domain.h"
 #include "policy/load-internal.h"
+#include "policy/schema.h"
 
 #define PATHSZ 160
 
@@ -99,33 +100,31 @@ static bool want_seq(struct sk_load_ctx *c, const struct sk_node *n, const char 
 }
 
 /* "k1, k2, ..." for messages; built only when one is written. Returns buf. */
-static const char *keys_text(const char *const *keys, size_t n_keys, char *buf, size_t sz)
+static const char *keys_text(const struct sk_schema_obj *o, char *buf, size_t sz)
 {
-	size_t o = 0;
+	size_t w = 0;
 	buf[0] = 0;
-	for (size_t i = 0; i < n_keys && o < sz; i++)
-		o += (size_t)snprintf(buf + o, sz - o, "%s%s", i ? ", " : "", keys[i]);
+	for (size_t i = 0; i < o->n_fields && w < sz; i++)
+		w += (size_t)snprintf(buf + w, sz - w, "%s%s", i ? ", " : "", o->fields[i].key);
 	return buf;
 }
 
-/* Every key must be a string, known, and present once. `where` names the mapping in messages. */
-static void check_keys(struct sk_load_ctx *c, const struct sk_node *map, const char *where, const char *const *keys,
-		       size_t n_keys)
+/* Every key must be a string, one of the schema's keys for this mapping (policy/schema.c: the one list
+ * the validator and the JSON Schema share), and present once. `where` names the mapping in messages. */
+static void check_keys(struct sk_load_ctx *c, const struct sk_node *map, const char *where,
+		       const struct sk_schema_obj *o)
 {
 	char q[SK_QUOTE_MAX], d[SK_QUOTE_MAX + 16], expected[256];
 	for (size_t i = 0; i + 1 < map->n; i += 2) {
 		const struct sk_node *k = map->items[i];
 		if (k->kind != SK_NODE_SCALAR || k->skind != SK_SCALAR_STR) {
 			err_at(c, k, "%s: key is %s, expected one of %s", where, sk_node_describe(k, d, sizeof(d)),
-			       keys_text(keys, n_keys, expected, sizeof(expected)));
+			       keys_text(o, expected, sizeof(expected)));
 			continue;
 		}
-		bool known = false;
-		for (size_t j = 0; j < n_keys && !known; j++)
-			known = !strcmp(k->text, keys[j]);
-		if (!known) {
+		if (!sk_schema_field(o, k->text)) {
 			err_at(c, k, "%s: unknown key %s, expected one of %s", where, sk_quote(k->text, q, sizeof(q)),
-			       keys_text(keys, n_keys, expected, sizeof(expected)));
+			       keys_text(o, expected, sizeof(expected)));
 			continue;
 		}
 		for (size_t j = 0; j < i; j += 2) {
@@ -484,13 +483,12 @@ static int get_window(struct sk_load_ctx *c, const struct sk_node *n, const char
  * stand where it is (the rule kind) is the caller's check. */
 static int get_budget(struct sk_load_ctx *c, const struct sk_node *n, const char *path, struct sk_budget *out)
 {
-	static const char *const keys[] = { "sent", "received", "connections", "queries", "window" };
 	char kpath[PATHSZ];
 	struct sk_budget b = { 0 };
 	bool bad = false;
 	if (!want_map(c, n, path))
 		return -EINVAL;
-	check_keys(c, n, path, keys, SK_ARRAY_SIZE(keys));
+	check_keys(c, n, path, &sk_schema_budget);
 	const struct sk_node *v;
 	if ((v = sk_node_get(n, "sent"))) {
 		path_key(kpath, sizeof(kpath), path, "sent");
@@ -556,10 +554,9 @@ static bool rule_budget_ok(struct sk_load_ctx *c, const struct sk_node *bn, cons
 
 static void validate_budgets(struct sk_load_ctx *c, const struct sk_node *n, struct sk_policy *p)
 {
-	static const char *const keys[] = { "default" };
 	if (!want_map(c, n, "budgets"))
 		return;
-	check_keys(c, n, "budgets", keys, SK_ARRAY_SIZE(keys));
+	check_keys(c, n, "budgets", &sk_schema_budgets);
 	const struct sk_node *d = sk_node_get(n, "default");
 	struct sk_budget b;
 	if (d && get_budget(c, d, "budgets.default", &b) == 0)
@@ -598,25 +595,69 @@ static void apply_default_budget(struct sk_load_ctx *c, const struct sk_node *ro
 
 /* ---- sections ---------------------------------------------------------------------------------------- */
 
-static const char *const protos[] = { "any", "tls", "http", "tcp", "udp" };  /* enum sk_proto order */
+#define protos sk_schema_protos  /* enum sk_proto order */
 #define PROTO_EXPECTED "tls, http, tcp, udp or any"
+
+/* [a-z0-9-]{1,63}: api names and rule names, which end up in URLs and metric labels. */
+static bool name_ok(const char *s)
+{
+	size_t l = strlen(s);
+	bool ok = l >= 1 && l <= 63;
+	for (size_t i = 0; i < l && ok; i++)
+		ok = (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-';
+	return ok;
+}
+
+/* egress[i].name: optional, unique among the rules; the stable `rule` label of metrics and audit lines
+ * (the list position changes whenever a rule is inserted above). Returns an owned copy, NULL when absent
+ * or invalid (*bad set). */
+static char *get_rule_name(struct sk_load_ctx *c, const struct sk_node *nn, const char *path,
+			   const struct sk_policy *p, bool *bad)
+{
+	char q[SK_QUOTE_MAX];
+	const char *s = get_str(c, nn, path, "a name [a-z0-9-]{1,63}");
+	if (!s) {
+		*bad = true;
+		return NULL;
+	}
+	if (!name_ok(s)) {
+		err_at(c, nn, "%s: %s is not a valid rule name, expected [a-z0-9-]{1,63}", path,
+		       sk_quote(s, q, sizeof(q)));
+		*bad = true;
+		return NULL;
+	}
+	for (size_t j = 0; j < p->n_rules; j++)
+		if (p->rules[j].name && !strcmp(p->rules[j].name, s)) {
+			err_at(c, nn, "%s: %s is already the name of the rule at %u:%u, expected unique names", path,
+			       sk_quote(s, q, sizeof(q)), p->rules[j].pos.line, p->rules[j].pos.col);
+			*bad = true;
+			return NULL;
+		}
+	char *copy = strdup(s);
+	if (!copy) {
+		err_at(c, nn, "%s: out of memory", path);
+		*bad = true;
+	}
+	return copy;
+}
 
 static void validate_rule(struct sk_load_ctx *c, const struct sk_node *n, size_t idx, struct sk_policy *p)
 {
-	static const char *const keys[] = { "host", "cidr", "ports", "protocol", "direct", "budget" };
 	char path[PATHSZ], kpath[PATHSZ];
 	path_idx(path, sizeof(path), "egress", idx);
 	if (!want_map(c, n, path))
 		return;
-	check_keys(c, n, path, keys, SK_ARRAY_SIZE(keys));
+	check_keys(c, n, path, &sk_schema_rule);
 	const struct sk_node *host = sk_node_get(n, "host"), *cidr = sk_node_get(n, "cidr");
 	const struct sk_node *pn = sk_node_get(n, "ports"), *prn = sk_node_get(n, "protocol");
 	const struct sk_node *dn = sk_node_get(n, "direct"), *bn = sk_node_get(n, "budget");
+	const struct sk_node *nn = sk_node_get(n, "name");
 	bool bad = false, direct = false;
 	int proto = SK_PROTO_ANY;
 	uint16_t *ports = NULL;
 	size_t n_ports = 0;
 	struct sk_budget budget = { 0 };
+	char *name = NULL;
 
 	if (host && cidr) {
 		err_at(c, n, "%s: has both host and cidr, expected exactly one of them", path);
@@ -629,7 +670,7 @@ static void validate_rule(struct sk_load_ctx *c, const struct sk_node *n, size_t
 	if (pn && get_port_list(c, pn, kpath, &ports, &n_ports) < 0)
 		bad = true;
 	path_key(kpath, sizeof(kpath), path, "protocol");
-	if (prn && (proto = get_enum(c, prn, kpath, "protocol", protos, SK_ARRAY_SIZE(protos), PROTO_EXPECTED)) < 0)
+	if (prn && (proto = get_enum(c, prn, kpath, "protocol", protos, sk_schema_count(protos), PROTO_EXPECTED)) < 0)
 		bad = true;
 	path_key(kpath, sizeof(kpath), path, "direct");
 	if (dn && get_bool(c, dn, kpath, &direct) < 0)
@@ -641,6 +682,9 @@ static void validate_rule(struct sk_load_ctx *c, const struct sk_node *n, size_t
 		    !rule_budget_ok(c, bn, kpath, host && !cidr, h[0] == '*', direct, proto, &budget))
 			bad = true;
 	}
+	path_key(kpath, sizeof(kpath), path, "name");
+	if (nn)
+		name = get_rule_name(c, nn, kpath, p, &bad);
 	if (host && !cidr) {
 		/* The proxy decides host rules by the name it sees in a TCP stream; UDP never reaches it. */
 		if (proto == SK_PROTO_UDP) {
@@ -664,6 +708,7 @@ static void validate_rule(struct sk_load_ctx *c, const struct sk_node *n, size_t
 			r->proto = (enum sk_proto)proto;
 			r->pos = (struct sk_pos){ n->line, n->col };
 			r->budget = budget;
+			r->name = sk_steal_pointer(&name);
 		}
 	} else if (cidr && !host) {
 		struct sk_cidr net;
@@ -688,10 +733,12 @@ static void validate_rule(struct sk_load_ctx *c, const struct sk_node *n, size_t
 				r->direct = direct;
 				r->proto = (enum sk_proto)proto;
 				r->budget = budget;
+				r->name = sk_steal_pointer(&name);
 			}
 		}
 	}
 	free(ports);
+	free(name);
 }
 
 static void validate_egress(struct sk_load_ctx *c, const struct sk_node *n, struct sk_policy *p)
@@ -720,13 +767,12 @@ static uint32_t get_uid_at(struct sk_load_ctx *c, const struct sk_node *n, const
 static const struct sk_node *validate_uid_section(struct sk_load_ctx *c, const struct sk_node *n, const char *name,
 						  uint32_t *uid, bool *ok)
 {
-	static const char *const keys[] = { "uid" };
 	char path[PATHSZ];
 	if (!want_map(c, n, name)) {
 		*ok = false;
 		return NULL;
 	}
-	check_keys(c, n, name, keys, 1);
+	check_keys(c, n, name, &sk_schema_uid);
 	const struct sk_node *u = need(c, n, name, "uid", "uid: N");
 	if (!u) {
 		*ok = false;
@@ -741,10 +787,13 @@ static const struct sk_node *validate_uid_section(struct sk_load_ctx *c, const s
 
 static void validate_ports(struct sk_load_ctx *c, const struct sk_node *n, struct sk_policy *p)
 {
-	static const char *const keys[] = { "proxy", "dns", "admin", "api" };
+	const struct sk_schema_obj *o = &sk_schema_ports;
+	const char *keys[4];
 	if (!want_map(c, n, "ports"))
 		return;
-	check_keys(c, n, "ports", keys, SK_ARRAY_SIZE(keys));
+	check_keys(c, n, "ports", o);
+	for (size_t i = 0; i < 4; i++)
+		keys[i] = o->fields[i].key;  /* proxy, dns, admin, api: the order of the slots below */
 	uint16_t *slot[] = { &p->ports.proxy, &p->ports.dns, &p->ports.admin, &p->ports.api };
 	const struct sk_node *where[4] = { 0 };
 	char path[PATHSZ];
@@ -803,15 +852,7 @@ static void validate_exempt(struct sk_load_ctx *c, const struct sk_node *n, stru
 	p->n_exempt_uids = o;
 }
 
-static const struct {
-	const char *name;
-	uint16_t type;
-} qtypes[] = {
-	{ "A", 1 },       { "NS", 2 },      { "CNAME", 5 },   { "SOA", 6 },    { "NULL", 10 },  { "PTR", 12 },
-	{ "HINFO", 13 },  { "MX", 15 },     { "TXT", 16 },    { "AAAA", 28 },  { "SRV", 33 },   { "NAPTR", 35 },
-	{ "DS", 43 },     { "RRSIG", 46 },  { "NSEC", 47 },   { "DNSKEY", 48 }, { "NSEC3", 50 }, { "TLSA", 52 },
-	{ "SVCB", 64 },   { "HTTPS", 65 },  { "SPF", 99 },    { "AXFR", 252 }, { "ANY", 255 },  { "CAA", 257 },
-};
+#define qtypes sk_schema_qtypes
 
 static bool upstream_ok(const char *s)
 {
@@ -862,12 +903,11 @@ static bool upstream_ok(const char *s)
 
 static void validate_dns(struct sk_load_ctx *c, const struct sk_node *n, struct sk_policy *p)
 {
-	static const char *const keys[] = { "upstream", "deny", "maxQueryLength", "allowTypes" };
-	static const char *const denies[] = { "nxdomain", "refused" };
+	const char *const *denies = sk_schema_dns_denies;
 	char path[PATHSZ], q[SK_QUOTE_MAX];
 	if (!want_map(c, n, "dns"))
 		return;
-	check_keys(c, n, "dns", keys, SK_ARRAY_SIZE(keys));
+	check_keys(c, n, "dns", &sk_schema_dns);
 	const struct sk_node *v;
 	if ((v = sk_node_get(n, "upstream")) && want_seq(c, v, "dns.upstream", "resolvers")) {
 		if (!v->n)
@@ -888,7 +928,7 @@ static void validate_dns(struct sk_load_ctx *c, const struct sk_node *n, struct 
 		}
 	}
 	if ((v = sk_node_get(n, "deny"))) {
-		int d = get_enum(c, v, "dns.deny", "deny answer", denies, 2, "nxdomain or refused");
+		int d = get_enum(c, v, "dns.deny", "deny answer", denies, sk_schema_count(denies), "nxdomain or refused");
 		if (d >= 0)
 			p->dns.deny = (enum sk_dns_deny)d;
 	}
@@ -905,9 +945,9 @@ static void validate_dns(struct sk_load_ctx *c, const struct sk_node *n, struct 
 			if (!s)
 				continue;
 			size_t j = 0;
-			while (j < SK_ARRAY_SIZE(qtypes) && strcasecmp(qtypes[j].name, s) != 0)
+			while (j < sk_schema_n_qtypes && strcasecmp(qtypes[j].name, s) != 0)
 				j++;
-			if (j == SK_ARRAY_SIZE(qtypes)) {
+			if (j == sk_schema_n_qtypes) {
 				err_at(c, v->items[i], "%s: unknown record type %s, expected a type name like A, AAAA, "
 						       "CNAME, HTTPS, SVCB, MX, TXT or SRV", path, sk_quote(s, q, sizeof(q)));
 				continue;
@@ -942,14 +982,13 @@ static void validate_loopback(struct sk_load_ctx *c, const struct sk_node *n, st
 /* tls: {echGrease: allow | deny}. Proxy-only (not in the netns hash): a live reload may change it. */
 static void validate_tls(struct sk_load_ctx *c, const struct sk_node *n, struct sk_policy *p)
 {
-	static const char *const keys[] = { "echGrease" };
-	static const char *const grease[] = { "deny", "allow" };
+	const char *const *grease = sk_schema_ech_grease;
 	if (!want_map(c, n, "tls"))
 		return;
-	check_keys(c, n, "tls", keys, SK_ARRAY_SIZE(keys));
+	check_keys(c, n, "tls", &sk_schema_tls);
 	const struct sk_node *v;
 	if ((v = sk_node_get(n, "echGrease"))) {
-		int g = get_enum(c, v, "tls.echGrease", "valid setting", grease, SK_ARRAY_SIZE(grease),
+		int g = get_enum(c, v, "tls.echGrease", "valid setting", grease, sk_schema_count(grease),
 				 "allow or deny");
 		if (g >= 0)
 			p->tls.ech_grease_allow = g == 1;
@@ -968,12 +1007,17 @@ static bool syscall_name_ok(const char *s)
 }
 
 static void syscall_list(struct sk_load_ctx *c, const struct sk_node *n, const char *path, char ***out,
-			 size_t *n_out)
+			 struct sk_pos **pos, size_t *n_out)
 {
 	char ipath[PATHSZ], q[SK_QUOTE_MAX];
 	if (!want_seq(c, n, path, "syscall names"))
 		return;
 	*out = calloc(n->n ? n->n : 1, sizeof(char *));
+	*pos = calloc(n->n ? n->n : 1, sizeof(**pos));
+	if (!*pos) {
+		free(*out);
+		*out = NULL;
+	}
 	for (size_t i = 0; *out && i < n->n; i++) {
 		path_idx(ipath, sizeof(ipath), path, i);
 		const char *s = get_str(c, n->items[i], ipath, "a syscall name");
@@ -988,8 +1032,10 @@ static void syscall_list(struct sk_load_ctx *c, const struct sk_node *n, const c
 		for (size_t j = 0; j < *n_out && !dup; j++)
 			dup = (*out)[j] && !strcmp((*out)[j], s);
 		char *copy = dup ? NULL : strdup(s);
-		if (copy)
+		if (copy) {
+			(*pos)[*n_out] = (struct sk_pos){ n->items[i]->line, n->items[i]->col };
 			(*out)[(*n_out)++] = copy;
+		}
 		else if (!dup)
 			err_at(c, n->items[i], "%s: out of memory", ipath);
 	}
@@ -997,16 +1043,15 @@ static void syscall_list(struct sk_load_ctx *c, const struct sk_node *n, const c
 
 static void validate_seccomp(struct sk_load_ctx *c, const struct sk_node *n, struct sk_policy *p)
 {
-	static const char *const keys[] = { "allow", "deny" };
 	char q[SK_QUOTE_MAX];
 	if (!want_map(c, n, "seccomp"))
 		return;
-	check_keys(c, n, "seccomp", keys, 2);
+	check_keys(c, n, "seccomp", &sk_schema_seccomp);
 	const struct sk_node *a = sk_node_get(n, "allow"), *d = sk_node_get(n, "deny");
 	if (a)
-		syscall_list(c, a, "seccomp.allow", &p->seccomp.allow, &p->seccomp.n_allow);
+		syscall_list(c, a, "seccomp.allow", &p->seccomp.allow, &p->seccomp.allow_pos, &p->seccomp.n_allow);
 	if (d)
-		syscall_list(c, d, "seccomp.deny", &p->seccomp.deny, &p->seccomp.n_deny);
+		syscall_list(c, d, "seccomp.deny", &p->seccomp.deny, &p->seccomp.deny_pos, &p->seccomp.n_deny);
 	if (!d || d->kind != SK_NODE_SEQ)
 		return;
 	for (size_t i = 0; i < d->n; i++) {
@@ -1159,15 +1204,11 @@ static int get_number(struct sk_load_ctx *c, const struct sk_node *n, const char
 
 static void validate_api(struct sk_load_ctx *c, const struct sk_node *n, size_t idx, struct sk_policy *p)
 {
-	static const char *const keys[] = { "name", "upstream", "header", "callerToken", "caFile", "rateLimit",
-					    "methods", "pathPrefixes" };
-	static const char *const hkeys[] = { "name", "valueFile" };
-	static const char *const rkeys[] = { "rps", "burst" };
 	char path[PATHSZ], kp[PATHSZ], q[SK_QUOTE_MAX];
 	pathf(path, sizeof(path), "apis[%zu]", idx);
 	if (!want_map(c, n, path))
 		return;
-	check_keys(c, n, path, keys, SK_ARRAY_SIZE(keys));
+	check_keys(c, n, path, &sk_schema_api);
 	struct sk_api *a = &p->apis[p->n_apis++];  /* freed with p even when invalid */
 	a->pos = (struct sk_pos){ n->line, n->col };
 	const struct sk_node *v;
@@ -1176,10 +1217,7 @@ static void validate_api(struct sk_load_ctx *c, const struct sk_node *n, size_t 
 		path_key(kp, sizeof(kp), path, "name");
 		const char *s = get_str(c, v, kp, "a name [a-z0-9-]{1,63}");
 		if (s) {
-			size_t l = strlen(s);
-			bool ok = l >= 1 && l <= 63;
-			for (size_t i = 0; i < l && ok; i++)
-				ok = (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-';
+			bool ok = name_ok(s);
 			if (!ok) {
 				err_at(c, v, "%s: %s is not a valid api name, expected [a-z0-9-]{1,63}", kp,
 				       sk_quote(s, q, sizeof(q)));
@@ -1207,7 +1245,7 @@ static void validate_api(struct sk_load_ctx *c, const struct sk_node *n, size_t 
 	if ((v = need(c, n, path, "header", "header: {name: ..., valueFile: ...}"))) {
 		path_key(kp, sizeof(kp), path, "header");
 		if (want_map(c, v, kp)) {
-			check_keys(c, v, kp, hkeys, 2);
+			check_keys(c, v, kp, &sk_schema_api_header);
 			const struct sk_node *hn = need(c, v, kp, "name", "an HTTP header name");
 			const struct sk_node *hf = need(c, v, kp, "valueFile", "the path of the secret value");
 			char hp[PATHSZ];
@@ -1234,7 +1272,7 @@ static void validate_api(struct sk_load_ctx *c, const struct sk_node *n, size_t 
 	if ((v = sk_node_get(n, "rateLimit"))) {
 		path_key(kp, sizeof(kp), path, "rateLimit");
 		if (want_map(c, v, kp)) {
-			check_keys(c, v, kp, rkeys, 2);
+			check_keys(c, v, kp, &sk_schema_api_rate);
 			const struct sk_node *r = sk_node_get(v, "rps"), *b = sk_node_get(v, "burst");
 			char rp[PATHSZ];
 			path_key(rp, sizeof(rp), kp, "rps");
@@ -1376,16 +1414,14 @@ int sk_policy_dns_defaults(struct sk_policy *p)
 
 void sk_validate_policy(struct sk_load_ctx *c, const struct sk_node *root, struct sk_policy *p)
 {
-	static const char *const keys[] = { "version", "mode", "agent", "sidecar", "exemptUids", "ports", "egress",
-					    "dns", "blockPrivate", "loopback", "apis", "seccomp", "tls", "budgets" };
-	static const char *const modes[] = { "enforce", "audit" };
+	const char *const *modes = sk_schema_modes;
 	char d[SK_QUOTE_MAX + 16];
 	if (root->kind != SK_NODE_MAP) {
 		err_at(c, root, "policy: expected a mapping starting with version: 1, got %s",
 		       sk_node_describe(root, d, sizeof(d)));
 		return;
 	}
-	check_keys(c, root, "policy", keys, SK_ARRAY_SIZE(keys));
+	check_keys(c, root, "policy", &sk_schema_policy);
 	const struct sk_node *v;
 	if ((v = need(c, root, "policy", "version", "version: 1"))) {
 		unsigned long long ver;
@@ -1393,7 +1429,7 @@ void sk_validate_policy(struct sk_load_ctx *c, const struct sk_node *root, struc
 			err_at(c, v, "version: unsupported version %llu, expected 1", ver);
 	}
 	if ((v = sk_node_get(root, "mode"))) {
-		int m = get_enum(c, v, "mode", "mode", modes, 2, "enforce or audit");
+		int m = get_enum(c, v, "mode", "mode", modes, sk_schema_count(modes), "enforce or audit");
 		if (m >= 0)
 			p->mode = (enum sk_mode)m;
 	}

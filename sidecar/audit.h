@@ -42,6 +42,8 @@ struct sk_audit_rec {
 	const char *name;           /* SNI / Host / bound name; NULL → null */
 	const char *proto;          /* proxy: "tls" | "http" | "tcp" | NULL; dns: "udp" | "tcp" */
 	int rule;                   /* policy rule index; < 0 → null */
+	const char *rule_name;      /* the rule's name: when it has one: written as "rule":"NAME" instead of
+	                             * the index (stable across edits above it); NULL writes the index */
 	const char *decision;       /* "allow" | "deny" | "would_deny" (mode audit) */
 	const char *reason;         /* short token: "rule", "no_match", "loop", "peek_timeout", ... */
 	const char *binding;        /* "ok" | "resolved" | "mismatch" | "unchecked"; NULL omits the field */

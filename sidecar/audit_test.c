@@ -154,6 +154,10 @@ static void test_audit_proxy_line_bytes_unchanged(void **state)
 			    "\"dst\":\"[2001:db8:19::5]:443\",\"name\":\"allowed.example\",\"proto\":\"tls\",\"rule\":2,"
 			    "\"decision\":\"allow\",\"reason\":\"rule\",\"binding\":\"ok\",\"late\":true,\"request\":3,"
 			    "\"bytes_in\":1234,\"bytes_out\":517,\"duration_ms\":3}");
+	/* A named rule is written by its name, escaped like every string. */
+	r.rule_name = "github-api";
+	sk_audit_format(&r, H, &wall, buf, sizeof(buf));
+	assert_non_null(strstr(buf, ",\"proto\":\"tls\",\"rule\":\"github-api\",\"decision\":\"allow\","));
 }
 
 /* The gateway's line (event "api"): its fields in place of the connection ones, in the order it always

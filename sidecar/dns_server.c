@@ -167,6 +167,9 @@ static void account(struct sk_dns_srv *s, enum sk_dns_result r, const struct sk_
 		return;
 	char text[SK_DNS_NAME_TEXT_MAX];
 	const char *name = q->name[0] ? q->name : (sk_dns_name_text(&q->qname, text) == 0 ? text : "(binary)");
+	/* The name comes from the policy in force now, as the index always has: a reload between a query
+	 * and its upstream answer (a rebinding denial) can make both name an edited rule. */
+	const struct sk_policy *pol = s->sc->policy;
 	struct sk_audit_rec rec = {
 		.event = "dns",
 		.src = src,
@@ -174,6 +177,7 @@ static void account(struct sk_dns_srv *s, enum sk_dns_result r, const struct sk_
 		.name = name,
 		.proto = tcp ? "tcp" : "udp",
 		.rule = q->rule,
+		.rule_name = pol && q->rule >= 0 && (size_t)q->rule < pol->n_rules ? pol->rules[q->rule].name : NULL,
 		.decision = audit ? "would_deny" : "deny",
 		.reason = sk_dns_result_name(r),
 	};

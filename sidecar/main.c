@@ -147,6 +147,14 @@ int main(int argc, char **argv)
 		sk_config_free(&cfg);
 		return SK_EXIT_OK;
 	}
+	/* Every other tool reads "-" as stdin; the sidecar re-reads its policy on each change, which a pipe
+	 * cannot give twice. */
+	if (!strcmp(cfg.policy_path, "-")) {
+		sk_log(SK_LOG_ERROR, "--policy -: the sidecar reloads its policy from the file when it changes, "
+				     "expected a file path, not stdin (see --help)");
+		sk_config_free(&cfg);
+		return SK_EXIT_USAGE;
+	}
 	sc.limits = cfg.proxy;       /* the servers' settings; strings borrow from cfg, freed last */
 	sc.api_limits = cfg.api;
 	sc.dns_cfg = cfg.dns;

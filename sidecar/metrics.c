@@ -186,16 +186,13 @@ void sk_metrics_free(struct sk_metrics *m)
 	free(m);
 }
 
-void sk_metrics_conn(struct sk_metrics *m, const char *decision, const char *reason, int rule, const char *proto)
+void sk_metrics_conn(struct sk_metrics *m, const char *decision, const char *reason, const char *rule,
+		     const char *proto)
 {
-	char key[KEY_MAX], rulebuf[16];
+	char key[KEY_MAX];
 	size_t pos = 0;
-	if (rule >= 0)
-		snprintf(rulebuf, sizeof(rulebuf), "%d", rule);
-	else
-		snprintf(rulebuf, sizeof(rulebuf), "none");
 	if (!key_add(key, &pos, "decision", decision) || !key_add(key, &pos, "reason", reason) ||
-	    !key_add(key, &pos, "rule", rulebuf) || !key_add(key, &pos, "proto", proto)) {
+	    !key_add(key, &pos, "rule", rule ? rule : "none") || !key_add(key, &pos, "proto", proto)) {
 		m->conns.dropped++;
 		return;
 	}
@@ -416,7 +413,7 @@ int sk_metrics_render(const struct sk_metrics *m, const struct sk_policy *policy
 	bprintf(&b, "stockade_reload_last_success %d\n", m->last_reload_ok ? 1 : 0);
 
 	head(&b, "stockade_connections_total", "counter",
-	     "Proxied connections by decision, reason, deciding rule index and protocol.");
+	     "Proxied connections by decision, reason, deciding rule (its name, else its index) and protocol.");
 	render_family(&b, &m->conns, "stockade_connections_total");
 
 	head(&b, "stockade_connections_active", "gauge", "Connections currently open through the proxy.");

@@ -17,8 +17,10 @@ int sk_metrics_new(struct sk_metrics **out);            /* returns 0 or -ENOMEM;
 void sk_metrics_free(struct sk_metrics *m);
 
 /* One proxy decision. decision "allow"|"deny"; reason a short static token ("rule", "no_match", "private",
- * "sni_ip_mismatch", "malformed_hello", ...); rule index or -1; proto "tls"|"http"|"tcp". */
-void sk_metrics_conn(struct sk_metrics *m, const char *decision, const char *reason, int rule, const char *proto);
+ * "sni_ip_mismatch", "malformed_hello", ...); rule the deciding rule's label (sk_rule_label: its name:, else
+ * its index as text) or NULL ("none"); proto "tls"|"http"|"tcp". */
+void sk_metrics_conn(struct sk_metrics *m, const char *decision, const char *reason, const char *rule,
+		     const char *proto);
 void sk_metrics_conn_active(struct sk_metrics *m, int delta);
 void sk_metrics_bytes(struct sk_metrics *m, uint64_t to_upstream, uint64_t to_client);
 void sk_metrics_decision_latency(struct sk_metrics *m, double seconds);

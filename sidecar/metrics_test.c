@@ -96,9 +96,10 @@ static void test_connections_counted_by_labels(void **state)
 	(void)state;
 	struct sk_metrics *m = NULL;
 	assert_int_equal(sk_metrics_new(&m), 0);
-	sk_metrics_conn(m, "allow", "rule", 2, "tls");
-	sk_metrics_conn(m, "allow", "rule", 2, "tls");
-	sk_metrics_conn(m, "deny", "no_match", -1, "http");
+	sk_metrics_conn(m, "allow", "rule", "2", "tls");
+	sk_metrics_conn(m, "allow", "rule", "2", "tls");
+	sk_metrics_conn(m, "deny", "no_match", NULL, "http");
+	sk_metrics_conn(m, "allow", "rule", "github-api", "tls");
 	sk_metrics_conn_active(m, 3);
 	sk_metrics_conn_active(m, -1);
 	sk_metrics_bytes(m, 100, 2000);
@@ -107,6 +108,7 @@ static void test_connections_counted_by_labels(void **state)
 	assert_well_formed(s);
 	assert_non_null(strstr(s, "stockade_connections_total{decision=\"allow\",reason=\"rule\",rule=\"2\",proto=\"tls\"} 2\n"));
 	assert_non_null(strstr(s, "stockade_connections_total{decision=\"deny\",reason=\"no_match\",rule=\"none\",proto=\"http\"} 1\n"));
+	assert_non_null(strstr(s, "stockade_connections_total{decision=\"allow\",reason=\"rule\",rule=\"github-api\",proto=\"tls\"} 1\n"));
 	assert_non_null(strstr(s, "stockade_connections_active 2\n"));
 	assert_non_null(strstr(s, "stockade_bytes_total{direction=\"upstream\"} 101\n"));
 	assert_non_null(strstr(s, "stockade_bytes_total{direction=\"client\"} 2002\n"));

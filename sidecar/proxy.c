@@ -71,7 +71,11 @@ struct conn {
 	uint8_t *buf;                  /* every byte read from the client before the decision */
 	size_t len, cap;
 	char name[SK_DOMAIN_MAX + 1];
+	/* The deciding rule's label, copied at the decision (a reload may free the policy before the
+	 * connection ends): its name: when it has one, else its index. Meaningful while rule >= 0. */
+	char rule_label[64];
 	bool has_name;
+	bool rule_named;
 	const char *proto;             /* "tls" | "http" | "tcp"; NULL before classification */
 	enum sk_proto match_proto;
 	int rule;
@@ -252,12 +256,28 @@ static bool is_loop(const struct sk_proxy *px, const struct sk_addr *dst, uint16
 
 /* ---- connection life ---- */
 
+/* The rule label of metrics (NULL: no rule decided). */
+static const char *conn_rule_label(const struct conn *c)
+{
+	return c->rule >= 0 ? c->rule_label : NULL;
+}
+
+static void set_rule(struct conn *c, const struct sk_policy *pol, int rule)
+{
+	c->rule = rule;
+	c->rule_named = rule >= 0 && (size_t)rule < pol->n_rules && pol->rules[rule].name;
+	char idx[24];
+	const char *l = sk_rule_label(pol, rule, idx);
+	snprintf(c->rule_label, sizeof(c->rule_label), "%s", l ? l : "");
+}
+
 static void conn_audit(struct conn *c, const char *event, uint64_t bytes_in, uint64_t bytes_out)
 {
 	struct sk_sidecar *sc = c->px->sc;
 	struct sk_audit_rec r = {
 		.event = event, .src = &c->src, .src_port = c->sport, .dst = &c->dst, .dst_port = c->dport,
 		.name = c->has_name ? c->name : NULL, .proto = c->proto, .rule = c->rule,
+		.rule_name = c->rule >= 0 && c->rule_named ? c->rule_label : NULL,
 		.decision = c->decision, .reason = c->reason, .binding = c->binding,
 		/* request: only on the deny of a later request (docs/operating.md); the final allow line of a
 		 * kept-alive connection does not carry the count. */
@@ -313,7 +333,7 @@ static void conn_deny_rst(struct conn *c, const char *reason)
 	c->decision = "deny";
 	c->reason = reason;
 	if (c->px->sc->metrics)
-		sk_metrics_conn(c->px->sc->metrics, "deny", reason, c->rule, metrics_proto(c));
+		sk_metrics_conn(c->px->sc->metrics, "deny", reason, conn_rule_label(c), metrics_proto(c));
 	conn_audit(c, "deny", c->bytes_in, c->bytes_out);
 	sk_loop_forget(c->px->sc->loop, &c->cio);
 	sk_loop_forget(c->px->sc->loop, &c->uio);
@@ -363,7 +383,7 @@ static void conn_deny_answer(struct conn *c, const char *reason, const void *msg
 	c->decision = "deny";
 	c->reason = reason;
 	if (c->px->sc->metrics)
-		sk_metrics_conn(c->px->sc->metrics, "deny", reason, c->rule, metrics_proto(c));
+		sk_metrics_conn(c->px->sc->metrics, "deny", reason, conn_rule_label(c), metrics_proto(c));
 	conn_audit(c, "deny", c->bytes_in, c->bytes_out);
 	(void)send(c->cfd, msg, len, MSG_NOSIGNAL | MSG_DONTWAIT);
 	(void)shutdown(c->cfd, SHUT_WR);
@@ -413,7 +433,7 @@ static void budget_cut(struct conn *c)
 	c->reason = "budget_exhausted";
 	e->refused++;
 	if (sc->metrics)
-		sk_metrics_conn(sc->metrics, "deny", c->reason, c->rule, metrics_proto(c));
+		sk_metrics_conn(sc->metrics, "deny", c->reason, conn_rule_label(c), metrics_proto(c));
 	conn_audit(c, "deny", c->bytes_in, c->bytes_out);
 	sk_loop_forget(sc->loop, &c->cio);
 	sk_loop_forget(sc->loop, &c->uio);
@@ -444,7 +464,7 @@ static void relay_over(struct sk_relay *r)
 	c->reason = "budget_exhausted";
 	c->budget->refused++;
 	if (sc->metrics)
-		sk_metrics_conn(sc->metrics, "would_deny", c->reason, c->rule, metrics_proto(c));
+		sk_metrics_conn(sc->metrics, "would_deny", c->reason, conn_rule_label(c), metrics_proto(c));
 	conn_audit(c, "deny", r->b2a.bytes, r->a2b.bytes);
 }
 
@@ -604,7 +624,7 @@ static void conn_connect(struct conn *c)
 	struct sk_sidecar *sc = c->px->sc;
 	struct sk_loop *l = sc->loop;
 	if (sc->metrics)
-		sk_metrics_conn(sc->metrics, c->decision, c->reason, c->rule, metrics_proto(c));
+		sk_metrics_conn(sc->metrics, c->decision, c->reason, conn_rule_label(c), metrics_proto(c));
 	sk_timer_cancel(l, &c->timer);
 	c->st = CS_CONNECT;
 	/* Client events wait until the relay runs (it moves what is pending when it starts). */
@@ -713,14 +733,14 @@ static enum verdict decide(struct conn *c)
 			snprintf(c->name, sizeof(c->name), "%s", np.name);
 			c->has_name = true;
 			c->binding = "ok";
-			c->rule = np.d.rule;
+			set_rule(c, pol, np.d.rule);
 			c->decision = "allow";
 			c->reason = "rule";
 			return budget_admit(c);
 		}
 	}
 	sk_match(&enforce, &q, &d);
-	c->rule = d.rule;
+	set_rule(c, pol, d.rule);
 	if (!d.allow)
 		return verdict_deny(c, sk_reason_name(d.reason));
 	if (c->has_name && d.rule >= 0 && pol->rules[d.rule].kind == SK_RULE_HOST) {
