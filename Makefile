@@ -22,7 +22,10 @@ PKGS     := libnftnl libmnl libseccomp libcurl yaml-0.1 libcjson
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
-VERSION  := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+# --version prints the release version (the chart's appVersion, the one place it is set) and the commit.
+RELEASE  := $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\} *$$/\1/p' helm/stockade/Chart.yaml)
+GITREV   := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+VERSION  := $(RELEASE) ($(GITREV))
 WARN     := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wstrict-prototypes -Wmissing-prototypes -Wvla
 BASE_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) -I. $(PKG_CFLAGS) -DSK_VERSION='"$(VERSION)"' -MMD -MP
 REL_CFLAGS  := $(BASE_CFLAGS) -O2 -g -fstack-protector-strong -D_FORTIFY_SOURCE=2 -fPIE
@@ -37,10 +40,11 @@ COMMON_SRC  := $(call lib_only,$(wildcard common/*.c))
 POLICY_SRC  := $(call lib_only,$(wildcard policy/*.c))
 INIT_SRC    := $(call lib_only,$(wildcard init/*.c))
 SIDECAR_SRC := $(call lib_only,$(wildcard sidecar/*.c))
-CLI_SRC     := $(wildcard cli/*.c)
+CLI_SRC     := $(filter-out %_test.c,$(wildcard cli/*.c))
+CLI_LIB_SRC := $(call lib_only,$(CLI_SRC))
 LIB_SRC     := $(COMMON_SRC) $(POLICY_SRC) $(INIT_SRC) $(SIDECAR_SRC)
 
-TEST_SRC    := $(wildcard common/*_test.c policy/*_test.c init/*_test.c sidecar/*_test.c)
+TEST_SRC    := $(wildcard common/*_test.c policy/*_test.c init/*_test.c sidecar/*_test.c cli/*_test.c)
 FUZZ_SRC    := $(wildcard policy/fuzz_*.c sidecar/fuzz_*.c init/fuzz_*.c)
 
 rel_obj  = $(patsubst %.c,$(BUILD)/rel/%.o,$(1))
@@ -64,10 +68,18 @@ $(BUILD)/fuzz/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
+# The files that print SK_VERSION are rebuilt when it changes (a commit, the chart's appVersion).
+VERSION_USERS := init/main.c cli/main.c sidecar/main.c sidecar/metrics.c
+.PHONY: FORCE
+$(BUILD)/version.txt: FORCE
+	@mkdir -p $(BUILD) && echo '$(VERSION)' | cmp -s - $@ || echo '$(VERSION)' >$@
+$(call rel_obj,$(VERSION_USERS)) $(call test_obj,$(VERSION_USERS)): $(BUILD)/version.txt
+
 # Library modules go into one archive per flavour, so a program or suite pulls only what it uses.
 $(BUILD)/rel/libstockade.a: $(call rel_obj,$(LIB_SRC))
 	rm -f $@ && ar rcs $@ $^
-$(BUILD)/test/libstockade.a: $(call test_obj,$(LIB_SRC))
+# The test archive also holds the CLI's modules (not main.c), so cli/*_test.c suites link them.
+$(BUILD)/test/libstockade.a: $(call test_obj,$(LIB_SRC) $(CLI_LIB_SRC))
 	rm -f $@ && ar rcs $@ $^
 $(BUILD)/fuzz/libstockade.a: $(call fuzz_obj,$(LIB_SRC))
 	rm -f $@ && ar rcs $@ $^

@@ -1,56 +1,210 @@
-/* cli/cmd_check.c — `stockade-policy check [--no-file-checks] FILE...`: loads each policy and
- * reports "FILE: ok (N rules, mode M[, tls.echGrease allow])" (plus forge import notes) on stdout, or every diagnostic on stderr.
- * Exit 0 when every file is valid, 1 when any is not (or cannot be read), 2 on bad usage. */
+/* cli/cmd_check.c — `stockade-policy check [--no-file-checks] [-o text|json] FILE...`: loads each policy,
+ * runs its seccomp section through the profile generator the installer uses (so a name the generator
+ * refuses fails here, at its file:line:col, not later on the node), and reports "FILE: ok (N rules, mode
+ * M[, tls.echGrease allow])" (plus forge import notes) on stdout, or every diagnostic on stderr; with
+ * -o json one array of per-file objects on stdout instead. Exit 0 when every file is valid, 3 when any is
+ * not (or cannot be read), 2 on bad usage. */
+#include <cjson/cJSON.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/err.h"
 #include "cli/cli.h"
 #include "policy/policy.h"
+#include "policy/seccomp.h"
 
-static int check_one(const char *path, unsigned flags)
+/* One generator run with a single extra name: its error, if any, is about that name. */
+static int try_name(const char *name, bool allow, struct sk_err *err)
+{
+	const char *v[1] = { name };
+	struct sk_seccomp_opts opts = { .allow = allow ? v : NULL, .n_allow = allow ? 1 : 0,
+					.deny = allow ? NULL : v, .n_deny = allow ? 0 : 1 };
+	struct sk_scmp_profile *prof = NULL;
+	int r = sk_seccomp_generate(&opts, &prof, err);
+	sk_scmp_profile_free(prof);
+	return r;
+}
+
+int sk_cli_check_seccomp(const struct sk_policy *p, struct sk_diags *diags)
+{
+	const struct sk_policy_seccomp *s = &p->seccomp;
+	size_t before = diags->n;
+	for (int pass = 0; pass < 2; pass++) {
+		bool allow = pass == 0;
+		char **names = allow ? s->allow : s->deny;
+		const struct sk_pos *pos = allow ? s->allow_pos : s->deny_pos;
+		size_t n = allow ? s->n_allow : s->n_deny;
+		for (size_t i = 0; i < n; i++) {
+			struct sk_err err = { 0 };
+			if (try_name(names[i], allow, &err) == 0)
+				continue;
+			/* The generator says "seccomp: allow NAME: why"; the position already names the entry. */
+			const char *why = strstr(err.msg, names[i]);
+			why = why && !strncmp(why + strlen(names[i]), ": ", 2) ? why + strlen(names[i]) + 2 : err.msg;
+			sk_diags_add(diags, p->source, pos ? pos[i].line : 0, pos ? pos[i].col : 0,
+				     "seccomp.%s[%zu]: '%s' %s, expected a syscall the profile generator accepts "
+				     "(stockade-policy seccomp --%s)", allow ? "allow" : "deny", i, names[i], why,
+				     allow ? "allow" : "deny");
+		}
+	}
+	if (diags->n > before)
+		return -1;
+	/* Each name passes alone; the whole section is what the installer generates. */
+	struct sk_seccomp_opts opts = {
+		.allow = (const char *const *)s->allow, .n_allow = s->n_allow,
+		.deny = (const char *const *)s->deny, .n_deny = s->n_deny,
+	};
+	struct sk_scmp_profile *prof = NULL;
+	struct sk_err err = { 0 };
+	int r = sk_seccomp_generate(&opts, &prof, &err);
+	sk_scmp_profile_free(prof);
+	if (r < 0) {
+		sk_diags_add(diags, p->source, 0, 0, "seccomp: %s, expected a section the profile generator accepts",
+			     err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+/* Loads path; on success *out is the policy (caller frees), diags hold every error otherwise. */
+static int load_checked(const char *path, unsigned flags, struct sk_policy **out, struct sk_diags *diags)
+{
+	if (sk_policy_load_file_ex(path, -1, flags, out, diags) < 0)
+		return -1;
+	if (sk_cli_check_seccomp(*out, diags) < 0) {
+		sk_policy_free(*out);
+		*out = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+static int check_text(const char *path, unsigned flags)
 {
 	struct sk_diags diags = { 0 };
 	struct sk_policy *p = NULL;
-	int r = sk_policy_load_file_ex(path, -1, flags, &p, &diags);
+	int r = load_checked(path, flags, &p, &diags);
 	/* Read errors come back as a position-less diagnostic: "FILE: cannot read: <strerror>". */
 	sk_diags_print(&diags, stderr);
 	sk_diags_free(&diags);
 	if (r < 0)
-		return SK_EXIT_FAIL;
+		return SK_EXIT_POLICY;
 	/* Settings that loosen the default are named; the default ones are not, to keep the line short. */
-	printf("%s: ok (%zu rule%s, mode %s%s)\n", path, p->n_rules, p->n_rules == 1 ? "" : "s", sk_mode_name(p->mode),
-	       p->tls.ech_grease_allow ? ", tls.echGrease allow" : "");
+	printf("%s: ok (%zu rule%s, mode %s%s)\n", p->source, p->n_rules, p->n_rules == 1 ? "" : "s",
+	       sk_mode_name(p->mode), p->tls.ech_grease_allow ? ", tls.echGrease allow" : "");
 	for (size_t i = 0; i < p->n_import_notes; i++)
-		printf("%s: %s\n", path, p->import_notes[i]);
+		printf("%s: %s\n", p->source, p->import_notes[i]);
 	sk_policy_free(p);
 	return SK_EXIT_OK;
+}
+
+static cJSON *check_json(const char *path, unsigned flags, int *rc)
+{
+	struct sk_diags diags = { 0 };
+	struct sk_policy *p = NULL;
+	int r = load_checked(path, flags, &p, &diags);
+	cJSON *o = cJSON_CreateObject(), *errs = cJSON_CreateArray();
+	if (!o || !errs) {
+		cJSON_Delete(o);
+		cJSON_Delete(errs);
+		sk_diags_free(&diags);
+		sk_policy_free(p);
+		return NULL;
+	}
+	cJSON_AddStringToObject(o, "file", strcmp(path, "-") ? path : "<stdin>");
+	cJSON_AddBoolToObject(o, "valid", r == 0);
+	if (r == 0) {
+		cJSON_AddNumberToObject(o, "rules", (double)p->n_rules);
+		cJSON_AddStringToObject(o, "mode", sk_mode_name(p->mode));
+		cJSON *notes = cJSON_AddArrayToObject(o, "notes");
+		for (size_t i = 0; notes && i < p->n_import_notes; i++)
+			cJSON_AddItemToArray(notes, cJSON_CreateString(p->import_notes[i]));
+	} else {
+		*rc = SK_EXIT_POLICY;
+	}
+	for (size_t i = 0; i < diags.n; i++) {
+		cJSON *e = cJSON_CreateObject();
+		if (!e)
+			break;
+		cJSON_AddNumberToObject(e, "line", diags.v[i].line);
+		cJSON_AddNumberToObject(e, "col", diags.v[i].col);
+		cJSON_AddStringToObject(e, "message", diags.v[i].msg);
+		cJSON_AddItemToArray(errs, e);
+	}
+	cJSON_AddItemToObject(o, "errors", errs);
+	sk_diags_free(&diags);
+	sk_policy_free(p);
+	return o;
 }
 
 int sk_cmd_check(int argc, char **argv)
 {
 	unsigned flags = 0;
-	int first = 1;
-	for (; first < argc && argv[first][0] == '-' && argv[first][1]; first++) {
-		if (!strcmp(argv[first], "--")) {
-			first++;
-			break;
-		}
-		if (!strcmp(argv[first], "--no-file-checks")) {
-			flags |= SK_LOAD_NO_FILE_CHECKS;
-			continue;
-		}
-		fprintf(stderr, "stockade-policy check: unknown option '%s'\n", argv[first]);
-		fprintf(stderr, "usage: stockade-policy check [--no-file-checks] FILE...\n");
-		return SK_EXIT_USAGE;
-	}
-	if (first >= argc) {
-		fprintf(stderr, "usage: stockade-policy check [--no-file-checks] FILE...\n");
-		return SK_EXIT_USAGE;
-	}
+	enum sk_cli_fmt fmt = SK_CLI_TEXT;
+	const char **files = calloc((size_t)argc, sizeof(*files));
+	size_t n = 0;
+	bool opts_done = false;
 	int rc = SK_EXIT_OK;
-	for (int i = first; i < argc; i++)
-		if (check_one(argv[i], flags) != SK_EXIT_OK)
-			rc = SK_EXIT_FAIL;
+	if (!files) {
+		fprintf(stderr, "stockade-policy check: out of memory\n");
+		return SK_EXIT_RUNTIME;
+	}
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = NULL;
+		int m;
+		if (opts_done || a[0] != '-' || !a[1]) {
+			files[n++] = a;
+		} else if (!strcmp(a, "--")) {
+			opts_done = true;
+		} else if (!strcmp(a, "--no-file-checks")) {
+			flags |= SK_LOAD_NO_FILE_CHECKS;
+		} else if ((m = sk_cli_opt(argc, argv, &i, "--policy", NULL, &v)) != 0) {
+			if (m < 0)
+				goto usage;
+			files[n++] = v;
+		} else if ((m = sk_cli_opt(argc, argv, &i, "--output", "-o", &v)) != 0) {
+			if (m < 0 || sk_cli_format(argv[0], v, SK_CLI_FMT(SK_CLI_TEXT) | SK_CLI_FMT(SK_CLI_JSON), &fmt) < 0)
+				goto usage;
+		} else {
+			rc = sk_cli_usage_error(argv[0], "unknown option '%s'", a);
+			goto out;
+		}
+	}
+	if (!n) {
+		rc = sk_cli_usage_error(argv[0], "%s", "no policy file given");
+		goto out;
+	}
+	if (fmt == SK_CLI_TEXT) {
+		for (size_t i = 0; i < n; i++)
+			if (check_text(files[i], flags) != SK_EXIT_OK)
+				rc = SK_EXIT_POLICY;
+		goto out;
+	}
+	cJSON *all = cJSON_CreateArray();
+	for (size_t i = 0; all && i < n; i++) {
+		cJSON *o = check_json(files[i], flags, &rc);
+		if (!o) {
+			cJSON_Delete(all);
+			all = NULL;
+		} else {
+			cJSON_AddItemToArray(all, o);
+		}
+	}
+	char *s = all ? cJSON_Print(all) : NULL;
+	cJSON_Delete(all);
+	if (!s) {
+		fprintf(stderr, "stockade-policy check: out of memory\n");
+		rc = SK_EXIT_RUNTIME;
+		goto out;
+	}
+	printf("%s\n", s);
+	free(s);
+	goto out;
+usage:
+	sk_cli_usage(argv[0], stderr);
+	rc = SK_EXIT_USAGE;
+out:
+	free(files);
 	return rc;
 }

@@ -3,7 +3,8 @@
  * name (normalised as the proxy would) or an IP literal; without --proto the protocol is guessed from
  * the port as a client would speak it (443 tls, 80 http, else tcp) and printed, so it is never hidden.
  * A rule with a budget adds "budget" (as text) and "budget_from" (rule or budgets.default).
- * Exit 0 allow, 1 deny, 2 usage or policy error. */
+ * `--policy F` may stand for FILE ("-" is stdin); -o text prints one line instead of the JSON object.
+ * Exit 0 allow, 1 deny, 2 usage, 3 the policy does not load. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
@@ -16,8 +17,6 @@
 #include "policy/domain.h"
 #include "policy/match.h"
 #include "policy/policy.h"
-
-#define EXPLAIN_USAGE "usage: stockade-policy explain [--no-file-checks] FILE HOST PORT [--proto tls|http|tcp|udp]\n"
 
 static int parse_port(const char *s, uint16_t *out)
 {
@@ -60,6 +59,8 @@ static int print_decision(const struct sk_policy *p, const struct sk_query *q, c
 	cJSON_AddStringToObject(o, "proto", sk_proto_name(q->proto));
 	if (d->rule >= 0 && (size_t)d->rule < p->n_rules) {
 		const struct sk_rule *r = &p->rules[d->rule];
+		if (r->name)
+			cJSON_AddStringToObject(o, "rule_name", r->name);
 		cJSON_AddStringToObject(o, "rule_text", sk_rule_format(r, text, sizeof(text)));
 		snprintf(text, sizeof(text), "%s:%u:%u", p->source, r->pos.line, r->pos.col);
 		cJSON_AddStringToObject(o, "rule_at", text);
@@ -85,33 +86,64 @@ static int print_decision(const struct sk_policy *p, const struct sk_query *q, c
 	return 0;
 }
 
+static void print_text(const struct sk_policy *p, const struct sk_query *q, const char *host_text,
+		       const struct sk_decision *d)
+{
+	char text[512];
+	printf("%s %s:%u/%s", d->allow ? "allow" : "deny", host_text, q->port, sk_proto_name(q->proto));
+	if (d->rule >= 0 && (size_t)d->rule < p->n_rules) {
+		const struct sk_rule *r = &p->rules[d->rule];
+		char label[24];
+		printf(" by rule %s (%s) at %s:%u:%u", sk_rule_label(p, d->rule, label), sk_rule_format(r, text, sizeof(text)),
+		       p->source, r->pos.line, r->pos.col);
+	}
+	if (d->reason != SK_REASON_RULE)
+		printf(": %s", sk_reason_name(d->reason));
+	printf(", mode %s\n", sk_mode_name(p->mode));
+}
+
 int sk_cmd_explain(int argc, char **argv)
 {
 	const char *pos[3];
 	int n_pos = 0;
 	unsigned flags = 0;
-	const char *proto_arg = NULL;
+	const char *proto_arg = NULL, *policy = NULL;
+	enum sk_cli_fmt fmt = SK_CLI_JSON;
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--proto") && i + 1 < argc) {
-			proto_arg = argv[++i];
-		} else if (!strncmp(argv[i], "--proto=", 8)) {
-			proto_arg = argv[i] + 8;
+		const char *v = NULL;
+		int m;
+		if ((m = sk_cli_opt(argc, argv, &i, "--proto", NULL, &v)) != 0) {
+			if (m < 0)
+				return sk_cli_usage_error(argv[0], "%s", "--proto needs a value");
+			proto_arg = v;
+		} else if ((m = sk_cli_opt(argc, argv, &i, "--policy", NULL, &v)) != 0) {
+			if (m < 0)
+				return sk_cli_usage_error(argv[0], "%s", "--policy needs a file");
+			policy = v;
+		} else if ((m = sk_cli_opt(argc, argv, &i, "--output", "-o", &v)) != 0) {
+			if (m < 0 || sk_cli_format(argv[0], v, SK_CLI_FMT(SK_CLI_TEXT) | SK_CLI_FMT(SK_CLI_JSON), &fmt) < 0)
+				return sk_cli_usage_error(argv[0], "%s", "-o needs text or json");
 		} else if (!strcmp(argv[i], "--no-file-checks")) {
 			flags |= SK_LOAD_NO_FILE_CHECKS;
 		} else if (argv[i][0] == '-' && argv[i][1] && n_pos < 3) {
-			fprintf(stderr, "stockade-policy explain: unknown option '%s'\n" EXPLAIN_USAGE, argv[i]);
-			return SK_EXIT_USAGE;
+			return sk_cli_usage_error(argv[0], "unknown option '%s'", argv[i]);
 		} else if (n_pos < 3) {
 			pos[n_pos++] = argv[i];
 		} else {
-			fprintf(stderr, "stockade-policy explain: too many arguments\n" EXPLAIN_USAGE);
-			return SK_EXIT_USAGE;
+			return sk_cli_usage_error(argv[0], "%s", "too many arguments");
 		}
 	}
-	if (n_pos != 3) {
-		fprintf(stderr, EXPLAIN_USAGE);
-		return SK_EXIT_USAGE;
+	/* --policy F takes the place of the first positional argument. */
+	if (policy && n_pos == 2) {
+		pos[2] = pos[1];
+		pos[1] = pos[0];
+		pos[0] = policy;
+		n_pos = 3;
+	} else if (policy) {
+		return sk_cli_usage_error(argv[0], "%s", "with --policy, expected HOST PORT");
 	}
+	if (n_pos != 3)
+		return sk_cli_usage_error(argv[0], "%s", "expected FILE HOST PORT");
 	struct sk_query q = { 0 };
 	struct sk_addr addr;
 	char name[SK_DOMAIN_MAX + 1], host_text[SK_ADDR_STRLEN > SK_DOMAIN_MAX + 1 ? SK_ADDR_STRLEN : SK_DOMAIN_MAX + 1];
@@ -141,20 +173,22 @@ int sk_cmd_explain(int argc, char **argv)
 		snprintf(host_text, sizeof(host_text), "%s", name);
 	}
 
-	struct sk_diags diags = { 0 };
 	struct sk_policy *p = NULL;
-	int r = sk_policy_load_file_ex(pos[0], -1, flags, &p, &diags);
-	sk_diags_print(&diags, stderr);
-	sk_diags_free(&diags);
-	if (r < 0)
-		return SK_EXIT_USAGE;
+	int r = sk_cli_load_policy(pos[0], flags, &p);
+	if (r != SK_EXIT_OK)
+		return r;
 	struct sk_decision d;
 	sk_match(p, &q, &d);
-	r = print_decision(p, &q, host_text, &d);
+	if (fmt == SK_CLI_TEXT) {
+		print_text(p, &q, host_text, &d);
+		r = 0;
+	} else {
+		r = print_decision(p, &q, host_text, &d);
+	}
 	sk_policy_free(p);
 	if (r < 0) {
 		fprintf(stderr, "stockade-policy explain: out of memory\n");
-		return SK_EXIT_USAGE;
+		return SK_EXIT_RUNTIME;
 	}
 	return d.allow ? SK_EXIT_OK : SK_EXIT_FAIL;
 }

@@ -36,7 +36,8 @@ static char *render_profile(const char *policy_path, struct sk_err *err)
 
 	/* The API secrets a policy names are mounted into the sidecar only, never into the installer:
 	 * their files are not this process's business, the seccomp section is. */
-	if (sk_policy_load_file_ex(policy_path, -1, SK_LOAD_NO_FILE_CHECKS, &pol, &diags) < 0) {
+	if (sk_policy_load_file_ex(policy_path, -1, SK_LOAD_NO_FILE_CHECKS, &pol, &diags) < 0 ||
+	    sk_cli_check_seccomp(pol, &diags) < 0) {
 		if (diags.n > 0)
 			sk_err_set(err, EINVAL, "%s:%u:%u: %s", diags.v[0].file, diags.v[0].line, diags.v[0].col,
 				   diags.v[0].msg);
@@ -98,28 +99,29 @@ int sk_cmd_seccomp_install(int argc, char **argv)
 	const char *policy = NULL, *dir = NULL, *name = "stockade-agent.json";
 	long interval = 300;
 	int once = 0;
+	static const char *const opt_names[] = { "--policy", "--dir", "--name", "--interval" };
+	const char *interval_s = NULL;
+	const char **slot[] = { &policy, &dir, &name, &interval_s };
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
-		if (!strncmp(a, "--policy=", 9))
-			policy = a + 9;
-		else if (!strncmp(a, "--dir=", 6))
-			dir = a + 6;
-		else if (!strncmp(a, "--name=", 7))
-			name = a + 7;
-		else if (!strncmp(a, "--interval=", 11)) {
-			char *end;
-			errno = 0;
-			interval = strtol(a + 11, &end, 10);
-			if (errno || *end || interval < 1 || interval > 86400) {
-				fprintf(stderr, "stockade-policy seccomp-install: --interval: expected 1..86400 seconds\n");
-				return SK_EXIT_USAGE;
-			}
-		} else if (!strcmp(a, "--once"))
+		int m = 0;
+		for (size_t k = 0; k < SK_ARRAY_SIZE(opt_names) && !m; k++)
+			m = sk_cli_opt(argc, argv, &i, opt_names[k], NULL, slot[k]);
+		if (m < 0)
+			return SK_EXIT_USAGE;
+		if (m)
+			continue;
+		if (!strcmp(a, "--once"))
 			once = 1;
-		else {
-			fprintf(stderr, "stockade-policy seccomp-install: unknown argument '%s'\n"
-					"usage: stockade-policy seccomp-install --policy=FILE --dir=DIR [--name=FILE.json] "
-					"[--interval=SECONDS] [--once]\n", a);
+		else
+			return sk_cli_usage_error(argv[0], "unknown argument '%s'", a);
+	}
+	if (interval_s) {
+		char *end;
+		errno = 0;
+		interval = strtol(interval_s, &end, 10);
+		if (errno || *end || interval < 1 || interval > 86400) {
+			fprintf(stderr, "stockade-policy seccomp-install: --interval: expected 1..86400 seconds\n");
 			return SK_EXIT_USAGE;
 		}
 	}
@@ -142,12 +144,14 @@ int sk_cmd_seccomp_install(int argc, char **argv)
 		fprintf(stderr, "stockade-policy seccomp-install: --dir/--name: path too long\n");
 		return SK_EXIT_USAGE;
 	}
-	int failures = 0;
+	int failures = 0, last_ex = SK_EXIT_OK;
 	while (!install_stop) {
 		struct sk_err err = { 0 };
 		char *text = render_profile(policy, &err);
-		/* One failure path for both steps: a bad policy and a failed write are reported alike. */
+		/* One failure path for both steps: a bad policy and a failed write are reported alike (and
+		 * told apart by --once's exit code). */
 		int rc = text ? 0 : -EINVAL;
+		last_ex = text ? SK_EXIT_RUNTIME : SK_EXIT_POLICY;
 		if (text && !file_equals(path, text)) {
 			rc = sk_cli_write_atomic(path, text, &err);
 			if (rc == 0)
@@ -161,7 +165,7 @@ int sk_cmd_seccomp_install(int argc, char **argv)
 			failures = 0;
 		}
 		if (once)
-			return failures ? SK_EXIT_FAIL : SK_EXIT_OK;
+			return failures ? last_ex : SK_EXIT_OK;
 		for (long s = 0; s < interval && !install_stop; s++)
 			sleep(1);
 	}

@@ -16,11 +16,7 @@
 
 static void seccomp_usage(FILE *out)
 {
-	fprintf(out,
-		"usage: stockade-policy seccomp [--policy FILE] [--allow SYSCALL[,..]]... [--deny SYSCALL[,..]]...\n"
-		"                               [--arch x86_64,aarch64] [-o FILE]\n"
-		"       stockade-policy seccomp --diff A.json B.json   (exit 0 same, 1 different)\n"
-		"       stockade-policy seccomp --describe FILE SYSCALL...\n");
+	sk_cli_usage("seccomp", out);
 }
 
 struct strv {
@@ -128,9 +124,32 @@ int sk_cmd_seccomp(int argc, char **argv)
 	int rc = SK_EXIT_USAGE;
 
 	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
+		const char *a = argv[i], *v = NULL;
 		bool has_val = i + 1 < argc;
-		if (!strcmp(a, "--diff")) {
+		int m;
+		if ((m = sk_cli_opt(argc, argv, &i, "--policy", NULL, &v)) != 0) {
+			if (m < 0)
+				goto usage;
+			policy_path = v;
+		} else if ((m = sk_cli_opt(argc, argv, &i, "--allow", NULL, &v)) != 0) {
+			if (m < 0)
+				goto usage;
+			if (strv_add_list(&allow, (char *)v) < 0)
+				goto oom;
+		} else if ((m = sk_cli_opt(argc, argv, &i, "--deny", NULL, &v)) != 0) {
+			if (m < 0)
+				goto usage;
+			if (strv_add_list(&deny, (char *)v) < 0)
+				goto oom;
+		} else if ((m = sk_cli_opt(argc, argv, &i, "--arch", NULL, &v)) != 0) {
+			if (m < 0)
+				goto usage;
+			arch_list = v;
+		} else if ((m = sk_cli_opt(argc, argv, &i, "--output", "-o", &v)) != 0) {
+			if (m < 0)
+				goto usage;
+			out_path = v;
+		} else if (!strcmp(a, "--diff")) {
 			if (i + 2 >= argc || argc != i + 3) {
 				seccomp_usage(stderr);
 				goto out;
@@ -139,22 +158,6 @@ int sk_cmd_seccomp(int argc, char **argv)
 			goto out;
 		} else if (!strcmp(a, "--describe") && has_val) {
 			rc = cmd_describe(argc - i - 1, argv + i + 1);
-			goto out;
-		} else if (!strcmp(a, "--policy") && has_val) {
-			policy_path = argv[++i];
-		} else if (!strcmp(a, "--allow") && has_val) {
-			if (strv_add_list(&allow, argv[++i]) < 0)
-				goto oom;
-		} else if (!strcmp(a, "--deny") && has_val) {
-			if (strv_add_list(&deny, argv[++i]) < 0)
-				goto oom;
-		} else if (!strcmp(a, "--arch") && has_val) {
-			arch_list = argv[++i];
-		} else if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && has_val) {
-			out_path = argv[++i];
-		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			seccomp_usage(stdout);
-			rc = SK_EXIT_OK;
 			goto out;
 		} else {
 			fprintf(stderr, "stockade-policy seccomp: unknown or incomplete argument '%s'\n", a);
@@ -166,7 +169,9 @@ int sk_cmd_seccomp(int argc, char **argv)
 	if (policy_path) {
 		struct sk_diags diags = { 0 };
 		/* API secret files are the sidecar's: the profile does not depend on them (see profile.h). */
-		if (sk_policy_load_file_ex(policy_path, -1, SK_LOAD_NO_FILE_CHECKS, &pol, &diags) < 0) {
+		if (sk_policy_load_file_ex(policy_path, -1, SK_LOAD_NO_FILE_CHECKS, &pol, &diags) < 0 ||
+		    sk_cli_check_seccomp(pol, &diags) < 0) {
+			/* The policy's own names are reported at their file:line:col, as `check` does. */
 			sk_diags_print(&diags, stderr);
 			sk_diags_free(&diags);
 			rc = SK_EXIT_POLICY;
@@ -214,6 +219,10 @@ int sk_cmd_seccomp(int argc, char **argv)
 	}
 	rc = SK_EXIT_OK;
 	goto out;
+usage:
+	seccomp_usage(stderr);
+	rc = SK_EXIT_USAGE;
+	goto out;
 oom:
 	fprintf(stderr, "stockade-policy seccomp: out of memory\n");
 	rc = SK_EXIT_RUNTIME;
@@ -251,8 +260,12 @@ int sk_cmd_exec(int argc, char **argv)
 	const char *profile_path = NULL;
 	int i = 1;
 	for (; i < argc; i++) {
-		if (!strcmp(argv[i], "--seccomp") && i + 1 < argc) {
-			profile_path = argv[++i];
+		const char *v = NULL;
+		int m = sk_cli_opt(argc, argv, &i, "--seccomp", NULL, &v);
+		if (m < 0)
+			return SK_EXIT_USAGE;
+		if (m > 0) {
+			profile_path = v;
 		} else if (!strcmp(argv[i], "--")) {
 			i++;
 			break;
@@ -264,7 +277,7 @@ int sk_cmd_exec(int argc, char **argv)
 		}
 	}
 	if (!profile_path || i >= argc) {
-		fprintf(stderr, "usage: stockade-policy exec --seccomp FILE -- CMD [ARG]...\n");
+		sk_cli_usage("exec", stderr);
 		return SK_EXIT_USAGE;
 	}
 	struct sk_err err = { 0 };

@@ -1,5 +1,7 @@
 /* cli/main.c — stockade-policy: validate a policy, explain a decision, print the compiled nft
- * ruleset, generate and apply the agent's seccomp profile. */
+ * ruleset, generate and apply the agent's seccomp profile, print the policy's JSON Schema, suggest rules
+ * from audit lines. Conventions shared by every subcommand (docs/cli.md): `-h`/`--help` prints its usage
+ * on stdout and exits 0 (answered here, before the subcommand runs); exit codes are enum sk_exit. */
 #include <stdio.h>
 #include <string.h>
 
@@ -9,44 +11,88 @@
 static const struct {
 	const char *name;
 	int (*run)(int argc, char **argv);
-	const char *usage;
+	const char *summary;
+	const char *usage;  /* after "usage: stockade-policy " */
 } commands[] = {
-	{ "check", sk_cmd_check, "check FILE...                     validate policies (exit 0 valid, 1 invalid)" },
-	{ "explain", sk_cmd_explain, "explain FILE HOST PORT [--proto P] print the decision as JSON (exit 0 allow, 1 deny)" },
-	{ "rules", sk_cmd_rules, "rules FILE                        print the nft ruleset stockade-init would load" },
-	{ "seccomp", sk_cmd_seccomp, "seccomp [--policy F] [--allow S]... [--deny S]... [--arch L] [-o F] | --diff A B" },
-	{ "seccomp-install", sk_cmd_seccomp_install,
-	  "seccomp-install --policy=F --dir=D [--name=N] [--interval=S] [--once]  keep a node's profile current" },
-	{ "inject", sk_cmd_inject, "inject -f FILE|- [--policy F] [--check]     wrap workloads' pods in stockade (see inject --help)" },
-	{ "exec", sk_cmd_exec, "exec --seccomp FILE -- CMD [ARG]...  run CMD under a seccomp profile" },
+	{ "check", sk_cmd_check, "validate policies (exit 0 valid, 3 invalid)",
+	  "check [--no-file-checks] [-o text|json] FILE...   (FILE - is stdin; --policy F is FILE)\n"
+	  "  Loads each policy and checks its seccomp section against the profile generator. Prints\n"
+	  "  \"FILE: ok (N rules, mode M)\" per valid file, every error as FILE:LINE:COL on stderr (text) or\n"
+	  "  one JSON array of {file, valid, rules, mode, errors:[{line, col, message}]} (json).\n" },
+	{ "explain", sk_cmd_explain, "print the decision for one connection (exit 0 allow, 1 deny)",
+	  "explain [--no-file-checks] [-o json|text] [--proto tls|http|tcp|udp] (FILE | --policy F) HOST PORT\n"
+	  "  Runs the sidecar's matcher on HOST:PORT; json (the default) prints one object: decision, rule,\n"
+	  "  reason, host, port, proto, rule_text, rule_at, mode.\n" },
+	{ "rules", sk_cmd_rules, "print the nft ruleset stockade-init would load",
+	  "rules [-o text|json] (FILE | --policy F)\n"
+	  "  text: the nft script (the same as stockade-init --dry-run); json: chains, sets, rules.\n" },
+	{ "seccomp", sk_cmd_seccomp, "generate, diff or describe the agent's seccomp profile",
+	  "seccomp [--policy F] [--allow S[,..]]... [--deny S[,..]]... [--arch x86_64,aarch64] [-o FILE]\n"
+	  "       stockade-policy seccomp --diff A.json B.json   (exit 0 same, 1 different)\n"
+	  "       stockade-policy seccomp --describe FILE SYSCALL...\n"
+	  "  The profile is JSON; -o/--output names the file it is written to (atomically), default stdout.\n" },
+	{ "seccomp-install", sk_cmd_seccomp_install, "keep a node's seccomp profile current (the DaemonSet)",
+	  "seccomp-install --policy F --dir D [--name N] [--interval S] [--once]\n"
+	  "  Writes D/N (default stockade-agent.json) when it differs from the policy's profile, every S\n"
+	  "  seconds (default 300). --once: one round, exit 0, 3 (policy) or 5 (write failed).\n" },
+	/* inject prints its own usage (usage NULL: --help goes to the subcommand). */
+	{ "inject", sk_cmd_inject, "wrap workloads' pods in stockade (kubectl-style manifests in, out)", NULL },
+	{ "exec", sk_cmd_exec, "run a command under a seccomp profile",
+	  "exec --seccomp FILE -- CMD [ARG]...\n" },
+	{ "schema", sk_cmd_schema, "print the policy's JSON Schema (draft 2020-12)",
+	  "schema [-o json]\n"
+	  "  Generated from the validator's own key tables; docs/policy.schema.json is its output.\n" },
+	{ "suggest", sk_cmd_suggest, "turn audit-mode NDJSON into the egress rules that would allow it",
+	  "suggest [-o yaml|json] [FILE...]   (no FILE or - reads stdin)\n"
+	  "  Reads the sidecar's audit lines (kubectl logs POD -c stockade-sidecar), keeps the denied and\n"
+	  "  would_deny ones, and prints one egress rule per host (or address) and protocol, ports merged.\n" },
 };
 
-static void usage(FILE *out)
+void sk_cli_usage(const char *cmd, FILE *out)
 {
-	fprintf(out, "usage: stockade-policy COMMAND [ARGS]\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		fprintf(out, "  %s\n", commands[i].usage);
-	fprintf(out, "  --version                         print the version\n");
+		if (cmd && !strcmp(cmd, commands[i].name)) {
+			if (commands[i].usage)
+				fprintf(out, "usage: stockade-policy %s", commands[i].usage);
+			else
+				fprintf(out, "usage: stockade-policy %s --help   (its options)\n", cmd);
+			return;
+		}
+	fprintf(out, "usage: stockade-policy COMMAND [ARGS]   (stockade-policy COMMAND --help for each)\n\n"
+		     "commands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(out, "  %-16s %s\n", commands[i].name, commands[i].summary);
+	fprintf(out, "  %-16s %s\n\nexit codes: 0 ok, 1 a check said no (deny, differs, invalid profile), 2 usage,\n"
+		     "3 the policy is invalid or unreadable, 5 run-time failure (docs/cli.md)\n",
+		"--version", "print the release version");
 }
 
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		usage(stderr);
+		sk_cli_usage(NULL, stderr);
 		return SK_EXIT_USAGE;
 	}
-	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
-		usage(stdout);
+	if (sk_cli_is_help(argv[1]) || !strcmp(argv[1], "help")) {
+		sk_cli_usage(argc > 2 ? argv[2] : NULL, stdout);
 		return SK_EXIT_OK;
 	}
 	if (!strcmp(argv[1], "--version")) {
 		printf("stockade-policy %s\n", SK_VERSION);
 		return SK_EXIT_OK;
 	}
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		if (!strcmp(argv[1], commands[i].name))
-			return commands[i].run(argc - 1, argv + 1);
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		if (strcmp(argv[1], commands[i].name) != 0)
+			continue;
+		/* --help anywhere before "--" (exec's command may take its own --help). */
+		for (int a = 2; commands[i].usage && a < argc && strcmp(argv[a], "--") != 0; a++)
+			if (sk_cli_is_help(argv[a])) {
+				sk_cli_usage(commands[i].name, stdout);
+				return SK_EXIT_OK;
+			}
+		return commands[i].run(argc - 1, argv + 1);
+	}
 	fprintf(stderr, "stockade-policy: unknown command '%s'\n", argv[1]);
-	usage(stderr);
+	sk_cli_usage(NULL, stderr);
 	return SK_EXIT_USAGE;
 }

@@ -16,12 +16,14 @@ struct sk_err {
 	char msg[SK_ERR_MSG_MAX];  /* human-readable, no trailing newline */
 };
 
-/* Exit codes used by main() of every binary. */
+/* Exit codes used by main() of every binary and every stockade-policy subcommand, each meaning the same
+ * thing everywhere (docs/cli.md). An invalid policy is 3 whoever reads it, never 1 or 2. */
 enum sk_exit {
 	SK_EXIT_OK = 0,
-	SK_EXIT_FAIL = 1,      /* a check failed / a decision was deny / a validation found errors */
-	SK_EXIT_USAGE = 2,     /* bad flags or values */
-	SK_EXIT_POLICY = 3,    /* the policy could not be loaded */
+	SK_EXIT_FAIL = 1,      /* a check said no: explain denies, seccomp --diff differs, init --check found a
+	                        * changed ruleset or refused a node-like namespace */
+	SK_EXIT_USAGE = 2,     /* bad flags or values, or a non-policy input (profile, audit lines) unreadable */
+	SK_EXIT_POLICY = 3,    /* the policy is invalid or cannot be read */
 	SK_EXIT_NETLINK = 4,   /* the kernel refused something */
 	SK_EXIT_RUNTIME = 5,   /* any other run-time failure */
 };

@@ -1,0 +1,360 @@
+/* cli/suggest.c — see suggest.h. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "cli/suggest.h"
+#include "policy/domain.h"
+
+static const char WHY_LITERAL[] = "the name seen (SNI or Host) is an IP literal: an address rule, never a host rule";
+static const char WHY_NO_NAME[] = "no name was seen (plain TCP): an address rule; a host rule needs TLS or HTTP";
+static const char WHY_PRIVATE[] = "a private address: allowed only by a cidr rule that names it";
+
+static const char *str_field(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* "1.2.3.4:443" or "[2001:db8::1]:443". */
+static int parse_endpoint(const char *s, struct sk_addr *a, uint16_t *port)
+{
+	char host[SK_ADDR_STRLEN + 1];
+	const char *colon;
+	size_t hl;
+	if (!s)
+		return -EINVAL;
+	if (s[0] == '[') {
+		const char *e = strchr(s, ']');
+		if (!e || e[1] != ':')
+			return -EINVAL;
+		hl = (size_t)(e - s - 1);
+		s++;
+		colon = e + 1;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon)
+			return -EINVAL;
+		hl = (size_t)(colon - s);
+	}
+	if (hl == 0 || hl >= sizeof(host))
+		return -EINVAL;
+	memcpy(host, s, hl);
+	host[hl] = 0;
+	char *end;
+	long p = strtol(colon + 1, &end, 10);
+	if (*end || p < 1 || p > 65535 || sk_addr_parse(host, a) < 0)
+		return -EINVAL;
+	*port = (uint16_t)p;
+	return 0;
+}
+
+static int add_skip(struct sk_suggest *s, const char *reason)
+{
+	for (size_t i = 0; i < s->n_skips; i++)
+		if (!strcmp(s->skips[i].reason, reason)) {
+			s->skips[i].count++;
+			return 0;
+		}
+	struct sk_suggest_skip *v = realloc(s->skips, (s->n_skips + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	s->skips = v;
+	snprintf(v[s->n_skips].reason, sizeof(v[0].reason), "%s", reason);
+	v[s->n_skips++].count = 1;
+	return 0;
+}
+
+static int add_port(struct sk_suggest_rule *r, uint16_t port)
+{
+	size_t i = 0;
+	while (i < r->n_ports && r->ports[i] < port)
+		i++;
+	if (i < r->n_ports && r->ports[i] == port)
+		return 0;
+	uint16_t *v = realloc(r->ports, (r->n_ports + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	memmove(v + i + 1, v + i, (r->n_ports - i) * sizeof(*v));
+	v[i] = port;
+	r->ports = v;
+	r->n_ports++;
+	return 0;
+}
+
+/* The rule for (host or addr, proto), created when new. */
+static struct sk_suggest_rule *rule_for(struct sk_suggest *s, const char *host, const struct sk_addr *addr,
+					const char *proto, const char *why)
+{
+	if (!host && !addr)
+		return NULL;
+	for (size_t i = 0; i < s->n_rules; i++) {
+		struct sk_suggest_rule *r = &s->rules[i];
+		if (strcmp(r->proto, proto) != 0)
+			continue;
+		/* An address seen both as a literal name and without one keeps the first line's comment. */
+		if (host ? r->host && !strcmp(r->host, host) : !r->host && addr && sk_addr_equal(&r->cidr.net, addr))
+			return r;
+	}
+	struct sk_suggest_rule *v = realloc(s->rules, (s->n_rules + 1) * sizeof(*v));
+	if (!v)
+		return NULL;
+	s->rules = v;
+	struct sk_suggest_rule *r = &v[s->n_rules];
+	memset(r, 0, sizeof(*r));
+	if (host && !(r->host = strdup(host)))
+		return NULL;
+	if (!host) {
+		r->cidr.net = *addr;
+		r->cidr.prefix = addr->family == AF_INET ? 32 : 128;
+	}
+	snprintf(r->proto, sizeof(r->proto), "%s", proto);
+	r->why = why;
+	s->n_rules++;
+	return r;
+}
+
+static int add_dns_only(struct sk_suggest *s, const char *name)
+{
+	for (size_t i = 0; i < s->n_dns_only; i++)
+		if (!strcmp(s->dns_only[i], name))
+			return 0;
+	char **v = realloc(s->dns_only, (s->n_dns_only + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	s->dns_only = v;
+	if (!(v[s->n_dns_only] = strdup(name)))
+		return -ENOMEM;
+	s->n_dns_only++;
+	return 0;
+}
+
+static int take(struct sk_suggest *s, const cJSON *o)
+{
+	const char *event = str_field(o, "event"), *decision = str_field(o, "decision");
+	const char *reason = str_field(o, "reason"), *name = str_field(o, "name");
+	const char *proto = str_field(o, "proto");
+	if (!event || !decision || (strcmp(decision, "deny") != 0 && strcmp(decision, "would_deny") != 0)) {
+		s->not_denials++;
+		return 0;
+	}
+	if (!reason)
+		reason = "?";
+	char norm[SK_DOMAIN_MAX + 1];
+	bool wc = false;
+	const char *why = NULL;
+	struct sk_addr lit;
+	bool name_ok = name && sk_addr_parse(name, &lit) < 0 &&
+		       sk_domain_normalize(name, strlen(name), 0, norm, &wc, &why) == 0;
+	if (!strcmp(event, "dns")) {
+		/* The connection that follows a resolved name carries the port; the name alone is a hint. */
+		if (name_ok && !strcmp(reason, "denied"))
+			return add_dns_only(s, norm);
+		return add_skip(s, reason);
+	}
+	if (strcmp(event, "conn") != 0 && strcmp(event, "deny") != 0) {
+		s->not_denials++;
+		return 0;
+	}
+	bool private = !strcmp(reason, "private");
+	if (strcmp(reason, "no_match") != 0 && !private)
+		return add_skip(s, reason);
+	struct sk_addr dst;
+	uint16_t port;
+	if (parse_endpoint(str_field(o, "dst"), &dst, &port) < 0)
+		return add_skip(s, "no_destination");
+	/* h2c is HTTP as far as rules go (a rule's protocol is tls, http, tcp, udp or any). */
+	const char *p = !proto ? "tcp" : !strcmp(proto, "h2c") ? "http" : proto;
+	if (strcmp(p, "tls") != 0 && strcmp(p, "http") != 0 && strcmp(p, "tcp") != 0)
+		return add_skip(s, "unknown_protocol");
+	struct sk_suggest_rule *r;
+	if (private)
+		r = rule_for(s, NULL, &dst, p, WHY_PRIVATE);
+	else if (name_ok)
+		r = rule_for(s, norm, NULL, p, NULL);
+	else if (name && sk_addr_parse(name, &lit) == 0)
+		r = rule_for(s, NULL, &lit, p, WHY_LITERAL);
+	else if (!name)
+		r = rule_for(s, NULL, &dst, p, WHY_NO_NAME);
+	else
+		return add_skip(s, "bad_name");
+	if (!r || add_port(r, port) < 0)
+		return -ENOMEM;
+	r->count++;
+	s->used++;
+	return 0;
+}
+
+int sk_suggest_line(struct sk_suggest *s, const char *line, size_t len)
+{
+	while (len && (line[len - 1] == '\n' || line[len - 1] == '\r' || line[len - 1] == ' '))
+		len--;
+	if (!len)
+		return 0;
+	s->lines++;
+	cJSON *o = cJSON_ParseWithLength(line, len);
+	if (!cJSON_IsObject(o)) {
+		/* kubectl logs may interleave the sidecar's stderr: not an audit line, not an error. */
+		s->not_json++;
+		cJSON_Delete(o);
+		return 0;
+	}
+	int r = take(s, o);
+	cJSON_Delete(o);
+	return r;
+}
+
+int sk_suggest_read(struct sk_suggest *s, FILE *f)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	int r = 0;
+	while (r == 0 && (n = getline(&line, &cap, f)) >= 0)
+		r = sk_suggest_line(s, line, (size_t)n);
+	if (r == 0 && ferror(f))
+		r = -EIO;
+	free(line);
+	return r;
+}
+
+static int cmp_rule(const void *a, const void *b)
+{
+	const struct sk_suggest_rule *x = a, *y = b;
+	if (!!x->host != !!y->host)
+		return x->host ? -1 : 1;
+	int c = x->host ? strcmp(x->host, y->host) : 0;
+	if (!c && !x->host) {
+		if (x->cidr.net.family != y->cidr.net.family)
+			c = x->cidr.net.family == AF_INET ? -1 : 1;
+		else
+			c = memcmp(x->cidr.net.bytes, y->cidr.net.bytes, sizeof(x->cidr.net.bytes));
+	}
+	return c ? c : strcmp(x->proto, y->proto);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void sk_suggest_finish(struct sk_suggest *s)
+{
+	if (s->n_rules)
+		qsort(s->rules, s->n_rules, sizeof(*s->rules), cmp_rule);
+	if (s->n_dns_only)
+		qsort(s->dns_only, s->n_dns_only, sizeof(*s->dns_only), cmp_str);
+}
+
+/* A DNS-only name no host rule covers (the connection never came, e.g. it was to a port the agent then
+ * gave up on). */
+static bool covered(const struct sk_suggest *s, const char *name)
+{
+	for (size_t i = 0; i < s->n_rules; i++)
+		if (s->rules[i].host && !strcmp(s->rules[i].host, name))
+			return true;
+	return false;
+}
+
+char *sk_suggest_yaml(const struct sk_suggest *s)
+{
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+	if (!f)
+		return NULL;
+	fprintf(f, "# stockade-policy suggest: %u line%s read, %u denial%s turned into %zu rule%s\n", s->lines,
+		s->lines == 1 ? "" : "s", s->used, s->used == 1 ? "" : "s", s->n_rules, s->n_rules == 1 ? "" : "s");
+	if (s->n_skips) {
+		fprintf(f, "# not turned into rules (no egress rule changes these):");
+		for (size_t i = 0; i < s->n_skips; i++)
+			fprintf(f, "%s %s %u", i ? "," : "", s->skips[i].reason, s->skips[i].count);
+		fprintf(f, "\n");
+	}
+	bool any_dns = false;
+	for (size_t i = 0; i < s->n_dns_only; i++) {
+		if (covered(s, s->dns_only[i]))
+			continue;
+		fprintf(f, "%s %s", any_dns ? "," : "# names denied in DNS only (no connection followed):",
+			s->dns_only[i]);
+		any_dns = true;
+	}
+	if (any_dns)
+		fprintf(f, "\n");
+	fprintf(f, "egress:%s\n", s->n_rules ? "" : " []");
+	for (size_t i = 0; i < s->n_rules; i++) {
+		const struct sk_suggest_rule *r = &s->rules[i];
+		if (r->host) {
+			fprintf(f, "  - host: %s\n", r->host);
+		} else {
+			char net[SK_ADDR_STRLEN + 4];
+			sk_cidr_format(&r->cidr, net);
+			fprintf(f, "  # %s\n  - cidr: \"%s\"\n", r->why ? r->why : "an address rule", net);
+		}
+		fprintf(f, "    ports: [");
+		for (size_t k = 0; k < r->n_ports; k++)
+			fprintf(f, "%s%u", k ? ", " : "", r->ports[k]);
+		fprintf(f, "]\n    protocol: %s  # %u connection%s\n", r->proto, r->count, r->count == 1 ? "" : "s");
+	}
+	if (fclose(f) != 0) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+char *sk_suggest_json(const struct sk_suggest *s)
+{
+	cJSON *o = cJSON_CreateObject();
+	if (!o)
+		return NULL;
+	cJSON_AddNumberToObject(o, "lines", s->lines);
+	cJSON_AddNumberToObject(o, "used", s->used);
+	cJSON *eg = cJSON_AddArrayToObject(o, "egress");
+	for (size_t i = 0; eg && i < s->n_rules; i++) {
+		const struct sk_suggest_rule *r = &s->rules[i];
+		cJSON *j = cJSON_CreateObject();
+		cJSON_AddItemToArray(eg, j);
+		if (r->host) {
+			cJSON_AddStringToObject(j, "host", r->host);
+		} else {
+			char net[SK_ADDR_STRLEN + 4];
+			sk_cidr_format(&r->cidr, net);
+			cJSON_AddStringToObject(j, "cidr", net);
+		}
+		cJSON *ports = cJSON_AddArrayToObject(j, "ports");
+		for (size_t k = 0; ports && k < r->n_ports; k++)
+			cJSON_AddItemToArray(ports, cJSON_CreateNumber(r->ports[k]));
+		cJSON_AddStringToObject(j, "protocol", r->proto);
+		cJSON_AddNumberToObject(j, "connections", r->count);
+		if (r->why)
+			cJSON_AddStringToObject(j, "comment", r->why);
+	}
+	cJSON *sk = cJSON_AddObjectToObject(o, "skipped");
+	for (size_t i = 0; sk && i < s->n_skips; i++)
+		cJSON_AddNumberToObject(sk, s->skips[i].reason, s->skips[i].count);
+	cJSON *dn = cJSON_AddArrayToObject(o, "dnsOnly");
+	for (size_t i = 0; dn && i < s->n_dns_only; i++)
+		if (!covered(s, s->dns_only[i]))
+			cJSON_AddItemToArray(dn, cJSON_CreateString(s->dns_only[i]));
+	char *text = cJSON_Print(o);
+	cJSON_Delete(o);
+	return text;
+}
+
+void sk_suggest_free(struct sk_suggest *s)
+{
+	for (size_t i = 0; i < s->n_rules; i++) {
+		free(s->rules[i].host);
+		free(s->rules[i].ports);
+	}
+	free(s->rules);
+	free(s->skips);
+	for (size_t i = 0; i < s->n_dns_only; i++)
+		free(s->dns_only[i]);
+	free(s->dns_only);
+	memset(s, 0, sizeof(*s));
+}

@@ -1,0 +1,63 @@
+/* cli/suggest.h — `stockade-policy suggest`: from the sidecar's audit lines (NDJSON, docs/operating.md) to
+ * the egress rules that would have allowed what was denied. The fastest way from `mode: audit` to an
+ * `enforce` policy: run the agent in audit mode, feed its log here, review the rules.
+ *
+ * Which lines count: proxy lines (event conn or deny) whose decision is would_deny or deny for a reason a
+ * rule changes — no_match (a host rule, or a cidr rule when no name was seen) and private (a cidr rule:
+ * private addresses are allowed only by a cidr rule that names them). Every other reason (link_local:
+ * metadata endpoints are never suggested; malformed traffic, limits, name/address mismatches) is counted
+ * and reported as a comment, never turned into a rule. DNS lines are not rules (the connection that
+ * follows carries the port); a name seen only there is listed in a comment.
+ *
+ * Grouping: one rule per (host or address, protocol), the ports of every line merged. A name that is an
+ * IP literal (an SNI or Host header naming an address) never becomes a host rule: it becomes a cidr rule
+ * (/32 or /128) with a comment saying why. Output order is stable: host rules by name, then cidr rules by
+ * address, each by protocol. */
+#ifndef SK_CLI_SUGGEST_H
+#define SK_CLI_SUGGEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "policy/addr.h"
+
+struct sk_suggest_rule {
+	char *host;              /* a host rule: the normalised name; NULL for a cidr rule */
+	struct sk_cidr cidr;     /* a cidr rule: one address (/32, /128) */
+	char proto[8];           /* "tls", "http", "tcp" */
+	uint16_t *ports;         /* sorted, unique */
+	size_t n_ports;
+	unsigned count;          /* lines folded into this rule */
+	const char *why;         /* static: the comment a cidr rule carries, NULL for a host rule */
+};
+
+struct sk_suggest_skip {
+	char reason[40];
+	unsigned count;
+};
+
+struct sk_suggest {
+	struct sk_suggest_rule *rules;
+	size_t n_rules;
+	struct sk_suggest_skip *skips;  /* denials no rule changes, by reason */
+	size_t n_skips;
+	char **dns_only;         /* names denied in DNS lines: printed when no rule covers them */
+	size_t n_dns_only;
+	unsigned lines, used, not_json, not_denials;
+};
+
+/* Reads one line (no newline needed; blank lines are ignored). Returns 0, or -ENOMEM. */
+int sk_suggest_line(struct sk_suggest *s, const char *line, size_t len);
+/* Reads every line of f. 0, -ENOMEM or -EIO. */
+int sk_suggest_read(struct sk_suggest *s, FILE *f);
+/* Sorts the rules into output order (call once, after the last line). */
+void sk_suggest_finish(struct sk_suggest *s);
+/* The rules as a YAML `egress:` list with comments (owned string, NULL on out of memory). */
+char *sk_suggest_yaml(const struct sk_suggest *s);
+/* The same as JSON: {"egress": [...], "skipped": {...}, "dnsOnly": [...], "lines": N, "used": N}. */
+char *sk_suggest_json(const struct sk_suggest *s);
+void sk_suggest_free(struct sk_suggest *s);
+
+#endif

@@ -1,0 +1,195 @@
+/* cli/suggest_test.c — grouping of audit lines into suggested rules: ports merged per (host, protocol),
+ * IP-literal names become cidr rules, private destinations cidr rules, reasons no rule changes are
+ * skipped (metadata never suggested), and the YAML printed is a policy the real loader accepts whose
+ * matcher allows every line that was turned into a rule. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cli/suggest.h"
+#include "policy/match.h"
+#include "policy/policy.h"
+
+#define LINE(ev, dst, name, proto, dec, reason)                                                                  \
+	"{\"ts\":\"2026-11-24T10:00:00.000Z\",\"event\":\"" ev "\",\"src\":\"10.0.0.5:40000\",\"dst\":\"" dst     \
+	"\",\"name\":" name ",\"proto\":" proto ",\"rule\":null,\"decision\":\"" dec "\",\"reason\":\"" reason    \
+	"\",\"bytes_in\":0,\"bytes_out\":0,\"duration_ms\":1}"
+
+static const char *const lines[] = {
+	LINE("conn", "140.82.112.6:443", "\"api.github.com\"", "\"tls\"", "would_deny", "no_match"),
+	LINE("conn", "140.82.112.6:8443", "\"API.GitHub.com\"", "\"tls\"", "would_deny", "no_match"),
+	LINE("conn", "140.82.112.7:443", "\"api.github.com\"", "\"tls\"", "would_deny", "no_match"),
+	LINE("conn", "140.82.112.6:80", "\"api.github.com\"", "\"http\"", "would_deny", "no_match"),
+	LINE("deny", "151.101.0.223:443", "\"pypi.org\"", "\"tls\"", "deny", "no_match"),
+	LINE("conn", "203.0.113.9:443", "\"203.0.113.9\"", "\"http\"", "would_deny", "no_match"),
+	LINE("conn", "[2001:db8::7]:5432", "null", "\"tcp\"", "would_deny", "no_match"),
+	LINE("conn", "10.1.2.3:5432", "null", "\"tcp\"", "would_deny", "private"),
+	LINE("conn", "169.254.169.254:80", "\"metadata\"", "\"http\"", "would_deny", "link_local"),
+	LINE("conn", "1.2.3.4:443", "\"x.example\"", "\"tls\"", "would_deny", "sni_ip_mismatch"),
+	LINE("conn", "140.82.112.6:443", "\"api.github.com\"", "\"tls\"", "allow", "rule"),
+	"{\"ts\":\"t\",\"event\":\"dns\",\"src\":\"10.0.0.5:5000\",\"dst\":null,\"name\":\"only-dns.example\","
+	"\"proto\":\"udp\",\"rule\":null,\"decision\":\"would_deny\",\"reason\":\"denied\",\"bytes_in\":0,"
+	"\"bytes_out\":0,\"duration_ms\":0}",
+	"stockade-sidecar: info: listening on 15001",
+	"",
+};
+
+static void feed(struct sk_suggest *s)
+{
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
+		assert_int_equal(sk_suggest_line(s, lines[i], strlen(lines[i])), 0);
+	sk_suggest_finish(s);
+}
+
+static void test_grouping(void **state)
+{
+	(void)state;
+	struct sk_suggest s = { 0 };
+	feed(&s);
+	assert_int_equal(s.lines, 13);   /* the blank line is not counted */
+	assert_int_equal(s.not_json, 1);
+	assert_int_equal(s.used, 8);
+	assert_int_equal(s.n_rules, 6);
+	/* host rules first, by name, then protocol */
+	assert_string_equal(s.rules[0].host, "api.github.com");
+	assert_string_equal(s.rules[0].proto, "http");
+	assert_int_equal(s.rules[0].n_ports, 1);
+	assert_int_equal(s.rules[0].ports[0], 80);
+	assert_string_equal(s.rules[1].host, "api.github.com");
+	assert_string_equal(s.rules[1].proto, "tls");
+	assert_int_equal(s.rules[1].n_ports, 2);      /* 443 twice (two addresses) and 8443, merged */
+	assert_int_equal(s.rules[1].ports[0], 443);
+	assert_int_equal(s.rules[1].ports[1], 8443);
+	assert_int_equal(s.rules[1].count, 3);
+	assert_string_equal(s.rules[2].host, "pypi.org");
+	/* cidr rules: the literal name, the private address, the nameless IPv6 one */
+	assert_null(s.rules[3].host);
+	assert_null(s.rules[4].host);
+	assert_null(s.rules[5].host);
+	char net[64];
+	sk_cidr_format(&s.rules[3].cidr, net);
+	assert_string_equal(net, "10.1.2.3/32");
+	assert_non_null(strstr(s.rules[3].why, "private"));
+	sk_cidr_format(&s.rules[4].cidr, net);
+	assert_string_equal(net, "203.0.113.9/32");
+	assert_non_null(strstr(s.rules[4].why, "IP literal"));
+	sk_cidr_format(&s.rules[5].cidr, net);
+	assert_string_equal(net, "2001:db8::7/128");
+	/* skipped: link_local and sni_ip_mismatch, one each; the DNS-only name is listed */
+	assert_int_equal(s.n_skips, 2);
+	assert_int_equal(s.n_dns_only, 1);
+	assert_string_equal(s.dns_only[0], "only-dns.example");
+	sk_suggest_free(&s);
+}
+
+static void test_never_a_host_rule_for_an_address(void **state)
+{
+	(void)state;
+	struct sk_suggest s = { 0 };
+	static const char l4[] = LINE("conn", "198.51.100.1:443", "\"198.51.100.1\"", "\"tls\"", "would_deny", "no_match");
+	static const char l6[] = LINE("conn", "[2001:db8::1]:80", "\"2001:db8::1\"", "\"http\"", "would_deny", "no_match");
+	assert_int_equal(sk_suggest_line(&s, l4, strlen(l4)), 0);
+	assert_int_equal(sk_suggest_line(&s, l6, strlen(l6)), 0);
+	sk_suggest_finish(&s);
+	assert_int_equal(s.n_rules, 2);
+	for (size_t i = 0; i < s.n_rules; i++)
+		assert_null(s.rules[i].host);
+	char *y = sk_suggest_yaml(&s);
+	assert_non_null(y);
+	assert_null(strstr(y, "host:"));
+	assert_non_null(strstr(y, "  - cidr: \"198.51.100.1/32\"\n"));
+	assert_non_null(strstr(y, "  - cidr: \"2001:db8::1/128\"\n"));
+	free(y);
+	sk_suggest_free(&s);
+}
+
+/* The suggestion, given a version line, loads as a policy; its matcher allows every connection line
+ * that was turned into a rule. */
+static void test_yaml_is_a_policy_that_allows_the_lines(void **state)
+{
+	(void)state;
+	struct sk_suggest s = { 0 };
+	feed(&s);
+	char *y = sk_suggest_yaml(&s);
+	assert_non_null(y);
+	char *doc = NULL;
+	assert_true(asprintf(&doc, "version: 1\nblockPrivate: true\n%s", y) > 0);
+	struct sk_diags d = { 0 };
+	struct sk_policy *p = NULL;
+	int r = sk_policy_load_buffer_ex("suggested", doc, strlen(doc), -1, 0, &p, &d);
+	if (r < 0)
+		sk_diags_print(&d, stderr);
+	assert_int_equal(r, 0);
+	assert_int_equal(p->n_rules, 6);
+	static const struct {
+		const char *host, *addr;
+		uint16_t port;
+		enum sk_proto proto;
+	} want[] = {
+		{ "api.github.com", NULL, 443, SK_PROTO_TLS }, { "api.github.com", NULL, 8443, SK_PROTO_TLS },
+		{ "api.github.com", NULL, 80, SK_PROTO_HTTP },  { "pypi.org", NULL, 443, SK_PROTO_TLS },
+		{ NULL, "203.0.113.9", 443, SK_PROTO_HTTP },   { NULL, "2001:db8::7", 5432, SK_PROTO_TCP },
+		{ NULL, "10.1.2.3", 5432, SK_PROTO_TCP },
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		struct sk_addr a;
+		struct sk_query q = { .host = want[i].host, .port = want[i].port, .proto = want[i].proto };
+		if (want[i].addr) {
+			assert_int_equal(sk_addr_parse(want[i].addr, &a), 0);
+			q.dst = &a;
+		}
+		struct sk_decision dec;
+		sk_match(p, &q, &dec);
+		assert_true(dec.allow);
+		assert_int_equal(dec.reason, SK_REASON_RULE);
+	}
+	/* ... and nothing it was not asked for: another port of the same host stays denied. */
+	struct sk_query q = { .host = "api.github.com", .port = 22, .proto = SK_PROTO_TCP };
+	struct sk_decision dec;
+	sk_match(p, &q, &dec);
+	assert_false(dec.allow);
+	sk_policy_free(p);
+	sk_diags_free(&d);
+	free(doc);
+	free(y);
+	sk_suggest_free(&s);
+}
+
+static void test_yaml_exact_small(void **state)
+{
+	(void)state;
+	struct sk_suggest s = { 0 };
+	static const char a[] = LINE("conn", "1.1.1.1:443", "\"b.example\"", "\"tls\"", "would_deny", "no_match");
+	static const char b[] = LINE("conn", "1.1.1.1:443", "\"a.example\"", "\"h2c\"", "would_deny", "no_match");
+	assert_int_equal(sk_suggest_line(&s, a, strlen(a)), 0);
+	assert_int_equal(sk_suggest_line(&s, b, strlen(b)), 0);
+	sk_suggest_finish(&s);
+	char *y = sk_suggest_yaml(&s);
+	assert_string_equal(y, "# stockade-policy suggest: 2 lines read, 2 denials turned into 2 rules\n"
+			       "egress:\n"
+			       "  - host: a.example\n"
+			       "    ports: [443]\n"
+			       "    protocol: http  # 1 connection\n"
+			       "  - host: b.example\n"
+			       "    ports: [443]\n"
+			       "    protocol: tls  # 1 connection\n");
+	free(y);
+	sk_suggest_free(&s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_grouping),
+		cmocka_unit_test(test_never_a_host_rule_for_an_address),
+		cmocka_unit_test(test_yaml_is_a_policy_that_allows_the_lines),
+		cmocka_unit_test(test_yaml_exact_small),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
