@@ -334,7 +334,7 @@ printf 'version: 1\nseccomp:\n  allow: [ptrace, no_such_call]\n  deny: [getrando
 run "$P" check "$SK_TMP/sc.yaml"
 sk_check_eq "check seccomp: a never-allowed and an unknown syscall, exit 3" 3 "$rc"
 sk_check_eq "check seccomp: each at its file:line:col" \
-"$SK_TMP/sc.yaml:3:11: seccomp.allow[0]: 'ptrace' never allowed for the agent (DESIGN.md §4), expected a syscall the profile generator accepts (stockade-policy seccomp --allow)
+"$SK_TMP/sc.yaml:3:11: seccomp.allow[0]: 'ptrace' never allowed for the agent (docs/architecture.md, seccomp), expected a syscall the profile generator accepts (stockade-policy seccomp --allow)
 $SK_TMP/sc.yaml:3:19: seccomp.allow[1]: 'no_such_call' unknown syscall, expected a syscall the profile generator accepts (stockade-policy seccomp --allow)" "$err"
 run "$P" seccomp --policy "$SK_TMP/sc.yaml"
 sk_check_eq "seccomp --policy reports the same positions, exit 3" "3 2" "$rc $(grep -c "^$SK_TMP/sc.yaml:3:" <<<"$err")"
