@@ -38,6 +38,7 @@ SKN_POD_START6=2001:db8:2a::10 SKN_POD_END6=2001:db8:2a::ff
 SKN_SERVICE_CIDR=198.19.128.0/24
 SKN_PAUSE_IMAGE=localhost/stockade-pause:1
 SKN_AGENT_IMAGE=localhost/stockade-e2e-agent:latest
+SKN_CORPUS_IMAGE=localhost/stockade-e2e-corpus:latest
 
 SKN_ETCD_PORT=2379 SKN_ETCD_PEER_PORT=2380 SKN_APISERVER_PORT=6443
 
