@@ -424,6 +424,20 @@ static void conn_deny(struct conn *c, const char *reason)
 /* The relay of c was cut because its rule's budget is spent: one deny line (it shows in /denials) and a
  * metric, then a reset both ways — a FIN would let either peer take the cut stream for a whole one. The
  * other relays of the same budget are woken so they end too, instead of waiting for their next byte. */
+/* The agent gets every byte its budget paid for: the relay cut once they were all in the kernel, and a
+ * reset would drop what the kernel still queues for the agent (on a fast machine most of it). So the agent
+ * side closes gracefully — FIN after the queued bytes; the audit line and the short body say it was cut —
+ * after discarding what the agent sent and nobody read (unread data would make close() reset after all).
+ * Bounded: an agent that keeps sending only gets its reset sooner. */
+static void close_after_queued(int fd)
+{
+	char sink[16384];
+	(void)shutdown(fd, SHUT_WR);
+	for (int i = 0; i < 64 && recv(fd, sink, sizeof(sink), MSG_DONTWAIT) > 0; i++)
+		;
+	close(fd);
+}
+
 static void budget_cut(struct conn *c)
 {
 	struct sk_proxy *px = c->px;
@@ -437,7 +451,7 @@ static void budget_cut(struct conn *c)
 	conn_audit(c, "deny", c->bytes_in, c->bytes_out);
 	sk_loop_forget(sc->loop, &c->cio);
 	sk_loop_forget(sc->loop, &c->uio);
-	close_rst(c->cfd);
+	close_after_queued(c->cfd);
 	close_rst(c->ufd);
 	c->cfd = c->ufd = -1;
 	sk_budget_ref(e);   /* c's reference goes with it; the sweep below still compares against e */
