@@ -43,4 +43,8 @@ static inline int sk_steal_fd(int *fd)
 
 #define SK_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
+/* On a function whose result must not be ignored: its error return (a dropped failure is a bug), or a
+ * verdict the caller has to act on. Ignoring one on purpose is written `(void)f(...)` with a why. */
+#define SK_MUST_USE __attribute__((warn_unused_result))
+
 #endif

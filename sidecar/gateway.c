@@ -214,8 +214,8 @@ static int process_head(struct gw_conn *c)
 {
 	struct sk_gateway *g = c->gw;
 	struct sk_gw_req req;
-	int hl = sk_gw_parse_head((const char *)c->in + c->in_off, c->in_len - c->in_off, &req);
-	if (hl == 0) {
+	enum sk_gw_head_verdict v = sk_gw_parse_head((const char *)c->in + c->in_off, c->in_len - c->in_off, &req);
+	if (v == SK_GW_HEAD_NEED_MORE) {
 		if (c->in_off && c->in_len == GW_IN_CAP) {
 			memmove(c->in, c->in + c->in_off, c->in_len - c->in_off);
 			c->in_len -= c->in_off;
@@ -227,21 +227,9 @@ static int process_head(struct gw_conn *c)
 	c->audited = false;
 	if (req.method[0])
 		snprintf(c->method, sizeof(c->method), "%s", req.method);
-	if (hl < 0) {
-		static const struct { int st; const char *msg, *why; } m[] = {
-			{ 400, "malformed request", "malformed" },
-			{ 414, "request target too long", "target_too_long" },
-			{ 417, "unsupported expectation", "bad_expect" },
-			{ 431, "request head too large", "head_too_large" },
-			{ 501, "unsupported transfer coding", "bad_transfer_encoding" },
-			{ 505, "HTTP/1.x only", "bad_version" },
-		};
-		for (size_t i = 0; i < SK_ARRAY_SIZE(m); i++)
-			if (m[i].st == -hl) {
-				gw_respond_local(c, m[i].st, m[i].msg, m[i].why, 0);
-				return 0;
-			}
-		gw_respond_local(c, 400, "malformed request", "malformed", 0);
+	const struct sk_gw_answer *ans = sk_gw_head_answer(v);
+	if (ans) {
+		gw_respond_local(c, ans->status, ans->msg, ans->reason, 0);
 		return 0;
 	}
 	const char *rest;
@@ -323,7 +311,7 @@ static int process_head(struct gw_conn *c)
 	if (req.expect_continue && (req.chunked || req.content_length > 0))
 		(void)sk_gw_buf_put(&c->out, "HTTP/1.1 100 Continue\r\n\r\n", 25);
 	/* The head is consumed; body bytes (if any) stay in c->in for read_cb. */
-	c->in_off += (size_t)hl;
+	c->in_off += req.head_len;
 	if (gw_start_transfer(c, &req, api, rest, rest_len, secret, slen, drop_auth) < 0)
 		return 0;
 	if (c->out.len > c->out_off) {

@@ -18,7 +18,7 @@
 /* Parses from an exactly-sized heap copy, so ASan catches any read past the end. The copy lives until
  * the next parse (req borrows it), and the group teardown frees the last one. */
 static char *last_copy;
-static int parse(const char *s, size_t len, struct sk_gw_req *req)
+static enum sk_gw_head_verdict parse(const char *s, size_t len, struct sk_gw_req *req)
 {
 	free(last_copy);
 	last_copy = malloc(len ? len : 1);
@@ -35,7 +35,22 @@ static int teardown(void **state)
 	return 0;
 }
 
-static int parse_str(const char *s, struct sk_gw_req *req) { return parse(s, strlen(s), req); }
+static enum sk_gw_head_verdict parse_str(const char *s, struct sk_gw_req *req) { return parse(s, strlen(s), req); }
+
+/* The status a head is answered with: 0 while it needs more, 200 when complete (judged further on),
+ * else the answer's status. */
+static int status_of(enum sk_gw_head_verdict v)
+{
+	if (v == SK_GW_HEAD_NEED_MORE)
+		return 0;
+	if (v == SK_GW_HEAD_COMPLETE) {
+		assert_null(sk_gw_head_answer(v));
+		return 200;
+	}
+	const struct sk_gw_answer *a = sk_gw_head_answer(v);
+	assert_non_null(a);
+	return a->status;
+}
 
 static void test_parse_simple_request(void **state)
 {
@@ -43,8 +58,8 @@ static void test_parse_simple_request(void **state)
 	static struct sk_gw_req r;
 	const char *s = "POST /llm/v1/messages?beta=1 HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 12\r\n"
 			"X-Thing:   padded value \t\r\n\r\nhello body..";
-	int rc = parse_str(s, &r);
-	assert_int_equal(rc, (int)(strstr(s, "\r\n\r\n") - s) + 4);
+	assert_int_equal(parse_str(s, &r), SK_GW_HEAD_COMPLETE);
+	assert_int_equal(r.head_len, (size_t)(strstr(s, "\r\n\r\n") - s) + 4);
 	assert_string_equal(r.method, "POST");
 	assert_int_equal(r.target_len, strlen("/llm/v1/messages?beta=1"));
 	assert_int_equal(r.minor, 1);
@@ -62,25 +77,26 @@ static void test_parse_every_prefix_needs_more(void **state)
 	const char *s = "GET /llm/x HTTP/1.1\r\nHost: a\r\nAccept: */*\r\n\r\n";
 	size_t n = strlen(s);
 	for (size_t i = 0; i < n; i++)
-		assert_int_equal(parse(s, i, &r), 0);
-	assert_int_equal(parse(s, n, &r), (int)n);
+		assert_int_equal(parse(s, i, &r), SK_GW_HEAD_NEED_MORE);
+	assert_int_equal(parse(s, n, &r), SK_GW_HEAD_COMPLETE);
+	assert_int_equal(r.head_len, n);
 }
 
 static void test_parse_flags(void **state)
 {
 	(void)state;
 	static struct sk_gw_req r;
-	assert_true(parse_str("GET / HTTP/1.0\r\n\r\n", &r) > 0);
+	assert_int_equal(parse_str("GET / HTTP/1.0\r\n\r\n", &r), SK_GW_HEAD_COMPLETE);
 	assert_false(r.keep_alive);
-	assert_true(parse_str("GET / HTTP/1.1\r\nConnection: keep-alive, close\r\n\r\n", &r) > 0);
+	assert_int_equal(parse_str("GET / HTTP/1.1\r\nConnection: keep-alive, close\r\n\r\n", &r), SK_GW_HEAD_COMPLETE);
 	assert_false(r.keep_alive);
-	assert_true(parse_str("GET / HTTP/1.1\r\nConnection: closed\r\n\r\n", &r) > 0);
+	assert_int_equal(parse_str("GET / HTTP/1.1\r\nConnection: closed\r\n\r\n", &r), SK_GW_HEAD_COMPLETE);
 	assert_true(r.keep_alive);
-	assert_true(parse_str("POST / HTTP/1.1\r\nTransfer-Encoding: Chunked\r\nExpect: 100-continue\r\n\r\n", &r) > 0);
+	assert_int_equal(parse_str("POST / HTTP/1.1\r\nTransfer-Encoding: Chunked\r\nExpect: 100-continue\r\n\r\n", &r), SK_GW_HEAD_COMPLETE);
 	assert_true(r.chunked);
 	assert_true(r.expect_continue);
 	assert_int_equal(r.content_length, -1);
-	assert_true(parse_str("POST / HTTP/1.1\r\nContent-Length: 5\r\ncontent-length: 5\r\n\r\n", &r) > 0);
+	assert_int_equal(parse_str("POST / HTTP/1.1\r\nContent-Length: 5\r\ncontent-length: 5\r\n\r\n", &r), SK_GW_HEAD_COMPLETE);
 	assert_int_equal(r.content_length, 5);
 }
 
@@ -88,34 +104,34 @@ static void test_parse_rejects(void **state)
 {
 	(void)state;
 	static const struct { const char *req; int want; } t[] = {
-		{ "GET / HTTP/1.1\nHost: a\r\n\r\n", -400 },                       /* bare LF ends the line */
-		{ "GET / HTTP/1.1\r\nHost: a\rb\r\n\r\n", -400 },                  /* bare CR in a value */
-		{ "GET / HTTP/1.1\r\nX: a\r\n folded\r\n\r\n", -400 },             /* obs-fold */
-		{ "GET / HTTP/1.1\r\nHost : a\r\n\r\n", -400 },                    /* space before ':' */
-		{ "GET / HTTP/1.1\r\n: a\r\n\r\n", -400 },                         /* empty name */
-		{ "GET / HTTP/1.1\r\nX-A: a\x01\r\n\r\n", -400 },                  /* control byte */
-		{ "GET / HTTP/1.1\r\nNoColon\r\n\r\n", -400 },
-		{ "GET  / HTTP/1.1\r\n\r\n", -400 },                               /* empty target */
-		{ "GET /a b HTTP/1.1\r\n\r\n", -400 },
-		{ "G(T / HTTP/1.1\r\n\r\n", -400 },                                /* method not a token */
-		{ "GET /\x80 HTTP/1.1\r\n\r\n", -400 },
-		{ "GET / HTTP/1.1\r\nContent-Length: 1x\r\n\r\n", -400 },
-		{ "GET / HTTP/1.1\r\nContent-Length: -1\r\n\r\n", -400 },
-		{ "GET / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", -400 },
-		{ "GET / HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n", -400 },
-		{ "GET / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", -400 },
-		{ "GET / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", -501 },
-		{ "GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", -501 },
-		{ "GET / HTTP/1.1\r\nExpect: something\r\n\r\n", -417 },
-		{ "GET / HTTP/2.0\r\n\r\n", -505 },
-		{ "GET / HTTP/1.2\r\n\r\n", -505 },
-		{ "GET / FTP/1.1\r\n\r\n", -400 },
+		{ "GET / HTTP/1.1\nHost: a\r\n\r\n", 400 },                       /* bare LF ends the line */
+		{ "GET / HTTP/1.1\r\nHost: a\rb\r\n\r\n", 400 },                  /* bare CR in a value */
+		{ "GET / HTTP/1.1\r\nX: a\r\n folded\r\n\r\n", 400 },             /* obs-fold */
+		{ "GET / HTTP/1.1\r\nHost : a\r\n\r\n", 400 },                    /* space before ':' */
+		{ "GET / HTTP/1.1\r\n: a\r\n\r\n", 400 },                         /* empty name */
+		{ "GET / HTTP/1.1\r\nX-A: a\x01\r\n\r\n", 400 },                  /* control byte */
+		{ "GET / HTTP/1.1\r\nNoColon\r\n\r\n", 400 },
+		{ "GET  / HTTP/1.1\r\n\r\n", 400 },                               /* empty target */
+		{ "GET /a b HTTP/1.1\r\n\r\n", 400 },
+		{ "G(T / HTTP/1.1\r\n\r\n", 400 },                                /* method not a token */
+		{ "GET /\x80 HTTP/1.1\r\n\r\n", 400 },
+		{ "GET / HTTP/1.1\r\nContent-Length: 1x\r\n\r\n", 400 },
+		{ "GET / HTTP/1.1\r\nContent-Length: -1\r\n\r\n", 400 },
+		{ "GET / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", 400 },
+		{ "GET / HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n", 400 },
+		{ "GET / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", 400 },
+		{ "GET / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501 },
+		{ "GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", 501 },
+		{ "GET / HTTP/1.1\r\nExpect: something\r\n\r\n", 417 },
+		{ "GET / HTTP/2.0\r\n\r\n", 505 },
+		{ "GET / HTTP/1.2\r\n\r\n", 505 },
+		{ "GET / FTP/1.1\r\n\r\n", 400 },
 	};
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
 		static struct sk_gw_req r;
-		int rc = parse_str(t[i].req, &r);
-		if (rc != t[i].want)
-			fail_msg("case %zu: got %d, want %d", i, rc, t[i].want);
+		int st = status_of(parse_str(t[i].req, &r));
+		if (st != t[i].want)
+			fail_msg("case %zu: got %d, want %d", i, st, t[i].want);
 	}
 }
 
@@ -129,7 +145,7 @@ static void test_parse_limits(void **state)
 	assert_non_null(b);
 	memset(b, 'a', n);
 	b[0] = 'G', b[1] = 'E', b[2] = 'T', b[3] = ' ', b[4] = '/';
-	assert_int_equal(parse(b, n, &r), -414);
+	assert_int_equal(status_of(parse(b, n, &r)), 414);
 	free(b);
 	/* Too many header lines. */
 	size_t cap = 64 + (SK_GW_MAX_HEADERS + 1) * 8;
@@ -139,7 +155,7 @@ static void test_parse_limits(void **state)
 	for (int i = 0; i <= SK_GW_MAX_HEADERS; i++)
 		o += (size_t)sprintf(h + o, "X%03d:\r\n", i % 1000);
 	o += (size_t)sprintf(h + o, "\r\n");
-	assert_int_equal(parse(h, o, &r), -431);
+	assert_int_equal(status_of(parse(h, o, &r)), 431);
 	free(h);
 	/* A head that never ends within the cap. */
 	n = SK_GW_HEAD_MAX + 10;
@@ -151,11 +167,31 @@ static void test_parse_limits(void **state)
 		size_t col = i % 100;
 		b[at] = col == 0 ? 'X' : col == 1 ? ':' : col == 98 ? '\r' : col == 99 ? '\n' : 'x';
 	}
-	assert_int_equal(parse(b, n, &r), -431);
+	assert_int_equal(status_of(parse(b, n, &r)), 431);
 	/* the same, malformed: judged at its first bad line, however long the rest */
 	b[16 + 1] = ' ';
-	assert_int_equal(parse(b, n, &r), -400);
+	assert_int_equal(status_of(parse(b, n, &r)), 400);
 	free(b);
+}
+
+/* Every final verdict has its own answer (an error status, a message, an audit reason); the two verdicts
+ * that are not final have none. */
+static void test_head_answers(void **state)
+{
+	(void)state;
+	assert_null(sk_gw_head_answer(SK_GW_HEAD_NEED_MORE));
+	assert_null(sk_gw_head_answer(SK_GW_HEAD_COMPLETE));
+	assert_null(sk_gw_head_answer((enum sk_gw_head_verdict)(SK_GW_HEAD_BAD_VERSION + 1)));
+	int seen[SK_GW_HEAD_BAD_VERSION + 1] = { 0 };
+	for (int v = SK_GW_HEAD_MALFORMED; v <= SK_GW_HEAD_BAD_VERSION; v++) {
+		const struct sk_gw_answer *a = sk_gw_head_answer((enum sk_gw_head_verdict)v);
+		assert_non_null(a);
+		assert_true(a->status >= 400 && a->status < 600);
+		assert_true(a->msg && a->msg[0] && a->reason && a->reason[0]);
+		for (int w = SK_GW_HEAD_MALFORMED; w < v; w++)
+			assert_int_not_equal(seen[w], a->status);
+		seen[v] = a->status;
+	}
 }
 
 static void test_route(void **state)
@@ -323,16 +359,16 @@ static void test_token_eq_and_find(void **state)
 	const char *tok;
 	size_t tl;
 	bool via;
-	assert_true(parse_str("GET / HTTP/1.1\r\nAuthorization: Bearer  abc\r\n\r\n", &r) > 0);
+	assert_int_equal(parse_str("GET / HTTP/1.1\r\nAuthorization: Bearer  abc\r\n\r\n", &r), SK_GW_HEAD_COMPLETE);
 	assert_true(sk_gw_find_token(&r, &tok, &tl, &via));
 	assert_true(via);
 	assert_int_equal(tl, 3);
 	assert_memory_equal(tok, "abc", 3);
-	assert_true(parse_str("GET / HTTP/1.1\r\nAuthorization: Bearer x\r\nX-Stockade-Token: t2\r\n\r\n", &r) > 0);
+	assert_int_equal(parse_str("GET / HTTP/1.1\r\nAuthorization: Bearer x\r\nX-Stockade-Token: t2\r\n\r\n", &r), SK_GW_HEAD_COMPLETE);
 	assert_true(sk_gw_find_token(&r, &tok, &tl, &via));
 	assert_false(via);
 	assert_memory_equal(tok, "t2", 2);
-	assert_true(parse_str("GET / HTTP/1.1\r\nAuthorization: Basic abc\r\n\r\n", &r) > 0);
+	assert_int_equal(parse_str("GET / HTTP/1.1\r\nAuthorization: Basic abc\r\n\r\n", &r), SK_GW_HEAD_COMPLETE);
 	assert_false(sk_gw_find_token(&r, &tok, &tl, &via));
 }
 
@@ -375,7 +411,7 @@ static void test_filter_request_headers(void **state)
 			"Content-Length: 3\r\nExpect: 100-continue\r\nX-API-Key: agent-chosen\r\n"
 			"Authorization: Bearer tok\r\nX-Stockade-Token: tok\r\nContent-Type: application/json\r\n"
 			"Anthropic-Version: 2023-06-01\r\nX-Empty:\r\n\r\n";
-	assert_true(parse_str(s, &r) > 0);
+	assert_int_equal(parse_str(s, &r), SK_GW_HEAD_COMPLETE);
 	static struct seen seen;
 	memset(&seen, 0, sizeof(seen));
 	assert_int_equal(sk_gw_filter_request_headers(&r, "x-api-key", true, collect, &seen), 0);
@@ -694,6 +730,7 @@ int main(void)
 		cmocka_unit_test(test_parse_flags),
 		cmocka_unit_test(test_parse_rejects),
 		cmocka_unit_test(test_parse_limits),
+		cmocka_unit_test(test_head_answers),
 		cmocka_unit_test(test_route),
 		cmocka_unit_test(test_check_path),
 		cmocka_unit_test(test_check_path_traversal_table),

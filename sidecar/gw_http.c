@@ -53,7 +53,7 @@ static int parse_u63(const char *s, size_t len, int64_t *out)
 	return 0;
 }
 
-int sk_gw_parse_head(const char *buf, size_t len, struct sk_gw_req *req)
+enum sk_gw_head_verdict sk_gw_parse_head(const char *buf, size_t len, struct sk_gw_req *req)
 {
 	memset(req, 0, sizeof(*req));
 	req->content_length = -1;
@@ -68,19 +68,19 @@ int sk_gw_parse_head(const char *buf, size_t len, struct sk_gw_req *req)
 		break;
 	case SK_HTTP1_NEED_MORE:
 		if (len > SK_GW_TARGET_MAX + 64)
-			return -414;
-		return len >= SK_GW_HEAD_MAX ? -431 : 0;
+			return SK_GW_HEAD_TARGET_TOO_LONG;
+		return len >= SK_GW_HEAD_MAX ? SK_GW_HEAD_TOO_LARGE : SK_GW_HEAD_NEED_MORE;
 	case SK_HTTP1_BAD_VERSION:
-		return -505;
+		return SK_GW_HEAD_BAD_VERSION;
 	default:
-		return -400;
+		return SK_GW_HEAD_MALFORMED;
 	}
 	memcpy(req->method, buf, rl.method_len);
 	req->method[rl.method_len] = 0;
 	req->target = rl.target;
 	req->target_len = rl.target_len;
 	if (req->target_len > SK_GW_TARGET_MAX)
-		return -414;
+		return SK_GW_HEAD_TARGET_TOO_LONG;
 	req->minor = rl.minor;
 
 	/* field lines */
@@ -90,14 +90,14 @@ int sk_gw_parse_head(const char *buf, size_t len, struct sk_gw_req *req)
 		struct sk_http1_field f;
 		enum sk_http1_result r = sk_http1_field_line(p + pos, scan - pos, &f);
 		if (r == SK_HTTP1_NEED_MORE)
-			return len >= SK_GW_HEAD_MAX ? -431 : 0;
+			return len >= SK_GW_HEAD_MAX ? SK_GW_HEAD_TOO_LARGE : SK_GW_HEAD_NEED_MORE;
 		if (r != SK_HTTP1_OK)
-			return -400;                 /* bare CR or LF, obs-fold, space before ':', controls */
+			return SK_GW_HEAD_MALFORMED;                 /* bare CR or LF, obs-fold, space before ':', controls */
 		pos += f.len;
 		if (f.end)
 			break;
 		if (req->n_h == SK_GW_MAX_HEADERS)
-			return -431;
+			return SK_GW_HEAD_TOO_LARGE;
 		struct sk_gw_hdr *h = &req->h[req->n_h++];
 		h->name = f.name;
 		h->name_len = f.name_len;
@@ -106,14 +106,14 @@ int sk_gw_parse_head(const char *buf, size_t len, struct sk_gw_req *req)
 		if (sk_gw_name_is(h->name, h->name_len, "content-length")) {
 			int64_t cl;
 			if (parse_u63(h->value, h->value_len, &cl) < 0)
-				return -400;
+				return SK_GW_HEAD_MALFORMED;
 			if (req->content_length >= 0 && req->content_length != cl)
-				return -400;
+				return SK_GW_HEAD_MALFORMED;
 			req->content_length = cl;
 		} else if (sk_gw_name_is(h->name, h->name_len, "transfer-encoding")) {
 			/* Only "chunked", once: anything else is a smuggling vector or a coding we do not speak. */
 			if (te_seen || !(h->value_len == 7 && strncasecmp(h->value, "chunked", 7) == 0))
-				return -501;
+				return SK_GW_HEAD_BAD_CODING;
 			te_seen = true;
 		} else if (sk_gw_name_is(h->name, h->name_len, "connection")) {
 			for (size_t i = 0; i + 5 <= h->value_len; i++)
@@ -123,16 +123,31 @@ int sk_gw_parse_head(const char *buf, size_t len, struct sk_gw_req *req)
 					close = true;
 		} else if (sk_gw_name_is(h->name, h->name_len, "expect")) {
 			if (!(h->value_len == 12 && strncasecmp(h->value, "100-continue", 12) == 0))
-				return -417;
+				return SK_GW_HEAD_BAD_EXPECT;
 			req->expect_continue = true;
 		}
 	}
 	req->head_len = pos;
 	if (te_seen && (req->content_length >= 0 || req->minor == 0))
-		return -400;
+		return SK_GW_HEAD_MALFORMED;
 	req->chunked = te_seen;
 	req->keep_alive = req->minor == 1 && !close;
-	return (int)req->head_len;
+	return SK_GW_HEAD_COMPLETE;
+}
+
+const struct sk_gw_answer *sk_gw_head_answer(enum sk_gw_head_verdict v)
+{
+	static const struct sk_gw_answer a[] = {
+		[SK_GW_HEAD_MALFORMED] = { 400, "malformed request", "malformed" },
+		[SK_GW_HEAD_TARGET_TOO_LONG] = { 414, "request target too long", "target_too_long" },
+		[SK_GW_HEAD_BAD_EXPECT] = { 417, "unsupported expectation", "bad_expect" },
+		[SK_GW_HEAD_TOO_LARGE] = { 431, "request head too large", "head_too_large" },
+		[SK_GW_HEAD_BAD_CODING] = { 501, "unsupported transfer coding", "bad_transfer_encoding" },
+		[SK_GW_HEAD_BAD_VERSION] = { 505, "HTTP/1.x only", "bad_version" },
+	};
+	if ((size_t)v >= SK_ARRAY_SIZE(a) || a[v].status == 0)
+		return NULL;
+	return &a[v];
 }
 
 int sk_gw_route(const char *target, size_t len, char name[64], const char **rest, size_t *rest_len)

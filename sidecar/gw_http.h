@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/util.h"
+
 #define SK_GW_HEAD_MAX 32768      /* request head bytes (→ 431) */
 #define SK_GW_TARGET_MAX 8192     /* request target bytes (→ 414) */
 #define SK_GW_MAX_HEADERS 128     /* header lines (→ 431) */
@@ -35,13 +37,33 @@ struct sk_gw_req {
 };
 
 
-/* Parses an agent request head in buf[0..len). Returns the head length (> 0) when complete, 0 when more
- * bytes are needed, or -STATUS for the answer to give: -400 malformed (bare CR or LF, obs-fold, space
- * before ':', control bytes, bad or conflicting Content-Length, Content-Length with Transfer-Encoding),
- * -414 target over SK_GW_TARGET_MAX, -431 head over SK_GW_HEAD_MAX or too many headers, -417 an
- * expectation other than 100-continue, -501 a transfer coding other than chunked, -505 not HTTP/1.x.
- * Pointers in *req borrow buf. Lines end in CRLF only. */
-int sk_gw_parse_head(const char *buf, size_t len, struct sk_gw_req *req);
+/* What sk_gw_parse_head made of the bytes so far. NEED_MORE and COMPLETE are the only verdicts that are not
+ * final; every other one is the answer to give (sk_gw_head_answer) before closing the connection. */
+enum sk_gw_head_verdict {
+	SK_GW_HEAD_NEED_MORE = 0,
+	SK_GW_HEAD_COMPLETE,           /* req->head_len bytes, through the blank line */
+	SK_GW_HEAD_MALFORMED,          /* 400: bare CR or LF, obs-fold, space before ':', control bytes, bad or
+	                                * conflicting Content-Length, Content-Length with Transfer-Encoding */
+	SK_GW_HEAD_TARGET_TOO_LONG,    /* 414: target over SK_GW_TARGET_MAX */
+	SK_GW_HEAD_BAD_EXPECT,         /* 417: an expectation other than 100-continue */
+	SK_GW_HEAD_TOO_LARGE,          /* 431: head over SK_GW_HEAD_MAX or too many headers */
+	SK_GW_HEAD_BAD_CODING,         /* 501: a transfer coding other than chunked */
+	SK_GW_HEAD_BAD_VERSION,        /* 505: not HTTP/1.x */
+};
+
+/* The gateway's answer to a rejected head: HTTP status, the message of the JSON error body, the audit
+ * line's reason (a docs/audit.schema.json "api" reason). */
+struct sk_gw_answer {
+	int status;
+	const char *msg, *reason;
+};
+
+/* Parses an agent request head in buf[0..len). On COMPLETE, req->head_len is the head's length and the
+ * pointers in *req borrow buf. Lines end in CRLF only. */
+SK_MUST_USE enum sk_gw_head_verdict sk_gw_parse_head(const char *buf, size_t len, struct sk_gw_req *req);
+
+/* The answer for a final verdict; NULL for NEED_MORE and COMPLETE (nothing to answer yet). */
+const struct sk_gw_answer *sk_gw_head_answer(enum sk_gw_head_verdict v);
 
 /* Splits an origin-form target "/<name>[/path][?query]" into name (NUL-terminated, [a-z0-9-]{1,63}) and
  * the rest ("" or starting with '/' or '?'), which is what is appended to the upstream URL. Returns 0, or
