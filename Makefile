@@ -7,6 +7,7 @@
 #   make check      everything above, as CI runs it
 #   make bench      benchmarks under bench/
 #   make images     FROM-scratch image tarballs into build/images/
+#   make release    amd64+arm64 OCI layouts, SPDX SBOMs and the packaged charts into build/release/
 #   make demo       single-node cluster + helm install + an allowed and a denied call (root)
 #   make manifests  render deploy/ from helm/stockade and regenerate the values table
 #
@@ -19,8 +20,9 @@ BUILD    ?= build
 FUZZ_SECONDS ?= 20
 
 PKGS     := libnftnl libmnl libseccomp libcurl yaml-0.1 libcjson
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+PKG_CONFIG ?= pkg-config
+PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 
 # --version prints the release version (the chart's appVersion, the one place it is set) and the commit.
 RELEASE  := $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\} *$$/\1/p' helm/stockade/Chart.yaml)
@@ -55,7 +57,7 @@ BINS := $(BUILD)/bin/stockade-policy $(BUILD)/bin/stockade-init $(BUILD)/bin/sto
 TESTS := $(patsubst %.c,$(BUILD)/test/bin/%,$(notdir $(TEST_SRC)))
 FUZZERS := $(patsubst %.c,$(BUILD)/fuzz/bin/%,$(notdir $(FUZZ_SRC)))
 
-.PHONY: all test e2e fuzz lint check bench clean manifests images demo
+.PHONY: all test e2e fuzz lint check bench clean manifests images demo release
 all: $(BINS)
 
 $(BUILD)/rel/%.o: %.c
@@ -130,6 +132,11 @@ bench: $(BINS)
 # FROM-scratch docker-archive images of the release binaries into $(BUILD)/images/ (no engine needed).
 images: $(BINS)
 	@BUILD=$(BUILD) scripts/build-images
+
+# Release artifacts (scripts/build-release): multi-arch OCI layouts (arm64 cross-built into $(BUILD)/arm64/),
+# an SPDX SBOM per image, the charts packaged with the release version.
+release: $(BINS)
+	@BUILD=$(BUILD) scripts/build-release
 
 # A local single-node cluster with stockade around a test agent: an allowed call, a denied one, the audit.
 demo:

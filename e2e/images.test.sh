@@ -89,7 +89,12 @@ check_image_curl() {
 	fi
 }
 
-for img in init sidecar policy; do
+images=()
+while read -r name _; do
+	case $name in '' | '#'*) continue ;; esac
+	images+=("$name")
+done <scripts/images.list
+for img in "${images[@]}"; do
 	tarball="$BUILD/images/stockade-$img.tar"
 	dir="$SK_TMP/$img"
 	mkdir -p "$dir/rootfs"

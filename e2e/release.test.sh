@@ -1,0 +1,215 @@
+#!/usr/bin/env bash
+# Release artifacts (issue 22 item 8): `make release` builds, offline, for every image of
+# scripts/images.list a multi-arch OCI layout (linux/amd64, linux/arm64 cross-built with Debian's
+# toolchain), its SPDX SBOM and the packaged charts, all under build/release/. Checked here:
+#   - the layouts are valid OCI image layouts (e2e/release/check_release.py: digests, sizes, media types,
+#     platforms, diff_ids), skopeo reads them and copies them with every architecture and the same digests;
+#   - the SBOMs are SPDX 2.3 documents listing every file of each layer with its digest, every shared
+#     library under the Debian package (and version) dpkg has for it, or the built libcurl;
+#   - the arm64 binaries and libraries are AArch64 ELF, and run under qemu-user with the image's own
+#     loader and libraries (`--version` of each, `stockade-policy check` on an example, the image's
+#     libcurl speaks HTTPS through OpenSSL and HTTP/2); the amd64 ones run with theirs;
+#   - the version is one: image tag = packaged chart version = appVersion = what `--version` prints;
+#   - a second run pinning digests and a registry gives the same digests (reproducible) and a chart whose
+#     images are `REPO/stockade-NAME@sha256:<index digest>`.
+# No root needed (no namespaces); run by scripts/run-e2e like the others.
+set -uo pipefail
+# shellcheck source=e2e/lib.sh
+. "$(dirname "$0")/lib.sh"
+cd "$SK_ROOT" || exit 1
+BUILD=${BUILD:-build}
+REL=$BUILD/release
+sk_tmp release
+HELM=$(command -v helm || echo /opt/stockade-tools/bin/helm)
+VERSION=$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\} *$/\1/p' helm/stockade/Chart.yaml)
+ARCHES=(amd64 arm64)
+IMAGES=()
+while read -r name _; do
+	case $name in '' | '#'*) continue ;; esac
+	IMAGES+=("$name")
+done <scripts/images.list
+
+# The version the layout's index.json tags, the digest of the image index it names.
+index_digest() {
+	/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["manifests"][0]["digest"])' "$1/index.json"
+}
+
+t_make_release() {
+	local t0=$SECONDS
+	if make -s release BUILD="$BUILD" >"$SK_TMP/release.log" 2>&1; then
+		sk_pass "make release ($((SECONDS - t0)) s)"
+	else
+		sk_fail "make release" "$(tail -20 "$SK_TMP/release.log")"
+		sk_summary
+		exit 1
+	fi
+	cp "$REL/digests.txt" "$SK_TMP/digests.first"
+}
+
+t_layouts_and_sboms() {
+	local img line
+	for img in "${IMAGES[@]}"; do
+		while IFS= read -r line; do
+			case $line in
+			"ok "*) sk_pass "${line#ok }" ;;
+			"FAIL "*) sk_fail "${line#FAIL }" ;;
+			*) sk_fail "check_release.py stockade-$img: $line" ;;
+			esac
+		done < <(/usr/bin/python3 e2e/release/check_release.py "$REL/oci/stockade-$img" \
+			"$REL/sbom/stockade-$img.spdx.json" "$VERSION" "$SK_TMP/rootfs/$img" "${ARCHES[@]}" 2>&1)
+	done
+}
+
+t_skopeo() {
+	local img layout raw blob arch got
+	command -v skopeo >/dev/null || { sk_fail "skopeo installed (scripts/install-deps)"; return; }
+	for img in "${IMAGES[@]}"; do
+		layout=$REL/oci/stockade-$img
+		raw=$(skopeo inspect --raw "oci:$layout:$VERSION" 2>&1)
+		blob=$(cat "$layout/blobs/sha256/$(index_digest "$layout" | cut -d: -f2)")
+		sk_check_eq "stockade-$img: skopeo reads the tag's image index" "$blob" "$raw"
+		for arch in "${ARCHES[@]}"; do
+			got=$(skopeo inspect --override-arch "$arch" --format '{{.Architecture}}/{{.Os}}' \
+				"oci:$layout:$VERSION" 2>&1)
+			sk_check_eq "stockade-$img: skopeo picks linux/$arch" "$arch/linux" "$got"
+		done
+		# What docs/install.md does to a registry, done to another layout: every architecture, same digest.
+		if skopeo copy -q --all --preserve-digests "oci:$layout:$VERSION" "oci:$SK_TMP/copy-$img:$VERSION" \
+			>"$SK_TMP/copy.log" 2>&1; then
+			sk_check_eq "stockade-$img: skopeo copy --all keeps the index digest" \
+				"$(index_digest "$layout")" "$(index_digest "$SK_TMP/copy-$img")"
+		else
+			sk_fail "stockade-$img: skopeo copy --all" "$(cat "$SK_TMP/copy.log")"
+		fi
+	done
+}
+
+# Prints each ELF file under $1 whose machine is not $2 (readelf's name), and "none" when there is no ELF.
+foreign_elves() {
+	local root=$1 machine=$2 f n=0 m
+	while IFS= read -r f; do
+		m=$(readelf -h "$f" 2>/dev/null | sed -n 's/^ *Machine: *//p')
+		[ -n "$m" ] || continue
+		n=$((n + 1))
+		[ "$m" = "$machine" ] || echo "${f#"$root"/}: $m"
+	done < <(find "$root" -type f)
+	[ "$n" -gt 0 ] || echo none
+}
+
+t_arm64_binaries() {
+	local img root out
+	for img in "${IMAGES[@]}"; do
+		root=$SK_TMP/rootfs/$img/arm64
+		sk_check_eq "stockade-$img arm64: every ELF file is AArch64" "" "$(foreign_elves "$root" AArch64)"
+		sk_check "stockade-$img arm64: file(1) says ARM aarch64" \
+			grep -q 'ELF 64-bit LSB pie executable, ARM aarch64' <<<"$(file "$root/usr/local/bin/stockade-$img")"
+		root=$SK_TMP/rootfs/$img/amd64
+		sk_check_eq "stockade-$img amd64: every ELF file is x86-64" "" \
+			"$(foreign_elves "$root" "Advanced Micro Devices X86-64")"
+		out=$("$root/lib64/ld-linux-x86-64.so.2" --library-path "$root/lib/x86_64-linux-gnu" \
+			"$root/usr/local/bin/stockade-$img" --version 2>&1)
+		sk_check "stockade-$img amd64: --version with the image's loader and libraries ($out)" \
+			grep -q "^stockade-$img $VERSION " <<<"$out"
+	done
+}
+
+# Runs an arm64 program of image $1 under qemu-user, its loader and libraries those of the image (-L: the
+# emulated program's absolute paths are looked up in the image's rootfs first).
+qemu_run() {
+	local root=$SK_TMP/rootfs/$1/arm64; shift
+	timeout 60 qemu-aarch64 -L "$root" "$@"
+}
+
+t_arm64_under_qemu() {
+	local img root out probe curl_inc
+	if ! command -v qemu-aarch64 >/dev/null; then
+		sk_fail "qemu-aarch64 installed (Debian's qemu-user: scripts/install-deps)"
+		return
+	fi
+	for img in "${IMAGES[@]}"; do
+		root=$SK_TMP/rootfs/$img/arm64
+		out=$(qemu_run "$img" "$root/usr/local/bin/stockade-$img" --version 2>&1)
+		sk_check "stockade-$img arm64: --version under qemu-aarch64 ($out)" grep -q "^stockade-$img $VERSION " <<<"$out"
+	done
+	root=$SK_TMP/rootfs/policy/arm64
+	out=$(qemu_run policy "$root/usr/local/bin/stockade-policy" check policy/examples/agent.yaml 2>&1)
+	sk_check_eq "stockade-policy arm64: check policy/examples/agent.yaml under qemu" \
+		"policy/examples/agent.yaml: ok (8 rules, mode enforce)" "$out"
+	out=$(qemu_run policy "$root/usr/local/bin/stockade-policy" check helm/tests/values/bad-policy-host-url.yaml 2>&1)
+	sk_check_eq "stockade-policy arm64: an invalid policy exits 3 under qemu, as natively" \
+		"$(build/bin/stockade-policy check helm/tests/values/bad-policy-host-url.yaml >/dev/null 2>&1; echo $?)" \
+		"$(qemu_run policy "$root/usr/local/bin/stockade-policy" check helm/tests/values/bad-policy-host-url.yaml >/dev/null 2>&1; echo $?)"
+	# The arm64 sidecar image's libcurl, loaded by dlopen as the sidecar does, under its own loader.
+	curl_inc=$(dirname "$(scripts/build-curl --host aarch64-linux-gnu 2>/dev/null)")/include
+	probe=$SK_TMP/curl_probe.arm64
+	if ! aarch64-linux-gnu-gcc -std=c11 -O1 -Wall -Wextra -Werror -I"$curl_inc" -o "$probe" \
+		e2e/images/curl_probe.c >"$SK_TMP/probe.log" 2>&1; then
+		sk_fail "arm64 curl probe builds" "$(cat "$SK_TMP/probe.log")"
+		return
+	fi
+	out=$(qemu_run sidecar "$probe" 2>&1)
+	echo "arm64 image libcurl: $out"
+	sk_check "sidecar arm64: libcurl loads, TLS through OpenSSL" grep -q ' ssl=OpenSSL/' <<<"$out"
+	sk_check "sidecar arm64: libcurl HTTP/2 (nghttp2)" grep -Eq ' http2=yes nghttp2=[0-9]' <<<"$out"
+	sk_check_eq "sidecar arm64: libcurl protocols http and https only" "http,https" "${out##*protocols=}"
+}
+
+# The packaged chart's file $2 (Chart.yaml, values.yaml) of chart $1.
+chart_file() { tar -xOzf "$REL/charts/$1-$VERSION.tgz" "$1/$2"; }
+
+t_one_version() {
+	local chart ver app out
+	for chart in helm/*/Chart.yaml; do
+		chart=$(basename "$(dirname "$chart")")
+		if [ ! -s "$REL/charts/$chart-$VERSION.tgz" ]; then
+			sk_fail "chart $chart packaged as $chart-$VERSION.tgz" "$(ls "$REL/charts")"
+			continue
+		fi
+		ver=$(chart_file "$chart" Chart.yaml | sed -n 's/^version: *//p')
+		app=$(chart_file "$chart" Chart.yaml | sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}/\1/p')
+		sk_check_eq "chart $chart: version and appVersion are the release version" "$VERSION $VERSION" "$ver $app"
+	done
+	out=$(build/bin/stockade-policy --version)
+	sk_check_eq "stockade-policy --version is the release version" "$VERSION" "$(awk '{print $2}' <<<"$out")"
+	check_rendered "packaged chart: images tagged with the release version" "localhost/stockade-%s:$VERSION%.0s"
+}
+
+# check_rendered NAME FORMAT — every image of ours the packaged stockade chart renders (default values) is
+# printf FORMAT IMAGE-NAME INDEX-DIGEST (%.0s drops the digest), and init, sidecar and policy are among them.
+check_rendered() {
+	local name=$1 format=$2 out img got want bad="" missing="" n=0
+	out=$("$HELM" template t "$REL/charts/stockade-$VERSION.tgz" --kube-version 1.34.0 2>&1 |
+		sed -n 's/^ *image: *"\{0,1\}\([^"]*\)"\{0,1\} *$/\1/p' | sort -u)
+	for img in "${IMAGES[@]}"; do
+		got=$(grep -E "/stockade-${img}[@:]" <<<"$out")
+		[ -n "$got" ] || continue
+		n=$((n + 1))
+		# shellcheck disable=SC2059 # the format is the caller's
+		want=$(printf "$format" "$img" "$(index_digest "$REL/oci/stockade-$img")")
+		[ "$got" = "$want" ] || bad+="$got (expected $want) "
+	done
+	sk_check_eq "$name ($n of ours rendered)" "" "$bad"
+	for img in init sidecar policy; do grep -qE "/stockade-${img}[@:]" <<<"$out" || missing+="$img "; done
+	sk_check_eq "$name: init, sidecar and policy rendered" "" "$missing"
+}
+
+t_pinned_and_reproducible() {
+	local t0=$SECONDS
+	if ! RELEASE_REPO=registry.example/acme RELEASE_PIN_DIGESTS=1 make -s release BUILD="$BUILD" \
+		>"$SK_TMP/release2.log" 2>&1; then
+		sk_fail "make release RELEASE_PIN_DIGESTS=1" "$(tail -20 "$SK_TMP/release2.log")"
+		return
+	fi
+	sk_pass "make release again, pinning digests ($((SECONDS - t0)) s)"
+	sk_check "a second build gives the same digests (reproducible)" cmp -s "$SK_TMP/digests.first" "$REL/digests.txt"
+	check_rendered "pinned chart: images are REPO/stockade-NAME@<index digest>" "registry.example/acme/stockade-%s@%s"
+}
+
+t_make_release
+t_layouts_and_sboms
+t_skopeo
+t_arm64_binaries
+t_arm64_under_qemu
+t_one_version
+t_pinned_and_reproducible
+sk_summary
