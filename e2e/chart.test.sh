@@ -39,6 +39,29 @@ for v in 1.29.0 1.34.0 1.35.0 1.36.0 1.37.0; do
 	done
 done
 
+# The once-per-cluster chart (issue 22): lint, every object valid on each version, and the installer's
+# RBAC is read-only on ConfigMaps and nothing else.
+SYS=helm/stockade-system
+sys_render() { "$HELM" template stockade-system "$SYS" --namespace stockade-system "$@"; }
+sk_check "stockade-system: helm lint --strict (1.34)" "$HELM" lint --strict "$SYS" --kube-version 1.34.0
+sk_check "stockade-system: helm lint --strict (1.28)" "$HELM" lint --strict "$SYS" --kube-version 1.28.0
+for v in 1.29.0 1.34.0 1.35.0 1.36.0 1.37.0; do
+	out=$(sys_render --kube-version "$v" --set admissionPolicy.enabled=true | conform "$v" 2>&1)
+	if echo "$out" | grep -qE 'Invalid: 0, Errors: 0'; then sk_pass "stockade-system: kubeconform $v"
+	else sk_fail "stockade-system: kubeconform $v" "$out"; fi
+done
+sk_check_eq "stockade-system: the installer may only list/watch ConfigMaps" \
+	'[{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list", "watch"]}]' \
+	"$(sys_render --kube-version 1.34.0 | python3 -c '
+import sys, yaml, json
+print(json.dumps([r for d in yaml.safe_load_all(sys.stdin) if d and d["kind"] in ("ClusterRole", "Role") for r in d["rules"]]))')"
+sk_check_eq "stockade-system: one installer DaemonSet and one admission policy" "DaemonSet ValidatingAdmissionPolicy" \
+	"$(sys_render --kube-version 1.34.0 --set admissionPolicy.enabled=true | python3 -c '
+import sys, yaml
+print(" ".join(sorted(d["kind"] for d in yaml.safe_load_all(sys.stdin) if d and d["kind"] in ("DaemonSet", "ValidatingAdmissionPolicy"))))')"
+if out=$(sys_render --kube-version 1.34.0 --set seccompInstaller.bogus=1 2>&1); then sk_fail "stockade-system: unknown values refused" "$out"
+else sk_pass "stockade-system: unknown values refused"; fi
+
 for kind in Pod Job Deployment; do
 	for mode in native classic; do
 		extra=(); [ "$mode" = classic ] && extra=(--set sidecar.native=false)

@@ -1,0 +1,74 @@
+{{/*
+Named templates of stockade-system. Every name starts with "stockade-system." so this chart and the
+per-workload chart (names "stockade.*") can be subcharts of one parent without a clash: Helm's named
+templates are global across a chart and its subcharts.
+*/}}
+
+{{/*
+stockade-system.fullname: release-scoped base name of every object. Usage: {{ include "stockade-system.fullname" . }}
+*/}}
+{{- define "stockade-system.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+stockade-system.labels: the app.kubernetes.io/* labels of every object. Usage: {{ include "stockade-system.labels" . | nindent 4 }}
+*/}}
+{{- define "stockade-system.labels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: stockade
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{/*
+stockade-system.selectorLabels: the stable subset used in selectors and pod templates (no version label:
+it would roll every pod on each chart upgrade). Usage: {{ include "stockade-system.selectorLabels" (list . "seccomp-installer") | nindent 6 }}
+*/}}
+{{- define "stockade-system.selectorLabels" -}}
+{{- $root := index . 0 -}}
+app.kubernetes.io/name: {{ $root.Chart.Name }}
+app.kubernetes.io/instance: {{ $root.Release.Name }}
+app.kubernetes.io/component: {{ index . 1 }}
+{{- end -}}
+
+{{/*
+stockade-system.image: "repository@digest" when a digest is given, else "repository:tag" with the tag
+defaulting to the chart appVersion. Usage: {{ include "stockade-system.image" (list . .Values.images.policy) }}
+*/}}
+{{- define "stockade-system.image" -}}
+{{- $root := index . 0 -}}
+{{- $img := index . 1 -}}
+{{- if $img.digest -}}
+{{- printf "%s@%s" $img.repository $img.digest -}}
+{{- else -}}
+{{- printf "%s:%s" $img.repository (default $root.Chart.AppVersion $img.tag) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+stockade-system.vapApiVersion: ValidatingAdmissionPolicy is GA (v1) from Kubernetes 1.30; 1.29 has v1beta1
+(behind its feature gate). Usage: apiVersion: {{ include "stockade-system.vapApiVersion" . }}
+*/}}
+{{- define "stockade-system.vapApiVersion" -}}
+{{- if semverCompare ">=1.30.0-0" .Capabilities.KubeVersion.Version -}}
+admissionregistration.k8s.io/v1
+{{- else -}}
+admissionregistration.k8s.io/v1beta1
+{{- end -}}
+{{- end -}}
+
+{{/*
+stockade-system.profilePattern: the RE2 pattern of the profile names the per-workload chart and
+`stockade-policy inject` give agent containers: "stockade-" + the first 16 hex digits of the SHA-256 of the
+canonical seccomp section + ".json" (docs/install.md#seccomp-profiles). Usage: {{ include "stockade-system.profilePattern" . }}
+*/}}
+{{- define "stockade-system.profilePattern" -}}
+^stockade-[0-9a-f]{16}[.]json$
+{{- end -}}
