@@ -136,7 +136,7 @@ images: $(BINS)
 # Release artifacts (scripts/build-release): multi-arch OCI layouts (arm64 cross-built into $(BUILD)/arm64/),
 # an SPDX SBOM per image, the charts packaged with the release version.
 release: $(BINS)
-	@BUILD=$(BUILD) scripts/build-release
+	+@BUILD=$(BUILD) scripts/build-release
 
 # A local single-node cluster with stockade around a test agent: an allowed call, a denied one, the audit.
 demo:

@@ -3,7 +3,9 @@
 # scripts/images.list a multi-arch OCI layout (linux/amd64, linux/arm64 cross-built with Debian's
 # toolchain), its SPDX SBOM and the packaged charts, all under build/release/. Checked here:
 #   - the layouts are valid OCI image layouts (e2e/release/check_release.py: digests, sizes, media types,
-#     platforms, diff_ids), skopeo reads them and copies them with every architecture and the same digests;
+#     platforms, diff_ids), skopeo reads them and copies them with every architecture and the same digests,
+#     to another layout and (as docs/install.md says) to a registry (Debian's docker-registry on loopback),
+#     from which the pinned index digest pulls the arm64 image;
 #   - the SBOMs are SPDX 2.3 documents listing every file of each layer with its digest, every shared
 #     library under the Debian package (and version) dpkg has for it, or the built libcurl;
 #   - the arm64 binaries and libraries are AArch64 ELF, and run under qemu-user with the image's own
@@ -20,6 +22,8 @@ cd "$SK_ROOT" || exit 1
 BUILD=${BUILD:-build}
 REL=$BUILD/release
 sk_tmp release
+REGISTRY_PID=""
+trap '[ -z "$REGISTRY_PID" ] || kill "$REGISTRY_PID" 2>/dev/null; sk_cleanup_on_exit' EXIT
 HELM=$(command -v helm || echo /opt/stockade-tools/bin/helm)
 VERSION=$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\} *$/\1/p' helm/stockade/Chart.yaml)
 ARCHES=(amd64 arm64)
@@ -154,6 +158,45 @@ t_arm64_under_qemu() {
 	sk_check_eq "sidecar arm64: libcurl protocols http and https only" "http,https" "${out##*protocols=}"
 }
 
+# What docs/install.md does: push every layout to a registry with skopeo (Debian's docker-registry, run here
+# on a loopback port with its storage in SK_TMP), then read the tag and the pinned digest back from it.
+t_registry_push() {
+	local reg port img layout digest raw got t0=$SECONDS
+	reg=$(command -v docker-registry) || { sk_fail "docker-registry installed (scripts/install-deps)"; return; }
+	port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	printf 'version: 0.1\nlog: {level: error}\nstorage: {filesystem: {rootdirectory: %s}}\nhttp: {addr: "127.0.0.1:%s"}\n' \
+		"$SK_TMP/registry" "$port" >"$SK_TMP/registry.yml"
+	"$reg" serve "$SK_TMP/registry.yml" >"$SK_TMP/registry.log" 2>&1 &
+	REGISTRY_PID=$!
+	local deadline=$((SECONDS + 20))
+	until curl -sf -o /dev/null "http://127.0.0.1:$port/v2/"; do
+		if [ $SECONDS -ge "$deadline" ] || ! kill -0 "$REGISTRY_PID" 2>/dev/null; then
+			sk_fail "registry on 127.0.0.1:$port" "$(cat "$SK_TMP/registry.log")"
+			return
+		fi
+		sleep 0.2
+	done
+	for img in "${IMAGES[@]}"; do
+		layout=$REL/oci/stockade-$img
+		digest=$(index_digest "$layout")
+		if ! skopeo copy -q --all --preserve-digests --dest-tls-verify=false "oci:$layout:$VERSION" \
+			"docker://127.0.0.1:$port/stockade-$img:$VERSION" >"$SK_TMP/push.log" 2>&1; then
+			sk_fail "stockade-$img: skopeo copy --all to a registry" "$(cat "$SK_TMP/push.log")"
+			continue
+		fi
+		raw=$(skopeo inspect --raw --tls-verify=false "docker://127.0.0.1:$port/stockade-$img:$VERSION" 2>&1)
+		sk_check_eq "stockade-$img: the registry serves the tag as the layout's index" \
+			"$(cat "$layout/blobs/sha256/${digest#sha256:}")" "$raw"
+		got=$(skopeo inspect --tls-verify=false --override-arch arm64 --format '{{.Architecture}}' \
+			"docker://127.0.0.1:$port/stockade-$img@$digest" 2>&1)
+		sk_check_eq "stockade-$img: pulled by the pinned digest, arm64 picked from the index" arm64 "$got"
+	done
+	kill "$REGISTRY_PID" 2>/dev/null
+	wait "$REGISTRY_PID" 2>/dev/null
+	REGISTRY_PID=""
+	sk_pass "registry push and pull-by-digest done ($((SECONDS - t0)) s)"
+}
+
 # The packaged chart's file $2 (Chart.yaml, values.yaml) of chart $1.
 chart_file() { tar -xOzf "$REL/charts/$1-$VERSION.tgz" "$1/$2"; }
 
@@ -208,6 +251,7 @@ t_pinned_and_reproducible() {
 t_make_release
 t_layouts_and_sboms
 t_skopeo
+t_registry_push
 t_arm64_binaries
 t_arm64_under_qemu
 t_one_version
