@@ -214,14 +214,18 @@ t_one_version() {
 	done
 	out=$(build/bin/stockade-policy --version)
 	sk_check_eq "stockade-policy --version is the release version" "$VERSION" "$(awk '{print $2}' <<<"$out")"
-	check_rendered "packaged chart: images tagged with the release version" "localhost/stockade-%s:$VERSION%.0s"
+	check_rendered stockade "packaged chart: images tagged with the release version" \
+		"localhost/stockade-%s:$VERSION%.0s" init sidecar policy
+	[ ! -d helm/stockade-system ] || check_rendered stockade-system \
+		"packaged chart: images tagged with the release version" "localhost/stockade-%s:$VERSION%.0s" policy
 }
 
-# check_rendered NAME FORMAT — every image of ours the packaged stockade chart renders (default values) is
-# printf FORMAT IMAGE-NAME INDEX-DIGEST (%.0s drops the digest), and init, sidecar and policy are among them.
+# check_rendered CHART NAME FORMAT IMAGE... — every image of ours the packaged CHART renders (default
+# values) is printf FORMAT IMAGE-NAME INDEX-DIGEST (%.0s drops the digest), and each IMAGE is among them.
 check_rendered() {
-	local name=$1 format=$2 out img got want bad="" missing="" n=0
-	out=$("$HELM" template t "$REL/charts/stockade-$VERSION.tgz" --kube-version 1.34.0 2>&1 |
+	local chart=$1 name=$2 format=$3 out img got want bad="" missing="" n=0
+	shift 3
+	out=$("$HELM" template t "$REL/charts/$chart-$VERSION.tgz" --kube-version 1.34.0 2>&1 |
 		sed -n 's/^ *image: *"\{0,1\}\([^"]*\)"\{0,1\} *$/\1/p' | sort -u)
 	for img in "${IMAGES[@]}"; do
 		got=$(grep -E "/stockade-${img}[@:]" <<<"$out")
@@ -231,9 +235,9 @@ check_rendered() {
 		want=$(printf "$format" "$img" "$(index_digest "$REL/oci/stockade-$img")")
 		[ "$got" = "$want" ] || bad+="$got (expected $want) "
 	done
-	sk_check_eq "$name ($n of ours rendered)" "" "$bad"
-	for img in init sidecar policy; do grep -qE "/stockade-${img}[@:]" <<<"$out" || missing+="$img "; done
-	sk_check_eq "$name: init, sidecar and policy rendered" "" "$missing"
+	sk_check_eq "$chart: $name ($n of ours rendered)" "" "$bad"
+	for img in "$@"; do grep -qE "/stockade-${img}[@:]" <<<"$out" || missing+="$img "; done
+	sk_check_eq "$chart: $name: $* rendered" "" "$missing"
 }
 
 t_pinned_and_reproducible() {
@@ -245,7 +249,10 @@ t_pinned_and_reproducible() {
 	fi
 	sk_pass "make release again, pinning digests ($((SECONDS - t0)) s)"
 	sk_check "a second build gives the same digests (reproducible)" cmp -s "$SK_TMP/digests.first" "$REL/digests.txt"
-	check_rendered "pinned chart: images are REPO/stockade-NAME@<index digest>" "registry.example/acme/stockade-%s@%s"
+	check_rendered stockade "pinned chart: images are REPO/stockade-NAME@<index digest>" \
+		"registry.example/acme/stockade-%s@%s" init sidecar policy
+	[ ! -d helm/stockade-system ] || check_rendered stockade-system \
+		"pinned chart: images are REPO/stockade-NAME@<index digest>" "registry.example/acme/stockade-%s@%s" policy
 }
 
 t_make_release
