@@ -158,6 +158,62 @@ t_arm64_under_qemu() {
 	sk_check_eq "sidecar arm64: libcurl protocols http and https only" "http,https" "${out##*protocols=}"
 }
 
+# The checks above can fail: an SBOM missing one library of the layer, or naming a wrong digest, is caught;
+# gen-sbom refuses a library that no Debian package owns and that is not the built libcurl; the license
+# mapping turns Debian's copyright names into SPDX expressions, and an unknown name into NOASSERTION.
+t_sbom_negative() {
+	local sbom=$REL/sbom/stockade-sidecar.spdx.json out
+	/usr/bin/python3 - "$sbom" "$SK_TMP/bad1.spdx.json" "$SK_TMP/bad2.spdx.json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+libssl = next(f for f in doc["files"] if f["fileName"].endswith("/libssl.so.3"))
+d1 = dict(doc, files=[f for f in doc["files"] if f is not libssl],
+          relationships=[r for r in doc["relationships"] if r["relatedSpdxElement"] != libssl["SPDXID"]])
+json.dump(d1, open(sys.argv[2], "w"))
+for c in libssl["checksums"]:
+    if c["algorithm"] == "SHA256":
+        c["checksumValue"] = "0" * 64
+json.dump(doc, open(sys.argv[3], "w"))
+PY
+	out=$(/usr/bin/python3 e2e/release/check_release.py "$REL/oci/stockade-sidecar" "$SK_TMP/bad1.spdx.json" \
+		"$VERSION" "$SK_TMP/neg1" "${ARCHES[@]}" 2>&1)
+	sk_check "an SBOM without libssl.so.3 fails the layer check" grep -q "^FAIL .*listed with its SHA256.*missing \[.*libssl.so.3" <<<"$out"
+	out=$(/usr/bin/python3 e2e/release/check_release.py "$REL/oci/stockade-sidecar" "$SK_TMP/bad2.spdx.json" \
+		"$VERSION" "$SK_TMP/neg2" "${ARCHES[@]}" 2>&1)
+	sk_check "an SBOM with a wrong libssl.so.3 digest fails the layer check" grep -q "^FAIL .*wrong digest \[.*libssl.so.3" <<<"$out"
+	# A library no package owns (a copy of libyaml outside dpkg's paths).
+	mkdir -p "$SK_TMP/stray"
+	cp /usr/lib/x86_64-linux-gnu/libyaml-0.so.2 "$SK_TMP/stray/libyaml-0.so.2"
+	/usr/bin/python3 - "$REL/stage/amd64/stockade-policy.sources.json" "$SK_TMP/stray" >"$SK_TMP/stray.json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+for f in doc["files"].values():
+    if f["source"].endswith("/libyaml-0.so.2"):
+        f["source"] = sys.argv[2] + "/libyaml-0.so.2"
+json.dump(doc, sys.stdout)
+PY
+	out=$(scripts/gen-sbom --name x --version "$VERSION" --index-digest sha256:00 --created 1970-01-01T00:00:00Z \
+		-o "$SK_TMP/stray.spdx.json" "$SK_TMP/stray.json" 2>&1)
+	sk_check "gen-sbom refuses a library no Debian package owns ($out)" grep -q "stray/libyaml-0.so.2.*no Debian package owns it" <<<"$out"
+	out=$(/usr/bin/python3 - <<'PY'
+import importlib.machinery, os, tempfile
+gen = importlib.machinery.SourceFileLoader("gen_sbom", "scripts/gen-sbom").load_module()
+fmt = ("Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n\n"
+       "Files: debian/*\nLicense: GPL-3+\n\nFiles: *\nCopyright: x\nLicense: %s\n text\n")
+for lic in ("GPL-2+ or LGPL-2.1+", "BSD-3-clause and Expat", "Apache-2.0, MIT", "SomethingElse"):
+    with tempfile.NamedTemporaryFile("w", delete=False) as f:
+        f.write(fmt % lic)
+    print("%s => %s" % (lic, gen.copyright_license(f.name)[0]))
+    os.unlink(f.name)
+PY
+)
+	sk_check_eq "gen-sbom maps Debian license names to SPDX expressions" \
+		"GPL-2+ or LGPL-2.1+ => GPL-2.0-or-later OR LGPL-2.1-or-later
+BSD-3-clause and Expat => BSD-3-Clause AND MIT
+Apache-2.0, MIT => Apache-2.0 AND MIT
+SomethingElse => NOASSERTION" "$out"
+}
+
 # What docs/install.md does: push every layout to a registry with skopeo (Debian's docker-registry, run here
 # on a loopback port with its storage in SK_TMP), then read the tag and the pinned digest back from it.
 t_registry_push() {
@@ -257,6 +313,7 @@ t_pinned_and_reproducible() {
 
 t_make_release
 t_layouts_and_sboms
+t_sbom_negative
 t_skopeo
 t_registry_push
 t_arm64_binaries
