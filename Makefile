@@ -19,7 +19,7 @@ CLANG    ?= clang
 BUILD    ?= build
 FUZZ_SECONDS ?= 20
 
-PKGS     := libnftnl libmnl libseccomp libcurl yaml-0.1 libcjson
+PKGS     := libnftnl libmnl libseccomp libcurl yaml-0.1 libcjson openssl
 PKG_CONFIG ?= pkg-config
 PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
@@ -42,18 +42,20 @@ COMMON_SRC  := $(call lib_only,$(wildcard common/*.c))
 POLICY_SRC  := $(call lib_only,$(wildcard policy/*.c))
 INIT_SRC    := $(call lib_only,$(wildcard init/*.c))
 SIDECAR_SRC := $(call lib_only,$(wildcard sidecar/*.c))
+INJECTOR_SRC := $(call lib_only,$(wildcard injector/*.c))
 CLI_SRC     := $(filter-out %_test.c,$(wildcard cli/*.c))
 CLI_LIB_SRC := $(call lib_only,$(CLI_SRC))
-LIB_SRC     := $(COMMON_SRC) $(POLICY_SRC) $(INIT_SRC) $(SIDECAR_SRC)
+LIB_SRC     := $(COMMON_SRC) $(POLICY_SRC) $(INIT_SRC) $(SIDECAR_SRC) $(INJECTOR_SRC)
 
-TEST_SRC    := $(wildcard common/*_test.c policy/*_test.c init/*_test.c sidecar/*_test.c cli/*_test.c)
-FUZZ_SRC    := $(wildcard policy/fuzz_*.c sidecar/fuzz_*.c init/fuzz_*.c)
+TEST_SRC    := $(wildcard common/*_test.c policy/*_test.c init/*_test.c sidecar/*_test.c cli/*_test.c injector/*_test.c)
+FUZZ_SRC    := $(wildcard policy/fuzz_*.c sidecar/fuzz_*.c init/fuzz_*.c injector/fuzz_*.c)
 
 rel_obj  = $(patsubst %.c,$(BUILD)/rel/%.o,$(1))
 test_obj = $(patsubst %.c,$(BUILD)/test/%.o,$(1))
 fuzz_obj = $(patsubst %.c,$(BUILD)/fuzz/%.o,$(1))
 
-BINS := $(BUILD)/bin/stockade-policy $(BUILD)/bin/stockade-init $(BUILD)/bin/stockade-sidecar
+BINS := $(BUILD)/bin/stockade-policy $(BUILD)/bin/stockade-init $(BUILD)/bin/stockade-sidecar \
+	$(BUILD)/bin/stockade-injector
 TESTS := $(patsubst %.c,$(BUILD)/test/bin/%,$(notdir $(TEST_SRC)))
 FUZZERS := $(patsubst %.c,$(BUILD)/fuzz/bin/%,$(notdir $(FUZZ_SRC)))
 
@@ -71,7 +73,7 @@ $(BUILD)/fuzz/%.o: %.c
 	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
 # The files that print SK_VERSION are rebuilt when it changes (a commit, the chart's appVersion).
-VERSION_USERS := init/main.c cli/main.c sidecar/main.c sidecar/metrics.c
+VERSION_USERS := init/main.c cli/main.c sidecar/main.c sidecar/metrics.c injector/main.c
 .PHONY: FORCE
 $(BUILD)/version.txt: FORCE
 	@mkdir -p $(BUILD) && echo '$(VERSION)' | cmp -s - $@ || echo '$(VERSION)' >$@
@@ -95,6 +97,9 @@ $(BUILD)/bin/stockade-init: $(call rel_obj,init/main.c) $(BUILD)/rel/libstockade
 $(BUILD)/bin/stockade-sidecar: $(call rel_obj,sidecar/main.c) $(BUILD)/rel/libstockade.a
 	@mkdir -p $(dir $@)
 	$(CC) $(REL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
+$(BUILD)/bin/stockade-injector: $(call rel_obj,injector/main.c) $(BUILD)/rel/libstockade.a
+	@mkdir -p $(dir $@)
+	$(CC) $(REL_LDFLAGS) -o $@ $^ $(PKG_LIBS) -lpthread
 
 # A unit test links the library archive, so a suite may test any module.
 define test_rule

@@ -1,0 +1,386 @@
+/* injector/config.c — see config.h. */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/err.h"
+#include "common/util.h"
+#include "injector/config.h"
+
+enum type {
+	T_U32,    /* integer in [min, max], uint32_t field */
+	T_U16,    /* integer in [min, max], uint16_t field */
+	T_BOOL,
+	T_STR,    /* a path */
+	T_TOKEN,  /* printable ASCII, no spaces: goes into the pod as it is (image, ConfigMap, profile) */
+	T_LEVEL,  /* enum sk_log_level */
+	T_LOGFMT, /* enum sk_log_format */
+	T_PULL,   /* Always, IfNotPresent, Never */
+	T_SLEVEL, /* the sidecar's --log-level, kept as text */
+	T_NAMES,  /* comma-separated namespace names */
+};
+
+struct setting {
+	const char *flag, *env;
+	enum type type;
+	uint32_t min, max;
+	const char *def;    /* NULL: unset (or the inject default, for the wrap settings) */
+	const char *help;
+	size_t off;
+};
+
+#define F(field) offsetof(struct sk_injector_config, field)
+
+/* Order is --help's. */
+static const struct setting settings[] = {
+	{ "listen", "STOCKADE_LISTEN", T_STR, 0, 0, "8443", "address to serve HTTPS on: PORT, HOST:PORT, [V6]:PORT",
+	  F(listen) },
+	{ "tls-cert", "STOCKADE_TLS_CERT", T_STR, 0, 0, NULL, "serving certificate chain (PEM); required",
+	  F(tls_cert) },
+	{ "tls-key", "STOCKADE_TLS_KEY", T_STR, 0, 0, NULL, "its private key (PEM); required", F(tls_key) },
+	{ "cert-check-ms", "STOCKADE_CERT_CHECK_MS", T_U32, 100, 3600000, "1000",
+	  "how often the two files are checked for a change (rotation without restart)", F(reload_ms) },
+	{ "threads", "STOCKADE_THREADS", T_U32, 1, 256, "4", "connections served at once", F(threads) },
+	{ "max-queue", "STOCKADE_MAX_QUEUE", T_U32, 1, 65536, "64",
+	  "accepted connections waiting for a thread; more are closed at once", F(max_queue) },
+	{ "request-timeout-ms", "STOCKADE_REQUEST_TIMEOUT_MS", T_U32, 100, 600000, "10000",
+	  "the TLS handshake and each request, head and body, must arrive within this", F(request_timeout_ms) },
+	{ "idle-timeout-ms", "STOCKADE_IDLE_TIMEOUT_MS", T_U32, 0, 600000, "5000",
+	  "a kept-alive connection waits this long for its next request (0: one request a connection)",
+	  F(idle_timeout_ms) },
+	{ "max-body-bytes", "STOCKADE_MAX_BODY_BYTES", T_U32, 1024, 64u << 20, "4194304",
+	  "largest AdmissionReview accepted (413 beyond)", F(max_body) },
+	{ "max-requests-per-conn", "STOCKADE_MAX_REQUESTS_PER_CONN", T_U32, 1, 1000000, "1000",
+	  "requests served on one connection before it is closed", F(max_requests) },
+	{ "log-level", "STOCKADE_LOG_LEVEL", T_LEVEL, 0, 0, "info", "error, warn, info or debug", F(log_level) },
+	{ "log-format", "STOCKADE_LOG_FORMAT", T_LOGFMT, 0, 0, "text", "text or json", F(log_format) },
+	{ "exclude-namespaces", "STOCKADE_EXCLUDE_NAMESPACES", T_NAMES, 0, 0, "kube-system",
+	  "namespaces whose pods are never wrapped, comma-separated (the chart adds its own)", F(exclude_list) },
+	/* the wrap: what `stockade-policy inject` takes as options */
+	{ "init-image", "STOCKADE_INIT_IMAGE", T_TOKEN, 0, 0, NULL, "stockade-init image", F(inject.init_image) },
+	{ "sidecar-image", "STOCKADE_SIDECAR_IMAGE", T_TOKEN, 0, 0, NULL, "stockade-sidecar image",
+	  F(inject.sidecar_image) },
+	{ "pull-policy", "STOCKADE_PULL_POLICY", T_PULL, 0, 0, NULL,
+	  "imagePullPolicy of the stockade containers: Always, IfNotPresent or Never", F(inject.pull_policy) },
+	{ "agent-uid", "STOCKADE_AGENT_UID", T_U32, 1, UINT32_MAX - 1, NULL,
+	  "UID given to agent containers that set none (the policy's agent_uid)", F(inject.agent_uid) },
+	{ "sidecar-uid", "STOCKADE_SIDECAR_UID", T_U32, 1, UINT32_MAX - 1, NULL,
+	  "the sidecar's UID (the policy's sidecar_uid); no agent container may use it", F(inject.sidecar_uid) },
+	{ "admin-port", "STOCKADE_ADMIN_PORT", T_U16, 1, 65535, NULL, "the sidecar's admin port (the policy's)",
+	  F(inject.admin_port) },
+	{ "policy-configmap", "STOCKADE_POLICY_CONFIGMAP", T_TOKEN, 0, 0, NULL,
+	  "ConfigMap holding policy.yaml, in the pod's namespace", F(inject.policy_configmap) },
+	{ "seccomp-profile", "STOCKADE_SECCOMP_PROFILE", T_TOKEN, 0, 0, NULL,
+	  "Localhost seccomp profile of agent containers", F(inject.seccomp_profile) },
+	{ "no-seccomp", "STOCKADE_NO_SECCOMP", T_BOOL, 0, 0, "false", "RuntimeDefault instead of the Localhost profile",
+	  F(no_seccomp) },
+	{ "classic-sidecar", "STOCKADE_CLASSIC_SIDECAR", T_BOOL, 0, 0, "false",
+	  "sidecar in containers (Kubernetes < 1.29); pods of Jobs are then refused", F(classic) },
+	{ "startup-probe", "STOCKADE_STARTUP_PROBE", T_BOOL, 0, 0, "false",
+	  "gate the agent on a startupProbe instead of the postStart wait-ready hook", F(startup_probe) },
+	{ "sidecar-log-level", "STOCKADE_SIDECAR_LOG_LEVEL", T_SLEVEL, 0, 0, NULL, "the sidecar's --log-level",
+	  F(inject.log_level) },
+	{ "ready-timeout", "STOCKADE_READY_TIMEOUT", T_U32, 1, 3600, NULL,
+	  "seconds the sidecar may take to become ready", F(inject.ready_timeout_s) },
+};
+#undef F
+
+static const char *metavar(enum type t)
+{
+	switch (t) {
+	case T_U32: case T_U16: return "N";
+	case T_BOOL: return "BOOL";
+	case T_STR: return "PATH";
+	case T_TOKEN: return "NAME";
+	case T_LEVEL: case T_SLEVEL: return "LEVEL";
+	case T_LOGFMT: return "FORMAT";
+	case T_PULL: return "POLICY";
+	case T_NAMES: return "NS,...";
+	}
+	return "VALUE";
+}
+
+void sk_injector_config_usage(FILE *out, const char *prog)
+{
+	struct sk_inject_opts d;
+	sk_inject_opts_default(&d);
+	fprintf(out, "usage: %s --tls-cert FILE --tls-key FILE [options]\n"
+		"Serves the Kubernetes mutating admission webhook that wraps pods in stockade (POST /mutate),\n"
+		"and GET /healthz, /readyz for probes, over HTTPS (TLS 1.2+).\n"
+		"Every option can also be set by its environment variable; the flag wins, an empty variable\n"
+		"counts as unset, a malformed value is an error (exit 2).\n", prog);
+	for (size_t i = 0; i < SK_ARRAY_SIZE(settings); i++) {
+		const struct setting *s = &settings[i];
+		char lhs[64], def[96];
+		snprintf(lhs, sizeof(lhs), "--%s %s", s->flag, metavar(s->type));
+		if (s->def)
+			snprintf(def, sizeof(def), "%s", s->def);
+		else if (s->off == offsetof(struct sk_injector_config, inject.init_image))
+			snprintf(def, sizeof(def), "%s", d.init_image);
+		else if (s->off == offsetof(struct sk_injector_config, inject.sidecar_image))
+			snprintf(def, sizeof(def), "%s", d.sidecar_image);
+		else if (s->off == offsetof(struct sk_injector_config, inject.pull_policy))
+			snprintf(def, sizeof(def), "%s", d.pull_policy);
+		else if (s->off == offsetof(struct sk_injector_config, inject.agent_uid))
+			snprintf(def, sizeof(def), "%u", (unsigned)d.agent_uid);
+		else if (s->off == offsetof(struct sk_injector_config, inject.sidecar_uid))
+			snprintf(def, sizeof(def), "%u", (unsigned)d.sidecar_uid);
+		else if (s->off == offsetof(struct sk_injector_config, inject.admin_port))
+			snprintf(def, sizeof(def), "%u", (unsigned)d.admin_port);
+		else if (s->off == offsetof(struct sk_injector_config, inject.policy_configmap))
+			snprintf(def, sizeof(def), "%s", d.policy_configmap);
+		else if (s->off == offsetof(struct sk_injector_config, inject.seccomp_profile))
+			snprintf(def, sizeof(def), "%s", d.seccomp_profile);
+		else if (s->off == offsetof(struct sk_injector_config, inject.log_level))
+			snprintf(def, sizeof(def), "%s", d.log_level);
+		else if (s->off == offsetof(struct sk_injector_config, inject.ready_timeout_s))
+			snprintf(def, sizeof(def), "%u", d.ready_timeout_s);
+		else
+			snprintf(def, sizeof(def), "unset");
+		fprintf(out, "  %-34s env %s\n      %s (default %s)\n", lhs, s->env, s->help, def);
+	}
+	fprintf(out, "  %-34s print the version and exit\n  %-34s print this and exit\n", "--version", "--help");
+	fprintf(out, "signals: SIGTERM/SIGINT stop accepting, finish the requests in flight and exit.\n");
+}
+
+void sk_injector_config_free(struct sk_injector_config *cfg)
+{
+	for (size_t k = 0; k < SK_INJECTOR_MAX_STRINGS; k++)
+		free(cfg->owned[k]);
+	memset(cfg, 0, sizeof(*cfg));
+}
+
+static int own(struct sk_injector_config *cfg, const char *value, const char **slot, const char *what,
+	       struct sk_err *err)
+{
+	for (size_t k = 0; k < SK_INJECTOR_MAX_STRINGS; k++) {
+		if (cfg->owned[k] && cfg->owned[k] != *slot)
+			continue;
+		char *c = strdup(value);
+		if (!c)
+			return sk_err_set(err, ENOMEM, "%s: out of memory", what);
+		free(cfg->owned[k]);  /* a flag after its variable replaces our earlier copy */
+		cfg->owned[k] = c;
+		*slot = c;
+		return 0;
+	}
+	return sk_err_set(err, ENOMEM, "%s: too many string settings", what);
+}
+
+static bool one_of(const char *v, const char *const *set, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(v, set[i]))
+			return true;
+	return false;
+}
+
+static bool dns_label(const char *s, size_t n)
+{
+	if (n == 0 || n > 63 || s[0] == '-' || s[n - 1] == '-')
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+			return false;
+	return true;
+}
+
+static int apply(struct sk_injector_config *cfg, const struct setting *s, const char *value, const char *what,
+		 struct sk_err *err)
+{
+	static const char *const yes[] = { "true", "1", "yes", "on" }, *const no[] = { "false", "0", "no", "off" };
+	static const char *const pulls[] = { "Always", "IfNotPresent", "Never" };
+	static const char *const levels[] = { "error", "warn", "info", "debug" };
+	char *field = (char *)cfg + s->off;
+	if (!value[0])
+		return sk_err_set(err, EINVAL, "%s: empty value", what);
+	switch (s->type) {
+	case T_U32:
+	case T_U16: {
+		char *end = NULL;
+		errno = 0;
+		unsigned long long v = strtoull(value, &end, 10);
+		if (value[0] < '0' || value[0] > '9' || errno || *end || v < s->min || v > s->max)
+			return sk_err_set(err, EINVAL, "%s: '%s' is not an integer in %u..%u", what, value, s->min, s->max);
+		if (s->type == T_U16) {
+			uint16_t u = (uint16_t)v;
+			memcpy(field, &u, sizeof(u));
+		} else {
+			uint32_t u = (uint32_t)v;
+			memcpy(field, &u, sizeof(u));
+		}
+		return 0;
+	}
+	case T_BOOL: {
+		bool b;
+		if (one_of(value, yes, 4))
+			b = true;
+		else if (one_of(value, no, 4))
+			b = false;
+		else
+			return sk_err_set(err, EINVAL, "%s: '%s' is not true or false (also 1/0, yes/no, on/off)", what,
+					  value);
+		memcpy(field, &b, sizeof(b));
+		return 0;
+	}
+	case T_LEVEL: {
+		enum sk_log_level l;
+		if (!sk_log_level_parse(value, &l))
+			return sk_err_set(err, EINVAL, "%s: '%s' is not one of error, warn, info, debug", what, value);
+		memcpy(field, &l, sizeof(l));
+		return 0;
+	}
+	case T_LOGFMT: {
+		enum sk_log_format f;
+		if (!sk_log_format_parse(value, &f))
+			return sk_err_set(err, EINVAL, "%s: '%s' is not one of text, json", what, value);
+		memcpy(field, &f, sizeof(f));
+		return 0;
+	}
+	case T_TOKEN:
+		for (const char *p = value; *p; p++)
+			if (*p <= 0x20 || *p >= 0x7f)
+				return sk_err_set(err, EINVAL, "%s: '%s': expected printable ASCII, no spaces", what, value);
+		break;
+	case T_PULL:
+		if (!one_of(value, pulls, 3))
+			return sk_err_set(err, EINVAL, "%s: '%s' is not Always, IfNotPresent or Never", what, value);
+		break;
+	case T_SLEVEL:
+		if (!one_of(value, levels, 4))
+			return sk_err_set(err, EINVAL, "%s: '%s' is not one of error, warn, info, debug", what, value);
+		break;
+	case T_NAMES: {
+		size_t n = 0;
+		for (const char *p = value;; n++) {
+			size_t l = strcspn(p, ",");
+			if (!dns_label(p, l) || n == SK_INJECTOR_MAX_EXCLUDE)
+				return sk_err_set(err, EINVAL, "%s: '%s': expected at most %d namespace names "
+						  "([a-z0-9-], 1-63), comma-separated", what, value, SK_INJECTOR_MAX_EXCLUDE);
+			if (!p[l])
+				break;
+			p += l + 1;
+		}
+		break;
+	}
+	case T_STR:
+		break;
+	}
+	const char *slot;
+	memcpy(&slot, field, sizeof(slot));
+	int r = own(cfg, value, &slot, what, err);
+	if (r == 0)
+		memcpy(field, &slot, sizeof(slot));
+	return r;
+}
+
+static const char *env_get(char *const envp[], const char *name)
+{
+	size_t n = strlen(name);
+	for (size_t i = 0; envp && envp[i]; i++)
+		if (!strncmp(envp[i], name, n) && envp[i][n] == '=')
+			return envp[i] + n + 1;
+	return NULL;
+}
+
+/* The list setting split into cfg->exclude (pointing into the owned copy, which is split in place). */
+static void split_exclude(struct sk_injector_config *cfg)
+{
+	char *s = NULL;
+	for (size_t k = 0; k < SK_INJECTOR_MAX_STRINGS; k++)
+		if (cfg->owned[k] && cfg->owned[k] == cfg->exclude_list)
+			s = cfg->owned[k];
+	if (!s) {
+		/* the static default: kube-system alone */
+		cfg->exclude[0] = "kube-system";
+		cfg->n_exclude = 1;
+		return;
+	}
+	cfg->n_exclude = 0;
+	for (char *tok = s, *comma; tok && cfg->n_exclude < SK_INJECTOR_MAX_EXCLUDE; tok = comma) {
+		comma = strchr(tok, ',');
+		if (comma)
+			*comma++ = '\0';
+		cfg->exclude[cfg->n_exclude++] = tok;
+	}
+	cfg->exclude_list = NULL;  /* now split: the array is the setting */
+}
+
+int sk_injector_config_parse(int argc, char *const argv[], char *const envp[], struct sk_injector_config *cfg,
+			     struct sk_err *err)
+{
+	int r;
+	memset(cfg, 0, sizeof(*cfg));
+	sk_inject_opts_default(&cfg->inject);
+	for (size_t i = 0; i < SK_ARRAY_SIZE(settings); i++) {
+		struct sk_err e = { 0 };
+		if (settings[i].def && settings[i].type != T_STR && settings[i].type != T_NAMES)
+			(void)apply(cfg, &settings[i], settings[i].def, settings[i].env, &e);  /* valid: injector_config_test */
+	}
+	cfg->listen = "8443";
+	for (size_t i = 0; i < SK_ARRAY_SIZE(settings); i++) {
+		const char *v = env_get(envp, settings[i].env);
+		if (v && *v && (r = apply(cfg, &settings[i], v, settings[i].env, err)) < 0)
+			goto fail;
+	}
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			cfg->help = true;
+			continue;
+		}
+		if (!strcmp(a, "--version")) {
+			cfg->version = true;
+			continue;
+		}
+		if (strncmp(a, "--", 2) || !a[2]) {
+			r = sk_err_set(err, EINVAL, "unexpected argument '%s' (see --help)", a);
+			goto fail;
+		}
+		const char *name = a + 2, *eq = strchr(name, '=');
+		size_t nlen = eq ? (size_t)(eq - name) : strlen(name), k;
+		for (k = 0; k < SK_ARRAY_SIZE(settings); k++)
+			if (strlen(settings[k].flag) == nlen && !strncmp(settings[k].flag, name, nlen))
+				break;
+		if (k == SK_ARRAY_SIZE(settings)) {
+			r = sk_err_set(err, EINVAL, "unknown flag '--%.*s' (see --help)", (int)nlen, name);
+			goto fail;
+		}
+		const char *value = eq ? eq + 1 : NULL;
+		if (!value && settings[k].type == T_BOOL) {
+			value = "true";
+		} else if (!value) {
+			if (i + 1 >= argc) {
+				r = sk_err_set(err, EINVAL, "--%s: missing value", settings[k].flag);
+				goto fail;
+			}
+			value = argv[++i];
+		}
+		char what[64];
+		snprintf(what, sizeof(what), "--%s", settings[k].flag);
+		if ((r = apply(cfg, &settings[k], value, what, err)) < 0)
+			goto fail;
+	}
+	split_exclude(cfg);
+	if (cfg->no_seccomp)
+		cfg->inject.seccomp_profile = NULL;
+	cfg->inject.native = !cfg->classic;
+	cfg->inject.hold_until_ready = !cfg->startup_probe;
+	if (cfg->help || cfg->version)
+		return 0;
+	if (!cfg->tls_cert || !cfg->tls_key) {
+		r = sk_err_set(err, EINVAL, "--tls-cert FILE and --tls-key FILE (or STOCKADE_TLS_CERT, STOCKADE_TLS_KEY) "
+			       "are required");
+		goto fail;
+	}
+	if (cfg->inject.agent_uid == cfg->inject.sidecar_uid) {
+		r = sk_err_set(err, EINVAL, "--agent-uid and --sidecar-uid must differ (both %u)",
+			       (unsigned)cfg->inject.agent_uid);
+		goto fail;
+	}
+	return 0;
+fail:
+	sk_injector_config_free(cfg);
+	return r;
+}

@@ -1,0 +1,96 @@
+/* injector/injector_config_test.c — the settings: table defaults equal inject's, the flag wins over the variable,
+ * an empty variable is unset, malformed values name the flag or variable. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <string.h>
+
+#include "common/err.h"
+#include "injector/config.h"
+
+static void test_defaults_are_injects(void **state)
+{
+	(void)state;
+	char *argv[] = { "stockade-injector", "--tls-cert", "c.pem", "--tls-key=k.pem", NULL };
+	struct sk_injector_config cfg;
+	struct sk_err err = { 0 };
+	assert_int_equal(sk_injector_config_parse(4, argv, NULL, &cfg, &err), 0);
+	struct sk_inject_opts d;
+	sk_inject_opts_default(&d);
+	assert_string_equal(cfg.inject.init_image, d.init_image);
+	assert_string_equal(cfg.inject.seccomp_profile, d.seccomp_profile);
+	assert_int_equal(cfg.inject.agent_uid, d.agent_uid);
+	assert_int_equal(cfg.inject.admin_port, d.admin_port);
+	assert_true(cfg.inject.native);
+	assert_true(cfg.inject.hold_until_ready);
+	assert_string_equal(cfg.tls_key, "k.pem");
+	assert_string_equal(cfg.listen, "8443");
+	assert_int_equal(cfg.threads, 4);
+	assert_int_equal(cfg.n_exclude, 1);
+	assert_string_equal(cfg.exclude[0], "kube-system");
+	sk_injector_config_free(&cfg);
+}
+
+static void test_flag_wins_over_environment(void **state)
+{
+	(void)state;
+	char *argv[] = { "x", "--agent-uid", "2000", "--classic-sidecar", "--no-seccomp", NULL };
+	char *envp[] = { "STOCKADE_TLS_CERT=c", "STOCKADE_TLS_KEY=k", "STOCKADE_AGENT_UID=3000", "STOCKADE_THREADS=",
+			 "STOCKADE_EXCLUDE_NAMESPACES=kube-system,stockade-system", "STOCKADE_ADMIN_PORT=15001", NULL };
+	struct sk_injector_config cfg;
+	struct sk_err err = { 0 };
+	assert_int_equal(sk_injector_config_parse(5, argv, envp, &cfg, &err), 0);
+	assert_int_equal(cfg.inject.agent_uid, 2000);
+	assert_int_equal(cfg.inject.admin_port, 15001);
+	assert_int_equal(cfg.threads, 4);
+	assert_false(cfg.inject.native);
+	assert_null(cfg.inject.seccomp_profile);
+	assert_int_equal(cfg.n_exclude, 2);
+	assert_string_equal(cfg.exclude[1], "stockade-system");
+	sk_injector_config_free(&cfg);
+}
+
+static void expect_error(char **argv, int argc, char **envp, const char *msg)
+{
+	struct sk_injector_config cfg;
+	struct sk_err err = { 0 };
+	assert_int_equal(sk_injector_config_parse(argc, argv, envp, &cfg, &err), -EINVAL);
+	if (!strstr(err.msg, msg))
+		fail_msg("'%s' lacks '%s'", err.msg, msg);
+}
+
+static void test_bad_values_name_their_source(void **state)
+{
+	(void)state;
+	char *env[] = { "STOCKADE_TLS_CERT=c", "STOCKADE_TLS_KEY=k", NULL };
+	char *a1[] = { "x", "--threads", "0", NULL };
+	expect_error(a1, 3, env, "--threads: '0' is not an integer in 1..256");
+	char *a2[] = { "x", "--pull-policy=Sometimes", NULL };
+	expect_error(a2, 2, env, "--pull-policy: 'Sometimes' is not Always, IfNotPresent or Never");
+	char *a3[] = { "x", "--exclude-namespaces", "kube-system,,x", NULL };
+	expect_error(a3, 3, env, "--exclude-namespaces: 'kube-system,,x': expected");
+	char *a4[] = { "x", "--init-image", "a b", NULL };
+	expect_error(a4, 3, env, "--init-image: 'a b': expected printable ASCII");
+	char *a5[] = { "x", NULL };
+	expect_error(a5, 1, NULL, "--tls-cert FILE and --tls-key FILE");
+	char *e6[] = { "STOCKADE_TLS_CERT=c", "STOCKADE_TLS_KEY=k", "STOCKADE_SIDECAR_UID=1000", NULL };
+	expect_error(a5, 1, e6, "must differ");
+	char *a7[] = { "x", "--frobnicate", NULL };
+	expect_error(a7, 2, env, "unknown flag '--frobnicate'");
+	char *e8[] = { "STOCKADE_TLS_CERT=c", "STOCKADE_TLS_KEY=k", "STOCKADE_LOG_LEVEL=loud", NULL };
+	expect_error(a5, 1, e8, "STOCKADE_LOG_LEVEL: 'loud'");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defaults_are_injects),
+		cmocka_unit_test(test_flag_wins_over_environment),
+		cmocka_unit_test(test_bad_values_name_their_source),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,103 @@
+/* injector/main.c — stockade-injector: the mutating admission webhook that wraps pods in stockade as they
+ * are created (review.h), over HTTPS (server.h, tls.h). Settings: config.h (--help). Exit codes:
+ * common/err.h (2: bad flags, or the certificate files do not load; 5: cannot serve). */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "common/err.h"
+#include "common/log.h"
+#include "injector/config.h"
+#include "injector/review.h"
+#include "injector/server.h"
+#include "injector/tls.h"
+
+#ifndef SK_VERSION
+#define SK_VERSION "dev"
+#endif
+
+extern char **environ;
+
+int main(int argc, char **argv)
+{
+	struct sk_injector_config cfg;
+	struct sk_err err = { 0 };
+	if (sk_injector_config_parse(argc, argv, environ, &cfg, &err) < 0) {
+		fprintf(stderr, "stockade-injector: %s\n", err.msg);
+		return SK_EXIT_USAGE;
+	}
+	if (cfg.help) {
+		sk_injector_config_usage(stdout, "stockade-injector");
+		sk_injector_config_free(&cfg);
+		return SK_EXIT_OK;
+	}
+	if (cfg.version) {
+		printf("stockade-injector %s\n", SK_VERSION);
+		sk_injector_config_free(&cfg);
+		return SK_EXIT_OK;
+	}
+	sk_log_init("stockade-injector", cfg.log_level);
+	sk_log_set_format(cfg.log_format);
+
+	int ex = SK_EXIT_OK;
+	struct sk_tls *tls = NULL;
+	int sfd = -1;
+	struct sk_server_cfg scfg = {
+		.threads = cfg.threads,
+		.max_queue = cfg.max_queue,
+		.request_timeout_ms = cfg.request_timeout_ms,
+		.idle_timeout_ms = cfg.idle_timeout_ms,
+		.max_requests = cfg.max_requests,
+		.reload_ms = cfg.reload_ms,
+	};
+	struct sk_review_cfg rcfg = {
+		.inject = &cfg.inject,
+		.exclude_ns = cfg.exclude,
+		.n_exclude = cfg.n_exclude,
+		.max_body = cfg.max_body,
+	};
+	if (sk_server_parse_addr(cfg.listen, &scfg.addr, &scfg.addr_len, &err) < 0 ||
+	    sk_tls_open(cfg.tls_cert, cfg.tls_key, &tls, &err) < 0) {
+		sk_log(SK_LOG_ERROR, "%s", err.msg);
+		ex = SK_EXIT_USAGE;
+		goto out;
+	}
+	scfg.tls = tls;
+	scfg.review = &rcfg;
+
+	/* Signals are read from a descriptor by the acceptor; blocked before any thread starts, so every
+	 * worker inherits the mask. A peer that closes mid-write must not kill the process. */
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	signal(SIGPIPE, SIG_IGN);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0 || (sfd = signalfd(-1, &set, SFD_CLOEXEC)) < 0) {
+		sk_log(SK_LOG_ERROR, "signalfd: %s", strerror(errno));
+		ex = SK_EXIT_RUNTIME;
+		goto out;
+	}
+	char excl[512] = "";
+	for (size_t i = 0, off = 0; i < cfg.n_exclude && off < sizeof(excl); i++)
+		off += (size_t)snprintf(excl + off, sizeof(excl) - off, "%s%s", i ? "," : "", cfg.exclude[i]);
+	sk_log(SK_LOG_INFO, "stockade-injector %s on %s: init %s, sidecar %s, policy ConfigMap %s, seccomp %s, %s "
+	       "sidecar; never wraps namespaces %s", SK_VERSION, cfg.listen, cfg.inject.init_image,
+	       cfg.inject.sidecar_image, cfg.inject.policy_configmap,
+	       cfg.inject.seccomp_profile ? cfg.inject.seccomp_profile : "RuntimeDefault",
+	       cfg.inject.native ? "native" : "classic", excl);
+	if (sk_server_run(&scfg, sfd, &err) < 0) {
+		sk_log(SK_LOG_ERROR, "%s", err.msg);
+		ex = SK_EXIT_RUNTIME;
+		goto out;
+	}
+	sk_log(SK_LOG_INFO, "stopped");
+out:
+	if (sfd >= 0)
+		close(sfd);
+	sk_tls_free(tls);
+	sk_injector_config_free(&cfg);
+	return ex;
+}

@@ -1,0 +1,312 @@
+/* injector/review_test.c — the AdmissionReview in, the response out: a pod in scope gets a JSON Patch that,
+ * applied to it, gives exactly what policy/inject.h wraps it into; a wrapped pod gets none (idempotent);
+ * a pod that cannot be sandboxed is refused with inject's message; what is out of scope is allowed as it
+ * is; a request that cannot be read strictly is an error naming where. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "common/err.h"
+#include "injector/jsonpatch.h"
+#include "injector/review.h"
+#include "policy/inject.h"
+
+static struct sk_inject_opts opts;
+static const char *const excl[] = { "kube-system", "stockade-system" };
+static struct sk_review_cfg cfg = { &opts, excl, 2, 1u << 20 };
+
+static int setup(void **state)
+{
+	(void)state;
+	sk_inject_opts_default(&opts);
+	return 0;
+}
+
+#define POD "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"generateName\":\"web-\",\"labels\":{\"app\":\"web\"}}," \
+	    "\"spec\":{\"containers\":[{\"name\":\"app\",\"image\":\"busybox\"}],\"terminationGracePeriodSeconds\":30}}"
+
+/* An AdmissionReview around `object` (JSON text), in namespace ns, with operation op. */
+static char *review(const char *ns, const char *op, const char *object)
+{
+	char *s = NULL;
+	if (asprintf(&s, "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"
+		     "\"uid\":\"u-1\",\"kind\":{\"group\":\"\",\"version\":\"v1\",\"kind\":\"Pod\"},"
+		     "\"resource\":{\"group\":\"\",\"version\":\"v1\",\"resource\":\"pods\"},\"operation\":\"%s\","
+		     "\"namespace\":\"%s\",\"userInfo\":{\"username\":\"x\"},\"object\":%s,\"oldObject\":null,"
+		     "\"dryRun\":false}}", op, ns, object) < 0)
+		fail();
+	return s;
+}
+
+static cJSON *response_of(const struct sk_review_out *out)
+{
+	cJSON *r = cJSON_ParseWithLength(out->body, out->body_len);
+	assert_non_null(r);
+	assert_string_equal(cJSON_GetObjectItem(r, "apiVersion")->valuestring, "admission.k8s.io/v1");
+	assert_string_equal(cJSON_GetObjectItem(r, "kind")->valuestring, "AdmissionReview");
+	cJSON *resp = cJSON_GetObjectItem(r, "response");
+	assert_string_equal(cJSON_GetObjectItem(resp, "uid")->valuestring, "u-1");
+	return r;
+}
+
+static unsigned char b64v(char c)
+{
+	const char *tab = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const char *p = strchr(tab, c);
+	assert_non_null(p);
+	return (unsigned char)(p - tab);
+}
+
+static cJSON *decode_patch(const cJSON *resp)
+{
+	assert_string_equal(cJSON_GetObjectItem(resp, "patchType")->valuestring, "JSONPatch");
+	const char *s = cJSON_GetObjectItem(resp, "patch")->valuestring;
+	size_t n = strlen(s), o = 0;
+	assert_int_equal(n % 4, 0);
+	char *out = malloc(n / 4 * 3 + 1);
+	for (size_t i = 0; i < n; i += 4) {
+		uint32_t v = (uint32_t)b64v(s[i]) << 18 | (uint32_t)b64v(s[i + 1]) << 12 |
+			     (s[i + 2] == '=' ? 0 : (uint32_t)b64v(s[i + 2]) << 6) | (s[i + 3] == '=' ? 0 : b64v(s[i + 3]));
+		out[o++] = (char)(v >> 16);
+		if (s[i + 2] != '=')
+			out[o++] = (char)(v >> 8);
+		if (s[i + 3] != '=')
+			out[o++] = (char)v;
+	}
+	out[o] = '\0';
+	cJSON *p = cJSON_Parse(out);
+	free(out);
+	assert_non_null(p);
+	return p;
+}
+
+/* Handles body, expecting success; returns the parsed response. */
+static cJSON *handle_ok(const char *body, enum sk_review_verdict want)
+{
+	struct sk_review_out out;
+	struct sk_err err = { 0 };
+	int r = sk_review_handle(body, strlen(body), &cfg, &out, &err);
+	if (r < 0)
+		fail_msg("handle: %s", err.msg);
+	assert_int_equal(out.verdict, want);
+	cJSON *resp = response_of(&out);
+	sk_review_out_free(&out);
+	return resp;
+}
+
+static void test_pod_in_scope_gets_the_inject_wrap_as_a_patch(void **state)
+{
+	(void)state;
+	char *body = review("agents", "CREATE", POD);
+	cJSON *r = handle_ok(body, SK_REVIEW_PATCHED);
+	cJSON *resp = cJSON_GetObjectItem(r, "response");
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(resp, "allowed")));
+	cJSON *patch = decode_patch(resp);
+	cJSON *pod = cJSON_Parse(POD), *want = cJSON_Parse(POD);
+	struct sk_err err = { 0 };
+	assert_int_equal(sk_jsonpatch_apply(&pod, patch, &err), 0);
+	assert_int_equal(sk_inject_doc(want, &opts, &err), SK_INJECT_WRAPPED);
+	assert_true(cJSON_Compare(pod, want, 1));
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(pod, "spec"),
+		"initContainers"), 0), "name")->valuestring, "stockade-init");
+	cJSON_Delete(pod);
+	cJSON_Delete(want);
+	cJSON_Delete(patch);
+	cJSON_Delete(r);
+	free(body);
+}
+
+static void test_wrapped_pod_gets_no_patch(void **state)
+{
+	(void)state;
+	cJSON *pod = cJSON_Parse(POD);
+	struct sk_err err = { 0 };
+	assert_int_equal(sk_inject_doc(pod, &opts, &err), SK_INJECT_WRAPPED);
+	char *text = cJSON_PrintUnformatted(pod);
+	char *body = review("agents", "CREATE", text);
+	cJSON *r = handle_ok(body, SK_REVIEW_UNCHANGED);
+	cJSON *resp = cJSON_GetObjectItem(r, "response");
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(resp, "allowed")));
+	assert_null(cJSON_GetObjectItem(resp, "patch"));
+	assert_null(cJSON_GetObjectItem(resp, "patchType"));
+	cJSON_Delete(r);
+	free(body);
+	free(text);
+	cJSON_Delete(pod);
+}
+
+static void expect_refused(const char *object, const char *msg_part)
+{
+	char *body = review("agents", "CREATE", object);
+	cJSON *r = handle_ok(body, SK_REVIEW_REFUSED);
+	cJSON *resp = cJSON_GetObjectItem(r, "response");
+	assert_true(cJSON_IsFalse(cJSON_GetObjectItem(resp, "allowed")));
+	assert_null(cJSON_GetObjectItem(resp, "patch"));
+	cJSON *st = cJSON_GetObjectItem(resp, "status");
+	assert_int_equal((int)cJSON_GetObjectItem(st, "code")->valuedouble, 403);
+	const char *m = cJSON_GetObjectItem(st, "message")->valuestring;
+	if (!strstr(m, msg_part))
+		fail_msg("message '%s' lacks '%s'", m, msg_part);
+	assert_non_null(strstr(m, "stockade: this pod cannot be sandboxed: "));
+	cJSON_Delete(r);
+	free(body);
+}
+
+static void test_unsandboxable_pods_are_refused_with_the_field(void **state)
+{
+	(void)state;
+	expect_refused("{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"spec\":{\"hostNetwork\":true,"
+		       "\"containers\":[{\"name\":\"a\",\"image\":\"x\"}]}}", "spec.hostNetwork: ");
+	expect_refused("{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"spec\":{\"containers\":[{\"name\":\"a\",\"image\":\"x\","
+		       "\"securityContext\":{\"privileged\":true}}]}}", "spec.containers[0].securityContext.privileged: ");
+	expect_refused("{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"spec\":{\"containers\":[{\"name\":\"a\",\"image\":\"x\","
+		       "\"securityContext\":{\"runAsUser\":0}}]}}", "runs as root");
+	expect_refused("{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"spec\":{\"containers\":[{\"name\":\"a\",\"image\":\"x\","
+		       "\"securityContext\":{\"capabilities\":{\"add\":[\"NET_RAW\"]}}}]}}", "adds NET_RAW");
+	expect_refused("{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"spec\":{\"containers\":[{\"name\":\"stockade-sidecar\","
+		       "\"image\":\"x\"}]}}", "is the name of a stockade container");
+}
+
+static void test_out_of_scope_is_allowed_unchanged(void **state)
+{
+	(void)state;
+	const char *cases[][2] = { { "kube-system", "CREATE" }, { "stockade-system", "CREATE" }, { "agents", "UPDATE" } };
+	for (size_t i = 0; i < 3; i++) {
+		char *body = review(cases[i][0], cases[i][1],
+				    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"spec\":{\"hostNetwork\":true,"
+				    "\"containers\":[{\"name\":\"a\",\"image\":\"x\"}]}}");
+		cJSON *r = handle_ok(body, SK_REVIEW_SKIPPED);
+		cJSON *resp = cJSON_GetObjectItem(r, "response");
+		assert_true(cJSON_IsTrue(cJSON_GetObjectItem(resp, "allowed")));
+		assert_null(cJSON_GetObjectItem(resp, "patch"));
+		cJSON_Delete(r);
+		free(body);
+	}
+}
+
+static void test_service_account_token_is_removed_unless_asked_for(void **state)
+{
+	(void)state;
+#define TMPL "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"spec\":{%s\"containers\":[{\"name\":\"a\",\"image\":\"x\"," \
+			   "\"volumeMounts\":[{\"name\":\"data\",\"mountPath\":\"/d\"},{\"name\":\"kube-api-access-x1y2z\"," \
+			   "\"mountPath\":\"/var/run/secrets/kubernetes.io/serviceaccount\",\"readOnly\":true}]}]," \
+			   "\"volumes\":[{\"name\":\"data\",\"emptyDir\":{}},{\"name\":\"kube-api-access-x1y2z\",\"projected\":" \
+			   "{\"sources\":[{\"serviceAccountToken\":{\"expirationSeconds\":3607,\"path\":\"token\"}}]}}]}}"
+	for (int asked = 0; asked < 2; asked++) {
+		char obj[2048];
+		snprintf(obj, sizeof(obj), TMPL, asked ? "\"automountServiceAccountToken\":true," : "");
+		char *body = review("agents", "CREATE", obj);
+		cJSON *r = handle_ok(body, SK_REVIEW_PATCHED);
+		cJSON *patch = decode_patch(cJSON_GetObjectItem(r, "response"));
+		cJSON *pod = cJSON_Parse(obj);
+		struct sk_err err = { 0 };
+		assert_int_equal(sk_jsonpatch_apply(&pod, patch, &err), 0);
+		char *text = cJSON_PrintUnformatted(pod);
+		assert_int_equal(strstr(text, "kube-api-access-x1y2z") != NULL, asked);
+		assert_non_null(strstr(text, "\"name\":\"data\",\"mountPath\":\"/d\""));
+		free(text);
+		cJSON_Delete(pod);
+		cJSON_Delete(patch);
+		cJSON_Delete(r);
+		free(body);
+	}
+}
+
+static void expect_error(const char *body, int code, const char *msg_part)
+{
+	struct sk_review_out out;
+	struct sk_err err = { 0 };
+	int r = sk_review_handle(body, strlen(body), &cfg, &out, &err);
+	assert_int_equal(r, -code);
+	assert_null(out.body);
+	if (!strstr(err.msg, msg_part))
+		fail_msg("error '%s' lacks '%s'", err.msg, msg_part);
+}
+
+static void test_malformed_requests_are_errors_naming_where(void **state)
+{
+	(void)state;
+	expect_error("", EINVAL, "request body:1:1: not JSON");
+	expect_error("{\"apiVersion\":\n  \"admission.k8s.io/v1\",}", EINVAL, "request body:2:25: not JSON");
+	expect_error("{} {}", EINVAL, "request body:1:4: more after the AdmissionReview");
+	expect_error("{\"apiVersion\":\"admission.k8s.io/v1beta1\",\"kind\":\"AdmissionReview\",\"request\":{}}", EINVAL,
+		     "apiVersion 'admission.k8s.io/v1beta1' is not admission.k8s.io/v1");
+	expect_error("{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\"}", EINVAL,
+		     "(review).request: missing (expected an object)");
+	expect_error("{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{\"uid\":7}}", EINVAL,
+		     "request.uid: expected a string");
+	expect_error("{\"apiVersion\":\"admission.k8s.io/v1\",\"apiVersion\":\"x\"}", EINVAL,
+		     "key 'apiVersion' appears twice");
+	expect_error("{\"a\":\"\x01\"}", EINVAL, "request body:1:7: a control byte");
+	expect_error("{\"a\":\"\xc0\xaf\"}", EINVAL, "request body:1:7: not UTF-8");
+	expect_error("{\"a\":9007199254740993}", EINVAL, "(review).a: number out of range");
+	char *body = review("agents", "CREATE", "{\"apiVersion\":\"v1\",\"kind\":\"Deployment\",\"spec\":{}}");
+	expect_error(body, EINVAL, "request.object: expected apiVersion v1, kind Pod");
+	free(body);
+	body = review("Agents", "CREATE", POD);
+	expect_error(body, EINVAL, "request.namespace: 'Agents' is not a namespace name");
+	free(body);
+	body = review("agents", "CREATE", "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"spec\":{\"containers\":[{\"name\":\"a\","
+		      "\"securityContext\":{\"runAsUser\":\"0\"}}]}}");
+	cJSON *r = handle_ok(body, SK_REVIEW_REFUSED);  /* a wrong type inside the pod is inject's to refuse */
+	cJSON_Delete(r);
+	free(body);
+	struct sk_review_cfg small = cfg;
+	small.max_body = 10;
+	struct sk_review_out out;
+	struct sk_err err = { 0 };
+	assert_int_equal(sk_review_handle("{\"a\":\"0123456789\"}", 18, &small, &out, &err), -EFBIG);
+}
+
+static void test_deep_nesting_is_refused(void **state)
+{
+	(void)state;
+	char buf[512];
+	size_t n = 0;
+	for (int i = 0; i < 150; i++)
+		buf[n++] = '[';
+	for (int i = 0; i < 150; i++)
+		buf[n++] = ']';
+	buf[n] = '\0';
+	char *body = NULL;
+	assert_true(asprintf(&body, "{\"x\":%s}", buf) > 0);
+	expect_error(body, EINVAL, "nested deeper than");
+	free(body);
+}
+
+static void test_non_pod_kind_is_refused(void **state)
+{
+	(void)state;
+	char *body = review("agents", "CREATE", POD);
+	char *k = strstr(body, "\"kind\":\"Pod\"}");
+	assert_non_null(k);
+	k[10] = 'x';  /* "Pod" -> "Pox" */
+	cJSON *r = handle_ok(body, SK_REVIEW_REFUSED);
+	assert_true(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "response"), "allowed")));
+	cJSON_Delete(r);
+	free(body);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_pod_in_scope_gets_the_inject_wrap_as_a_patch),
+		cmocka_unit_test(test_wrapped_pod_gets_no_patch),
+		cmocka_unit_test(test_unsandboxable_pods_are_refused_with_the_field),
+		cmocka_unit_test(test_out_of_scope_is_allowed_unchanged),
+		cmocka_unit_test(test_service_account_token_is_removed_unless_asked_for),
+		cmocka_unit_test(test_malformed_requests_are_errors_naming_where),
+		cmocka_unit_test(test_deep_nesting_is_refused),
+		cmocka_unit_test(test_non_pod_kind_is_refused),
+	};
+	return cmocka_run_group_tests(tests, setup, NULL);
+}
