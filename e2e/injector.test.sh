@@ -1,0 +1,226 @@
+#!/usr/bin/env bash
+# e2e/injector.test.sh — stockade-injector (issue 21 item 3) as the API server and the kubelet see it:
+# real TLS from a throwaway CA on the loopback of a network namespace of its own, AdmissionReviews POSTed
+# with curl. The patch it answers with, applied to the pod, is what `stockade-policy inject` writes for that
+# pod; a wrapped pod gets no patch; an unsandboxable one is refused with the field; malformed requests get
+# their HTTP status; the serving certificate rotates without a restart (and a broken one is not taken); one
+# slow client holds one worker, never the others, and is cut at its deadline; the accept queue is bounded;
+# SIGTERM stops it cleanly. Root (network namespace).
+set -uo pipefail
+# shellcheck source=e2e/lib.sh
+. "$(dirname "$0")/lib.sh"
+sk_require_root
+cd "$SK_ROOT" || exit 1
+INJ="$SK_BIN/stockade-injector" P="$SK_BIN/stockade-policy"
+N=skinj
+sk_tmp injector
+SK_NETS+=("$N")
+sk_net_up "$N" || { sk_fail "netns"; sk_summary; exit 1; }
+sk_ca "stockade-injector test CA" inj1 inj2
+T=$SK_TMP
+PORT=18443
+PIDS=()
+cleanup() { local p; for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; sk_cleanup_on_exit; }
+trap cleanup EXIT
+
+# start NAME ARGS... — an injector in the pod ns on 127.0.0.1:$PORT serving $T/tls.pem, log in $T/NAME.log
+start() {
+	local name=$1; shift
+	# ip netns exec execs the injector: $! is its pid, for stop's SIGTERM
+	ip netns exec "$N-pod" "$INJ" --listen "127.0.0.1:$PORT" --tls-cert "$T/tls.pem" --tls-key "$T/tls.key" \
+		--log-level debug "$@" >"$T/$name.log" 2>&1 &
+	INJ_PID=$!
+	PIDS+=("$INJ_PID")
+	sk_wait_port "$N-pod" tcp "$PORT" 5
+}
+stop() { kill "$INJ_PID" 2>/dev/null; wait "$INJ_PID" 2>/dev/null; }
+# c ARGS... — curl in the pod ns trusting the test CA, the injector known as inj1.example
+c() { sk_pod "$N" curl -sS --max-time 20 --cacert "$T/ca.pem" --resolve "inj1.example:$PORT:127.0.0.1" "$@"; }
+post() { c -o "$T/resp" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary "@$1" \
+	"https://inj1.example:$PORT/mutate"; }
+# review POD_JSON_FILE NS > review — a v1 AdmissionReview for CREATE of that pod in NS
+review() {
+	python3 - "$1" "$2" <<'PY'
+import json, sys
+pod = json.load(open(sys.argv[1]))
+print(json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+    "uid": "e2e-0001", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+    "resource": {"group": "", "version": "v1", "resource": "pods"}, "operation": "CREATE",
+    "namespace": sys.argv[2], "userInfo": {"username": "e2e"}, "object": pod, "oldObject": None,
+    "dryRun": False, "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"}}}))
+PY
+}
+# patched POD_JSON_FILE < response — prints the pod with the response's JSON Patch applied (RFC 6902
+# add/remove/replace, written here independently of the C applier), or "allowed=..., no patch"
+cat >"$T/patched.py" <<'PY'
+import base64, json, sys
+resp = json.load(sys.stdin)["response"]
+if "patch" not in resp:
+    print("allowed=%s, no patch" % resp["allowed"]); sys.exit(0)
+assert resp["patchType"] == "JSONPatch"
+doc = json.load(open(sys.argv[1]))
+def tokens(p):
+    return [t.replace("~1", "/").replace("~0", "~") for t in p.split("/")[1:]]
+for op in json.loads(base64.b64decode(resp["patch"])):
+    *parents, last = tokens(op["path"])
+    tgt = doc
+    for t in parents:
+        tgt = tgt[int(t)] if isinstance(tgt, list) else tgt[t]
+    if isinstance(tgt, list):
+        i = len(tgt) if last == "-" else int(last)
+        if op["op"] == "add": tgt.insert(i, op["value"])
+        elif op["op"] == "remove": del tgt[i]
+        else: tgt[i] = op["value"]
+    else:
+        if op["op"] == "remove": del tgt[last]
+        else:
+            assert (op["op"] == "add") == (last not in tgt) or op["op"] == "add"
+            tgt[last] = op["value"]
+print(json.dumps(doc, sort_keys=True))
+PY
+sorted() { python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin), sort_keys=True))'; }
+field() { python3 -c 'import json,sys; d=json.load(sys.stdin)["response"]; print(eval(sys.argv[1]))' "$1" <"$T/resp"; }
+
+cp "$T/inj1.pem" "$T/tls.pem"; cp "$T/inj1.key" "$T/tls.key"
+
+# ---- settings ----
+out=$("$INJ" --help 2>&1); rc=$?
+sk_check_eq "--help exits 0" 0 "$rc"
+sk_check "--help lists the wrap settings and their variables" grep -q -- "--seccomp-profile NAME *env STOCKADE_SECCOMP_PROFILE" <<<"$out"
+out=$("$INJ" 2>&1); rc=$?
+sk_check_eq "no certificate: exit 2" 2 "$rc"
+sk_check "no certificate: says which flags" grep -q -- "--tls-cert FILE and --tls-key FILE" <<<"$out"
+out=$("$INJ" --tls-cert "$T/inj1.pem" --tls-key "$T/inj2.key" 2>&1); rc=$?
+sk_check_eq "mismatched key: exit 2" 2 "$rc"
+sk_check "mismatched key: named" grep -q "key '$T/inj2.key': .*key values mismatch" <<<"$out"
+out=$(STOCKADE_THREADS=0 "$INJ" --tls-cert x --tls-key y 2>&1); rc=$?
+sk_check_eq "bad variable: exit 2" 2 "$rc"
+sk_check "bad variable: named" grep -q "STOCKADE_THREADS: '0' is not an integer in 1..256" <<<"$out"
+
+# ---- serving ----
+start main --exclude-namespaces kube-system,stockade-system --cert-check-ms 200 || sk_fail "injector listens"
+sk_check_eq "/healthz 200 over verified TLS" "200" "$(c -o /dev/null -w '%{http_code}' "https://inj1.example:$PORT/healthz")"
+sk_check_eq "/readyz 200" "200" "$(c -o /dev/null -w '%{http_code}' "https://inj1.example:$PORT/readyz")"
+sk_check "TLS 1.2 accepted" c --tls-max 1.2 -o /dev/null "https://inj1.example:$PORT/healthz"
+sk_check_fails "TLS 1.1 refused" c --tlsv1.1 --tls-max 1.1 -o /dev/null "https://inj1.example:$PORT/healthz"
+
+cat >"$T/pod.json" <<'JSON'
+{"apiVersion": "v1", "kind": "Pod", "metadata": {"generateName": "web-", "namespace": "agents",
+ "labels": {"app": "web"}}, "spec": {"containers": [{"name": "app", "image": "localhost/app:1",
+ "args": ["serve"], "resources": {"limits": {"memory": "64Mi"}}}], "initContainers": [{"name": "setup",
+ "image": "localhost/app:1"}], "terminationGracePeriodSeconds": 30, "restartPolicy": "Always"}}
+JSON
+review "$T/pod.json" agents >"$T/r-pod.json"
+sk_check_eq "pod in scope: 200" 200 "$(post "$T/r-pod.json")"
+sk_check_eq "pod in scope: uid echoed, allowed" "e2e-0001 True" "$(field 'd["uid"], d["allowed"]' | tr -d "(),'")"
+python3 "$T/patched.py" "$T/pod.json" <"$T/resp" >"$T/admitted.json"
+"$P" inject -f "$T/pod.json" | sorted >"$T/cli.json"
+sk_check "admission's patch gives the pod stockade-policy inject writes" cmp -s "$T/admitted.json" "$T/cli.json"
+sk_check "the admitted pod starts with stockade-init" grep -q '"initContainers": \[{.*"name": "stockade-init"' "$T/admitted.json"
+sk_check "the CLI accepts the admitted pod as wrapped" "$P" inject --check -f "$T/admitted.json"
+
+review "$T/cli.json" agents >"$T/r-wrapped.json"
+post "$T/r-wrapped.json" >/dev/null
+sk_check_eq "wrapped pod: allowed, no patch (idempotent)" "allowed=True, no patch" "$(python3 "$T/patched.py" "$T/cli.json" <"$T/resp")"
+
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["spec"]["hostNetwork"]=True; print(json.dumps(d))' \
+	"$T/pod.json" >"$T/hostnet.json"
+review "$T/hostnet.json" agents >"$T/r-hostnet.json"
+sk_check_eq "hostNetwork pod: 200" 200 "$(post "$T/r-hostnet.json")"
+sk_check_eq "hostNetwork pod: refused (fail closed)" "False 403" "$(field 'd["allowed"], d["status"]["code"]' | tr -d "(),'")"
+sk_check "hostNetwork pod: the message names the field" grep -q \
+	'stockade: this pod cannot be sandboxed: spec.hostNetwork: the pod shares the node' <"$T/resp"
+sk_check "hostNetwork pod: logged" grep -q "refused: spec.hostNetwork" "$T/main.log"
+review "$T/hostnet.json" stockade-system >"$T/r-excluded.json"
+post "$T/r-excluded.json" >/dev/null
+sk_check_eq "excluded namespace: allowed as it is" "allowed=True, no patch" "$(python3 "$T/patched.py" "$T/hostnet.json" <"$T/resp")"
+
+python3 -c 'import json,sys
+d=json.load(open(sys.argv[1]))
+d["spec"]["volumes"]=[{"name":"kube-api-access-q7x2v","projected":{"sources":[{"serviceAccountToken":{"path":"token","expirationSeconds":3607}}]}}]
+d["spec"]["containers"][0]["volumeMounts"]=[{"name":"kube-api-access-q7x2v","mountPath":"/var/run/secrets/kubernetes.io/serviceaccount","readOnly":True}]
+print(json.dumps(d))' "$T/pod.json" >"$T/sa.json"
+review "$T/sa.json" agents >"$T/r-sa.json"
+post "$T/r-sa.json" >/dev/null
+python3 "$T/patched.py" "$T/sa.json" <"$T/resp" >"$T/sa-admitted.json"
+sk_check "ServiceAccount token the pod did not ask for: removed, as inject gives" cmp -s "$T/sa-admitted.json" "$T/cli.json"
+
+# ---- malformed ----
+printf 'not json' >"$T/bad1"
+sk_check_eq "not JSON: 400" 400 "$(post "$T/bad1")"
+sk_check "not JSON: says where" grep -q "request body:1:1: not JSON" "$T/resp"
+sed 's#admission.k8s.io/v1#admission.k8s.io/v1beta1#' "$T/r-pod.json" >"$T/bad2"
+sk_check_eq "v1beta1 review: 400" 400 "$(post "$T/bad2")"
+sk_check "v1beta1 review: named" grep -q "apiVersion 'admission.k8s.io/v1beta1' is not admission.k8s.io/v1" "$T/resp"
+sed 's#"uid": "e2e-0001"#"uid": 1#' "$T/r-pod.json" >"$T/bad3"
+sk_check_eq "uid of the wrong type: 400" 400 "$(post "$T/bad3")"
+sk_check "uid of the wrong type: named" grep -q "request.uid: expected a string" "$T/resp"
+sk_check_eq "text/plain: 415" 415 "$(c -o /dev/null -w '%{http_code}' -H 'Content-Type: text/plain' --data-binary "@$T/r-pod.json" "https://inj1.example:$PORT/mutate")"
+sk_check_eq "GET /mutate: 405" 405 "$(c -o /dev/null -w '%{http_code}' "https://inj1.example:$PORT/mutate")"
+sk_check_eq "unknown path: 404" 404 "$(c -o /dev/null -w '%{http_code}' "https://inj1.example:$PORT/x")"
+sk_check_eq "chunked body: 501" 501 "$(c -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' -H 'Transfer-Encoding: chunked' --data-binary "@$T/r-pod.json" "https://inj1.example:$PORT/mutate")"
+sk_check "the injector still serves after all that" c -o /dev/null "https://inj1.example:$PORT/healthz"
+
+# ---- rotation ----
+serial() { sk_pod "$N" openssl s_client -connect "127.0.0.1:$PORT" -servername inj1.example </dev/null 2>/dev/null |
+	openssl x509 -noout -serial 2>/dev/null; }
+before=$(serial)
+want=$(openssl x509 -noout -serial -in "$T/inj2.pem")
+# a half-done rotation (new certificate, old key) is not taken: the old pair keeps serving
+cp "$T/inj2.pem" "$T/tls.pem.new" && mv "$T/tls.pem.new" "$T/tls.pem"
+for _ in $(seq 50); do grep -q "changed but does not load" "$T/main.log" && break; sleep 0.1; done
+sk_check "half-rotated pair: reported, not taken" grep -q "changed but does not load (still serving the previous one)" "$T/main.log"
+sk_check_eq "half-rotated pair: the old certificate still served" "$before" "$(serial)"
+cp "$T/inj2.key" "$T/tls.key.new" && mv "$T/tls.key.new" "$T/tls.key"
+for _ in $(seq 50); do [ "$(serial)" = "$want" ] && break; sleep 0.1; done
+sk_check_eq "rotated pair served without a restart" "$want" "$(serial)"
+sk_check "rotation logged" grep -q "serving certificate reloaded: /CN=inj2.example" "$T/main.log"
+sk_check "same process" kill -0 "$INJ_PID"
+sk_check_eq "admission works on the new certificate" 200 "$(c -o /dev/null -w '%{http_code}' --resolve "inj2.example:$PORT:127.0.0.1" -H 'Content-Type: application/json' --data-binary "@$T/r-pod.json" "https://inj2.example:$PORT/mutate")"
+stop
+sk_check "SIGTERM: stopped cleanly" grep -q "stockade-injector: stopped" "$T/main.log"
+cp "$T/inj1.pem" "$T/tls.pem"; cp "$T/inj1.key" "$T/tls.key"
+
+# ---- bounds ----
+# slow CLIENTS: opens CLIENTS TCP connections that send nothing and prints, for each, "closed" when the
+# server closed it or "open" when it was still open after 15 s; `hold FILE` keeps waiting until FILE exists.
+cat >"$T/slow.py" <<'PY'
+import os, socket, sys, time
+n, hold = int(sys.argv[1]), sys.argv[2] if len(sys.argv) > 2 else None
+socks = [socket.create_connection(("127.0.0.1", int(os.environ["PORT"]))) for _ in range(n)]
+open(os.environ["T"] + "/slow.ready", "w").close()
+for s in socks:
+    s.settimeout(15)
+    try:
+        print("closed" if s.recv(1) == b"" else "data")
+    except socket.timeout:
+        print("open")
+    except ConnectionResetError:
+        print("closed")
+PY
+start bound --threads 2 --request-timeout-ms 4000 || sk_fail "injector (2 threads) listens"
+rm -f "$T/slow.ready"
+sk_pod "$N" env PORT=$PORT T="$T" python3 "$T/slow.py" 1 >"$T/slow.out" &
+slow=$!
+for _ in $(seq 50); do [ -e "$T/slow.ready" ] && break; sleep 0.1; done
+ok=0
+for _ in 1 2 3 4 5; do [ "$(post "$T/r-pod.json")" = 200 ] && ok=$((ok + 1)); done
+sk_check_eq "one silent client holds one worker: 5 requests served meanwhile" 5 "$ok"
+held=$(sk_pod "$N" ss -Htn state established "( sport = :$PORT )" | wc -l)
+sk_check "... while the silent connection is still open" test "$held" -ge 1
+wait "$slow"
+sk_check_eq "the silent client is cut at the request deadline" "closed" "$(cat "$T/slow.out")"
+sk_check "... before its own 15 s wait" grep -q "TLS handshake: timed out" "$T/bound.log"
+stop
+
+start queue --threads 1 --max-queue 1 --request-timeout-ms 8000 || sk_fail "injector (1 thread, queue 1) listens"
+rm -f "$T/slow.ready"
+# 3 silent clients: one served (held 8 s), one queued, the third closed at once
+sk_pod "$N" env PORT=$PORT T="$T" python3 "$T/slow.py" 3 >"$T/queue.out"
+sk_check_eq "queue bound: the connection beyond threads + queue is closed at accept" "closed" "$(sed -n 3p "$T/queue.out")"
+sk_check "queue bound: logged" grep -q "1 connections waiting already; closing a new one" "$T/queue.log"
+sk_check_eq "queue bound: the served one was cut at its deadline" "closed" "$(sed -n 1p "$T/queue.out")"
+sk_check "served again once the queue drains" c -o /dev/null "https://inj1.example:$PORT/healthz"
+stop
+
+sk_summary
