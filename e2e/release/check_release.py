@@ -243,6 +243,15 @@ def check_sbom(path, version, layer_files):
         check("%s %s: every shared library (%d) in a Debian package of that architecture or the built libcurl" % (
             name, arch, len(libs)), libs and not unowned, "; ".join(unowned))
         check("%s %s: package versions are dpkg's" % (name, arch), not stale, "; ".join(stale))
+    # Each Debian package (binary or the built libcurl) names the Debian source package it comes from.
+    sources = {r["spdxElementId"]: ids.get(r["relatedSpdxElement"], {}) for r in rels
+               if r.get("relationshipType") == "GENERATED_FROM"}
+    nosrc = [p.get("name") for i, p in ids.items() if "SPDXRef-Package-" in (i or "")
+             and any(r.get("referenceLocator", "").startswith("pkg:deb/") for r in p.get("externalRefs", []))
+             and not any(r.get("referenceLocator", "").startswith("pkg:deb/debian/%s@" % sources.get(i, {}).get("name"))
+                         and "arch=source" in r.get("referenceLocator", "")
+                         for r in sources.get(i, {}).get("externalRefs", []))]
+    check("%s: every Debian package GENERATED_FROM its source package" % name, not nosrc, " ".join(nosrc))
 
 
 def main():
