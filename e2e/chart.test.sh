@@ -46,7 +46,7 @@ sys_render() { "$HELM" template stockade-system "$SYS" --namespace stockade-syst
 sk_check "stockade-system: helm lint --strict (1.34)" "$HELM" lint --strict "$SYS" --kube-version 1.34.0
 sk_check "stockade-system: helm lint --strict (1.28)" "$HELM" lint --strict "$SYS" --kube-version 1.28.0
 for v in 1.29.0 1.34.0 1.35.0 1.36.0 1.37.0; do
-	out=$(sys_render --kube-version "$v" --set admissionPolicy.enabled=true | conform "$v" 2>&1)
+	out=$(sys_render --kube-version "$v" --set admissionPolicy.enabled=true --set injector.enabled=true | conform "$v" 2>&1)
 	if echo "$out" | grep -qE 'Invalid: 0, Errors: 0'; then sk_pass "stockade-system: kubeconform $v"
 	else sk_fail "stockade-system: kubeconform $v" "$out"; fi
 done
@@ -61,6 +61,40 @@ import sys, yaml
 print(" ".join(sorted(d["kind"] for d in yaml.safe_load_all(sys.stdin) if d and d["kind"] in ("DaemonSet", "ValidatingAdmissionPolicy"))))')"
 if out=$(sys_render --kube-version 1.34.0 --set seccompInstaller.bogus=1 2>&1); then sk_fail "stockade-system: unknown values refused" "$out"
 else sk_pass "stockade-system: unknown values refused"; fi
+# The injector (issue 21 item 3): fail closed, both scopes, kube-system and its own namespace excluded, a
+# caBundle that verifies the served certificate for the Service's name, two replicas under a PDB.
+injtmp=$(mktemp -d)
+sys_render --kube-version 1.34.0 --set injector.enabled=true --set 'injector.excludeNamespaces={ops}' \
+	>"$injtmp/inj.yaml"
+sk_check_eq "stockade-system: injector webhooks fail closed, pods CREATE, both scopes, exclusions" \
+	"namespace Fail None [CREATE] In [kube-system,stockade-system,ops] -|pod Fail None [CREATE] NotIn [kube-system,stockade-system,ops] enabled|" \
+	"$(python3 -c '
+import sys, yaml
+for d in yaml.safe_load_all(open(sys.argv[1])):
+    if d and d["kind"] == "MutatingWebhookConfiguration":
+        for w in d["webhooks"]:
+            e = {x["key"]: x for x in w["namespaceSelector"]["matchExpressions"]}
+            print(w["name"].split(".")[0], w["failurePolicy"], w["sideEffects"], "[%s]" % ",".join(w["rules"][0]["operations"]),
+                  e["stockade.io/inject"]["operator"], "[%s]" % ",".join(e["kubernetes.io/metadata.name"]["values"]),
+                  w.get("objectSelector", {}).get("matchLabels", {}).get("stockade.io/inject", "-"), end="|")' "$injtmp/inj.yaml")"
+python3 -c '
+import base64, sys, yaml
+for d in yaml.safe_load_all(open(sys.argv[1])):
+    if d and d["kind"] == "MutatingWebhookConfiguration":
+        open(sys.argv[2] + "/inj-ca.pem", "wb").write(base64.b64decode(d["webhooks"][0]["clientConfig"]["caBundle"]))
+    if d and d["kind"] == "Secret" and d["metadata"]["name"].endswith("-injector-tls"):
+        open(sys.argv[2] + "/inj-leaf.pem", "wb").write(base64.b64decode(d["data"]["tls.crt"]))' "$injtmp/inj.yaml" "$injtmp"
+sk_check "stockade-system: the caBundle verifies the injector's certificate for its Service name" \
+	openssl verify -CAfile "$injtmp/inj-ca.pem" -verify_hostname stockade-system-injector.stockade-system.svc "$injtmp/inj-leaf.pem"
+sk_check_eq "stockade-system: injector Deployment of 2, a PDB, no API token" "2 1 False" "$(python3 -c '
+import sys, yaml
+ds = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+dep = [d for d in ds if d["kind"] == "Deployment"][0]
+pdb = [d for d in ds if d["kind"] == "PodDisruptionBudget"][0]
+print(dep["spec"]["replicas"], pdb["spec"]["minAvailable"], dep["spec"]["template"]["spec"]["automountServiceAccountToken"])' "$injtmp/inj.yaml")"
+sk_check "stockade-system: injector on 1.28 puts a classic sidecar" grep -q -- "--classic-sidecar" \
+	<(sys_render --kube-version 1.28.0 --set injector.enabled=true)
+rm -rf "$injtmp"
 
 for kind in Pod Job Deployment; do
 	for mode in native classic; do
