@@ -273,15 +273,17 @@ t_one_version() {
 	check_rendered stockade "packaged chart: images tagged with the release version" \
 		"localhost/stockade-%s:$VERSION%.0s" init sidecar policy
 	[ ! -d helm/stockade-system ] || check_rendered stockade-system \
-		"packaged chart: images tagged with the release version" "localhost/stockade-%s:$VERSION%.0s" policy
+		"packaged chart: images tagged with the release version" "localhost/stockade-%s:$VERSION%.0s" policy injector
 }
 
 # check_rendered CHART NAME FORMAT IMAGE... — every image of ours the packaged CHART renders (default
-# values) is printf FORMAT IMAGE-NAME INDEX-DIGEST (%.0s drops the digest), and each IMAGE is among them.
+# values, and stockade-system's optional injector on) is printf FORMAT IMAGE-NAME INDEX-DIGEST (%.0s drops
+# the digest), and each IMAGE is among them.
 check_rendered() {
-	local chart=$1 name=$2 format=$3 out img got want bad="" missing="" n=0
+	local chart=$1 name=$2 format=$3 out img got want bad="" missing="" n=0 set=()
 	shift 3
-	out=$("$HELM" template t "$REL/charts/$chart-$VERSION.tgz" --kube-version 1.34.0 2>&1 |
+	[ "$chart" != stockade-system ] || set=(--set injector.enabled=true)
+	out=$("$HELM" template t "$REL/charts/$chart-$VERSION.tgz" --kube-version 1.34.0 "${set[@]}" 2>&1 |
 		sed -n 's/^ *image: *"\{0,1\}\([^"]*\)"\{0,1\} *$/\1/p' | sort -u)
 	for img in "${IMAGES[@]}"; do
 		got=$(grep -E "/stockade-${img}[@:]" <<<"$out")
@@ -308,7 +310,7 @@ t_pinned_and_reproducible() {
 	check_rendered stockade "pinned chart: images are REPO/stockade-NAME@<index digest>" \
 		"registry.example/acme/stockade-%s@%s" init sidecar policy
 	[ ! -d helm/stockade-system ] || check_rendered stockade-system \
-		"pinned chart: images are REPO/stockade-NAME@<index digest>" "registry.example/acme/stockade-%s@%s" policy
+		"pinned chart: images are REPO/stockade-NAME@<index digest>" "registry.example/acme/stockade-%s@%s" policy injector
 }
 
 t_make_release
