@@ -359,6 +359,7 @@ static void test_manifest_refusals(void **state)
 		{ "? [a]\n: 1\n", "t.yaml:1:3: a non-scalar key" },
 		{ "{\"a\": 1,}", "t.yaml:1:10: JSON syntax error" },
 		{ "{\"a\": 1e300}", "t.yaml:1:1: a number beyond 2^53" },
+		{ "{\"a\": {\"b\": 1, \"c\": 2, \"b\": 3}}", "t.yaml:1:1: a duplicate key in this document" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct sk_err err = { 0 };
@@ -421,7 +422,7 @@ static void test_streams_and_round_trip(void **state)
 	static const char bad_utf8[] = "{\"a\": \"\xdb\xdb\"}";
 	assert_int_equal(sk_manifest_parse("t.json", bad_utf8, strlen(bad_utf8), &docs, &json, &err), -EINVAL);
 	assert_string_equal(err.msg, "t.json:1:1: a string that is not UTF-8 in this document, expected UTF-8 "
-				     "text and integers below 2^53");
+				     "text, each key once and integers below 2^53");
 }
 
 /* fuzz_inject findings: each tree below once wrote YAML that did not read back as itself. */

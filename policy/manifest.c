@@ -325,7 +325,37 @@ static bool utf8_ok(const unsigned char *s)
 	return true;
 }
 
-/* What cJSON lets through and the rest of the pipeline cannot hold: inexact integers, invalid UTF-8. */
+static int cmp_key(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* cJSON keeps every copy of a repeated key; YAML refuses them, and which copy the API server would take is
+ * not ours to guess: refused as in YAML. Sorted, not pairwise: an object of many keys stays n log n. */
+static const char *check_unique_keys(const cJSON *obj)
+{
+	size_t n = 0;
+	for (const cJSON *c = obj->child; c; c = c->next)
+		n++;
+	if (n < 2)
+		return NULL;
+	const char **keys = malloc(n * sizeof(*keys));
+	if (!keys)
+		return "out of memory";
+	size_t i = 0;
+	for (const cJSON *c = obj->child; c; c = c->next)
+		keys[i++] = c->string;
+	qsort(keys, n, sizeof(*keys), cmp_key);
+	const char *why = NULL;
+	for (i = 1; i < n && !why; i++)
+		if (!strcmp(keys[i - 1], keys[i]))
+			why = "a duplicate key";
+	free(keys);
+	return why;
+}
+
+/* What cJSON lets through and the rest of the pipeline cannot hold: inexact integers, invalid UTF-8,
+ * repeated keys. */
 static const char *check_values(const cJSON *n)
 {
 	if (n->string && !utf8_ok((const unsigned char *)n->string))
@@ -334,6 +364,11 @@ static const char *check_values(const cJSON *n)
 		return "a string that is not UTF-8";
 	if (cJSON_IsNumber(n) && !(isfinite(n->valuedouble) && fabs(n->valuedouble) < MAX_EXACT))
 		return "a number beyond 2^53";
+	if (cJSON_IsObject(n)) {
+		const char *why = check_unique_keys(n);
+		if (why)
+			return why;
+	}
 	for (const cJSON *c = n->child; c; c = c->next) {
 		const char *why = check_values(c);
 		if (why)
@@ -372,8 +407,8 @@ static int parse_json(const char *name, const char *buf, size_t len, cJSON *docs
 			size_t line, col;
 			json_pos(text, p, &line, &col);
 			cJSON_Delete(doc);
-			rc = sk_err_set(err, EINVAL, "%s:%zu:%zu: %s in this document, expected UTF-8 text and "
-					"integers below 2^53", name, line, col, why);
+			rc = sk_err_set(err, EINVAL, "%s:%zu:%zu: %s in this document, expected UTF-8 text, "
+					"each key once and integers below 2^53", name, line, col, why);
 			break;
 		}
 		if (cJSON_IsNull(doc))
