@@ -99,6 +99,79 @@ sk_ca() {
 	chmod 644 "$SK_TMP"/*.pem "$SK_TMP"/*.key
 }
 
+# sk_policy FILE [MODE] — write the policy FILE (a name without a slash lands in $SK_TMP) from the header
+# every suite's policy starts with (version 1, mode MODE (enforce), the agent and sidecar UIDs, the sidecar's
+# four ports) followed by stdin (egress, dns, apis, ...). Written beside FILE and renamed over it, so a
+# sidecar watching FILE never reads half a policy; mode 644 (the sidecar UID reads it).
+sk_policy() {
+	local f=$1 mode=${2:-enforce}
+	case $f in */*) ;; *) f=$SK_TMP/$f ;; esac
+	{
+		printf 'version: 1\nmode: %s\n' "$mode"
+		printf 'agent: { uid: %s }\nsidecar: { uid: %s }\n' "$SK_AGENT_UID" "$SK_SIDECAR_UID"
+		printf 'ports: { proxy: 15001, dns: 15053, admin: 15000, api: 15080 }\n'
+		cat
+	} >"$f.tmp" && chmod 644 "$f.tmp" && mv -f "$f.tmp" "$f"
+}
+
+# sk_sidecar_start NAME AUDIT ERR [VAR=VALUE...] -- ARGS... — the sidecar in NAME-pod as SK_SIDECAR_UID
+# with no capabilities, environment VAR=VALUE, arguments ARGS, stdout (the audit log) to AUDIT, stderr
+# appended to ERR. The binary is SK_SIDECAR (an array: a suite may run an image's loader). Every step execs
+# the next (subshell, ip netns exec, env, setpriv), so SK_SIDECAR_PID ($!) is the sidecar itself: signals
+# reach it and `wait` returns its status. SK_SIDECAR_NOFILE=N: soft and hard descriptor limit N.
+SK_SIDECAR=("$SK_BIN/stockade-sidecar")
+sk_sidecar_start() {
+	local n=$1 audit=$2 err=$3 env=()
+	shift 3
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do env+=("$1"); shift; done
+	[ $# -eq 0 ] || shift
+	(
+		if [ -n "${SK_SIDECAR_NOFILE:-}" ]; then
+			ulimit -Sn "$SK_SIDECAR_NOFILE" && ulimit -Hn "$SK_SIDECAR_NOFILE" || exit 1
+		fi
+		exec ip netns exec "$n-pod" env "${env[@]}" setpriv --reuid="$SK_SIDECAR_UID" --regid="$SK_SIDECAR_UID" \
+			--clear-groups --inh-caps=-all --bounding-set=-all -- "${SK_SIDECAR[@]}" "$@"
+	) >"$audit" 2>>"$err" &
+	# shellcheck disable=SC2034 # the suites read it
+	SK_SIDECAR_PID=$!
+}
+
+# sk_sidecar_wait NAME [SECONDS] — until the sidecar in NAME-pod listens on all four ports of sk_policy.
+sk_sidecar_wait() {
+	local n=$1 s=${2:-10} p
+	for p in 15001 15000 15080; do sk_wait_port "$n-pod" tcp $p "$s" || return 1; done
+	sk_wait_port "$n-pod" udp 15053 "$s"
+}
+
+# sk_pod_up NAME POLICY [VAR=VALUE...] — the pod as the kubelet starts it, each step a check: the real
+# stockade-init programs NAME-pod and writes $SK_TMP/marker (log $SK_TMP/init.log), `stockade-init --check`
+# verifies the live table, then the sidecar (sk_sidecar_start, environment VAR=VALUE) with POLICY and the
+# marker, audit log $SK_TMP/audit.log (added to SK_AUDIT_LOGS), stderr $SK_TMP/sidecar.err, listens on its
+# four ports. No stand-in: when a step fails the suite ends there, as a failure.
+sk_pod_up() {
+	local n=$1 policy=$2 out
+	shift 2
+	if ! sk_pod "$n" "$SK_BIN/stockade-init" --policy "$policy" --marker "$SK_TMP/marker" >"$SK_TMP/init.log" 2>&1; then
+		sk_fail "stockade-init programs the pod netns" "$(tail -3 "$SK_TMP/init.log")"
+		sk_summary; exit 1
+	fi
+	sk_pass "stockade-init programs the pod netns"
+	if ! out=$(sk_pod "$n" "$SK_BIN/stockade-init" --policy "$policy" --check 2>&1); then
+		sk_fail "stockade-init --check verifies the live table" "$(tail -3 <<<"$out")"
+		sk_summary; exit 1
+	fi
+	sk_pass "stockade-init --check verifies the live table ($(tail -1 <<<"$out"))"
+	: >"$SK_TMP/sidecar.err"
+	sk_sidecar_start "$n" "$SK_TMP/audit.log" "$SK_TMP/sidecar.err" "$@" -- \
+		--policy "$policy" --marker "$SK_TMP/marker"
+	SK_AUDIT_LOGS+=("$SK_TMP/audit.log")   # validated against the audit schema by sk_summary
+	if ! sk_sidecar_wait "$n"; then
+		sk_fail "the sidecar listens on the proxy, DNS, admin and gateway ports" "$(tail -5 "$SK_TMP/sidecar.err")"
+		sk_summary; exit 1
+	fi
+	sk_pass "the sidecar listens on the proxy, DNS, admin and gateway ports"
+}
+
 # sk_as UID CMD... — run CMD as UID/GID with no supplementary groups and no capabilities.
 sk_as() {
 	local uid=$1; shift
@@ -162,6 +235,45 @@ sk_summary() {
 	[ "$SK_FAILED" -eq 0 ] || printf 'failed: %s\n' "${SK_FAILED_NAMES[@]}"
 	echo "$SK_PASSED passed, $SK_FAILED failed"
 	[ "$SK_FAILED" -eq 0 ]
+}
+
+# The runner (the shape of e2e/node/test). A suite defines one function t_<case> per case, lists the
+# cases in order in SK_CASES, and ends with `sk_main "$@"`, which takes
+#   --only CASE[,CASE]  run just these cases (repeatable), still in SK_CASES order
+#   --list              print the cases, one a line
+#   -h, --help          print the suite's header comment
+# then runs the suite's `setup` function when it has one (scratch dir, namespaces, servers, the pod: what
+# every case needs; it may record checks), each selected case under a "== CASE" line, and sk_summary,
+# whose status is the script's. A case relies on setup, never on an earlier case having run.
+SK_CASES=()
+sk_main() {
+	# (underscored locals: the cases run inside this function and see its locals through dynamic scope)
+	local _sk_only=() _sk_c _sk_list=0 _sk_want
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--only) [ $# -ge 2 ] || { echo "$0: --only needs CASE[,CASE]" >&2; exit 2; }
+			IFS=, read -ra _sk_want <<<"$2"; _sk_only+=("${_sk_want[@]}"); shift 2 ;;
+		--only=*) IFS=, read -ra _sk_want <<<"${1#--only=}"; _sk_only+=("${_sk_want[@]}"); shift ;;
+		--list) _sk_list=1; shift ;;
+		-h | --help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;;
+		*) echo "$0: unknown argument $1 (--only CASE[,CASE], --list, --help)" >&2; exit 2 ;;
+		esac
+	done
+	for _sk_c in "${SK_CASES[@]}"; do
+		declare -F "t_$_sk_c" >/dev/null || { echo "$0: case $_sk_c has no function t_$_sk_c" >&2; exit 2; }
+	done
+	if [ $_sk_list = 1 ]; then printf '%s\n' "${SK_CASES[@]}"; exit 0; fi
+	for _sk_c in "${_sk_only[@]}"; do
+		printf '%s\n' "${SK_CASES[@]}" | grep -qxF -- "$_sk_c" ||
+			{ echo "$0: no case $_sk_c (cases: ${SK_CASES[*]})" >&2; exit 2; }
+	done
+	if declare -F setup >/dev/null; then setup; fi
+	for _sk_c in "${SK_CASES[@]}"; do
+		if [ ${#_sk_only[@]} -gt 0 ] && ! printf '%s\n' "${_sk_only[@]}" | grep -qxF -- "$_sk_c"; then continue; fi
+		echo "== $_sk_c"
+		"t_$_sk_c"
+	done
+	sk_summary
 }
 
 sk_require_root() {

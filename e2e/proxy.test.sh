@@ -7,28 +7,30 @@
 set -uo pipefail
 # shellcheck source=e2e/lib.sh
 . "$(dirname "$0")/lib.sh"
-sk_require_root
 NS=skproxy
 HERE=$SK_ROOT/e2e/proxy
 PY=/usr/bin/python3
-sk_tmp skproxy
 A4=198.18.1.10 D4=198.18.1.20 T4=198.18.1.30
 A6=2001:db8:19::10 D6=2001:db8:19::20 T6=2001:db8:19::30
 PEEK_MS=1500
 
-# --- certificates (a throwaway CA and one leaf per name) and payload ---
-sk_ca stockade-test-ca allowed denied
-if ! { mkdir -p "$SK_TMP/files" && head -c 50M /dev/urandom >"$SK_TMP/files/big" && chmod 644 "$SK_TMP/files/big"; }; then
-	echo "payload setup failed"; echo "0 passed, 1 failed"; exit 1
-fi
-BIG_SHA=$(sha256sum <"$SK_TMP/files/big" | cut -d' ' -f1)
+agent() { sk_pod_as "$NS" "$SK_AGENT_UID" "$@"; }
+aq() { "$PY" "$HERE/audit_q.py" "$SK_TMP/audit.log" "$@"; }
+# audit lines are written when a connection ends; give the loop a moment after the client returns
+settle() { sleep 0.3; }
 
-cat >"$SK_TMP/policy.yaml" <<POL
-version: 1
-mode: enforce
-agent: { uid: $SK_AGENT_UID }
-sidecar: { uid: $SK_SIDECAR_UID }
-ports: { proxy: 15001, dns: 15053, admin: 15000, api: 15080 }
+setup() {
+	sk_require_root
+	sk_tmp skproxy
+	CURL=(curl -sS --max-time 30 --cacert "$SK_TMP/ca.pem")
+	# --- certificates (a throwaway CA and one leaf per name) and payload ---
+	sk_ca stockade-test-ca allowed denied
+	if ! { mkdir -p "$SK_TMP/files" && head -c 50M /dev/urandom >"$SK_TMP/files/big" && chmod 644 "$SK_TMP/files/big"; }; then
+		echo "payload setup failed"; echo "0 passed, 1 failed"; exit 1
+	fi
+	BIG_SHA=$(sha256sum <"$SK_TMP/files/big" | cut -d' ' -f1)
+
+	sk_policy policy.yaml <<POL
 egress:
   - host: allowed.example
     ports: [443, 80]
@@ -41,157 +43,155 @@ dns:
 blockPrivate: true
 loopback: allow
 POL
-chmod 644 "$SK_TMP/policy.yaml"
 
-# --- namespaces and servers ---
-sk_net_up "$NS" || { echo "netns setup failed"; exit 1; }
-for ip in $A4 $D4 $T4 $A6 $D6 $T6; do sk_net_add_ip "$NS" "$ip"; done
-srv=()
-for n in allowed denied; do
-	if [ $n = allowed ]; then i4=$A4 i6=$A6; else i4=$D4 i6=$D6; fi
-	srv+=(--tls "$i4:443:$SK_TMP/$n.pem:$SK_TMP/$n.key" --http "$i4:80")
-	srv+=(--tls "[$i6]:443:$SK_TMP/$n.pem:$SK_TMP/$n.key" --http "[$i6]:80")
-done
-srv+=(--dns "$SK_NET_IP4:53" --record "allowed.example=$A4" --record "allowed.example=$A6")
-srv+=(--record "denied.example=$D4" --record "denied.example=$D6")
-srv+=(--echo "$T4:7000" --echo "$T4:7001" --echo "[$T6]:7000" --echo "[$T6]:7001")
-sk_inet "$NS" "$PY" "$HERE/servers.py" --files "$SK_TMP/files" "${srv[@]}" >"$SK_TMP/servers.log" 2>&1 &
-sk_wait_port "$NS-net" tcp 7001 10 || { echo "test servers did not start"; cat "$SK_TMP/servers.log"; exit 1; }
+	# --- namespaces and servers ---
+	sk_net_up "$NS" || { echo "netns setup failed"; exit 1; }
+	for ip in $A4 $D4 $T4 $A6 $D6 $T6; do sk_net_add_ip "$NS" "$ip"; done
+	srv=()
+	for n in allowed denied; do
+		if [ $n = allowed ]; then i4=$A4 i6=$A6; else i4=$D4 i6=$D6; fi
+		srv+=(--tls "$i4:443:$SK_TMP/$n.pem:$SK_TMP/$n.key" --http "$i4:80")
+		srv+=(--tls "[$i6]:443:$SK_TMP/$n.pem:$SK_TMP/$n.key" --http "[$i6]:80")
+	done
+	srv+=(--dns "$SK_NET_IP4:53" --record "allowed.example=$A4" --record "allowed.example=$A6")
+	srv+=(--record "denied.example=$D4" --record "denied.example=$D6")
+	srv+=(--echo "$T4:7000" --echo "$T4:7001" --echo "[$T6]:7000" --echo "[$T6]:7001")
+	sk_inet "$NS" "$PY" "$HERE/servers.py" --files "$SK_TMP/files" "${srv[@]}" >"$SK_TMP/servers.log" 2>&1 &
+	sk_wait_port "$NS-net" tcp 7001 10 || { echo "test servers did not start"; cat "$SK_TMP/servers.log"; exit 1; }
 
-# --- the real init programs the pod netns; no stand-in: if it fails, the suite fails ---
-if sk_pod "$NS" "$SK_BIN/stockade-init" --policy "$SK_TMP/policy.yaml" --marker "$SK_TMP/marker" \
-	>"$SK_TMP/init.log" 2>&1; then
-	sk_pass "stockade-init programs the pod netns"
-else
-	sk_fail "stockade-init programs the pod netns" "$(tail -3 "$SK_TMP/init.log")"
-	sk_summary
-	exit 1
-fi
-out=$(sk_pod "$NS" "$SK_BIN/stockade-init" --policy "$SK_TMP/policy.yaml" --check 2>&1); rc=$?
-sk_check "stockade-init --check verifies the live table ($(tail -1 <<<"$out"))" [ $rc -eq 0 ]
-
-# --- the sidecar, as its own UID ---
-sk_pod_as "$NS" "$SK_SIDECAR_UID" env STOCKADE_PEEK_TIMEOUT_MS=$PEEK_MS \
-	"$SK_BIN/stockade-sidecar" --policy "$SK_TMP/policy.yaml" --marker "$SK_TMP/marker" >"$SK_TMP/audit.log" 2>"$SK_TMP/sidecar.err" &
-SIDECAR_PID=$!
-SK_AUDIT_LOGS+=("$SK_TMP/audit.log")   # validated against the audit schema by sk_summary
-if ! sk_wait_port "$NS-pod" tcp 15001 10; then
-	echo "sidecar did not start"; cat "$SK_TMP/sidecar.err"; exit 1
-fi
-
-agent() { sk_pod_as "$NS" "$SK_AGENT_UID" "$@"; }
-CURL=(curl -sS --max-time 30 --cacert "$SK_TMP/ca.pem")
-aq() { "$PY" "$HERE/audit_q.py" "$SK_TMP/audit.log" "$@"; }
-# audit lines are written when a connection ends; give the loop a moment after the client returns
-settle() { sleep 0.3; }
+	# --- the real init programs the pod netns, the sidecar runs as its own UID ---
+	sk_pod_up "$NS" "$SK_TMP/policy.yaml" STOCKADE_PEEK_TIMEOUT_MS=$PEEK_MS
+}
 
 # --- allowed TLS, both families, bytes intact both ways ---
-for fam in 4 6; do
-	# the name is resolved through the DNS filter (pod resolv.conf → redirected to the sidecar), which
-	# binds it to the address the proxy then sees
-	if [ $fam = 4 ]; then a=$A4; r=-4; else a=$A6; r=-6; fi
-	sk_check_eq "v$fam: allowed TLS name works" "ok" \
-		"$(agent "${CURL[@]}" "$r" https://allowed.example/ok 2>&1)"
-	sk_check_eq "v$fam: 50 MB download through the proxy is intact" "$BIG_SHA" \
-		"$(agent "${CURL[@]}" "$r" https://allowed.example/big | sha256sum | cut -d' ' -f1)"
-	sk_check_eq "v$fam: 50 MB upload through the proxy is intact" "$BIG_SHA" \
-		"$(agent "${CURL[@]}" "$r" -H 'Content-Type: application/octet-stream' \
-			--data-binary @"$SK_TMP/files/big" https://allowed.example/sha 2>&1)"
-	settle
-	[ $fam = 4 ] && d="$a:443" || d="[$a]:443"
-	sk_check_eq "v$fam: allowed connections audited with rule, name, dst and binding" 3 \
-		"$(aq event=conn decision=allow reason=rule rule=0 proto=tls name=allowed.example "dst=$d" binding@ok,unchecked)"
-done
-# bytes_in is the whole response (headers + body), so match it loosely instead: at least 50 MB
-big_in=$("$PY" -c '
+t_tls_allowed() {
+	for fam in 4 6; do
+		# the name is resolved through the DNS filter (pod resolv.conf → redirected to the sidecar), which
+		# binds it to the address the proxy then sees
+		if [ $fam = 4 ]; then a=$A4; r=-4; else a=$A6; r=-6; fi
+		sk_check_eq "v$fam: allowed TLS name works" "ok" \
+			"$(agent "${CURL[@]}" "$r" https://allowed.example/ok 2>&1)"
+		sk_check_eq "v$fam: 50 MB download through the proxy is intact" "$BIG_SHA" \
+			"$(agent "${CURL[@]}" "$r" https://allowed.example/big | sha256sum | cut -d' ' -f1)"
+		sk_check_eq "v$fam: 50 MB upload through the proxy is intact" "$BIG_SHA" \
+			"$(agent "${CURL[@]}" "$r" -H 'Content-Type: application/octet-stream' \
+				--data-binary @"$SK_TMP/files/big" https://allowed.example/sha 2>&1)"
+		settle
+		[ $fam = 4 ] && d="$a:443" || d="[$a]:443"
+		sk_check_eq "v$fam: allowed connections audited with rule, name, dst and binding" 3 \
+			"$(aq event=conn decision=allow reason=rule rule=0 proto=tls name=allowed.example "dst=$d" binding@ok,unchecked)"
+	done
+	# bytes_in is the whole response (headers + body), so match it loosely instead: at least 50 MB
+	big_in=$("$PY" -c '
 import json,sys
 print(sum(1 for l in open(sys.argv[1]) if (o:=json.loads(l)).get("event")=="conn" and o.get("bytes_in",0) > 50*2**20))' \
-	"$SK_TMP/audit.log")
-sk_check_eq "audit: both downloads logged with bytes_in > 50 MiB" 2 "$big_in"
-big_out=$("$PY" -c '
+		"$SK_TMP/audit.log")
+	sk_check_eq "audit: both downloads logged with bytes_in > 50 MiB" 2 "$big_in"
+	big_out=$("$PY" -c '
 import json,sys
 print(sum(1 for l in open(sys.argv[1]) if (o:=json.loads(l)).get("event")=="conn" and o.get("bytes_out",0) > 50*2**20))' \
-	"$SK_TMP/audit.log")
-sk_check_eq "audit: both uploads logged with bytes_out > 50 MiB" 2 "$big_out"
+		"$SK_TMP/audit.log")
+	sk_check_eq "audit: both uploads logged with bytes_out > 50 MiB" 2 "$big_out"
+}
 
 # --- allowed plain HTTP ---
-sk_check_eq "v4: allowed HTTP Host works" "ok" \
-	"$(agent "${CURL[@]}" -4 http://allowed.example/ok 2>&1)"
-sk_check_eq "v6: allowed HTTP Host works" "ok" \
-	"$(agent "${CURL[@]}" -6 http://allowed.example/ok 2>&1)"
+t_http_allowed() {
+	sk_check_eq "v4: allowed HTTP Host works" "ok" \
+		"$(agent "${CURL[@]}" -4 http://allowed.example/ok 2>&1)"
+	sk_check_eq "v6: allowed HTTP Host works" "ok" \
+		"$(agent "${CURL[@]}" -6 http://allowed.example/ok 2>&1)"
+}
 
 # --- denied TLS: fatal access_denied alert and exactly one audit line ---
-out=$(agent "${CURL[@]}" --resolve "denied.example:443:$D4" https://denied.example/ok 2>&1)
-sk_check "v4: denied TLS name gets the access_denied alert" grep -qi "alert access denied" <<<"$out"
-out=$(agent "${CURL[@]}" --resolve "denied.example:443:[$D6]" https://denied.example/ok 2>&1)
-sk_check "v6: denied TLS name gets the access_denied alert" grep -qi "alert access denied" <<<"$out"
-settle
-sk_check_eq "v4: one audit line for the denied TLS name, exact fields" 1 \
-	"$(aq event=deny decision=deny reason=no_match proto=tls name=denied.example dst=$D4:443 \
-		"src~$SK_POD_IP4:" rule=None bytes_in=0 bytes_out=0)"
-sk_check_eq "v6: one audit line for the denied TLS name" 1 \
-	"$(aq event=deny decision=deny reason=no_match proto=tls name=denied.example "dst=[$D6]:443" "src~[$SK_POD_IP6]:")"
-sk_check "audit: ts is RFC 3339 UTC with milliseconds" "$PY" -c '
+t_tls_denied() {
+	out=$(agent "${CURL[@]}" --resolve "denied.example:443:$D4" https://denied.example/ok 2>&1)
+	sk_check "v4: denied TLS name gets the access_denied alert" grep -qi "alert access denied" <<<"$out"
+	out=$(agent "${CURL[@]}" --resolve "denied.example:443:[$D6]" https://denied.example/ok 2>&1)
+	sk_check "v6: denied TLS name gets the access_denied alert" grep -qi "alert access denied" <<<"$out"
+	settle
+	sk_check_eq "v4: one audit line for the denied TLS name, exact fields" 1 \
+		"$(aq event=deny decision=deny reason=no_match proto=tls name=denied.example dst=$D4:443 \
+			"src~$SK_POD_IP4:" rule=None bytes_in=0 bytes_out=0)"
+	sk_check_eq "v6: one audit line for the denied TLS name" 1 \
+		"$(aq event=deny decision=deny reason=no_match proto=tls name=denied.example "dst=[$D6]:443" "src~[$SK_POD_IP6]:")"
+	sk_check "audit: ts is RFC 3339 UTC with milliseconds" "$PY" -c '
 import json,re,sys
 ls=[json.loads(l) for l in open(sys.argv[1])]
 sys.exit(0 if ls and all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", o["ts"]) for o in ls) else 1)' \
-	"$SK_TMP/audit.log"
+		"$SK_TMP/audit.log"
+}
 
 # --- denied HTTP: 403 with a reason ---
-out=$(agent curl -sS --max-time 10 -w '\n%{http_code}' --resolve "denied.example:80:$D4" \
-	http://denied.example/ok 2>/dev/null)
-sk_check_eq "v4: denied HTTP Host gets 403" 403 "${out##*$'\n'}"
-sk_check "v4: the 403 body gives the reason" grep -q "egress denied (no_match)" <<<"$out"
-settle
-sk_check_eq "v4: one audit line for the denied HTTP Host" 1 \
-	"$(aq event=deny decision=deny reason=no_match proto=http name=denied.example dst=$D4:80)"
+t_http_denied() {
+	out=$(agent curl -sS --max-time 10 -w '\n%{http_code}' --resolve "denied.example:80:$D4" \
+		http://denied.example/ok 2>/dev/null)
+	sk_check_eq "v4: denied HTTP Host gets 403" 403 "${out##*$'\n'}"
+	sk_check "v4: the 403 body gives the reason" grep -q "egress denied (no_match)" <<<"$out"
+	settle
+	sk_check_eq "v4: one audit line for the denied HTTP Host" 1 \
+		"$(aq event=deny decision=deny reason=no_match proto=http name=denied.example dst=$D4:80)"
+}
 
 # --- SNI spoofing: an allowed name sent to a denied server's address ---
-agent "${CURL[@]}" --resolve "allowed.example:443:$D4" https://allowed.example/ok >/dev/null 2>&1
-settle
-# allowed.example was resolved through the filter above, so it is bound to A4/A6 only.
-sk_check_eq "SNI spoofing is denied (sni_ip_mismatch) with the real destination" 1 \
-	"$(aq event=deny decision=deny reason=sni_ip_mismatch binding=mismatch proto=tls name=allowed.example dst=$D4:443)"
-sk_check_eq "SNI spoofing is never allowed" 0 \
-	"$(aq proto=tls name=allowed.example dst=$D4:443 decision@allow,would_deny)"
+t_sni_spoofing() {
+	# allowed.example resolved through the filter binds it to A4/A6 only.
+	agent getent ahosts allowed.example >/dev/null
+	agent "${CURL[@]}" --resolve "allowed.example:443:$D4" https://allowed.example/ok >/dev/null 2>&1
+	settle
+	sk_check_eq "SNI spoofing is denied (sni_ip_mismatch) with the real destination" 1 \
+		"$(aq event=deny decision=deny reason=sni_ip_mismatch binding=mismatch proto=tls name=allowed.example dst=$D4:443)"
+	sk_check_eq "SNI spoofing is never allowed" 0 \
+		"$(aq proto=tls name=allowed.example dst=$D4:443 decision@allow,would_deny)"
+}
 
 # --- raw TCP ---
-sk_check "v4: raw TCP to an allowed address/port is relayed" agent "$PY" "$HERE/client.py" echo "$T4" 7000
-sk_check "v6: raw TCP to an allowed address/port is relayed" agent "$PY" "$HERE/client.py" echo "$T6" 7000
-sk_check "v4: raw TCP to a denied port is reset" agent "$PY" "$HERE/client.py" rst "$T4" 7001
-sk_check "v6: raw TCP to a denied port is reset" agent "$PY" "$HERE/client.py" rst "$T6" 7001
-settle
-sk_check_eq "v4: the reset raw TCP connection has one audit line" 1 \
-	"$(aq event=deny decision=deny reason=no_match proto=tcp dst=$T4:7001 name=None)"
+t_raw_tcp() {
+	sk_check "v4: raw TCP to an allowed address/port is relayed" agent "$PY" "$HERE/client.py" echo "$T4" 7000
+	sk_check "v6: raw TCP to an allowed address/port is relayed" agent "$PY" "$HERE/client.py" echo "$T6" 7000
+	sk_check "v4: raw TCP to a denied port is reset" agent "$PY" "$HERE/client.py" rst "$T4" 7001
+	sk_check "v6: raw TCP to a denied port is reset" agent "$PY" "$HERE/client.py" rst "$T6" 7001
+	settle
+	sk_check_eq "v4: the reset raw TCP connection has one audit line" 1 \
+		"$(aq event=deny decision=deny reason=no_match proto=tcp dst=$T4:7001 name=None)"
+}
 
 # --- loop: the agent connecting to the proxy port itself ---
-out=$(agent "$PY" "$HERE/client.py" rst 127.0.0.1 15001 2>&1)
-sk_check "v4: direct connect to the proxy port is denied ($out)" grep -qx reset <<<"$out"
-out=$(agent "$PY" "$HERE/client.py" rst ::1 15001 2>&1)
-sk_check "v6: direct connect to the proxy port is denied ($out)" grep -qx reset <<<"$out"
-settle
-sk_check_eq "the loop denials are audited" 2 "$(aq event=deny decision=deny reason@loop,no_original_dst)"
+t_loop() {
+	out=$(agent "$PY" "$HERE/client.py" rst 127.0.0.1 15001 2>&1)
+	sk_check "v4: direct connect to the proxy port is denied ($out)" grep -qx reset <<<"$out"
+	out=$(agent "$PY" "$HERE/client.py" rst ::1 15001 2>&1)
+	sk_check "v6: direct connect to the proxy port is denied ($out)" grep -qx reset <<<"$out"
+	settle
+	sk_check_eq "the loop denials are audited" 2 "$(aq event=deny decision=deny reason@loop,no_original_dst)"
+}
 
 # --- slowloris: 3 bytes of a hello, then nothing ---
-read -r took how < <(agent "$PY" "$HERE/client.py" slowloris "$A4" 443 160301)
-sk_check "slowloris is closed at the peek deadline (${PEEK_MS} ms; took ${took:-?} s, $how)" \
-	"$PY" -c "import sys; t=float(sys.argv[1]); sys.exit(0 if $PEEK_MS/1000-0.2 <= t <= $PEEK_MS/1000+1.5 else 1)" "${took:-99}"
-sk_check_eq "slowloris gets a reset" reset "$how"
-settle
-sk_check_eq "slowloris is audited as peek_timeout" 1 "$(aq event=deny reason=peek_timeout dst=$A4:443)"
+t_slowloris() {
+	read -r took how < <(agent "$PY" "$HERE/client.py" slowloris "$A4" 443 160301)
+	sk_check "slowloris is closed at the peek deadline (${PEEK_MS} ms; took ${took:-?} s, $how)" \
+		"$PY" -c "import sys; t=float(sys.argv[1]); sys.exit(0 if $PEEK_MS/1000-0.2 <= t <= $PEEK_MS/1000+1.5 else 1)" "${took:-99}"
+	sk_check_eq "slowloris gets a reset" reset "$how"
+	settle
+	sk_check_eq "slowloris is audited as peek_timeout" 1 "$(aq event=deny reason=peek_timeout dst=$A4:443)"
+}
 
 # --- 1 000 concurrent connections ---
-n=$(agent "$PY" "$HERE/client.py" many "$T4" 7000 1000 2>"$SK_TMP/many.err")
-sk_check_eq "v4: 1000 concurrent connections all relayed" 1000 "$n"
-n=$(agent "$PY" "$HERE/client.py" many "$T6" 7000 1000 2>>"$SK_TMP/many.err")
-sk_check_eq "v6: 1000 concurrent connections all relayed" 1000 "$n"
+t_concurrent() {
+	n=$(agent "$PY" "$HERE/client.py" many "$T4" 7000 1000 2>"$SK_TMP/many.err")
+	sk_check_eq "v4: 1000 concurrent connections all relayed" 1000 "$n"
+	n=$(agent "$PY" "$HERE/client.py" many "$T6" 7000 1000 2>>"$SK_TMP/many.err")
+	sk_check_eq "v6: 1000 concurrent connections all relayed" 1000 "$n"
+}
 
 # --- the whole audit log is NDJSON, and the sidecar is still up ---
-sleep 0.5
-sk_check "every audit line is one JSON object" aq
-sk_check "the sidecar survived everything" kill -0 "$SIDECAR_PID"
-out=$(sk_pod "$NS" "$SK_BIN/stockade-init" --policy "$SK_TMP/policy.yaml" --check 2>&1); rc=$?
-sk_check "the init's table is still intact after the run ($(tail -1 <<<"$out"))" [ $rc -eq 0 ]
-sk_check_eq "the sidecar wrote no unexpected errors" "" "$(grep -vi 'proxy on\|draining\|dns: upstream resolvers answering' "$SK_TMP/sidecar.err")"
+t_end_state() {
+	sleep 0.5
+	sk_check "every audit line is one JSON object" aq
+	sk_check "the sidecar survived everything" kill -0 "$SK_SIDECAR_PID"
+	out=$(sk_pod "$NS" "$SK_BIN/stockade-init" --policy "$SK_TMP/policy.yaml" --check 2>&1); rc=$?
+	sk_check "the init's table is still intact after the run ($(tail -1 <<<"$out"))" [ $rc -eq 0 ]
+	sk_check_eq "the sidecar wrote no unexpected errors" "" "$(grep -vi 'proxy on\|draining\|dns: upstream resolvers answering' "$SK_TMP/sidecar.err")"
+}
 
-sk_summary
+SK_CASES=(tls_allowed http_allowed tls_denied http_denied sni_spoofing raw_tcp loop slowloris concurrent end_state)
+sk_main "$@"
