@@ -14,69 +14,14 @@
 set -uo pipefail
 # shellcheck source=e2e/lib.sh
 . "$(dirname "$0")/lib.sh"
-sk_require_root
 NS=skexh
 HERE=$SK_ROOT/e2e/exhaustion
 PY=/usr/bin/python3
 SIDECAR=$SK_BIN/stockade-sidecar
-sk_tmp skexh
 SRV=198.18.1.80 PORT=7000
 NOFILE=256 HOLD=400 CPU_MAX=${CPU_MAX:-20} CPU_SECS=2
 ADMIN=http://127.0.0.1:15000
 TCK=$(getconf CLK_TCK)
-ulimit -n 20000 2>/dev/null || true   # the echo server and the agent's client hold hundreds of sockets
-
-[ -x "$SIDECAR" ] || { sk_fail "sidecar binary at $SIDECAR"; sk_summary; exit 1; }
-
-cat >"$SK_TMP/policy.yaml" <<POL
-version: 1
-mode: enforce
-agent: { uid: $SK_AGENT_UID }
-sidecar: { uid: $SK_SIDECAR_UID }
-ports: { proxy: 15001, dns: 15053, admin: 15000, api: 15080 }
-egress:
-  - cidr: $SRV/32
-    ports: [$PORT]
-  - host: held.example
-    ports: [$PORT]
-dns:
-  upstream: ["$SK_NET_IP4"]
-blockPrivate: true
-loopback: allow
-POL
-chmod 644 "$SK_TMP/policy.yaml"
-
-# --- namespaces, the echo server, the pod's resolver ---
-sk_net_up "$NS" || { sk_fail "netns setup"; sk_summary; exit 1; }
-sk_net_add_ip "$NS" "$SRV"
-sk_inet "$NS" "$PY" "$HERE/exh.py" server "$SRV" "$PORT" >"$SK_TMP/server.log" 2>&1 &
-sk_wait_port "$NS-net" tcp "$PORT" 10 || { sk_fail "echo server up" "$(cat "$SK_TMP/server.log")"; sk_summary; exit 1; }
-sk_inet "$NS" dnsmasq --no-daemon --no-resolv --no-hosts --bind-interfaces --listen-address="$SK_NET_IP4" \
-	--port=53 --host-record=held.example,$SRV >"$SK_TMP/dnsmasq.log" 2>&1 &
-sk_wait_port "$NS-net" udp 53 5 || { sk_fail "dnsmasq up" "$(cat "$SK_TMP/dnsmasq.log")"; sk_summary; exit 1; }
-
-# --- the real init; if it fails, the suite fails ---
-if sk_pod "$NS" "$SK_BIN/stockade-init" --policy "$SK_TMP/policy.yaml" --marker "$SK_TMP/marker" >"$SK_TMP/init.log" 2>&1
-then sk_pass "stockade-init programs the pod netns"
-else sk_fail "stockade-init programs the pod netns" "$(tail -3 "$SK_TMP/init.log")"; sk_summary; exit 1; fi
-
-# --- the sidecar, as its own UID, soft and hard descriptor limit 256 ---
-# Every step execs the next (subshell → ip netns exec → setpriv → sidecar), so $! is the sidecar itself.
-(
-	ulimit -Sn "$NOFILE" && ulimit -Hn "$NOFILE" || exit 1
-	exec ip netns exec "$NS-pod" env STOCKADE_PEEK_TIMEOUT_MS=500 STOCKADE_DNS_PROBE_MS=1000 \
-		setpriv --reuid="$SK_SIDECAR_UID" --regid="$SK_SIDECAR_UID" --clear-groups --inh-caps=-all \
-		--bounding-set=-all -- "$SIDECAR" --policy "$SK_TMP/policy.yaml" --marker "$SK_TMP/marker"
-) >"$SK_TMP/audit.log" 2>"$SK_TMP/sidecar.err" &
-SC=$!
-SK_AUDIT_LOGS+=("$SK_TMP/audit.log")   # validated against the audit schema by sk_summary
-up=1
-for p in 15001 15000 15080; do sk_wait_port "$NS-pod" tcp $p 10 || up=0; done
-sk_wait_port "$NS-pod" udp 15053 5 || up=0
-[ $up = 1 ] || { sk_fail "sidecar up" "$(tail -5 "$SK_TMP/sidecar.err")"; sk_summary; exit 1; }
-sk_pass "sidecar listens on the proxy, admin, gateway and DNS ports"
-lim=$(awk '/^Max open files/ { print $4 "/" $5 }' "/proc/$SC/limits" 2>/dev/null)
-sk_check_eq "the sidecar runs with a descriptor limit of $NOFILE (soft/hard)" "$NOFILE/$NOFILE" "$lim"
 
 status() { sk_pod "$NS" curl -s -m 3 -o /dev/null -w '%{http_code}' "$ADMIN$1"; }
 # wait_ready SECONDS — poll /readyz until 200.
@@ -115,74 +60,119 @@ check_cpu() {
 	else sk_fail "out of descriptors, $1: no spin" "CPU $pct % of one core (limit $CPU_MAX %)"; fi
 }
 
-sk_check "/readyz 200 before the run" wait_ready 10
-sk_check "a proxied connection works before the run" sk_pod_as "$NS" "$SK_AGENT_UID" "$PY" "$HERE/exh.py" echo "$SRV" "$PORT"
-idle=$(cpu_pct)
-echo "#    sidecar CPU over ${CPU_SECS}s, idle: $idle %; descriptors in use: $(nfd)"
-
-# --- exhaust: the agent holds 400 proxied connections ---
-REL=$SK_TMP/release
-sk_pod_as "$NS" "$SK_AGENT_UID" "$PY" "$HERE/exh.py" hold "$SRV" "$PORT" "$HOLD" "$REL" 45 >"$SK_TMP/hold.log" 2>&1 &
-HOLDER=$!
-deadline=$((SECONDS + 10)) n=0
-while [ $SECONDS -lt "$deadline" ]; do
-	n=$(nfd)
-	[ "$n" -ge $((NOFILE - 4)) ] && break
-	sleep 0.1
-done
-sleep 0.5   # let the connects settle (the agent reports once they have)
-n=$(nfd)
-echo "#    agent: $(head -1 "$SK_TMP/hold.log"); sidecar descriptors in use: $n of $NOFILE"
-sk_check "the sidecar runs out of descriptors (${n} of $NOFILE in use)" [ "$n" -ge $((NOFILE - 4)) ]
-
-check_cpu "proxy connections queued"
-
-# --- one port at a time: connections arrive that cannot be accepted ---
 probe() { # probe NAME PORT KIND — 3 connections from root in the pod netns, answers awaited for 40 s
 	sk_pod "$NS" "$PY" "$HERE/exh.py" probe 127.0.0.1 "$2" "$3" 3 40 >"$SK_TMP/probe.$1" 2>&1 &
 	PROBES+=("$!")
 	sleep 0.3
 }
-PROBES=()
-probe admin 15000 admin
-check_cpu "admin port connections queued"
-probe gateway 15080 gateway
-check_cpu "gateway port connections queued"
-probe dns 15053 dns
-check_cpu "DNS TCP port connections queued"
-sk_check "the sidecar is alive while out of descriptors" kill -0 "$SC"
 
-# --- release: the sidecar serves again ---
-REL_T=$EPOCHREALTIME
-touch "$REL"
-t0=$SECONDS
-if timeout 10 tail --pid="$HOLDER" -f /dev/null; then sk_pass "the agent released its connections"
-else sk_fail "the agent released its connections" "holder still running"; kill "$HOLDER" 2>/dev/null; fi
-deadline=$((SECONDS + 10))
-while [ $SECONDS -lt "$deadline" ] && [ "$(nfd)" -ge $((NOFILE / 2)) ]; do sleep 0.1; done
-n=$(nfd)
-sk_check "the sidecar's descriptors come back (${n} in use, $((SECONDS - t0)) s after release)" [ "$n" -lt $((NOFILE / 2)) ]
-for p in "${PROBES[@]}"; do timeout 45 tail --pid="$p" -f /dev/null; done
-# Each queued connection gets its answer (a DNS one may be SERVFAIL if the sidecar took it while it had no
-# descriptor left to forward it). The times are printed, not checked: the proxy closes a queued agent
-# connection it accepted but could not open an upstream socket for, so a descriptor comes free now and
-# then and a backed-off listener may take one of the probes before the release.
-for f in admin:200 gateway:404 dns:dns:; do
-	name=${f%%:*} want=${f#*:}
-	echo "#    $name probe (answer, seconds, epoch; released at $REL_T): $(paste -sd';' "$SK_TMP/probe.$name")"
-	got=$(awk -v w="$want" 'index($1, w) == 1 && ($1 == w || w ~ /:$/) { n++ } END { print n + 0 }' "$SK_TMP/probe.$name")
-	sk_check_eq "the $name connections that arrived while exhausted are all answered (${want}*)" 3 "$got"
-done
+setup() {
+	sk_require_root
+	sk_tmp skexh
+	ulimit -n 20000 2>/dev/null || true   # the echo server and the agent's client hold hundreds of sockets
+	[ -x "$SIDECAR" ] || { sk_fail "sidecar binary at $SIDECAR"; sk_summary; exit 1; }
 
-sk_check_eq "/healthz 200 after release" 200 "$(status /healthz)"
-ans=$(sk_pod "$NS" dig +tcp +time=3 +tries=1 +short @127.0.0.1 -p 15053 held.example A 2>&1)
-sk_check_eq "a DNS TCP query is answered after release (dig +tcp)" "$SRV" "$ans"
-sk_check "a new proxied connection works after release" \
-	sk_pod_as "$NS" "$SK_AGENT_UID" "$PY" "$HERE/exh.py" echo "$SRV" "$PORT"
-if [ "$(status /readyz)" = 200 ]; then sk_pass "/readyz 200 after release"
-else sk_check "/readyz returns to 200 after release (within 10 s)" wait_ready 10; fi
-idle=$(cpu_pct)
-echo "#    sidecar CPU over ${CPU_SECS}s after release: $idle %"
-sk_check "the sidecar survived the run" kill -0 "$SC"
+	sk_policy policy.yaml <<POL
+egress:
+  - cidr: $SRV/32
+    ports: [$PORT]
+  - host: held.example
+    ports: [$PORT]
+dns:
+  upstream: ["$SK_NET_IP4"]
+blockPrivate: true
+loopback: allow
+POL
 
-sk_summary
+	# --- namespaces, the echo server, the pod's resolver ---
+	sk_net_up "$NS" || { sk_fail "netns setup"; sk_summary; exit 1; }
+	sk_net_add_ip "$NS" "$SRV"
+	sk_inet "$NS" "$PY" "$HERE/exh.py" server "$SRV" "$PORT" >"$SK_TMP/server.log" 2>&1 &
+	sk_wait_port "$NS-net" tcp "$PORT" 10 || { sk_fail "echo server up" "$(cat "$SK_TMP/server.log")"; sk_summary; exit 1; }
+	sk_inet "$NS" dnsmasq --no-daemon --no-resolv --no-hosts --bind-interfaces --listen-address="$SK_NET_IP4" \
+		--port=53 --host-record=held.example,$SRV >"$SK_TMP/dnsmasq.log" 2>&1 &
+	sk_wait_port "$NS-net" udp 53 5 || { sk_fail "dnsmasq up" "$(cat "$SK_TMP/dnsmasq.log")"; sk_summary; exit 1; }
+
+	# --- the real init, then the sidecar as its own UID, soft and hard descriptor limit 256 ---
+	SK_SIDECAR_NOFILE=$NOFILE sk_pod_up "$NS" "$SK_TMP/policy.yaml" STOCKADE_PEEK_TIMEOUT_MS=500 STOCKADE_DNS_PROBE_MS=1000
+	SC=$SK_SIDECAR_PID
+	lim=$(awk '/^Max open files/ { print $4 "/" $5 }' "/proc/$SC/limits" 2>/dev/null)
+	sk_check_eq "the sidecar runs with a descriptor limit of $NOFILE (soft/hard)" "$NOFILE/$NOFILE" "$lim"
+
+}
+
+# --- before: ready, relaying ---
+t_before() {
+	sk_check "/readyz 200 before the run" wait_ready 10
+	sk_check "a proxied connection works before the run" sk_pod_as "$NS" "$SK_AGENT_UID" "$PY" "$HERE/exh.py" echo "$SRV" "$PORT"
+	idle=$(cpu_pct)
+	echo "#    sidecar CPU over ${CPU_SECS}s, idle: $idle %; descriptors in use: $(nfd)"
+}
+
+# --- exhaust: the agent holds 400 proxied connections ---
+t_exhaust() {
+	REL=$SK_TMP/release
+	sk_pod_as "$NS" "$SK_AGENT_UID" "$PY" "$HERE/exh.py" hold "$SRV" "$PORT" "$HOLD" "$REL" 45 >"$SK_TMP/hold.log" 2>&1 &
+	HOLDER=$!
+	deadline=$((SECONDS + 10)) n=0
+	while [ $SECONDS -lt "$deadline" ]; do
+		n=$(nfd)
+		[ "$n" -ge $((NOFILE - 4)) ] && break
+		sleep 0.1
+	done
+	sleep 0.5   # let the connects settle (the agent reports once they have)
+	n=$(nfd)
+	echo "#    agent: $(head -1 "$SK_TMP/hold.log"); sidecar descriptors in use: $n of $NOFILE"
+	sk_check "the sidecar runs out of descriptors (${n} of $NOFILE in use)" [ "$n" -ge $((NOFILE - 4)) ]
+
+	check_cpu "proxy connections queued"
+
+	# --- one port at a time: connections arrive that cannot be accepted ---
+	PROBES=()
+	probe admin 15000 admin
+	check_cpu "admin port connections queued"
+	probe gateway 15080 gateway
+	check_cpu "gateway port connections queued"
+	probe dns 15053 dns
+	check_cpu "DNS TCP port connections queued"
+	sk_check "the sidecar is alive while out of descriptors" kill -0 "$SC"
+
+	# --- release: the sidecar serves again ---
+	REL_T=$EPOCHREALTIME
+	touch "$REL"
+	t0=$SECONDS
+	if timeout 10 tail --pid="$HOLDER" -f /dev/null; then sk_pass "the agent released its connections"
+	else sk_fail "the agent released its connections" "holder still running"; kill "$HOLDER" 2>/dev/null; fi
+	deadline=$((SECONDS + 10))
+	while [ $SECONDS -lt "$deadline" ] && [ "$(nfd)" -ge $((NOFILE / 2)) ]; do sleep 0.1; done
+	n=$(nfd)
+	sk_check "the sidecar's descriptors come back (${n} in use, $((SECONDS - t0)) s after release)" [ "$n" -lt $((NOFILE / 2)) ]
+	for p in "${PROBES[@]}"; do timeout 45 tail --pid="$p" -f /dev/null; done
+	# Each queued connection gets its answer (a DNS one may be SERVFAIL if the sidecar took it while it had no
+	# descriptor left to forward it). The times are printed, not checked: the proxy closes a queued agent
+	# connection it accepted but could not open an upstream socket for, so a descriptor comes free now and
+	# then and a backed-off listener may take one of the probes before the release.
+	for f in admin:200 gateway:404 dns:dns:; do
+		name=${f%%:*} want=${f#*:}
+		echo "#    $name probe (answer, seconds, epoch; released at $REL_T): $(paste -sd';' "$SK_TMP/probe.$name")"
+		got=$(awk -v w="$want" 'index($1, w) == 1 && ($1 == w || w ~ /:$/) { n++ } END { print n + 0 }' "$SK_TMP/probe.$name")
+		sk_check_eq "the $name connections that arrived while exhausted are all answered (${want}*)" 3 "$got"
+	done
+}
+
+# --- after: the sidecar serves again ---
+t_after() {
+	sk_check_eq "/healthz 200 after release" 200 "$(status /healthz)"
+	ans=$(sk_pod "$NS" dig +tcp +time=3 +tries=1 +short @127.0.0.1 -p 15053 held.example A 2>&1)
+	sk_check_eq "a DNS TCP query is answered after release (dig +tcp)" "$SRV" "$ans"
+	sk_check "a new proxied connection works after release" \
+		sk_pod_as "$NS" "$SK_AGENT_UID" "$PY" "$HERE/exh.py" echo "$SRV" "$PORT"
+	if [ "$(status /readyz)" = 200 ]; then sk_pass "/readyz 200 after release"
+	else sk_check "/readyz returns to 200 after release (within 10 s)" wait_ready 10; fi
+	idle=$(cpu_pct)
+	echo "#    sidecar CPU over ${CPU_SECS}s after release: $idle %"
+	sk_check "the sidecar survived the run" kill -0 "$SC"
+}
+
+SK_CASES=(before exhaust after)
+sk_main "$@"
