@@ -13,12 +13,6 @@ T=${SK_TOOLS:-/opt/stockade-tools}
 HELM=$T/bin/helm KUBECONFORM=$T/bin/kubeconform
 schema_dirs=("$T"/schemas/*/kubernetes-json-schema)
 SCHEMAS=""; [ -d "${schema_dirs[-1]}" ] && SCHEMAS=${schema_dirs[-1]}
-SK_TMP=$(mktemp -d)
-trap sk_cleanup_on_exit EXIT
-if [ ! -x "$HELM" ] || [ ! -x "$KUBECONFORM" ] || [ -z "$SCHEMAS" ]; then
-	echo "helm/kubeconform/schemas missing: run scripts/install-tools" >&2
-	sk_fail "tools installed"; sk_summary; exit 1
-fi
 
 run() { out=$("$@" 2>"$SK_TMP/err"); rc=$?; err=$(cat "$SK_TMP/err"); }
 
@@ -93,24 +87,17 @@ same() {
 		sk_fail "same pod as the chart: $name" "$(head -40 "$SK_TMP/diff")"
 	fi
 }
+# wrap_kinds — inject over kinds.yaml (run's out/rc), the output in kinds.out.yaml.
+wrap_kinds() { run "$P" inject -f "$SK_TMP/kinds.yaml"; printf '%s\n' "$out" >"$SK_TMP/kinds.out.yaml"; }
 
-# --- the key proof: chart and inject agree ----------------------------------------------------------------
-same "Pod, native, defaults" Pod "" ""
-same "Job, native" Job "" ""
-same "Deployment, native" Deployment "" ""
-same "Pod, classic sidecar" Pod "--set sidecar.native=false" "--classic-sidecar"
-same "Deployment, classic sidecar" Deployment "--set sidecar.native=false" "--classic-sidecar"
-same "Pod, startupProbe gate" Pod "--set sidecar.holdAgentUntilReady=false" "--startup-probe"
-same "Pod, seccomp off" Pod "--set seccomp.enabled=false" "--no-seccomp"
-same "Pod, other UIDs, admin port, images, configmap, log level, ready timeout" Pod \
-	"--set uids.agent=2000 --set uids.sidecar=2001 --set ports.admin=16000 --set images.init.repository=r/i --set images.init.tag=t1 --set images.sidecar.repository=r/s --set images.sidecar.tag=t2 --set images.init.pullPolicy=Always --set images.sidecar.pullPolicy=Always --set policy.existingConfigMap=my-policy --set sidecar.logLevel=debug --set sidecar.readyTimeoutSeconds=7" \
-	"--agent-uid 2000 --sidecar-uid 2001 --admin-port 16000 --init-image r/i:t1 --sidecar-image r/s:t2 --pull-policy Always --policy-configmap my-policy --log-level debug --ready-timeout 7"
-same "Deployment, API secrets and sidecar settings" Deployment \
-	"--set sidecar.apiSecrets[0].name=gh --set sidecar.apiSecrets[0].secretName=gh-token --set sidecar.apiSecrets[1].name=pypi --set sidecar.apiSecrets[1].secretName=pypi-token --set sidecar.settings.peek-timeout-ms=2000 --set sidecar.settings.dns-upstream-sockets=64" \
-	"--api-secret gh=gh-token --api-secret pypi=pypi-token --sidecar-setting peek-timeout-ms=2000 --sidecar-setting dns-upstream-sockets=64"
-
-# --- every workload kind, as kubectl would receive it ------------------------------------------------------
-cat >"$SK_TMP/kinds.yaml" <<'EOF'
+setup() {
+	sk_tmp skinject
+	if [ ! -x "$HELM" ] || [ ! -x "$KUBECONFORM" ] || [ -z "$SCHEMAS" ]; then
+		echo "helm/kubeconform/schemas missing: run scripts/install-tools" >&2
+		sk_fail "tools installed"; sk_summary; exit 1
+	fi
+	# the workloads the cases wrap: every kind (as kubectl would receive it), a Job, a Pod running as root
+	cat >"$SK_TMP/kinds.yaml" <<'EOF'
 apiVersion: apps/v1
 kind: StatefulSet
 metadata: {name: s}
@@ -158,15 +145,37 @@ metadata: {name: svc}
 spec:
   ports: [{port: 80}]
 EOF
-run "$P" inject -f "$SK_TMP/kinds.yaml"
-sk_check_eq "inject every kind exits 0" 0 "$rc"
-printf '%s\n' "$out" >"$SK_TMP/kinds.out.yaml"
-cf=$("$KUBECONFORM" -strict -summary -kubernetes-version 1.37.0 \
-	-schema-location "$SCHEMAS/{{ .NormalizedKubernetesVersion }}-local{{ .StrictSuffix }}/{{ .ResourceKind }}{{ .KindSuffix }}.json" \
-	"$SK_TMP/kinds.out.yaml" 2>&1)
-if grep -q 'Valid: 5, Invalid: 0, Errors: 0' <<<"$cf"; then sk_pass "kubeconform: every kind inject wrote"
-else sk_fail "kubeconform: every kind inject wrote" "$cf"; fi
-wrapped=$(python3 -c '
+	printf 'apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec: {template: {spec: {restartPolicy: Never, containers: [{name: a, image: x}]}}}\n' >"$SK_TMP/job.yaml"
+	printf 'kind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: a, securityContext: {runAsUser: 0}}]}\n' >"$SK_TMP/root.yaml"
+}
+
+# --- the key proof: chart and inject agree ----------------------------------------------------------------
+t_same_as_chart() {
+	same "Pod, native, defaults" Pod "" ""
+	same "Job, native" Job "" ""
+	same "Deployment, native" Deployment "" ""
+	same "Pod, classic sidecar" Pod "--set sidecar.native=false" "--classic-sidecar"
+	same "Deployment, classic sidecar" Deployment "--set sidecar.native=false" "--classic-sidecar"
+	same "Pod, startupProbe gate" Pod "--set sidecar.holdAgentUntilReady=false" "--startup-probe"
+	same "Pod, seccomp off" Pod "--set seccomp.enabled=false" "--no-seccomp"
+	same "Pod, other UIDs, admin port, images, configmap, log level, ready timeout" Pod \
+		"--set uids.agent=2000 --set uids.sidecar=2001 --set ports.admin=16000 --set images.init.repository=r/i --set images.init.tag=t1 --set images.sidecar.repository=r/s --set images.sidecar.tag=t2 --set images.init.pullPolicy=Always --set images.sidecar.pullPolicy=Always --set policy.existingConfigMap=my-policy --set sidecar.logLevel=debug --set sidecar.readyTimeoutSeconds=7" \
+		"--agent-uid 2000 --sidecar-uid 2001 --admin-port 16000 --init-image r/i:t1 --sidecar-image r/s:t2 --pull-policy Always --policy-configmap my-policy --log-level debug --ready-timeout 7"
+	same "Deployment, API secrets and sidecar settings" Deployment \
+		"--set sidecar.apiSecrets[0].name=gh --set sidecar.apiSecrets[0].secretName=gh-token --set sidecar.apiSecrets[1].name=pypi --set sidecar.apiSecrets[1].secretName=pypi-token --set sidecar.settings.peek-timeout-ms=2000 --set sidecar.settings.dns-upstream-sockets=64" \
+		"--api-secret gh=gh-token --api-secret pypi=pypi-token --sidecar-setting peek-timeout-ms=2000 --sidecar-setting dns-upstream-sockets=64"
+}
+
+# --- every workload kind, as kubectl would receive it ------------------------------------------------------
+t_kinds() {
+	wrap_kinds
+	sk_check_eq "inject every kind exits 0" 0 "$rc"
+	cf=$("$KUBECONFORM" -strict -summary -kubernetes-version 1.37.0 \
+		-schema-location "$SCHEMAS/{{ .NormalizedKubernetesVersion }}-local{{ .StrictSuffix }}/{{ .ResourceKind }}{{ .KindSuffix }}.json" \
+		"$SK_TMP/kinds.out.yaml" 2>&1)
+	if grep -q 'Valid: 5, Invalid: 0, Errors: 0' <<<"$cf"; then sk_pass "kubeconform: every kind inject wrote"
+	else sk_fail "kubeconform: every kind inject wrote" "$cf"; fi
+	wrapped=$(python3 -c '
 import sys, yaml
 for d in yaml.safe_load_all(open(sys.argv[1])):
     k = d["kind"]
@@ -174,59 +183,64 @@ for d in yaml.safe_load_all(open(sys.argv[1])):
         k, lambda: d["spec"].get("template", {}).get("spec"))()
     names = [c["name"] for c in (s or {}).get("initContainers", [])] if s else []
     print(k, ",".join(names) or "-")' "$SK_TMP/kinds.out.yaml")
-sk_check_eq "each kind wrapped, the pod's own init container after stockade's, the Service untouched" \
-	"StatefulSet stockade-init,stockade-sidecar
+	sk_check_eq "each kind wrapped, the pod's own init container after stockade's, the Service untouched" \
+		"StatefulSet stockade-init,stockade-sidecar
 DaemonSet stockade-init,stockade-sidecar
 ReplicaSet stockade-init,stockade-sidecar
 CronJob stockade-init,stockade-sidecar,setup
 Service -" "$wrapped"
-sk_check_eq "the Service passes unchanged" "$(python3 -c 'import sys,yaml,json; print(json.dumps(list(yaml.safe_load_all(open(sys.argv[1])))[4], sort_keys=True))' "$SK_TMP/kinds.yaml")" \
-	"$(python3 -c 'import sys,yaml,json; print(json.dumps(list(yaml.safe_load_all(open(sys.argv[1])))[4], sort_keys=True))' "$SK_TMP/kinds.out.yaml")"
+	sk_check_eq "the Service passes unchanged" "$(python3 -c 'import sys,yaml,json; print(json.dumps(list(yaml.safe_load_all(open(sys.argv[1])))[4], sort_keys=True))' "$SK_TMP/kinds.yaml")" \
+		"$(python3 -c 'import sys,yaml,json; print(json.dumps(list(yaml.safe_load_all(open(sys.argv[1])))[4], sort_keys=True))' "$SK_TMP/kinds.out.yaml")"
+}
 
 # --- idempotence and --check ----------------------------------------------------------------------------
-run "$P" inject -f "$SK_TMP/kinds.out.yaml"
-sk_check_eq "wrapping the output again gives the same text" "$(cat "$SK_TMP/kinds.out.yaml")" "$out"
-run "$P" inject --check -f "$SK_TMP/kinds.out.yaml"
-sk_check_eq "--check passes on wrapped output (exit 0, silent)" "0:" "$rc:$out$err"
-run "$P" inject --check -f "$SK_TMP/kinds.yaml"
-sk_check_eq "--check fails on the unwrapped file" 1 "$rc"
-sk_check_eq "--check names each unwrapped workload" "$SK_TMP/kinds.yaml: document 1 (StatefulSet/s): not wrapped by stockade (run stockade-policy inject)
+t_idempotence() {
+	[ -s "$SK_TMP/kinds.out.yaml" ] || wrap_kinds   # (the kinds case wrote it; alone, this case does)
+	run "$P" inject -f "$SK_TMP/kinds.out.yaml"
+	sk_check_eq "wrapping the output again gives the same text" "$(cat "$SK_TMP/kinds.out.yaml")" "$out"
+	run "$P" inject --check -f "$SK_TMP/kinds.out.yaml"
+	sk_check_eq "--check passes on wrapped output (exit 0, silent)" "0:" "$rc:$out$err"
+	run "$P" inject --check -f "$SK_TMP/kinds.yaml"
+	sk_check_eq "--check fails on the unwrapped file" 1 "$rc"
+	sk_check_eq "--check names each unwrapped workload" "$SK_TMP/kinds.yaml: document 1 (StatefulSet/s): not wrapped by stockade (run stockade-policy inject)
 $SK_TMP/kinds.yaml: document 2 (DaemonSet/d): not wrapped by stockade (run stockade-policy inject)
 $SK_TMP/kinds.yaml: document 3 (ReplicaSet/r): not wrapped by stockade (run stockade-policy inject)
 $SK_TMP/kinds.yaml: document 4 (CronJob/c): not wrapped by stockade (run stockade-policy inject)" "$err"
-run "$P" inject --check --classic-sidecar -f "$SK_TMP/kinds.out.yaml"
-sk_check_eq "--check fails when the options differ (classic vs native)" 1 "$rc"
+	run "$P" inject --check --classic-sidecar -f "$SK_TMP/kinds.out.yaml"
+	sk_check_eq "--check fails when the options differ (classic vs native)" 1 "$rc"
+}
 
 # --- refusals: nothing on stdout, the field named --------------------------------------------------------
-printf 'apiVersion: v1\nkind: Service\nmetadata: {name: a}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  template:\n    spec:\n      hostNetwork: true\n      containers: [{name: app, image: x}]\n' >"$SK_TMP/hostnet.yaml"
-run "$P" inject -f "$SK_TMP/hostnet.yaml"
-sk_check_eq "hostNetwork refused: exit 1, nothing written" "1:" "$rc:$out"
-sk_check_eq "hostNetwork refused: field path named" "$SK_TMP/hostnet.yaml: document 2 (Deployment/web): spec.template.spec.hostNetwork: the pod shares the node's network namespace, which stockade's nftables cannot confine" "$err"
-printf 'apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec: {template: {spec: {restartPolicy: Never, containers: [{name: a, image: x}]}}}\n' >"$SK_TMP/job.yaml"
-run "$P" inject --classic-sidecar -f "$SK_TMP/job.yaml"
-sk_check_eq "Job with a classic sidecar refused" "1:$SK_TMP/job.yaml: document 1 (Job/j): spec.template.spec: a Job's pod cannot have a classic sidecar: it would keep running and the Job would never complete (use a native sidecar, Kubernetes >= 1.29)" "$rc:$err"
-printf 'kind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: a, securityContext: {runAsUser: 0}}]}\n' >"$SK_TMP/root.yaml"
-run "$P" inject -f "$SK_TMP/root.yaml"
-sk_check_eq "root agent refused" "1:$SK_TMP/root.yaml: document 1 (Pod/p): spec.containers[0].securityContext.runAsUser: container 'a' runs as root; an agent container cannot (its traffic would not be redirected, and root may change the pod's nftables)" "$rc:$err"
-printf 'kind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: a}]\n  x: [1\n' >"$SK_TMP/syntax.yaml"
-run "$P" inject -f "$SK_TMP/syntax.yaml"
-sk_check_eq "YAML syntax error names file:line:col" "1:$SK_TMP/syntax.yaml:6:1: YAML syntax error: did not find expected ',' or ']', expected valid YAML" "$rc:$err"
+t_refusals() {
+	printf 'apiVersion: v1\nkind: Service\nmetadata: {name: a}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  template:\n    spec:\n      hostNetwork: true\n      containers: [{name: app, image: x}]\n' >"$SK_TMP/hostnet.yaml"
+	run "$P" inject -f "$SK_TMP/hostnet.yaml"
+	sk_check_eq "hostNetwork refused: exit 1, nothing written" "1:" "$rc:$out"
+	sk_check_eq "hostNetwork refused: field path named" "$SK_TMP/hostnet.yaml: document 2 (Deployment/web): spec.template.spec.hostNetwork: the pod shares the node's network namespace, which stockade's nftables cannot confine" "$err"
+	run "$P" inject --classic-sidecar -f "$SK_TMP/job.yaml"
+	sk_check_eq "Job with a classic sidecar refused" "1:$SK_TMP/job.yaml: document 1 (Job/j): spec.template.spec: a Job's pod cannot have a classic sidecar: it would keep running and the Job would never complete (use a native sidecar, Kubernetes >= 1.29)" "$rc:$err"
+	run "$P" inject -f "$SK_TMP/root.yaml"
+	sk_check_eq "root agent refused" "1:$SK_TMP/root.yaml: document 1 (Pod/p): spec.containers[0].securityContext.runAsUser: container 'a' runs as root; an agent container cannot (its traffic would not be redirected, and root may change the pod's nftables)" "$rc:$err"
+	printf 'kind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: a}]\n  x: [1\n' >"$SK_TMP/syntax.yaml"
+	run "$P" inject -f "$SK_TMP/syntax.yaml"
+	sk_check_eq "YAML syntax error names file:line:col" "1:$SK_TMP/syntax.yaml:6:1: YAML syntax error: did not find expected ',' or ']', expected valid YAML" "$rc:$err"
+}
 
 # --- Lists, JSON, stdin, --policy ------------------------------------------------------------------------
-printf '{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"a","image":"x"}]}},{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"}}]}' >"$SK_TMP/list.json"
-run "$P" inject -f - <"$SK_TMP/list.json"
-sk_check_eq "a JSON List from stdin: JSON out, the Pod item wrapped, the ConfigMap not" "List Pod:stockade-init,stockade-sidecar ConfigMap:-" \
-	"$(python3 -c 'import sys,json; d=json.loads(sys.stdin.read()); print(d["kind"], " ".join(i["kind"]+":"+(",".join(c["name"] for c in i.get("spec",{}).get("initContainers",[])) or "-") for i in d["items"]))' <<<"$out")"
-run "$P" inject --check -f "$SK_TMP/list.json"
-sk_check_eq "--check names the List item" "1:$SK_TMP/list.json: document 1 items[0] (Pod/p): not wrapped by stockade (run stockade-policy inject)" "$rc:$err"
+t_lists_json_policy() {
+	printf '{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"a","image":"x"}]}},{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"}}]}' >"$SK_TMP/list.json"
+	run "$P" inject -f - <"$SK_TMP/list.json"
+	sk_check_eq "a JSON List from stdin: JSON out, the Pod item wrapped, the ConfigMap not" "List Pod:stockade-init,stockade-sidecar ConfigMap:-" \
+		"$(python3 -c 'import sys,json; d=json.loads(sys.stdin.read()); print(d["kind"], " ".join(i["kind"]+":"+(",".join(c["name"] for c in i.get("spec",{}).get("initContainers",[])) or "-") for i in d["items"]))' <<<"$out")"
+	run "$P" inject --check -f "$SK_TMP/list.json"
+	sk_check_eq "--check names the List item" "1:$SK_TMP/list.json: document 1 items[0] (Pod/p): not wrapped by stockade (run stockade-policy inject)" "$rc:$err"
 
-printf 'version: 1\nagent: {uid: 4000}\nsidecar: {uid: 4001}\nports: {admin: 17000}\negress:\n  - host: api.github.com\n    ports: [443]\n' >"$SK_TMP/policy.yaml"
-run "$P" inject --policy "$SK_TMP/policy.yaml" --policy-configmap agent-policy -f "$SK_TMP/root.yaml"
-sk_check_eq "--policy: the policy's UIDs are used (root still refused)" 1 "$rc"
-run "$P" inject --policy "$SK_TMP/policy.yaml" --policy-configmap agent-policy -f "$SK_TMP/job.yaml"
-sk_check_eq "--policy: ConfigMap first, holding the file; the pod takes the policy's UIDs and admin port" \
-	"ConfigMap agent-policy True | Job 4000 4001 --admin-addr=0.0.0.0:17000 agent-policy" \
-	"$(python3 -c '
+	printf 'version: 1\nagent: {uid: 4000}\nsidecar: {uid: 4001}\nports: {admin: 17000}\negress:\n  - host: api.github.com\n    ports: [443]\n' >"$SK_TMP/policy.yaml"
+	run "$P" inject --policy "$SK_TMP/policy.yaml" --policy-configmap agent-policy -f "$SK_TMP/root.yaml"
+	sk_check_eq "--policy: the policy's UIDs are used (root still refused)" 1 "$rc"
+	run "$P" inject --policy "$SK_TMP/policy.yaml" --policy-configmap agent-policy -f "$SK_TMP/job.yaml"
+	sk_check_eq "--policy: ConfigMap first, holding the file; the pod takes the policy's UIDs and admin port" \
+		"ConfigMap agent-policy True | Job 4000 4001 --admin-addr=0.0.0.0:17000 agent-policy" \
+		"$(python3 -c '
 import sys, yaml
 ds = list(yaml.safe_load_all(sys.stdin))
 cm, job = ds
@@ -235,13 +249,15 @@ side = s["initContainers"][1]
 print(cm["kind"], cm["metadata"]["name"], cm["data"]["policy.yaml"] == open(sys.argv[1]).read(), "|", job["kind"],
       s["containers"][0]["securityContext"]["runAsUser"], side["securityContext"]["runAsUser"], side["args"][2],
       s["volumes"][0]["configMap"]["name"])' "$SK_TMP/policy.yaml" <<<"$out")"
-run "$P" inject --policy "$SK_TMP/policy.yaml" --agent-uid 1000 -f "$SK_TMP/job.yaml"
-sk_check_eq "--policy with a disagreeing --agent-uid is a usage error" 2 "$rc"
-printf 'version: 1\nagent: {uid: 0}\n' >"$SK_TMP/bad-policy.yaml"
-run "$P" inject --policy "$SK_TMP/bad-policy.yaml" -f "$SK_TMP/job.yaml"
-sk_check_eq "--policy with an invalid policy exits 3" 3 "$rc"
+	run "$P" inject --policy "$SK_TMP/policy.yaml" --agent-uid 1000 -f "$SK_TMP/job.yaml"
+	sk_check_eq "--policy with a disagreeing --agent-uid is a usage error" 2 "$rc"
+	printf 'version: 1\nagent: {uid: 0}\n' >"$SK_TMP/bad-policy.yaml"
+	run "$P" inject --policy "$SK_TMP/bad-policy.yaml" -f "$SK_TMP/job.yaml"
+	sk_check_eq "--policy with an invalid policy exits 3" 3 "$rc"
 
-run "$P" inject --init-image "a b" -f "$SK_TMP/job.yaml"
-sk_check_eq "an image with a space is a usage error" "2:stockade-policy inject: --init-image: expected a non-empty name of printable ASCII, no spaces" "$rc:$err"
+	run "$P" inject --init-image "a b" -f "$SK_TMP/job.yaml"
+	sk_check_eq "an image with a space is a usage error" "2:stockade-policy inject: --init-image: expected a non-empty name of printable ASCII, no spaces" "$rc:$err"
+}
 
-sk_summary
+SK_CASES=(same_as_chart kinds idempotence refusals lists_json_policy)
+sk_main "$@"
