@@ -7,12 +7,16 @@ set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=e2e/lib.sh
 . "$HERE/lib.sh"
-sk_tmp skdocs
 POL=$SK_BIN/stockade-policy
-[ -x "$POL" ] || { sk_fail "stockade-policy at $POL"; sk_summary; exit 1; }
+
+setup() {
+	sk_tmp skdocs
+	[ -x "$POL" ] || { sk_fail "stockade-policy at $POL"; sk_summary; exit 1; }
+}
 
 # Each ```yaml block of recipes.md into its own file, named after the heading above it.
-/usr/bin/python3 - "$SK_ROOT/docs/recipes.md" "$SK_TMP" <<'PYEOF'
+t_recipes() {
+	/usr/bin/python3 - "$SK_ROOT/docs/recipes.md" "$SK_TMP" <<'PYEOF'
 import re, sys
 text = open(sys.argv[1], encoding="utf-8").read()
 heading, n = "top", 0
@@ -23,24 +27,28 @@ for part in re.split(r"(^## [^\n]*$|^```yaml\n.*?^```$)", text, flags=re.M | re.
         n += 1
         open("%s/%02d-%s.yaml" % (sys.argv[2], n, heading), "w").write(part[len("```yaml\n"):-3])
 PYEOF
-n=0
-for f in "$SK_TMP"/*.yaml; do
-	[ -e "$f" ] || continue
-	n=$((n + 1))
-	name=$(basename "$f" .yaml)
-	if out=$("$POL" check --no-file-checks "$f" 2>&1); then sk_pass "recipe $name: stockade-policy check ($out)"
-	else sk_fail "recipe $name: stockade-policy check" "$out"; fi
-	while read -r host port proto want; do
-		got=$("$POL" explain --no-file-checks "$f" "$host" "$port" --proto "$proto" 2>&1 |
-			sed -n 's/^{"decision":"\([a-z_]*\)".*/\1/p')
-		sk_check_eq "recipe $name: explain $host $port $proto" "$want" "$got"
-	done < <(sed -n 's/^# explain: \([^ ]*\) \([0-9]*\) \([a-z]*\) -> \([a-z]*\)$/\1 \2 \3 \4/p' "$f")
-done
-if [ "$n" -ge 9 ]; then sk_pass "recipes.md has $n policy blocks"; else sk_fail "recipes.md policy blocks" "found $n, expected at least 9"; fi
+	n=0
+	for f in "$SK_TMP"/*.yaml; do
+		[ -e "$f" ] || continue
+		n=$((n + 1))
+		name=$(basename "$f" .yaml)
+		if out=$("$POL" check --no-file-checks "$f" 2>&1); then sk_pass "recipe $name: stockade-policy check ($out)"
+		else sk_fail "recipe $name: stockade-policy check" "$out"; fi
+		while read -r host port proto want; do
+			got=$("$POL" explain --no-file-checks "$f" "$host" "$port" --proto "$proto" 2>&1 |
+				sed -n 's/^{"decision":"\([a-z_]*\)".*/\1/p')
+			sk_check_eq "recipe $name: explain $host $port $proto" "$want" "$got"
+		done < <(sed -n 's/^# explain: \([^ ]*\) \([0-9]*\) \([a-z]*\) -> \([a-z]*\)$/\1 \2 \3 \4/p' "$f")
+	done
+	if [ "$n" -ge 9 ]; then sk_pass "recipes.md has $n policy blocks"; else sk_fail "recipes.md policy blocks" "found $n, expected at least 9"; fi
+}
 
 # Generated docs are current.
-sk_check "docs/operating.md audit section and audit.schema.json reasons match the code" \
-	/usr/bin/python3 "$SK_ROOT/scripts/gen-audit-doc" --check
-sk_check "docs/metrics.md matches the metric registrations" /usr/bin/python3 "$SK_ROOT/scripts/gen-metrics-doc" --check
+t_generated() {
+	sk_check "docs/operating.md audit section and audit.schema.json reasons match the code" \
+		/usr/bin/python3 "$SK_ROOT/scripts/gen-audit-doc" --check
+	sk_check "docs/metrics.md matches the metric registrations" /usr/bin/python3 "$SK_ROOT/scripts/gen-metrics-doc" --check
+}
 
-sk_summary
+SK_CASES=(recipes generated)
+sk_main "$@"
