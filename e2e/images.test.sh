@@ -10,17 +10,18 @@
 set -uo pipefail
 # shellcheck source=e2e/lib.sh
 . "$(dirname "$0")/lib.sh"
-sk_require_root
 cd "$SK_ROOT" || exit 1
 BUILD=${BUILD:-build}
-SK_TMP=$(mktemp -d)
-trap sk_cleanup_on_exit EXIT
 
-if ! make -s images BUILD="$BUILD" >"$SK_TMP/images.log" 2>&1; then
-	cat "$SK_TMP/images.log"; sk_fail "make images"; sk_summary; exit 1
-fi
-sk_pass "make images"
-cat "$SK_TMP/images.log"
+setup() {
+	sk_require_root
+	sk_tmp skimages
+	if ! make -s images BUILD="$BUILD" >"$SK_TMP/images.log" 2>&1; then
+		cat "$SK_TMP/images.log"; sk_fail "make images"; sk_summary; exit 1
+	fi
+	sk_pass "make images"
+	cat "$SK_TMP/images.log"
+}
 
 # Prints each library that libcurl.so.4 needs, directly or not, and that the loader would not find in
 # the rootfs $1 (its own multiarch dirs only: there is no ld.so.cache in the image); nothing when complete.
@@ -90,12 +91,9 @@ check_image_curl() {
 	fi
 }
 
-images=()
-while read -r name _; do
-	case $name in '' | '#'*) continue ;; esac
-	images+=("$name")
-done <scripts/images.list
-for img in "${images[@]}"; do
+# check_image IMG — the image stockade-IMG: size, contents, user, and its binary under runc.
+check_image() {
+	img=$1
 	tarball="$BUILD/images/stockade-$img.tar"
 	dir="$SK_TMP/$img"
 	mkdir -p "$dir/rootfs"
@@ -151,5 +149,12 @@ PY
 	if grep -q "^stockade-$img " <<<"$out"; then sk_pass "$img image runs --version under runc ($out)"
 	else sk_fail "$img image runs --version under runc" "$out"; fi
 	runc delete -f "sk-img-$img-$$" >/dev/null 2>&1 || true
-done
-sk_summary
+}
+
+# One case per image of scripts/images.list (the list `make images` builds).
+while read -r name _; do
+	case $name in '' | '#'*) continue ;; esac
+	SK_CASES+=("$name")
+	eval "t_$name() { check_image $name; }"
+done <scripts/images.list
+sk_main "$@"
