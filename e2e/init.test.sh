@@ -11,8 +11,6 @@
 set -uo pipefail
 # shellcheck source=e2e/lib.sh
 . "$(dirname "$0")/lib.sh"
-sk_require_root
-
 N=skinit
 POD=$N-pod
 INIT=$SK_BIN/stockade-init
@@ -22,15 +20,56 @@ SRV4=198.18.1.10 SRV6=2001:db8:19::10          # test servers (TCP 80/443, UDP e
 UDP4=198.18.1.20 UDP6=2001:db8:19::20          # udp rule targets (UDP echo 7000)
 DIR4=198.18.1.30                               # direct tcp rule target (TCP 7100)
 
-sk_tmp skinit
+as() { local uid=$1; shift; sk_pod_as "$N" "$uid" "$PY" "$H" "$@" 2>/dev/null; }
 
-for b in "$INIT" "$SK_BIN/stockade-policy"; do
-	[ -x "$b" ] || { echo "missing $b (run make first)"; echo "0 passed, 1 failed"; exit 1; }
-done
+policy() {  # policy FILE LOOPBACK-YAML
+	sk_policy "$1" <<EOF
+exemptUids: [$X]
+egress:
+  - host: example.com
+    ports: [443]
+  - cidr: $UDP4/32
+    ports: [7000]
+    protocol: udp
+  - cidr: $UDP6/128
+    ports: [7000]
+    protocol: udp
+  - cidr: $DIR4/32
+    ports: [7100]
+    protocol: tcp
+    direct: true
+loopback: $2
+EOF
+}
 
-# ---- helpers: one python script, many roles ----
-H=$SK_TMP/h.py
-cat >"$H" <<'EOF'
+# sniff_join LABEL — captures IGMP/MLD on the peer's veth while the agent joins 239.83.69.67 and
+# ff0e:5345:4352:4554:2d45:5846:494c:2121 on the pod's; the capture is left in $SK_TMP/sniff.LABEL.
+sniff_join() {
+	local out=$SK_TMP/sniff.$1
+	sk_inet "$N" "$PY" "$H" sniff skn0 3 "$out" &
+	local sp=$!
+	for _ in $(seq 50); do [ -s "$out" ] && break; sleep 0.05; done
+	as $A join skp0 1.5 >/dev/null
+	wait $sp
+}
+GROUP4=239.83.69.67 GROUP6=ff0e:5345:4352:4554:2d45:5846:494c:2121
+
+adm() { sk_pod_as "$N" "$1" curl -sS -m 3 "http://$2:15000/metrics" 2>&1; }
+
+# need_table — the cases after `load` run against the init's table: load it when it is not there (a run
+# of --only without the load case).
+need_table() { sk_pod "$N" "$INIT" --policy "$P" --check >/dev/null 2>&1 || sk_pod "$N" "$INIT" --policy "$P" >/dev/null 2>&1; }
+
+setup() {
+	sk_require_root
+	sk_tmp skinit
+	for b in "$INIT" "$SK_BIN/stockade-policy"; do
+		[ -x "$b" ] || { echo "missing $b (run make first)"; echo "0 passed, 1 failed"; exit 1; }
+	done
+
+	# ---- helpers: one python script, many roles ----
+	H=$SK_TMP/h.py
+	cat >"$H" <<'EOF'
 import socket, struct, sys, threading, time
 
 def origdst(c, fam):
@@ -182,272 +221,269 @@ except OSError as e:
     print('error: %s' % e, file=sys.stderr); sys.exit(1)
 EOF
 
-as() { local uid=$1; shift; sk_pod_as "$N" "$uid" "$PY" "$H" "$@" 2>/dev/null; }
+	# ---- namespaces and servers ----
+	sk_net_up "$N" || { echo "0 passed, 1 failed"; exit 1; }
+	for ip in $SRV4 $SRV6 $UDP4 $UDP6 $DIR4; do sk_net_add_ip "$N" "$ip"; done
+	sk_pod "$N" sysctl -qw net.ipv4.ping_group_range="0 2147483647"
+	sk_inet "$N" "$PY" "$H" serve tcp 80 inet - $SRV4 $SRV6 &
+	sk_inet "$N" "$PY" "$H" serve tcp 443 inet - $SRV4 $SRV6 &
+	sk_inet "$N" "$PY" "$H" serve tcp 7100 inet - $DIR4 &
+	sk_inet "$N" "$PY" "$H" serve udp 7000 echo - $UDP4 $UDP6 &
+	sk_inet "$N" "$PY" "$H" serve udp 7001 echo - $SRV4 $SRV6 &
+	PROXY_LOG=$SK_TMP/proxy.log
+	touch "$PROXY_LOG"
+	sk_pod "$N" "$PY" "$H" serve tcp 15001 proxy "$PROXY_LOG" 127.0.0.1 ::1 &
+	sk_pod "$N" "$PY" "$H" serve tcp 15053 dns - 127.0.0.1 ::1 &
+	sk_pod "$N" "$PY" "$H" serve udp 15053 dns - 127.0.0.1 ::1 &
+	sk_pod "$N" "$PY" "$H" serve tcp 8080 local - 127.0.0.1 ::1 &
+	sk_pod "$N" "$PY" "$H" serve udp 9999 local - 127.0.0.1 &
+	sk_wait_port "$N-net" tcp 80 && sk_wait_port "$N-net" udp 7001 && sk_wait_port "$N-net" tcp 7100
+	sk_wait_port "$POD" tcp 15001 && sk_wait_port "$POD" udp 15053 && sk_wait_port "$POD" tcp 8080
 
-# ---- namespaces and servers ----
-sk_net_up "$N" || { echo "0 passed, 1 failed"; exit 1; }
-for ip in $SRV4 $SRV6 $UDP4 $UDP6 $DIR4; do sk_net_add_ip "$N" "$ip"; done
-sk_pod "$N" sysctl -qw net.ipv4.ping_group_range="0 2147483647"
-sk_inet "$N" "$PY" "$H" serve tcp 80 inet - $SRV4 $SRV6 &
-sk_inet "$N" "$PY" "$H" serve tcp 443 inet - $SRV4 $SRV6 &
-sk_inet "$N" "$PY" "$H" serve tcp 7100 inet - $DIR4 &
-sk_inet "$N" "$PY" "$H" serve udp 7000 echo - $UDP4 $UDP6 &
-sk_inet "$N" "$PY" "$H" serve udp 7001 echo - $SRV4 $SRV6 &
-PROXY_LOG=$SK_TMP/proxy.log
-touch "$PROXY_LOG"
-sk_pod "$N" "$PY" "$H" serve tcp 15001 proxy "$PROXY_LOG" 127.0.0.1 ::1 &
-sk_pod "$N" "$PY" "$H" serve tcp 15053 dns - 127.0.0.1 ::1 &
-sk_pod "$N" "$PY" "$H" serve udp 15053 dns - 127.0.0.1 ::1 &
-sk_pod "$N" "$PY" "$H" serve tcp 8080 local - 127.0.0.1 ::1 &
-sk_pod "$N" "$PY" "$H" serve udp 9999 local - 127.0.0.1 &
-sk_wait_port "$N-net" tcp 80 && sk_wait_port "$N-net" udp 7001 && sk_wait_port "$N-net" tcp 7100
-sk_wait_port "$POD" tcp 15001 && sk_wait_port "$POD" udp 15053 && sk_wait_port "$POD" tcp 8080
-
-policy() {  # policy FILE LOOPBACK-YAML
-	cat >"$1" <<EOF
-version: 1
-mode: enforce
-agent: { uid: $A }
-sidecar: { uid: $S }
-exemptUids: [$X]
-ports: { proxy: 15001, dns: 15053, admin: 15000, api: 15080 }
-egress:
-  - host: example.com
-    ports: [443]
-  - cidr: $UDP4/32
-    ports: [7000]
-    protocol: udp
-  - cidr: $UDP6/128
-    ports: [7000]
-    protocol: udp
-  - cidr: $DIR4/32
-    ports: [7100]
-    protocol: tcp
-    direct: true
-loopback: $2
-EOF
+	# a stand-in admin on all addresses, run as the sidecar UID like the real one (issue 16 item 9)
+	ADM=$SK_TMP/admin
+	mkdir -p "$ADM" && echo "stockade_up 1" >"$ADM/metrics" && chmod -R a+rX "$ADM"
+	(cd "$ADM" && sk_pod_as "$N" $S "$PY" -m http.server 15000 --bind :: >/dev/null 2>&1) &
+	sk_wait_port "$POD" tcp 15000
+	P=$SK_TMP/policy.yaml
+	policy "$P" allow
 }
-P=$SK_TMP/policy.yaml
-policy "$P" allow
 
 # ---- before: sanity of the harness itself (no rules yet, so everything flows) ----
-sk_check_eq "harness: agent reaches the test server before init" inet "$(as $A tcp $SRV4 80)"
+t_before() {
+	sk_check_eq "harness: agent reaches the test server before init" inet "$(as $A tcp $SRV4 80)"
 
-# sniff_join LABEL — captures IGMP/MLD on the peer's veth while the agent joins 239.83.69.67 and
-# ff0e:5345:4352:4554:2d45:5846:494c:2121 on the pod's; the capture is left in $SK_TMP/sniff.LABEL.
-sniff_join() {
-	local out=$SK_TMP/sniff.$1
-	sk_inet "$N" "$PY" "$H" sniff skn0 3 "$out" &
-	local sp=$!
-	for _ in $(seq 50); do [ -s "$out" ] && break; sleep 0.05; done
-	as $A join skp0 1.5 >/dev/null
-	wait $sp
+	sniff_join before
+	sk_check "harness: before init the agent's join sends an IGMP report naming $GROUP4" grep -q "^igmp .*$GROUP4" "$SK_TMP/sniff.before"
+	sk_check "harness: before init the agent's join sends an MLD report naming $GROUP6" grep -q "^mld .*$GROUP6" "$SK_TMP/sniff.before"
 }
-GROUP4=239.83.69.67 GROUP6=ff0e:5345:4352:4554:2d45:5846:494c:2121
-sniff_join before
-sk_check "harness: before init the agent's join sends an IGMP report naming $GROUP4" grep -q "^igmp .*$GROUP4" "$SK_TMP/sniff.before"
-sk_check "harness: before init the agent's join sends an MLD report naming $GROUP6" grep -q "^mld .*$GROUP6" "$SK_TMP/sniff.before"
 
 # ---- dry run and rules ----
-out=$(sk_pod "$N" "$INIT" --policy "$P" --dry-run)
-sk_check "dry-run prints the table" grep -q '^table inet stockade {' <<<"$out"
-sk_check_eq "dry-run changes nothing" "" "$(sk_pod "$N" nft list tables)"
-sk_check_eq "stockade-policy rules prints the same text as --dry-run" "$out" "$("$SK_BIN/stockade-policy" rules "$P")"
-sk_check "dry-run text loads with nft -f in a scratch netns" bash -c "
+t_dry_run() {
+	out=$(sk_pod "$N" "$INIT" --policy "$P" --dry-run)
+	sk_check "dry-run prints the table" grep -q '^table inet stockade {' <<<"$out"
+	sk_check_eq "dry-run changes nothing" "" "$(sk_pod "$N" nft list tables)"
+	sk_check_eq "stockade-policy rules prints the same text as --dry-run" "$out" "$("$SK_BIN/stockade-policy" rules "$P")"
+	sk_check "dry-run text loads with nft -f in a scratch netns" bash -c "
 	ip netns add $N-scratch && ip netns exec $N-scratch nft -f - <<<\"\$1\"; rc=\$?; ip netns del $N-scratch; exit \$rc" _ "$out"
+}
 
 # ---- guard: the root netns is refused and left untouched ----
-before=$(nft list ruleset 2>/dev/null | sha256sum)
-msg=$("$INIT" --policy "$P" 2>&1); rc=$?
-sk_check_eq "guard: refuses the host netns (exit 1)" 1 "$rc"
-sk_check "guard: says why" grep -q "refusing: this network namespace looks like a node's" <<<"$msg"
-sk_check_eq "guard: host ruleset unchanged" "$before" "$(nft list ruleset 2>/dev/null | sha256sum)"
+t_guard() {
+	before=$(nft list ruleset 2>/dev/null | sha256sum)
+	msg=$("$INIT" --policy "$P" 2>&1); rc=$?
+	sk_check_eq "guard: refuses the host netns (exit 1)" 1 "$rc"
+	sk_check "guard: says why" grep -q "refusing: this network namespace looks like a node's" <<<"$msg"
+	sk_check_eq "guard: host ruleset unchanged" "$before" "$(nft list ruleset 2>/dev/null | sha256sum)"
+}
 
 # ---- errors ----
-msg=$(sk_pod_as "$N" $O "$INIT" --policy "$P" 2>&1); rc=$?
-sk_check_eq "no CAP_NET_ADMIN: exit 4" 4 "$rc"
-sk_check "no CAP_NET_ADMIN: says so" grep -q "needs CAP_NET_ADMIN in the pod's network namespace" <<<"$msg"
-printf 'version: 1\nagent: { uid: 1337 }\nbogus: 1\n' >"$SK_TMP/bad.yaml"
-msg=$(sk_pod "$N" "$INIT" --policy "$SK_TMP/bad.yaml" 2>&1); rc=$?
-sk_check_eq "invalid policy: exit 3" 3 "$rc"
-sk_check "invalid policy: file:line:col diagnostics" grep -qE "bad.yaml:[0-9]+:[0-9]+:" <<<"$msg"
-sk_check_eq "invalid policy: nothing loaded" "" "$(sk_pod "$N" nft list tables)"
+t_errors() {
+	msg=$(sk_pod_as "$N" $O "$INIT" --policy "$P" 2>&1); rc=$?
+	sk_check_eq "no CAP_NET_ADMIN: exit 4" 4 "$rc"
+	sk_check "no CAP_NET_ADMIN: says so" grep -q "needs CAP_NET_ADMIN in the pod's network namespace" <<<"$msg"
+	printf 'version: 1\nagent: { uid: 1337 }\nbogus: 1\n' >"$SK_TMP/bad.yaml"
+	msg=$(sk_pod "$N" "$INIT" --policy "$SK_TMP/bad.yaml" 2>&1); rc=$?
+	sk_check_eq "invalid policy: exit 3" 3 "$rc"
+	sk_check "invalid policy: file:line:col diagnostics" grep -qE "bad.yaml:[0-9]+:[0-9]+:" <<<"$msg"
+	sk_check_eq "invalid policy: nothing loaded" "" "$(sk_pod "$N" nft list tables)"
+}
 
 # ---- load ----
-M=$SK_TMP/marker
-msg=$(sk_pod "$N" "$INIT" --policy "$P" --marker "$M" 2>&1); rc=$?
-sk_check_eq "init loads and verifies (exit 0)" 0 "$rc"
-[ "$rc" -eq 0 ] || echo "$msg"
-sk_check "marker: hash line first" grep -qE '^hash=[0-9a-f]{16}$' <(head -1 "$M")
-sk_check "marker: counts" grep -qE '^rules=[0-9]+$' "$M"
-sk_check "--check passes on the fresh table" sk_pod "$N" "$INIT" --policy "$P" --check
-sk_pod "$N" ip neigh flush all   # IPv6 must re-resolve its gateway through the new rules (ND)
+t_load() {
+	M=$SK_TMP/marker
+	msg=$(sk_pod "$N" "$INIT" --policy "$P" --marker "$M" 2>&1); rc=$?
+	sk_check_eq "init loads and verifies (exit 0)" 0 "$rc"
+	[ "$rc" -eq 0 ] || echo "$msg"
+	sk_check "marker: hash line first" grep -qE '^hash=[0-9a-f]{16}$' <(head -1 "$M")
+	sk_check "marker: counts" grep -qE '^rules=[0-9]+$' "$M"
+	sk_check "--check passes on the fresh table" sk_pod "$N" "$INIT" --policy "$P" --check
+	sk_pod "$N" ip neigh flush all   # IPv6 must re-resolve its gateway through the new rules (ND)
+}
 
 # ---- agent ----
-: >"$PROXY_LOG"
-sk_check_eq "agent tcp v4 :80 lands on the proxy" proxy "$(as $A tcp $SRV4 80)"
-sk_check_eq "agent tcp v4: SO_ORIGINAL_DST is the intended destination" "$SRV4 80" "$(tail -1 "$PROXY_LOG")"
-sk_check_eq "agent tcp v4 :443 lands on the proxy" proxy "$(as $A tcp $SRV4 443)"
-sk_check_eq "agent tcp v4 :443 original dst" "$SRV4 443" "$(tail -1 "$PROXY_LOG")"
-sk_check_eq "agent tcp v4 to an unused port lands on the proxy" proxy "$(as $A tcp 198.18.1.99 5555)"
-sk_check_eq "agent tcp v4 unused port original dst" "198.18.1.99 5555" "$(tail -1 "$PROXY_LOG")"
-sk_check_eq "agent tcp v6 lands on the proxy" proxy "$(as $A tcp $SRV6 443)"
-sk_check_eq "agent tcp v6: IP6T_SO_ORIGINAL_DST is the intended destination" "$SRV6 443" "$(tail -1 "$PROXY_LOG")"
-sk_check_eq "agent udp v4 :53 lands on the DNS port" dns "$(as $A udp $SRV4 53)"
-sk_check_eq "agent udp v6 :53 lands on the DNS port" dns "$(as $A udp $SRV6 53)"
-sk_check_eq "agent tcp v4 :53 lands on the DNS port" dns "$(as $A tcp $SRV4 53)"
-sk_check_eq "agent tcp v6 :53 lands on the DNS port" dns "$(as $A tcp $SRV6 53)"
-sk_check_fails "agent udp v4 to another port is blocked" as $A udp $SRV4 7001
-sk_check_fails "agent udp v6 to another port is blocked" as $A udp $SRV6 7001
-sk_check_eq "agent udp v4 to a udp rule passes directly" echo "$(as $A udp $UDP4 7000)"
-sk_check_eq "agent udp v6 to a udp rule passes directly" echo "$(as $A udp $UDP6 7000)"
-sk_check_fails "agent udp to a udp rule's address, other port, is blocked" as $A udp $UDP4 7001
-sk_check_eq "agent tcp to a direct rule bypasses the proxy" inet "$(as $A tcp $DIR4 7100)"
-sk_check_fails "agent icmp echo v4 is blocked" as $A ping $SRV4
-sk_check_fails "agent icmpv6 echo is blocked" as $A ping $SRV6
-sk_check_eq "agent loopback tcp allowed (loopback: allow)" local "$(as $A tcp 127.0.0.1 8080)"
-sk_check_eq "agent loopback udp allowed (loopback: allow)" local "$(as $A udp 127.0.0.1 9999)"
+t_agent() {
+	need_table
+	: >"$PROXY_LOG"
+	sk_check_eq "agent tcp v4 :80 lands on the proxy" proxy "$(as $A tcp $SRV4 80)"
+	sk_check_eq "agent tcp v4: SO_ORIGINAL_DST is the intended destination" "$SRV4 80" "$(tail -1 "$PROXY_LOG")"
+	sk_check_eq "agent tcp v4 :443 lands on the proxy" proxy "$(as $A tcp $SRV4 443)"
+	sk_check_eq "agent tcp v4 :443 original dst" "$SRV4 443" "$(tail -1 "$PROXY_LOG")"
+	sk_check_eq "agent tcp v4 to an unused port lands on the proxy" proxy "$(as $A tcp 198.18.1.99 5555)"
+	sk_check_eq "agent tcp v4 unused port original dst" "198.18.1.99 5555" "$(tail -1 "$PROXY_LOG")"
+	sk_check_eq "agent tcp v6 lands on the proxy" proxy "$(as $A tcp $SRV6 443)"
+	sk_check_eq "agent tcp v6: IP6T_SO_ORIGINAL_DST is the intended destination" "$SRV6 443" "$(tail -1 "$PROXY_LOG")"
+	sk_check_eq "agent udp v4 :53 lands on the DNS port" dns "$(as $A udp $SRV4 53)"
+	sk_check_eq "agent udp v6 :53 lands on the DNS port" dns "$(as $A udp $SRV6 53)"
+	sk_check_eq "agent tcp v4 :53 lands on the DNS port" dns "$(as $A tcp $SRV4 53)"
+	sk_check_eq "agent tcp v6 :53 lands on the DNS port" dns "$(as $A tcp $SRV6 53)"
+	sk_check_fails "agent udp v4 to another port is blocked" as $A udp $SRV4 7001
+	sk_check_fails "agent udp v6 to another port is blocked" as $A udp $SRV6 7001
+	sk_check_eq "agent udp v4 to a udp rule passes directly" echo "$(as $A udp $UDP4 7000)"
+	sk_check_eq "agent udp v6 to a udp rule passes directly" echo "$(as $A udp $UDP6 7000)"
+	sk_check_fails "agent udp to a udp rule's address, other port, is blocked" as $A udp $UDP4 7001
+	sk_check_eq "agent tcp to a direct rule bypasses the proxy" inet "$(as $A tcp $DIR4 7100)"
+	sk_check_fails "agent icmp echo v4 is blocked" as $A ping $SRV4
+	sk_check_fails "agent icmpv6 echo is blocked" as $A ping $SRV6
+	sk_check_eq "agent loopback tcp allowed (loopback: allow)" local "$(as $A tcp 127.0.0.1 8080)"
+	sk_check_eq "agent loopback udp allowed (loopback: allow)" local "$(as $A udp 127.0.0.1 9999)"
+}
 
 # ---- admin port: kubelet's, not the agent's (issue 16 item 9) ----
-ADM=$SK_TMP/admin
-mkdir -p "$ADM" && echo "stockade_up 1" >"$ADM/metrics" && chmod -R a+rX "$ADM"
-# a stand-in admin on all addresses, run as the sidecar UID like the real one
-(cd "$ADM" && sk_pod_as "$N" $S "$PY" -m http.server 15000 --bind :: >/dev/null 2>&1) &
-sk_wait_port "$POD" tcp 15000
-adm() { sk_pod_as "$N" "$1" curl -sS -m 3 "http://$2:15000/metrics" 2>&1; }
-for h in 127.0.0.1 "[::1]" $SK_POD_IP4 "[$SK_POD_IP6]"; do
-	out=$(adm $A "$h"); rc=$?
-	# exit 7 at once: the SYN was answered with a reset (a timeout would be 28)
-	sk_check_eq "agent curl http://$h:15000/metrics is refused (loopback: allow)" 7 "$rc"
-	sk_check "agent curl $h:15000: could not connect" grep -qE "Couldn't connect|refused|reset" <<<"$out"
-	sk_check_eq "sidecar curl http://$h:15000/metrics works" "stockade_up 1" "$(adm $S "$h")"
-done
-sk_check_eq "third uid on loopback still reaches the admin port" "stockade_up 1" "$(adm $O 127.0.0.1)"
-sk_check_eq "kubelet-style probe from outside the pod reaches the admin port" "stockade_up 1" \
-	"$(sk_inet "$N" curl -sS -m 3 "http://$SK_POD_IP4:15000/metrics")"
-sk_check_eq "agent loopback to other ports still allowed" local "$(as $A tcp 127.0.0.1 8080)"
+t_admin_port() {
+	need_table
+	for h in 127.0.0.1 "[::1]" $SK_POD_IP4 "[$SK_POD_IP6]"; do
+		out=$(adm $A "$h"); rc=$?
+		# exit 7 at once: the SYN was answered with a reset (a timeout would be 28)
+		sk_check_eq "agent curl http://$h:15000/metrics is refused (loopback: allow)" 7 "$rc"
+		sk_check "agent curl $h:15000: could not connect" grep -qE "Couldn't connect|refused|reset" <<<"$out"
+		sk_check_eq "sidecar curl http://$h:15000/metrics works" "stockade_up 1" "$(adm $S "$h")"
+	done
+	sk_check_eq "third uid on loopback still reaches the admin port" "stockade_up 1" "$(adm $O 127.0.0.1)"
+	sk_check_eq "kubelet-style probe from outside the pod reaches the admin port" "stockade_up 1" \
+		"$(sk_inet "$N" curl -sS -m 3 "http://$SK_POD_IP4:15000/metrics")"
+	sk_check_eq "agent loopback to other ports still allowed" local "$(as $A tcp 127.0.0.1 8080)"
+}
 
 # ---- multicast reports never leave; ND still works (issue 16 item 1) ----
-sniff_join after
-sk_check_eq "agent join after init: no IGMP/MLD packet reaches the peer" "" "$(grep -v '^ready' "$SK_TMP/sniff.after")"
-sk_check_fails "agent join after init: nothing names $GROUP4 or $GROUP6" grep -qE "$GROUP4|$GROUP6" "$SK_TMP/sniff.after"
-cnt=$(sk_pod "$N" nft list counter inet stockade mcast_report_drop | grep -oE 'packets [0-9]+' | awk '{print $2}')
-sk_check "named counter mcast_report_drop counted the reports" test "${cnt:-0}" -gt 0
-# A new address makes the kernel join its solicited-node group (ff02::1:ff00:77) and report it: that
-# report is dropped too, yet the peer's neighbour solicitation to that group still reaches the pod over the
-# veth and is answered, so ND does not need MLD here.
-sk_inet "$N" "$PY" "$H" sniff skn0 2.5 "$SK_TMP/sniff.nd" &
-snp=$!
-sleep 0.3
-sk_pod "$N" ip -6 addr add 2001:db8:18::77/64 dev skp0 nodad
-sk_inet "$N" ip -6 neigh flush dev skn0
-sk_inet "$N" sysctl -qw net.ipv4.ping_group_range="0 2147483647"
-sk_check_eq "peer pings a fresh pod address (ND through the rules, its MLD dropped)" pong \
-	"$(sk_inet "$N" "$PY" "$H" ping 2001:db8:18::77 2>&1)"
-wait $snp
-sk_check_eq "no MLD report for the fresh address's solicited-node group left the pod" "" \
-	"$(grep -v '^ready' "$SK_TMP/sniff.nd")"
-sk_check "peer's neighbour entry for the pod address resolved" grep -qE "lladdr .*(REACHABLE|STALE|DELAY)" \
-	<<<"$(sk_inet "$N" ip -6 neigh show 2001:db8:18::77)"
-sk_pod "$N" ip -6 addr del 2001:db8:18::77/64 dev skp0
-sk_pod "$N" ip -6 neigh flush dev skp0
-sk_check_eq "pod re-resolves its IPv6 gateway (sidecar ping6)" pong "$(as $S ping $SRV6)"
-sk_check "pod's neighbour entry for the gateway resolved" grep -qE "lladdr .*(REACHABLE|STALE|DELAY)" \
-	<<<"$(sk_pod "$N" ip -6 neigh show $SK_NET_IP6)"
+t_multicast() {
+	need_table
+	sniff_join after
+	sk_check_eq "agent join after init: no IGMP/MLD packet reaches the peer" "" "$(grep -v '^ready' "$SK_TMP/sniff.after")"
+	sk_check_fails "agent join after init: nothing names $GROUP4 or $GROUP6" grep -qE "$GROUP4|$GROUP6" "$SK_TMP/sniff.after"
+	cnt=$(sk_pod "$N" nft list counter inet stockade mcast_report_drop | grep -oE 'packets [0-9]+' | awk '{print $2}')
+	sk_check "named counter mcast_report_drop counted the reports" test "${cnt:-0}" -gt 0
+	# A new address makes the kernel join its solicited-node group (ff02::1:ff00:77) and report it: that
+	# report is dropped too, yet the peer's neighbour solicitation to that group still reaches the pod over the
+	# veth and is answered, so ND does not need MLD here.
+	sk_inet "$N" "$PY" "$H" sniff skn0 2.5 "$SK_TMP/sniff.nd" &
+	snp=$!
+	sleep 0.3
+	sk_pod "$N" ip -6 addr add 2001:db8:18::77/64 dev skp0 nodad
+	sk_inet "$N" ip -6 neigh flush dev skn0
+	sk_inet "$N" sysctl -qw net.ipv4.ping_group_range="0 2147483647"
+	sk_check_eq "peer pings a fresh pod address (ND through the rules, its MLD dropped)" pong \
+		"$(sk_inet "$N" "$PY" "$H" ping 2001:db8:18::77 2>&1)"
+	wait $snp
+	sk_check_eq "no MLD report for the fresh address's solicited-node group left the pod" "" \
+		"$(grep -v '^ready' "$SK_TMP/sniff.nd")"
+	sk_check "peer's neighbour entry for the pod address resolved" grep -qE "lladdr .*(REACHABLE|STALE|DELAY)" \
+		<<<"$(sk_inet "$N" ip -6 neigh show 2001:db8:18::77)"
+	sk_pod "$N" ip -6 addr del 2001:db8:18::77/64 dev skp0
+	sk_pod "$N" ip -6 neigh flush dev skp0
+	sk_check_eq "pod re-resolves its IPv6 gateway (sidecar ping6)" pong "$(as $S ping $SRV6)"
+	sk_check "pod's neighbour entry for the gateway resolved" grep -qE "lladdr .*(REACHABLE|STALE|DELAY)" \
+		<<<"$(sk_pod "$N" ip -6 neigh show $SK_NET_IP6)"
+}
 
 # ---- sidecar, exempt, others ----
-sk_check_eq "sidecar tcp v4 reaches the server directly" inet "$(as $S tcp $SRV4 80)"
-sk_check_eq "sidecar tcp v6 reaches the server directly (ND works)" inet "$(as $S tcp $SRV6 80)"
-sk_check_eq "sidecar udp v4 reaches the server" echo "$(as $S udp $SRV4 7001)"
-sk_check_eq "sidecar udp v6 reaches the server" echo "$(as $S udp $SRV6 7001)"
-sk_check_eq "sidecar icmp echo works (control for the agent's)" pong "$(as $S ping $SRV4)"
-sk_check_eq "sidecar icmpv6 echo works" pong "$(as $S ping $SRV6)"
-sk_check_eq "exempt uid reaches the server" inet "$(as $X tcp $SRV4 80)"
-sk_check_eq "exempt uid v6 reaches the server" inet "$(as $X tcp $SRV6 80)"
-sk_check_fails "third uid tcp v4 blocked" as $O tcp $SRV4 80
-sk_check_fails "third uid tcp v6 blocked" as $O tcp $SRV6 80
-sk_check_fails "third uid udp blocked" as $O udp $SRV4 7001
-sk_check_fails "third uid ping blocked" as $O ping $SRV4
-sk_check_fails "root tcp v4 blocked" as 0 tcp $SRV4 80
-sk_check_fails "root tcp v6 blocked" as 0 tcp $SRV6 80
-sk_check_fails "root udp blocked" as 0 udp $SRV4 7001
-# conntrack knows no sockets: the agent reusing the 5-tuple of the sidecar's live flow must not ride it
-sk_check_eq "sidecar udp from a fixed source port (opens a conntrack flow)" echo "$(as $S udpfrom 41234 $SRV4 7001)"
-sk_check_fails "agent reusing that 5-tuple is still blocked" as $A udpfrom 41234 $SRV4 7001
-sk_check_eq "sidecar udp v6 from a fixed source port" echo "$(as $S udpfrom 41235 $SRV6 7001)"
-sk_check_fails "agent reusing that v6 5-tuple is still blocked" as $A udpfrom 41235 $SRV6 7001
-sk_check_eq "third uid loopback allowed" local "$(as $O tcp 127.0.0.1 8080)"
-cnt=$(sk_pod "$N" nft list counter inet stockade other_uid_reject_tcp | grep -oE 'packets [0-9]+' | awk '{print $2}')
-sk_check "named counter other_uid_reject_tcp counted the rejects" test "${cnt:-0}" -gt 0
-cnt=$(sk_pod "$N" nft list counter inet stockade agent_reject_other | grep -oE 'packets [0-9]+' | awk '{print $2}')
-sk_check "named counter agent_reject_other counted the rejects" test "${cnt:-0}" -gt 0
+t_other_uids() {
+	need_table
+	sk_check_eq "sidecar tcp v4 reaches the server directly" inet "$(as $S tcp $SRV4 80)"
+	sk_check_eq "sidecar tcp v6 reaches the server directly (ND works)" inet "$(as $S tcp $SRV6 80)"
+	sk_check_eq "sidecar udp v4 reaches the server" echo "$(as $S udp $SRV4 7001)"
+	sk_check_eq "sidecar udp v6 reaches the server" echo "$(as $S udp $SRV6 7001)"
+	sk_check_eq "sidecar icmp echo works (control for the agent's)" pong "$(as $S ping $SRV4)"
+	sk_check_eq "sidecar icmpv6 echo works" pong "$(as $S ping $SRV6)"
+	sk_check_eq "exempt uid reaches the server" inet "$(as $X tcp $SRV4 80)"
+	sk_check_eq "exempt uid v6 reaches the server" inet "$(as $X tcp $SRV6 80)"
+	sk_check_fails "third uid tcp v4 blocked" as $O tcp $SRV4 80
+	sk_check_fails "third uid tcp v6 blocked" as $O tcp $SRV6 80
+	sk_check_fails "third uid udp blocked" as $O udp $SRV4 7001
+	sk_check_fails "third uid ping blocked" as $O ping $SRV4
+	sk_check_fails "root tcp v4 blocked" as 0 tcp $SRV4 80
+	sk_check_fails "root tcp v6 blocked" as 0 tcp $SRV6 80
+	sk_check_fails "root udp blocked" as 0 udp $SRV4 7001
+	# conntrack knows no sockets: the agent reusing the 5-tuple of the sidecar's live flow must not ride it
+	sk_check_eq "sidecar udp from a fixed source port (opens a conntrack flow)" echo "$(as $S udpfrom 41234 $SRV4 7001)"
+	sk_check_fails "agent reusing that 5-tuple is still blocked" as $A udpfrom 41234 $SRV4 7001
+	sk_check_eq "sidecar udp v6 from a fixed source port" echo "$(as $S udpfrom 41235 $SRV6 7001)"
+	sk_check_fails "agent reusing that v6 5-tuple is still blocked" as $A udpfrom 41235 $SRV6 7001
+	sk_check_eq "third uid loopback allowed" local "$(as $O tcp 127.0.0.1 8080)"
+	cnt=$(sk_pod "$N" nft list counter inet stockade other_uid_reject_tcp | grep -oE 'packets [0-9]+' | awk '{print $2}')
+	sk_check "named counter other_uid_reject_tcp counted the rejects" test "${cnt:-0}" -gt 0
+	cnt=$(sk_pod "$N" nft list counter inet stockade agent_reject_other | grep -oE 'packets [0-9]+' | awk '{print $2}')
+	sk_check "named counter agent_reject_other counted the rejects" test "${cnt:-0}" -gt 0
+}
 
 # ---- re-runs: no gap, nothing lost, nothing leaks ----
-sfile=$SK_TMP/sidecar.count afile=$SK_TMP/agent.count
-as $S flood $SRV4 7001 300 0.005 >"$sfile" &
-sp=$!
-as $A flood $SRV4 7001 300 0.005 >"$afile" &
-ap=$!
-reruns_ok=0
-for _ in 1 2 3 4 5 6 7 8; do
-	sk_pod "$N" "$INIT" --policy "$P" 2>/dev/null && reruns_ok=$((reruns_ok + 1))
-	sleep 0.1
-done
-wait $sp $ap
-sk_check_eq "8 re-runs while senders run all succeed" 8 "$reruns_ok"
-sk_check_eq "sidecar sender lost nothing across re-runs (300 new flows)" 300 "$(cat "$sfile")"
-sk_check_eq "agent sender got nothing through across re-runs (no gap)" 0 "$(cat "$afile")"
+t_reruns() {
+	need_table
+	sfile=$SK_TMP/sidecar.count afile=$SK_TMP/agent.count
+	as $S flood $SRV4 7001 300 0.005 >"$sfile" &
+	sp=$!
+	as $A flood $SRV4 7001 300 0.005 >"$afile" &
+	ap=$!
+	reruns_ok=0
+	for _ in 1 2 3 4 5 6 7 8; do
+		sk_pod "$N" "$INIT" --policy "$P" 2>/dev/null && reruns_ok=$((reruns_ok + 1))
+		sleep 0.1
+	done
+	wait $sp $ap
+	sk_check_eq "8 re-runs while senders run all succeed" 8 "$reruns_ok"
+	sk_check_eq "sidecar sender lost nothing across re-runs (300 new flows)" 300 "$(cat "$sfile")"
+	sk_check_eq "agent sender got nothing through across re-runs (no gap)" 0 "$(cat "$afile")"
+}
 
 # ---- two inits at once ----
-race_ok=0
-for _ in 1 2 3 4 5; do
-	sk_pod "$N" "$INIT" --policy "$P" 2>/dev/null & p1=$!
-	sk_pod "$N" "$INIT" --policy "$P" 2>/dev/null & p2=$!
-	wait $p1 && wait $p2 && race_ok=$((race_ok + 1))
-done
-sk_check_eq "racing inits: both succeed (5 rounds)" 5 "$race_ok"
-sk_check_eq "racing inits: exactly one table" "table inet stockade" "$(sk_pod "$N" nft list tables)"
-sk_check "racing inits: the table is correct" sk_pod "$N" "$INIT" --policy "$P" --check
+t_racing_inits() {
+	need_table
+	race_ok=0
+	for _ in 1 2 3 4 5; do
+		sk_pod "$N" "$INIT" --policy "$P" 2>/dev/null & p1=$!
+		sk_pod "$N" "$INIT" --policy "$P" 2>/dev/null & p2=$!
+		wait $p1 && wait $p2 && race_ok=$((race_ok + 1))
+	done
+	sk_check_eq "racing inits: both succeed (5 rounds)" 5 "$race_ok"
+	sk_check_eq "racing inits: exactly one table" "table inet stockade" "$(sk_pod "$N" nft list tables)"
+	sk_check "racing inits: the table is correct" sk_pod "$N" "$INIT" --policy "$P" --check
+}
 
 # ---- --check catches tampering ----
-h=$(sk_pod "$N" nft -a list chain inet stockade filter_output | sed -n 's/.*comment "sidecar" # handle \([0-9]*\)/\1/p')
-sk_pod "$N" nft delete rule inet stockade filter_output handle "$h"
-msg=$(sk_pod "$N" "$INIT" --policy "$P" --check 2>&1); rc=$?
-sk_check_eq "--check detects a deleted rule (exit 1)" 1 "$rc"
-sk_check "--check names the chain" grep -q "chain filter_output" <<<"$msg"
-sk_pod "$N" nft add element inet stockade exempt_uids "{ 4242 }"
-sk_pod "$N" "$INIT" --policy "$P" 2>/dev/null
-sk_check "re-run repairs the table" sk_pod "$N" "$INIT" --policy "$P" --check
-sk_pod "$N" nft add element inet stockade exempt_uids "{ 4242 }"
-msg=$(sk_pod "$N" "$INIT" --policy "$P" --check 2>&1); rc=$?
-sk_check_eq "--check detects an added set element" 1 "$rc"
-sk_check "--check names the set" grep -q "set exempt_uids" <<<"$msg"
-sk_pod "$N" nft delete table inet stockade
-msg=$(sk_pod "$N" "$INIT" --policy "$P" --check 2>&1); rc=$?
-sk_check_eq "--check on a missing table exits 1" 1 "$rc"
-sk_check "--check says the table is missing" grep -q "not found" <<<"$msg"
+t_tamper() {
+	need_table
+	h=$(sk_pod "$N" nft -a list chain inet stockade filter_output | sed -n 's/.*comment "sidecar" # handle \([0-9]*\)/\1/p')
+	sk_pod "$N" nft delete rule inet stockade filter_output handle "$h"
+	msg=$(sk_pod "$N" "$INIT" --policy "$P" --check 2>&1); rc=$?
+	sk_check_eq "--check detects a deleted rule (exit 1)" 1 "$rc"
+	sk_check "--check names the chain" grep -q "chain filter_output" <<<"$msg"
+	sk_pod "$N" nft add element inet stockade exempt_uids "{ 4242 }"
+	sk_pod "$N" "$INIT" --policy "$P" 2>/dev/null
+	sk_check "re-run repairs the table" sk_pod "$N" "$INIT" --policy "$P" --check
+	sk_pod "$N" nft add element inet stockade exempt_uids "{ 4242 }"
+	msg=$(sk_pod "$N" "$INIT" --policy "$P" --check 2>&1); rc=$?
+	sk_check_eq "--check detects an added set element" 1 "$rc"
+	sk_check "--check names the set" grep -q "set exempt_uids" <<<"$msg"
+	sk_pod "$N" nft delete table inet stockade
+	msg=$(sk_pod "$N" "$INIT" --policy "$P" --check 2>&1); rc=$?
+	sk_check_eq "--check on a missing table exits 1" 1 "$rc"
+	sk_check "--check says the table is missing" grep -q "not found" <<<"$msg"
+}
 
 # ---- loopback: deny, then ports ----
-policy "$SK_TMP/deny.yaml" deny
-sk_check "init with loopback: deny" sk_pod "$N" "$INIT" --policy "$SK_TMP/deny.yaml"
-: >"$PROXY_LOG"
-sk_check_eq "loopback deny: agent tcp to 127.0.0.1:8080 goes to the proxy" proxy "$(as $A tcp 127.0.0.1 8080)"
-sk_check_eq "loopback deny: proxy sees the loopback destination" "127.0.0.1 8080" "$(tail -1 "$PROXY_LOG")"
-sk_check_fails "loopback deny: agent udp to loopback blocked" as $A udp 127.0.0.1 9999
-sk_check_eq "loopback deny: sidecar loopback allowed" local "$(as $S tcp 127.0.0.1 8080)"
-sk_check_eq "loopback deny: agent DNS still redirected" dns "$(as $A udp $SRV4 53)"
-sk_check_eq "loopback deny: agent tcp still proxied" proxy "$(as $A tcp $SRV4 80)"
-sk_check_eq "loopback deny: agent tcp to the admin port goes to the proxy, not the admin" proxy \
-	"$(as $A tcp 127.0.0.1 15000)"
-policy "$SK_TMP/ports.yaml" "[8080]"
-sk_check "init with loopback: [8080]" sk_pod "$N" "$INIT" --policy "$SK_TMP/ports.yaml"
-sk_check_eq "loopback ports: agent tcp to a listed port allowed" local "$(as $A tcp 127.0.0.1 8080)"
-sk_check_eq "loopback ports: agent tcp v6 to a listed port allowed" local "$(as $A tcp ::1 8080)"
-sk_check_fails "loopback ports: agent udp to an unlisted port blocked" as $A udp 127.0.0.1 9999
-sk_check "loopback ports: --check passes" sk_pod "$N" "$INIT" --policy "$SK_TMP/ports.yaml" --check
-sk_check_eq "loopback ports: sidecar still reaches the admin port" "stockade_up 1" "$(adm $S 127.0.0.1)"
-sk_check_eq "loopback ports: agent tcp to the admin port goes to the proxy" proxy "$(as $A tcp 127.0.0.1 15000)"
-msg=$(sk_pod "$N" "$INIT" --policy "$P" --check 2>&1); rc=$?
-sk_check_eq "--check against another policy fails" 1 "$rc"
+t_loopback() {
+	policy "$SK_TMP/deny.yaml" deny
+	sk_check "init with loopback: deny" sk_pod "$N" "$INIT" --policy "$SK_TMP/deny.yaml"
+	: >"$PROXY_LOG"
+	sk_check_eq "loopback deny: agent tcp to 127.0.0.1:8080 goes to the proxy" proxy "$(as $A tcp 127.0.0.1 8080)"
+	sk_check_eq "loopback deny: proxy sees the loopback destination" "127.0.0.1 8080" "$(tail -1 "$PROXY_LOG")"
+	sk_check_fails "loopback deny: agent udp to loopback blocked" as $A udp 127.0.0.1 9999
+	sk_check_eq "loopback deny: sidecar loopback allowed" local "$(as $S tcp 127.0.0.1 8080)"
+	sk_check_eq "loopback deny: agent DNS still redirected" dns "$(as $A udp $SRV4 53)"
+	sk_check_eq "loopback deny: agent tcp still proxied" proxy "$(as $A tcp $SRV4 80)"
+	sk_check_eq "loopback deny: agent tcp to the admin port goes to the proxy, not the admin" proxy \
+		"$(as $A tcp 127.0.0.1 15000)"
+	policy "$SK_TMP/ports.yaml" "[8080]"
+	sk_check "init with loopback: [8080]" sk_pod "$N" "$INIT" --policy "$SK_TMP/ports.yaml"
+	sk_check_eq "loopback ports: agent tcp to a listed port allowed" local "$(as $A tcp 127.0.0.1 8080)"
+	sk_check_eq "loopback ports: agent tcp v6 to a listed port allowed" local "$(as $A tcp ::1 8080)"
+	sk_check_fails "loopback ports: agent udp to an unlisted port blocked" as $A udp 127.0.0.1 9999
+	sk_check "loopback ports: --check passes" sk_pod "$N" "$INIT" --policy "$SK_TMP/ports.yaml" --check
+	sk_check_eq "loopback ports: sidecar still reaches the admin port" "stockade_up 1" "$(adm $S 127.0.0.1)"
+	sk_check_eq "loopback ports: agent tcp to the admin port goes to the proxy" proxy "$(as $A tcp 127.0.0.1 15000)"
+	msg=$(sk_pod "$N" "$INIT" --policy "$P" --check 2>&1); rc=$?
+	sk_check_eq "--check against another policy fails" 1 "$rc"
+}
 
-sk_summary
+SK_CASES=(before dry_run guard errors load agent admin_port multicast other_uids reruns racing_inits tamper loopback)
+sk_main "$@"
