@@ -13,10 +13,6 @@ HELM=$T/bin/helm KUBECONFORM=$T/bin/kubeconform
 schema_dirs=("$T"/schemas/*/kubernetes-json-schema)
 SCHEMAS=""; [ -d "${schema_dirs[-1]}" ] && SCHEMAS=${schema_dirs[-1]}
 CHART=helm/stockade
-if [ ! -x "$HELM" ] || [ ! -x "$KUBECONFORM" ] || [ -z "$SCHEMAS" ]; then
-	echo "helm/kubeconform/schemas missing: run scripts/install-tools" >&2
-	sk_fail "tools installed"; sk_summary; exit 1
-fi
 
 render() { "$HELM" template stockade "$CHART" --namespace default "$@"; }
 conform() { # conform K8S_VERSION < manifests
@@ -24,87 +20,9 @@ conform() { # conform K8S_VERSION < manifests
 		-schema-location "$SCHEMAS/{{ .NormalizedKubernetesVersion }}-local{{ .StrictSuffix }}/{{ .ResourceKind }}{{ .KindSuffix }}.json" -
 }
 
-sk_check "helm lint --strict (1.34)" "$HELM" lint --strict "$CHART" --kube-version 1.34.0
-sk_check "helm lint --strict (1.28, classic sidecar)" "$HELM" lint --strict "$CHART" --kube-version 1.28.0
-
-all=(--set admissionPolicy.enabled=true --set networkPolicy.enabled=true)
-for v in 1.29.0 1.34.0 1.35.0 1.36.0 1.37.0; do
-	for kind in Pod Job Deployment; do
-		for mode in native classic; do
-			extra=(); [ "$mode" = classic ] && extra=(--set sidecar.native=false)
-			out=$(render --kube-version "$v" --set workload.kind="$kind" "${all[@]}" "${extra[@]}" | conform "$v" 2>&1)
-			if echo "$out" | grep -qE 'Invalid: 0, Errors: 0'; then sk_pass "kubeconform $v $kind $mode"
-			else sk_fail "kubeconform $v $kind $mode" "$out"; fi
-		done
-	done
-done
-
-# The once-per-cluster chart (issue 22): lint, every object valid on each version, and the installer's
-# RBAC is read-only on ConfigMaps and nothing else.
 SYS=helm/stockade-system
 sys_render() { "$HELM" template stockade-system "$SYS" --namespace stockade-system "$@"; }
-sk_check "stockade-system: helm lint --strict (1.34)" "$HELM" lint --strict "$SYS" --kube-version 1.34.0
-sk_check "stockade-system: helm lint --strict (1.28)" "$HELM" lint --strict "$SYS" --kube-version 1.28.0
-for v in 1.29.0 1.34.0 1.35.0 1.36.0 1.37.0; do
-	out=$(sys_render --kube-version "$v" --set admissionPolicy.enabled=true --set injector.enabled=true | conform "$v" 2>&1)
-	if echo "$out" | grep -qE 'Invalid: 0, Errors: 0'; then sk_pass "stockade-system: kubeconform $v"
-	else sk_fail "stockade-system: kubeconform $v" "$out"; fi
-done
-sk_check_eq "stockade-system: the installer may only list/watch ConfigMaps" \
-	'[{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list", "watch"]}]' \
-	"$(sys_render --kube-version 1.34.0 | python3 -c '
-import sys, yaml, json
-print(json.dumps([r for d in yaml.safe_load_all(sys.stdin) if d and d["kind"] in ("ClusterRole", "Role") for r in d["rules"]]))')"
-sk_check_eq "stockade-system: one installer DaemonSet and one admission policy" "DaemonSet ValidatingAdmissionPolicy" \
-	"$(sys_render --kube-version 1.34.0 --set admissionPolicy.enabled=true | python3 -c '
-import sys, yaml
-print(" ".join(sorted(d["kind"] for d in yaml.safe_load_all(sys.stdin) if d and d["kind"] in ("DaemonSet", "ValidatingAdmissionPolicy"))))')"
-if out=$(sys_render --kube-version 1.34.0 --set seccompInstaller.bogus=1 2>&1); then sk_fail "stockade-system: unknown values refused" "$out"
-else sk_pass "stockade-system: unknown values refused"; fi
-# The injector (issue 21 item 3): fail closed, both scopes, kube-system and its own namespace excluded, a
-# caBundle that verifies the served certificate for the Service's name, two replicas under a PDB.
-injtmp=$(mktemp -d)
-sys_render --kube-version 1.34.0 --set injector.enabled=true --set 'injector.excludeNamespaces={ops}' \
-	>"$injtmp/inj.yaml"
-sk_check_eq "stockade-system: injector webhooks fail closed, pods CREATE, both scopes, exclusions" \
-	"namespace Fail None [CREATE] In [kube-system,stockade-system,ops] -|pod Fail None [CREATE] NotIn [kube-system,stockade-system,ops] enabled|" \
-	"$(python3 -c '
-import sys, yaml
-for d in yaml.safe_load_all(open(sys.argv[1])):
-    if d and d["kind"] == "MutatingWebhookConfiguration":
-        for w in d["webhooks"]:
-            e = {x["key"]: x for x in w["namespaceSelector"]["matchExpressions"]}
-            print(w["name"].split(".")[0], w["failurePolicy"], w["sideEffects"], "[%s]" % ",".join(w["rules"][0]["operations"]),
-                  e["stockade.io/inject"]["operator"], "[%s]" % ",".join(e["kubernetes.io/metadata.name"]["values"]),
-                  w.get("objectSelector", {}).get("matchLabels", {}).get("stockade.io/inject", "-"), end="|")' "$injtmp/inj.yaml")"
-python3 -c '
-import base64, sys, yaml
-for d in yaml.safe_load_all(open(sys.argv[1])):
-    if d and d["kind"] == "MutatingWebhookConfiguration":
-        open(sys.argv[2] + "/inj-ca.pem", "wb").write(base64.b64decode(d["webhooks"][0]["clientConfig"]["caBundle"]))
-    if d and d["kind"] == "Secret" and d["metadata"]["name"].endswith("-injector-tls"):
-        open(sys.argv[2] + "/inj-leaf.pem", "wb").write(base64.b64decode(d["data"]["tls.crt"]))' "$injtmp/inj.yaml" "$injtmp"
-sk_check "stockade-system: the caBundle verifies the injector's certificate for its Service name" \
-	openssl verify -CAfile "$injtmp/inj-ca.pem" -verify_hostname stockade-system-injector.stockade-system.svc "$injtmp/inj-leaf.pem"
-sk_check_eq "stockade-system: injector Deployment of 2, a PDB, no API token" "2 1 False" "$(python3 -c '
-import sys, yaml
-ds = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
-dep = [d for d in ds if d["kind"] == "Deployment"][0]
-pdb = [d for d in ds if d["kind"] == "PodDisruptionBudget"][0]
-print(dep["spec"]["replicas"], pdb["spec"]["minAvailable"], dep["spec"]["template"]["spec"]["automountServiceAccountToken"])' "$injtmp/inj.yaml")"
-sk_check "stockade-system: injector on 1.28 puts a classic sidecar" grep -q -- "--classic-sidecar" \
-	<(sys_render --kube-version 1.28.0 --set injector.enabled=true)
-rm -rf "$injtmp"
-
-for kind in Pod Job Deployment; do
-	for mode in native classic; do
-		extra=(); [ "$mode" = classic ] && extra=(--set sidecar.native=false)
-		if out=$(render --kube-version 1.34.0 --set workload.kind="$kind" "${extra[@]}" | helm/tests/check_pod_security.py "$kind" "$mode" 1000 1337 2>&1); then sk_pass "security settings $kind $mode"; else sk_fail "security settings $kind $mode" "$out"; fi
-	done
-done
-if out=$(render --kube-version 1.28.0 | helm/tests/check_pod_security.py Pod classic 1000 1337 2>&1); then sk_pass "auto mode picks a classic sidecar before 1.29"; else sk_fail "auto mode before 1.29" "$out"; fi
-# The agent's start gate: a postStart wait-ready hook by default, the startupProbe when asked, neither for a
-# classic sidecar (a postStart there would not hold the agent).
+# gate K8S_VERSION [helm args] — the sidecar's postStart command, startupProbe or -, readiness path.
 gate() { render --kube-version "$1" "${@:2}" | python3 -c '
 import sys, yaml
 for d in yaml.safe_load_all(sys.stdin):
@@ -113,78 +31,7 @@ for d in yaml.safe_load_all(sys.stdin):
         c = next(c for c in s.get("initContainers", []) + s["containers"] if c["name"] == "stockade-sidecar")
         print(" ".join(c.get("lifecycle", {}).get("postStart", {}).get("exec", {}).get("command", [])[1:]),
               "startupProbe" if "startupProbe" in c else "-", c["readinessProbe"]["httpGet"]["path"])'; }
-sk_check_eq "gate: native holds the agent with postStart wait-ready, no startupProbe" \
-	"wait-ready --admin-addr=127.0.0.1:15000 --timeout-ms=30000 - /readyz" "$(gate 1.34.0)"
-sk_check_eq "gate: holdAgentUntilReady=false uses the startupProbe" " startupProbe /readyz" \
-	"$(gate 1.34.0 --set sidecar.holdAgentUntilReady=false)"
-sk_check_eq "gate: classic sidecar has neither" " - /readyz" "$(gate 1.28.0)"
-sk_check_eq "gate: readyTimeoutSeconds bounds wait-ready" \
-	"wait-ready --admin-addr=127.0.0.1:15000 --timeout-ms=5000 - /readyz" \
-	"$(gate 1.34.0 --set sidecar.readyTimeoutSeconds=5)"
-if out=$(render --kube-version 1.29.0 | helm/tests/check_pod_security.py Pod native 1000 1337 2>&1); then sk_pass "auto mode picks a native sidecar from 1.29"; else sk_fail "auto mode from 1.29" "$out"; fi
-
-for f in helm/tests/values/good-*.yaml; do
-	sk_check "values accepted: $(basename "$f")" render --kube-version 1.34.0 -f "$f"
-done
-for f in helm/tests/values/bad-*.yaml; do
-	want=$(sed -n 's/^# expect: //p' "$f" | head -1)
-	out=$(render --kube-version 1.34.0 -f "$f" 2>&1)
-	rc=$?
-	if [ $rc -ne 0 ] && grep -qF -- "$want" <<<"$out"; then sk_pass "values rejected: $(basename "$f")"
-	else sk_fail "values rejected: $(basename "$f")" "rc=$rc, want '$want', got: $(head -3 <<<"$out")"; fi
-done
-
-# The policy the chart renders must be one stockade-policy accepts.
-if [ -x "$SK_BIN/stockade-policy" ]; then
-	tmp=$(mktemp -d)
-	render --kube-version 1.34.0 -s templates/configmap-policy.yaml |
-		/usr/bin/python3 -c 'import sys,yaml; print(yaml.safe_load(sys.stdin)["data"]["policy.yaml"], end="")' >"$tmp/policy.yaml"
-	sk_check "rendered policy passes stockade-policy check" "$SK_BIN/stockade-policy" check "$tmp/policy.yaml"
-	rm -rf "$tmp"
-fi
-
-# The chart as a dependency (issue 21): workload.enabled=false renders no agent workload; the example
-# parent chart wraps its own Deployment and CronJob through the named templates with
-# (dict "root" . "values" .Values.stockade), validates, and its pods are wrapped exactly as
-# `stockade-policy inject` would wrap them.
-agents=$(render --kube-version 1.34.0 --set workload.enabled=false | python3 -c '
-import sys, yaml
-print(sum(1 for d in yaml.safe_load_all(sys.stdin) if d and d["metadata"]["name"].endswith("-agent")))')
-sk_check_eq "workload.enabled=false renders no agent workload" 0 "$agents"
-EX=helm/examples/agent-platform
-sk_check "helm lint --strict example parent chart" "$HELM" lint --strict "$EX" --kube-version 1.34.0
-for v in 1.34.0 1.37.0; do
-	out=$("$HELM" template plat "$EX" --namespace default --kube-version "$v" 2>/dev/null | conform "$v" 2>&1)
-	if echo "$out" | grep -qE 'Valid: 5, Invalid: 0, Errors: 0'; then sk_pass "kubeconform $v example parent chart"
-	else sk_fail "kubeconform $v example parent chart" "$out"; fi
-done
-ex_kinds=$("$HELM" template plat "$EX" --namespace default --kube-version 1.34.0 2>/dev/null | python3 -c '
-import sys, yaml
-for d in yaml.safe_load_all(sys.stdin):
-    if d and d["kind"] in ("Deployment", "CronJob"):
-        s = d["spec"]["template"]["spec"] if d["kind"] == "Deployment" else d["spec"]["jobTemplate"]["spec"]["template"]["spec"]
-        print(d["kind"], d["metadata"]["name"], ",".join(c["name"] for c in s["initContainers"]),
-              s["containers"][0]["securityContext"]["seccompProfile"]["type"], s["volumes"][0]["configMap"]["name"])')
-sk_check_eq "example: the parent's own pods wrapped, no agent workload from the subchart" \
-	"CronJob plat-nightly stockade-init,stockade-sidecar Localhost plat-stockade-policy
-Deployment plat-worker stockade-init,stockade-sidecar Localhost plat-stockade-policy" "$(sort <<<"$ex_kinds")"
-if [ -x "$SK_BIN/stockade-policy" ]; then
-	out=$("$HELM" template plat "$EX" --namespace default --kube-version 1.34.0 -s templates/worker.yaml \
-		-s templates/nightly.yaml 2>/dev/null | "$SK_BIN/stockade-policy" inject --check \
-		--policy-configmap plat-stockade-policy -f - 2>&1)
-	sk_check_eq "example: named templates and stockade-policy inject wrap alike (inject --check)" "0:" "$?:$out"
-fi
-
-fresh=$(mktemp -d)
-scripts/render-manifests "$fresh" >/dev/null 2>&1
-if diff -ru deploy "$fresh" >/dev/null 2>&1; then sk_pass "deploy/ matches a fresh render (make manifests)"
-else sk_fail "deploy/ drift" "run make manifests: $(diff -ru deploy "$fresh" | head -5)"; fi
-rm -rf "$fresh"
-sk_check "values table up to date (scripts/gen-values-doc)" scripts/gen-values-doc --check
-
-# Upgrades: the pod template's checksum covers only what a new pod alone can apply (UIDs, ports, loopback,
-# exempt UIDs, direct/udp cidr rules, seccomp); an egress host edit reloads live and rolls nothing; no chart
-# or app version label in a pod template (each upgrade would roll every pod).
+# cks [helm args] — the Deployment pod template's policy checksum.
 cks() { render --kube-version 1.34.0 --set workload.kind=Deployment "$@" | python3 -c '
 import sys, yaml
 for d in yaml.safe_load_all(sys.stdin):
@@ -194,40 +41,227 @@ pol() { # pol EGRESS-JSON [more --set...] — the chart's policy.spec with this 
 	printf 'policy:\n  spec:\n    egress: %s\n' "$1" >"$f"; shift
 	cks -f "$f" "$@"
 }
-SK_TMP_CHART=$(mktemp -d)
-base=$(pol '[{"host": "api.github.com", "ports": [443]}, {"cidr": "10.96.0.0/12", "ports": [8125], "protocol": "udp", "direct": true}]')
-# (a direct rule's position is part of the netns hash the sidecar's reload compares, so these edits keep it)
-sk_check_eq "checksum: an egress host edit keeps the pod template (live reload)" "$base" \
-	"$(pol '[{"host": "pypi.org", "ports": [443, 80]}, {"cidr": "10.96.0.0/12", "ports": [8125], "protocol": "udp", "direct": true}, {"host": "files.pythonhosted.org", "ports": [443]}]')"
-sk_check_eq "checksum: a proxied (non-direct) cidr edit keeps it too" "$base" \
-	"$(pol '[{"cidr": "203.0.113.0/24", "ports": [443]}, {"cidr": "10.96.0.0/12", "ports": [8125], "protocol": "udp", "direct": true}]')"
-for change in "direct rule ports" "direct rule position" "agent uid" "loopback" "seccomp"; do
-	case $change in
-	"direct rule ports") new=$(pol '[{"host": "api.github.com", "ports": [443]}, {"cidr": "10.96.0.0/12", "ports": [8126], "protocol": "udp", "direct": true}]') ;;
-	"direct rule position") new=$(pol '[{"host": "api.github.com", "ports": [443]}, {"host": "pypi.org", "ports": [443]}, {"cidr": "10.96.0.0/12", "ports": [8125], "protocol": "udp", "direct": true}]') ;;
-	"agent uid") new=$(pol '[{"host": "api.github.com", "ports": [443]}, {"cidr": "10.96.0.0/12", "ports": [8125], "protocol": "udp", "direct": true}]' --set uids.agent=2000) ;;
-	loopback) new=$(pol '[{"host": "api.github.com", "ports": [443]}, {"cidr": "10.96.0.0/12", "ports": [8125], "protocol": "udp", "direct": true}]' --set policy.spec.loopback=deny) ;;
-	seccomp) new=$(pol '[{"host": "api.github.com", "ports": [443]}, {"cidr": "10.96.0.0/12", "ports": [8125], "protocol": "udp", "direct": true}]' --set 'policy.spec.seccomp.deny[0]=ptrace') ;;
-	esac
-	if [ -n "$new" ] && [ "$new" != "$base" ]; then sk_pass "checksum: a $change change rolls the pods"
-	else sk_fail "checksum: a $change change rolls the pods" "base $base new $new"; fi
-done
-rm -rf "$SK_TMP_CHART"
-labels=$(render --kube-version 1.34.0 --set workload.kind=Deployment | python3 -c '
+
+setup() {
+	if [ ! -x "$HELM" ] || [ ! -x "$KUBECONFORM" ] || [ -z "$SCHEMAS" ]; then
+		echo "helm/kubeconform/schemas missing: run scripts/install-tools" >&2
+		sk_fail "tools installed"; sk_summary; exit 1
+	fi
+}
+
+# --- helm lint ---
+t_lint() {
+
+	sk_check "helm lint --strict (1.34)" "$HELM" lint --strict "$CHART" --kube-version 1.34.0
+	sk_check "helm lint --strict (1.28, classic sidecar)" "$HELM" lint --strict "$CHART" --kube-version 1.28.0
+}
+
+# --- every rendering valid on each Kubernetes version ---
+t_kubeconform() {
+	all=(--set admissionPolicy.enabled=true --set networkPolicy.enabled=true)
+	for v in 1.29.0 1.34.0 1.35.0 1.36.0 1.37.0; do
+		for kind in Pod Job Deployment; do
+			for mode in native classic; do
+				extra=(); [ "$mode" = classic ] && extra=(--set sidecar.native=false)
+				out=$(render --kube-version "$v" --set workload.kind="$kind" "${all[@]}" "${extra[@]}" | conform "$v" 2>&1)
+				if echo "$out" | grep -qE 'Invalid: 0, Errors: 0'; then sk_pass "kubeconform $v $kind $mode"
+				else sk_fail "kubeconform $v $kind $mode" "$out"; fi
+			done
+		done
+	done
+}
+
+# --- The once-per-cluster chart (issue 22): lint, every object valid on each version, and the installer's
+# RBAC is read-only on ConfigMaps and nothing else.
+t_system_chart() {
+	sk_check "stockade-system: helm lint --strict (1.34)" "$HELM" lint --strict "$SYS" --kube-version 1.34.0
+	sk_check "stockade-system: helm lint --strict (1.28)" "$HELM" lint --strict "$SYS" --kube-version 1.28.0
+	for v in 1.29.0 1.34.0 1.35.0 1.36.0 1.37.0; do
+		out=$(sys_render --kube-version "$v" --set admissionPolicy.enabled=true --set injector.enabled=true | conform "$v" 2>&1)
+		if echo "$out" | grep -qE 'Invalid: 0, Errors: 0'; then sk_pass "stockade-system: kubeconform $v"
+		else sk_fail "stockade-system: kubeconform $v" "$out"; fi
+	done
+	sk_check_eq "stockade-system: the installer may only list/watch ConfigMaps" \
+		'[{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list", "watch"]}]' \
+		"$(sys_render --kube-version 1.34.0 | python3 -c '
+import sys, yaml, json
+print(json.dumps([r for d in yaml.safe_load_all(sys.stdin) if d and d["kind"] in ("ClusterRole", "Role") for r in d["rules"]]))')"
+	sk_check_eq "stockade-system: one installer DaemonSet and one admission policy" "DaemonSet ValidatingAdmissionPolicy" \
+		"$(sys_render --kube-version 1.34.0 --set admissionPolicy.enabled=true | python3 -c '
+import sys, yaml
+print(" ".join(sorted(d["kind"] for d in yaml.safe_load_all(sys.stdin) if d and d["kind"] in ("DaemonSet", "ValidatingAdmissionPolicy"))))')"
+	if out=$(sys_render --kube-version 1.34.0 --set seccompInstaller.bogus=1 2>&1); then sk_fail "stockade-system: unknown values refused" "$out"
+	else sk_pass "stockade-system: unknown values refused"; fi
+	# The injector (issue 21 item 3): fail closed, both scopes, kube-system and its own namespace excluded, a
+	# caBundle that verifies the served certificate for the Service's name, two replicas under a PDB.
+	injtmp=$(mktemp -d)
+	sys_render --kube-version 1.34.0 --set injector.enabled=true --set 'injector.excludeNamespaces={ops}' \
+		>"$injtmp/inj.yaml"
+	sk_check_eq "stockade-system: injector webhooks fail closed, pods CREATE, both scopes, exclusions" \
+		"namespace Fail None [CREATE] In [kube-system,stockade-system,ops] -|pod Fail None [CREATE] NotIn [kube-system,stockade-system,ops] enabled|" \
+		"$(python3 -c '
+import sys, yaml
+for d in yaml.safe_load_all(open(sys.argv[1])):
+    if d and d["kind"] == "MutatingWebhookConfiguration":
+        for w in d["webhooks"]:
+            e = {x["key"]: x for x in w["namespaceSelector"]["matchExpressions"]}
+            print(w["name"].split(".")[0], w["failurePolicy"], w["sideEffects"], "[%s]" % ",".join(w["rules"][0]["operations"]),
+                  e["stockade.io/inject"]["operator"], "[%s]" % ",".join(e["kubernetes.io/metadata.name"]["values"]),
+                  w.get("objectSelector", {}).get("matchLabels", {}).get("stockade.io/inject", "-"), end="|")' "$injtmp/inj.yaml")"
+	python3 -c '
+import base64, sys, yaml
+for d in yaml.safe_load_all(open(sys.argv[1])):
+    if d and d["kind"] == "MutatingWebhookConfiguration":
+        open(sys.argv[2] + "/inj-ca.pem", "wb").write(base64.b64decode(d["webhooks"][0]["clientConfig"]["caBundle"]))
+    if d and d["kind"] == "Secret" and d["metadata"]["name"].endswith("-injector-tls"):
+        open(sys.argv[2] + "/inj-leaf.pem", "wb").write(base64.b64decode(d["data"]["tls.crt"]))' "$injtmp/inj.yaml" "$injtmp"
+	sk_check "stockade-system: the caBundle verifies the injector's certificate for its Service name" \
+		openssl verify -CAfile "$injtmp/inj-ca.pem" -verify_hostname stockade-system-injector.stockade-system.svc "$injtmp/inj-leaf.pem"
+	sk_check_eq "stockade-system: injector Deployment of 2, a PDB, no API token" "2 1 False" "$(python3 -c '
+import sys, yaml
+ds = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+dep = [d for d in ds if d["kind"] == "Deployment"][0]
+pdb = [d for d in ds if d["kind"] == "PodDisruptionBudget"][0]
+print(dep["spec"]["replicas"], pdb["spec"]["minAvailable"], dep["spec"]["template"]["spec"]["automountServiceAccountToken"])' "$injtmp/inj.yaml")"
+	sk_check "stockade-system: injector on 1.28 puts a classic sidecar" grep -q -- "--classic-sidecar" \
+		<(sys_render --kube-version 1.28.0 --set injector.enabled=true)
+	rm -rf "$injtmp"
+}
+
+# --- the security settings of each workload kind, native and classic ---
+t_security() {
+	for kind in Pod Job Deployment; do
+		for mode in native classic; do
+			extra=(); [ "$mode" = classic ] && extra=(--set sidecar.native=false)
+			if out=$(render --kube-version 1.34.0 --set workload.kind="$kind" "${extra[@]}" | helm/tests/check_pod_security.py "$kind" "$mode" 1000 1337 2>&1); then sk_pass "security settings $kind $mode"; else sk_fail "security settings $kind $mode" "$out"; fi
+		done
+	done
+	if out=$(render --kube-version 1.28.0 | helm/tests/check_pod_security.py Pod classic 1000 1337 2>&1); then sk_pass "auto mode picks a classic sidecar before 1.29"; else sk_fail "auto mode before 1.29" "$out"; fi
+	if out=$(render --kube-version 1.29.0 | helm/tests/check_pod_security.py Pod native 1000 1337 2>&1); then sk_pass "auto mode picks a native sidecar from 1.29"; else sk_fail "auto mode from 1.29" "$out"; fi
+}
+
+# --- The agent's start gate: a postStart wait-ready hook by default, the startupProbe when asked, neither
+# for a classic sidecar (a postStart there would not hold the agent). ---
+t_start_gate() {
+	sk_check_eq "gate: native holds the agent with postStart wait-ready, no startupProbe" \
+		"wait-ready --admin-addr=127.0.0.1:15000 --timeout-ms=30000 - /readyz" "$(gate 1.34.0)"
+	sk_check_eq "gate: holdAgentUntilReady=false uses the startupProbe" " startupProbe /readyz" \
+		"$(gate 1.34.0 --set sidecar.holdAgentUntilReady=false)"
+	sk_check_eq "gate: classic sidecar has neither" " - /readyz" "$(gate 1.28.0)"
+	sk_check_eq "gate: readyTimeoutSeconds bounds wait-ready" \
+		"wait-ready --admin-addr=127.0.0.1:15000 --timeout-ms=5000 - /readyz" \
+		"$(gate 1.34.0 --set sidecar.readyTimeoutSeconds=5)"
+}
+
+# --- the values schema's good and bad files ---
+t_values_schema() {
+	for f in helm/tests/values/good-*.yaml; do
+		sk_check "values accepted: $(basename "$f")" render --kube-version 1.34.0 -f "$f"
+	done
+	for f in helm/tests/values/bad-*.yaml; do
+		want=$(sed -n 's/^# expect: //p' "$f" | head -1)
+		out=$(render --kube-version 1.34.0 -f "$f" 2>&1)
+		rc=$?
+		if [ $rc -ne 0 ] && grep -qF -- "$want" <<<"$out"; then sk_pass "values rejected: $(basename "$f")"
+		else sk_fail "values rejected: $(basename "$f")" "rc=$rc, want '$want', got: $(head -3 <<<"$out")"; fi
+	done
+}
+
+# --- The policy the chart renders must be one stockade-policy accepts.
+t_rendered_policy() {
+	if [ -x "$SK_BIN/stockade-policy" ]; then
+		tmp=$(mktemp -d)
+		render --kube-version 1.34.0 -s templates/configmap-policy.yaml |
+			/usr/bin/python3 -c 'import sys,yaml; print(yaml.safe_load(sys.stdin)["data"]["policy.yaml"], end="")' >"$tmp/policy.yaml"
+		sk_check "rendered policy passes stockade-policy check" "$SK_BIN/stockade-policy" check "$tmp/policy.yaml"
+		rm -rf "$tmp"
+	fi
+}
+
+# --- The chart as a dependency (issue 21): workload.enabled=false renders no agent workload; the example
+# parent chart wraps its own Deployment and CronJob through the named templates with
+# (dict "root" . "values" .Values.stockade), validates, and its pods are wrapped exactly as
+# `stockade-policy inject` would wrap them.
+t_as_dependency() {
+	agents=$(render --kube-version 1.34.0 --set workload.enabled=false | python3 -c '
+import sys, yaml
+print(sum(1 for d in yaml.safe_load_all(sys.stdin) if d and d["metadata"]["name"].endswith("-agent")))')
+	sk_check_eq "workload.enabled=false renders no agent workload" 0 "$agents"
+	EX=helm/examples/agent-platform
+	sk_check "helm lint --strict example parent chart" "$HELM" lint --strict "$EX" --kube-version 1.34.0
+	for v in 1.34.0 1.37.0; do
+		out=$("$HELM" template plat "$EX" --namespace default --kube-version "$v" 2>/dev/null | conform "$v" 2>&1)
+		if echo "$out" | grep -qE 'Valid: 5, Invalid: 0, Errors: 0'; then sk_pass "kubeconform $v example parent chart"
+		else sk_fail "kubeconform $v example parent chart" "$out"; fi
+	done
+	ex_kinds=$("$HELM" template plat "$EX" --namespace default --kube-version 1.34.0 2>/dev/null | python3 -c '
+import sys, yaml
+for d in yaml.safe_load_all(sys.stdin):
+    if d and d["kind"] in ("Deployment", "CronJob"):
+        s = d["spec"]["template"]["spec"] if d["kind"] == "Deployment" else d["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+        print(d["kind"], d["metadata"]["name"], ",".join(c["name"] for c in s["initContainers"]),
+              s["containers"][0]["securityContext"]["seccompProfile"]["type"], s["volumes"][0]["configMap"]["name"])')
+	sk_check_eq "example: the parent's own pods wrapped, no agent workload from the subchart" \
+		"CronJob plat-nightly stockade-init,stockade-sidecar Localhost plat-stockade-policy
+Deployment plat-worker stockade-init,stockade-sidecar Localhost plat-stockade-policy" "$(sort <<<"$ex_kinds")"
+	if [ -x "$SK_BIN/stockade-policy" ]; then
+		out=$("$HELM" template plat "$EX" --namespace default --kube-version 1.34.0 -s templates/worker.yaml \
+			-s templates/nightly.yaml 2>/dev/null | "$SK_BIN/stockade-policy" inject --check \
+			--policy-configmap plat-stockade-policy -f - 2>&1)
+		sk_check_eq "example: named templates and stockade-policy inject wrap alike (inject --check)" "0:" "$?:$out"
+	fi
+}
+
+# --- drift of deploy/ and of the generated values table ---
+t_drift() {
+	fresh=$(mktemp -d)
+	scripts/render-manifests "$fresh" >/dev/null 2>&1
+	if diff -ru deploy "$fresh" >/dev/null 2>&1; then sk_pass "deploy/ matches a fresh render (make manifests)"
+	else sk_fail "deploy/ drift" "run make manifests: $(diff -ru deploy "$fresh" | head -5)"; fi
+	rm -rf "$fresh"
+	sk_check "values table up to date (scripts/gen-values-doc)" scripts/gen-values-doc --check
+}
+
+# --- Upgrades: the pod template's checksum covers only what a new pod alone can apply (UIDs, ports, loopback,
+# exempt UIDs, direct/udp cidr rules, seccomp); an egress host edit reloads live and rolls nothing; no chart
+# or app version label in a pod template (each upgrade would roll every pod).
+t_upgrades() {
+	SK_TMP_CHART=$(mktemp -d)
+	base=$(pol '[{"host": "api.github.com", "ports": [443]}, {"cidr": "10.96.0.0/12", "ports": [8125], "protocol": "udp", "direct": true}]')
+	# (a direct rule's position is part of the netns hash the sidecar's reload compares, so these edits keep it)
+	sk_check_eq "checksum: an egress host edit keeps the pod template (live reload)" "$base" \
+		"$(pol '[{"host": "pypi.org", "ports": [443, 80]}, {"cidr": "10.96.0.0/12", "ports": [8125], "protocol": "udp", "direct": true}, {"host": "files.pythonhosted.org", "ports": [443]}]')"
+	sk_check_eq "checksum: a proxied (non-direct) cidr edit keeps it too" "$base" \
+		"$(pol '[{"cidr": "203.0.113.0/24", "ports": [443]}, {"cidr": "10.96.0.0/12", "ports": [8125], "protocol": "udp", "direct": true}]')"
+	for change in "direct rule ports" "direct rule position" "agent uid" "loopback" "seccomp"; do
+		case $change in
+		"direct rule ports") new=$(pol '[{"host": "api.github.com", "ports": [443]}, {"cidr": "10.96.0.0/12", "ports": [8126], "protocol": "udp", "direct": true}]') ;;
+		"direct rule position") new=$(pol '[{"host": "api.github.com", "ports": [443]}, {"host": "pypi.org", "ports": [443]}, {"cidr": "10.96.0.0/12", "ports": [8125], "protocol": "udp", "direct": true}]') ;;
+		"agent uid") new=$(pol '[{"host": "api.github.com", "ports": [443]}, {"cidr": "10.96.0.0/12", "ports": [8125], "protocol": "udp", "direct": true}]' --set uids.agent=2000) ;;
+		loopback) new=$(pol '[{"host": "api.github.com", "ports": [443]}, {"cidr": "10.96.0.0/12", "ports": [8125], "protocol": "udp", "direct": true}]' --set policy.spec.loopback=deny) ;;
+		seccomp) new=$(pol '[{"host": "api.github.com", "ports": [443]}, {"cidr": "10.96.0.0/12", "ports": [8125], "protocol": "udp", "direct": true}]' --set 'policy.spec.seccomp.deny[0]=ptrace') ;;
+		esac
+		if [ -n "$new" ] && [ "$new" != "$base" ]; then sk_pass "checksum: a $change change rolls the pods"
+		else sk_fail "checksum: a $change change rolls the pods" "base $base new $new"; fi
+	done
+	rm -rf "$SK_TMP_CHART"
+	labels=$(render --kube-version 1.34.0 --set workload.kind=Deployment | python3 -c '
 import sys, yaml
 for d in yaml.safe_load_all(sys.stdin):
     if d and d["kind"] in ("Deployment", "DaemonSet"): print(" ".join(sorted(d["spec"]["template"]["metadata"]["labels"])))')
-case $labels in *helm.sh/chart*|*app.kubernetes.io/version*) sk_fail "pod templates carry no chart or app version label" "$labels" ;;
-*) sk_pass "pod templates carry no chart or app version label" ;; esac
+	case $labels in *helm.sh/chart*|*app.kubernetes.io/version*) sk_fail "pod templates carry no chart or app version label" "$labels" ;;
+	*) sk_pass "pod templates carry no chart or app version label" ;; esac
+}
 
-# Standard chart settings (helm/tests/standard-settings.yaml sets every one): each lands where Kubernetes
+# --- Standard chart settings (helm/tests/standard-settings.yaml sets every one): each lands where Kubernetes
 # reads it, the sandbox's own securityContext fields win over agent.securityContext, a digest pins the image,
 # and the manifests stay valid.
-std=helm/tests/standard-settings.yaml
-if out=$(render --kube-version 1.34.0 -f "$std" --set podMonitor.enabled=false | conform 1.34.0 2>&1) &&
-	echo "$out" | grep -qE 'Invalid: 0, Errors: 0'; then sk_pass "kubeconform with every standard setting"
-else sk_fail "kubeconform with every standard setting" "$out"; fi
-if out=$(render --kube-version 1.34.0 -f "$std" | python3 -c '
+t_standard_settings() {
+	std=helm/tests/standard-settings.yaml
+	if out=$(render --kube-version 1.34.0 -f "$std" --set podMonitor.enabled=false | conform 1.34.0 2>&1) &&
+		echo "$out" | grep -qE 'Invalid: 0, Errors: 0'; then sk_pass "kubeconform with every standard setting"
+	else sk_fail "kubeconform with every standard setting" "$out"; fi
+	if out=$(render --kube-version 1.34.0 -f "$std" | python3 -c '
 import sys, yaml
 docs = [d for d in yaml.safe_load_all(sys.stdin) if d]
 ps = next(d for d in docs if d["kind"] == "Deployment")["spec"]["template"]["spec"]
@@ -248,8 +282,10 @@ pm = [d for d in docs if d["kind"] == "PodMonitor"]
 if not pm or pm[0]["spec"]["podMetricsEndpoints"][0]["port"] != "admin" or pm[0]["metadata"]["labels"].get("release") != "prom":
     bad.append("PodMonitor")
 print(", ".join(bad)); sys.exit(1 if bad else 0)' 2>&1); then sk_pass "standard settings land where Kubernetes reads them; the sandbox's fields win"
-else sk_fail "standard settings land where Kubernetes reads them; the sandbox's fields win" "$out"; fi
-if out=$(render --kube-version 1.34.0 --set images.init.digest=sha256:abc 2>&1); then sk_fail "a malformed digest is refused by the schema" "$out"
-else sk_pass "a malformed digest is refused by the schema"; fi
+	else sk_fail "standard settings land where Kubernetes reads them; the sandbox's fields win" "$out"; fi
+	if out=$(render --kube-version 1.34.0 --set images.init.digest=sha256:abc 2>&1); then sk_fail "a malformed digest is refused by the schema" "$out"
+	else sk_pass "a malformed digest is refused by the schema"; fi
+}
 
-sk_summary
+SK_CASES=(lint kubeconform system_chart security start_gate values_schema rendered_policy as_dependency drift upgrades standard_settings)
+sk_main "$@"
