@@ -21,9 +21,7 @@ set -uo pipefail
 cd "$SK_ROOT" || exit 1
 BUILD=${BUILD:-build}
 REL=$BUILD/release
-sk_tmp release
 REGISTRY_PID=""
-trap '[ -z "$REGISTRY_PID" ] || kill "$REGISTRY_PID" 2>/dev/null; sk_cleanup_on_exit' EXIT
 HELM=$(command -v helm || echo /opt/stockade-tools/bin/helm)
 VERSION=$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\} *$/\1/p' helm/stockade/Chart.yaml)
 ARCHES=(amd64 arm64)
@@ -38,7 +36,10 @@ index_digest() {
 	/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["manifests"][0]["digest"])' "$1/index.json"
 }
 
-t_make_release() {
+# setup: the release every case reads (and the digests the reproducibility case compares with).
+setup() {
+	sk_tmp release
+	trap '[ -z "$REGISTRY_PID" ] || kill "$REGISTRY_PID" 2>/dev/null; sk_cleanup_on_exit' EXIT
 	local t0=$SECONDS
 	if make -s release BUILD="$BUILD" >"$SK_TMP/release.log" 2>&1; then
 		sk_pass "make release ($((SECONDS - t0)) s)"
@@ -313,13 +314,6 @@ t_pinned_and_reproducible() {
 		"pinned chart: images are REPO/stockade-NAME@<index digest>" "registry.example/acme/stockade-%s@%s" policy injector
 }
 
-t_make_release
-t_layouts_and_sboms
-t_sbom_negative
-t_skopeo
-t_registry_push
-t_arm64_binaries
-t_arm64_under_qemu
-t_one_version
-t_pinned_and_reproducible
-sk_summary
+SK_CASES=(layouts_and_sboms sbom_negative skopeo registry_push arm64_binaries arm64_under_qemu one_version
+	pinned_and_reproducible)
+sk_main "$@"
