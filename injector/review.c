@@ -334,6 +334,16 @@ static void undo_sa_token(cJSON *pod)
 		cJSON_DeleteItemFromObjectCaseSensitive(spec, "volumes");
 }
 
+/* The API server defaults enableServiceLinks to true before admission, so here "true" cannot be told from
+ * "unset"; the wrap defaults it to false (the chart and `inject` do): the agent gets no environment naming
+ * every Service of the namespace, and admission gives the pod `inject` gives. */
+static void undo_service_links_default(cJSON *pod)
+{
+	cJSON *spec = cJSON_GetObjectItemCaseSensitive(pod, "spec");
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(spec, "enableServiceLinks")))
+		cJSON_DeleteItemFromObjectCaseSensitive(spec, "enableServiceLinks");
+}
+
 static int wrap_pod(const cJSON *pod, const struct sk_review_cfg *cfg, struct sk_review_out *out,
 		    struct sk_err *err)
 {
@@ -341,6 +351,7 @@ static int wrap_pod(const cJSON *pod, const struct sk_review_cfg *cfg, struct sk
 	if (!copy)
 		return sk_err_set(err, ENOMEM, "request: out of memory");
 	undo_sa_token(copy);
+	undo_service_links_default(copy);
 	struct sk_err ierr = { 0 };
 	int r = sk_inject_doc(copy, cfg->inject, &ierr);
 	if (r == -EINVAL) {

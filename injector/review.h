@@ -6,8 +6,8 @@
  * exact (|n| <= 2^53), nesting at most SK_REVIEW_MAX_DEPTH, and the fields it reads with their exact types;
  * any other apiVersion than admission.k8s.io/v1 is refused, since the webhook registers only v1); which
  * requests it wraps (CREATE of a v1 Pod, not a subresource, outside the excluded namespaces); undoing the
- * ServiceAccount admission plugin's token volume on a pod that did not ask for a token (so admission and
- * `stockade-policy inject` give the same pod); and the verdicts. It does no I/O: the server (server.h)
+ * ServiceAccount admission plugin's token volume on a pod that did not ask for a token, and the API
+ * server's enableServiceLinks: true default (so admission and `stockade-policy inject` give the same pod); and the verdicts. It does no I/O: the server (server.h)
  * hands it a body and sends back what it returns.
  *
  * Fail closed: a pod that is in scope and cannot be sandboxed is refused (allowed: false, HTTP 200, with

@@ -221,6 +221,24 @@ static void test_service_account_token_is_removed_unless_asked_for(void **state)
 	}
 }
 
+static void test_api_server_default_of_service_links_is_undone(void **state)
+{
+	(void)state;
+	const char *obj = "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"spec\":{\"enableServiceLinks\":true,"
+			  "\"containers\":[{\"name\":\"a\",\"image\":\"x\"}]}}";
+	char *body = review("agents", "CREATE", obj);
+	cJSON *r = handle_ok(body, SK_REVIEW_PATCHED);
+	cJSON *patch = decode_patch(cJSON_GetObjectItem(r, "response"));
+	cJSON *pod = cJSON_Parse(obj);
+	struct sk_err err = { 0 };
+	assert_int_equal(sk_jsonpatch_apply(&pod, patch, &err), 0);
+	assert_true(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetObjectItem(pod, "spec"), "enableServiceLinks")));
+	cJSON_Delete(pod);
+	cJSON_Delete(patch);
+	cJSON_Delete(r);
+	free(body);
+}
+
 static void expect_error(const char *body, int code, const char *msg_part)
 {
 	struct sk_review_out out;
@@ -304,6 +322,7 @@ int main(void)
 		cmocka_unit_test(test_unsandboxable_pods_are_refused_with_the_field),
 		cmocka_unit_test(test_out_of_scope_is_allowed_unchanged),
 		cmocka_unit_test(test_service_account_token_is_removed_unless_asked_for),
+		cmocka_unit_test(test_api_server_default_of_service_links_is_undone),
 		cmocka_unit_test(test_malformed_requests_are_errors_naming_where),
 		cmocka_unit_test(test_deep_nesting_is_refused),
 		cmocka_unit_test(test_non_pod_kind_is_refused),
