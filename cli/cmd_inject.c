@@ -17,6 +17,7 @@
 #include <cjson/cJSON.h>
 
 #include "common/err.h"
+#include "common/read_file.h"
 #include "cli/cli.h"
 #include "policy/inject.h"
 #include "policy/manifest.h"
@@ -122,49 +123,6 @@ static int cmp_setting(const void *a, const void *b)
 	return c ? c : (nx > ny) - (nx < ny);
 }
 
-/* Reads the whole of path ("-": stdin) into an owned buffer. */
-static char *read_all(const char *path, size_t *len, struct sk_err *err)
-{
-	FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
-	if (!f) {
-		sk_err_sys(err, errno, "open '%s'", path);
-		return NULL;
-	}
-	size_t cap = 65536, n = 0;
-	char *buf = malloc(cap);
-	while (buf) {
-		size_t got = fread(buf + n, 1, cap - n, f);
-		n += got;
-		if (got == 0)
-			break;
-		if (n == cap) {
-			if (cap >= INJECT_MAX_INPUT) {
-				sk_err_set(err, EFBIG, "'%s': larger than %u MiB", path, INJECT_MAX_INPUT >> 20);
-				free(buf);
-				buf = NULL;
-				break;
-			}
-			char *nb = realloc(buf, cap * 2);
-			if (!nb) {
-				free(buf);
-				buf = NULL;
-				sk_err_set(err, ENOMEM, "read '%s': out of memory", path);
-				break;
-			}
-			buf = nb;
-			cap *= 2;
-		}
-	}
-	if (buf && ferror(f)) {
-		sk_err_sys(err, EIO, "read '%s'", path);
-		free(buf);
-		buf = NULL;
-	}
-	if (f != stdin)
-		fclose(f);
-	*len = n;
-	return buf;
-}
 
 /* "Deployment/web" for messages (bounded, quoted names only from the document). */
 static void describe(const cJSON *doc, char *out, size_t outsz)
@@ -425,7 +383,7 @@ static int run_inject(struct sk_inject_opts *o_, const char *const *files, size_
 				"%s (leave them out: the policy's are used)\n", policy_path);
 			return SK_EXIT_USAGE;
 		}
-		if (!(policy_text = read_all(policy_path, &policy_len, &err))) {
+		if (!(policy_text = sk_read_file(policy_path, INJECT_MAX_INPUT, &policy_len, &err))) {
 			fprintf(stderr, "stockade-policy inject: %s\n", err.msg);
 			return SK_EXIT_RUNTIME;
 		}
@@ -449,7 +407,7 @@ static int run_inject(struct sk_inject_opts *o_, const char *const *files, size_
 	for (size_t i = 0; i < n_files; i++) {
 		const char *name = strcmp(files[i], "-") ? files[i] : "<stdin>";
 		size_t len;
-		char *buf = read_all(files[i], &len, &err);
+		char *buf = sk_read_file(files[i], INJECT_MAX_INPUT, &len, &err);
 		if (!buf) {
 			fprintf(stderr, "stockade-policy inject: %s\n", err.msg);
 			ex = SK_EXIT_RUNTIME;

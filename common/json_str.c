@@ -58,3 +58,13 @@ int sk_json_fputs(FILE *f, const char *s)
 	}
 	return fputc('"', f) == EOF ? -EIO : 0;
 }
+
+int sk_json_str_buf(struct sk_strbuf *b, const char *s)
+{
+	char e[6];
+	(void)sk_strbuf_put(b, "\"", 1);   /* a failure sticks to b: checked once, below */
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		(void)sk_strbuf_put(b, e, escape_byte(*p, e));
+	(void)sk_strbuf_put(b, "\"", 1);
+	return sk_strbuf_ok(b);
+}

@@ -79,6 +79,26 @@ static void test_fputs_matches(void **state)
 	free(mem);
 }
 
+/* The strbuf form writes what the buffer form writes, for every byte, appended after what was there. */
+static void test_strbuf_matches(void **state)
+{
+	(void)state;
+	char in[256], want[SK_JSON_STR_SIZE(255)];
+	for (int i = 1; i < 256; i++)
+		in[i - 1] = (char)i;
+	in[255] = 0;
+	size_t n = sk_json_str(want, sizeof(want), in);
+	struct sk_strbuf b = { 0 };
+	assert_int_equal(sk_strbuf_puts(&b, "x:"), 0);
+	assert_int_equal(sk_json_str_buf(&b, in), 0);
+	assert_int_equal(b.len, n + 2);
+	assert_memory_equal(b.p, "x:", 2);
+	assert_memory_equal(b.p + 2, want, n + 1);
+	assert_int_equal(sk_json_str_buf(&b, ""), 0);
+	assert_string_equal(b.p + b.len - 2, "\"\"");
+	sk_strbuf_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -86,6 +106,7 @@ int main(void)
 		cmocka_unit_test(test_every_byte_is_valid_json),
 		cmocka_unit_test(test_cut),
 		cmocka_unit_test(test_fputs_matches),
+		cmocka_unit_test(test_strbuf_matches),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

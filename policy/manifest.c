@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 
 #include "common/err.h"
+#include "common/strbuf.h"
 #include "policy/manifest.h"
 
 #define TAG_PREFIX "tag:yaml.org,2002:"
@@ -442,41 +443,14 @@ int sk_manifest_parse(const char *name, const char *buf, size_t len, cJSON **out
 
 /* ---- writer ---- */
 
-struct wr {
-	char *buf;
-	size_t len, cap;
-	bool oom;
-};
-
-static void put(struct wr *w, const char *s, size_t n)
-{
-	if (w->oom)
-		return;
-	if (w->len + n + 1 > w->cap) {
-		size_t cap = w->cap ? w->cap : 1024;
-		while (cap < w->len + n + 1)
-			cap *= 2;
-		char *nb = realloc(w->buf, cap);
-		if (!nb) {
-			w->oom = true;
-			return;
-		}
-		w->buf = nb;
-		w->cap = cap;
-	}
-	memcpy(w->buf + w->len, s, n);
-	w->len += n;
-	w->buf[w->len] = 0;
-}
-
-static void puts_(struct wr *w, const char *s) { put(w, s, strlen(s)); }
-
-static void indent(struct wr *w, unsigned n)
+/* The writer's appends fail only by running out of memory, which sticks to the buffer (common/strbuf.h):
+ * sk_manifest_yaml checks once. */
+static void indent(struct sk_strbuf *w, unsigned n)
 {
 	static const char sp[] = "                                                                ";
 	while (n > 0) {
 		unsigned k = n < sizeof(sp) - 1 ? n : (unsigned)sizeof(sp) - 1;
-		put(w, sp, k);
+		sk_strbuf_put(w, sp, k);
 		n -= k;
 	}
 }
@@ -495,13 +469,13 @@ static bool plain_ok(const char *s)
 	       !parse_float(s, &v);
 }
 
-static void put_string(struct wr *w, const char *s)
+static void put_string(struct sk_strbuf *w, const char *s)
 {
 	if (plain_ok(s)) {
-		puts_(w, s);
+		sk_strbuf_puts(w, s);
 		return;
 	}
-	put(w, "\"", 1);
+	sk_strbuf_put(w, "\"", 1);
 	/* The text is UTF-8 (libyaml checked YAML input, check_values JSON). Escaped: what YAML does not
 	 * allow raw (controls, C1, U+FFFE/U+FFFF), the line breaks NEL/LS/PS, and the BOM. */
 	for (const unsigned char *p = (const unsigned char *)s; *p;) {
@@ -520,34 +494,34 @@ static void put_string(struct wr *w, const char *s)
 		if (c == '"' || c == '\\') {
 			esc[0] = '\\';
 			esc[1] = (char)c;
-			put(w, esc, 2);
+			sk_strbuf_put(w, esc, 2);
 		} else if (c == '\n') {
-			puts_(w, "\\n");
+			sk_strbuf_puts(w, "\\n");
 		} else if (c == '\t') {
-			puts_(w, "\\t");
+			sk_strbuf_puts(w, "\\t");
 		} else if (cp < 0x20 || (cp >= 0x7f && cp < 0xa0) || cp == 0x2028 || cp == 0x2029 || cp == 0xfeff ||
 			   cp == 0xfffe || cp == 0xffff || cp == 0xfffd || c >= 0xf8) {
 			if (c >= 0xf8)
 				cp = 0xfffd;
 			snprintf(esc, sizeof(esc), "\\u%04X", cp);
-			puts_(w, esc);
+			sk_strbuf_puts(w, esc);
 		} else {
-			put(w, (const char *)p, n);
+			sk_strbuf_put(w, (const char *)p, n);
 		}
 		p += n;
 	}
-	put(w, "\"", 1);
+	sk_strbuf_put(w, "\"", 1);
 }
 
-static void put_scalar(struct wr *w, const cJSON *v)
+static void put_scalar(struct sk_strbuf *w, const cJSON *v)
 {
 	char num[64];
 	if (cJSON_IsString(v))
 		put_string(w, v->valuestring);
 	else if (cJSON_IsTrue(v))
-		puts_(w, "true");
+		sk_strbuf_puts(w, "true");
 	else if (cJSON_IsFalse(v))
-		puts_(w, "false");
+		sk_strbuf_puts(w, "false");
 	else if (cJSON_IsNumber(v)) {
 		double d = v->valuedouble;
 		if (d == floor(d) && fabs(d) < MAX_EXACT) {
@@ -559,9 +533,9 @@ static void put_scalar(struct wr *w, const cJSON *v)
 			if (!strpbrk(num, ".e") && l + 3 <= sizeof(num))
 				memcpy(num + l, ".0", 3);
 		}
-		puts_(w, num);
+		sk_strbuf_puts(w, num);
 	} else {
-		puts_(w, "null");
+		sk_strbuf_puts(w, "null");
 	}
 }
 
@@ -570,61 +544,61 @@ static bool empty_or_scalar(const cJSON *v)
 	return !(cJSON_IsObject(v) || cJSON_IsArray(v)) || !v->child;
 }
 
-static void put_inline(struct wr *w, const cJSON *v)
+static void put_inline(struct sk_strbuf *w, const cJSON *v)
 {
 	if (cJSON_IsObject(v))
-		puts_(w, "{}");
+		sk_strbuf_puts(w, "{}");
 	else if (cJSON_IsArray(v))
-		puts_(w, "[]");
+		sk_strbuf_puts(w, "[]");
 	else
 		put_scalar(w, v);
 }
 
-static void put_node(struct wr *w, const cJSON *v, unsigned ind, bool first_inline);
+static void put_node(struct sk_strbuf *w, const cJSON *v, unsigned ind, bool first_inline);
 
 /* A block mapping at `ind`; with first_inline the first key follows a "- " already written. */
-static void put_map(struct wr *w, const cJSON *m, unsigned ind, bool first_inline)
+static void put_map(struct sk_strbuf *w, const cJSON *m, unsigned ind, bool first_inline)
 {
 	for (const cJSON *c = m->child; c; c = c->next) {
 		if (!(first_inline && c == m->child))
 			indent(w, ind);
 		if (strlen(c->string) > LONG_KEY) {
 			/* a YAML simple key is at most 1024 characters: a longer one gets the explicit "? " form */
-			put(w, "? ", 2);
+			sk_strbuf_put(w, "? ", 2);
 			put_string(w, c->string);
-			put(w, "\n", 1);
+			sk_strbuf_put(w, "\n", 1);
 			indent(w, ind);
 		} else {
 			put_string(w, c->string);
 		}
-		put(w, ":", 1);
+		sk_strbuf_put(w, ":", 1);
 		if (empty_or_scalar(c)) {
-			put(w, " ", 1);
+			sk_strbuf_put(w, " ", 1);
 			put_inline(w, c);
-			put(w, "\n", 1);
+			sk_strbuf_put(w, "\n", 1);
 		} else {
-			put(w, "\n", 1);
+			sk_strbuf_put(w, "\n", 1);
 			put_node(w, c, ind + 2, false);
 		}
 	}
 }
 
-static void put_seq(struct wr *w, const cJSON *a, unsigned ind, bool first_inline)
+static void put_seq(struct sk_strbuf *w, const cJSON *a, unsigned ind, bool first_inline)
 {
 	for (const cJSON *c = a->child; c; c = c->next) {
 		if (!(first_inline && c == a->child))
 			indent(w, ind);
-		put(w, "- ", 2);
+		sk_strbuf_put(w, "- ", 2);
 		if (empty_or_scalar(c)) {
 			put_inline(w, c);
-			put(w, "\n", 1);
+			sk_strbuf_put(w, "\n", 1);
 		} else {
 			put_node(w, c, ind + 2, true);
 		}
 	}
 }
 
-static void put_node(struct wr *w, const cJSON *v, unsigned ind, bool first_inline)
+static void put_node(struct sk_strbuf *w, const cJSON *v, unsigned ind, bool first_inline)
 {
 	if (cJSON_IsObject(v) && v->child)
 		put_map(w, v, ind, first_inline);
@@ -634,17 +608,13 @@ static void put_node(struct wr *w, const cJSON *v, unsigned ind, bool first_inli
 		if (!first_inline)
 			indent(w, ind);
 		put_inline(w, v);
-		put(w, "\n", 1);
+		sk_strbuf_put(w, "\n", 1);
 	}
 }
 
 char *sk_manifest_yaml(const cJSON *doc)
 {
-	struct wr w = { 0 };
+	struct sk_strbuf w = { 0 };
 	put_node(&w, doc, 0, false);
-	if (w.oom) {
-		free(w.buf);
-		return NULL;
-	}
-	return w.buf;
+	return sk_strbuf_steal(&w, NULL);   /* NULL when out of memory */
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/hash.h"
+#include "common/read_file.h"
 #include "common/util.h"
 #include "policy/load-internal.h"
 #include "policy/match.h"
@@ -249,69 +250,19 @@ int sk_policy_load_buffer(const char *name, const char *buf, size_t len, int for
 	return sk_policy_load_buffer_ex(name, buf, len, format, 0, out, diags);
 }
 
-/* Reads the whole file; returns owned buffer or NULL with -errno in *err. */
-static char *read_file(const char *path, size_t *len, int *err)
-{
-	/* "-" is standard input (`stockade-policy check -`, `stockade-init --policy - --dry-run`); it is
-	 * read to its end and never closed here. */
-	const bool is_stdin = !strcmp(path, "-");
-	sk_autoclose int fd = is_stdin ? dup(STDIN_FILENO) : open(path, O_RDONLY | O_CLOEXEC);
-	struct stat st;
-	if (fd < 0 || fstat(fd, &st) < 0) {
-		*err = -errno;
-		return NULL;
-	}
-	if (S_ISDIR(st.st_mode)) {
-		*err = -EISDIR;
-		return NULL;
-	}
-	size_t cap = 4096, n = 0;
-	sk_autofree char *buf = malloc(cap);
-	if (!buf) {
-		*err = -ENOMEM;
-		return NULL;
-	}
-	for (;;) {
-		if (n == cap) {
-			if (cap >= SK_POLICY_MAX_BYTES) {
-				*err = -EFBIG;
-				return NULL;
-			}
-			char *nb = realloc(buf, cap * 2);
-			if (!nb) {
-				*err = -ENOMEM;
-				return NULL;
-			}
-			buf = nb;
-			cap *= 2;
-		}
-		ssize_t r = read(fd, buf + n, cap - n);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			*err = -errno;
-			return NULL;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-	}
-	*len = n;
-	return sk_steal_pointer(&buf);
-}
-
 int sk_policy_load_file_ex(const char *path, int format, unsigned flags, struct sk_policy **out,
 			   struct sk_diags *diags)
 {
 	size_t len = 0;
-	int err = 0;
+	struct sk_err err = { 0 };
 	*out = NULL;
 	const char *name = strcmp(path, "-") ? path : "<stdin>";
-	sk_autofree char *buf = read_file(path, &len, &err);
+	/* "-" is standard input (`stockade-policy check -`, `stockade-init --policy - --dry-run`) */
+	sk_autofree char *buf = sk_read_file(path, SK_POLICY_MAX_BYTES, &len, &err);
 	if (!buf) {
 		/* line 0: printed as "FILE: cannot read: ..." — there is no position to give */
-		sk_diags_add(diags, name, 0, 0, "cannot read: %s", strerror(-err));
-		return err;
+		sk_diags_add(diags, name, 0, 0, "cannot read: %s", strerror(err.code));
+		return -err.code;
 	}
 	return sk_policy_load_buffer_ex(name, buf, len, format, flags, out, diags);
 }

@@ -6,74 +6,44 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <netinet/in.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/strbuf.h"
 #include "common/util.h"
 #include "policy/seccomp_internal.h"
 
 /* ---- describe and diff ---- */
 
-struct sbuf {
-	char *s;
-	size_t len, cap;
-	bool oom;
-};
-
-__attribute__((format(printf, 2, 3))) static void sb_printf(struct sbuf *b, const char *fmt, ...)
-{
-	if (b->oom)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	if (n < 0 || (b->len + (size_t)n + 1 > b->cap)) {
-		size_t nc = b->cap ? b->cap : 256;
-		while (n >= 0 && nc < b->len + (size_t)n + 1)
-			nc *= 2;
-		char *ns = n < 0 ? NULL : realloc(b->s, nc);
-		if (!ns) {
-			b->oom = true;
-			return;
-		}
-		b->s = ns;
-		b->cap = nc;
-	}
-	va_start(ap, fmt);
-	vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
-	va_end(ap);
-	b->len += (size_t)n;
-}
-
-static void describe_action(struct sbuf *b, enum sk_scmp_action a, int errno_ret)
+/* Appends below fail only by running out of memory, which sticks to the buffer (common/strbuf.h): each
+ * function checks once, at the end. */
+static void describe_action(struct sk_strbuf *b, enum sk_scmp_action a, int errno_ret)
 {
 	switch (a) {
-	case SK_SCMP_ALLOW: sb_printf(b, "allow"); break;
-	case SK_SCMP_ERRNO: sb_printf(b, "errno %d", errno_ret < 0 ? EPERM : errno_ret); break;
-	case SK_SCMP_TRACE: sb_printf(b, "trace %d", errno_ret < 0 ? EPERM : errno_ret); break;
+	case SK_SCMP_ALLOW: sk_strbuf_printf(b, "allow"); break;
+	case SK_SCMP_ERRNO: sk_strbuf_printf(b, "errno %d", errno_ret < 0 ? EPERM : errno_ret); break;
+	case SK_SCMP_TRACE: sk_strbuf_printf(b, "trace %d", errno_ret < 0 ? EPERM : errno_ret); break;
 	case SK_SCMP_KILL:
-	case SK_SCMP_KILL_THREAD: sb_printf(b, "kill-thread"); break;
-	case SK_SCMP_KILL_PROCESS: sb_printf(b, "kill-process"); break;
-	case SK_SCMP_TRAP: sb_printf(b, "trap"); break;
-	case SK_SCMP_LOG: sb_printf(b, "log"); break;
-	case SK_SCMP_NOTIFY: sb_printf(b, "notify"); break;
+	case SK_SCMP_KILL_THREAD: sk_strbuf_printf(b, "kill-thread"); break;
+	case SK_SCMP_KILL_PROCESS: sk_strbuf_printf(b, "kill-process"); break;
+	case SK_SCMP_TRAP: sk_strbuf_printf(b, "trap"); break;
+	case SK_SCMP_LOG: sk_strbuf_printf(b, "log"); break;
+	case SK_SCMP_NOTIFY: sk_strbuf_printf(b, "notify"); break;
 	}
 }
 
-static void describe_args(struct sbuf *b, const struct sk_scmp_rule *r)
+static void describe_args(struct sk_strbuf *b, const struct sk_scmp_rule *r)
 {
 	static const char *const sym[] = { "!=", "<", "<=", "==", ">=", ">" };
 	for (size_t i = 0; i < r->n_args; i++) {
 		const struct sk_scmp_arg *a = &r->args[i];
 		if (i)
-			sb_printf(b, " && ");
+			sk_strbuf_printf(b, " && ");
 		if (a->op == SK_CMP_MASKED_EQ)
-			sb_printf(b, "arg%u & %#" PRIx64 " == %#" PRIx64, a->index, a->value, a->value_two);
+			sk_strbuf_printf(b, "arg%u & %#" PRIx64 " == %#" PRIx64, a->index, a->value, a->value_two);
 		else if ((unsigned)a->op < SK_ARRAY_SIZE(sym))
-			sb_printf(b, "arg%u %s %#" PRIx64, a->index, sym[a->op], a->value);
+			sk_strbuf_printf(b, "arg%u %s %#" PRIx64, a->index, sym[a->op], a->value);
 	}
 }
 
@@ -142,24 +112,24 @@ static bool is_setsockopt_cover(const struct sk_scmp_profile *p, const char *nam
 	return same;
 }
 
-static void describe_opt_list(struct sbuf *b, const uint32_t *v, size_t n)
+static void describe_opt_list(struct sk_strbuf *b, const uint32_t *v, size_t n)
 {
 	for (size_t i = 0; i < n;) {
 		size_t j = i;
 		while (j + 1 < n && v[j + 1] == v[j] + 1)
 			j++;
-		sb_printf(b, i ? "," : "");
+		sk_strbuf_printf(b, i ? "," : "");
 		if (j > i)
-			sb_printf(b, "%" PRIu32 "-%" PRIu32, v[i], v[j]);
+			sk_strbuf_printf(b, "%" PRIu32 "-%" PRIu32, v[i], v[j]);
 		else
-			sb_printf(b, "%" PRIu32, v[i]);
+			sk_strbuf_printf(b, "%" PRIu32, v[i]);
 		i = j + 1;
 	}
 }
 
 char *sk_scmp_profile_describe(const struct sk_scmp_profile *p, const char *name)
 {
-	struct sbuf b = { 0 };
+	struct sk_strbuf b = { 0 };
 	const struct sk_scmp_rule *uncond = NULL;
 	bool any = false;
 	for (size_t i = 0; i < p->n_rules; i++) {
@@ -171,9 +141,9 @@ char *sk_scmp_profile_describe(const struct sk_scmp_profile *p, const char *name
 			uncond = r;
 	}
 	if (!any) {
-		sb_printf(&b, "default (");
+		sk_strbuf_printf(&b, "default (");
 		describe_action(&b, p->default_action, p->default_errno);
-		sb_printf(&b, ")");
+		sk_strbuf_printf(&b, ")");
 	} else if (uncond) {
 		describe_action(&b, uncond->action, uncond->errno_ret);
 	} else {
@@ -190,45 +160,41 @@ char *sk_scmp_profile_describe(const struct sk_scmp_profile *p, const char *name
 			if (seen)
 				continue;
 			if (!first_group)
-				sb_printf(&b, "; ");
+				sk_strbuf_printf(&b, "; ");
 			first_group = false;
 			describe_action(&b, r->action, r->errno_ret);
-			sb_printf(&b, " when ");
+			sk_strbuf_printf(&b, " when ");
 			uint64_t excluded;
 			unsigned idx;
 			if (bitwise_ne(p, name, r, &idx, &excluded)) {
-				sb_printf(&b, "(arg%u & 0xffffffff != %#" PRIx64 ")", idx, excluded);
+				sk_strbuf_printf(&b, "(arg%u & 0xffffffff != %#" PRIx64 ")", idx, excluded);
 				continue;
 			}
 			if (is_setsockopt_cover(p, name, r)) {
-				sb_printf(&b, "!(arg1 & 0xffffffff == %u && arg2 & 0xffffffff in {", IPPROTO_IP);
+				sk_strbuf_printf(&b, "!(arg1 & 0xffffffff == %u && arg2 & 0xffffffff in {", IPPROTO_IP);
 				size_t n_opts;
 				const uint32_t *opts = sk_seccomp_mcast_opts(false, &n_opts);
 				describe_opt_list(&b, opts, n_opts);
-				sb_printf(&b, "}) && !(arg1 & 0xffffffff == %u && arg2 & 0xffffffff in {", IPPROTO_IPV6);
+				sk_strbuf_printf(&b, "}) && !(arg1 & 0xffffffff == %u && arg2 & 0xffffffff in {", IPPROTO_IPV6);
 				opts = sk_seccomp_mcast_opts(true, &n_opts);
 				describe_opt_list(&b, opts, n_opts);
-				sb_printf(&b, "})");
+				sk_strbuf_printf(&b, "})");
 				continue;
 			}
 			bool first = true;
 			for (size_t j = i; j < p->n_rules; j++) {
 				if (strcmp(p->rules[j].name, name) != 0 || !sk_scmp_same_action(&p->rules[j], r))
 					continue;
-				sb_printf(&b, first ? "(" : " || (");
+				sk_strbuf_printf(&b, first ? "(" : " || (");
 				describe_args(&b, &p->rules[j]);
-				sb_printf(&b, ")");
+				sk_strbuf_printf(&b, ")");
 				first = false;
 			}
 		}
-		sb_printf(&b, "; else ");
+		sk_strbuf_printf(&b, "; else ");
 		describe_action(&b, p->default_action, p->default_errno);
 	}
-	if (b.oom) {
-		free(b.s);
-		return NULL;
-	}
-	return b.s;
+	return sk_strbuf_steal(&b, NULL);   /* NULL when out of memory */
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -251,8 +217,7 @@ char *sk_scmp_profile_diff(const struct sk_scmp_profile *a, const struct sk_scmp
 	for (size_t i = 0; i < b->n_rules; i++)
 		names[m++] = b->rules[i].name;
 	qsort(names, m, sizeof(*names), cmp_str);
-	struct sbuf out = { 0 };
-	sb_printf(&out, "%s", "");
+	struct sk_strbuf out = { 0 };
 	for (size_t i = 0; i < m; i++) {
 		if (i && !strcmp(names[i], names[i - 1]))
 			continue;
@@ -264,22 +229,20 @@ char *sk_scmp_profile_diff(const struct sk_scmp_profile *a, const struct sk_scmp
 			bool a_deny = !strncmp(da, "default (", 9) && a->default_action != SK_SCMP_ALLOW;
 			bool b_deny = !strncmp(db, "default (", 9) && b->default_action != SK_SCMP_ALLOW;
 			if (b_deny && !strncmp(da, "allow", 5))
-				sb_printf(&out, "only A: %s: %s\n", names[i], da);
+				sk_strbuf_printf(&out, "only A: %s: %s\n", names[i], da);
 			else if (a_deny && !strncmp(db, "allow", 5))
-				sb_printf(&out, "only B: %s: %s\n", names[i], db);
+				sk_strbuf_printf(&out, "only B: %s: %s\n", names[i], db);
 			else
-				sb_printf(&out, "differs: %s: A %s | B %s\n", names[i], da, db);
+				sk_strbuf_printf(&out, "differs: %s: A %s | B %s\n", names[i], da, db);
 			(*n_diff)++;
 		}
 		free(da);
 		free(db);
 	}
 	free(names);
-	if (out.oom) {
-		free(out.s);
+	char *text = sk_strbuf_steal(&out, NULL);   /* "" when nothing differs */
+	if (!text)
 		sk_err_sys(err, ENOMEM, "seccomp diff");
-		return NULL;
-	}
-	return out.s;
+	return text;
 }
 

@@ -3,17 +3,15 @@
 #include "policy/seccomp.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <seccomp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
+#include "common/read_file.h"
 #include "common/util.h"
 #include "policy/seccomp_internal.h"
 
@@ -352,35 +350,10 @@ out:
 int sk_scmp_profile_load_file(const char *path, struct sk_scmp_profile **out, struct sk_err *err)
 {
 	*out = NULL;
-	sk_autoclose int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return sk_err_sys(err, errno, "open %s", path);
-	struct stat st;
-	if (fstat(fd, &st) < 0)
-		return sk_err_sys(err, errno, "stat %s", path);
-	if (st.st_size > 16 * 1024 * 1024)
-		return sk_err_set(err, EFBIG, "%s: larger than 16 MiB", path);
-	size_t cap = (size_t)st.st_size + 1, len = 0;
-	sk_autofree char *buf = malloc(cap);
+	size_t len = 0;
+	sk_autofree char *buf = sk_read_file(path, 16u << 20, &len, err);
 	if (!buf)
-		return sk_err_sys(err, ENOMEM, "read %s", path);
-	for (;;) {
-		if (len == cap) {
-			char *nb = realloc(buf, cap * 2);
-			if (!nb)
-				return sk_err_sys(err, ENOMEM, "read %s", path);
-			buf = nb;
-			cap *= 2;
-		}
-		ssize_t n = read(fd, buf + len, cap - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return sk_err_sys(err, errno, "read %s", path);
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
+		return -err->code;
 	return sk_scmp_profile_parse(path, buf, len, out, err);
 }
 

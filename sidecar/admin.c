@@ -163,10 +163,13 @@ int sk_admin_handle(const struct sk_admin_view *v, const char *method, const cha
 		return 0;
 	}
 	if (strcmp(path, "/metrics") == 0) {
-		if (sk_metrics_render(v->metrics, v->policy, &resp->body, &resp->body_len) < 0)
+		struct sk_strbuf b = { 0 };
+		if (sk_metrics_render(v->metrics, v->policy, &b) < 0 ||
+		    (v->budgets && sk_budget_render(v->budgets, v->now_ms, &b) < 0)) {
+			sk_strbuf_free(&b);
 			return -ENOMEM;
-		size_t cap = resp->body_len;
-		if (v->budgets && sk_budget_render(v->budgets, v->now_ms, &resp->body, &resp->body_len, &cap) < 0)
+		}
+		if (!(resp->body = sk_strbuf_steal(&b, &resp->body_len)))
 			return -ENOMEM;
 		resp->status = 200;
 		resp->reason = "OK";

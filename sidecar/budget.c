@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -292,35 +291,9 @@ const char *sk_budget_dim_name(enum sk_budget_dim d)
 
 /* ---- /metrics ---- */
 
-static int appendf(char **buf, size_t *len, size_t *cap, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static int appendf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(NULL, 0, fmt, ap);   /* measured first: one growth, then one write */
-	va_end(ap);
-	if (n < 0)
-		return -ENOMEM;
-	if (!*buf || *cap - *len <= (size_t)n) {
-		size_t ncap = *cap ? *cap * 2 : 4096;
-		while (ncap - *len <= (size_t)n)
-			ncap *= 2;
-		char *nb = realloc(*buf, ncap);
-		if (!nb)
-			return -ENOMEM;
-		*buf = nb;
-		*cap = ncap;
-	}
-	va_start(ap, fmt);
-	vsnprintf(*buf + *len, *cap - *len, fmt, ap);
-	va_end(ap);
-	*len += (size_t)n;
-	return 0;
-}
-
 /* A rule's text as a label value: sk_rule_format output holds no '"' or '\\' or newline (names are
  * normalised host names, the rest digits and keywords), so it goes in as it is. */
-int sk_budget_render(struct sk_budget_table *t, uint64_t now_ms, char **buf, size_t *len, size_t *cap)
+int sk_budget_render(struct sk_budget_table *t, uint64_t now_ms, struct sk_strbuf *out)
 {
 	static const char *const metric[] = {
 		"stockade_budget_used", "stockade_budget_remaining", "stockade_budget_total",
@@ -336,38 +309,35 @@ int sk_budget_render(struct sk_budget_table *t, uint64_t now_ms, char **buf, siz
 	};
 	if (!t->n_live)
 		return 0;
-	int rc = 0;
-	for (size_t m = 0; m < 3 && rc == 0; m++) {
-		rc = appendf(buf, len, cap, "%s", head[m]);
-		for (struct sk_budget_entry *e = t->head; e && rc == 0; e = e->next) {
+	for (size_t m = 0; m < 3; m++) {
+		sk_strbuf_puts(out, head[m]);
+		for (struct sk_budget_entry *e = t->head; e; e = e->next) {
 			if (!e->live)
 				continue;
 			roll(e, now_ms);
-			for (int d = 0; d < SK_BUDGET_NDIM && rc == 0; d++) {
+			for (int d = 0; d < SK_BUDGET_NDIM; d++) {
 				uint64_t lim = limit_of(e, (enum sk_budget_dim)d);
 				uint64_t v = m == 0 ? e->used[d] : m == 1 ? (e->used[d] >= lim ? 0 : lim - e->used[d])
 							 : e->total[d];
 				if (m == 1 && !lim)
 					continue;
-				rc = appendf(buf, len, cap, "%s{rule=\"%d\",rule_text=\"%s\",kind=\"%s\"} %" PRIu64 "\n",
+				sk_strbuf_printf(out, "%s{rule=\"%d\",rule_text=\"%s\",kind=\"%s\"} %" PRIu64 "\n",
 					     metric[m], e->rule, e->label, sk_budget_dim_name((enum sk_budget_dim)d), v);
 			}
 		}
 	}
-	if (rc == 0)
-		rc = appendf(buf, len, cap, "# HELP stockade_budget_exhausted_total Windows in which a rule's budget "
+	sk_strbuf_printf(out, "# HELP stockade_budget_exhausted_total Windows in which a rule's budget "
 				      "ran out.\n# TYPE stockade_budget_exhausted_total counter\n");
-	for (struct sk_budget_entry *e = t->head; e && rc == 0; e = e->next)
+	for (struct sk_budget_entry *e = t->head; e; e = e->next)
 		if (e->live)
-			rc = appendf(buf, len, cap, "stockade_budget_exhausted_total{rule=\"%d\",rule_text=\"%s\"} %" PRIu64 "\n",
+			sk_strbuf_printf(out, "stockade_budget_exhausted_total{rule=\"%d\",rule_text=\"%s\"} %" PRIu64 "\n",
 				     e->rule, e->label, e->exhausted);
-	if (rc == 0)
-		rc = appendf(buf, len, cap, "# HELP stockade_budget_refused_total Connections cut or refused and DNS "
+	sk_strbuf_printf(out, "# HELP stockade_budget_refused_total Connections cut or refused and DNS "
 				      "queries refused because a rule's budget ran out.\n"
 				      "# TYPE stockade_budget_refused_total counter\n");
-	for (struct sk_budget_entry *e = t->head; e && rc == 0; e = e->next)
+	for (struct sk_budget_entry *e = t->head; e; e = e->next)
 		if (e->live)
-			rc = appendf(buf, len, cap, "stockade_budget_refused_total{rule=\"%d\",rule_text=\"%s\"} %" PRIu64 "\n",
+			sk_strbuf_printf(out, "stockade_budget_refused_total{rule=\"%d\",rule_text=\"%s\"} %" PRIu64 "\n",
 				     e->rule, e->label, e->refused);
-	return rc;
+	return sk_strbuf_ok(out);   /* one check: a failed append refuses the rest (strbuf.h) */
 }

@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "common/err.h"
+#include "common/strbuf.h"
 #include "policy/policy.h"
 
 enum sk_budget_dim {
@@ -89,9 +90,9 @@ bool sk_budget_spent(struct sk_budget_entry *e, uint64_t now_ms);
 bool sk_budget_admits(struct sk_budget_entry *e, uint64_t now_ms);
 const char *sk_budget_dim_name(enum sk_budget_dim d);   /* "sent", "received", "connections", "queries" */
 
-/* Appends the table's Prometheus text for the live entries to buf (a malloc'd buffer of *len bytes in a
- * capacity of *cap, grown as needed): per rule, bytes and counts used in the window, remaining, totals,
- * exhaustion events. Label set bounded by the policy (only rules with a budget). 0 or -ENOMEM. */
-int sk_budget_render(struct sk_budget_table *t, uint64_t now_ms, char **buf, size_t *len, size_t *cap);
+/* Appends the table's Prometheus text for the live entries to out: per rule, bytes and counts used in the
+ * window, remaining, totals, exhaustion events. Label set bounded by the policy (only rules with a
+ * budget). 0 or -ENOMEM (out's own verdict: common/strbuf.h). */
+SK_MUST_USE int sk_budget_render(struct sk_budget_table *t, uint64_t now_ms, struct sk_strbuf *out);
 
 #endif

@@ -212,23 +212,23 @@ static void test_render(void **state)
 	struct sk_budget_table t;
 	struct sk_err err = { 0 };
 	sk_budget_table_init(&t);
-	char *buf = NULL;
-	size_t len = 0, cap = 0;
-	assert_int_equal(sk_budget_render(&t, 0, &buf, &len, &cap), 0);
-	assert_int_equal(len, 0);   /* no budgets: not a line */
+	struct sk_strbuf out = { 0 };
+	assert_int_equal(sk_budget_render(&t, 0, &out), 0);
+	assert_int_equal(out.len, 0);   /* no budgets: not a line */
 	assert_int_equal(sk_budget_table_sync(&t, p, &err), 0);
 	struct sk_budget_entry *e = sk_budget_for_rule(&t, 0);
 	sk_budget_charge(e, SK_BUDGET_SENT, 1000, 10);
 	sk_budget_charge(e, SK_BUDGET_RECEIVED, 123, 10);
-	assert_int_equal(sk_budget_render(&t, 20, &buf, &len, &cap), 0);
-	assert_int_equal(strlen(buf), len);
+	assert_int_equal(sk_budget_render(&t, 20, &out), 0);
+	const char *buf = out.p;
+	assert_int_equal(strlen(buf), out.len);
 	assert_non_null(strstr(buf, "stockade_budget_used{rule=\"0\",rule_text=\"host a.example.com ports [443]\",kind=\"sent\"} 1000\n"));
 	assert_non_null(strstr(buf, "stockade_budget_remaining{rule=\"0\",rule_text=\"host a.example.com ports [443]\",kind=\"received\"} 4877\n"));
 	assert_non_null(strstr(buf, "stockade_budget_remaining{rule=\"0\",rule_text=\"host a.example.com ports [443]\",kind=\"sent\"} 0\n"));
 	assert_null(strstr(buf, "stockade_budget_remaining{rule=\"0\",rule_text=\"host a.example.com ports [443]\",kind=\"queries\"}"));
 	assert_non_null(strstr(buf, "stockade_budget_exhausted_total{rule=\"0\",rule_text=\"host a.example.com ports [443]\"} 1\n"));
 	assert_non_null(strstr(buf, "# TYPE stockade_budget_total counter\n"));
-	free(buf);
+	sk_strbuf_free(&out);
 	sk_budget_table_fini(&t);
 	sk_policy_free(p);
 }

@@ -127,7 +127,7 @@ void gw_conn_free(struct gw_conn *c)
 		c->next->prev = c->prev;
 	g->n_conns--;
 	free(c->in);
-	sk_gw_buf_free(&c->out);
+	sk_strbuf_free(&c->out);
 	free(c);
 }
 
@@ -309,7 +309,7 @@ static int process_head(struct gw_conn *c)
 		return 0;
 	}
 	if (req.expect_continue && (req.chunked || req.content_length > 0))
-		(void)sk_gw_buf_put(&c->out, "HTTP/1.1 100 Continue\r\n\r\n", 25);
+		(void)sk_strbuf_put(&c->out, "HTTP/1.1 100 Continue\r\n\r\n", 25);
 	/* The head is consumed; body bytes (if any) stay in c->in for read_cb. */
 	c->in_off += req.head_len;
 	if (gw_start_transfer(c, &req, api, rest, rest_len, secret, slen, drop_auth) < 0)

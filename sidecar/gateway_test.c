@@ -675,10 +675,10 @@ static void test_response_head_framing(void **state)
 	(void)state;
 	static const char up[] = "Content-Type: text/plain\r\nConnection: x-hop\r\nX-Hop: 1\r\nKeep-Alive: t=5\r\n"
 				 "Content-Length: 5\r\nX-Keep: 2\r\n";
-	struct sk_gw_buf out = { 0 };
+	struct sk_strbuf out = { 0 };
 	struct sk_gw_resp_framing f;
 	size_t hs = sk_gw_response_head(&out, up, strlen(up), 200, false, true, false, &f);
-	assert_true(sk_gw_buf_put(&out, "", 1) == 0);
+	assert_true(sk_strbuf_put(&out, "", 1) == 0);
 	assert_string_equal(out.p, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\nX-Keep: 2\r\n\r\n");
 	assert_int_equal(hs, strlen("HTTP/1.1 200 OK\r\n"));
 	assert_false(f.no_body || f.chunked || f.close);
@@ -686,40 +686,40 @@ static void test_response_head_framing(void **state)
 	static const char te[] = "Transfer-Encoding: chunked\r\nContent-Length: 9\r\n";
 	out.len = 0;
 	sk_gw_response_head(&out, te, strlen(te), 201, false, true, false, &f);
-	assert_true(sk_gw_buf_put(&out, "", 1) == 0);
+	assert_true(sk_strbuf_put(&out, "", 1) == 0);
 	assert_string_equal(out.p, "HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n");
 	assert_true(f.chunked && !f.close && !f.no_body);
 	/* ... and for an HTTP/1.0 agent the body ends at close. */
 	out.len = 0;
 	sk_gw_response_head(&out, te, strlen(te), 200, false, false, false, &f);
-	assert_true(sk_gw_buf_put(&out, "", 1) == 0);
+	assert_true(sk_strbuf_put(&out, "", 1) == 0);
 	assert_string_equal(out.p, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n");
 	assert_true(f.close && !f.chunked);
 	/* HEAD and 304 have no body; draining makes any response the last. */
 	out.len = 0;
 	sk_gw_response_head(&out, NULL, 0, 304, false, true, true, &f);
-	assert_true(sk_gw_buf_put(&out, "", 1) == 0);
+	assert_true(sk_strbuf_put(&out, "", 1) == 0);
 	assert_string_equal(out.p, "HTTP/1.1 304 Not Modified\r\nConnection: close\r\n\r\n");
 	assert_true(f.no_body && f.close && !f.chunked);
-	sk_gw_buf_free(&out);
+	sk_strbuf_free(&out);
 }
 
 static void test_error_response(void **state)
 {
 	(void)state;
-	struct sk_gw_buf out = { 0 };
+	struct sk_strbuf out = { 0 };
 	sk_gw_error_response(&out, 429, "rate \"limit\"\xff", 7, false);
-	assert_true(sk_gw_buf_put(&out, "", 1) == 0);
+	assert_true(sk_strbuf_put(&out, "", 1) == 0);
 	assert_string_equal(out.p, "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nContent-Length: 33\r\n"
 			    "Connection: close\r\nCache-Control: no-store\r\nRetry-After: 7\r\n\r\n"
 			    "{\"error\":\"rate \\\"limit\\\"\\u00ff\"}\n");
 	out.len = 0;
 	sk_gw_error_response(&out, 401, "no", 0, true);
-	assert_true(sk_gw_buf_put(&out, "", 1) == 0);
+	assert_true(sk_strbuf_put(&out, "", 1) == 0);
 	assert_string_equal(out.p, "HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nContent-Length: 15\r\n"
 			    "Connection: close\r\nCache-Control: no-store\r\n"
 			    "WWW-Authenticate: Bearer realm=\"stockade\"\r\n\r\n");
-	sk_gw_buf_free(&out);
+	sk_strbuf_free(&out);
 }
 
 int main(void)

@@ -45,7 +45,7 @@ struct gw_conn {
 	uint32_t events;               /* epoll interest now registered */
 	uint8_t *in;                   /* GW_IN_CAP bytes from the agent; [in_off, in_len) unconsumed */
 	size_t in_off, in_len;
-	struct sk_gw_buf out;          /* to the agent, from out_off */
+	struct sk_strbuf out;          /* to the agent, from out_off */
 	size_t out_off;
 	size_t lingered;
 	/* the request in flight */
@@ -64,7 +64,7 @@ struct gw_conn {
 	/* the response */
 	int status;
 	bool head_sent, in_1xx, resp_chunked, resp_no_body, resp_close;
-	struct sk_gw_buf rhead;        /* upstream header lines, until the blank line */
+	struct sk_strbuf rhead;        /* upstream header lines, until the blank line */
 	struct sk_gw_redact redact;
 	char *secret_copy;             /* owned copy for redact (the cache may rotate mid-stream) */
 	uint64_t bytes_in, bytes_out;  /* to the agent (whole response), to the upstream (body) */

@@ -28,7 +28,7 @@ void gw_detach_easy(struct gw_conn *c)
 	sk_gw_redact_free(&c->redact);
 	sk_gw_wipe_free(c->secret_copy, sl);
 	c->secret_copy = NULL;
-	sk_gw_buf_free(&c->rhead);
+	sk_strbuf_free(&c->rhead);
 }
 
 /* ---- curl callbacks (flags and bytes only; see the re-entrancy rule at the top) -------------------------- */
@@ -99,9 +99,9 @@ static int queue_body(struct gw_conn *c, const uint8_t *d, size_t n, bool final)
 		d += take;
 		n -= take;
 		if (m && !c->resp_no_body) {
-			if (c->resp_chunked && sk_gw_buf_printf(&c->out, "%zx\r\n", m) < 0)
+			if (c->resp_chunked && sk_strbuf_printf(&c->out, "%zx\r\n", m) < 0)
 				return -1;
-			if (sk_gw_buf_put(&c->out, tmp, m) < 0 || (c->resp_chunked && sk_gw_buf_put(&c->out, "\r\n", 2) < 0))
+			if (sk_strbuf_put(&c->out, tmp, m) < 0 || (c->resp_chunked && sk_strbuf_put(&c->out, "\r\n", 2) < 0))
 				return -1;
 		}
 		if (last)
@@ -153,7 +153,7 @@ static int emit_response_head(struct gw_conn *c)
 			/* Never send a head that was not searched for the key: drop it and end the request. */
 			c->out.len = head_start;
 			c->client_err = true;
-			sk_gw_buf_free(&c->rhead);
+			sk_strbuf_free(&c->rhead);
 			return -1;
 		}
 		size_t m = sk_gw_redact_run(&r, (const uint8_t *)c->out.p + head_start, n, true, tmp);
@@ -161,7 +161,7 @@ static int emit_response_head(struct gw_conn *c)
 		free(tmp);
 	}
 	c->head_sent = true;
-	sk_gw_buf_free(&c->rhead);
+	sk_strbuf_free(&c->rhead);
 	return 0;
 }
 
@@ -197,7 +197,7 @@ static size_t header_cb(char *ptr, size_t size, size_t nitems, void *ud)
 	}
 	if (c->in_1xx)
 		return n;
-	if (c->rhead.len + n > 256 * 1024 || sk_gw_buf_put(&c->rhead, ptr, n) < 0)
+	if (c->rhead.len + n > 256 * 1024 || sk_strbuf_put(&c->rhead, ptr, n) < 0)
 		return 0;   /* → CURLE_WRITE_ERROR → 502 */
 	return n;
 }
@@ -333,7 +333,7 @@ static void transfer_done(struct gw_conn *c, CURLcode rc)
 		return;
 	}
 	if (queue_body(c, NULL, 0, true) < 0 ||
-	    (c->resp_chunked && sk_gw_buf_put(&c->out, "0\r\n\r\n", 5) < 0)) {
+	    (c->resp_chunked && sk_strbuf_put(&c->out, "0\r\n\r\n", 5) < 0)) {
 		gw_req_end(c, c->status, "internal_error");
 		gw_conn_free(c);
 		return;

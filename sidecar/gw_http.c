@@ -368,43 +368,6 @@ void sk_gw_audit_path(const char *rest, size_t len, char *out, size_t cap)
 		out[o] = 0;
 }
 
-void sk_gw_buf_free(struct sk_gw_buf *b)
-{
-	free(b->p);
-	b->p = NULL;
-	b->len = b->cap = 0;
-}
-
-int sk_gw_buf_put(struct sk_gw_buf *b, const void *d, size_t n)
-{
-	if (b->len + n > b->cap) {
-		size_t cap = b->cap ? b->cap : 4096;
-		while (cap < b->len + n)
-			cap *= 2;
-		char *p = realloc(b->p, cap);
-		if (!p)
-			return -ENOMEM;
-		b->p = p;
-		b->cap = cap;
-	}
-	if (n)
-		memcpy(b->p + b->len, d, n);
-	b->len += n;
-	return 0;
-}
-
-int sk_gw_buf_printf(struct sk_gw_buf *b, const char *fmt, ...)
-{
-	char tmp[512];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= sizeof(tmp))
-		return -EINVAL;
-	return sk_gw_buf_put(b, tmp, (size_t)n);
-}
-
 const char *sk_gw_reason_phrase(int st)
 {
 	switch (st) {
@@ -439,25 +402,25 @@ const char *sk_gw_reason_phrase(int st)
 	}
 }
 
-void sk_gw_error_response(struct sk_gw_buf *out, int status, const char *msg, uint32_t retry_after, bool head_only)
+void sk_gw_error_response(struct sk_strbuf *out, int status, const char *msg, uint32_t retry_after, bool head_only)
 {
-	struct sk_gw_buf body = { 0 };
+	struct sk_strbuf body = { 0 };
 	char esc[SK_AUDIT_JSON_STR_MAX];
-	(void)sk_gw_buf_put(&body, "{\"error\":", 9);
+	(void)sk_strbuf_put(&body, "{\"error\":", 9);
 	size_t elen = sk_audit_json_str(esc, sizeof(esc), msg);
-	(void)sk_gw_buf_put(&body, esc, elen);
-	(void)sk_gw_buf_put(&body, "}\n", 2);
-	(void)sk_gw_buf_printf(out, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+	(void)sk_strbuf_put(&body, esc, elen);
+	(void)sk_strbuf_put(&body, "}\n", 2);
+	(void)sk_strbuf_printf(out, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
 			       "Connection: close\r\nCache-Control: no-store\r\n", status, sk_gw_reason_phrase(status),
 			       body.len);
 	if (status == 429)
-		(void)sk_gw_buf_printf(out, "Retry-After: %u\r\n", retry_after);
+		(void)sk_strbuf_printf(out, "Retry-After: %u\r\n", retry_after);
 	if (status == 401)
-		(void)sk_gw_buf_printf(out, "WWW-Authenticate: Bearer realm=\"stockade\"\r\n");
-	(void)sk_gw_buf_put(out, "\r\n", 2);
+		(void)sk_strbuf_printf(out, "WWW-Authenticate: Bearer realm=\"stockade\"\r\n");
+	(void)sk_strbuf_put(out, "\r\n", 2);
 	if (body.p && !head_only)
-		(void)sk_gw_buf_put(out, body.p, body.len);
-	sk_gw_buf_free(&body);
+		(void)sk_strbuf_put(out, body.p, body.len);
+	sk_strbuf_free(&body);
 }
 
 /* The line of up[0..len) at *off (its LF included, or up to len): sets *ll to its length, moves *off past
@@ -471,7 +434,7 @@ static const char *hdr_line(const char *up, size_t len, size_t *off, size_t *ll)
 	return memchr(line, ':', *ll);
 }
 
-size_t sk_gw_response_head(struct sk_gw_buf *out, const char *up, size_t len, int status, bool head_req,
+size_t sk_gw_response_head(struct sk_strbuf *out, const char *up, size_t len, int status, bool head_req,
 			   bool keep_alive, bool draining, struct sk_gw_resp_framing *f)
 {
 	char connection[1024] = "";
@@ -507,7 +470,7 @@ size_t sk_gw_response_head(struct sk_gw_buf *out, const char *up, size_t len, in
 	/* HTTP/1.0 agent: the body ends when we close. SIGTERM: this response is the connection's last
 	 * (framing unchanged). */
 	f->close = (!f->no_body && !keep_cl && !f->chunked) || draining;
-	(void)sk_gw_buf_printf(out, "HTTP/1.1 %d %s\r\n", status, sk_gw_reason_phrase(status));
+	(void)sk_strbuf_printf(out, "HTTP/1.1 %d %s\r\n", status, sk_gw_reason_phrase(status));
 	size_t head_start = out->len;
 	for (size_t off = 0, ll; off < len;) {
 		const char *line = up + off;
@@ -522,13 +485,13 @@ size_t sk_gw_response_head(struct sk_gw_buf *out, const char *up, size_t len, in
 		size_t end = ll;
 		while (end && (line[end - 1] == '\r' || line[end - 1] == '\n'))
 			end--;
-		(void)sk_gw_buf_put(out, line, end);
-		(void)sk_gw_buf_put(out, "\r\n", 2);
+		(void)sk_strbuf_put(out, line, end);
+		(void)sk_strbuf_put(out, "\r\n", 2);
 	}
 	if (f->chunked)
-		(void)sk_gw_buf_printf(out, "Transfer-Encoding: chunked\r\n");
+		(void)sk_strbuf_printf(out, "Transfer-Encoding: chunked\r\n");
 	if (!keep_alive || f->close)
-		(void)sk_gw_buf_printf(out, "Connection: close\r\n");
-	(void)sk_gw_buf_put(out, "\r\n", 2);
+		(void)sk_strbuf_printf(out, "Connection: close\r\n");
+	(void)sk_strbuf_put(out, "\r\n", 2);
 	return head_start;
 }

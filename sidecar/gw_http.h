@@ -1,7 +1,7 @@
 /* sidecar/gw_http.h — the gateway's HTTP/1.1 text (part of gateway.h's component). Owns: the strict
  * parser of the agent's request head (with its limits), routing `/<api>/<rest>` targets, the hop-by-hop
  * and request-header filters, the streaming chunked-body decoder, the audit form of a path, and the
- * small pieces of response writing (a growable byte buffer, reason phrases; JSON strings are audit.h's
+ * small pieces of response writing (reason phrases; the buffer is common/strbuf.h; JSON strings are audit.h's
  * sk_audit_json_str). Pure: no sockets, no loop, no curl — gateway_test.c and fuzz_gw_head.c test it
  * directly. */
 #ifndef SK_SIDECAR_GW_HTTP_H
@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/strbuf.h"
 #include "common/util.h"
 
 #define SK_GW_HEAD_MAX 32768      /* request head bytes (→ 431) */
@@ -104,20 +105,12 @@ void sk_gw_audit_path(const char *rest, size_t len, char *out, size_t cap);
 
 /* ---- response writing --------------------------------------------------------------------------------------- */
 
-struct sk_gw_buf {                 /* a growable byte buffer; zero-initialised is empty */
-	char *p;
-	size_t len, cap;
-};
-void sk_gw_buf_free(struct sk_gw_buf *b);
-int sk_gw_buf_put(struct sk_gw_buf *b, const void *d, size_t n);   /* 0 or -ENOMEM */
-/* At most 511 bytes formatted (else -EINVAL, nothing appended). */
-int sk_gw_buf_printf(struct sk_gw_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 const char *sk_gw_reason_phrase(int status);   /* "Bad Gateway"; a class phrase for unknown codes */
 
 /* The gateway's own answer, appended to out: status line, Content-Type: application/json, Content-Length,
  * Connection: close, Cache-Control: no-store (+ Retry-After: retry_after for 429, WWW-Authenticate for
  * 401), then the body {"error":"<msg>"} and a newline unless head_only (a HEAD request). */
-void sk_gw_error_response(struct sk_gw_buf *out, int status, const char *msg, uint32_t retry_after, bool head_only);
+void sk_gw_error_response(struct sk_strbuf *out, int status, const char *msg, uint32_t retry_after, bool head_only);
 
 /* How the agent's response body is framed (decided by sk_gw_response_head). */
 struct sk_gw_resp_framing {
@@ -132,7 +125,7 @@ struct sk_gw_resp_framing {
  * and Connection: close as decided into *f, and the blank line. head_req: the agent's method was HEAD;
  * draining: sk_gateway_stop_accepting ran. Returns the offset in out where the header lines start (what
  * the caller searches for a reflected secret). */
-size_t sk_gw_response_head(struct sk_gw_buf *out, const char *up, size_t len, int status, bool head_req,
+size_t sk_gw_response_head(struct sk_strbuf *out, const char *up, size_t len, int status, bool head_req,
 			   bool keep_alive, bool draining, struct sk_gw_resp_framing *f);
 
 /* ---- small text helpers shared by the gw_* modules ----------------------------------------------------------- */

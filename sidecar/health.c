@@ -12,7 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/json_str.h"
 #include "common/marker.h"
+#include "common/strbuf.h"
 #include "common/util.h"
 #include "policy/policy.h"
 
@@ -101,66 +103,15 @@ bool sk_fd_listening(int fd, int type, uint16_t port)
 	return false;
 }
 
-struct jbuf {
-	char *p;
-	size_t len, cap;
-	bool oom;
-};
-
-static void jput(struct jbuf *b, const char *s, size_t n)
+static void missing(struct sk_strbuf *b, bool *first, const char *check, const char *detail)
 {
-	if (b->oom)
-		return;
-	if (b->len + n + 1 > b->cap) {
-		size_t ncap = (b->cap + n + 1) * 2;
-		char *np = realloc(b->p, ncap);
-		if (!np) {
-			b->oom = true;
-			return;
-		}
-		b->p = np;
-		b->cap = ncap;
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-}
-
-static void jputs(struct jbuf *b, const char *s)
-{
-	jput(b, s, strlen(s));
-}
-
-static void jstr(struct jbuf *b, const char *s)
-{
-	jput(b, "\"", 1);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		char esc[8];
-		if (c == '"' || c == '\\') {
-			esc[0] = '\\';
-			esc[1] = (char)c;
-			jput(b, esc, 2);
-		} else if (c < 0x20 || c >= 0x7f) {
-			/* Bytes >= 0x80 too, as audit.c does: a path or a reason is not known to be UTF-8, and
-			 * /readyz must stay valid JSON (RFC 8259 text is UTF-8). */
-			snprintf(esc, sizeof(esc), "\\u%04x", c);
-			jput(b, esc, 6);
-		} else {
-			jput(b, (const char *)&c, 1);
-		}
-	}
-	jput(b, "\"", 1);
-}
-
-static void missing(struct jbuf *b, bool *first, const char *check, const char *detail)
-{
-	jputs(b, *first ? "{\"check\":" : ",{\"check\":");
+	/* every append's failure sticks to b (common/strbuf.h): sk_ready_check checks once */
+	sk_strbuf_puts(b, *first ? "{\"check\":" : ",{\"check\":");
 	*first = false;
-	jstr(b, check);
-	jputs(b, ",\"detail\":");
-	jstr(b, detail);
-	jput(b, "}", 1);
+	(void)sk_json_str_buf(b, check);
+	sk_strbuf_puts(b, ",\"detail\":");
+	(void)sk_json_str_buf(b, detail);
+	sk_strbuf_puts(b, "}");
 }
 
 static bool all_listening(const int *fds, size_t n, int type, uint16_t port)
@@ -173,10 +124,10 @@ static bool all_listening(const int *fds, size_t n, int type, uint16_t port)
 
 bool sk_ready_check(const struct sk_ready_input *in, char **json, size_t *json_len)
 {
-	struct jbuf b = { 0 };
+	struct sk_strbuf b = { 0 };
 	bool first = true;
 	char detail[SK_ERR_MSG_MAX + 64];
-	jputs(&b, "{\"ready\":false,\"missing\":[");
+	sk_strbuf_puts(&b, "{\"ready\":false,\"missing\":[");
 
 	if (in->draining)
 		missing(&b, &first, "draining", "SIGTERM received; finishing open connections");
@@ -218,18 +169,12 @@ bool sk_ready_check(const struct sk_ready_input *in, char **json, size_t *json_l
 
 	bool ready = first;
 	if (ready) {
-		b.len = 0;
-		jputs(&b, "{\"ready\":true}\n");
+		sk_strbuf_reset(&b);
+		sk_strbuf_puts(&b, "{\"ready\":true}\n");
 	} else {
-		jputs(&b, "]}\n");
+		sk_strbuf_puts(&b, "]}\n");
 	}
-	if (b.oom) {
-		free(b.p);
-		*json = NULL;
-		*json_len = 0;
-		return false;
-	}
-	*json = b.p;
-	*json_len = b.len;
-	return ready;
+	*json_len = 0;
+	*json = sk_strbuf_steal(&b, json_len);   /* NULL when out of memory */
+	return *json ? ready : false;
 }

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "common/hash.h"
+#include "common/strbuf.h"
 #include "common/util.h"
 #include "policy/policy.h"
 #include "sidecar/procstat.h"
@@ -266,43 +267,11 @@ void sk_metrics_api(struct sk_metrics *m, const char *api, int status, double se
 
 /* ---- rendering ---- */
 
-struct buf {
-	char *p;
-	size_t len, cap;
-	bool oom;
-};
-
-__attribute__((format(printf, 2, 3))) static void bprintf(struct buf *b, const char *fmt, ...)
+/* Every append below may fail only by running out of memory, which the buffer remembers (common/strbuf.h):
+ * one check at the end. */
+static void head(struct sk_strbuf *b, const char *name, const char *type, const char *help)
 {
-	if (b->oom)
-		return;
-	for (;;) {
-		va_list ap;
-		va_start(ap, fmt);
-		int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-		va_end(ap);
-		if (n < 0) {
-			b->oom = true;
-			return;
-		}
-		if ((size_t)n < b->cap - b->len) {
-			b->len += (size_t)n;
-			return;
-		}
-		size_t ncap = b->cap * 2 + (size_t)n + 1;
-		char *np = realloc(b->p, ncap);
-		if (!np) {
-			b->oom = true;
-			return;
-		}
-		b->p = np;
-		b->cap = ncap;
-	}
-}
-
-static void head(struct buf *b, const char *name, const char *type, const char *help)
-{
-	bprintf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+	sk_strbuf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
 /* Series in a stable order (sorted by key) so successive scrapes diff cleanly. */
@@ -312,11 +281,11 @@ static int cmp_series(const void *a, const void *b)
 	return strcmp((*x)->key, (*y)->key);
 }
 
-static void render_family(struct buf *b, const struct family *f, const char *name)
+static void render_family(struct sk_strbuf *b, const struct family *f, const char *name)
 {
 	const struct series **v = malloc((f->used ? f->used : 1) * sizeof(const struct series *));
 	if (!v) {
-		b->oom = true;
+		b->oom = true;   /* the same as a failed append: the render reports -ENOMEM */
 		return;
 	}
 	size_t n = 0;
@@ -325,131 +294,121 @@ static void render_family(struct buf *b, const struct family *f, const char *nam
 			v[n++] = &f->slots[i];
 	qsort(v, n, sizeof(const struct series *), cmp_series);
 	for (size_t i = 0; i < n; i++)
-		bprintf(b, "%s{%s} %" PRIu64 "\n", name, v[i]->key, v[i]->value);
+		sk_strbuf_printf(b, "%s{%s} %" PRIu64 "\n", name, v[i]->key, v[i]->value);
 	free(v);
 }
 
 /* labels: "" or a rendered label set (`api="llm"`) put before le and on _sum and _count. */
-static void render_histogram(struct buf *b, const struct histogram *h, const double *bounds, size_t n,
+static void render_histogram(struct sk_strbuf *b, const struct histogram *h, const double *bounds, size_t n,
 			     const char *name, const char *labels)
 {
 	uint64_t cum = 0;
 	const char *sep = labels[0] ? "," : "";
 	for (size_t i = 0; i < n; i++) {
 		cum += h->counts[i];
-		bprintf(b, "%s_bucket{%s%sle=\"%g\"} %" PRIu64 "\n", name, labels, sep, bounds[i], cum);
+		sk_strbuf_printf(b, "%s_bucket{%s%sle=\"%g\"} %" PRIu64 "\n", name, labels, sep, bounds[i], cum);
 	}
-	bprintf(b, "%s_bucket{%s%sle=\"+Inf\"} %" PRIu64 "\n", name, labels, sep, h->count);
+	sk_strbuf_printf(b, "%s_bucket{%s%sle=\"+Inf\"} %" PRIu64 "\n", name, labels, sep, h->count);
 	if (labels[0])
-		bprintf(b, "%s_sum{%s} %.9g\n%s_count{%s} %" PRIu64 "\n", name, labels, h->sum, name, labels, h->count);
+		sk_strbuf_printf(b, "%s_sum{%s} %.9g\n%s_count{%s} %" PRIu64 "\n", name, labels, h->sum, name, labels, h->count);
 	else
-		bprintf(b, "%s_sum %.9g\n%s_count %" PRIu64 "\n", name, h->sum, name, h->count);
+		sk_strbuf_printf(b, "%s_sum %.9g\n%s_count %" PRIu64 "\n", name, h->sum, name, h->count);
 }
 
 /* The standard process_* families (the names Prometheus client libraries export), read at scrape time.
  * Left out when /proc cannot be read: a scrape shows nothing rather than a made-up zero. */
-static void render_process(struct buf *b)
+static void render_process(struct sk_strbuf *b)
 {
 	struct sk_procstat ps;
 	struct sk_err err = { 0 };
 	if (sk_procstat_read(&ps, &err) < 0)
 		return;
 	head(b, "process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.");
-	bprintf(b, "process_cpu_seconds_total %.2f\n", ps.cpu_seconds);
+	sk_strbuf_printf(b, "process_cpu_seconds_total %.2f\n", ps.cpu_seconds);
 	head(b, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
-	bprintf(b, "process_resident_memory_bytes %" PRIu64 "\n", ps.resident_bytes);
+	sk_strbuf_printf(b, "process_resident_memory_bytes %" PRIu64 "\n", ps.resident_bytes);
 	head(b, "process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.");
-	bprintf(b, "process_virtual_memory_bytes %" PRIu64 "\n", ps.virtual_bytes);
+	sk_strbuf_printf(b, "process_virtual_memory_bytes %" PRIu64 "\n", ps.virtual_bytes);
 	head(b, "process_open_fds", "gauge", "Number of open file descriptors.");
-	bprintf(b, "process_open_fds %" PRIu64 "\n", ps.open_fds);
+	sk_strbuf_printf(b, "process_open_fds %" PRIu64 "\n", ps.open_fds);
 	head(b, "process_max_fds", "gauge", "Maximum number of open file descriptors.");
-	bprintf(b, "process_max_fds %" PRIu64 "\n", ps.max_fds);
+	sk_strbuf_printf(b, "process_max_fds %" PRIu64 "\n", ps.max_fds);
 	head(b, "process_start_time_seconds", "gauge", "Start time of the process since unix epoch in seconds.");
-	bprintf(b, "process_start_time_seconds %.2f\n", ps.start_time_seconds);
+	sk_strbuf_printf(b, "process_start_time_seconds %.2f\n", ps.start_time_seconds);
 }
 
-int sk_metrics_render(const struct sk_metrics *m, const struct sk_policy *policy, char **out, size_t *len)
+int sk_metrics_render(const struct sk_metrics *m, const struct sk_policy *policy, struct sk_strbuf *out)
 {
-	struct buf b = { .cap = 8192 };
-	b.p = malloc(b.cap);
-	if (!b.p)
-		return -ENOMEM;
-	b.p[0] = '\0';
+	struct sk_strbuf *const b = out;
 
-	head(&b, "stockade_build_info", "gauge", "Build of the running sidecar (always 1).");
+	head(b, "stockade_build_info", "gauge", "Build of the running sidecar (always 1).");
 	char key[KEY_MAX];
 	size_t pos = 0;
 	key_add(key, &pos, "version", SK_VERSION);
-	bprintf(&b, "stockade_build_info{%s} 1\n", key);
+	sk_strbuf_printf(b, "stockade_build_info{%s} 1\n", key);
 
-	head(&b, "stockade_start_time_seconds", "gauge", "Unix time the sidecar started.");
-	bprintf(&b, "stockade_start_time_seconds %lld\n", (long long)m->started);
+	head(b, "stockade_start_time_seconds", "gauge", "Unix time the sidecar started.");
+	sk_strbuf_printf(b, "stockade_start_time_seconds %lld\n", (long long)m->started);
 
-	head(&b, "stockade_policy_loaded", "gauge", "1 when a policy is in force.");
-	bprintf(&b, "stockade_policy_loaded %d\n", policy ? 1 : 0);
+	head(b, "stockade_policy_loaded", "gauge", "1 when a policy is in force.");
+	sk_strbuf_printf(b, "stockade_policy_loaded %d\n", policy ? 1 : 0);
 	if (policy) {
 		char hash[17];
 		sk_policy_netns_hash(policy, hash);
-		head(&b, "stockade_policy_info", "gauge",
+		head(b, "stockade_policy_info", "gauge",
 		     "The policy in force (always 1): content hash (as in audit lines), netns hash, mode, source.");
 		pos = 0;
 		key_add(key, &pos, "hash", policy->content_hash);
 		key_add(key, &pos, "netns_hash", hash);
 		key_add(key, &pos, "mode", sk_mode_name(policy->mode));
 		key_add(key, &pos, "source", policy->source);
-		bprintf(&b, "stockade_policy_info{%s} 1\n", key);
-		head(&b, "stockade_policy_rules", "gauge", "Number of egress rules in the policy in force.");
-		bprintf(&b, "stockade_policy_rules %zu\n", policy->n_rules);
+		sk_strbuf_printf(b, "stockade_policy_info{%s} 1\n", key);
+		head(b, "stockade_policy_rules", "gauge", "Number of egress rules in the policy in force.");
+		sk_strbuf_printf(b, "stockade_policy_rules %zu\n", policy->n_rules);
 	}
 
-	head(&b, "stockade_policy_reloads_total", "counter", "Policy reloads by result.");
-	bprintf(&b, "stockade_policy_reloads_total{result=\"ok\"} %" PRIu64 "\n", m->reload_ok);
-	bprintf(&b, "stockade_policy_reloads_total{result=\"failed\"} %" PRIu64 "\n", m->reload_failed);
-	head(&b, "stockade_reload_last_timestamp_seconds", "gauge",
+	head(b, "stockade_policy_reloads_total", "counter", "Policy reloads by result.");
+	sk_strbuf_printf(b, "stockade_policy_reloads_total{result=\"ok\"} %" PRIu64 "\n", m->reload_ok);
+	sk_strbuf_printf(b, "stockade_policy_reloads_total{result=\"failed\"} %" PRIu64 "\n", m->reload_failed);
+	head(b, "stockade_reload_last_timestamp_seconds", "gauge",
 	     "Unix time of the last policy load or reload attempt (the start's load until the first reload).");
-	bprintf(&b, "stockade_reload_last_timestamp_seconds %lld\n", (long long)m->last_reload);
-	head(&b, "stockade_reload_last_success", "gauge",
+	sk_strbuf_printf(b, "stockade_reload_last_timestamp_seconds %lld\n", (long long)m->last_reload);
+	head(b, "stockade_reload_last_success", "gauge",
 	     "1 when the last policy load or reload attempt succeeded, 0 when it was rejected.");
-	bprintf(&b, "stockade_reload_last_success %d\n", m->last_reload_ok ? 1 : 0);
+	sk_strbuf_printf(b, "stockade_reload_last_success %d\n", m->last_reload_ok ? 1 : 0);
 
-	head(&b, "stockade_connections_total", "counter",
+	head(b, "stockade_connections_total", "counter",
 	     "Proxied connections by decision, reason, deciding rule (its name, else its index) and protocol.");
-	render_family(&b, &m->conns, "stockade_connections_total");
+	render_family(b, &m->conns, "stockade_connections_total");
 
-	head(&b, "stockade_connections_active", "gauge", "Connections currently open through the proxy.");
-	bprintf(&b, "stockade_connections_active %lld\n", (long long)m->active);
+	head(b, "stockade_connections_active", "gauge", "Connections currently open through the proxy.");
+	sk_strbuf_printf(b, "stockade_connections_active %lld\n", (long long)m->active);
 
-	head(&b, "stockade_bytes_total", "counter", "Bytes relayed by direction.");
-	bprintf(&b, "stockade_bytes_total{direction=\"upstream\"} %" PRIu64 "\n", m->bytes_up);
-	bprintf(&b, "stockade_bytes_total{direction=\"client\"} %" PRIu64 "\n", m->bytes_down);
+	head(b, "stockade_bytes_total", "counter", "Bytes relayed by direction.");
+	sk_strbuf_printf(b, "stockade_bytes_total{direction=\"upstream\"} %" PRIu64 "\n", m->bytes_up);
+	sk_strbuf_printf(b, "stockade_bytes_total{direction=\"client\"} %" PRIu64 "\n", m->bytes_down);
 
-	head(&b, "stockade_decision_latency_seconds", "histogram",
+	head(b, "stockade_decision_latency_seconds", "histogram",
 	     "Time from accept to the allow/deny decision.");
-	render_histogram(&b, &m->decision, latency_buckets, N_LAT, "stockade_decision_latency_seconds", "");
+	render_histogram(b, &m->decision, latency_buckets, N_LAT, "stockade_decision_latency_seconds", "");
 
-	head(&b, "stockade_dns_queries_total", "counter", "DNS queries by result and query type.");
-	render_family(&b, &m->dns, "stockade_dns_queries_total");
+	head(b, "stockade_dns_queries_total", "counter", "DNS queries by result and query type.");
+	render_family(b, &m->dns, "stockade_dns_queries_total");
 
-	head(&b, "stockade_api_requests_total", "counter", "API gateway requests by api and HTTP status.");
-	render_family(&b, &m->api, "stockade_api_requests_total");
-	head(&b, "stockade_api_request_duration_seconds", "histogram", "API gateway request duration by api.");
+	head(b, "stockade_api_requests_total", "counter", "API gateway requests by api and HTTP status.");
+	render_family(b, &m->api, "stockade_api_requests_total");
+	head(b, "stockade_api_request_duration_seconds", "histogram", "API gateway request duration by api.");
 	for (size_t i = 0; i < m->n_api_latency; i++)
-		render_histogram(&b, &m->api_latency[i].h, api_buckets, N_API, "stockade_api_request_duration_seconds",
+		render_histogram(b, &m->api_latency[i].h, api_buckets, N_API, "stockade_api_request_duration_seconds",
 				 m->api_latency[i].key);
 
-	head(&b, "stockade_metrics_series_dropped_total", "counter",
+	head(b, "stockade_metrics_series_dropped_total", "counter",
 	     "Increments lost because a metric family reached its label-set limit.");
-	bprintf(&b, "stockade_metrics_series_dropped_total{family=\"connections\"} %" PRIu64 "\n", m->conns.dropped);
-	bprintf(&b, "stockade_metrics_series_dropped_total{family=\"dns\"} %" PRIu64 "\n", m->dns.dropped);
-	bprintf(&b, "stockade_metrics_series_dropped_total{family=\"api\"} %" PRIu64 "\n", m->api.dropped);
+	sk_strbuf_printf(b, "stockade_metrics_series_dropped_total{family=\"connections\"} %" PRIu64 "\n", m->conns.dropped);
+	sk_strbuf_printf(b, "stockade_metrics_series_dropped_total{family=\"dns\"} %" PRIu64 "\n", m->dns.dropped);
+	sk_strbuf_printf(b, "stockade_metrics_series_dropped_total{family=\"api\"} %" PRIu64 "\n", m->api.dropped);
 
-	render_process(&b);
+	render_process(b);
 
-	if (b.oom) {
-		free(b.p);
-		return -ENOMEM;
-	}
-	*out = b.p;
-	*len = b.len;
-	return 0;
+	return sk_strbuf_ok(b);
 }

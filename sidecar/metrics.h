@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/strbuf.h"
+
 struct sk_metrics;
 struct sk_policy;
 
@@ -32,9 +34,8 @@ void sk_metrics_reload(struct sk_metrics *m, bool ok);
  * histogram. */
 void sk_metrics_api(struct sk_metrics *m, const char *api, int status, double seconds);
 
-/* Renders the exposition into a malloc'd buffer (*out owned by the caller), the process_* families
- * (procstat.h) read from /proc/self at this moment included. policy may be NULL.
- * Returns 0 or -ENOMEM. */
-int sk_metrics_render(const struct sk_metrics *m, const struct sk_policy *policy, char **out, size_t *len);
+/* Appends the exposition to out, the process_* families (procstat.h) read from /proc/self at this moment
+ * included. policy may be NULL. Returns 0 or -ENOMEM (out's own verdict: common/strbuf.h). */
+SK_MUST_USE int sk_metrics_render(const struct sk_metrics *m, const struct sk_policy *policy, struct sk_strbuf *out);
 
 #endif

@@ -239,9 +239,9 @@ static void test_watcher_follows_configmap_swap(void **state)
 	assert_int_equal(sk_reload_now(r, "SIGHUP"), 0);
 	assert_int_equal(h.installs, 3);
 
-	char *text = NULL;
-	size_t len = 0;
-	assert_int_equal(sk_metrics_render(m, NULL, &text, &len), 0);
+	struct sk_strbuf b = { 0 };
+	assert_int_equal(sk_metrics_render(m, NULL, &b), 0);
+	char *text = b.p;
 	assert_non_null(strstr(text, "stockade_policy_reloads_total{result=\"ok\"} 3\n"));
 	assert_non_null(strstr(text, "stockade_policy_reloads_total{result=\"failed\"} 2\n"));
 	free(text);
