@@ -28,9 +28,13 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
+	static const char *const made[] = { "f", "big", "in" };
+	for (size_t i = 0; i < sizeof(made) / sizeof(made[0]); i++) {
+		char path[128];
+		snprintf(path, sizeof(path), "%s/%s", dir, made[i]);
+		(void)unlink(path);   /* a test that failed early made fewer */
+	}
+	return rmdir(dir);
 }
 
 /* Writes n bytes of a repeating pattern to dir/name; returns the path (static). */

@@ -17,7 +17,7 @@ static int reserve(struct sk_strbuf *b, size_t n)
 		return -ENOMEM;
 	}
 	size_t need = b->len + n + 1;
-	if (need <= b->cap)
+	if (need <= b->cap && b->p)
 		return 0;
 	size_t cap = b->cap ? b->cap : 256;
 	while (cap < need)

@@ -41,12 +41,12 @@ static void test_growth_keeps_content(void **state)
 			n += (size_t)snprintf(want + n, sizeof(want) - n, "%d:%s;", i, "x");
 		} else if (i % 3 == 1) {
 			assert_int_equal(sk_strbuf_puts(&b, "abc"), 0);
-			memcpy(want + n, "abc", 3);
-			n += 3;
+			for (const char *c = "abc"; *c; c++)
+				want[n++] = *c;
 		} else {
 			assert_int_equal(sk_strbuf_put(&b, "\0z", 2), 0);   /* bytes, NUL included */
-			memcpy(want + n, "\0z", 2);
-			n += 2;
+			want[n++] = '\0';
+			want[n++] = 'z';
 		}
 		assert_int_equal(b.len, n);
 		assert_true(b.cap > b.len);
