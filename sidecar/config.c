@@ -71,10 +71,6 @@ static const struct sk_setting settings[] = {
 	  F(dns.upstream_sockets), false },
 	{ "dns-strict-chain", "STOCKADE_DNS_STRICT_CHAIN", SK_SET_BOOL, 0, 0, "false",
 	  "DNS: strip A/AAAA records whose owner the policy does not itself allow (breaks names that CNAME to a CDN)", F(dns.strict_chain), false },
-	/* test hooks: environment only */
-	{ NULL, "STOCKADE_TEST_BLOCK_FILE", SK_SET_PATH, 0, 0, NULL,
-	  "test only (e2e/admin.test.sh): while this file exists the heartbeat skips beats, or stalls the loop "
-	  "when it says \"stall\"", F(test_block_file), true },
 };
 
 #undef F

@@ -64,7 +64,6 @@ struct sk_config {
 	enum sk_log_format log_format; /* --log-format */
 	const char *admin_addr;      /* --admin-addr; NULL = all interfaces, the policy's admin port */
 	unsigned drain_seconds;      /* --drain-seconds */
-	const char *test_block_file; /* STOCKADE_TEST_BLOCK_FILE: test-only hook (health.h); NULL normally */
 	struct sk_proxy_limits proxy;
 	struct sk_gateway_limits api;
 	struct sk_dns_settings dns;

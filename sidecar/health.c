@@ -2,14 +2,12 @@
 #include "sidecar/health.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "common/json_str.h"
@@ -33,38 +31,17 @@ bool sk_health_alive(const struct sk_health *h, uint64_t now_ms, uint64_t *age_m
 	return age <= SK_HEALTH_STALE_MS;
 }
 
-/* Test hook; see health.h. Bounded so a forgotten file cannot wedge a real pod forever. */
-static bool test_hook_skip_beat(const char *block_file)
-{
-	char buf[16] = "";
-	int fd = open(block_file, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n < 5 || strncmp(buf, "stall", 5) != 0)
-		return true;
-	for (int i = 0; i < 600 && access(block_file, F_OK) == 0; i++) {
-		struct timespec ts = { 0, 100 * 1000 * 1000 };
-		nanosleep(&ts, NULL);
-	}
-	return false;
-}
-
 static void health_tick(struct sk_loop *l, struct sk_timer *t)
 {
 	struct sk_health *h = t->ctx;
-	bool skip = h->block_file && test_hook_skip_beat(h->block_file);
-	if (!skip)
-		sk_health_beat(h, sk_monotonic_ms());
+	sk_health_beat(h, sk_monotonic_ms());
 	/* Re-arming can only fail on ENOMEM; the heartbeat then goes stale and /healthz reports it, which
 	 * is the honest outcome. */
 	(void)sk_timer_arm(l, t, SK_HEALTH_BEAT_MS);
 }
 
-int sk_health_start(struct sk_health *h, struct sk_loop *l, const char *block_file, struct sk_err *err)
+int sk_health_start(struct sk_health *h, struct sk_loop *l, struct sk_err *err)
 {
-	h->block_file = block_file && *block_file ? block_file : NULL;
 	sk_health_beat(h, sk_loop_now_ms(l));
 	sk_timer_init(&h->timer, health_tick, h);
 	int r = sk_timer_arm(l, &h->timer, SK_HEALTH_BEAT_MS);

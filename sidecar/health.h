@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "common/err.h"
+#include "common/util.h"
 #include "sidecar/loop.h"
 
 struct sk_policy;
@@ -24,13 +25,11 @@ struct sk_policy;
 struct sk_health {
 	uint64_t last_beat_ms;     /* monotonic */
 	struct sk_timer timer;
-	const char *block_file;    /* test hook (STOCKADE_TEST_BLOCK_FILE), borrowed; NULL in production */
 };
 
-/* Starts the heartbeat timer on l. block_file (may be NULL) is a test-only hook: while that file exists,
- * a tick whose file says "stall" sleeps inside the loop (up to 60 s) and any other content makes the tick
- * skip its beat — so the e2e suite can block the loop without signals. */
-int sk_health_start(struct sk_health *h, struct sk_loop *l, const char *block_file, struct sk_err *err);
+/* Starts the heartbeat timer on l. (No test hook in here: e2e/admin.test.sh stops the whole process to
+ * block the loop; health_test.c and admin_test.c drive a heartbeat that stops firing.) */
+SK_MUST_USE int sk_health_start(struct sk_health *h, struct sk_loop *l, struct sk_err *err);
 void sk_health_stop(struct sk_health *h, struct sk_loop *l);
 void sk_health_beat(struct sk_health *h, uint64_t now_ms);
 /* True while the last beat is at most SK_HEALTH_STALE_MS old; *age_ms (may be NULL) gets its age. */

@@ -110,7 +110,7 @@ int sk_lifecycle_start(struct sk_sidecar *sc, const struct sk_config *cfg, struc
 		r = sk_err_sys(err, ENOMEM, "denials: allocate");
 		goto fail;
 	}
-	if ((r = sk_health_start(&lc->health, sc->loop, cfg->test_block_file, err)) < 0)
+	if ((r = sk_health_start(&lc->health, sc->loop, err)) < 0)
 		goto fail;
 	lc->health_started = true;
 	if ((r = start_admin(lc, err)) < 0)
