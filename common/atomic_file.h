@@ -9,9 +9,10 @@
 #include <sys/types.h>
 
 #include "common/err.h"
+#include "common/util.h"
 
 /* Replaces path with len bytes of data, file mode `mode`. 0, or < 0 with err naming the step; on
  * failure the target is untouched and no temporary file is left behind. */
-int sk_atomic_write(const char *path, const void *data, size_t len, mode_t mode, struct sk_err *err);
+SK_MUST_USE int sk_atomic_write(const char *path, const void *data, size_t len, mode_t mode, struct sk_err *err);
 
 #endif

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "common/err.h"
+#include "common/util.h"
 
 struct sk_marker {
 	char hash[17];         /* sk_policy_netns_hash, 16 lower-case hex digits */
@@ -19,8 +20,8 @@ struct sk_marker {
 };
 
 /* Writes m to path atomically (temporary file in the same directory, then rename). */
-int sk_marker_write(const char *path, const struct sk_marker *m, struct sk_err *err);
+SK_MUST_USE int sk_marker_write(const char *path, const struct sk_marker *m, struct sk_err *err);
 /* Reads path into m. -ENOENT if missing; -EINVAL if the hash line is missing or malformed. */
-int sk_marker_read(const char *path, struct sk_marker *m, struct sk_err *err);
+SK_MUST_USE int sk_marker_read(const char *path, struct sk_marker *m, struct sk_err *err);
 
 #endif

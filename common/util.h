@@ -44,7 +44,9 @@ static inline int sk_steal_fd(int *fd)
 #define SK_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 /* On a function whose result must not be ignored: its error return (a dropped failure is a bug), or a
- * verdict the caller has to act on. Ignoring one on purpose is written `(void)f(...)` with a why. */
+ * verdict the caller has to act on. GCC does not let `(void)` silence it, so a function that some caller
+ * may rightly ignore (sk_timer_arm, where a failed re-arm has its own fallback) is not marked; those
+ * callers write `(void)f(...)` with a comment saying why. */
 #define SK_MUST_USE __attribute__((warn_unused_result))
 
 #endif

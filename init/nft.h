@@ -10,6 +10,7 @@
 
 #include "common/err.h"
 #include "init/ruleset.h"
+#include "common/util.h"
 
 /* Returned (negated) by sk_nft_verify when the live table differs from the expected one. */
 #define SK_NFT_MISMATCH EUCLEAN
@@ -23,11 +24,11 @@ struct sk_nft_stats {
  * it, add it again with its counters, sets, elements, chains and rules. Either all of it is committed
  * or nothing changes. st may be NULL. Errors name the message the kernel refused; EPERM is reported as
  * a missing CAP_NET_ADMIN, EOPNOTSUPP/EPROTONOSUPPORT as nf_tables being unavailable. */
-int sk_nft_apply(const struct sk_ruleset *rs, struct sk_nft_stats *st, struct sk_err *err);
+SK_MUST_USE int sk_nft_apply(const struct sk_ruleset *rs, struct sk_nft_stats *st, struct sk_err *err);
 
 /* Dumps the live table (chains, rules, sets and their elements, counters) and compares it with rs.
  * 0: identical. -SK_NFT_MISMATCH: differs, err names the first difference. -ENOENT: no table.
  * Other negative errno: netlink failure. */
-int sk_nft_verify(const struct sk_ruleset *rs, struct sk_err *err);
+SK_MUST_USE int sk_nft_verify(const struct sk_ruleset *rs, struct sk_err *err);
 
 #endif

@@ -28,6 +28,7 @@
 
 #include "common/err.h"
 #include "policy/policy.h"
+#include "common/util.h"
 
 #define SK_RS_FAMILY_NAME "inet"
 #define SK_RS_TABLE "stockade"
@@ -128,14 +129,14 @@ struct sk_ruleset {
 };
 
 /* Builds the ruleset for the netns part of p (borrowed). *out is owned: sk_ruleset_free(). */
-int sk_ruleset_build(const struct sk_policy *p, struct sk_ruleset **out, struct sk_err *err);
+SK_MUST_USE int sk_ruleset_build(const struct sk_policy *p, struct sk_ruleset **out, struct sk_err *err);
 void sk_ruleset_free(struct sk_ruleset *rs);
 
 /* Loads the policy at path and builds its ruleset: the one entry point of stockade-init and
  * `stockade-policy rules`, so both print the same text. The apis' secret files are not checked (only
  * the sidecar mounts them). A policy error returns -EINVAL with every diagnostic in diags and err
  * saying so; a ruleset error fills err. On success *out is owned, and *pol too when pol is non-NULL. */
-int sk_ruleset_load(const char *path, struct sk_policy **pol, struct sk_ruleset **out, struct sk_diags *diags,
+SK_MUST_USE int sk_ruleset_load(const char *path, struct sk_policy **pol, struct sk_ruleset **out, struct sk_diags *diags,
 		    struct sk_err *err);
 
 const char *sk_rs_counter_name(enum sk_rs_counter_id c);
@@ -144,7 +145,7 @@ size_t sk_ruleset_chain_rules(const struct sk_ruleset *rs, enum sk_rs_chain_id c
 
 /* Writes the ruleset as an nft script: `table inet stockade`, `delete table inet stockade`, then the
  * whole table, so `nft -f` of it replaces the table atomically just as stockade-init does. */
-int sk_ruleset_print(const struct sk_ruleset *rs, FILE *out, struct sk_err *err);
+SK_MUST_USE int sk_ruleset_print(const struct sk_ruleset *rs, FILE *out, struct sk_err *err);
 /* The same text as an owned NUL-terminated string. */
 char *sk_ruleset_text(const struct sk_ruleset *rs, struct sk_err *err);
 

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "policy/addr.h"
+#include "common/util.h"
 
 enum sk_mode { SK_MODE_ENFORCE = 0, SK_MODE_AUDIT };
 
@@ -163,8 +164,8 @@ void sk_diags_print(const struct sk_diags *d, void *stdio_file);
  * On failure returns -EINVAL (or -errno for I/O) and appends every error found to diags (not only the
  * first); *out stays NULL. On success *out is an owned snapshot with the matcher built. A path of "-" reads
  * standard input to its end, named "<stdin>" in diagnostics and in the snapshot's source. */
-int sk_policy_load_file(const char *path, int format, struct sk_policy **out, struct sk_diags *diags);
-int sk_policy_load_buffer(const char *name, const char *buf, size_t len, int format,
+SK_MUST_USE int sk_policy_load_file(const char *path, int format, struct sk_policy **out, struct sk_diags *diags);
+SK_MUST_USE int sk_policy_load_buffer(const char *name, const char *buf, size_t len, int format,
 			  struct sk_policy **out, struct sk_diags *diags);
 void sk_policy_free(struct sk_policy *p);
 
@@ -173,9 +174,9 @@ enum sk_load_flags {
 	SK_LOAD_NO_FILE_CHECKS = 1 << 0,   /* skip the readability check of apis' valueFile/callerToken/caFile
 	                                    * (fuzzers, unit tests, checking a policy off-node) */
 };
-int sk_policy_load_file_ex(const char *path, int format, unsigned flags, struct sk_policy **out,
+SK_MUST_USE int sk_policy_load_file_ex(const char *path, int format, unsigned flags, struct sk_policy **out,
 			   struct sk_diags *diags);
-int sk_policy_load_buffer_ex(const char *name, const char *buf, size_t len, int format, unsigned flags,
+SK_MUST_USE int sk_policy_load_buffer_ex(const char *name, const char *buf, size_t len, int format, unsigned flags,
 			     struct sk_policy **out, struct sk_diags *diags);
 /* One rule as text, e.g. "host api.github.com ports [443]", "host *.example.com ports any protocol tls",
  * "cidr 10.96.0.0/12 ports [8125] protocol udp direct". Truncates to outsz. Returns out. */

@@ -394,7 +394,7 @@ static void test_live_requests(void **state)
 	for (size_t i = 0; i < sizeof(hreq) - 1; i++) {
 		assert_int_equal(send(fd, hreq + i, 1, 0), 1);
 		struct sk_err err = { 0 };
-		sk_loop_run_once(lv.loop, 0, &err);
+		assert_true(sk_loop_run_once(lv.loop, 0, &err) >= 0);
 	}
 	resp = live_read_all(&lv, fd, 40);
 	assert_non_null(strstr(resp, "HTTP/1.1 200 OK\r\n"));

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "common/err.h"
+#include "common/util.h"
 
 struct sk_loop;
 struct sk_io;
@@ -39,12 +40,12 @@ struct sk_timer {
 	void *ctx;
 };
 
-int sk_loop_new(struct sk_loop **out, struct sk_err *err);   /* *out owned; free with sk_loop_free */
+SK_MUST_USE int sk_loop_new(struct sk_loop **out, struct sk_err *err);   /* *out owned; free with sk_loop_free */
 void sk_loop_free(struct sk_loop *l);  /* closes only the epoll fd; registered fds stay the owners' */
 
 void sk_io_init(struct sk_io *io, int fd, sk_io_cb cb, void *ctx);
 /* events: EPOLLIN|EPOLLOUT|EPOLLET|... as for epoll_ctl. */
-int sk_loop_add(struct sk_loop *l, struct sk_io *io, uint32_t events, struct sk_err *err);
+SK_MUST_USE int sk_loop_add(struct sk_loop *l, struct sk_io *io, uint32_t events, struct sk_err *err);
 int sk_loop_mod(struct sk_loop *l, struct sk_io *io, uint32_t events, struct sk_err *err);
 /* Removes io (no-op if not registered); pending events for it in this round are dropped. Call before
  * closing io->fd. */
@@ -70,9 +71,9 @@ uint64_t sk_monotonic_ms(void);
 
 /* One round: waits up to max_wait_ms (-1: until the next timer or event), dispatches I/O, then due
  * timers. Returns the number of callbacks run, or < 0 on an epoll failure. EINTR counts as 0. */
-int sk_loop_run_once(struct sk_loop *l, int max_wait_ms, struct sk_err *err);
+SK_MUST_USE int sk_loop_run_once(struct sk_loop *l, int max_wait_ms, struct sk_err *err);
 /* Runs rounds until sk_loop_stop() is called. 0 or < 0 on an epoll failure. */
-int sk_loop_run(struct sk_loop *l, struct sk_err *err);
+SK_MUST_USE int sk_loop_run(struct sk_loop *l, struct sk_err *err);
 void sk_loop_stop(struct sk_loop *l);
 size_t sk_loop_timers_armed(const struct sk_loop *l);
 

@@ -22,6 +22,7 @@
 #include "common/err.h"
 #include "policy/addr.h"
 #include "sidecar/loop.h"
+#include "common/util.h"
 
 #define SK_ACCEPT_BACKOFF_MS 100
 #define SK_ACCEPT_BURST 128   /* most connections taken per readiness event: a flood cannot starve the loop */
@@ -43,7 +44,7 @@ struct sk_listener {
 
 /* Opens a TCP listener on a:port and registers it on l. Returns 0 or < 0 with err naming what and the
  * endpoint. On failure ls->io.fd is -1 and nothing is registered. */
-int sk_listener_open(struct sk_listener *ls, struct sk_loop *l, const struct sk_addr *a, uint16_t port,
+SK_MUST_USE int sk_listener_open(struct sk_listener *ls, struct sk_loop *l, const struct sk_addr *a, uint16_t port,
 		     int backlog, const char *what, sk_accept_fn on_accept, void *ctx, struct sk_err *err);
 /* Deregisters and closes (no-op when closed). */
 void sk_listener_close(struct sk_listener *ls);
@@ -52,7 +53,7 @@ bool sk_listener_ok(const struct sk_listener *ls);
 
 /* Opens a socket of type (SOCK_STREAM or SOCK_DGRAM) bound to a:port, non-blocking, close-on-exec,
  * SO_REUSEADDR, with the IPv6 rule above. Returns the fd or < 0 with err filled. */
-int sk_net_bind(int type, const struct sk_addr *a, uint16_t port, const char *what, struct sk_err *err);
+SK_MUST_USE int sk_net_bind(int type, const struct sk_addr *a, uint16_t port, const char *what, struct sk_err *err);
 
 void sk_addr_from_sockaddr(const struct sockaddr_storage *ss, struct sk_addr *a, uint16_t *port);
 socklen_t sk_sockaddr_from_addr(const struct sk_addr *a, uint16_t port, struct sockaddr_storage *ss);

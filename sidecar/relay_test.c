@@ -184,7 +184,7 @@ static void test_relay_half_close_keeps_other_direction(void **state)
 	uint8_t buf[16];
 	ssize_t got = 0;
 	for (int i = 0; i < 200 && got < 5; i++) {
-		sk_loop_run_once(w.loop, 5, &err);
+		assert_true(sk_loop_run_once(w.loop, 5, &err) >= 0);
 		ssize_t n = recv(w.upstream, buf + got, sizeof(buf) - (size_t)got, 0);
 		if (n > 0)
 			got += n;
@@ -195,13 +195,13 @@ static void test_relay_half_close_keeps_other_direction(void **state)
 	assert_memory_equal(buf, "ping", 4);
 	/* Upstream saw EOF (the client's FIN passed through). */
 	for (int i = 0; i < 50; i++)
-		sk_loop_run_once(w.loop, 2, &err);
+		assert_true(sk_loop_run_once(w.loop, 2, &err) >= 0);
 	assert_int_equal(recv(w.upstream, buf, sizeof(buf), 0), 0);
 	assert_int_equal(w.done.calls, 0);
 	assert_int_equal(send(w.upstream, "pong", 4, 0), 4);
 	got = 0;
 	for (int i = 0; i < 200 && got < 4; i++) {
-		sk_loop_run_once(w.loop, 5, &err);
+		assert_true(sk_loop_run_once(w.loop, 5, &err) >= 0);
 		ssize_t n = recv(w.client, buf + got, sizeof(buf) - (size_t)got, 0);
 		if (n > 0)
 			got += n;
@@ -210,7 +210,7 @@ static void test_relay_half_close_keeps_other_direction(void **state)
 	assert_memory_equal(buf, "pong", 4);
 	shutdown(w.upstream, SHUT_WR);
 	for (int i = 0; i < 200 && w.done.calls == 0; i++)
-		sk_loop_run_once(w.loop, 5, &err);
+		assert_true(sk_loop_run_once(w.loop, 5, &err) >= 0);
 	assert_int_equal(w.done.calls, 1);
 	assert_int_equal(w.done.how, SK_RELAY_DONE);
 	assert_int_equal(recv(w.client, buf, sizeof(buf), 0), 0);
@@ -228,7 +228,7 @@ static void test_relay_upstream_reset_ends_as_reset(void **state)
 	close(w.upstream);
 	w.upstream = -1;
 	for (int i = 0; i < 200 && w.done.calls == 0; i++)
-		sk_loop_run_once(w.loop, 5, &err);
+		assert_true(sk_loop_run_once(w.loop, 5, &err) >= 0);
 	assert_int_equal(w.done.calls, 1);
 	assert_int_equal(w.done.how, SK_RELAY_RESET);
 	assert_int_equal(w.done.errnum, ECONNRESET);
@@ -247,7 +247,7 @@ static void test_relay_idle_timeout(void **state)
 	 * turns the loop was allowed on a fast machine, so the deadline was never reached. */
 	bool sent = false;
 	for (int i = 0; i < 1000 && w.done.calls == 0 && sk_monotonic_ms() - t0 < 2000; i++) {
-		sk_loop_run_once(w.loop, 5, &err);
+		assert_true(sk_loop_run_once(w.loop, 5, &err) >= 0);
 		if (!sent && sk_monotonic_ms() - t0 >= 30) {
 			(void)send(w.client, "x", 1, 0);
 			sent = true;
