@@ -16,7 +16,7 @@ int sk_atomic_write(const char *path, const void *data, size_t len, mode_t mode,
 	int fd = -1, r = 0;
 	if (!tmp)
 		return sk_err_sys(err, ENOMEM, "write %s", path);
-	snprintf(tmp, tmp_len, "%s.tmpXXXXXX", path);
+	(void)snprintf(tmp, tmp_len,   /* sized above */ "%s.tmpXXXXXX", path);
 	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0) {
 		r = sk_err_sys(err, errno, "write %s: create %s", path, tmp);

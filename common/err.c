@@ -14,7 +14,8 @@ static int sk_err_vset(struct sk_err *err, int code, const char *suffix, const c
 	if (err) {
 		int n = vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
 		if (suffix && n >= 0 && (size_t)n < sizeof(err->msg))
-			snprintf(err->msg + n, sizeof(err->msg) - (size_t)n, ": %s", suffix);
+			/* a cut suffix keeps the start, which names the step (as in sk_err_prefix) */
+			(void)snprintf(err->msg + n, sizeof(err->msg) - (size_t)n, ": %s", suffix);
 		err->code = code;
 	}
 	return -code;
@@ -45,7 +46,7 @@ int sk_err_prefix(struct sk_err *err, const char *fmt, ...)
 	char prefix[SK_ERR_MSG_MAX], old[SK_ERR_MSG_MAX];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(prefix, sizeof(prefix), fmt, ap);
+	(void)vsnprintf(prefix, sizeof(prefix), fmt, ap);   /* truncation: see below */
 	va_end(ap);
 	memcpy(old, err->msg, sizeof(old));
 	/* Truncation keeps the start of the message, which names the step: acceptable by design. */

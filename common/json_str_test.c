@@ -72,7 +72,7 @@ static void test_fputs_matches(void **state)
 	FILE *f = open_memstream(&mem, &len);
 	assert_non_null(f);
 	assert_int_equal(sk_json_fputs(f, "p\xe9/\"x\"\t"), 0);
-	fclose(f);
+	assert_int_equal(fclose(f), 0);   /* flushes the stream into mem */
 	char buf[64];
 	sk_json_str(buf, sizeof(buf), "p\xe9/\"x\"\t");
 	assert_string_equal(mem, buf);

@@ -31,7 +31,7 @@ static char *captured(void (*fn)(void))
 	char *buf = calloc(1, (size_t)n + 1);
 	assert_non_null(buf);
 	assert_int_equal(pread(fileno(tmp), buf, (size_t)n, 0), n);
-	fclose(tmp);
+	(void)fclose(tmp);
 	return buf;
 }
 

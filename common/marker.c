@@ -67,7 +67,8 @@ int sk_marker_read(const char *path, struct sk_marker *m, struct sk_err *err)
 		else if (!strcmp(k, "elements"))
 			m->elements = (unsigned)strtoul(v, NULL, 10);
 		else if (!strcmp(k, "version"))
-			snprintf(m->version, sizeof(m->version), "%s", v);
+			/* informational only: a longer version (a newer init) is shown cut */
+			(void)snprintf(m->version, sizeof(m->version), "%s", v);
 	}
 	if (ferror(f))
 		return sk_err_sys(err, EIO, "marker %s: read", path);

@@ -22,7 +22,7 @@ static void test_marker_roundtrip(void **state)
 	(void)state;
 	char dir[] = "/tmp/sk-marker-XXXXXX", path[64];
 	assert_non_null(mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/ready", dir);
+	(void)snprintf(path, sizeof(path), "%s/ready", dir);
 	struct sk_marker m = { .hash = "0123456789abcdef", .time = 1700000000, .rules = 21, .sets = 5,
 			       .elements = 7, .version = "v-test" };
 	struct sk_err err = { 0 };
@@ -32,7 +32,7 @@ static void test_marker_roundtrip(void **state)
 	FILE *fp = fopen(path, "r");
 	assert_non_null(fp);
 	size_t n = fread(buf, 1, sizeof(buf) - 1, fp);
-	fclose(fp);
+	(void)fclose(fp);
 	buf[n] = '\0';
 	assert_string_equal(buf, "hash=0123456789abcdef\ntime=1700000000\nrules=21\nsets=5\nelements=7\nversion=v-test\n");
 
@@ -46,14 +46,14 @@ static void test_marker_roundtrip(void **state)
 
 	fp = fopen(path, "w");
 	assert_non_null(fp);
-	fputs("time=1\nhash=0123456789abcdef\n", fp);
-	fclose(fp);
+	assert_true(fputs("time=1\nhash=0123456789abcdef\n", fp) >= 0);
+	assert_int_equal(fclose(fp), 0);
 	memset(&err, 0, sizeof(err));
 	assert_int_equal(sk_marker_read(path, &r, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "first line is not hash=<16 hex digits>"));
 
 	struct sk_marker bad = m;
-	snprintf(bad.hash, sizeof(bad.hash), "XYZ");
+	(void)snprintf(bad.hash, sizeof(bad.hash), "XYZ");
 	assert_int_equal(sk_marker_write(path, &bad, &err), -EINVAL);
 	unlink(path);
 	memset(&err, 0, sizeof(err));
@@ -65,8 +65,8 @@ static void write_text(const char *path, const char *text)
 {
 	FILE *fp = fopen(path, "w");
 	assert_non_null(fp);
-	fputs(text, fp);
-	fclose(fp);
+	assert_true(fputs(text, fp) >= 0);
+	assert_int_equal(fclose(fp), 0);
 }
 
 /* What the sidecar's readiness gets from markers that are not the init's: never a hash. */
@@ -75,7 +75,7 @@ static void test_marker_read_refuses_what_the_init_did_not_write(void **state)
 	(void)state;
 	char dir[] = "/tmp/sk-marker-XXXXXX", path[64];
 	assert_non_null(mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/ready", dir);
+	(void)snprintf(path, sizeof(path), "%s/ready", dir);
 	static const char *const bad[] = {
 		"",                                     /* empty */
 		"hash=0123456789abcde\n",               /* 15 digits */
@@ -120,7 +120,7 @@ static void test_atomic_write_replaces_whole_and_leaves_no_temporary(void **stat
 	(void)state;
 	char dir[] = "/tmp/sk-atomic-XXXXXX", path[64];
 	assert_non_null(mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/profile.json", dir);
+	(void)snprintf(path, sizeof(path), "%s/profile.json", dir);
 	write_text(path, "old");
 	struct sk_err err = { 0 };
 	assert_int_equal(sk_atomic_write(path, "new contents", 12, 0640, &err), 0);
@@ -128,7 +128,7 @@ static void test_atomic_write_replaces_whole_and_leaves_no_temporary(void **stat
 	FILE *fp = fopen(path, "r");
 	assert_non_null(fp);
 	assert_int_equal(fread(buf, 1, sizeof(buf) - 1, fp), 12);
-	fclose(fp);
+	(void)fclose(fp);
 	assert_string_equal(buf, "new contents");
 	struct stat st;
 	assert_int_equal(stat(path, &st), 0);
@@ -138,7 +138,7 @@ static void test_atomic_write_replaces_whole_and_leaves_no_temporary(void **stat
 
 	/* a target that cannot be replaced (a directory): fails naming the step, old state kept, no temporary */
 	char sub[80];
-	snprintf(sub, sizeof(sub), "%s/adir", dir);
+	(void)snprintf(sub, sizeof(sub), "%s/adir", dir);
 	assert_int_equal(mkdir(sub, 0755), 0);
 	memset(&err, 0, sizeof(err));
 	assert_true(sk_atomic_write(sub, "x", 1, 0644, &err) < 0);
@@ -146,7 +146,7 @@ static void test_atomic_write_replaces_whole_and_leaves_no_temporary(void **stat
 	assert_int_equal(entries_in(dir), 2);
 	/* a directory that does not exist: fails at create */
 	char nodir[96];
-	snprintf(nodir, sizeof(nodir), "%s/missing/f", dir);
+	(void)snprintf(nodir, sizeof(nodir), "%s/missing/f", dir);
 	memset(&err, 0, sizeof(err));
 	assert_int_equal(sk_atomic_write(nodir, "x", 1, 0644, &err), -ENOENT);
 	assert_non_null(strstr(err.msg, "create"));

@@ -21,7 +21,7 @@ static char dir[64];
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(dir, sizeof(dir), "/tmp/sk-read-file-XXXXXX");
+	(void)snprintf(dir, sizeof(dir), "/tmp/sk-read-file-XXXXXX");
 	return mkdtemp(dir) ? 0 : -1;
 }
 
@@ -31,7 +31,7 @@ static int teardown(void **state)
 	static const char *const made[] = { "f", "big", "in" };
 	for (size_t i = 0; i < sizeof(made) / sizeof(made[0]); i++) {
 		char path[128];
-		snprintf(path, sizeof(path), "%s/%s", dir, made[i]);
+		(void)snprintf(path, sizeof(path), "%s/%s", dir, made[i]);
 		(void)unlink(path);   /* a test that failed early made fewer */
 	}
 	return rmdir(dir);
@@ -41,7 +41,7 @@ static int teardown(void **state)
 static const char *make(const char *name, size_t n)
 {
 	static char path[128];
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	(void)snprintf(path, sizeof(path), "%s/%s", dir, name);
 	FILE *f = fopen(path, "wb");
 	assert_non_null(f);
 	for (size_t i = 0; i < n; i++)
@@ -81,7 +81,7 @@ static void test_over_the_cap(void **state)
 		assert_null(sk_read_file(p, caps[k], &len, &err));
 		assert_int_equal(err.code, EFBIG);
 		char want[256];
-		snprintf(want, sizeof(want), "%s: larger than %zu bytes", p, caps[k]);
+		(void)snprintf(want, sizeof(want), "%s: larger than %zu bytes", p, caps[k]);
 		assert_string_equal(err.msg, want);
 	}
 }
@@ -94,10 +94,10 @@ static void test_directory_and_missing(void **state)
 	assert_null(sk_read_file(dir, 100, &len, &err));
 	assert_int_equal(err.code, EISDIR);
 	char path[128], want[256];
-	snprintf(path, sizeof(path), "%s/none", dir);
+	(void)snprintf(path, sizeof(path), "%s/none", dir);
 	assert_null(sk_read_file(path, 100, &len, &err));
 	assert_int_equal(err.code, ENOENT);
-	snprintf(want, sizeof(want), "read %s: No such file or directory", path);
+	(void)snprintf(want, sizeof(want), "read %s: No such file or directory", path);
 	assert_string_equal(err.msg, want);
 }
 
