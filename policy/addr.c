@@ -142,14 +142,14 @@ void sk_addr_format(const struct sk_addr *a, char out[SK_ADDR_STRLEN])
 {
 	if (!a || (a->family != AF_INET && a->family != AF_INET6) ||
 	    !inet_ntop(a->family, a->bytes, out, SK_ADDR_STRLEN))
-		snprintf(out, SK_ADDR_STRLEN, "?");
+		(void)snprintf(out, SK_ADDR_STRLEN, "?");
 }
 
 void sk_cidr_format(const struct sk_cidr *c, char out[SK_ADDR_STRLEN + 4])
 {
 	char a[SK_ADDR_STRLEN];
 	sk_addr_format(&c->net, a);
-	snprintf(out, SK_ADDR_STRLEN + 4, "%s/%u", a, (unsigned)c->prefix);
+	(void)snprintf(out, SK_ADDR_STRLEN + 4, "%s/%u", a, (unsigned)c->prefix);
 }
 
 bool sk_addr_equal(const struct sk_addr *a, const struct sk_addr *b)
@@ -522,7 +522,7 @@ static void list_add(struct overlap_list *l, const struct range *r, bool v6, boo
 		return;
 	const char *sep = l->shown ? ", " : "";
 	if (l->shown == OVERLAP_SHOWN_MAX) {
-		snprintf(l->out + l->len, l->outsz - l->len, ", ...");
+		(void)snprintf(l->out + l->len, l->outsz - l->len, ", ...");
 		l->len += strnlen(l->out + l->len, l->outsz - l->len);
 		l->shown++;
 		return;
@@ -534,9 +534,9 @@ static void list_add(struct overlap_list *l, const struct range *r, bool v6, boo
 	char t[SK_ADDR_STRLEN];
 	sk_addr_format(&a, t);
 	if (r->prefix == (v6 ? 128 : 32))
-		snprintf(l->out + l->len, l->outsz - l->len, "%s%s%s", sep, embedded ? "embedded " : "", t);
+		(void)snprintf(l->out + l->len, l->outsz - l->len, "%s%s%s", sep, embedded ? "embedded " : "", t);
 	else
-		snprintf(l->out + l->len, l->outsz - l->len, "%s%s%s/%u", sep, embedded ? "embedded " : "", t,
+		(void)snprintf(l->out + l->len, l->outsz - l->len, "%s%s%s/%u", sep, embedded ? "embedded " : "", t,
 			 (unsigned)r->prefix);
 	l->len += strnlen(l->out + l->len, l->outsz - l->len);
 	l->shown++;

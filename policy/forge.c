@@ -53,7 +53,7 @@ static size_t add_list(struct sk_load_ctx *c, struct sk_policy *p, const struct 
 		return 0;
 	}
 	for (size_t i = 0; i < list->n; i++) {
-		snprintf(path, sizeof(path), "%s[%zu]", key, i);
+		(void)snprintf(path, sizeof(path), "%s[%zu]", key, i);
 		size_t before = p->n_rules;
 		if (sk_add_host_rule(c, p, list->items[i], path, forge_ports, SK_ARRAY_SIZE(forge_ports)) < 0)
 			continue;
@@ -164,7 +164,7 @@ void sk_forge_import(struct sk_load_ctx *c, const struct sk_node *root, struct s
 		for (size_t i = 0; i < v->n; i++) {
 			char path[64];
 			struct sk_cidr net;
-			snprintf(path, sizeof(path), "allowed_private_cidrs[%zu]", i);
+			(void)snprintf(path, sizeof(path), "allowed_private_cidrs[%zu]", i);
 			if (sk_parse_cidr_at(c, v->items[i], path, &net) < 0 || !keep_rules)
 				continue;
 			struct sk_rule *r = sk_policy_add_rule(c, p);

@@ -159,11 +159,12 @@ static cJSON *build_sidecar(const struct sk_inject_opts *o)
 {
 	static const char *const all[] = { "ALL" };
 	char admin[64], level[64], bind[64], timeout[64], drain[16];
-	snprintf(admin, sizeof(admin), "--admin-addr=0.0.0.0:%u", (unsigned)o->admin_port);
-	snprintf(level, sizeof(level), "--log-level=%s", o->log_level);
-	snprintf(bind, sizeof(bind), "--admin-addr=127.0.0.1:%u", (unsigned)o->admin_port);
-	snprintf(timeout, sizeof(timeout), "--timeout-ms=%lu", (unsigned long)o->ready_timeout_s * 1000ul);
-	snprintf(drain, sizeof(drain), "%u", o->drain_seconds);
+	/* sized for the bounds struct sk_inject_opts documents (a log level word, numbers) */
+	(void)snprintf(admin, sizeof(admin), "--admin-addr=0.0.0.0:%u", (unsigned)o->admin_port);
+	(void)snprintf(level, sizeof(level), "--log-level=%s", o->log_level);
+	(void)snprintf(bind, sizeof(bind), "--admin-addr=127.0.0.1:%u", (unsigned)o->admin_port);
+	(void)snprintf(timeout, sizeof(timeout), "--timeout-ms=%lu", (unsigned long)o->ready_timeout_s * 1000ul);
+	(void)snprintf(drain, sizeof(drain), "%u", o->drain_seconds);
 	const char *const args[] = { "--policy=/etc/stockade/policy.yaml", "--marker=/run/stockade/init.marker",
 				     admin, level };
 	const char *const hook[] = { "/usr/local/bin/stockade-sidecar", "wait-ready", bind, timeout };
@@ -205,9 +206,9 @@ static cJSON *build_sidecar(const struct sk_inject_opts *o)
 	add_mount(vm, VOL_POLICY, "/etc/stockade", true);
 	add_mount(vm, VOL_RUN, "/run/stockade", true);
 	for (size_t i = 0; i < o->n_secrets; i++) {
-		char vol[320], path[320];
-		snprintf(vol, sizeof(vol), VOL_SECRET_PREFIX "%s", o->secrets[i].name);
-		snprintf(path, sizeof(path), "/var/run/stockade/secrets/%s", o->secrets[i].name);
+		char vol[320], path[320];   /* the name is a DNS label (inject.h): no truncation */
+		(void)snprintf(vol, sizeof(vol), VOL_SECRET_PREFIX "%s", o->secrets[i].name);
+		(void)snprintf(path, sizeof(path), "/var/run/stockade/secrets/%s", o->secrets[i].name);
 		add_mount(vm, vol, path, true);
 	}
 	return c;
@@ -264,7 +265,7 @@ static int bad(struct sk_err *err, const char *path, const char *fmt, ...)
 	char msg[SK_ERR_MSG_MAX / 2];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	(void)vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	return sk_err_set(err, EINVAL, "%s: %s", path, msg);
 }
@@ -278,7 +279,7 @@ static int opt_array(const cJSON *o, const char *k, const char *at, cJSON **out,
 		return 0;
 	if (!cJSON_IsArray(a)) {
 		char p[512];
-		snprintf(p, sizeof(p), "%s.%s", at, k);
+		(void)snprintf(p, sizeof(p), "%s.%s", at, k);
 		return bad(err, p, "expected a list");
 	}
 	*out = a;
@@ -293,7 +294,7 @@ static int opt_object(const cJSON *o, const char *k, const char *at, cJSON **out
 		return 0;
 	if (!cJSON_IsObject(a)) {
 		char p[512];
-		snprintf(p, sizeof(p), "%s.%s", at, k);
+		(void)snprintf(p, sizeof(p), "%s.%s", at, k);
 		return bad(err, p, "expected a mapping");
 	}
 	*out = a;
@@ -359,7 +360,7 @@ static int check_agent(const cJSON *c, const char *at, const struct sk_inject_op
 	cJSON_ArrayForEach(m, mounts) {
 		const char *vn = cname(m);
 		if (vn && stockade_volume(vn)) {
-			snprintf(p, sizeof(p), "%s.volumeMounts[%d].name", at, i);
+			(void)snprintf(p, sizeof(p), "%s.volumeMounts[%d].name", at, i);
 			return bad(err, p, "container '%s' mounts '%s', a volume only stockade's containers may mount",
 				   name, vn);
 		}
@@ -455,7 +456,7 @@ static int check_list(const cJSON *arr, const char *at, const char *k, const str
 	int i = 0;
 	const cJSON *c;
 	cJSON_ArrayForEach(c, arr) {
-		snprintf(p, sizeof(p), "%s.%s[%d]", at, k, i);
+		(void)snprintf(p, sizeof(p), "%s.%s[%d]", at, k, i);
 		const char *n = cname(c);
 		if (!n)
 			return bad(err, p, "expected a container with a name");
@@ -577,7 +578,7 @@ static int wrap_spec(cJSON *spec, const char *at, bool wrapped, bool job, const 
 	const cJSON *v;
 	cJSON_ArrayForEach(v, vols) {
 		const char *n = cname(v);
-		snprintf(p, sizeof(p), "%s.volumes[%d].name", at, i++);
+		(void)snprintf(p, sizeof(p), "%s.volumes[%d].name", at, i++);
 		if (!n)
 			return bad(err, p, "expected a volume with a name");
 		if (stockade_volume(n))
@@ -625,8 +626,8 @@ static int wrap_spec(cJSON *spec, const char *at, bool wrapped, bool job, const 
 	add_str(ed, "sizeLimit", "1Mi");
 	cJSON_AddItemToArray(new_vols, rv);
 	for (size_t k = 0; k < o->n_secrets; k++) {
-		char vol[320];
-		snprintf(vol, sizeof(vol), VOL_SECRET_PREFIX "%s", o->secrets[k].name);
+		char vol[320];   /* the name is a DNS label (inject.h): no truncation */
+		(void)snprintf(vol, sizeof(vol), VOL_SECRET_PREFIX "%s", o->secrets[k].name);
 		cJSON *sv = cJSON_CreateObject();
 		add_str(sv, "name", vol);
 		cJSON *sec = add_obj(sv, "secret");
@@ -676,13 +677,13 @@ int sk_inject_doc(cJSON *doc, const struct sk_inject_opts *o, struct sk_err *err
 	cJSON *tmpl = find_template(doc, kp, at, sizeof(at), err);
 	if (!tmpl)
 		return -EINVAL;
-	snprintf(spec_at, sizeof(spec_at), "%s%sspec", at, at[0] ? "." : "");
+	(void)snprintf(spec_at, sizeof(spec_at), "%s%sspec", at, at[0] ? "." : "");
 	const cJSON *spec = cJSON_GetObjectItemCaseSensitive(tmpl, "spec");
 	if (!spec)
 		return bad(err, spec_at, "missing: a %s needs a pod spec here", kp->kind);
 	cJSON *meta_in, *labels_in;
 	char meta_at[160];
-	snprintf(meta_at, sizeof(meta_at), "%s%smetadata", at, at[0] ? "." : "");
+	(void)snprintf(meta_at, sizeof(meta_at), "%s%smetadata", at, at[0] ? "." : "");
 	int r;
 	if ((r = opt_object(tmpl, "metadata", at[0] ? at : "(document)", &meta_in, err)) < 0 ||
 	    (r = opt_object(meta_in, "labels", meta_at, &labels_in, err)) < 0)

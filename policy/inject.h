@@ -24,7 +24,8 @@ struct sk_err;
 
 /* A Secret for the API gateway, mounted into the sidecar only (chart: sidecar.apiSecrets[]). */
 struct sk_inject_secret {
-	const char *name;              /* borrows: mounted at /var/run/stockade/secrets/<name>/ */
+	const char *name;              /* borrows: mounted at /var/run/stockade/secrets/<name>/; a DNS label
+	                                * (at most 63 of [a-z0-9-], as the CLI checks) */
 	const char *secret_name;       /* borrows */
 };
 
@@ -37,7 +38,7 @@ struct sk_inject_opts {
 	uint16_t admin_port;           /* the only port in the pod spec; proxy/dns/api live in the policy */
 	const char *policy_configmap;  /* borrows: ConfigMap holding policy.yaml */
 	const char *seccomp_profile;   /* borrows: Localhost profile for agent containers; NULL: RuntimeDefault */
-	const char *log_level;         /* borrows: sidecar --log-level */
+	const char *log_level;         /* borrows: sidecar --log-level: error, warn, info or debug */
 	unsigned drain_seconds;        /* STOCKADE_DRAIN_SECONDS */
 	bool native;                   /* native sidecar (K8s >= 1.29): initContainers + restartPolicy Always */
 	bool hold_until_ready;         /* native only: postStart wait-ready hook (else a startupProbe) */

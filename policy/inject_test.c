@@ -44,7 +44,7 @@ static const cJSON *at(const cJSON *o, const char *path)
 {
 	/* dotted path with [n] indexes: "spec.initContainers[0].name" */
 	char buf[256];
-	snprintf(buf, sizeof(buf), "%s", path);
+	assert_true(snprintf(buf, sizeof(buf), "%s", path) < (int)sizeof(buf));
 	for (char *tok = strtok(buf, "."); tok && o; tok = strtok(NULL, ".")) {
 		char *br = strchr(tok, '[');
 		if (br)

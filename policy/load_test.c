@@ -546,7 +546,7 @@ static void test_malformed_table(void **state)
 				strstr(d.v[j].msg, bc->msg) && !strcmp(d.v[j].file, bc->format == SK_FORMAT_JSON ? "t.json" : "t.yaml");
 		if (r != -EINVAL || p != NULL || !found) {
 			failures++;
-			fprintf(stderr, "case %s: r=%d, expected %u:%u: %s; got:\n", bc->name, r, bc->line, bc->col, bc->msg);
+			(void)fprintf(stderr, "case %s: r=%d, expected %u:%u: %s; got:\n", bc->name, r, bc->line, bc->col, bc->msg);
 			sk_diags_print(&d, stderr);
 		}
 		sk_policy_free(p == (struct sk_policy *)1 ? NULL : p);
@@ -874,7 +874,7 @@ static void test_all_errors_collected_in_order(void **state)
 	size_t outlen = 0;
 	FILE *f = open_memstream(&out, &outlen);
 	sk_diags_print(&d, f);
-	fclose(f);
+	assert_int_equal(fclose(f), 0);   /* flushes the stream into out */
 	assert_non_null(strstr(out, "policy/testdata/many-errors.yaml:7:11: egress[1].cidr: '10.0.0.1/8' has host bits set, "
 				    "expected 10.0.0.0/8\n"));
 	free(out);
@@ -1037,7 +1037,7 @@ static void fnv_hex(const char *s, char out[17])
 		h ^= (unsigned char)*s;
 		h *= 0x100000001b3ULL;
 	}
-	snprintf(out, 17, "%016llx", (unsigned long long)h);
+	(void)snprintf(out, 17, "%016llx", (unsigned long long)h);
 }
 
 /* The content hash names the exact bytes loaded: FNV-1a 64 of the file, so any edit (even one the model

@@ -227,7 +227,7 @@ static int rd_node(struct rd *r, yaml_event_t *ev, unsigned depth, cJSON **out)
 		}
 		if (cJSON_GetObjectItemCaseSensitive(node, key)) {
 			char what[160];
-			snprintf(what, sizeof(what), "duplicate key '%.100s'", key);
+			(void)snprintf(what, sizeof(what), "duplicate key '%.100s'", key);
 			rc = rd_fail(r, &ch.start_mark, what, "each key once");
 			yaml_event_delete(&ch);
 			break;
@@ -503,7 +503,7 @@ static void put_string(struct sk_strbuf *w, const char *s)
 			   cp == 0xfffe || cp == 0xffff || cp == 0xfffd || c >= 0xf8) {
 			if (c >= 0xf8)
 				cp = 0xfffd;
-			snprintf(esc, sizeof(esc), "\\u%04X", cp);
+			(void)snprintf(esc, sizeof(esc), "\\u%04X", cp);
 			sk_strbuf_puts(w, esc);
 		} else {
 			sk_strbuf_put(w, (const char *)p, n);
@@ -525,9 +525,9 @@ static void put_scalar(struct sk_strbuf *w, const cJSON *v)
 	else if (cJSON_IsNumber(v)) {
 		double d = v->valuedouble;
 		if (d == floor(d) && fabs(d) < MAX_EXACT) {
-			snprintf(num, sizeof(num), "%.0f", d);
+			(void)snprintf(num, sizeof(num), "%.0f", d);
 		} else {
-			snprintf(num, sizeof(num), "%.17g", d);
+			(void)snprintf(num, sizeof(num), "%.17g", d);
 			/* a whole number past 2^53 came in as a float and must read back as one, not as an integer */
 			size_t l = strlen(num);
 			if (!strpbrk(num, ".e") && l + 3 <= sizeof(num))

@@ -660,15 +660,15 @@ static void test_100k_rules_build_and_match(void **state)
 	for (unsigned i = 0; i < N; i++) {
 		switch (i % 3) {
 		case 0:
-			snprintf(buf, sizeof(buf), "host%u.example.com", i);
+			(void)snprintf(buf, sizeof(buf), "host%u.example.com", i);
 			fx_host(f, buf, p, SK_PROTO_ANY);
 			break;
 		case 1:
-			snprintf(buf, sizeof(buf), "*.w%u.example.net", i);
+			(void)snprintf(buf, sizeof(buf), "*.w%u.example.net", i);
 			fx_host(f, buf, p, SK_PROTO_TLS);
 			break;
 		default:
-			snprintf(buf, sizeof(buf), "198.%u.%u.%u/32", 18 + (i >> 16 & 1), i >> 8 & 0xff, i & 0xff);
+			(void)snprintf(buf, sizeof(buf), "198.%u.%u.%u/32", 18 + (i >> 16 & 1), i >> 8 & 0xff, i & 0xff);
 			fx_cidr(f, buf, p, SK_PROTO_ANY);
 			break;
 		}
@@ -773,7 +773,7 @@ static int ref_match(const struct sk_policy *p, const char *host, const struct s
 static void append(char *buf, size_t size, const char *s)
 {
 	size_t n = strlen(buf);
-	snprintf(buf + n, size - n, "%s", s);
+	(void)snprintf(buf + n, size - n, "%s", s);
 }
 
 static void test_random_policies_agree_with_linear_scan(void **state)
@@ -816,7 +816,7 @@ static void test_random_policies_agree_with_linear_scan(void **state)
 					append(name, sizeof(name), labels[RND(6)]);
 				}
 				char pat[70];
-				snprintf(pat, sizeof(pat), "%s%s", kind == 1 ? "*." : "", name);
+				(void)snprintf(pat, sizeof(pat), "%s%s", kind == 1 ? "*." : "", name);
 				fx_host(f, pat, ps, pr);
 			} else if (kind == 2) {
 				fx_cidr(f, nets4[RND(sizeof(nets4) / sizeof(nets4[0]))], ps, pr);

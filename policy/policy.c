@@ -58,13 +58,15 @@ void sk_diags_free(struct sk_diags *d)
 void sk_diags_print(const struct sk_diags *d, void *stdio_file)
 {
 	FILE *f = stdio_file;
+	/* every caller prints to stderr or a log, after the failure these describe: nothing left to report a
+	 * failed write to */
 	for (size_t i = 0; i < d->n; i++) {
 		const struct sk_diag *g = &d->v[i];
 		const char *file = g->file ? g->file : "<buffer>", *msg = g->msg ? g->msg : "out of memory";
 		if (g->line)
-			fprintf(f, "%s:%u:%u: %s\n", file, g->line, g->col, msg);
+			(void)fprintf(f, "%s:%u:%u: %s\n", file, g->line, g->col, msg);
 		else
-			fprintf(f, "%s: %s\n", file, msg);
+			(void)fprintf(f, "%s: %s\n", file, msg);
 	}
 }
 
@@ -220,7 +222,7 @@ int sk_policy_load_buffer_ex(const char *name, const char *buf, size_t len, int 
 		goto out;
 	}
 	p->format = fmt;
-	snprintf(p->content_hash, sizeof(p->content_hash), "%016llx", (unsigned long long)sk_fnv1a64(buf, len));
+	(void)snprintf(p->content_hash, sizeof(p->content_hash), "%016llx", (unsigned long long)sk_fnv1a64(buf, len));
 	sk_policy_set_defaults(p);
 	if (fmt == SK_FORMAT_FORGE)
 		sk_forge_import(&c, tree, p);
@@ -278,7 +280,7 @@ const char *sk_rule_label(const struct sk_policy *p, int idx, char buf[24])
 		return NULL;
 	if (p && (size_t)idx < p->n_rules && p->rules[idx].name)
 		return p->rules[idx].name;
-	snprintf(buf, 24, "%d", idx);
+	(void)snprintf(buf, 24, "%d", idx);
 	return buf;
 }
 
@@ -440,13 +442,13 @@ void sk_policy_netns_hash(const struct sk_policy *p, char out[17])
 	uint64_t h = SK_FNV64_OFFSET;
 	char line[256];
 	fnv_str(&h, "stockade-netns v1\n");
-	snprintf(line, sizeof(line), "agent %u\nsidecar %u\nexempt ", p->agent_uid, p->sidecar_uid);
+	(void)snprintf(line, sizeof(line), "agent %u\nsidecar %u\nexempt ", p->agent_uid, p->sidecar_uid);
 	fnv_str(&h, line);
 	for (size_t i = 0; i < p->n_exempt_uids; i++) {
-		snprintf(line, sizeof(line), "%s%u", i ? "," : "", p->exempt_uids[i]);
+		(void)snprintf(line, sizeof(line), "%s%u", i ? "," : "", p->exempt_uids[i]);
 		fnv_str(&h, line);
 	}
-	snprintf(line, sizeof(line), "\nports proxy=%u dns=%u admin=%u api=%u\n", p->ports.proxy, p->ports.dns,
+	(void)snprintf(line, sizeof(line), "\nports proxy=%u dns=%u admin=%u api=%u\n", p->ports.proxy, p->ports.dns,
 		 p->ports.admin, p->ports.api);
 	fnv_str(&h, line);
 	switch (p->loopback) {
@@ -459,7 +461,7 @@ void sk_policy_netns_hash(const struct sk_policy *p, char out[17])
 	case SK_LOOPBACK_PORTS:
 		fnv_str(&h, "loopback ports ");
 		for (size_t i = 0; i < p->n_loopback_ports; i++) {
-			snprintf(line, sizeof(line), "%s%u", i ? "," : "", p->loopback_ports[i]);
+			(void)snprintf(line, sizeof(line), "%s%u", i ? "," : "", p->loopback_ports[i]);
 			fnv_str(&h, line);
 		}
 		fnv_str(&h, "\n");
@@ -501,5 +503,5 @@ void sk_policy_netns_hash(const struct sk_policy *p, char out[17])
 		}
 		fnv_str(&h, r->direct ? " direct\n" : "\n");
 	}
-	snprintf(out, 17, "%016llx", (unsigned long long)h);
+	(void)snprintf(out, 17, "%016llx", (unsigned long long)h);
 }

@@ -243,7 +243,7 @@ static char *qtype_pattern(void)
 				*o++ = *c;
 		}
 	}
-	sprintf(o, ")$");
+	(void)sprintf(o, ")$");
 	return p;
 }
 

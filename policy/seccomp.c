@@ -280,7 +280,7 @@ void sk_scmp_arch_to_oci(uint32_t token, char *buf, size_t len)
 {
 	for (size_t i = 0; i < SK_ARRAY_SIZE(arch_table); i++)
 		if (arch_table[i].token == token) {
-			snprintf(buf, len, "%s", arch_table[i].scmp);
+			(void)snprintf(buf, len, "%s", arch_table[i].scmp);
 			return;
 		}
 	static const struct {
@@ -296,10 +296,10 @@ void sk_scmp_arch_to_oci(uint32_t token, char *buf, size_t len)
 	};
 	for (size_t i = 0; i < SK_ARRAY_SIZE(others); i++)
 		if (others[i].t == token) {
-			snprintf(buf, len, "SCMP_ARCH_%s", others[i].n);
+			(void)snprintf(buf, len, "SCMP_ARCH_%s", others[i].n);
 			return;
 		}
-	snprintf(buf, len, "SCMP_ARCH_0x%" PRIx32, token);
+	(void)snprintf(buf, len, "SCMP_ARCH_0x%" PRIx32, token);
 }
 
 /* Accepts "SCMP_ARCH_X86_64" (OCI) and "x86_64"/"amd64" style names. 0 when unknown. */

@@ -196,7 +196,7 @@ static int parse_entry(const cJSON *e, size_t idx, struct sk_scmp_profile *p, co
 		       struct sk_err *err)
 {
 	char where[300];
-	snprintf(where, sizeof(where), "%s: syscalls[%zu]", name, idx);
+	(void)snprintf(where, sizeof(where), "%s: syscalls[%zu]", name, idx);
 	if (!cJSON_IsObject(e))
 		return sk_err_set(err, EINVAL, "%s: must be an object", where);
 	if (!entry_applies(e, p))
@@ -215,7 +215,7 @@ static int parse_entry(const cJSON *e, size_t idx, struct sk_scmp_profile *p, co
 		const cJSON *a;
 		cJSON_ArrayForEach(a, ja) {
 			char aw[340];
-			snprintf(aw, sizeof(aw), "%s.args[%zu]", where, n_args);
+			(void)snprintf(aw, sizeof(aw), "%s.args[%zu]", where, n_args);
 			if (n_args >= SK_ARRAY_SIZE(args))
 				return sk_err_set(err, EINVAL, "%s: more than 6 conditions", aw);
 			uint64_t index = 0;

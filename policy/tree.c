@@ -19,7 +19,7 @@ void sk_ctx_error(struct sk_load_ctx *c, unsigned line, unsigned col, const char
 	}
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	(void)vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	sk_diags_add(c->diags, c->file, line, col, "%s", msg);
 }
@@ -246,14 +246,14 @@ const char *sk_node_describe(const struct sk_node *n, char *buf, size_t bufsz)
 	case SK_SCALAR_NULL:
 		return "null";
 	case SK_SCALAR_BOOL:
-		snprintf(buf, bufsz, "boolean %s", n->text);
+		(void)snprintf(buf, bufsz, "boolean %s", n->text);
 		return buf;
 	case SK_SCALAR_NUM:
-		snprintf(buf, bufsz, "number %s", n->text);
+		(void)snprintf(buf, bufsz, "number %s", n->text);
 		return buf;
 	case SK_SCALAR_STR:
 		break;
 	}
-	snprintf(buf, bufsz, "string %s", sk_quote(n->text, q, sizeof(q)));
+	(void)snprintf(buf, bufsz, "string %s", sk_quote(n->text, q, sizeof(q)));
 	return buf;
 }

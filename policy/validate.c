@@ -28,7 +28,7 @@ static void pathf(char *buf, size_t sz, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(buf, sz, fmt, ap);
+	(void)vsnprintf(buf, sz, fmt, ap);
 	va_end(ap);
 }
 
