@@ -35,11 +35,13 @@ struct link_ctx {
 	struct sk_netns_facts *f;
 };
 
+/* The names below are cut to their fields (the kernel bounds IFNAME to IF_NAMESIZE); a cut kind or parent
+ * judges the same: sk_guard_judge looks only at emptiness and at kinds far shorter than the field. */
 static int linkinfo_cb(const struct nlattr *a, void *data)
 {
 	struct sk_netif *nif = data;
 	if (mnl_attr_get_type(a) == IFLA_INFO_KIND && mnl_attr_validate(a, MNL_TYPE_STRING) >= 0)
-		snprintf(nif->kind, sizeof(nif->kind), "%s", mnl_attr_get_str(a));
+		(void)snprintf(nif->kind, sizeof(nif->kind), "%s", mnl_attr_get_str(a));
 	return MNL_CB_OK;
 }
 
@@ -49,18 +51,18 @@ static int link_attr_cb(const struct nlattr *a, void *data)
 	switch (mnl_attr_get_type(a)) {
 	case IFLA_IFNAME:
 		if (mnl_attr_validate(a, MNL_TYPE_STRING) >= 0)
-			snprintf(nif->name, sizeof(nif->name), "%s", mnl_attr_get_str(a));
+			(void)snprintf(nif->name, sizeof(nif->name), "%s", mnl_attr_get_str(a));
 		break;
 	case IFLA_LINKINFO:
 		mnl_attr_parse_nested(a, linkinfo_cb, nif);
 		break;
 	case IFLA_PARENT_DEV_BUS_NAME:
 		if (mnl_attr_validate(a, MNL_TYPE_STRING) >= 0)
-			snprintf(nif->parent, sizeof(nif->parent), "%s", mnl_attr_get_str(a));
+			(void)snprintf(nif->parent, sizeof(nif->parent), "%s", mnl_attr_get_str(a));
 		break;
 	case IFLA_PARENT_DEV_NAME:
 		if (!nif->parent[0] && mnl_attr_validate(a, MNL_TYPE_STRING) >= 0)
-			snprintf(nif->parent, sizeof(nif->parent), "%s", mnl_attr_get_str(a));
+			(void)snprintf(nif->parent, sizeof(nif->parent), "%s", mnl_attr_get_str(a));
 		break;
 	default:
 		break;
@@ -148,10 +150,10 @@ static void add_reason(char *why, size_t len, size_t *n, const char *fmt, ...)
 		memcpy(why + used, "; ", 3);
 		used += 2;
 	}
-	if (used < len) {
+	if (used < len) {   /* a cut reason list still names the first reasons, and n counts them all */
 		va_list ap;
 		va_start(ap, fmt);
-		vsnprintf(why + used, len - used, fmt, ap);
+		(void)vsnprintf(why + used, len - used, fmt, ap);
 		va_end(ap);
 	}
 	(*n)++;

@@ -16,9 +16,10 @@
 #include "init/ruleset.h"
 #include "policy/policy.h"
 
-static void usage(FILE *out)
+/* fprintf's result: --help checks it (a --help into a closed pipe is an error, not a success) */
+static int usage(FILE *out)
 {
-	fprintf(out,
+	return fprintf(out,
 		"usage: stockade-init --policy FILE [--marker PATH] [--force]\n"
 		"       stockade-init --policy FILE --dry-run\n"
 		"       stockade-init --policy FILE --check\n"
@@ -58,19 +59,24 @@ int main(int argc, char **argv)
 		case 'c': check = true; break;
 		case 'm': marker_path = optarg; break;
 		case 'f': force = true; break;
-		case 'h': usage(stdout); return SK_EXIT_OK;
+		case 'h':
+			if (usage(stdout) < 0 || fflush(stdout) != 0) {
+				(void)fprintf(stderr, "stockade-init: --help: write stdout: %s\n", strerror(errno));
+				return SK_EXIT_RUNTIME;
+			}
+			return SK_EXIT_OK;
 		case 'V': printf("stockade-init %s\n", SK_VERSION); return SK_EXIT_OK;
-		default: usage(stderr); return SK_EXIT_USAGE;
+		default: (void)usage(stderr); return SK_EXIT_USAGE;
 		}
 	}
 	if (optind < argc || !policy_path || (dry_run && check)) {
 		if (optind < argc)
-			fprintf(stderr, "stockade-init: unexpected argument '%s'\n", argv[optind]);
+			(void)fprintf(stderr, "stockade-init: unexpected argument '%s'\n", argv[optind]);
 		else if (!policy_path)
-			fprintf(stderr, "stockade-init: --policy FILE is required\n");
+			(void)fprintf(stderr, "stockade-init: --policy FILE is required\n");
 		else
-			fprintf(stderr, "stockade-init: --dry-run and --check exclude each other\n");
-		usage(stderr);
+			(void)fprintf(stderr, "stockade-init: --dry-run and --check exclude each other\n");
+		(void)usage(stderr);
 		return SK_EXIT_USAGE;
 	}
 
@@ -83,14 +89,14 @@ int main(int argc, char **argv)
 
 	if (sk_ruleset_load(policy_path, &pol, &rs, &diags, &err) < 0) {
 		sk_diags_print(&diags, stderr);
-		fprintf(stderr, "stockade-init: %s\n", err.msg);
+		(void)fprintf(stderr, "stockade-init: %s\n", err.msg);
 		ex = SK_EXIT_POLICY;
 		goto out;
 	}
 
 	if (dry_run) {
 		if (sk_ruleset_print(rs, stdout, &err) < 0 || fflush(stdout) != 0) {
-			fprintf(stderr, "stockade-init: %s\n", err.msg[0] ? err.msg : "write stdout failed");
+			(void)fprintf(stderr, "stockade-init: %s\n", err.msg[0] ? err.msg : "write stdout failed");
 			ex = SK_EXIT_RUNTIME;
 		}
 		goto out;
@@ -99,7 +105,7 @@ int main(int argc, char **argv)
 	if (check) {
 		/* read-only, so no guard: checking a node's table harms nothing */
 		if (sk_nft_verify(rs, &err) < 0) {
-			fprintf(stderr, "stockade-init: check failed: %s\n", err.msg);
+			(void)fprintf(stderr, "stockade-init: check failed: %s\n", err.msg);
 			ex = SK_EXIT_FAIL;
 		} else {
 			printf("stockade-init: table %s %s matches %s\n", SK_RS_FAMILY_NAME, SK_RS_TABLE, policy_path);
@@ -111,13 +117,13 @@ int main(int argc, char **argv)
 		struct sk_netns_facts facts;
 		char why[1024];
 		if (sk_guard_probe(&facts, &err) < 0) {
-			fprintf(stderr, "stockade-init: %s (refusing to program a namespace it cannot inspect; "
+			(void)fprintf(stderr, "stockade-init: %s (refusing to program a namespace it cannot inspect; "
 					"--force overrides)\n", err.msg);
 			ex = SK_EXIT_FAIL;
 			goto out;
 		}
 		if (sk_guard_judge(&facts, why, sizeof(why)) > 0) {
-			fprintf(stderr,
+			(void)fprintf(stderr,
 				"stockade-init: refusing: this network namespace looks like a node's, and the ruleset "
 				"would cut off every UID but the sidecar's: %s. Run it in the pod's namespace, or pass "
 				"--force if this really is the pod's.\n", why);
@@ -129,13 +135,13 @@ int main(int argc, char **argv)
 	struct sk_nft_stats st = { 0 };
 	double t_load = now_ms();
 	if (sk_nft_apply(rs, &st, &err) < 0) {
-		fprintf(stderr, "stockade-init: %s\n", err.msg);
+		(void)fprintf(stderr, "stockade-init: %s\n", err.msg);
 		ex = SK_EXIT_NETLINK;
 		goto out;
 	}
 	double t_apply = now_ms();
 	if (sk_nft_verify(rs, &err) < 0) {
-		fprintf(stderr, "stockade-init: verification after commit failed: %s\n", err.msg);
+		(void)fprintf(stderr, "stockade-init: verification after commit failed: %s\n", err.msg);
 		ex = SK_EXIT_NETLINK;
 		goto out;
 	}
@@ -146,13 +152,13 @@ int main(int argc, char **argv)
 	m.rules = (unsigned)rs->n_rules;
 	m.sets = SK_RS_N_SETS;
 	m.elements = (unsigned)sk_ruleset_n_elems(rs);
-	snprintf(m.version, sizeof(m.version), "%s", SK_VERSION);
+	(void)snprintf(m.version, sizeof(m.version), "%s", SK_VERSION);
 	if (marker_path && sk_marker_write(marker_path, &m, &err) < 0) {
-		fprintf(stderr, "stockade-init: %s\n", err.msg);
+		(void)fprintf(stderr, "stockade-init: %s\n", err.msg);
 		ex = SK_EXIT_RUNTIME;
 		goto out;
 	}
-	fprintf(stderr,
+	(void)fprintf(stderr,
 		"stockade-init: loaded and verified table %s %s: %u rules, %u set elements, %zu messages "
 		"(%zu bytes) in %.1f ms (policy+build %.1f, batch %.1f, verify %.1f); netns hash %s\n",
 		SK_RS_FAMILY_NAME, SK_RS_TABLE, m.rules, m.elements, st.messages, st.batch_bytes, now_ms() - t0,

@@ -52,7 +52,7 @@ static struct nlmsghdr *msg_start(struct batch *bt, uint16_t type, uint16_t flag
 	}
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(bt->what[idx], WHAT_MAX, fmt, ap);
+	(void)vsnprintf(bt->what[idx], WHAT_MAX, fmt, ap);
 	va_end(ap);
 	return nftnl_nlmsg_build_hdr(mnl_nlmsg_batch_current(bt->b), type, FAMILY, flags | NLM_F_ACK, bt->seq++);
 }
@@ -89,7 +89,7 @@ static int ack_cb(const struct nlmsghdr *nlh, void *data)
 			const struct nlattr *a;
 			mnl_attr_for_each(a, nlh, off)
 				if (mnl_attr_get_type(a) == NLMSGERR_ATTR_MSG)
-					snprintf(st->ext, sizeof(st->ext), "%s", mnl_attr_get_str(a));
+					(void)snprintf(st->ext, sizeof(st->ext), "%s", mnl_attr_get_str(a));
 		}
 	}
 	if (seq == st->bt->seq0)
@@ -270,7 +270,7 @@ int sk_nft_apply(const struct sk_ruleset *rs, struct sk_nft_stats *stats, struct
 		/* explanation appended separately so the kernel text stays first */
 		size_t ml = strlen(err ? err->msg : "");
 		if (err && ml < sizeof(err->msg))
-			snprintf(err->msg + ml, sizeof(err->msg) - ml, "%s", sk_nft_explain_errno(st.first_err));
+			(void)snprintf(err->msg + ml, sizeof(err->msg) - ml, "%s", sk_nft_explain_errno(st.first_err));
 		goto out;
 	}
 out:

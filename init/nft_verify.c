@@ -199,7 +199,7 @@ static const char *rule_comment(const struct nftnl_rule *r, char *out, size_t le
 	nftnl_udata_for_each(ud, a) {
 		if (nftnl_udata_type(a) == NFTNL_UDATA_RULE_COMMENT) {
 			uint8_t l = nftnl_udata_len(a);
-			snprintf(out, len, "%.*s", (int)l, (const char *)nftnl_udata_get(a));
+			(void)snprintf(out, len, "%.*s", (int)l, (const char *)nftnl_udata_get(a));
 		}
 	}
 	nftnl_udata_buf_free(ud);
@@ -366,6 +366,7 @@ static int verify_rules(const struct sk_ruleset *rs, struct obj_list *rules, str
 			while (strcmp(nftnl_rule_get_str(rules->v[gi], NFTNL_RULE_CHAIN), cname) != 0)
 				gi++;
 			const struct nftnl_rule *g = rules->v[gi++];
+			/* a kernel comment cut to 159 bytes still differs from every rule name (all short) */
 			char comment[160], where[200];
 			rule_comment(g, comment, sizeof(comment));
 			if (strcmp(comment, r->name) != 0)
@@ -374,7 +375,7 @@ static int verify_rules(const struct sk_ruleset *rs, struct obj_list *rules, str
 			struct nftnl_rule *w = sk_nft_build_rule(rs, r);
 			if (!w)
 				return sk_err_sys(err, ENOMEM, "nft verify");
-			snprintf(where, sizeof(where), "rule %s/%s", cname, r->name);
+			(void)snprintf(where, sizeof(where), "rule %s/%s", cname, r->name);
 			int rc = compare_rule(w, g, where, err);
 			nftnl_rule_free(w);
 			if (rc < 0)
@@ -413,7 +414,7 @@ static int verify_sets(const struct sk_ruleset *rs, struct mnl_socket *nl, char 
 		}
 		nftnl_set_elems_nlmsg_build_payload(nlh, q);
 		char what[64];
-		snprintf(what, sizeof(what), "elements of set %s", s->name);
+		(void)snprintf(what, sizeof(what), "elements of set %s", s->name);
 		struct elem_dump ed = { .set = q };
 		int rc = dump(nl, buf, nlh, elem_cb, &ed, what, err);
 		if (rc == 0 && ed.err)

@@ -679,7 +679,7 @@ static void format_addr_range(const struct sk_rs_elem *e, bool v6, char *buf, si
 	inet_ntop(af, e->addr_lo, lo, sizeof(lo));
 	sk_u128 a = addr_to_u128(e->addr_lo, alen), z = addr_to_u128(e->addr_hi, alen);
 	if (a == z) {
-		snprintf(buf, len, "%s", lo);
+		(void)snprintf(buf, len, "%s", lo);
 		return;
 	}
 	sk_u128 span = z - a;
@@ -688,27 +688,28 @@ static void format_addr_range(const struct sk_rs_elem *e, bool v6, char *buf, si
 		host++;
 	bool full = host == bits || (span >> host) == 0;
 	if (full && (a & span) == 0) {
-		snprintf(buf, len, "%s/%u", lo, bits - host);
+		(void)snprintf(buf, len, "%s/%u", lo, bits - host);
 		return;
 	}
 	inet_ntop(af, e->addr_hi, hi, sizeof(hi));
-	snprintf(buf, len, "%s-%s", lo, hi);
+	(void)snprintf(buf, len, "%s-%s", lo, hi);
 }
 
+/* Truncates to len, which every caller sizes for the longest element (an IPv6 range . proto . port range). */
 void sk_rs_elem_format(const struct sk_rs_set *s, const struct sk_rs_elem *e, char *buf, size_t len)
 {
 	switch (s->id) {
 	case SK_RS_SET_EXEMPT:
 	case SK_RS_SET_LOPORTS:
-		snprintf(buf, len, "%u", e->val);
+		(void)snprintf(buf, len, "%u", e->val);
 		return;
 	case SK_RS_SET_ND:
 	case SK_RS_SET_MLD: {
 		const char *n = nd_type_name(e->val);
 		if (n)
-			snprintf(buf, len, "%s", n);
+			(void)snprintf(buf, len, "%s", n);
 		else
-			snprintf(buf, len, "%u", e->val);
+			(void)snprintf(buf, len, "%u", e->val);
 		return;
 	}
 	case SK_RS_SET_DIRECT4:
@@ -716,16 +717,16 @@ void sk_rs_elem_format(const struct sk_rs_set *s, const struct sk_rs_elem *e, ch
 		char a[2 * INET6_ADDRSTRLEN + 2], pr[16];
 		format_addr_range(e, s->id == SK_RS_SET_DIRECT6, a, sizeof(a));
 		if (e->port_lo == e->port_hi)
-			snprintf(pr, sizeof(pr), "%u", e->port_lo);
+			(void)snprintf(pr, sizeof(pr), "%u", e->port_lo);
 		else
-			snprintf(pr, sizeof(pr), "%u-%u", e->port_lo, e->port_hi);
-		snprintf(buf, len, "%s . %s . %s", a, proto_name(e->proto), pr);
+			(void)snprintf(pr, sizeof(pr), "%u-%u", e->port_lo, e->port_hi);
+		(void)snprintf(buf, len, "%s . %s . %s", a, proto_name(e->proto), pr);
 		return;
 	}
 	case SK_RS_N_SETS:
 		break;
 	}
-	snprintf(buf, len, "?");
+	(void)snprintf(buf, len, "?");
 }
 
 static const char *set_type_text(enum sk_rs_set_id id)
@@ -742,24 +743,26 @@ static const char *set_type_text(enum sk_rs_set_id id)
 	return "?";
 }
 
+/* The printers below ignore each write's result: a stream's error indicator sticks, and sk_ruleset_print
+ * checks ferror once at the end. */
 static void print_match(FILE *f, const struct sk_ruleset *rs, const struct sk_rs_match *m)
 {
 	const char *set = rs->sets[m->set].name;
 	switch (m->kind) {
-	case SK_RS_M_SKUID: fprintf(f, "meta skuid %u ", m->val); break;
-	case SK_RS_M_SKUID_NE: fprintf(f, "meta skuid != %u ", m->val); break;
-	case SK_RS_M_SKUID_ANY: fprintf(f, "meta skuid >= 0 "); break;
-	case SK_RS_M_SKUID_SET: fprintf(f, "meta skuid @%s ", set); break;
-	case SK_RS_M_NFPROTO: fprintf(f, "meta nfproto %s ", m->val == NFPROTO_IPV6 ? "ipv6" : "ipv4"); break;
-	case SK_RS_M_L4PROTO: fprintf(f, "meta l4proto %s ", proto_name(m->val)); break;
-	case SK_RS_M_DPORT: fprintf(f, "th dport %u ", m->val); break;
-	case SK_RS_M_DPORT_SET: fprintf(f, "th dport @%s ", set); break;
-	case SK_RS_M_OIF_LO: fprintf(f, "oif \"lo\" "); break;
-	case SK_RS_M_CT_EST_REL: fprintf(f, "ct state established,related "); break;
-	case SK_RS_M_CT_DNAT: fprintf(f, "ct status dnat "); break;
-	case SK_RS_M_ICMPV6_SET: fprintf(f, "icmpv6 type @%s ", set); break;
+	case SK_RS_M_SKUID: (void)fprintf(f, "meta skuid %u ", m->val); break;
+	case SK_RS_M_SKUID_NE: (void)fprintf(f, "meta skuid != %u ", m->val); break;
+	case SK_RS_M_SKUID_ANY: (void)fprintf(f, "meta skuid >= 0 "); break;
+	case SK_RS_M_SKUID_SET: (void)fprintf(f, "meta skuid @%s ", set); break;
+	case SK_RS_M_NFPROTO: (void)fprintf(f, "meta nfproto %s ", m->val == NFPROTO_IPV6 ? "ipv6" : "ipv4"); break;
+	case SK_RS_M_L4PROTO: (void)fprintf(f, "meta l4proto %s ", proto_name(m->val)); break;
+	case SK_RS_M_DPORT: (void)fprintf(f, "th dport %u ", m->val); break;
+	case SK_RS_M_DPORT_SET: (void)fprintf(f, "th dport @%s ", set); break;
+	case SK_RS_M_OIF_LO: (void)fprintf(f, "oif \"lo\" "); break;
+	case SK_RS_M_CT_EST_REL: (void)fprintf(f, "ct state established,related "); break;
+	case SK_RS_M_CT_DNAT: (void)fprintf(f, "ct status dnat "); break;
+	case SK_RS_M_ICMPV6_SET: (void)fprintf(f, "icmpv6 type @%s ", set); break;
 	case SK_RS_M_DIRECT_SET:
-		fprintf(f, "%s daddr . meta l4proto . th dport @%s ",
+		(void)fprintf(f, "%s daddr . meta l4proto . th dport @%s ",
 			m->set == SK_RS_SET_DIRECT6 ? "ip6" : "ip", set);
 		break;
 	}
@@ -767,57 +770,57 @@ static void print_match(FILE *f, const struct sk_ruleset *rs, const struct sk_rs
 
 static void print_rule(FILE *f, const struct sk_ruleset *rs, const struct sk_rs_rule *r)
 {
-	fputs("\t\t", f);
+	(void)fputs("\t\t", f);
 	for (size_t i = 0; i < r->n_m; i++)
 		print_match(f, rs, &r->m[i]);
 	if (r->counter != SK_RS_CNT_NONE)
-		fprintf(f, "counter name \"%s\" ", sk_rs_counter_name(r->counter));
+		(void)fprintf(f, "counter name \"%s\" ", sk_rs_counter_name(r->counter));
 	switch (r->verdict) {
-	case SK_RS_ACCEPT: fputs("accept", f); break;
-	case SK_RS_RETURN: fputs("return", f); break;
-	case SK_RS_REDIRECT: fprintf(f, "redirect to :%u", r->redirect_port); break;
-	case SK_RS_REJECT_TCP: fputs("reject with tcp reset", f); break;
-	case SK_RS_REJECT_ADMIN: fputs("reject with icmpx admin-prohibited", f); break;
-	case SK_RS_DROP: fputs("drop", f); break;
+	case SK_RS_ACCEPT: (void)fputs("accept", f); break;
+	case SK_RS_RETURN: (void)fputs("return", f); break;
+	case SK_RS_REDIRECT: (void)fprintf(f, "redirect to :%u", r->redirect_port); break;
+	case SK_RS_REJECT_TCP: (void)fputs("reject with tcp reset", f); break;
+	case SK_RS_REJECT_ADMIN: (void)fputs("reject with icmpx admin-prohibited", f); break;
+	case SK_RS_DROP: (void)fputs("drop", f); break;
 	}
-	fprintf(f, " comment \"%s\"\n", r->name);
+	(void)fprintf(f, " comment \"%s\"\n", r->name);
 }
 
 int sk_ruleset_print(const struct sk_ruleset *rs, FILE *f, struct sk_err *err)
 {
 	char buf[160];
 	/* add + delete + define: the same replace-in-one-transaction the init's batch does */
-	fprintf(f, "table %s %s\ndelete table %s %s\n", SK_RS_FAMILY_NAME, SK_RS_TABLE, SK_RS_FAMILY_NAME,
+	(void)fprintf(f, "table %s %s\ndelete table %s %s\n", SK_RS_FAMILY_NAME, SK_RS_TABLE, SK_RS_FAMILY_NAME,
 		SK_RS_TABLE);
-	fprintf(f, "table %s %s {\n", SK_RS_FAMILY_NAME, SK_RS_TABLE);
+	(void)fprintf(f, "table %s %s {\n", SK_RS_FAMILY_NAME, SK_RS_TABLE);
 	for (size_t i = 0; i < SK_RS_N_COUNTERS; i++)
-		fprintf(f, "\tcounter %s {\n\t}\n", counter_names[i]);
+		(void)fprintf(f, "\tcounter %s {\n\t}\n", counter_names[i]);
 	for (size_t i = 0; i < SK_RS_N_SETS; i++) {
 		const struct sk_rs_set *s = &rs->sets[i];
 		bool concat = s->id == SK_RS_SET_DIRECT4 || s->id == SK_RS_SET_DIRECT6;
-		fprintf(f, "\tset %s {\n\t\ttype %s\n", s->name, set_type_text(s->id));
+		(void)fprintf(f, "\tset %s {\n\t\ttype %s\n", s->name, set_type_text(s->id));
 		if (concat)
-			fputs("\t\tflags interval\n", f);
+			(void)fputs("\t\tflags interval\n", f);
 		if (s->n_elems) {
-			fputs("\t\telements = {", f);
+			(void)fputs("\t\telements = {", f);
 			for (size_t k = 0; k < s->n_elems; k++) {
 				sk_rs_elem_format(s, &s->elems[k], buf, sizeof(buf));
-				fprintf(f, "%s%s", k ? ",\n\t\t\t     " : " ", buf);
+				(void)fprintf(f, "%s%s", k ? ",\n\t\t\t     " : " ", buf);
 			}
-			fputs(" }\n", f);
+			(void)fputs(" }\n", f);
 		}
-		fputs("\t}\n", f);
+		(void)fputs("\t}\n", f);
 	}
 	for (size_t c = 0; c < SK_RS_N_CHAINS; c++) {
 		const struct sk_rs_chain *ch = &rs->chains[c];
-		fprintf(f, "\tchain %s {\n\t\ttype %s hook output priority %d; policy accept;\n", ch->name,
+		(void)fprintf(f, "\tchain %s {\n\t\ttype %s hook output priority %d; policy accept;\n", ch->name,
 			ch->type, ch->priority);
 		for (size_t i = 0; i < rs->n_rules; i++)
 			if (rs->rules[i].chain == (enum sk_rs_chain_id)c)
 				print_rule(f, rs, &rs->rules[i]);
-		fputs("\t}\n", f);
+		(void)fputs("\t}\n", f);
 	}
-	fputs("}\n", f);
+	(void)fputs("}\n", f);
 	if (ferror(f))
 		return sk_err_sys(err, errno ? errno : EIO, "ruleset: write nft text");
 	return 0;

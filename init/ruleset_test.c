@@ -98,7 +98,7 @@ static void chain_names(const struct sk_ruleset *rs, enum sk_rs_chain_id c, char
 		if (rs->rules[i].chain != c)
 			continue;
 		size_t used = strlen(out);
-		snprintf(out + used, len - used, "%s%s", used ? " " : "", rs->rules[i].name);
+		(void)snprintf(out + used, len - used, "%s%s", used ? " " : "", rs->rules[i].name);
 	}
 }
 
@@ -118,7 +118,7 @@ static void elems_text(const struct sk_rs_set *s, char *out, size_t len)
 		char b[160];
 		sk_rs_elem_format(s, &s->elems[i], b, sizeof(b));
 		size_t used = strlen(out);
-		snprintf(out + used, len - used, "%s%s", used ? ", " : "", b);
+		(void)snprintf(out + used, len - used, "%s%s", used ? ", " : "", b);
 	}
 }
 
@@ -527,10 +527,10 @@ static void test_text_is_deterministic(void **state)
 static struct sk_netns_facts pod_facts(void)
 {
 	struct sk_netns_facts f = { .pidns_is_initial = true, .n_ifs = 2, .n_ifs_total = 2 };
-	snprintf(f.ifs[0].name, sizeof(f.ifs[0].name), "lo");
+	(void)snprintf(f.ifs[0].name, sizeof(f.ifs[0].name), "lo");
 	f.ifs[0].loopback = true;
-	snprintf(f.ifs[1].name, sizeof(f.ifs[1].name), "eth0");
-	snprintf(f.ifs[1].kind, sizeof(f.ifs[1].kind), "veth");
+	(void)snprintf(f.ifs[1].name, sizeof(f.ifs[1].name), "eth0");
+	(void)snprintf(f.ifs[1].kind, sizeof(f.ifs[1].kind), "veth");
 	return f;
 }
 
@@ -546,7 +546,7 @@ static void test_guard_accepts_a_pod_namespace(void **state)
 	f.pidns_is_initial = false;
 	assert_int_equal(sk_guard_judge(&f, why, sizeof(why)), 0);
 	/* ipvlan / macvlan CNIs */
-	snprintf(f.ifs[1].kind, sizeof(f.ifs[1].kind), "ipvlan");
+	(void)snprintf(f.ifs[1].kind, sizeof(f.ifs[1].kind), "ipvlan");
 	assert_int_equal(sk_guard_judge(&f, why, sizeof(why)), 0);
 }
 
@@ -566,7 +566,7 @@ static void test_guard_refuses_host_signs(void **state)
 
 	f = pod_facts();
 	f.ifs[1].kind[0] = '\0';
-	snprintf(f.ifs[1].parent, sizeof(f.ifs[1].parent), "virtio");
+	(void)snprintf(f.ifs[1].parent, sizeof(f.ifs[1].parent), "virtio");
 	assert_int_equal(sk_guard_judge(&f, why, sizeof(why)), 1);
 	assert_string_equal(why, "interface eth0 is a device on bus virtio (a NIC)");
 
@@ -579,8 +579,8 @@ static void test_guard_refuses_host_signs(void **state)
 	f = pod_facts();
 	f.netns_is_initial = true;
 	f.n_ifs = f.n_ifs_total = 3;
-	snprintf(f.ifs[2].name, sizeof(f.ifs[2].name), "cni0");
-	snprintf(f.ifs[2].kind, sizeof(f.ifs[2].kind), "bridge");
+	(void)snprintf(f.ifs[2].name, sizeof(f.ifs[2].name), "cni0");
+	(void)snprintf(f.ifs[2].kind, sizeof(f.ifs[2].kind), "bridge");
 	assert_int_equal(sk_guard_judge(&f, why, sizeof(why)), 2);
 	assert_string_equal(why, "this is the kernel's initial network namespace (the node's own); "
 				 "interface cni0 is a bridge (nodes have those, pods do not)");
