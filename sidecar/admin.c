@@ -135,7 +135,7 @@ int sk_admin_handle(const struct sk_admin_view *v, const char *method, const cha
 		return resp->body ? 0 : -ENOMEM;
 	}
 	char path[sizeof(((struct sk_admin_request *)0)->target)];
-	snprintf(path, sizeof(path), "%s", target);
+	(void)snprintf(path, sizeof(path), "%s", target);
 	char *q = strchr(path, '?');
 	if (q)
 		*q++ = '\0';

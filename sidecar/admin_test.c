@@ -58,7 +58,7 @@ static void test_parse_malformed(void **state)
 	assert_int_equal(parse("GET /x\x01 HTTP/1.1\r\n\r\n", &req), -EINVAL);
 	assert_int_equal(parse("VERYLONGMETHODNAME /x HTTP/1.1\r\n\r\n", &req), -E2BIG);
 	char big[2100];
-	snprintf(big, sizeof(big), "GET /%01500d HTTP/1.1\r\n\r\n", 0);
+	(void)snprintf(big, sizeof(big), "GET /%01500d HTTP/1.1\r\n\r\n", 0);
 	assert_int_equal(parse(big, &req), -E2BIG);
 	/* CRLF only (the sidecar's one HTTP/1 tokenizer, http1.h): bare LF and bare CR line ends are malformed */
 	assert_int_equal(parse("HEAD /healthz HTTP/1.0\n\n", &req), -EINVAL);
@@ -201,8 +201,8 @@ static void write_file(const char *path, const char *text)
 {
 	FILE *fp = fopen(path, "w");
 	assert_non_null(fp);
-	fputs(text, fp);
-	fclose(fp);
+	assert_true(fputs(text, fp) >= 0);
+	assert_int_equal(fclose(fp), 0);
 }
 
 /* A marker path (or any detail) with bytes that are not UTF-8 still gives valid JSON: escaped, never raw. */
@@ -232,7 +232,7 @@ static void test_readyz_flips_with_listeners_and_marker(void **state)
 	assert_int_equal(sk_policy_load_buffer("t.yaml", policy_yaml, strlen(policy_yaml), -1, &p, &diags), 0);
 	char hash[17], marker[64], line[80];
 	sk_policy_netns_hash(p, hash);
-	snprintf(marker, sizeof(marker), "/tmp/admin_test_marker.%d", (int)getpid());
+	(void)snprintf(marker, sizeof(marker), "/tmp/admin_test_marker.%d", (int)getpid());
 	unlink(marker);
 
 	f->v.policy = p;
@@ -261,7 +261,7 @@ static void test_readyz_flips_with_listeners_and_marker(void **state)
 	free(r.body);
 
 	f->v.ready.n_dns_fds = 2;
-	snprintf(line, sizeof(line), "hash=%s\nrules=3\n", hash);
+	(void)snprintf(line, sizeof(line), "hash=%s\nrules=3\n", hash);
 	write_file(marker, line);
 	r = handle(f, "GET", "/readyz");
 	assert_int_equal(r.status, 200);
@@ -298,7 +298,7 @@ static void test_serialize_head_only(void **state)
 	assert_non_null(strstr(out, "HTTP/1.1 405 Method Not Allowed\r\n"));
 	assert_non_null(strstr(out, "\r\nAllow: GET, HEAD\r\n"));
 	char cl[64];
-	snprintf(cl, sizeof(cl), "Content-Length: %zu\r\n", r.body_len);
+	(void)snprintf(cl, sizeof(cl), "Content-Length: %zu\r\n", r.body_len);
 	assert_non_null(strstr(out, cl));
 	assert_int_equal(strcmp(out + len - 4, "\r\n\r\n"), 0);
 	free(out);

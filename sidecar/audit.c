@@ -85,7 +85,7 @@ static void put_field_str(struct out *o, const char *key, const char *v)
 static void put_field_u64(struct out *o, const char *key, uint64_t v)
 {
 	char num[32];
-	snprintf(num, sizeof(num), "%" PRIu64, v);
+	(void)snprintf(num, sizeof(num), "%" PRIu64, v);
 	put_key(o, key);
 	puts_(o, num);
 }
@@ -93,7 +93,7 @@ static void put_field_u64(struct out *o, const char *key, uint64_t v)
 static void put_field_int(struct out *o, const char *key, int v)
 {
 	char num[16];
-	snprintf(num, sizeof(num), "%d", v);
+	(void)snprintf(num, sizeof(num), "%d", v);
 	put_key(o, key);
 	puts_(o, num);
 }
@@ -103,9 +103,9 @@ void sk_audit_endpoint(const struct sk_addr *a, uint16_t port, char out[SK_ADDR_
 	char ip[SK_ADDR_STRLEN];
 	sk_addr_format(a, ip);
 	if (a->family == AF_INET6)
-		snprintf(out, SK_ADDR_STRLEN + 8, "[%s]:%u", ip, port);
+		(void)snprintf(out, SK_ADDR_STRLEN + 8, "[%s]:%u", ip, port);
 	else
-		snprintf(out, SK_ADDR_STRLEN + 8, "%s:%u", ip, port);
+		(void)snprintf(out, SK_ADDR_STRLEN + 8, "%s:%u", ip, port);
 }
 
 size_t sk_audit_format(const struct sk_audit_rec *r, const char *policy, const struct timespec *wall, char *buf,
@@ -116,11 +116,11 @@ size_t sk_audit_format(const struct sk_audit_rec *r, const char *policy, const s
 	char ts[96], ep[SK_ADDR_STRLEN + 8], head[48];
 	time_t sec = wall->tv_sec;
 	gmtime_r(&sec, &tm);
-	snprintf(ts, sizeof(ts), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+	(void)snprintf(ts, sizeof(ts), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
 		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)((wall->tv_nsec / 1000000L) % 1000));
 	if (policy && !policy[0])
 		policy = NULL;
-	snprintf(head, sizeof(head), "{\"v\":%d,\"ts\":", SK_AUDIT_VERSION);
+	(void)snprintf(head, sizeof(head), "{\"v\":%d,\"ts\":", SK_AUDIT_VERSION);
 	puts_(&o, head);
 	put_json_str(&o, ts);
 	put_field_str(&o, "event", r->event);
@@ -217,7 +217,7 @@ static void write_all(struct sk_audit *a, const char *buf, size_t n)
 
 void sk_audit_set_policy(struct sk_audit *a, const char *hash)
 {
-	snprintf(a->policy, sizeof(a->policy), "%s", hash ? hash : "");
+	(void)snprintf(a->policy, sizeof(a->policy), "%s", hash ? hash : "");
 }
 
 void sk_audit_batch(struct sk_audit *a) { a->batch = true; }

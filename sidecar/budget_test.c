@@ -183,7 +183,7 @@ static void test_cap_fails_closed(void **state)
 	assert_non_null(rules);
 	assert_non_null(names);
 	for (size_t i = 0; i <= SK_BUDGET_MAX_RULES; i++) {
-		snprintf(names[i], sizeof(names[i]), "h%zu.example.com", i);
+		(void)snprintf(names[i], sizeof(names[i]), "h%zu.example.com", i);
 		rules[i].host = names[i];
 		rules[i].budget = (struct sk_budget){ .sent = 1, .window_ms = 1000 };
 	}

@@ -99,21 +99,22 @@ static void expected(const struct sk_setting *s, char *buf, size_t len)
 {
 	switch (s->type) {
 	case SK_SET_UINT:
-		snprintf(buf, len, "an integer in %llu..%llu", (unsigned long long)s->min, (unsigned long long)s->max);
+		(void)snprintf(buf, len, "an integer in %llu..%llu", (unsigned long long)s->min, (unsigned long long)s->max);
 		return;
-	case SK_SET_BOOL: snprintf(buf, len, "true or false (also 1/0, yes/no, on/off)"); return;
-	case SK_SET_PATH: snprintf(buf, len, "a path"); return;
-	case SK_SET_ADDR: snprintf(buf, len, "PORT, HOST:PORT or [V6]:PORT"); return;
-	case SK_SET_LEVEL: snprintf(buf, len, "one of error, warn, info, debug"); return;
-	case SK_SET_LOGFMT: snprintf(buf, len, "one of text, json"); return;
+	case SK_SET_BOOL: (void)snprintf(buf, len, "true or false (also 1/0, yes/no, on/off)"); return;
+	case SK_SET_PATH: (void)snprintf(buf, len, "a path"); return;
+	case SK_SET_ADDR: (void)snprintf(buf, len, "PORT, HOST:PORT or [V6]:PORT"); return;
+	case SK_SET_LEVEL: (void)snprintf(buf, len, "one of error, warn, info, debug"); return;
+	case SK_SET_LOGFMT: (void)snprintf(buf, len, "one of text, json"); return;
 	}
 	buf[0] = '\0';
 }
 
 void sk_config_usage(FILE *out, const char *prog)
 {
+	/* the writes below leave a failure to out's error indicator, which the caller checks (config.h) */
 	char exp[80];
-	fprintf(out, "usage: %s --policy FILE [options]\n"
+	(void)fprintf(out, "usage: %s --policy FILE [options]\n"
 		"Every option can also be set by its environment variable; the flag wins, an empty variable\n"
 		"counts as unset, a malformed value is an error (exit 2).\n", prog);
 	for (size_t i = 0; i < SK_ARRAY_SIZE(settings); i++) {
@@ -121,39 +122,40 @@ void sk_config_usage(FILE *out, const char *prog)
 		if (!s->flag)
 			continue;
 		char lhs[64];
-		snprintf(lhs, sizeof(lhs), "--%s %s", s->flag, metavar(s));
+		(void)snprintf(lhs, sizeof(lhs), "--%s %s", s->flag, metavar(s));
 		expected(s, exp, sizeof(exp));
-		fprintf(out, "  %-32s env %s\n      %s\n      (%s; default %s)\n", lhs, s->env, s->help, exp,
+		(void)fprintf(out, "  %-32s env %s\n      %s\n      (%s; default %s)\n", lhs, s->env, s->help, exp,
 			s->def ? s->def : "unset");
 	}
-	fprintf(out, "  %-32s print the version and exit\n", "--version");
-	fprintf(out, "  %-32s print this and exit\n", "--help");
-	fprintf(out, "  %-32s print the settings as a markdown table and exit\n", "--help-settings-md");
-	fprintf(out, "test only (environment, not for production):\n");
+	(void)fprintf(out, "  %-32s print the version and exit\n", "--version");
+	(void)fprintf(out, "  %-32s print this and exit\n", "--help");
+	(void)fprintf(out, "  %-32s print the settings as a markdown table and exit\n", "--help-settings-md");
+	(void)fprintf(out, "test only (environment, not for production):\n");
 	for (size_t i = 0; i < SK_ARRAY_SIZE(settings); i++)
 		if (!settings[i].flag)
-			fprintf(out, "  %s %s\n      %s\n", settings[i].env, metavar(&settings[i]), settings[i].help);
-	fprintf(out, "signals: SIGHUP reloads the policy (also on change of the file); SIGTERM/SIGINT drain and exit.\n");
+			(void)fprintf(out, "  %s %s\n      %s\n", settings[i].env, metavar(&settings[i]), settings[i].help);
+	(void)fprintf(out, "signals: SIGHUP reloads the policy (also on change of the file); SIGTERM/SIGINT drain and exit.\n");
 }
 
 void sk_config_settings_md(FILE *out)
 {
+	/* as above: the caller checks out's error indicator */
 	char exp[80];
-	fprintf(out, "| flag | environment | accepts | default | meaning |\n|---|---|---|---|---|\n");
+	(void)fprintf(out, "| flag | environment | accepts | default | meaning |\n|---|---|---|---|---|\n");
 	for (size_t i = 0; i < SK_ARRAY_SIZE(settings); i++) {
 		const struct sk_setting *s = &settings[i];
 		expected(s, exp, sizeof(exp));
 		if (s->type == SK_SET_UINT)
-			snprintf(exp, sizeof(exp), "%llu..%llu", (unsigned long long)s->min, (unsigned long long)s->max);
+			(void)snprintf(exp, sizeof(exp), "%llu..%llu", (unsigned long long)s->min, (unsigned long long)s->max);
 		else if (s->type == SK_SET_BOOL)
-			snprintf(exp, sizeof(exp), "true, false");
+			(void)snprintf(exp, sizeof(exp), "true, false");
 		else if (s->type == SK_SET_LEVEL)
-			snprintf(exp, sizeof(exp), "error, warn, info, debug");
+			(void)snprintf(exp, sizeof(exp), "error, warn, info, debug");
 		else if (s->type == SK_SET_LOGFMT)
-			snprintf(exp, sizeof(exp), "text, json");
+			(void)snprintf(exp, sizeof(exp), "text, json");
 		else if (s->type == SK_SET_ADDR)
-			snprintf(exp, sizeof(exp), "address");
-		fprintf(out, "| %s%s%s | `%s` | %s | %s%s%s | %s |\n", s->flag ? "`--" : "(test only)",
+			(void)snprintf(exp, sizeof(exp), "address");
+		(void)fprintf(out, "| %s%s%s | `%s` | %s | %s%s%s | %s |\n", s->flag ? "`--" : "(test only)",
 			s->flag ? s->flag : "", s->flag ? "`" : "", s->env, exp, s->def ? "`" : "",
 			s->def ? s->def : "unset", s->def ? "`" : "", s->help);
 	}
@@ -375,7 +377,7 @@ int sk_config_parse(int argc, char *const argv[], char *const envp[], struct sk_
 			value = argv[++i];
 		}
 		char what[64];
-		snprintf(what, sizeof(what), "--%s", settings[k].flag);
+		(void)snprintf(what, sizeof(what), "--%s", settings[k].flag);
 		if ((r = apply(cfg, &settings[k], value, true, what, err)) < 0)
 			goto fail;
 	}

@@ -79,7 +79,8 @@ void sk_config_defaults(struct sk_config *cfg);
  * expected; cfg is then freed. Release with sk_config_free. */
 int sk_config_parse(int argc, char *const argv[], char *const envp[], struct sk_config *cfg, struct sk_err *err);
 void sk_config_free(struct sk_config *cfg);
-/* --help: every setting with its flag, variable, range and default. */
+/* --help: every setting with its flag, variable, range and default. This and the next leave a failed write
+ * to out's error indicator: the caller checks fflush and ferror. */
 void sk_config_usage(FILE *out, const char *prog);
 /* --help-settings-md: the markdown table of docs/operating.md ("## Settings"). */
 void sk_config_settings_md(FILE *out);

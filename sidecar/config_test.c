@@ -199,8 +199,8 @@ static int parse_with(const struct sk_setting *s, const char *value, bool as_fla
 	/* The variable comes first: for STOCKADE_POLICY itself it is the one read (the first match). */
 	char *env[] = { kv, "STOCKADE_POLICY=/p", NULL };
 	char *argv[] = { "s", "--policy=/p", flag };
-	snprintf(kv, sizeof(kv), "%s=%s", s->env, value);
-	snprintf(flag, sizeof(flag), "--%s=%s", s->flag ? s->flag : "", value);
+	(void)snprintf(kv, sizeof(kv), "%s=%s", s->env, value);
+	(void)snprintf(flag, sizeof(flag), "--%s=%s", s->flag ? s->flag : "", value);
 	if (as_flag)
 		return sk_config_parse(3, argv, NULL, c, err);
 	return sk_config_parse(1, argv, env, c, err);
@@ -222,7 +222,7 @@ static void expect_refused(const struct sk_setting *s, const char *value, bool a
 	if (r != -EINVAL)
 		fail_msg("%s%s '%s': accepted (r=%d)", as_flag ? "--" : "", as_flag ? s->flag : s->env, value, r);
 	char name[128];
-	snprintf(name, sizeof(name), "%s%s: ", as_flag ? "--" : "", as_flag ? s->flag : s->env);
+	(void)snprintf(name, sizeof(name), "%s%s: ", as_flag ? "--" : "", as_flag ? s->flag : s->env);
 	if (strncmp(err.msg, name, strlen(name)) != 0)
 		fail_msg("error for '%s' does not start with the setting's name: %s", value, err.msg);
 	assert_null(c.policy_path);   /* freed on error */
@@ -234,16 +234,16 @@ static void check_uint(const struct sk_setting *s, bool as_flag)
 	char buf[64];
 	const uint64_t probes[] = { s->min, s->max };
 	for (size_t i = 0; i < 2; i++) {
-		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)probes[i]);
+		(void)snprintf(buf, sizeof(buf), "%llu", (unsigned long long)probes[i]);
 		expect_ok(s, buf, as_flag, &c);
 		assert_int_equal(get_uint(&c, s), probes[i]);
 		sk_config_free(&c);
 	}
 	if (s->min > 0) {
-		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)s->min - 1);
+		(void)snprintf(buf, sizeof(buf), "%llu", (unsigned long long)s->min - 1);
 		expect_refused(s, buf, as_flag);
 	}
-	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)s->max + 1);
+	(void)snprintf(buf, sizeof(buf), "%llu", (unsigned long long)s->max + 1);
 	expect_refused(s, buf, as_flag);
 	static const char *const junk[] = { "junk", "12x", "5s", "0x10", " 5", "+5", "-1", "-0", "1.5",
 					    "18446744073709551616", "99999999999999999999999999", "4294967296" };
@@ -382,24 +382,24 @@ static void test_table_flags_win(void **state)
 		char env_v[64], flag_v[64], kv[160], fl[160];
 		switch (s->type) {
 		case SK_SET_UINT:
-			snprintf(env_v, sizeof(env_v), "%llu", (unsigned long long)s->min);
-			snprintf(flag_v, sizeof(flag_v), "%llu", (unsigned long long)s->max);
+			(void)snprintf(env_v, sizeof(env_v), "%llu", (unsigned long long)s->min);
+			(void)snprintf(flag_v, sizeof(flag_v), "%llu", (unsigned long long)s->max);
 			break;
 		case SK_SET_BOOL:
-			snprintf(env_v, sizeof(env_v), "false");
-			snprintf(flag_v, sizeof(flag_v), "true");
+			(void)snprintf(env_v, sizeof(env_v), "false");
+			(void)snprintf(flag_v, sizeof(flag_v), "true");
 			break;
 		case SK_SET_ADDR:
-			snprintf(env_v, sizeof(env_v), "127.0.0.1:1");
-			snprintf(flag_v, sizeof(flag_v), "127.0.0.1:2");
+			(void)snprintf(env_v, sizeof(env_v), "127.0.0.1:1");
+			(void)snprintf(flag_v, sizeof(flag_v), "127.0.0.1:2");
 			break;
 		default:
-			snprintf(env_v, sizeof(env_v), "/from/env");
-			snprintf(flag_v, sizeof(flag_v), "/from/flag");
+			(void)snprintf(env_v, sizeof(env_v), "/from/env");
+			(void)snprintf(flag_v, sizeof(flag_v), "/from/flag");
 			break;
 		}
-		snprintf(kv, sizeof(kv), "%s=%s", s->env, env_v);
-		snprintf(fl, sizeof(fl), "--%s=%s", s->flag, flag_v);
+		(void)snprintf(kv, sizeof(kv), "%s=%s", s->env, env_v);
+		(void)snprintf(fl, sizeof(fl), "--%s=%s", s->flag, flag_v);
 		char *env[] = { kv, NULL };
 		char *argv[] = { "s", fl, "--policy=/p" };
 		struct sk_config c;
@@ -483,7 +483,7 @@ static char *capture(void (*fn)(FILE *, const char *), void (*fn_md)(FILE *))
 		fn(f, "stockade-sidecar");
 	else
 		fn_md(f);
-	fclose(f);
+	assert_int_equal(fclose(f), 0);   /* flushes the stream into buf */
 	return buf;
 }
 
@@ -496,12 +496,12 @@ static void test_help_lists_every_setting(void **state)
 	for (size_t i = 0; i < n; i++) {
 		char want[160];
 		if (t[i].flag) {
-			snprintf(want, sizeof(want), "--%s ", t[i].flag);
+			(void)snprintf(want, sizeof(want), "--%s ", t[i].flag);
 			assert_non_null(strstr(help, want));
-			snprintf(want, sizeof(want), "env %s\n", t[i].env);
+			(void)snprintf(want, sizeof(want), "env %s\n", t[i].env);
 			assert_non_null(strstr(help, want));
 			if (t[i].type == SK_SET_UINT) {
-				snprintf(want, sizeof(want), "in %llu..%llu; default %s)", (unsigned long long)t[i].min,
+				(void)snprintf(want, sizeof(want), "in %llu..%llu; default %s)", (unsigned long long)t[i].min,
 					 (unsigned long long)t[i].max, t[i].def ? t[i].def : "unset");
 				assert_non_null(strstr(help, want));
 			}
@@ -524,7 +524,7 @@ static void test_operating_md_matches_table(void **state)
 	char *doc = NULL;
 	size_t cap = 0;
 	ssize_t got = getdelim(&doc, &cap, '\0', f);
-	fclose(f);
+	(void)fclose(f);
 	assert_true(got > 0);
 	char *b = strstr(doc, begin), *e = b ? strstr(b, end) : NULL;
 	if (!b || !e) {
@@ -553,7 +553,7 @@ static void test_chart_schema_lists_the_flags(void **state)
 	char *text = NULL;
 	size_t cap = 0;
 	ssize_t got = getdelim(&text, &cap, '\0', f);
-	fclose(f);
+	(void)fclose(f);
 	assert_true(got > 0);
 	cJSON *root = cJSON_Parse(text);
 	free(text);

@@ -125,14 +125,14 @@ static void test_names_per_address_capped(void **state)
 	struct sk_addr cdn = A("151.101.1.1");
 	char name[64];
 	for (int i = 0; i < SK_BIND_NAMES_PER_ADDR + 4; i++) {
-		snprintf(name, sizeof(name), "site%d.example", i);
+		(void)snprintf(name, sizeof(name), "site%d.example", i);
 		assert_int_equal(sk_bind_add(t, &cdn, name, 600, 0), 0);
 	}
 	assert_int_equal(sk_bind_count(t), SK_BIND_NAMES_PER_ADDR);
 	assert_false(sk_bind_has(t, &cdn, "site0.example", 1));
 	assert_false(sk_bind_has(t, &cdn, "site3.example", 1));
 	assert_true(sk_bind_has(t, &cdn, "site4.example", 1));
-	snprintf(name, sizeof(name), "site%d.example", SK_BIND_NAMES_PER_ADDR + 3);
+	(void)snprintf(name, sizeof(name), "site%d.example", SK_BIND_NAMES_PER_ADDR + 3);
 	assert_true(sk_bind_has(t, &cdn, name, 1));
 	sk_bind_free(t);
 }
@@ -161,7 +161,7 @@ static bool collect(const char *name, uint64_t expires_ms, void *arg)
 {
 	struct collected *c = arg;
 	assert_true(expires_ms > 0);
-	snprintf(c->names[c->n++], sizeof(c->names[0]), "%s", name);
+	(void)snprintf(c->names[c->n++], sizeof(c->names[0]), "%s", name);
 	return c->n < c->stop_after;
 }
 

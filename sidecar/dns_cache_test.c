@@ -356,7 +356,7 @@ static void test_never_cached(void **state)
 	ans_begin(&a, 0, "api.github.com", SK_DNS_T_A);
 	for (int i = 0; i < 32; i++) {
 		char ip[32];
-		snprintf(ip, sizeof(ip), "140.82.113.%d", i + 1);
+		(void)snprintf(ip, sizeof(ip), "140.82.113.%d", i + 1);
 		ans_addr(&a, "api.github.com", ip, 300);
 	}
 	assert_int_equal(put(f, c, 1, &q, &a, 0), 0);
@@ -378,15 +378,15 @@ static void test_never_cached(void **state)
 static struct sk_dns_fquery name_q(struct pol *f, int i)
 {
 	char name[64];
-	snprintf(name, sizeof(name), "n%d.example.org", i);
+	(void)snprintf(name, sizeof(name), "n%d.example.org", i);
 	return fq(f, (uint16_t)i, SK_DNS_F_RD, name, SK_DNS_T_A, 0, false);
 }
 
 static int put_name(struct pol *f, struct sk_dns_cache *c, int i, uint64_t now)
 {
 	char name[64], ip[32];
-	snprintf(name, sizeof(name), "n%d.example.org", i);
-	snprintf(ip, sizeof(ip), "198.51.100.%d", i % 250 + 1);
+	(void)snprintf(name, sizeof(name), "n%d.example.org", i);
+	(void)snprintf(ip, sizeof(ip), "198.51.100.%d", i % 250 + 1);
 	struct sk_dns_fquery q = name_q(f, i);
 	struct ans a;
 	ans_begin(&a, 0, name, SK_DNS_T_A);
@@ -552,7 +552,7 @@ static void test_udp_limit_on_hit(void **state)
 	ans_begin(&a, 0, "api.github.com", SK_DNS_T_A);
 	for (int i = 0; i < 32; i++) {
 		char ip[32];
-		snprintf(ip, sizeof(ip), "140.82.113.%d", i + 1);
+		(void)snprintf(ip, sizeof(ip), "140.82.113.%d", i + 1);
 		ans_addr(&a, "api.github.com", ip, 300);
 	}
 	uint8_t fresh[4096], out[4096];

@@ -426,7 +426,7 @@ static void test_upstream_query_canonical(void **state)
 			first_len = ul;
 		}
 		if (ul != first_len || memcmp(up, first, (size_t)ul) != 0) {
-			fprintf(stderr, "variant %zu (%s) forwards different bytes\n", i, variants[i].name);
+			(void)fprintf(stderr, "variant %zu (%s) forwards different bytes\n", i, variants[i].name);
 			fail();
 		}
 	}
@@ -479,7 +479,7 @@ static void test_deny_refused_mode_and_long_names(void **state)
 
 	/* exfiltration through long labels under an allowed wildcard suffix */
 	char name[300];
-	snprintf(name, sizeof(name), "%.60s.%.60s.x.githubusercontent.com",
+	(void)snprintf(name, sizeof(name), "%.60s.%.60s.x.githubusercontent.com",
 		 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
 		 "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb");
 	n = query(msg, sizeof(msg), 1, name, SK_DNS_T_A, SK_DNS_CLASS_IN, 0);
@@ -677,7 +677,7 @@ static void test_answer_long_chain_capped(void **state)
 	ans_begin(&a, 1, 0, "pypi.org", SK_DNS_T_A);
 	char prev[32] = "pypi.org", next[32];
 	for (int i = 0; i < 20; i++) {
-		snprintf(next, sizeof(next), "c%d.example", i);
+		(void)snprintf(next, sizeof(next), "c%d.example", i);
 		ans_cname(&a, prev, next, 60);
 		memcpy(prev, next, sizeof(prev));
 	}
@@ -808,7 +808,7 @@ static void test_answer_truncation(void **state)
 	ans_begin(&a, 1, 0, "pypi.org", SK_DNS_T_A);
 	char ip[32];
 	for (int i = 0; i < 40; i++) {
-		snprintf(ip, sizeof(ip), "151.101.%d.%d", i / 200, i % 200 + 1);
+		(void)snprintf(ip, sizeof(ip), "151.101.%d.%d", i / 200, i % 200 + 1);
 		ans_addr(&a, 0, "pypi.org", ip, 60);
 	}
 	uint8_t out[8192];
@@ -1234,7 +1234,7 @@ static void test_answer_svcb_malformed(void **state)
 			     nth_answer(&r, 0).rdlen == c->kept;
 		if (!ok) {
 			failures++;
-			fprintf(stderr, "case %s: result %s rcode %d stripped %u\n", c->name, sk_dns_result_name(v.result),
+			(void)fprintf(stderr, "case %s: result %s rcode %d stripped %u\n", c->name, sk_dns_result_name(v.result),
 				v.rcode, v.stripped);
 		}
 	}

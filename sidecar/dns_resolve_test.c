@@ -455,7 +455,7 @@ static void test_inflight_cap_busy(void **state)
 	char name[64];
 	for (int i = 0; i < SK_RESOLVE_MAX_INFLIGHT; i++) {
 		/* half distinct names (a query each), half coalesced onto them: requests are what is capped */
-		snprintf(name, sizeof(name), "n%d.example.com", i / 2);
+		(void)snprintf(name, sizeof(name), "n%d.example.com", i / 2);
 		assert_int_equal(start(w, name, "93.184.216.34", &wt[i], &req[i]), 0);
 	}
 	struct sk_resolve_req *extra = NULL;
@@ -552,13 +552,13 @@ static void test_neg_cache_expiry_and_eviction(void **state)
 	/* Bounded: the oldest goes first. */
 	char name[32];
 	for (int i = 0; i < 4; i++) {
-		snprintf(name, sizeof(name), "n%d.example", i);
+		(void)snprintf(name, sizeof(name), "n%d.example", i);
 		sk_rneg_add(c, name, &b, 13000 + (uint64_t)i);
 	}
 	assert_int_equal(sk_rneg_count(c), 4);
 	assert_false(sk_rneg_has(c, "a.example", &a, 13010));   /* evicted */
 	for (int i = 0; i < 4; i++) {
-		snprintf(name, sizeof(name), "n%d.example", i);
+		(void)snprintf(name, sizeof(name), "n%d.example", i);
 		assert_true(sk_rneg_has(c, name, &b, 13010));
 	}
 	sk_rneg_add(c, "n4.example", &b, 13010);
@@ -571,7 +571,7 @@ static void test_neg_cache_expiry_and_eviction(void **state)
 	/* The production size: 1024 entries, the 1025th evicts the first. */
 	assert_int_equal(sk_rneg_new(SK_RESOLVE_NEG_MAX, SK_RESOLVE_NEG_TTL_MS, &c), 0);
 	for (int i = 0; i <= SK_RESOLVE_NEG_MAX; i++) {
-		snprintf(name, sizeof(name), "h%d.example", i);
+		(void)snprintf(name, sizeof(name), "h%d.example", i);
 		sk_rneg_add(c, name, &a, 0);
 	}
 	assert_int_equal(sk_rneg_count(c), SK_RESOLVE_NEG_MAX);

@@ -262,7 +262,7 @@ static void test_concurrent_queries_distinct_ports(void **state)
 	int c2 = client(w);
 	for (int i = 0; i < 4; i++) {
 		char name[32];
-		snprintf(name, sizeof(name), "r%d.example.com", i);
+		(void)snprintf(name, sizeof(name), "r%d.example.com", i);
 		ask(c2, (uint16_t)(0x200 + i), name);
 		pump(w, 5 + (size_t)i, 1000);
 		assert_int_equal(w->nq, 5 + (size_t)i);

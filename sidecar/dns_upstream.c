@@ -59,7 +59,7 @@ int sk_resolv_load(const char *path, struct sk_dns_upstreams *out, struct sk_err
 	char buf[16384];
 	size_t n = fread(buf, 1, sizeof(buf), f);
 	bool failed = ferror(f) != 0;
-	fclose(f);
+	(void)fclose(f);
 	if (failed)
 		return sk_err_sys(err, EIO, "read %s", path);
 	return sk_resolv_parse(buf, n, path, out, err);

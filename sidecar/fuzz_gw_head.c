@@ -43,7 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define CHECK(cond) \
 	do { \
 		if (!(cond)) { \
-			fprintf(stderr, "fuzz_gw_head: invariant failed: %s (line %d)\n", #cond, __LINE__); \
+			(void)fprintf(stderr, "fuzz_gw_head: invariant failed: %s (line %d)\n", #cond, __LINE__); \
 			__builtin_trap(); \
 		} \
 	} while (0)

@@ -52,7 +52,7 @@ static struct gw_api_state *api_state(struct sk_gateway *g, const char *name)
 	struct gw_api_state *s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL;
-	snprintf(s->name, sizeof(s->name), "%s", name);
+	(void)snprintf(s->name, sizeof(s->name), "%s", name);   /* fits: api names are [a-z0-9-]{1,63} (validate.c) */
 	s->next = g->apis;
 	g->apis = s;
 	return s;
@@ -226,7 +226,7 @@ static int process_head(struct gw_conn *c)
 	c->t0_ms = sk_monotonic_ms();
 	c->audited = false;
 	if (req.method[0])
-		snprintf(c->method, sizeof(c->method), "%s", req.method);
+		(void)snprintf(c->method, sizeof(c->method), "%s", req.method);
 	const struct sk_gw_answer *ans = sk_gw_head_answer(v);
 	if (ans) {
 		gw_respond_local(c, ans->status, ans->msg, ans->reason, 0);
@@ -238,7 +238,7 @@ static int process_head(struct gw_conn *c)
 	if (rr == 0)
 		sk_gw_audit_path(rest, rest_len, c->path, sizeof(c->path));
 	else
-		snprintf(c->path, sizeof(c->path), "-");
+		(void)snprintf(c->path, sizeof(c->path), "-");
 	c->keep_alive = req.keep_alive;
 	if (rr == -EINVAL) {
 		c->api[0] = 0;

@@ -308,7 +308,7 @@ static void test_prefix_not_fooled(void **state)
 		if (sk_gw_path_allowed(&a, t, strcspn(t, "?")))
 			fail_msg("prefix /v1/ should refuse: %s", t);
 		char v2[256];
-		snprintf(v2, sizeof(v2), "/v2/messages%s", t + 3);   /* "/v1/..;/admin" → "/v2/messages/..;/admin" */
+		(void)snprintf(v2, sizeof(v2), "/v2/messages%s", t + 3);   /* "/v1/..;/admin" → "/v2/messages/..;/admin" */
 		if (sk_gw_path_allowed(&a, v2, strcspn(v2, "?")))
 			fail_msg("prefix /v2/messages should refuse: %s", v2);
 	}
@@ -382,8 +382,8 @@ static int collect(void *arg, const char *name, size_t nlen, const char *value, 
 {
 	struct seen *s = arg;
 	assert_true(s->n < 32);
-	snprintf(s->names[s->n], 64, "%.*s", (int)nlen, name);
-	snprintf(s->values[s->n], 64, "%.*s", (int)vlen, value);
+	(void)snprintf(s->names[s->n], 64, "%.*s", (int)nlen, name);
+	(void)snprintf(s->values[s->n], 64, "%.*s", (int)vlen, value);
 	s->n++;
 	return 0;
 }
@@ -609,7 +609,7 @@ static void test_redact_long_secret(void **state)
 	char *near = strdup(secret);
 	assert_non_null(near);
 	near[SL - 1] = near[SL - 1] == 'x' ? 'y' : 'x';
-	snprintf(in, cap, "data: {\"echo\":\"%s\"}\n\ndata: %s%s|%s|%.*s end", secret, secret, secret, near,
+	(void)snprintf(in, cap, "data: {\"echo\":\"%s\"}\n\ndata: %s%s|%s|%.*s end", secret, secret, secret, near,
 		 SL / 2, secret);
 	redact_naive(secret, in, want);
 	assert_null(strstr(want, secret));

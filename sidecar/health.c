@@ -113,7 +113,7 @@ bool sk_ready_check(const struct sk_ready_input *in, char **json, size_t *json_l
 	} else {
 		const struct sk_policy *p = in->policy;
 		if (!all_listening(in->proxy_fds, in->n_proxy_fds, SOCK_STREAM, p->ports.proxy)) {
-			snprintf(detail, sizeof(detail), "nothing listening on proxy port %u", p->ports.proxy);
+			(void)snprintf(detail, sizeof(detail), "nothing listening on proxy port %u", p->ports.proxy);
 			missing(&b, &first, "proxy_listener", detail);
 		}
 		bool udp = false, tcp = false;
@@ -122,7 +122,7 @@ bool sk_ready_check(const struct sk_ready_input *in, char **json, size_t *json_l
 			tcp = tcp || sk_fd_listening(in->dns_fds[i], SOCK_STREAM, p->ports.dns);
 		}
 		if (!udp || !tcp) {
-			snprintf(detail, sizeof(detail), "DNS port %u not bound for %s", p->ports.dns,
+			(void)snprintf(detail, sizeof(detail), "DNS port %u not bound for %s", p->ports.dns,
 				 !udp && !tcp ? "udp and tcp" : !udp ? "udp" : "tcp");
 			missing(&b, &first, "dns_listener", detail);
 		}
@@ -135,7 +135,7 @@ bool sk_ready_check(const struct sk_ready_input *in, char **json, size_t *json_l
 		} else if (sk_marker_read(in->marker_path, &have, &err) < 0) {
 			missing(&b, &first, "marker", err.msg);
 		} else if (strcmp(want, have.hash) != 0) {
-			snprintf(detail, sizeof(detail),
+			(void)snprintf(detail, sizeof(detail),
 				 "marker hash %s differs from the policy's netns hash %s: the init applied another policy",
 				 have.hash, want);
 			missing(&b, &first, "marker", detail);

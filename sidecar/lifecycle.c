@@ -77,7 +77,7 @@ static int start_admin(struct sk_lifecycle *lc, struct sk_err *err)
 	socklen_t len;
 	const char *addr = lc->cfg->admin_addr;
 	char dflt[16];
-	snprintf(dflt, sizeof(dflt), "%u", lc->sc->policy->ports.admin);
+	(void)snprintf(dflt, sizeof(dflt), "%u", lc->sc->policy->ports.admin);
 	int r = sk_config_admin_sockaddr(addr ? addr : dflt, lc->sc->policy->ports.admin, &ss, &len, err);
 	if (r < 0)
 		return r;

@@ -96,10 +96,10 @@ static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
 	assert_non_null(f);
-	snprintf(f->dir, sizeof(f->dir), "/tmp/lifecycle_test.XXXXXX");
+	(void)snprintf(f->dir, sizeof(f->dir), "/tmp/lifecycle_test.XXXXXX");
 	assert_non_null(mkdtemp(f->dir));
-	snprintf(f->policy, sizeof(f->policy), "%s/policy.yaml", f->dir);
-	snprintf(f->marker, sizeof(f->marker), "%s/marker", f->dir);
+	(void)snprintf(f->policy, sizeof(f->policy), "%s/policy.yaml", f->dir);
+	(void)snprintf(f->marker, sizeof(f->marker), "%s/marker", f->dir);
 	write_file(f->policy, pol_a);
 	struct sk_err err = { 0 };
 	assert_int_equal(sk_loop_new(&f->sc.loop, &err), 0);
@@ -111,7 +111,7 @@ static int setup(void **state)
 	for (size_t i = 0; i < 4; i++)
 		f->sc.dns_fds[i] = -1;
 	f->port = free_port();
-	snprintf(f->admin, sizeof(f->admin), "127.0.0.1:%u", f->port);
+	(void)snprintf(f->admin, sizeof(f->admin), "127.0.0.1:%u", f->port);
 	f->cfg.policy_path = f->policy;
 	f->cfg.marker_path = f->marker;
 	f->cfg.admin_addr = f->admin;
@@ -131,7 +131,7 @@ static int teardown(void **state)
 	close(f->audit_pipe[0]);
 	close(f->audit_pipe[1]);
 	char p[128];
-	snprintf(p, sizeof(p), "%s/policy.yaml", f->dir);
+	(void)snprintf(p, sizeof(p), "%s/policy.yaml", f->dir);
 	(void)unlink(p);   /* rmdir below fails, and the suite with it, if anything else was left */
 	assert_int_equal(rmdir(f->dir), 0);
 	free(f);

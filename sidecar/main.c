@@ -86,7 +86,7 @@ static void on_signal(struct sk_loop *l, struct sk_io *io, uint32_t events)
 			r->draining = true;
 			sk_lifecycle_set_draining(r->lc);
 			char what[64];
-			snprintf(what, sizeof(what), "draining for up to %us", r->cfg->drain_seconds);
+			(void)snprintf(what, sizeof(what), "draining for up to %us", r->cfg->drain_seconds);
 			sk_sidecar_log_active(r->sc, what);
 			sk_sidecar_stop_accepting(r->sc);
 			(void)sk_timer_arm(l, &r->drain, (uint64_t)r->cfg->drain_seconds * 1000u);
@@ -112,6 +112,16 @@ static int run_loop(struct run *r, struct sk_err *err)
 
 static void audit_flush_cb(void *ctx) { sk_audit_flush(ctx); }
 
+/* --help, --help-settings-md and --version print to stdout, leaving the error indicator to stick: a failed
+ * write (a closed pipe, a full disk) is an error, not a success (docs/operating.md is made from this output). */
+static int stdout_done(const char *what)
+{
+	if (fflush(stdout) == 0 && !ferror(stdout))
+		return SK_EXIT_OK;
+	sk_log(SK_LOG_ERROR, "%s: write stdout: %s", what, strerror(errno ? errno : EIO));
+	return SK_EXIT_RUNTIME;
+}
+
 int main(int argc, char **argv)
 {
 	struct sk_config cfg;
@@ -134,18 +144,18 @@ int main(int argc, char **argv)
 	if (cfg.help_settings_md) {
 		sk_config_settings_md(stdout);
 		sk_config_free(&cfg);
-		return SK_EXIT_OK;
+		return stdout_done("--help-settings-md");
 	}
 	if (cfg.help) {
 		sk_config_usage(stdout, "stockade-sidecar");
 		printf("subcommand: stockade-sidecar wait-ready --help (the postStart hook: waits for /readyz 200)\n");
 		sk_config_free(&cfg);
-		return SK_EXIT_OK;
+		return stdout_done("--help");
 	}
 	if (cfg.version) {
 		printf("stockade-sidecar %s\n", SK_VERSION);
 		sk_config_free(&cfg);
-		return SK_EXIT_OK;
+		return stdout_done("--version");
 	}
 	/* Every other tool reads "-" as stdin; the sidecar re-reads its policy on each change, which a pipe
 	 * cannot give twice. */
@@ -162,7 +172,11 @@ int main(int argc, char **argv)
 		sk_config_free(&cfg);
 		return SK_EXIT_POLICY;
 	}
-	signal(SIGPIPE, SIG_IGN);
+	/* without it a write to a peer that has closed kills the whole sidecar */
+	if (signal(SIGPIPE, SIG_IGN) == SIG_ERR) {
+		sk_log(SK_LOG_ERROR, "ignore SIGPIPE: %s", strerror(errno));
+		goto out;
+	}
 	raise_nofile();
 
 	if (sk_loop_new(&sc.loop, &err) < 0 || sk_metrics_new(&sc.metrics) < 0 ||

@@ -127,7 +127,7 @@ static void family_add(struct family *f, const char *key, uint64_t delta)
 		if (s->key[0] == '\0') {
 			if (f->used >= SERIES_MAX)
 				break;
-			snprintf(s->key, sizeof(s->key), "%s", key);
+			(void)snprintf(s->key, sizeof(s->key), "%s", key);   /* fits: key_add bounds keys to KEY_MAX */
 			s->value = delta;
 			f->used++;
 			return;
@@ -241,7 +241,7 @@ void sk_metrics_api(struct sk_metrics *m, const char *api, int status, double se
 {
 	char key[KEY_MAX], st[16];
 	size_t pos = 0;
-	snprintf(st, sizeof(st), "%d", status);
+	(void)snprintf(st, sizeof(st), "%d", status);
 	if (!key_add(key, &pos, "api", api) || !key_add(key, &pos, "status", st)) {
 		m->api.dropped++;
 		return;
@@ -260,7 +260,7 @@ void sk_metrics_api(struct sk_metrics *m, const char *api, int status, double se
 			return;
 		}
 		h = &m->api_latency[m->n_api_latency++];
-		snprintf(h->key, sizeof(h->key), "%s", key);
+		(void)snprintf(h->key, sizeof(h->key), "%s", key);   /* fits: key_add bounds keys to KEY_MAX */
 	}
 	histogram_observe(&h->h, api_buckets, N_API, seconds);
 }

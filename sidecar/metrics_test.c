@@ -46,7 +46,7 @@ static void assert_well_formed(const char *text)
 			assert_true(strcmp(type, "counter") == 0 || strcmp(type, "gauge") == 0 ||
 				    strcmp(type, "histogram") == 0);
 			assert_true(n_typed < 64);
-			snprintf(typed[n_typed++], sizeof(typed[0]), "%s", name);
+			(void)snprintf(typed[n_typed++], sizeof(typed[0]), "%s", name);
 		} else if (strncmp(buf, "# HELP ", 7) == 0) {
 			assert_non_null(strchr(buf + 7, ' '));
 		} else {
@@ -71,7 +71,7 @@ static void assert_well_formed(const char *text)
 			const char *val = strrchr(buf, ' ');
 			assert_non_null(val);
 			char *end = NULL;
-			strtod(val + 1, &end);
+			(void)strtod(val + 1, &end);   /* the value is any number: only that it parses whole matters */
 			assert_true(end && *end == '\0');
 		}
 		line = nl + 1;
@@ -186,7 +186,7 @@ static void test_api_histogram_per_api_and_bounded(void **state)
 	free(s);
 	for (int i = 0; i < 100; i++) {
 		char api[16];
-		snprintf(api, sizeof(api), "api%d", i);
+		(void)snprintf(api, sizeof(api), "api%d", i);
 		sk_metrics_api(m, api, 200, 0.1);
 	}
 	s = render(m);
@@ -238,7 +238,7 @@ static void test_process_metrics(void **state)
 				"process_max_fds", "process_start_time_seconds" };
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		char want[96];
-		snprintf(want, sizeof(want), "# TYPE %s gauge\n%s ", names[i], names[i]);
+		(void)snprintf(want, sizeof(want), "# TYPE %s gauge\n%s ", names[i], names[i]);
 		const char *p = strstr(s, want);
 		assert_non_null(p);
 		double v = -1;
@@ -273,7 +273,7 @@ static void test_label_sets_bounded(void **state)
 	assert_int_equal(sk_metrics_new(&m), 0);
 	for (int i = 0; i < 2000; i++) {
 		char q[16];
-		snprintf(q, sizeof(q), "T%d", i);
+		(void)snprintf(q, sizeof(q), "T%d", i);
 		sk_metrics_dns(m, "forwarded", q);
 	}
 	sk_metrics_dns(m, "forwarded", "T0");  /* an existing set still counts */

@@ -141,7 +141,7 @@ static int find_epoll_fd(void)
 	int found = -1;
 	for (int fd = 0; fd < 1024; fd++) {
 		char path[64], target[64];
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		(void)snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 		ssize_t n = readlink(path, target, sizeof(target) - 1);
 		if (n < 0)
 			continue;

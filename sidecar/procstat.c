@@ -123,7 +123,7 @@ static int read_btime(uint64_t *out, struct sk_err *err)
 		}
 	}
 	free(line);
-	fclose(f);
+	(void)fclose(f);
 	return r == 0 ? 0 : sk_err_set(err, EINVAL, "/proc/stat: no btime line");
 }
 

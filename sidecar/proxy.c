@@ -268,7 +268,8 @@ static void set_rule(struct conn *c, const struct sk_policy *pol, int rule)
 	c->rule_named = rule >= 0 && (size_t)rule < pol->n_rules && pol->rules[rule].name;
 	char idx[24];
 	const char *l = sk_rule_label(pol, rule, idx);
-	snprintf(c->rule_label, sizeof(c->rule_label), "%s", l ? l : "");
+	/* fits: rule names are [a-z0-9-]{1,63} (validate.c), an index far shorter */
+	(void)snprintf(c->rule_label, sizeof(c->rule_label), "%s", l ? l : "");
 }
 
 static void conn_audit(struct conn *c, const char *event, uint64_t bytes_in, uint64_t bytes_out)
@@ -696,7 +697,8 @@ static bool name_pick_cb(const char *name, void *arg)
 	if (!d.allow)
 		return true;
 	np->d = d;
-	snprintf(np->name, sizeof(np->name), "%s", name);
+	/* fits: the binding table refuses names longer than SK_DOMAIN_MAX (dns_bind.c) */
+	(void)snprintf(np->name, sizeof(np->name), "%s", name);
 	np->found = true;
 	return false;
 }
@@ -744,7 +746,7 @@ static enum verdict decide(struct conn *c)
 		struct name_pick np = { .pol = &enforce, .q = q };
 		sc->bind.names(sc->bind.ctx, &c->dst, name_pick_cb, &np);
 		if (np.found) {
-			snprintf(c->name, sizeof(c->name), "%s", np.name);
+			(void)snprintf(c->name, sizeof(c->name), "%s", np.name);
 			c->has_name = true;
 			c->binding = "ok";
 			set_rule(c, pol, np.d.rule);
@@ -905,7 +907,7 @@ static enum classify classify_bytes(struct conn *c, const uint8_t *b, size_t len
 		sk_http_track_init(&t);
 		enum sk_track_result tr = sk_http_track_next(&t, b, len, &n, &h, &reason);
 		if (!h.host_is_ip && h.host[0]) {
-			snprintf(c->name, sizeof(c->name), "%s", h.host);
+			(void)snprintf(c->name, sizeof(c->name), "%s", h.host);
 			c->has_name = true;   /* also on a framing deny: the audit line names the host asked for */
 		}
 		if (tr == SK_TRACK_ERROR) {
@@ -1158,7 +1160,7 @@ static enum verdict check_request(struct conn *c, const struct sk_http_head *h)
 	c->match_proto = SK_PROTO_HTTP;
 	c->has_name = !h->host_is_ip && h->host[0];
 	if (c->has_name)
-		snprintf(c->name, sizeof(c->name), "%s", h->host);
+		(void)snprintf(c->name, sizeof(c->name), "%s", h->host);
 	return decide(c);
 }
 

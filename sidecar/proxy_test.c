@@ -91,7 +91,7 @@ static void world_up_policy(struct world *w, const char *tmpl, uint32_t peek_ms)
 static void world_up(struct world *w, const char *mode, uint32_t peek_ms)
 {
 	char tmpl[1024];
-	snprintf(tmpl, sizeof(tmpl), POLICY_FMT, mode);
+	(void)snprintf(tmpl, sizeof(tmpl), POLICY_FMT, mode);
 	world_up_policy(w, tmpl, peek_ms);
 }
 
@@ -174,7 +174,7 @@ static size_t read_file(const char *path, uint8_t *buf, size_t cap)
 	FILE *f = fopen(path, "rb");
 	assert_non_null(f);
 	size_t n = fread(buf, 1, cap, f);
-	fclose(f);
+	(void)fclose(f);
 	return n;
 }
 
@@ -543,7 +543,7 @@ static void test_budget_cuts_relay_then_denies_with_403(void **state)
 	(void)state;
 	struct world w;
 	char tmpl[1024];
-	snprintf(tmpl, sizeof(tmpl), BUDGET_POLICY, "enforce");
+	(void)snprintf(tmpl, sizeof(tmpl), BUDGET_POLICY, "enforce");
 	world_up_policy(&w, tmpl, 5000);
 	bind_fake(&w);
 	char req[400];
@@ -596,7 +596,7 @@ static void test_budget_spent_cuts_the_other_relays(void **state)
 	(void)state;
 	struct world w;
 	char tmpl[1024];
-	snprintf(tmpl, sizeof(tmpl), BUDGET_POLICY, "enforce");
+	(void)snprintf(tmpl, sizeof(tmpl), BUDGET_POLICY, "enforce");
 	world_up_policy(&w, tmpl, 5000);
 	bind_fake(&w);
 	static const char small[] = "POST /a HTTP/1.1\r\nHost: allowed.example\r\nContent-Length: 2\r\n\r\nhi";
@@ -639,7 +639,7 @@ static void test_budget_audit_mode_reports_only(void **state)
 	(void)state;
 	struct world w;
 	char tmpl[1024];
-	snprintf(tmpl, sizeof(tmpl), BUDGET_POLICY, "audit");
+	(void)snprintf(tmpl, sizeof(tmpl), BUDGET_POLICY, "audit");
 	world_up_policy(&w, tmpl, 5000);
 	bind_fake(&w);
 	char req[400];
@@ -763,7 +763,7 @@ static void test_pipelined_second_request_with_denied_host_never_leaves(void **s
 	static const char r1[] = "GET /1 HTTP/1.1\r\nHost: allowed.example\r\n\r\n";
 	static const char r2[] = "GET /2 HTTP/1.1\r\nHost: denied.example\r\n\r\n";
 	char both[256];
-	snprintf(both, sizeof(both), "%s%s", r1, r2);
+	(void)snprintf(both, sizeof(both), "%s%s", r1, r2);
 	int c = client(&w, &w.lo, w.upstream_port);
 	assert_int_equal(send(c, both, strlen(both), 0), (ssize_t)strlen(both));
 	int up = accept_up(&w);
@@ -1023,7 +1023,7 @@ static int fake_resolve_start(void *ctx, const char *name, const struct sk_addr 
 	struct fake_resolver *f = ctx;
 	f->done = done;
 	f->arg = arg;
-	snprintf(f->name, sizeof(f->name), "%s", name);
+	(void)snprintf(f->name, sizeof(f->name), "%s", name);
 	f->starts++;
 	*req = (struct sk_resolve_req *)f;
 	return 0;

@@ -29,8 +29,8 @@ static void write_file(const char *path, const char *text)
 {
 	FILE *f = fopen(path, "w");
 	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
+	assert_true(fputs(text, f) >= 0);
+	assert_int_equal(fclose(f), 0);
 }
 
 static struct sk_policy *load(const char *path)
@@ -48,7 +48,7 @@ struct tmp {
 
 static void tmp_make(struct tmp *t)
 {
-	snprintf(t->dir, sizeof(t->dir), "/tmp/reload_test.XXXXXX");
+	(void)snprintf(t->dir, sizeof(t->dir), "/tmp/reload_test.XXXXXX");
 	assert_non_null(mkdtemp(t->dir));
 }
 
@@ -76,8 +76,8 @@ static void test_load_rejects_invalid_with_positions(void **state)
 	struct tmp t = { "" };
 	tmp_make(&t);
 	char p[128], q[128];
-	snprintf(p, sizeof(p), "%s/a.yaml", t.dir);
-	snprintf(q, sizeof(q), "%s/bad.yaml", t.dir);
+	(void)snprintf(p, sizeof(p), "%s/a.yaml", t.dir);
+	(void)snprintf(q, sizeof(q), "%s/bad.yaml", t.dir);
 	write_file(p, pol_a);
 	write_file(q, pol_bad);
 	struct sk_policy *cur = load(p), *next = NULL;
@@ -86,10 +86,10 @@ static void test_load_rejects_invalid_with_positions(void **state)
 	FILE *log = open_memstream(&logbuf, &loglen);
 	struct sk_err err = { 0 };
 	assert_int_equal(sk_reload_load(q, cur, log, &next, &err), -EINVAL);
-	fclose(log);
+	assert_int_equal(fclose(log), 0);   /* flushes the stream into logbuf */
 	assert_null(next);
 	char want[160];
-	snprintf(want, sizeof(want), "%s:4:", q);  /* the unknown key's line */
+	(void)snprintf(want, sizeof(want), "%s:4:", q);  /* the unknown key's line */
 	assert_non_null(strstr(logbuf, want));
 	assert_non_null(strstr(err.msg, "keeping the policy in force"));
 	free(logbuf);
@@ -105,9 +105,9 @@ static void test_load_refuses_netns_change(void **state)
 	struct tmp t = { "" };
 	tmp_make(&t);
 	char p[128], q[128], r[128];
-	snprintf(p, sizeof(p), "%s/a.yaml", t.dir);
-	snprintf(q, sizeof(q), "%s/n.yaml", t.dir);
-	snprintf(r, sizeof(r), "%s/b.yaml", t.dir);
+	(void)snprintf(p, sizeof(p), "%s/a.yaml", t.dir);
+	(void)snprintf(q, sizeof(q), "%s/n.yaml", t.dir);
+	(void)snprintf(r, sizeof(r), "%s/b.yaml", t.dir);
 	write_file(p, pol_a);
 	write_file(q, pol_netns);
 	write_file(r, pol_b);
@@ -155,16 +155,16 @@ static void h_install(void *ctx, struct sk_policy *next)
 static void configmap_swap(const char *dir, const char *stamp, const char *old_stamp, const char *content)
 {
 	char d[160], f[200], tmp[160], data[160], old[160];
-	snprintf(d, sizeof(d), "%s/%s", dir, stamp);
+	(void)snprintf(d, sizeof(d), "%s/%s", dir, stamp);
 	assert_int_equal(mkdir(d, 0755), 0);
-	snprintf(f, sizeof(f), "%s/policy.yaml", d);
+	(void)snprintf(f, sizeof(f), "%s/policy.yaml", d);
 	write_file(f, content);
-	snprintf(tmp, sizeof(tmp), "%s/..data_tmp", dir);
-	snprintf(data, sizeof(data), "%s/..data", dir);
+	(void)snprintf(tmp, sizeof(tmp), "%s/..data_tmp", dir);
+	(void)snprintf(data, sizeof(data), "%s/..data", dir);
 	assert_int_equal(symlink(stamp, tmp), 0);
 	assert_int_equal(rename(tmp, data), 0);
 	if (old_stamp) {
-		snprintf(old, sizeof(old), "%s/%s", dir, old_stamp);
+		(void)snprintf(old, sizeof(old), "%s/%s", dir, old_stamp);
 		rm_rf(old);
 	}
 }
@@ -184,8 +184,8 @@ static void test_watcher_follows_configmap_swap(void **state)
 	tmp_make(&t);
 	configmap_swap(t.dir, "..2026_01_01", NULL, pol_a);
 	char path[128], link[128];
-	snprintf(path, sizeof(path), "%s/policy.yaml", t.dir);
-	snprintf(link, sizeof(link), "..data/policy.yaml");
+	(void)snprintf(path, sizeof(path), "%s/policy.yaml", t.dir);
+	(void)snprintf(link, sizeof(link), "..data/policy.yaml");
 	assert_int_equal(symlink(link, path), 0);
 
 	int ap[2];
@@ -194,7 +194,7 @@ static void test_watcher_follows_configmap_swap(void **state)
 	sk_audit_init(&audit, ap[1], NULL);
 	struct holder h = { .cur = load(path), .audit = &audit };
 	char hash_a[17], hash_b[17];
-	snprintf(hash_a, sizeof(hash_a), "%s", h.cur->content_hash);
+	(void)snprintf(hash_a, sizeof(hash_a), "%s", h.cur->content_hash);
 	sk_audit_set_policy(&audit, hash_a);
 	struct sk_metrics *m = NULL;
 	assert_int_equal(sk_metrics_new(&m), 0);
@@ -208,7 +208,7 @@ static void test_watcher_follows_configmap_swap(void **state)
 
 	/* an unrelated file in the directory changes nothing */
 	char other[128];
-	snprintf(other, sizeof(other), "%s/other.txt", t.dir);
+	(void)snprintf(other, sizeof(other), "%s/other.txt", t.dir);
 	write_file(other, "x");
 	run_for(l, 400);
 	assert_int_equal(h.installs, 0);
@@ -217,7 +217,7 @@ static void test_watcher_follows_configmap_swap(void **state)
 	run_for(l, 600);
 	assert_int_equal(h.installs, 1);
 	assert_int_equal(h.cur->n_rules, 2);
-	snprintf(hash_b, sizeof(hash_b), "%s", h.cur->content_hash);
+	(void)snprintf(hash_b, sizeof(hash_b), "%s", h.cur->content_hash);
 	assert_string_not_equal(hash_a, hash_b);
 
 	/* a bad update is rejected; the good policy stays */
@@ -259,7 +259,7 @@ static void test_watcher_follows_configmap_swap(void **state)
 	w += snprintf(want + w, sizeof(want) - (size_t)w, RELOAD_LINE, hash_b, hash_b, "file_changed", "rejected",
 		      "netns_changed");
 	w += snprintf(want + w, sizeof(want) - (size_t)w, RELOAD_LINE, hash_a, hash_b, "file_changed", "ok", "ok");
-	snprintf(want + w, sizeof(want) - (size_t)w, RELOAD_LINE, hash_a, hash_a, "sighup", "ok", "ok");
+	(void)snprintf(want + w, sizeof(want) - (size_t)w, RELOAD_LINE, hash_a, hash_a, "sighup", "ok", "ok");
 	/* the timestamps vary: blank them out before comparing */
 	for (char *ts = lines; (ts = strstr(ts, "\"ts\":\"")) != NULL;) {
 		ts += 6;

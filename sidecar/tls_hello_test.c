@@ -89,13 +89,13 @@ static struct bytes load(const char *name)
 	uint8_t chunk[4096];
 	size_t k;
 
-	snprintf(path, sizeof(path), HELLO_DIR "%s.bin", name);
+	(void)snprintf(path, sizeof(path), HELLO_DIR "%s.bin", name);
 	FILE *f = fopen(path, "rb");
 	if (!f)
 		fail_msg("cannot open %s (run the suite from the repository root)", path);
 	while ((k = fread(chunk, 1, sizeof(chunk), f)) > 0)
 		put(&b, chunk, k);
-	fclose(f);
+	(void)fclose(f);
 	return b;
 }
 

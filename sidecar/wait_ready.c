@@ -83,7 +83,7 @@ int sk_wait_ready_http(void *ctx, char *why, size_t why_len)
 	int e = 0;
 	int fd = socket(h->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
-		snprintf(why, why_len, "%s: socket: %s", h->name, strerror(errno));
+		(void)snprintf(why, why_len, "%s: socket: %s", h->name, strerror(errno));
 		return 0;
 	}
 	if (connect(fd, (const struct sockaddr *)&h->addr, h->addr_len) < 0) {
@@ -95,7 +95,7 @@ int sk_wait_ready_http(void *ctx, char *why, size_t why_len)
 				e = errno;
 		}
 		if (e) {
-			snprintf(why, why_len, "admin port %s: connect: %s", h->name, strerror(e));
+			(void)snprintf(why, why_len, "admin port %s: connect: %s", h->name, strerror(e));
 			goto out;
 		}
 	}
@@ -103,7 +103,7 @@ int sk_wait_ready_http(void *ctx, char *why, size_t why_len)
 				  "Connection: close\r\n\r\n";
 	/* A loopback socket's buffer takes the whole request at once. */
 	if (send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) != (ssize_t)(sizeof(req) - 1)) {
-		snprintf(why, why_len, "admin port %s: send: %s", h->name, strerror(errno));
+		(void)snprintf(why, why_len, "admin port %s: send: %s", h->name, strerror(errno));
 		goto out;
 	}
 	uint64_t deadline = mono_ms() + h->io_timeout_ms;
@@ -120,7 +120,7 @@ int sk_wait_ready_http(void *ctx, char *why, size_t why_len)
 		uint64_t now = mono_ms();
 		if ((errno != EAGAIN && errno != EWOULDBLOCK) || now >= deadline ||
 		    (e = wait_fd(fd, POLLIN, (uint32_t)(deadline - now))) != 0) {
-			snprintf(why, why_len, "admin port %s: no answer to GET /readyz: %s", h->name,
+			(void)snprintf(why, why_len, "admin port %s: no answer to GET /readyz: %s", h->name,
 				 strerror(e ? e : errno));
 			goto out;
 		}
@@ -134,7 +134,7 @@ int sk_wait_ready_http(void *ctx, char *why, size_t why_len)
 	const char *eol = strstr(buf, "\r\n");
 	const char *body = strstr(buf, "\r\n\r\n");
 	char prefix[96];
-	snprintf(prefix, sizeof(prefix), "/readyz answered \"%.*s\": ", eol ? (int)(eol - buf) : 40, buf);
+	(void)snprintf(prefix, sizeof(prefix), "/readyz answered \"%.*s\": ", eol ? (int)(eol - buf) : 40, buf);
 	body = body ? body + 4 : buf + got;
 	set_why(why, why_len, prefix, body, strlen(body));
 out:
@@ -148,7 +148,7 @@ static int parse_ms(const char *flag, const char *v, uint32_t min, uint32_t *out
 	errno = 0;
 	unsigned long x = strtoul(v, &end, 10);
 	if (v[0] < '0' || v[0] > '9' || errno || *end || x < min || x > 3600000ul) {
-		fprintf(stderr, "stockade-sidecar wait-ready: %s: expected an integer in %u..3600000, got \"%s\"\n",
+		(void)fprintf(stderr, "stockade-sidecar wait-ready: %s: expected an integer in %u..3600000, got \"%s\"\n",
 			flag, min, v);
 		return -1;
 	}
@@ -156,9 +156,9 @@ static int parse_ms(const char *flag, const char *v, uint32_t min, uint32_t *out
 	return 0;
 }
 
-static void usage(FILE *out)
+static int usage(FILE *out)
 {
-	fprintf(out, "usage: stockade-sidecar wait-ready [--admin-addr ADDR] [--timeout-ms N] [--interval-ms N]\n"
+	return fprintf(out, "usage: stockade-sidecar wait-ready [--admin-addr ADDR] [--timeout-ms N] [--interval-ms N]\n"
 		"Polls the sidecar's own GET /readyz on the admin port (a wildcard or missing host means 127.0.0.1;\n"
 		"default port 15000) every N ms (default %u) and exits 0 once it answers 200, or 1 after the timeout\n"
 		"(default %u ms) naming what is missing. Meant as the sidecar container's postStart hook.\n",
@@ -174,7 +174,11 @@ int sk_wait_ready_main(int argc, char **argv)
 		static const char *const flags[] = { "--admin-addr", "--timeout-ms", "--interval-ms" };
 		size_t k;
 		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-			usage(stdout);
+			if (usage(stdout) < 0 || fflush(stdout) != 0) {
+				(void)fprintf(stderr, "stockade-sidecar wait-ready: --help: write stdout: %s\n",
+					      strerror(errno));
+				return SK_EXIT_RUNTIME;
+			}
 			return SK_EXIT_OK;
 		}
 		for (k = 0; k < 3; k++) {
@@ -189,21 +193,21 @@ int sk_wait_ready_main(int argc, char **argv)
 			}
 		}
 		if (!v) {
-			fprintf(stderr, "stockade-sidecar wait-ready: unknown or incomplete option \"%s\"\n", a);
-			usage(stderr);
+			(void)fprintf(stderr, "stockade-sidecar wait-ready: unknown or incomplete option \"%s\"\n", a);
+			(void)usage(stderr);
 			return SK_EXIT_USAGE;
 		}
 		if ((k == 0 && !(addr = v)[0]) || (k == 1 && parse_ms(a, v, 1, &timeout_ms) < 0) ||
 		    (k == 2 && parse_ms(a, v, 1, &interval_ms) < 0)) {
 			if (k == 0)
-				fprintf(stderr, "stockade-sidecar wait-ready: --admin-addr: empty\n");
+				(void)fprintf(stderr, "stockade-sidecar wait-ready: --admin-addr: empty\n");
 			return SK_EXIT_USAGE;
 		}
 	}
 	struct sk_err err = { 0 };
 	struct sk_wait_http h = { .io_timeout_ms = 1000 };
 	if (sk_config_admin_sockaddr(addr, 15000, &h.addr, &h.addr_len, &err) < 0) {
-		fprintf(stderr, "stockade-sidecar wait-ready: --admin-addr: %s\n", err.msg);
+		(void)fprintf(stderr, "stockade-sidecar wait-ready: --admin-addr: %s\n", err.msg);
 		return SK_EXIT_USAGE;
 	}
 	/* The admin port listens on all interfaces by default; ask it on loopback, as a local client. */
@@ -229,21 +233,21 @@ int sk_wait_ready_main(int argc, char **argv)
 		const struct sockaddr_in *s4 = (const struct sockaddr_in *)&h.addr;
 		inet_ntop(AF_INET, &s4->sin_addr, host, sizeof(host));
 		port = ntohs(s4->sin_port);
-		snprintf(h.name, sizeof(h.name), "%s:%u", host, port);
+		(void)snprintf(h.name, sizeof(h.name), "%s:%u", host, port);
 	} else {
 		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)&h.addr;
 		inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof(host));
 		port = ntohs(s6->sin6_port);
-		snprintf(h.name, sizeof(h.name), "[%s]:%u", host, port);
+		(void)snprintf(h.name, sizeof(h.name), "[%s]:%u", host, port);
 	}
 	unsigned polls = 0;
 	uint64_t t0 = mono_ms();
 	if (sk_wait_ready_poll(sk_wait_ready_http, &h, timeout_ms, interval_ms, &polls, &err) < 0) {
 		/* The kubelet shows this in the FailedPostStartHook event. */
-		fprintf(stderr, "stockade-sidecar wait-ready: %s\n", err.msg);
+		(void)fprintf(stderr, "stockade-sidecar wait-ready: %s\n", err.msg);
 		return SK_EXIT_FAIL;
 	}
-	fprintf(stderr, "stockade-sidecar wait-ready: ready after %llu ms (%u polls)\n",
+	(void)fprintf(stderr, "stockade-sidecar wait-ready: ready after %llu ms (%u polls)\n",
 		(unsigned long long)(mono_ms() - t0), polls);
 	return SK_EXIT_OK;
 }

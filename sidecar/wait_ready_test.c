@@ -28,7 +28,7 @@ static int fake_src(void *ctx, char *why, size_t len)
 	f->calls++;
 	if (f->ready_after && f->calls >= f->ready_after)
 		return 1;
-	snprintf(why, len, "{\"check\":\"marker\",\"detail\":\"poll %u\"}", f->calls);
+	(void)snprintf(why, len, "{\"check\":\"marker\",\"detail\":\"poll %u\"}", f->calls);
 	return 0;
 }
 
@@ -82,7 +82,7 @@ static void never_ready_times_out(void **state)
 	assert_int_equal(polls, f.calls);
 	/* The message says how long, and what the last poll found missing. */
 	char want[128];
-	snprintf(want, sizeof(want), "not ready after 60 ms (%u polls): {\"check\":\"marker\",\"detail\":\"poll %u\"}",
+	(void)snprintf(want, sizeof(want), "not ready after 60 ms (%u polls): {\"check\":\"marker\",\"detail\":\"poll %u\"}",
 		 polls, polls);
 	assert_string_equal(err.msg, want);
 }
@@ -121,7 +121,7 @@ static int listen_any(struct sk_wait_http *h)
 	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &l), 0);
 	memcpy(&h->addr, &a, sizeof(a));
 	h->addr_len = sizeof(a);
-	snprintf(h->name, sizeof(h->name), "127.0.0.1:%u", ntohs(a.sin_port));
+	(void)snprintf(h->name, sizeof(h->name), "127.0.0.1:%u", ntohs(a.sin_port));
 	h->io_timeout_ms = 1000;
 	return fd;
 }
@@ -174,7 +174,7 @@ static void main_exit_codes(void **state)
 	int fd = listen_any(&h);
 	close(fd);
 	char addr[80];
-	snprintf(addr, sizeof(addr), "--admin-addr=0.0.0.0:%s", strchr(h.name, ':') + 1);
+	(void)snprintf(addr, sizeof(addr), "--admin-addr=0.0.0.0:%s", strchr(h.name, ':') + 1);
 	char *timeout[] = { "wait-ready", addr, "--timeout-ms", "30", "--interval-ms=5", NULL };
 	assert_int_equal(sk_wait_ready_main(5, timeout), 1);
 }
