@@ -32,7 +32,7 @@ int sk_cli_opt(int argc, char **argv, int *i, const char *name, const char *alia
 		if (a[l])
 			continue;
 		if (*i + 1 >= argc) {
-			fprintf(stderr, "stockade-policy %s: %s: missing value\n", argv[0], n);
+			(void)fprintf(stderr, "stockade-policy %s: %s: missing value\n", argv[0], n);
 			return -1;
 		}
 		*val = argv[++*i];
@@ -53,18 +53,18 @@ int sk_cli_format(const char *cmd, const char *s, unsigned allowed, enum sk_cli_
 	for (size_t i = 0, o = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (allowed & (1u << i))
 			o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%s", o ? " or " : "", names[i]);
-	fprintf(stderr, "stockade-policy %s: -o %s: unknown output format, expected %s\n", cmd, s, list);
+	(void)fprintf(stderr, "stockade-policy %s: -o %s: unknown output format, expected %s\n", cmd, s, list);
 	return -1;
 }
 
 int sk_cli_usage_error(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
-	fprintf(stderr, "stockade-policy %s: ", cmd);
+	(void)fprintf(stderr, "stockade-policy %s: ", cmd);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	(void)vfprintf(stderr, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	(void)fputc('\n', stderr);
 	sk_cli_usage(cmd, stderr);
 	return SK_EXIT_USAGE;
 }

@@ -147,7 +147,7 @@ int sk_cmd_check(int argc, char **argv)
 	bool opts_done = false;
 	int rc = SK_EXIT_OK;
 	if (!files) {
-		fprintf(stderr, "stockade-policy check: out of memory\n");
+		(void)fprintf(stderr, "stockade-policy check: out of memory\n");
 		return SK_EXIT_RUNTIME;
 	}
 	for (int i = 1; i < argc; i++) {
@@ -194,7 +194,7 @@ int sk_cmd_check(int argc, char **argv)
 	char *s = all ? cJSON_Print(all) : NULL;
 	cJSON_Delete(all);
 	if (!s) {
-		fprintf(stderr, "stockade-policy check: out of memory\n");
+		(void)fprintf(stderr, "stockade-policy check: out of memory\n");
 		rc = SK_EXIT_RUNTIME;
 		goto out;
 	}

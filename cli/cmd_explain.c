@@ -62,7 +62,8 @@ static int print_decision(const struct sk_policy *p, const struct sk_query *q, c
 		if (r->name)
 			cJSON_AddStringToObject(o, "rule_name", r->name);
 		cJSON_AddStringToObject(o, "rule_text", sk_rule_format(r, text, sizeof(text)));
-		snprintf(text, sizeof(text), "%s:%u:%u", p->source, r->pos.line, r->pos.col);
+		/* informational: a path too long for the buffer is shown cut */
+		(void)snprintf(text, sizeof(text), "%s:%u:%u", p->source, r->pos.line, r->pos.col);
 		cJSON_AddStringToObject(o, "rule_at", text);
 		/* The budget the rule's connections are counted against (per rule, not per name). */
 		if (r->budget.window_ms) {
@@ -148,11 +149,11 @@ int sk_cmd_explain(int argc, char **argv)
 	struct sk_addr addr;
 	char name[SK_DOMAIN_MAX + 1], host_text[SK_ADDR_STRLEN > SK_DOMAIN_MAX + 1 ? SK_ADDR_STRLEN : SK_DOMAIN_MAX + 1];
 	if (parse_port(pos[2], &q.port) < 0) {
-		fprintf(stderr, "stockade-policy explain: invalid port '%s', expected 1..65535\n", pos[2]);
+		(void)fprintf(stderr, "stockade-policy explain: invalid port '%s', expected 1..65535\n", pos[2]);
 		return SK_EXIT_USAGE;
 	}
 	if (proto_arg && parse_proto(proto_arg, &q.proto) < 0) {
-		fprintf(stderr, "stockade-policy explain: invalid protocol '%s', expected tls, http, tcp or udp\n",
+		(void)fprintf(stderr, "stockade-policy explain: invalid protocol '%s', expected tls, http, tcp or udp\n",
 			proto_arg);
 		return SK_EXIT_USAGE;
 	}
@@ -165,12 +166,12 @@ int sk_cmd_explain(int argc, char **argv)
 		bool wildcard = false;
 		const char *why = NULL;
 		if (sk_domain_normalize(pos[1], strlen(pos[1]), 0, name, &wildcard, &why) < 0) {
-			fprintf(stderr, "stockade-policy explain: invalid host '%s': %s, expected a name or an IP address\n",
+			(void)fprintf(stderr, "stockade-policy explain: invalid host '%s': %s, expected a name or an IP address\n",
 				pos[1], why ? why : "invalid");
 			return SK_EXIT_USAGE;
 		}
 		q.host = name;
-		snprintf(host_text, sizeof(host_text), "%s", name);
+		(void)snprintf(host_text, sizeof(host_text), "%s", name);
 	}
 
 	struct sk_policy *p = NULL;
@@ -187,7 +188,7 @@ int sk_cmd_explain(int argc, char **argv)
 	}
 	sk_policy_free(p);
 	if (r < 0) {
-		fprintf(stderr, "stockade-policy explain: out of memory\n");
+		(void)fprintf(stderr, "stockade-policy explain: out of memory\n");
 		return SK_EXIT_RUNTIME;
 	}
 	return d.allow ? SK_EXIT_OK : SK_EXIT_FAIL;

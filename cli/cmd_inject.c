@@ -84,7 +84,7 @@ static int parse_num(const char *flag, const char *s, unsigned long lo, unsigned
 	errno = 0;
 	unsigned long v = strtoul(s, &end, 10);
 	if (errno || end == s || *end || s[0] == '-' || v < lo || v > hi) {
-		fprintf(stderr, "stockade-policy inject: %s: '%s' is not a number in %lu..%lu\n", flag, s, lo, hi);
+		(void)fprintf(stderr, "stockade-policy inject: %s: '%s' is not a number in %lu..%lu\n", flag, s, lo, hi);
 		return -1;
 	}
 	*out = v;
@@ -98,7 +98,7 @@ static bool token_ok(const char *flag, const char *s)
 	for (const char *p = s; *p; p++)
 		ok &= *p > 0x20 && *p < 0x7f;
 	if (!ok)
-		fprintf(stderr, "stockade-policy inject: %s: expected a non-empty name of printable ASCII, no spaces\n",
+		(void)fprintf(stderr, "stockade-policy inject: %s: expected a non-empty name of printable ASCII, no spaces\n",
 			flag);
 	return ok;
 }
@@ -129,7 +129,7 @@ static void describe(const cJSON *doc, char *out, size_t outsz)
 {
 	const cJSON *k = cJSON_GetObjectItemCaseSensitive(doc, "kind");
 	const cJSON *n = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "metadata"), "name");
-	snprintf(out, outsz, "%.40s/%.80s", cJSON_IsString(k) ? k->valuestring : "?",
+	(void)snprintf(out, outsz, "%.40s/%.80s", cJSON_IsString(k) ? k->valuestring : "?",
 		 cJSON_IsString(n) ? n->valuestring : "?");
 	for (char *p = out; *p; p++)
 		if ((unsigned char)*p < 0x20 || *p == 0x7f)
@@ -153,7 +153,7 @@ static int one_doc(cJSON *doc, const char *file, int idx, const char *item, cons
 		char at[32];
 		cJSON *it;
 		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(doc, "items")) {
-			snprintf(at, sizeof(at), "items[%d]", i++);
+			(void)snprintf(at, sizeof(at), "items[%d]", i++);
 			bad |= one_doc(it, file, idx, at, o, check);
 		}
 		return bad;
@@ -163,12 +163,12 @@ static int one_doc(cJSON *doc, const char *file, int idx, const char *item, cons
 	describe(doc, what, sizeof(what));
 	int r = check ? sk_inject_is_wrapped(doc, o, &err) : sk_inject_doc(doc, o, &err);
 	if (r < 0) {
-		fprintf(stderr, "%s: document %d%s%s (%s): %s\n", file, idx, item ? " " : "", item ? item : "", what,
+		(void)fprintf(stderr, "%s: document %d%s%s (%s): %s\n", file, idx, item ? " " : "", item ? item : "", what,
 			err.msg);
 		return 1;
 	}
 	if (check && r == 0) {
-		fprintf(stderr, "%s: document %d%s%s (%s): not wrapped by stockade (run stockade-policy inject)\n",
+		(void)fprintf(stderr, "%s: document %d%s%s (%s): not wrapped by stockade (run stockade-policy inject)\n",
 			file, idx, item ? " " : "", item ? item : "", what);
 		return 1;
 	}
@@ -197,12 +197,11 @@ static int write_out(const cJSON *docs, bool json)
 		char *text = json ? cJSON_Print(d) : sk_manifest_yaml(d);
 		if (!text)
 			return -ENOMEM;
-		if (!json && !first)
-			fputs("---\n", stdout);
-		fputs(text, stdout);
-		if (json)
-			fputc('\n', stdout);
+		bool ok = (json || first || fputs("---\n", stdout) >= 0) && fputs(text, stdout) >= 0 &&
+			  (!json || fputc('\n', stdout) != EOF);
 		free(text);
+		if (!ok)
+			return -EIO;
 		first = false;
 	}
 	return fflush(stdout) ? -EIO : 0;
@@ -229,14 +228,14 @@ int sk_cmd_inject(int argc, char **argv)
 		switch (c) {
 		case 'f':
 			if (n_files == MAX_FILES) {
-				fprintf(stderr, "stockade-policy inject: at most %d -f\n", MAX_FILES);
+				(void)fprintf(stderr, "stockade-policy inject: at most %d -f\n", MAX_FILES);
 				ex = SK_EXIT_USAGE;
 				goto out_opts;
 			}
 			files[n_files++] = optarg;
 			break;
 		case 'h':
-			fputs(usage_text, stdout);
+			(void)fputs(usage_text, stdout);   /* main checks stdout once at exit */
 			goto out_opts;
 		case OPT_POLICY: policy_path = optarg; break;
 		case OPT_CHECK: check = true; break;
@@ -245,7 +244,7 @@ int sk_cmd_inject(int argc, char **argv)
 		case OPT_SIDECAR_IMG: o.sidecar_image = optarg; break;
 		case OPT_PULL:
 			if (strcmp(optarg, "Always") && strcmp(optarg, "IfNotPresent") && strcmp(optarg, "Never")) {
-				fprintf(stderr, "stockade-policy inject: --pull-policy: '%s', expected Always, "
+				(void)fprintf(stderr, "stockade-policy inject: --pull-policy: '%s', expected Always, "
 					"IfNotPresent or Never\n", optarg);
 				ex = SK_EXIT_USAGE;
 				goto out_opts;
@@ -277,7 +276,7 @@ int sk_cmd_inject(int argc, char **argv)
 		case OPT_LOG:
 			if (strcmp(optarg, "error") && strcmp(optarg, "warn") && strcmp(optarg, "info") &&
 			    strcmp(optarg, "debug")) {
-				fprintf(stderr, "stockade-policy inject: --log-level: '%s', expected error, warn, info "
+				(void)fprintf(stderr, "stockade-policy inject: --log-level: '%s', expected error, warn, info "
 					"or debug\n", optarg);
 				ex = SK_EXIT_USAGE;
 				goto out_opts;
@@ -298,7 +297,7 @@ int sk_cmd_inject(int argc, char **argv)
 			if (!eq || !label_ok(optarg, (size_t)(eq - optarg)) || !eq[1] ||
 			    (c == OPT_SECRET && !label_ok(eq + 1, strlen(eq + 1))) || !token_ok(flag, eq + 1) ||
 			    (c == OPT_SETTING ? n_settings : n_secrets) == MAX_EXTRA) {
-				fprintf(stderr, "stockade-policy inject: %s: '%s', expected NAME=%s (NAME of [a-z0-9-], at "
+				(void)fprintf(stderr, "stockade-policy inject: %s: '%s', expected NAME=%s (NAME of [a-z0-9-], at "
 					"most %d)\n", flag, optarg, c == OPT_SETTING ? "VALUE" : "SECRET", MAX_EXTRA);
 				ex = SK_EXIT_USAGE;
 				goto out_opts;
@@ -319,13 +318,13 @@ int sk_cmd_inject(int argc, char **argv)
 			break;
 		}
 		default:
-			fputs(usage_text, stderr);
+			(void)fputs(usage_text, stderr);
 			ex = SK_EXIT_USAGE;
 			goto out_opts;
 		}
 	}
 	if (optind != argc || n_files == 0) {
-		fputs(usage_text, stderr);
+		(void)fputs(usage_text, stderr);
 		ex = SK_EXIT_USAGE;
 		goto out_opts;
 	}
@@ -353,7 +352,7 @@ static int run_inject(struct sk_inject_opts *o_, const char *const *files, size_
 	    (o.seccomp_profile && !token_ok("--seccomp-profile", o.seccomp_profile)))
 		return SK_EXIT_USAGE;
 	if (o.agent_uid == o.sidecar_uid) {
-		fprintf(stderr, "stockade-policy inject: the agent and sidecar UIDs must differ (both %u)\n",
+		(void)fprintf(stderr, "stockade-policy inject: the agent and sidecar UIDs must differ (both %u)\n",
 			(unsigned)o.agent_uid);
 		return SK_EXIT_USAGE;
 	}
@@ -368,7 +367,7 @@ static int run_inject(struct sk_inject_opts *o_, const char *const *files, size_
 		if (sk_policy_load_file_ex(policy_path, -1, SK_LOAD_NO_FILE_CHECKS, &p, &diags) < 0) {
 			sk_diags_print(&diags, stderr);
 			sk_diags_free(&diags);
-			fprintf(stderr, "stockade-policy inject: %s: invalid policy\n", policy_path);
+			(void)fprintf(stderr, "stockade-policy inject: %s: invalid policy\n", policy_path);
 			return SK_EXIT_POLICY;
 		}
 		sk_diags_free(&diags);
@@ -379,12 +378,12 @@ static int run_inject(struct sk_inject_opts *o_, const char *const *files, size_
 		o.admin_port = p->ports.admin;
 		sk_policy_free(p);
 		if (clash) {
-			fprintf(stderr, "stockade-policy inject: --agent-uid/--sidecar-uid/--admin-port disagree with "
+			(void)fprintf(stderr, "stockade-policy inject: --agent-uid/--sidecar-uid/--admin-port disagree with "
 				"%s (leave them out: the policy's are used)\n", policy_path);
 			return SK_EXIT_USAGE;
 		}
 		if (!(policy_text = sk_read_file(policy_path, INJECT_MAX_INPUT, &policy_len, &err))) {
-			fprintf(stderr, "stockade-policy inject: %s\n", err.msg);
+			(void)fprintf(stderr, "stockade-policy inject: %s\n", err.msg);
 			return SK_EXIT_RUNTIME;
 		}
 	}
@@ -398,7 +397,7 @@ static int run_inject(struct sk_inject_opts *o_, const char *const *files, size_
 	}
 	if (policy_text && !check) {
 		if (memchr(policy_text, 0, policy_len)) {
-			fprintf(stderr, "stockade-policy inject: %s: a NUL byte in the policy\n", policy_path);
+			(void)fprintf(stderr, "stockade-policy inject: %s: a NUL byte in the policy\n", policy_path);
 			ex = SK_EXIT_POLICY;
 			goto out;
 		}
@@ -409,7 +408,7 @@ static int run_inject(struct sk_inject_opts *o_, const char *const *files, size_
 		size_t len;
 		char *buf = sk_read_file(files[i], INJECT_MAX_INPUT, &len, &err);
 		if (!buf) {
-			fprintf(stderr, "stockade-policy inject: %s\n", err.msg);
+			(void)fprintf(stderr, "stockade-policy inject: %s\n", err.msg);
 			ex = SK_EXIT_RUNTIME;
 			goto out;
 		}
@@ -418,7 +417,7 @@ static int run_inject(struct sk_inject_opts *o_, const char *const *files, size_
 		int r = sk_manifest_parse(name, buf, len, &docs, &is_json, &err);
 		free(buf);
 		if (r < 0) {
-			fprintf(stderr, "%s\n", err.msg);
+			(void)fprintf(stderr, "%s\n", err.msg);
 			ex = r == -ENOMEM ? SK_EXIT_RUNTIME : SK_EXIT_FAIL;
 			goto out;
 		}
@@ -433,7 +432,7 @@ static int run_inject(struct sk_inject_opts *o_, const char *const *files, size_
 		cJSON_Delete(docs);
 	}
 	if (ex == SK_EXIT_OK && !check && write_out(out, json) < 0) {
-		fprintf(stderr, "stockade-policy inject: write stdout failed\n");
+		(void)fprintf(stderr, "stockade-policy inject: write stdout failed\n");
 		ex = SK_EXIT_RUNTIME;
 	}
 out:

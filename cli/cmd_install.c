@@ -82,7 +82,7 @@ static void log_line(const char *event, const char *path, const char *msg)
 	time_t now = time(NULL);
 	struct tm tm;
 	gmtime_r(&now, &tm);
-	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	(void)strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);   /* 20 bytes */
 	/* Paths and error texts may hold quotes, control bytes or non-UTF-8 bytes: one escaper for all. */
 	printf("{\"ts\":\"%s\",\"event\":\"%s\",\"path\":", ts, event);
 	sk_json_fputs(stdout, path);
@@ -91,7 +91,8 @@ static void log_line(const char *event, const char *path, const char *msg)
 		sk_json_fputs(stdout, msg);
 	}
 	printf("}\n");
-	fflush(stdout);
+	/* the installer's job is the profile: a log line lost to a full or closed stdout must not stop it */
+	(void)fflush(stdout);
 }
 
 int sk_cmd_seccomp_install(int argc, char **argv)
@@ -121,17 +122,17 @@ int sk_cmd_seccomp_install(int argc, char **argv)
 		errno = 0;
 		interval = strtol(interval_s, &end, 10);
 		if (errno || *end || interval < 1 || interval > 86400) {
-			fprintf(stderr, "stockade-policy seccomp-install: --interval: expected 1..86400 seconds\n");
+			(void)fprintf(stderr, "stockade-policy seccomp-install: --interval: expected 1..86400 seconds\n");
 			return SK_EXIT_USAGE;
 		}
 	}
 	if (!policy || !dir) {
-		fprintf(stderr, "stockade-policy seccomp-install: --policy and --dir are required\n");
+		(void)fprintf(stderr, "stockade-policy seccomp-install: --policy and --dir are required\n");
 		return SK_EXIT_USAGE;
 	}
 	/* A flat file name only: some runtimes mis-parse nested Localhost paths, and no "..". */
 	if (!*name || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, "..")) {
-		fprintf(stderr, "stockade-policy seccomp-install: --name must be a plain file name\n");
+		(void)fprintf(stderr, "stockade-policy seccomp-install: --name must be a plain file name\n");
 		return SK_EXIT_USAGE;
 	}
 	struct sigaction sa = { .sa_handler = on_term };
@@ -141,7 +142,7 @@ int sk_cmd_seccomp_install(int argc, char **argv)
 	char path[4096];
 	/* Refused up front so file_equals and the write never see a truncated name. */
 	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path)) {
-		fprintf(stderr, "stockade-policy seccomp-install: --dir/--name: path too long\n");
+		(void)fprintf(stderr, "stockade-policy seccomp-install: --dir/--name: path too long\n");
 		return SK_EXIT_USAGE;
 	}
 	int failures = 0, last_ex = SK_EXIT_OK;

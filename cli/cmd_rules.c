@@ -110,17 +110,17 @@ int sk_cmd_rules(int argc, char **argv)
 	int ex = SK_EXIT_OK;
 	if (sk_ruleset_load(path, &p, &rs, &diags, &err) < 0) {
 		sk_diags_print(&diags, stderr);
-		fprintf(stderr, "stockade-policy rules: %s\n", err.msg);
+		(void)fprintf(stderr, "stockade-policy rules: %s\n", err.msg);
 		ex = diags.n ? SK_EXIT_POLICY : SK_EXIT_RUNTIME;
 	} else if (fmt == SK_CLI_JSON) {
 		char *s = ruleset_json(p, rs);
 		if (!s || printf("%s\n", s) < 0 || fflush(stdout) != 0) {
-			fprintf(stderr, "stockade-policy rules: %s\n", s ? "write stdout failed" : "out of memory");
+			(void)fprintf(stderr, "stockade-policy rules: %s\n", s ? "write stdout failed" : "out of memory");
 			ex = SK_EXIT_RUNTIME;
 		}
 		free(s);
 	} else if (sk_ruleset_print(rs, stdout, &err) < 0 || fflush(stdout) != 0) {
-		fprintf(stderr, "stockade-policy rules: %s\n", err.msg[0] ? err.msg : "write stdout failed");
+		(void)fprintf(stderr, "stockade-policy rules: %s\n", err.msg[0] ? err.msg : "write stdout failed");
 		ex = SK_EXIT_RUNTIME;
 	}
 	sk_ruleset_free(rs);

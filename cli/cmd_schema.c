@@ -20,10 +20,12 @@ int sk_cmd_schema(int argc, char **argv)
 	}
 	char *s = sk_policy_schema_json();
 	if (!s) {
-		fprintf(stderr, "stockade-policy schema: out of memory\n");
+		(void)fprintf(stderr, "stockade-policy schema: out of memory\n");
 		return SK_EXIT_RUNTIME;
 	}
 	int r = printf("%s\n", s) < 0 || fflush(stdout) != 0 ? SK_EXIT_RUNTIME : SK_EXIT_OK;
 	free(s);
+	if (r != SK_EXIT_OK)
+		(void)fprintf(stderr, "stockade-policy schema: write stdout failed\n");
 	return r;
 }

@@ -74,14 +74,14 @@ static int cmd_diff(const char *a_path, const char *b_path)
 	struct sk_scmp_profile *a = NULL, *b = NULL;
 	int rc = SK_EXIT_RUNTIME;
 	if (sk_scmp_profile_load_file(a_path, &a, &err) < 0 || sk_scmp_profile_load_file(b_path, &b, &err) < 0) {
-		fprintf(stderr, "stockade-policy seccomp: %s\n", err.msg);
+		(void)fprintf(stderr, "stockade-policy seccomp: %s\n", err.msg);
 		rc = SK_EXIT_USAGE;
 		goto out;
 	}
 	size_t n = 0, ca, cb;
 	char *text = sk_scmp_profile_diff(a, b, &n, &err);
 	if (!text) {
-		fprintf(stderr, "stockade-policy seccomp: %s\n", err.msg);
+		(void)fprintf(stderr, "stockade-policy seccomp: %s\n", err.msg);
 		goto out;
 	}
 	int na = count_allowed(a, &ca), nb = count_allowed(b, &cb);
@@ -101,7 +101,7 @@ static int cmd_describe(int argc, char **argv)
 	struct sk_err err = { 0 };
 	struct sk_scmp_profile *p = NULL;
 	if (sk_scmp_profile_load_file(argv[0], &p, &err) < 0) {
-		fprintf(stderr, "stockade-policy seccomp: %s\n", err.msg);
+		(void)fprintf(stderr, "stockade-policy seccomp: %s\n", err.msg);
 		return SK_EXIT_USAGE;
 	}
 	for (int i = 1; i < argc; i++) {
@@ -160,7 +160,7 @@ int sk_cmd_seccomp(int argc, char **argv)
 			rc = cmd_describe(argc - i - 1, argv + i + 1);
 			goto out;
 		} else {
-			fprintf(stderr, "stockade-policy seccomp: unknown or incomplete argument '%s'\n", a);
+			(void)fprintf(stderr, "stockade-policy seccomp: unknown or incomplete argument '%s'\n", a);
 			seccomp_usage(stderr);
 			goto out;
 		}
@@ -189,7 +189,7 @@ int sk_cmd_seccomp(int argc, char **argv)
 	uint32_t arches[4];
 	size_t n_arches = 0;
 	if (arch_list && sk_seccomp_parse_arches(arch_list, arches, SK_ARRAY_SIZE(arches), &n_arches, &err) < 0) {
-		fprintf(stderr, "stockade-policy %s\n", err.msg);
+		(void)fprintf(stderr, "stockade-policy %s\n", err.msg);
 		goto out;
 	}
 	struct sk_seccomp_opts opts = {
@@ -197,25 +197,28 @@ int sk_cmd_seccomp(int argc, char **argv)
 		.arches = arches, .n_arches = n_arches,
 	};
 	if (sk_seccomp_generate(&opts, &prof, &err) < 0) {
-		fprintf(stderr, "stockade-policy %s%s%s\n", policy_path ? policy_path : "", policy_path ? ": " : "",
+		(void)fprintf(stderr, "stockade-policy %s%s%s\n", policy_path ? policy_path : "", policy_path ? ": " : "",
 			err.msg);
 		rc = policy_path ? SK_EXIT_POLICY : SK_EXIT_USAGE;
 		goto out;
 	}
 	json = sk_cli_profile_json(prof, &err);
 	if (!json) {
-		fprintf(stderr, "stockade-policy %s\n", err.msg);
+		(void)fprintf(stderr, "stockade-policy %s\n", err.msg);
 		rc = SK_EXIT_RUNTIME;
 		goto out;
 	}
 	if (out_path) {
 		if (sk_cli_write_atomic(out_path, json, &err) < 0) {
-			fprintf(stderr, "stockade-policy seccomp: %s\n", err.msg);
+			(void)fprintf(stderr, "stockade-policy seccomp: %s\n", err.msg);
 			rc = SK_EXIT_RUNTIME;
 			goto out;
 		}
-	} else {
-		fputs(json, stdout);
+	} else if (fputs(json, stdout) < 0 || fflush(stdout) != 0) {
+		/* a profile that did not arrive (a full disk, a closed pipe) must not exit 0 */
+		(void)fprintf(stderr, "stockade-policy seccomp: write stdout failed\n");
+		rc = SK_EXIT_RUNTIME;
+		goto out;
 	}
 	rc = SK_EXIT_OK;
 	goto out;
@@ -270,7 +273,7 @@ int sk_cmd_exec(int argc, char **argv)
 			i++;
 			break;
 		} else if (argv[i][0] == '-') {
-			fprintf(stderr, "stockade-policy exec: unknown argument '%s'\n", argv[i]);
+			(void)fprintf(stderr, "stockade-policy exec: unknown argument '%s'\n", argv[i]);
 			return SK_EXIT_USAGE;
 		} else {
 			break;
@@ -283,18 +286,18 @@ int sk_cmd_exec(int argc, char **argv)
 	struct sk_err err = { 0 };
 	struct sk_scmp_profile *p = NULL;
 	if (sk_scmp_profile_load_file(profile_path, &p, &err) < 0) {
-		fprintf(stderr, "stockade-policy exec: %s\n", err.msg);
+		(void)fprintf(stderr, "stockade-policy exec: %s\n", err.msg);
 		return SK_EXIT_USAGE;
 	}
 	reset_signals();
 	int r = sk_seccomp_apply(p, &err);
 	sk_scmp_profile_free(p);
 	if (r < 0) {
-		fprintf(stderr, "stockade-policy exec: %s\n", err.msg);
+		(void)fprintf(stderr, "stockade-policy exec: %s\n", err.msg);
 		return SK_EXIT_RUNTIME;
 	}
 	execvp(argv[i], argv + i);
 	int e = errno;
-	fprintf(stderr, "stockade-policy exec: %s: %s\n", argv[i], strerror(e));
+	(void)fprintf(stderr, "stockade-policy exec: %s: %s\n", argv[i], strerror(e));
 	return e == ENOENT ? 127 : 126;
 }

@@ -42,22 +42,22 @@ int sk_cmd_suggest(int argc, char **argv)
 		n_files++;
 		FILE *f = strcmp(a, "-") ? fopen(a, "re") : stdin;
 		if (!f) {
-			fprintf(stderr, "stockade-policy suggest: %s: %s\n", a, strerror(errno));
+			(void)fprintf(stderr, "stockade-policy suggest: %s: %s\n", a, strerror(errno));
 			rc = SK_EXIT_USAGE;
 			break;
 		}
 		int r = sk_suggest_read(&s, f);
 		if (f != stdin)
-			fclose(f);
+			(void)fclose(f);
 		if (r < 0) {
-			fprintf(stderr, "stockade-policy suggest: %s: %s\n", a, strerror(-r));
+			(void)fprintf(stderr, "stockade-policy suggest: %s: %s\n", a, strerror(-r));
 			rc = r == -ENOMEM ? SK_EXIT_RUNTIME : SK_EXIT_USAGE;
 		}
 	}
 	if (rc == SK_EXIT_OK && n_files == 0) {
 		int r = sk_suggest_read(&s, stdin);
 		if (r < 0) {
-			fprintf(stderr, "stockade-policy suggest: <stdin>: %s\n", strerror(-r));
+			(void)fprintf(stderr, "stockade-policy suggest: <stdin>: %s\n", strerror(-r));
 			rc = r == -ENOMEM ? SK_EXIT_RUNTIME : SK_EXIT_USAGE;
 		}
 	}
@@ -65,7 +65,7 @@ int sk_cmd_suggest(int argc, char **argv)
 		sk_suggest_finish(&s);
 		char *text = fmt == SK_CLI_JSON ? sk_suggest_json(&s) : sk_suggest_yaml(&s);
 		if (!text || fputs(text, stdout) < 0 || (fmt == SK_CLI_JSON && putchar('\n') < 0) || fflush(stdout)) {
-			fprintf(stderr, "stockade-policy suggest: %s\n", text ? "write stdout failed" : "out of memory");
+			(void)fprintf(stderr, "stockade-policy suggest: %s\n", text ? "write stdout failed" : "out of memory");
 			rc = SK_EXIT_RUNTIME;
 		}
 		free(text);

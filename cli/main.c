@@ -50,21 +50,32 @@ static const struct {
 
 void sk_cli_usage(const char *cmd, FILE *out)
 {
+	/* a failed write sticks to out: main checks stdout (stdout_done), stderr has no one to tell */
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (cmd && !strcmp(cmd, commands[i].name)) {
 			if (commands[i].usage)
-				fprintf(out, "usage: stockade-policy %s", commands[i].usage);
+				(void)fprintf(out, "usage: stockade-policy %s", commands[i].usage);
 			else
-				fprintf(out, "usage: stockade-policy %s --help   (its options)\n", cmd);
+				(void)fprintf(out, "usage: stockade-policy %s --help   (its options)\n", cmd);
 			return;
 		}
-	fprintf(out, "usage: stockade-policy COMMAND [ARGS]   (stockade-policy COMMAND --help for each)\n\n"
+	(void)fprintf(out, "usage: stockade-policy COMMAND [ARGS]   (stockade-policy COMMAND --help for each)\n\n"
 		     "commands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		fprintf(out, "  %-16s %s\n", commands[i].name, commands[i].summary);
-	fprintf(out, "  %-16s %s\n\nexit codes: 0 ok, 1 a check said no (deny, differs, invalid profile), 2 usage,\n"
+		(void)fprintf(out, "  %-16s %s\n", commands[i].name, commands[i].summary);
+	(void)fprintf(out, "  %-16s %s\n\nexit codes: 0 ok, 1 a check said no (deny, differs, invalid profile), 2 usage,\n"
 		     "3 the policy is invalid or unreadable, 5 run-time failure (docs/cli.md)\n",
 		"--version", "print the release version");
+}
+
+/* Commands and the usage print to stdout and leave a failed write to its error indicator; checked here
+ * once: output that did not arrive (a full disk, a closed pipe) is not a success. */
+static int stdout_done(int ex)
+{
+	if ((fflush(stdout) == 0 && !ferror(stdout)) || (ex != SK_EXIT_OK && ex != SK_EXIT_FAIL))
+		return ex;   /* (a command that failed otherwise has said why) */
+	(void)fprintf(stderr, "stockade-policy: write stdout failed\n");
+	return ex == SK_EXIT_OK ? SK_EXIT_RUNTIME : ex;
 }
 
 int main(int argc, char **argv)
@@ -75,11 +86,11 @@ int main(int argc, char **argv)
 	}
 	if (sk_cli_is_help(argv[1]) || !strcmp(argv[1], "help")) {
 		sk_cli_usage(argc > 2 ? argv[2] : NULL, stdout);
-		return SK_EXIT_OK;
+		return stdout_done(SK_EXIT_OK);
 	}
 	if (!strcmp(argv[1], "--version")) {
 		printf("stockade-policy %s\n", SK_VERSION);
-		return SK_EXIT_OK;
+		return stdout_done(SK_EXIT_OK);
 	}
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
 		if (strcmp(argv[1], commands[i].name) != 0)
@@ -88,11 +99,11 @@ int main(int argc, char **argv)
 		for (int a = 2; commands[i].usage && a < argc && strcmp(argv[a], "--") != 0; a++)
 			if (sk_cli_is_help(argv[a])) {
 				sk_cli_usage(commands[i].name, stdout);
-				return SK_EXIT_OK;
+				return stdout_done(SK_EXIT_OK);
 			}
-		return commands[i].run(argc - 1, argv + 1);
+		return stdout_done(commands[i].run(argc - 1, argv + 1));
 	}
-	fprintf(stderr, "stockade-policy: unknown command '%s'\n", argv[1]);
+	(void)fprintf(stderr, "stockade-policy: unknown command '%s'\n", argv[1]);
 	sk_cli_usage(NULL, stderr);
 	return SK_EXIT_USAGE;
 }

@@ -52,8 +52,12 @@ static int parse_endpoint(const char *s, struct sk_addr *a, uint16_t *port)
 	return 0;
 }
 
-static int add_skip(struct sk_suggest *s, const char *reason)
+static int add_skip(struct sk_suggest *s, const char *reason_in)
 {
+	/* The sidecar's reasons are short tokens; a longer (foreign) one is kept and compared cut to the field,
+	 * so its repeats add up to one count. */
+	char reason[sizeof(s->skips[0].reason)];
+	(void)snprintf(reason, sizeof(reason), "%s", reason_in);
 	for (size_t i = 0; i < s->n_skips; i++)
 		if (!strcmp(s->skips[i].reason, reason)) {
 			s->skips[i].count++;
@@ -63,7 +67,7 @@ static int add_skip(struct sk_suggest *s, const char *reason)
 	if (!v)
 		return -ENOMEM;
 	s->skips = v;
-	snprintf(v[s->n_skips].reason, sizeof(v[0].reason), "%s", reason);
+	memcpy(v[s->n_skips].reason, reason, sizeof(reason));
 	v[s->n_skips++].count = 1;
 	return 0;
 }
@@ -111,7 +115,7 @@ static struct sk_suggest_rule *rule_for(struct sk_suggest *s, const char *host, 
 		r->cidr.net = *addr;
 		r->cidr.prefix = addr->family == AF_INET ? 32 : 128;
 	}
-	snprintf(r->proto, sizeof(r->proto), "%s", proto);
+	(void)snprintf(r->proto, sizeof(r->proto), "%s", proto);
 	r->why = why;
 	s->n_rules++;
 	return r;
@@ -266,40 +270,42 @@ char *sk_suggest_yaml(const struct sk_suggest *s)
 	FILE *f = open_memstream(&out, &len);
 	if (!f)
 		return NULL;
-	fprintf(f, "# stockade-policy suggest: %u line%s read, %u denial%s turned into %zu rule%s\n", s->lines,
+	/* the writes below leave a failure (out of memory) to f's error indicator, checked once at the end */
+	(void)fprintf(f, "# stockade-policy suggest: %u line%s read, %u denial%s turned into %zu rule%s\n", s->lines,
 		s->lines == 1 ? "" : "s", s->used, s->used == 1 ? "" : "s", s->n_rules, s->n_rules == 1 ? "" : "s");
 	if (s->n_skips) {
-		fprintf(f, "# not turned into rules (no egress rule changes these):");
+		(void)fprintf(f, "# not turned into rules (no egress rule changes these):");
 		for (size_t i = 0; i < s->n_skips; i++)
-			fprintf(f, "%s %s %u", i ? "," : "", s->skips[i].reason, s->skips[i].count);
-		fprintf(f, "\n");
+			(void)fprintf(f, "%s %s %u", i ? "," : "", s->skips[i].reason, s->skips[i].count);
+		(void)fprintf(f, "\n");
 	}
 	bool any_dns = false;
 	for (size_t i = 0; i < s->n_dns_only; i++) {
 		if (covered(s, s->dns_only[i]))
 			continue;
-		fprintf(f, "%s %s", any_dns ? "," : "# names denied in DNS only (no connection followed):",
+		(void)fprintf(f, "%s %s", any_dns ? "," : "# names denied in DNS only (no connection followed):",
 			s->dns_only[i]);
 		any_dns = true;
 	}
 	if (any_dns)
-		fprintf(f, "\n");
-	fprintf(f, "egress:%s\n", s->n_rules ? "" : " []");
+		(void)fprintf(f, "\n");
+	(void)fprintf(f, "egress:%s\n", s->n_rules ? "" : " []");
 	for (size_t i = 0; i < s->n_rules; i++) {
 		const struct sk_suggest_rule *r = &s->rules[i];
 		if (r->host) {
-			fprintf(f, "  - host: %s\n", r->host);
+			(void)fprintf(f, "  - host: %s\n", r->host);
 		} else {
 			char net[SK_ADDR_STRLEN + 4];
 			sk_cidr_format(&r->cidr, net);
-			fprintf(f, "  # %s\n  - cidr: \"%s\"\n", r->why ? r->why : "an address rule", net);
+			(void)fprintf(f, "  # %s\n  - cidr: \"%s\"\n", r->why ? r->why : "an address rule", net);
 		}
-		fprintf(f, "    ports: [");
+		(void)fprintf(f, "    ports: [");
 		for (size_t k = 0; k < r->n_ports; k++)
-			fprintf(f, "%s%u", k ? ", " : "", r->ports[k]);
-		fprintf(f, "]\n    protocol: %s  # %u connection%s\n", r->proto, r->count, r->count == 1 ? "" : "s");
+			(void)fprintf(f, "%s%u", k ? ", " : "", r->ports[k]);
+		(void)fprintf(f, "]\n    protocol: %s  # %u connection%s\n", r->proto, r->count, r->count == 1 ? "" : "s");
 	}
-	if (fclose(f) != 0) {
+	bool failed = ferror(f) != 0;
+	if (fclose(f) != 0 || failed) {
 		free(out);
 		return NULL;
 	}

@@ -88,6 +88,27 @@ static void test_grouping(void **state)
 	sk_suggest_free(&s);
 }
 
+/* A reason longer than the field (not the sidecar's, which are short tokens) is counted under its cut
+ * form: its repeats make one entry, not one each. */
+static void test_a_long_reason_counts_as_one(void **state)
+{
+	(void)state;
+	struct sk_suggest s = { 0 };
+#define LONG_REASON "a_reason_from_somewhere_else_far_longer_than_the_field_holds"
+	static const char l[] = LINE("conn", "198.51.100.1:443", "\"x.example\"", "\"tls\"", "deny", LONG_REASON);
+	static const char m[] = LINE("conn", "198.51.100.2:443", "\"y.example\"", "\"tls\"", "deny", LONG_REASON "_2");
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(sk_suggest_line(&s, l, strlen(l)), 0);
+	assert_int_equal(sk_suggest_line(&s, m, strlen(m)), 0);
+	sk_suggest_finish(&s);
+	assert_int_equal(s.n_skips, 1);
+	assert_int_equal(s.skips[0].count, 4);
+	assert_int_equal(strlen(s.skips[0].reason), sizeof(s.skips[0].reason) - 1);
+	assert_int_equal(strncmp(s.skips[0].reason, LONG_REASON, sizeof(s.skips[0].reason) - 1), 0);
+#undef LONG_REASON
+	sk_suggest_free(&s);
+}
+
 static void test_never_a_host_rule_for_an_address(void **state)
 {
 	(void)state;
@@ -187,6 +208,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_grouping),
+		cmocka_unit_test(test_a_long_reason_counts_as_one),
 		cmocka_unit_test(test_never_a_host_rule_for_an_address),
 		cmocka_unit_test(test_yaml_is_a_policy_that_allows_the_lines),
 		cmocka_unit_test(test_yaml_exact_small),
