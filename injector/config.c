@@ -105,7 +105,8 @@ void sk_injector_config_usage(FILE *out, const char *prog)
 {
 	struct sk_inject_opts d;
 	sk_inject_opts_default(&d);
-	fprintf(out, "usage: %s --tls-cert FILE --tls-key FILE [options]\n"
+	/* a failed write sticks to out's error indicator: the caller checks it (main.c) */
+	(void)fprintf(out, "usage: %s --tls-cert FILE --tls-key FILE [options]\n"
 		"Serves the Kubernetes mutating admission webhook that wraps pods in stockade (POST /mutate),\n"
 		"and GET /healthz, /readyz for probes, over HTTPS (TLS 1.2+).\n"
 		"Every option can also be set by its environment variable; the flag wins, an empty variable\n"
@@ -113,35 +114,35 @@ void sk_injector_config_usage(FILE *out, const char *prog)
 	for (size_t i = 0; i < SK_ARRAY_SIZE(settings); i++) {
 		const struct setting *s = &settings[i];
 		char lhs[64], def[96];
-		snprintf(lhs, sizeof(lhs), "--%s %s", s->flag, metavar(s->type));
+		(void)snprintf(lhs, sizeof(lhs), "--%s %s", s->flag, metavar(s->type));
 		if (s->def)
-			snprintf(def, sizeof(def), "%s", s->def);
+			(void)snprintf(def, sizeof(def), "%s", s->def);
 		else if (s->off == offsetof(struct sk_injector_config, inject.init_image))
-			snprintf(def, sizeof(def), "%s", d.init_image);
+			(void)snprintf(def, sizeof(def), "%s", d.init_image);
 		else if (s->off == offsetof(struct sk_injector_config, inject.sidecar_image))
-			snprintf(def, sizeof(def), "%s", d.sidecar_image);
+			(void)snprintf(def, sizeof(def), "%s", d.sidecar_image);
 		else if (s->off == offsetof(struct sk_injector_config, inject.pull_policy))
-			snprintf(def, sizeof(def), "%s", d.pull_policy);
+			(void)snprintf(def, sizeof(def), "%s", d.pull_policy);
 		else if (s->off == offsetof(struct sk_injector_config, inject.agent_uid))
-			snprintf(def, sizeof(def), "%u", (unsigned)d.agent_uid);
+			(void)snprintf(def, sizeof(def), "%u", (unsigned)d.agent_uid);
 		else if (s->off == offsetof(struct sk_injector_config, inject.sidecar_uid))
-			snprintf(def, sizeof(def), "%u", (unsigned)d.sidecar_uid);
+			(void)snprintf(def, sizeof(def), "%u", (unsigned)d.sidecar_uid);
 		else if (s->off == offsetof(struct sk_injector_config, inject.admin_port))
-			snprintf(def, sizeof(def), "%u", (unsigned)d.admin_port);
+			(void)snprintf(def, sizeof(def), "%u", (unsigned)d.admin_port);
 		else if (s->off == offsetof(struct sk_injector_config, inject.policy_configmap))
-			snprintf(def, sizeof(def), "%s", d.policy_configmap);
+			(void)snprintf(def, sizeof(def), "%s", d.policy_configmap);
 		else if (s->off == offsetof(struct sk_injector_config, inject.seccomp_profile))
-			snprintf(def, sizeof(def), "%s", d.seccomp_profile);
+			(void)snprintf(def, sizeof(def), "%s", d.seccomp_profile);
 		else if (s->off == offsetof(struct sk_injector_config, inject.log_level))
-			snprintf(def, sizeof(def), "%s", d.log_level);
+			(void)snprintf(def, sizeof(def), "%s", d.log_level);
 		else if (s->off == offsetof(struct sk_injector_config, inject.ready_timeout_s))
-			snprintf(def, sizeof(def), "%u", d.ready_timeout_s);
+			(void)snprintf(def, sizeof(def), "%u", d.ready_timeout_s);
 		else
-			snprintf(def, sizeof(def), "unset");
-		fprintf(out, "  %-34s env %s\n      %s (default %s)\n", lhs, s->env, s->help, def);
+			(void)snprintf(def, sizeof(def), "unset");
+		(void)fprintf(out, "  %-34s env %s\n      %s (default %s)\n", lhs, s->env, s->help, def);
 	}
-	fprintf(out, "  %-34s print the version and exit\n  %-34s print this and exit\n", "--version", "--help");
-	fprintf(out, "signals: SIGTERM/SIGINT stop accepting, finish the requests in flight and exit.\n");
+	(void)fprintf(out, "  %-34s print the version and exit\n  %-34s print this and exit\n", "--version", "--help");
+	(void)fprintf(out, "signals: SIGTERM/SIGINT stop accepting, finish the requests in flight and exit.\n");
 }
 
 void sk_injector_config_free(struct sk_injector_config *cfg)
@@ -358,7 +359,7 @@ int sk_injector_config_parse(int argc, char *const argv[], char *const envp[], s
 			value = argv[++i];
 		}
 		char what[64];
-		snprintf(what, sizeof(what), "--%s", settings[k].flag);
+		(void)snprintf(what, sizeof(what), "--%s", settings[k].flag);
 		if ((r = apply(cfg, &settings[k], value, what, err)) < 0)
 			goto fail;
 	}

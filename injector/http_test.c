@@ -61,7 +61,7 @@ static void test_refusals_carry_their_status(void **state)
 	char *big = malloc(SK_HTTP_MAX_HEAD + 64);
 	memcpy(big, "GET /", 5);
 	memset(big + 5, 'a', 200);
-	snprintf(big + 205, 64, " HTTP/1.1\r\n\r\n");
+	(void)snprintf(big + 205, 64, " HTTP/1.1\r\n\r\n");
 	assert_int_equal(parse(big, &req), -414);
 	memcpy(big, "GET / HTTP/1.1\r\nX: ", 19);
 	memset(big + 19, 'a', SK_HTTP_MAX_HEAD);
@@ -70,7 +70,7 @@ static void test_refusals_carry_their_status(void **state)
 	size_t off = (size_t)snprintf(big, 32, "GET / HTTP/1.1\r\n");
 	for (int i = 0; i <= SK_HTTP_MAX_HEADERS; i++)
 		off += (size_t)snprintf(big + off, 16, "X: y\r\n");
-	snprintf(big + off, 8, "\r\n");
+	(void)snprintf(big + off, 8, "\r\n");
 	assert_int_equal(parse(big, &req), -431);
 	free(big);
 }

@@ -107,7 +107,7 @@ static void diff(cJSON *ops, struct path *p, const cJSON *a, const cJSON *b)
 		const cJSON *x = a->child, *y = b->child;
 		for (unsigned i = 0; x && y; i++, x = x->next, y = y->next) {
 			char idx[16];
-			snprintf(idx, sizeof(idx), "%u", i);
+			(void)snprintf(idx, sizeof(idx), "%u", i);
 			size_t k = path_push(p, idx);
 			diff(ops, p, x, y);
 			path_pop(p, k);
@@ -292,7 +292,7 @@ static bool exact_numbers(cJSON *x)
 		if (cJSON_IsNumber(c) && isfinite(c->valuedouble) && c->valuedouble == floor(c->valuedouble) &&
 		    (c->valuedouble > INT_MAX || c->valuedouble < INT_MIN) && fabs(c->valuedouble) <= 9007199254740992.0) {
 			char num[32];
-			snprintf(num, sizeof(num), "%.0f", c->valuedouble);
+			(void)snprintf(num, sizeof(num), "%.0f", c->valuedouble);
 			cJSON *raw = cJSON_CreateRaw(num);
 			/* ViaPointer keeps no key: the replacement carries its own copy */
 			if (raw && c->string && !(raw->string = strdup(c->string))) {

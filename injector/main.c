@@ -21,23 +21,32 @@
 
 extern char **environ;
 
+/* --help and --version leave a failed write to stdout's error indicator: checked here, as a failure */
+static int stdout_done(const char *what)
+{
+	if (fflush(stdout) == 0 && !ferror(stdout))
+		return SK_EXIT_OK;
+	(void)fprintf(stderr, "stockade-injector: %s: write stdout failed\n", what);
+	return SK_EXIT_RUNTIME;
+}
+
 int main(int argc, char **argv)
 {
 	struct sk_injector_config cfg;
 	struct sk_err err = { 0 };
 	if (sk_injector_config_parse(argc, argv, environ, &cfg, &err) < 0) {
-		fprintf(stderr, "stockade-injector: %s\n", err.msg);
+		(void)fprintf(stderr, "stockade-injector: %s\n", err.msg);
 		return SK_EXIT_USAGE;
 	}
 	if (cfg.help) {
 		sk_injector_config_usage(stdout, "stockade-injector");
 		sk_injector_config_free(&cfg);
-		return SK_EXIT_OK;
+		return stdout_done("--help");
 	}
 	if (cfg.version) {
 		printf("stockade-injector %s\n", SK_VERSION);
 		sk_injector_config_free(&cfg);
-		return SK_EXIT_OK;
+		return stdout_done("--version");
 	}
 	sk_log_init("stockade-injector", cfg.log_level);
 	sk_log_set_format(cfg.log_format);
@@ -74,9 +83,9 @@ int main(int argc, char **argv)
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
-	signal(SIGPIPE, SIG_IGN);
-	if (sigprocmask(SIG_BLOCK, &set, NULL) < 0 || (sfd = signalfd(-1, &set, SFD_CLOEXEC)) < 0) {
-		sk_log(SK_LOG_ERROR, "signalfd: %s", strerror(errno));
+	if (signal(SIGPIPE, SIG_IGN) == SIG_ERR || sigprocmask(SIG_BLOCK, &set, NULL) < 0 ||
+	    (sfd = signalfd(-1, &set, SFD_CLOEXEC)) < 0) {
+		sk_log(SK_LOG_ERROR, "signals: %s", strerror(errno));
 		ex = SK_EXIT_RUNTIME;
 		goto out;
 	}

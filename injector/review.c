@@ -152,9 +152,9 @@ static int check_tree(const cJSON *x, unsigned depth, char *path, size_t pathsz,
 	unsigned i = 0;
 	for (const cJSON *c = x->child; c; c = c->next, i++) {
 		if (cJSON_IsObject(x))
-			snprintf(path + plen, pathsz - plen, ".%s", c->string);
+			(void)snprintf(path + plen, pathsz - plen, ".%s", c->string);
 		else
-			snprintf(path + plen, pathsz - plen, "[%u]", i);
+			(void)snprintf(path + plen, pathsz - plen, "[%u]", i);
 		int r = check_tree(c, depth + 1, path, pathsz, err);
 		path[plen] = '\0';
 		if (r < 0)
@@ -358,8 +358,8 @@ static int wrap_pod(const cJSON *pod, const struct sk_review_cfg *cfg, struct sk
 		char msg[SK_ERR_MSG_MAX + 64];
 		cJSON_Delete(copy);
 		out->verdict = SK_REVIEW_REFUSED;
-		snprintf(out->reason, sizeof(out->reason), "%s", ierr.msg);
-		snprintf(msg, sizeof(msg), "stockade: this pod cannot be sandboxed: %s", ierr.msg);
+		(void)snprintf(out->reason, sizeof(out->reason), "%s", ierr.msg);
+		(void)snprintf(msg, sizeof(msg), "stockade: this pod cannot be sandboxed: %s", ierr.msg);
 		return respond(out, NULL, msg, err);
 	}
 	if (r < 0) {
@@ -435,7 +435,7 @@ static int handle_tree(const cJSON *root, const struct sk_review_cfg *cfg, struc
 	/* Fail closed on a registration mistake: a CREATE of anything but a pod is not let through unread. */
 	if (!str_eq(g, "") || !str_eq(v, "v1") || !str_eq(k, "Pod")) {
 		out->verdict = SK_REVIEW_REFUSED;
-		snprintf(out->reason, sizeof(out->reason), "request.kind is not v1 Pod");
+		(void)snprintf(out->reason, sizeof(out->reason), "request.kind is not v1 Pod");
 		return respond(out, NULL, "stockade: stockade-injector wraps only v1 Pods (check the webhook's rules)",
 			       err);
 	}

@@ -203,7 +203,7 @@ static void test_service_account_token_is_removed_unless_asked_for(void **state)
 			   "{\"sources\":[{\"serviceAccountToken\":{\"expirationSeconds\":3607,\"path\":\"token\"}}]}}]}}"
 	for (int asked = 0; asked < 2; asked++) {
 		char obj[2048];
-		snprintf(obj, sizeof(obj), TMPL, asked ? "\"automountServiceAccountToken\":true," : "");
+		(void)snprintf(obj, sizeof(obj), TMPL, asked ? "\"automountServiceAccountToken\":true," : "");
 		char *body = review("agents", "CREATE", obj);
 		cJSON *r = handle_ok(body, SK_REVIEW_PATCHED);
 		cJSON *patch = decode_patch(cJSON_GetObjectItem(r, "response"));

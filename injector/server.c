@@ -111,7 +111,7 @@ static void peer_name(int fd, char *buf, size_t len)
 			port = ntohs(a->sin_port);
 		}
 	}
-	snprintf(buf, len, "%s:%u", host, port);
+	(void)snprintf(buf, len, "%s:%u", host, port);
 }
 
 /* ---- one connection ---- */
@@ -245,7 +245,7 @@ static int dispatch(struct conn *c, const struct sk_http_req *req, const char *b
 		int status = r == -EINVAL ? 400 : r == -EFBIG ? 413 : 500;
 		sk_log(SK_LOG_WARN, "%s: POST /mutate: %d: %s", c->peer, status, err.msg);
 		char msg[SK_ERR_MSG_MAX + 2];
-		snprintf(msg, sizeof(msg), "%s\n", err.msg);
+		(void)snprintf(msg, sizeof(msg), "%s\n", err.msg);
 		return respond_text(c, status, msg, keep && status != 500, false);
 	}
 	if (out.verdict == SK_REVIEW_REFUSED)
@@ -302,7 +302,7 @@ static void serve(struct conn *c)
 		}
 		if (req.content_length > cfg->review->max_body) {
 			char msg[96];
-			snprintf(msg, sizeof(msg), "body of %zu bytes, more than the %zu allowed\n", req.content_length,
+			(void)snprintf(msg, sizeof(msg), "body of %zu bytes, more than the %zu allowed\n", req.content_length,
 				 cfg->review->max_body);
 			sk_log(SK_LOG_WARN, "%s: %s %s: 413: %.*s", c->peer, req.method == SK_HTTP_POST ? "POST" : "?",
 			       req.path, (int)strlen(msg) - 1, msg);

@@ -48,7 +48,7 @@ static const char *ossl_reason(char *buf, size_t len)
 {
 	unsigned long e = ERR_get_error();
 	if (!e)
-		snprintf(buf, len, "unknown error");
+		(void)snprintf(buf, len, "unknown error");
 	else
 		ERR_error_string_n(e, buf, len);
 	ERR_clear_error();
@@ -193,6 +193,6 @@ void sk_tls_describe(struct sk_tls *t, char *buf, unsigned len)
 		}
 		BIO_free(b);
 	}
-	snprintf(buf, len, "%s, until %s", subj, until);
+	(void)snprintf(buf, len, "%s, until %s", subj, until);
 	SSL_CTX_free(ctx);
 }
