@@ -32,7 +32,7 @@ static int cmp(const void *a, const void *b)
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: %s URL SECONDS [CAFILE]\n", argv[0]);
+		(void)fprintf(stderr, "usage: %s URL SECONDS [CAFILE]\n", argv[0]);
 		return 2;
 	}
 	double secs = atof(argv[2]);

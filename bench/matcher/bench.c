@@ -52,7 +52,7 @@ static int fill_policy(struct sk_policy *p, unsigned n)
 		switch (i % 3) {
 		case 0:
 		case 1:
-			snprintf(buf, sizeof(buf), i % 3 ? "w%u.example.net" : "host%u.example.com", i);
+			(void)snprintf(buf, sizeof(buf), i % 3 ? "w%u.example.net" : "host%u.example.com", i);
 			r->kind = SK_RULE_HOST;
 			r->wildcard = i % 3 == 1;
 			r->host = strdup(buf);
@@ -92,16 +92,16 @@ static void make_queries(struct bench_query *qs, unsigned n_rules, unsigned spre
 		rule_addr(i + 2 < n_rules ? i + 2 : 2, &b->dst);
 		switch (k % 5) {
 		case 0:
-			snprintf(b->host, sizeof(b->host), "host%u.example.com", i);
+			(void)snprintf(b->host, sizeof(b->host), "host%u.example.com", i);
 			break;
 		case 1:
-			snprintf(b->host, sizeof(b->host), "a.b.w%u.example.net", i + 1 < n_rules ? i + 1 : 1);
+			(void)snprintf(b->host, sizeof(b->host), "a.b.w%u.example.net", i + 1 < n_rules ? i + 1 : 1);
 			break;
 		case 2:
 			b->q.dst = &b->dst;
 			break;
 		case 3:
-			snprintf(b->host, sizeof(b->host), "nohost%u.example.org", i);
+			(void)snprintf(b->host, sizeof(b->host), "nohost%u.example.org", i);
 			break;
 		default:
 			b->dst.bytes[1] = 20;  /* 198.20/16: public, no rule */
@@ -143,7 +143,7 @@ int main(void)
 	for (size_t s = 0; s < 3; s++) {
 		struct sk_policy p;
 		if (fill_policy(&p, sizes[s]) < 0) {
-			fprintf(stderr, "bench: out of memory\n");
+			(void)fprintf(stderr, "bench: out of memory\n");
 			free_policy(&p);
 			free(qs);
 			return 1;
@@ -152,7 +152,7 @@ int main(void)
 		int r = sk_matcher_build(&p);
 		double build_ms = (now() - t0) * 1e3;
 		if (r < 0) {
-			fprintf(stderr, "bench: sk_matcher_build: %s\n", strerror(-r));
+			(void)fprintf(stderr, "bench: sk_matcher_build: %s\n", strerror(-r));
 			free_policy(&p);
 			free(qs);
 			return 1;

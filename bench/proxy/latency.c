@@ -151,7 +151,7 @@ static int cmd_client(char **argv)
 	struct sockaddr_storage ss;
 	socklen_t slen;
 	if (parse_addr(argv[2], argv[3], &ss, &slen) < 0) {
-		fprintf(stderr, "latency: bad address %s port %s\n", argv[2], argv[3]);
+		(void)fprintf(stderr, "latency: bad address %s port %s\n", argv[2], argv[3]);
 		return 2;
 	}
 	int tls = strcmp(argv[1], "tls") == 0;
@@ -162,7 +162,7 @@ static int cmd_client(char **argv)
 			return 2;
 		req_len = (size_t)n;
 	} else if (read_file(argv[4], req, sizeof(req), &req_len) < 0) {
-		fprintf(stderr, "latency: cannot read hello %s\n", argv[4]);
+		(void)fprintf(stderr, "latency: cannot read hello %s\n", argv[4]);
 		return 2;
 	}
 	long n = strtol(argv[5], NULL, 10);
@@ -179,11 +179,12 @@ static int cmd_client(char **argv)
 	for (long i = 0; i < n && now_ns() < deadline; i++) {
 		uint64_t dt = one(&ss, slen, req, req_len, tls);
 		if (dt)
-			fprintf(out, "%llu\n", (unsigned long long)dt);
+			(void)fprintf(out, "%llu\n", (unsigned long long)dt);   /* sticks: ferror below */
 		else
-			fputs("fail\n", out);
+			(void)fputs("fail\n", out);
 	}
-	return fclose(out) == 0 ? 0 : 1;
+	int lost = ferror(out);
+	return fclose(out) == 0 && !lost ? 0 : 1;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -242,7 +243,7 @@ static int cmd_stats(const char *path)
 	rc = 0;
 out:
 	free(v);
-	fclose(f);
+	(void)fclose(f);
 	return rc;
 }
 
@@ -305,7 +306,8 @@ static int cmd_serve(int argc, char **argv)
 	int n = 0;
 	for (int i = 2; i < argc && n < 8; i++, n++) {
 		char spec[128];
-		snprintf(spec, sizeof(spec), "%s", argv[i]);
+		if (snprintf(spec, sizeof(spec), "%s", argv[i]) >= (int)sizeof(spec))
+			return 2;
 		char *eq = strchr(spec, '='), *colon = strrchr(spec, ':');
 		if (!eq || !colon || colon < eq)
 			return 2;
@@ -351,7 +353,7 @@ int main(int argc, char **argv)
 		return cmd_stats(argv[2]);
 	if (argc == 7 && (strcmp(argv[1], "http") == 0 || strcmp(argv[1], "tls") == 0))
 		return cmd_client(argv);
-	fprintf(stderr, "usage: latency http IP PORT HOST N OUT | tls IP PORT HELLO N OUT | stats OUT |"
+	(void)fprintf(stderr, "usage: latency http IP PORT HOST N OUT | tls IP PORT HELLO N OUT | stats OUT |"
 			" serve (http|tls)=IP:PORT...\n");
 	return 2;
 }

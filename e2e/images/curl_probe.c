@@ -18,7 +18,7 @@ int main(void)
 	void *dl = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
 	if (!dl) {
 		const char *why = dlerror();
-		fprintf(stderr, "curl_probe: libcurl.so.4 not loadable: %s\n", why ? why : "unknown error");
+		(void)fprintf(stderr, "curl_probe: libcurl.so.4 not loadable: %s\n", why ? why : "unknown error");
 		return 1;
 	}
 	__typeof__(curl_version_info) *info = NULL;
@@ -26,7 +26,7 @@ int main(void)
 	info = (__typeof__(curl_version_info) *)dlsym(dl, "curl_version_info");
 	const curl_version_info_data *d = info ? info(CURLVERSION_NOW) : NULL;
 	if (!d) {
-		fprintf(stderr, "curl_probe: no curl_version_info\n");
+		(void)fprintf(stderr, "curl_probe: no curl_version_info\n");
 		return 1;
 	}
 	printf("version=%s ssl=%s http2=%s nghttp2=%s libz=%s idn=%s brotli=%s zstd=%s libssh=%s gsasl=%s"

@@ -33,7 +33,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (getpid() != 1)
-		fputs("pause: warning: not PID 1, zombies of other processes are not reaped\n", stderr);
+		(void)fputs("pause: warning: not PID 1, zombies of other processes are not reaped\n", stderr);
 	if (sigaction(SIGINT, &stop, NULL) < 0 || sigaction(SIGTERM, &stop, NULL) < 0 ||
 	    sigaction(SIGCHLD, &child, NULL) < 0) {
 		perror("pause: sigaction");
