@@ -42,6 +42,9 @@ static const char usage_text[] =
 	"  --no-seccomp            RuntimeDefault instead of the Localhost profile\n"
 	"  --classic-sidecar       sidecar in containers (Kubernetes < 1.29); Jobs and CronJobs are refused\n"
 	"  --startup-probe         gate the agent on a startupProbe instead of the postStart wait-ready hook\n"
+	"  --sidecar-first         classic sidecar first in containers, its postStart wait-ready hook holding the\n"
+	"                          agent: about 1 s sooner at start than a native sidecar; no shutdown order;\n"
+	"                          Jobs and CronJobs are refused (docs/operating.md, Probes)\n"
 	"  --log-level LEVEL       sidecar log level (default info)\n"
 	"  --ready-timeout S       seconds the sidecar may take to become ready (default 30)\n"
 	"  --sidecar-setting N=V   extra sidecar flag --N=V (repeatable; the chart's sidecar.settings)\n"
@@ -50,7 +53,7 @@ static const char usage_text[] =
 
 enum {
 	OPT_POLICY = 256, OPT_CHECK, OPT_CM, OPT_INIT_IMG, OPT_SIDECAR_IMG, OPT_PULL, OPT_AGENT_UID, OPT_SIDECAR_UID,
-	OPT_ADMIN, OPT_SECCOMP, OPT_NO_SECCOMP, OPT_CLASSIC, OPT_STARTUP, OPT_LOG, OPT_READY, OPT_SETTING, OPT_SECRET,
+	OPT_ADMIN, OPT_SECCOMP, OPT_NO_SECCOMP, OPT_CLASSIC, OPT_STARTUP, OPT_FIRST, OPT_LOG, OPT_READY, OPT_SETTING, OPT_SECRET,
 };
 
 #define MAX_EXTRA 64
@@ -70,6 +73,7 @@ static const struct option long_opts[] = {
 	{ "no-seccomp", no_argument, NULL, OPT_NO_SECCOMP },
 	{ "classic-sidecar", no_argument, NULL, OPT_CLASSIC },
 	{ "startup-probe", no_argument, NULL, OPT_STARTUP },
+	{ "sidecar-first", no_argument, NULL, OPT_FIRST },
 	{ "log-level", required_argument, NULL, OPT_LOG },
 	{ "ready-timeout", required_argument, NULL, OPT_READY },
 	{ "sidecar-setting", required_argument, NULL, OPT_SETTING },
@@ -273,6 +277,7 @@ int sk_cmd_inject(int argc, char **argv)
 		case OPT_NO_SECCOMP: o.seccomp_profile = NULL; break;
 		case OPT_CLASSIC: o.native = false; break;
 		case OPT_STARTUP: o.hold_until_ready = false; break;
+		case OPT_FIRST: o.sidecar_first = true; break;
 		case OPT_LOG:
 			if (strcmp(optarg, "error") && strcmp(optarg, "warn") && strcmp(optarg, "info") &&
 			    strcmp(optarg, "debug")) {

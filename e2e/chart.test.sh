@@ -148,6 +148,24 @@ t_start_gate() {
 	sk_check_eq "gate: holdAgentUntilReady=false uses the startupProbe" " startupProbe /readyz" \
 		"$(gate 1.34.0 --set sidecar.holdAgentUntilReady=false)"
 	sk_check_eq "gate: classic sidecar has neither" " - /readyz" "$(gate 1.28.0)"
+	sk_check_eq "gate: startFirst holds the agent with postStart wait-ready, no startupProbe" \
+		"wait-ready --admin-addr=127.0.0.1:15000 --timeout-ms=30000 - /readyz" \
+		"$(gate 1.34.0 --set sidecar.startFirst=true)"
+	sk_check_eq "gate: startFirst puts a classic sidecar first in containers, before the agent" \
+		"stockade-init|stockade-sidecar agent|-" "$(render --kube-version 1.34.0 --set sidecar.startFirst=true |
+		python3 -c '
+import sys, yaml
+for d in yaml.safe_load_all(sys.stdin):
+    if d and d["kind"] == "Pod" and d["metadata"]["name"].endswith("-agent"):
+        s = d["spec"]
+        print(" ".join(c["name"] for c in s["initContainers"]), " ".join(c["name"] for c in s["containers"]),
+              s["containers"][0].get("restartPolicy", "-"), sep="|")')"
+	if out=$(render --kube-version 1.34.0 --set sidecar.startFirst=true --set workload.kind=Job 2>&1); then
+		sk_fail "gate: startFirst refuses a Job, saying why" "it rendered"
+	else
+		sk_check "gate: startFirst refuses a Job, saying why" \
+			grep -q "sidecar.startFirst: a Job's pod would never complete" <<<"$out"
+	fi
 	sk_check_eq "gate: readyTimeoutSeconds bounds wait-ready" \
 		"wait-ready --admin-addr=127.0.0.1:15000 --timeout-ms=5000 - /readyz" \
 		"$(gate 1.34.0 --set sidecar.readyTimeoutSeconds=5)"

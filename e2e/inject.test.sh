@@ -157,6 +157,8 @@ t_same_as_chart() {
 	same "Pod, classic sidecar" Pod "--set sidecar.native=false" "--classic-sidecar"
 	same "Deployment, classic sidecar" Deployment "--set sidecar.native=false" "--classic-sidecar"
 	same "Pod, startupProbe gate" Pod "--set sidecar.holdAgentUntilReady=false" "--startup-probe"
+	same "Pod, classic sidecar started first" Pod "--set sidecar.startFirst=true" "--sidecar-first"
+	same "Deployment, classic sidecar started first" Deployment "--set sidecar.startFirst=true" "--sidecar-first"
 	same "Pod, seccomp off" Pod "--set seccomp.enabled=false" "--no-seccomp"
 	same "Pod, other UIDs, admin port, images, configmap, log level, ready timeout" Pod \
 		"--set uids.agent=2000 --set uids.sidecar=2001 --set ports.admin=16000 --set images.init.repository=r/i --set images.init.tag=t1 --set images.sidecar.repository=r/s --set images.sidecar.tag=t2 --set images.init.pullPolicy=Always --set images.sidecar.pullPolicy=Always --set policy.existingConfigMap=my-policy --set sidecar.logLevel=debug --set sidecar.readyTimeoutSeconds=7" \
@@ -218,6 +220,8 @@ t_refusals() {
 	sk_check_eq "hostNetwork refused: field path named" "$SK_TMP/hostnet.yaml: document 2 (Deployment/web): spec.template.spec.hostNetwork: the pod shares the node's network namespace, which stockade's nftables cannot confine" "$err"
 	run "$P" inject --classic-sidecar -f "$SK_TMP/job.yaml"
 	sk_check_eq "Job with a classic sidecar refused" "1:$SK_TMP/job.yaml: document 1 (Job/j): spec.template.spec: a Job's pod cannot have a classic sidecar: it would keep running and the Job would never complete (use a native sidecar, Kubernetes >= 1.29)" "$rc:$err"
+	run "$P" inject --sidecar-first -f "$SK_TMP/job.yaml"
+	sk_check_eq "Job with the sidecar started first refused" "1:$SK_TMP/job.yaml: document 1 (Job/j): spec.template.spec: a Job's pod cannot have a classic sidecar: it would keep running and the Job would never complete (use a native sidecar, Kubernetes >= 1.29)" "$rc:$err"
 	run "$P" inject -f "$SK_TMP/root.yaml"
 	sk_check_eq "root agent refused" "1:$SK_TMP/root.yaml: document 1 (Pod/p): spec.containers[0].securityContext.runAsUser: container 'a' runs as root; an agent container cannot (its traffic would not be redirected, and root may change the pod's nftables)" "$rc:$err"
 	printf 'kind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: a}]\n  x: [1\n' >"$SK_TMP/syntax.yaml"

@@ -40,6 +40,12 @@ void sk_inject_opts_default(struct sk_inject_opts *o)
 	};
 }
 
+/* Native sidecar in effect: sidecar_first places a classic one, whatever native says. */
+static bool is_native(const struct sk_inject_opts *o)
+{
+	return o->native && !o->sidecar_first;
+}
+
 /* ---- where the pod spec is ---- */
 
 struct kind_path {
@@ -173,7 +179,7 @@ static cJSON *build_sidecar(const struct sk_inject_opts *o)
 	add_str(c, "name", SIDECAR_NAME);
 	add_str(c, "image", o->sidecar_image);
 	add_str(c, "imagePullPolicy", o->pull_policy);
-	if (o->native)
+	if (is_native(o))
 		add_str(c, "restartPolicy", "Always");
 	cJSON *argv = add_strs(c, "args", args, 4);
 	for (size_t i = 0; argv && i < o->n_settings; i++)
@@ -195,9 +201,11 @@ static cJSON *build_sidecar(const struct sk_inject_opts *o)
 	add_sc_base(sc);
 	add_strs(add_obj(sc, "capabilities"), "drop", all, 1);
 	add_str(add_obj(sc, "seccompProfile"), "type", "RuntimeDefault");
-	if (o->native && o->hold_until_ready)
+	/* first in containers, the hook holds the agent too: the kubelet starts containers in order, each
+	 * after the one before it has started and its postStart hook returned */
+	if ((is_native(o) && o->hold_until_ready) || o->sidecar_first)
 		add_strs(add_obj(add_obj(add_obj(c, "lifecycle"), "postStart"), "exec"), "command", hook, 4);
-	else if (o->native)
+	else if (is_native(o))
 		add_http_probe(c, "startupProbe", "/readyz", 1, 0, o->ready_timeout_s);
 	add_http_probe(c, "livenessProbe", "/healthz", o->probe_period_s, 2, o->probe_failures);
 	add_http_probe(c, "readinessProbe", "/readyz", o->probe_period_s, 2, 1);
@@ -508,11 +516,13 @@ static bool sandboxed(const cJSON *spec, const struct sk_inject_opts *o)
 	if (!str_is(init, "name", INIT_NAME) || !str_is(init, "image", o->init_image) || !num_is(isc, "runAsUser", 0) ||
 	    !has_all_dropped(isc) || cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(init, "volumeMounts")) != 2)
 		return false;
-	const cJSON *side = o->native ? cJSON_GetArrayItem(inits, 1) : cJSON_GetArrayItem(conts, cJSON_GetArraySize(conts) - 1);
+	const cJSON *side = is_native(o)       ? cJSON_GetArrayItem(inits, 1)
+			    : o->sidecar_first ? cJSON_GetArrayItem(conts, 0)
+					       : cJSON_GetArrayItem(conts, cJSON_GetArraySize(conts) - 1);
 	const cJSON *ssc = cJSON_GetObjectItemCaseSensitive(side, "securityContext");
 	if (!str_is(side, "name", SIDECAR_NAME) || !str_is(side, "image", o->sidecar_image) ||
 	    !num_is(ssc, "runAsUser", o->sidecar_uid) || !has_all_dropped(ssc) ||
-	    (o->native && !str_is(side, "restartPolicy", "Always")) ||
+	    (is_native(o) && !str_is(side, "restartPolicy", "Always")) ||
 	    (size_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(side, "args")) != 4 + o->n_settings)
 		return false;
 	const cJSON *lists[] = { inits, conts };
@@ -556,7 +566,7 @@ static int wrap_spec(cJSON *spec, const char *at, bool wrapped, bool job, const 
 	if (is_true(spec, "hostIPC"))
 		return bad(err, (join(p, sizeof(p), at, ".hostIPC"), p),
 			   "the pod shares the node's IPC namespace; an agent pod cannot");
-	if (job && !o->native)
+	if (job && !is_native(o))
 		return bad(err, at, "a Job's pod cannot have a classic sidecar: it would keep running and the Job "
 			   "would never complete (use a native sidecar, Kubernetes >= 1.29)");
 	if ((r = opt_array(spec, "initContainers", at, &inits, err)) < 0 ||
@@ -605,13 +615,15 @@ static int wrap_spec(cJSON *spec, const char *at, bool wrapped, bool job, const 
 	/* stockade-init first, then the native sidecar, so both run before any container of the pod's own */
 	cJSON *new_inits = cJSON_CreateArray();
 	cJSON_AddItemToArray(new_inits, build_init(o));
-	if (o->native)
+	if (is_native(o))
 		cJSON_AddItemToArray(new_inits, build_sidecar(o));
 	if (inits)
 		while (inits->child)
 			cJSON_AddItemToArray(new_inits, cJSON_DetachItemViaPointer(inits, inits->child));
 	set_item(spec, "initContainers", new_inits);
-	if (!o->native)
+	if (o->sidecar_first)
+		(void)cJSON_InsertItemInArray(conts, 0, build_sidecar(o));  /* fails only on a NULL item */
+	else if (!o->native)
 		cJSON_AddItemToArray(conts, build_sidecar(o));
 
 	cJSON *new_vols = cJSON_CreateArray();

@@ -42,6 +42,9 @@ struct sk_inject_opts {
 	unsigned drain_seconds;        /* STOCKADE_DRAIN_SECONDS */
 	bool native;                   /* native sidecar (K8s >= 1.29): initContainers + restartPolicy Always */
 	bool hold_until_ready;         /* native only: postStart wait-ready hook (else a startupProbe) */
+	bool sidecar_first;            /* a classic sidecar first in containers with the postStart hook, so the
+	                                * kubelet starts the agent in the same sync once the hook returns (one
+	                                * relist sooner than a native sidecar); overrides native. Jobs refused */
 	unsigned ready_timeout_s;      /* wait-ready bound / startupProbe failureThreshold */
 	unsigned probe_period_s;       /* liveness/readiness periodSeconds */
 	unsigned probe_failures;       /* liveness failureThreshold */

@@ -110,6 +110,42 @@ static void test_classic_sidecar_goes_last_in_containers(void **state)
 	cJSON_Delete(d);
 }
 
+/* sidecar_first: Istio's ordering, a classic sidecar first with the hook that holds the agent; it wins over
+ * native (set by default), wraps idempotently, and --check tells it from the native and the classic layout. */
+static void test_sidecar_first_in_containers_with_hook(void **state)
+{
+	(void)state;
+	struct sk_inject_opts o;
+	sk_inject_opts_default(&o);
+	o.sidecar_first = true;
+	struct sk_err err = { 0 };
+	cJSON *d = yaml1(pod);
+	assert_int_equal(sk_inject_doc(d, &o, &err), SK_INJECT_WRAPPED);
+	assert_int_equal(cJSON_GetArraySize(at(d, "spec.initContainers")), 1);
+	assert_int_equal(cJSON_GetArraySize(at(d, "spec.containers")), 2);
+	assert_string_equal(str_at(d, "spec.containers[0].name"), "stockade-sidecar");
+	assert_null(at(d, "spec.containers[0].restartPolicy"));
+	assert_null(at(d, "spec.containers[0].startupProbe"));
+	assert_string_equal(str_at(d, "spec.containers[0].lifecycle.postStart.exec.command[1]"), "wait-ready");
+	assert_string_equal(str_at(d, "spec.containers[0].lifecycle.postStart.exec.command[3]"), "--timeout-ms=30000");
+	assert_string_equal(str_at(d, "spec.containers[1].securityContext.seccompProfile.type"), "Localhost");
+	assert_int_equal(sk_inject_is_wrapped(d, &o, &err), 1);
+	cJSON *once = cJSON_Duplicate(d, 1);
+	assert_int_equal(sk_inject_doc(d, &o, &err), SK_INJECT_WRAPPED);
+	assert_true(cJSON_Compare(once, d, 1));
+	struct sk_inject_opts other;
+	sk_inject_opts_default(&other);
+	assert_int_equal(sk_inject_is_wrapped(d, &other, &err), 0);
+	other.native = false;
+	assert_int_equal(sk_inject_is_wrapped(d, &other, &err), 0);
+	cJSON_Delete(once);
+	cJSON_Delete(d);
+	d = yaml1("kind: Job\nspec: {template: {spec: {containers: [{name: c}]}}}\n");
+	assert_int_equal(sk_inject_doc(d, &o, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "spec.template.spec: a Job's pod cannot have a classic sidecar"));
+	cJSON_Delete(d);
+}
+
 static void test_startup_probe_instead_of_hook(void **state)
 {
 	(void)state;
@@ -466,6 +502,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pod_wrapped_like_the_chart),
 		cmocka_unit_test(test_classic_sidecar_goes_last_in_containers),
+		cmocka_unit_test(test_sidecar_first_in_containers_with_hook),
 		cmocka_unit_test(test_startup_probe_instead_of_hook),
 		cmocka_unit_test(test_api_secrets_and_settings),
 		cmocka_unit_test(test_every_kind_idempotent),

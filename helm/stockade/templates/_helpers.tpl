@@ -120,7 +120,9 @@ stockade.nativeSidecar: "true" when the sidecar runs as a native sidecar (K8s >=
 */}}
 {{- define "stockade.nativeSidecar" -}}
 {{- $n := toString .Values.sidecar.native -}}
-{{- if eq $n "auto" -}}
+{{- if .Values.sidecar.startFirst -}}
+false
+{{- else if eq $n "auto" -}}
 {{- semverCompare ">=1.29.0-0" .Capabilities.KubeVersion.Version -}}
 {{- else -}}
 {{- eq $n "true" -}}
@@ -165,7 +167,8 @@ parent chart {{ include "stockade.initContainer" (dict "root" . "values" .Values
 {{/*
 stockade.sidecarContainer: the stockade-sidecar container. For a native sidecar include it in
 initContainers (it carries restartPolicy: Always and the postStart hook `wait-ready`, or a startupProbe when
-sidecar.holdAgentUntilReady is false); for a classic one in containers (neither: nothing gates the agent).
+sidecar.holdAgentUntilReady is false); for a classic one in containers (neither: nothing gates the agent;
+with sidecar.startFirst it carries the hook and belongs first in containers, before the agent).
 Usage: {{ include "stockade.sidecarContainer" (dict "root" . "native" true) | nindent 8 }}; from a parent chart
 add "values" .Values.stockade (without "native", sidecar.native decides, as for the chart's own pods).
 */}}
@@ -208,7 +211,7 @@ add "values" .Values.stockade (without "native", sidecar.native decides, as for 
       drop: [ALL]
     seccompProfile:
       type: RuntimeDefault
-  {{- if and $native $.Values.sidecar.holdAgentUntilReady }}
+  {{- if or (and $native $.Values.sidecar.holdAgentUntilReady) (and (not $native) $.Values.sidecar.startFirst) }}
   lifecycle:
     # The kubelet starts the agent once this hook returns: wait-ready polls the sidecar's own /readyz
     # every 5 ms (a startupProbe could not look more often than once a second). It fails after
@@ -356,6 +359,12 @@ initContainers:
 {{- include "stockade.sidecarContainer" (dict "root" . "native" true) | nindent 2 }}
 {{- end }}
 containers:
+{{- if and (not $native) .Values.sidecar.startFirst }}
+{{- if eq .Values.workload.kind "Job" }}
+{{- fail "sidecar.startFirst: a Job's pod would never complete (its classic sidecar keeps running); use the native sidecar" }}
+{{- end }}
+{{- include "stockade.sidecarContainer" (dict "root" . "native" false) | nindent 2 }}
+{{- end }}
   - name: {{ .Values.agent.name }}
     image: {{ printf "%s:%s" .Values.agent.image.repository .Values.agent.image.tag }}
     imagePullPolicy: {{ .Values.agent.image.pullPolicy }}
@@ -398,7 +407,7 @@ containers:
       {{- with .Values.agent.volumeMounts }}
       {{- toYaml . | nindent 6 }}
       {{- end }}
-{{- if not $native }}
+{{- if not (or $native .Values.sidecar.startFirst) }}
 {{- include "stockade.sidecarContainer" (dict "root" . "native" false) | nindent 2 }}
 {{- end }}
 volumes:
