@@ -22,6 +22,7 @@
 #include "policy/inject.h"
 #include "policy/manifest.h"
 #include "policy/policy.h"
+#include "policy/seccomp_name.h"
 
 #define INJECT_MAX_INPUT (64u << 20)
 #define MAX_FILES 64
@@ -38,7 +39,10 @@ static const char usage_text[] =
 	"  --pull-policy POLICY    imagePullPolicy of the stockade containers (default IfNotPresent)\n"
 	"  --agent-uid N           (default 1000, or the policy's)   --sidecar-uid N (default 1337, or the policy's)\n"
 	"  --admin-port N          (default 15000, or the policy's)\n"
-	"  --seccomp-profile NAME  Localhost profile of agent containers (default stockade-agent.json)\n"
+	"  --seccomp-profile NAME  Localhost profile of agent containers (default: the content-hashed name of\n"
+	"                          the policy's seccomp section, stockade-<16 hex>.json; with --policy the\n"
+	"                          seccomp section is also written as a ConfigMap NAME-seccomp labelled\n"
+	"                          stockade.dev/seccomp-profile=true, which the stockade-system installer serves)\n"
 	"  --no-seccomp            RuntimeDefault instead of the Localhost profile\n"
 	"  --classic-sidecar       sidecar in containers (Kubernetes < 1.29); Jobs and CronJobs are refused\n"
 	"  --startup-probe         gate the agent on a startupProbe instead of the postStart wait-ready hook\n"
@@ -193,6 +197,48 @@ static cJSON *policy_configmap(const char *name, const char *text)
 	return cm;
 }
 
+/* The ConfigMap the stockade-system installer serves the profile from (as helm/stockade's
+ * configmap-seccomp.yaml): the profile's name and a policy holding only the seccomp section. */
+static cJSON *seccomp_configmap(const char *policy_cm, const char *profile, const char *section_yaml)
+{
+	cJSON *cm = cJSON_CreateObject();
+	cJSON_AddStringToObject(cm, "apiVersion", "v1");
+	cJSON_AddStringToObject(cm, "kind", "ConfigMap");
+	cJSON *meta = cJSON_AddObjectToObject(cm, "metadata");
+	char name[300];
+	snprintf(name, sizeof(name), "%s-seccomp", policy_cm);
+	cJSON_AddStringToObject(meta, "name", name);
+	cJSON *labels = cJSON_AddObjectToObject(meta, "labels");
+	cJSON_AddStringToObject(labels, "app.kubernetes.io/component", "seccomp-profile");
+	cJSON_AddStringToObject(labels, "stockade.dev/seccomp-profile", "true");
+	cJSON *data = cJSON_AddObjectToObject(cm, "data");
+	cJSON_AddStringToObject(data, "profile", profile);
+	cJSON_AddStringToObject(data, "policy.yaml", section_yaml);
+	return cm;
+}
+
+/* "version: 1\nseccomp: {...}\n" with p's names (owned), or NULL on ENOMEM. */
+static char *seccomp_section_yaml(const struct sk_policy *p)
+{
+	char *text = NULL, *flow = NULL;
+	cJSON *s = cJSON_CreateObject();
+	cJSON *allow = s ? cJSON_AddArrayToObject(s, "allow") : NULL;
+	cJSON *deny = s ? cJSON_AddArrayToObject(s, "deny") : NULL;
+	if (!allow || !deny)
+		goto out;
+	for (size_t i = 0; i < p->seccomp.n_allow; i++)
+		cJSON_AddItemToArray(allow, cJSON_CreateString(p->seccomp.allow[i]));
+	for (size_t i = 0; i < p->seccomp.n_deny; i++)
+		cJSON_AddItemToArray(deny, cJSON_CreateString(p->seccomp.deny[i]));
+	/* JSON is YAML flow: the names come out quoted and escaped whatever they hold */
+	if ((flow = cJSON_PrintUnformatted(s)) && asprintf(&text, "version: 1\nseccomp: %s\n", flow) < 0)
+		text = NULL;
+out:
+	free(flow);
+	cJSON_Delete(s);
+	return text;
+}
+
 static int write_out(const cJSON *docs, bool json)
 {
 	const cJSON *d;
@@ -212,7 +258,7 @@ static int write_out(const cJSON *docs, bool json)
 }
 
 static int run_inject(struct sk_inject_opts *o_, const char *const *files, size_t n_files, const char *policy_path,
-		      bool check, bool uid_flag, bool admin_flag);
+		      bool check, bool uid_flag, bool admin_flag, bool seccomp_flag);
 
 int sk_cmd_inject(int argc, char **argv)
 {
@@ -220,7 +266,7 @@ int sk_cmd_inject(int argc, char **argv)
 	sk_inject_opts_default(&o);
 	const char *files[MAX_FILES], *policy_path = NULL;
 	size_t n_files = 0;
-	bool check = false, uid_flag = false, admin_flag = false;
+	bool check = false, uid_flag = false, admin_flag = false, seccomp_flag = false;
 	unsigned long v;
 	int c;
 	char *settings[MAX_EXTRA];
@@ -273,8 +319,8 @@ int sk_cmd_inject(int argc, char **argv)
 			o.admin_port = (uint16_t)v;
 			admin_flag = true;
 			break;
-		case OPT_SECCOMP: o.seccomp_profile = optarg; break;
-		case OPT_NO_SECCOMP: o.seccomp_profile = NULL; break;
+		case OPT_SECCOMP: o.seccomp_profile = optarg; seccomp_flag = true; break;
+		case OPT_NO_SECCOMP: o.seccomp_profile = NULL; seccomp_flag = true; break;
 		case OPT_CLASSIC: o.native = false; break;
 		case OPT_STARTUP: o.hold_until_ready = false; break;
 		case OPT_FIRST: o.sidecar_first = true; break;
@@ -338,7 +384,7 @@ int sk_cmd_inject(int argc, char **argv)
 	o.n_settings = n_settings;
 	o.secrets = secrets;
 	o.n_secrets = n_secrets;
-	ex = run_inject(&o, files, n_files, policy_path, check, uid_flag, admin_flag);
+	ex = run_inject(&o, files, n_files, policy_path, check, uid_flag, admin_flag, seccomp_flag);
 out_opts:
 	for (size_t i = 0; i < n_settings; i++)
 		free(settings[i]);
@@ -349,7 +395,7 @@ out_opts:
 
 /* Everything after the options: the policy, the files, the output. */
 static int run_inject(struct sk_inject_opts *o_, const char *const *files, size_t n_files, const char *policy_path,
-		      bool check, bool uid_flag, bool admin_flag)
+		      bool check, bool uid_flag, bool admin_flag, bool seccomp_flag)
 {
 	struct sk_inject_opts o = *o_;
 	if (!token_ok("--init-image", o.init_image) || !token_ok("--sidecar-image", o.sidecar_image) ||
@@ -363,7 +409,8 @@ static int run_inject(struct sk_inject_opts *o_, const char *const *files, size_
 	}
 
 	struct sk_err err = { 0 };
-	char *policy_text = NULL;
+	char *policy_text = NULL, *seccomp_yaml = NULL;
+	char profile_name[SK_SCMP_NAME_SIZE];
 	size_t policy_len = 0;
 	if (policy_path) {
 		/* The pod must agree with the policy the init and the sidecar will read: take its UIDs and port. */
@@ -375,20 +422,44 @@ static int run_inject(struct sk_inject_opts *o_, const char *const *files, size_
 			(void)fprintf(stderr, "stockade-policy inject: %s: invalid policy\n", policy_path);
 			return SK_EXIT_POLICY;
 		}
+		/* The installer skips a section the generator refuses, and the agent would never start: say so
+		 * here, at the policy's line and column, as `check` does. */
+		if (sk_cli_check_seccomp(p, &diags) < 0) {
+			sk_diags_print(&diags, stderr);
+			sk_diags_free(&diags);
+			sk_policy_free(p);
+			fprintf(stderr, "stockade-policy inject: %s: invalid policy\n", policy_path);
+			return SK_EXIT_POLICY;
+		}
 		sk_diags_free(&diags);
+		const char *const *allow = (const char *const *)p->seccomp.allow;
+		const char *const *deny = (const char *const *)p->seccomp.deny;
+		if (sk_seccomp_profile_name(allow, p->seccomp.n_allow, deny, p->seccomp.n_deny, profile_name, &err) < 0 ||
+		    !(seccomp_yaml = seccomp_section_yaml(p))) {
+			sk_policy_free(p);
+			fprintf(stderr, "stockade-policy inject: out of memory\n");
+			return SK_EXIT_RUNTIME;
+		}
 		bool clash = (uid_flag && (o.agent_uid != p->agent_uid || o.sidecar_uid != p->sidecar_uid)) ||
 			     (admin_flag && o.admin_port != p->ports.admin);
+		bool profile_clash = o.seccomp_profile && seccomp_flag && strcmp(o.seccomp_profile, profile_name) != 0;
 		o.agent_uid = p->agent_uid;
 		o.sidecar_uid = p->sidecar_uid;
 		o.admin_port = p->ports.admin;
+		if (o.seccomp_profile)
+			o.seccomp_profile = profile_name;
 		sk_policy_free(p);
-		if (clash) {
-			(void)fprintf(stderr, "stockade-policy inject: --agent-uid/--sidecar-uid/--admin-port disagree with "
-				"%s (leave them out: the policy's are used)\n", policy_path);
+		if (clash || profile_clash) {
+			fprintf(stderr, "stockade-policy inject: %s disagree%s with %s (leave %s out: the policy's %s used)\n",
+				clash ? "--agent-uid/--sidecar-uid/--admin-port" : "--seccomp-profile", clash ? "" : "s",
+				policy_path, clash ? "them" : "it", clash ? "are" : "profile name, " SK_SCMP_NAME_PREFIX
+				"<hash of its seccomp section>.json, is");
+			free(seccomp_yaml);
 			return SK_EXIT_USAGE;
 		}
 		if (!(policy_text = sk_read_file(policy_path, INJECT_MAX_INPUT, &policy_len, &err))) {
-			(void)fprintf(stderr, "stockade-policy inject: %s\n", err.msg);
+			fprintf(stderr, "stockade-policy inject: %s\n", err.msg);
+			free(seccomp_yaml);
 			return SK_EXIT_RUNTIME;
 		}
 	}
@@ -398,6 +469,7 @@ static int run_inject(struct sk_inject_opts *o_, const char *const *files, size_
 	cJSON *out = cJSON_CreateArray();
 	if (!out) {
 		free(policy_text);
+		free(seccomp_yaml);
 		return SK_EXIT_RUNTIME;
 	}
 	if (policy_text && !check) {
@@ -407,6 +479,8 @@ static int run_inject(struct sk_inject_opts *o_, const char *const *files, size_
 			goto out;
 		}
 		cJSON_AddItemToArray(out, policy_configmap(o.policy_configmap, policy_text));
+		if (o.seccomp_profile)
+			cJSON_AddItemToArray(out, seccomp_configmap(o.policy_configmap, o.seccomp_profile, seccomp_yaml));
 	}
 	for (size_t i = 0; i < n_files; i++) {
 		const char *name = strcmp(files[i], "-") ? files[i] : "<stdin>";
@@ -443,5 +517,6 @@ static int run_inject(struct sk_inject_opts *o_, const char *const *files, size_
 out:
 	cJSON_Delete(out);
 	free(policy_text);
+	free(seccomp_yaml);
 	return ex;
 }

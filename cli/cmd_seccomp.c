@@ -13,6 +13,7 @@
 #include "policy/policy.h"
 #include "policy/seccomp.h"
 #include "policy/seccomp_apply.h"
+#include "policy/seccomp_name.h"
 
 static void seccomp_usage(FILE *out)
 {
@@ -122,6 +123,7 @@ int sk_cmd_seccomp(int argc, char **argv)
 	struct sk_err err = { 0 };
 	char *json = NULL;
 	int rc = SK_EXIT_USAGE;
+	bool print_name = false;
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = NULL;
@@ -149,6 +151,8 @@ int sk_cmd_seccomp(int argc, char **argv)
 			if (m < 0)
 				goto usage;
 			out_path = v;
+		} else if (!strcmp(a, "--print-name")) {
+			print_name = true;
 		} else if (!strcmp(a, "--diff")) {
 			if (i + 2 >= argc || argc != i + 3) {
 				seccomp_usage(stderr);
@@ -200,6 +204,20 @@ int sk_cmd_seccomp(int argc, char **argv)
 		(void)fprintf(stderr, "stockade-policy %s%s%s\n", policy_path ? policy_path : "", policy_path ? ": " : "",
 			err.msg);
 		rc = policy_path ? SK_EXIT_POLICY : SK_EXIT_USAGE;
+		goto out;
+	}
+	if (print_name) {
+		/* The name is of the profile for both default architectures, the only one the installer writes. */
+		if (arch_list) {
+			fprintf(stderr, "stockade-policy seccomp: --print-name names the default (x86_64 + aarch64) "
+				"profile: leave out --arch\n");
+			goto out;
+		}
+		char name[SK_SCMP_NAME_SIZE];
+		if (sk_seccomp_profile_name(allow.v, allow.n, deny.v, deny.n, name, &err) < 0)
+			goto oom;
+		printf("%s\n", name);
+		rc = SK_EXIT_OK;
 		goto out;
 	}
 	json = sk_cli_profile_json(prof, &err);

@@ -27,14 +27,22 @@ static const struct {
 	  "rules [-o text|json] (FILE | --policy F)\n"
 	  "  text: the nft script (the same as stockade-init --dry-run); json: chains, sets, rules.\n" },
 	{ "seccomp", sk_cmd_seccomp, "generate, diff or describe the agent's seccomp profile",
-	  "seccomp [--policy F] [--allow S[,..]]... [--deny S[,..]]... [--arch x86_64,aarch64] [-o FILE]\n"
+	  "seccomp [--policy F] [--allow S[,..]]... [--deny S[,..]]... [--arch x86_64,aarch64] [-o FILE | --print-name]\n"
 	  "       stockade-policy seccomp --diff A.json B.json   (exit 0 same, 1 different)\n"
 	  "       stockade-policy seccomp --describe FILE SYSCALL...\n"
-	  "  The profile is JSON; -o/--output names the file it is written to (atomically), default stdout.\n" },
-	{ "seccomp-install", sk_cmd_seccomp_install, "keep a node's seccomp profile current (the DaemonSet)",
-	  "seccomp-install --policy F --dir D [--name N] [--interval S] [--once]\n"
-	  "  Writes D/N (default stockade-agent.json) when it differs from the policy's profile, every S\n"
-	  "  seconds (default 300). --once: one round, exit 0, 3 (policy) or 5 (write failed).\n" },
+	  "  The profile is JSON; -o/--output names the file it is written to (atomically), default stdout.\n"
+	  "  --print-name prints its Localhost file name instead, stockade-<16 hex>.json: the content hash of the\n"
+	  "  seccomp section, as the chart, inject and the installer name it.\n" },
+	{ "seccomp-install", sk_cmd_seccomp_install, "keep a node's seccomp profiles current (the DaemonSet)",
+	  "seccomp-install --from-cluster --dir D [--interval S] [--grace S] [--selector L] [--api-server URL]\n"
+	  "                [--token-file F] [--ca-file F] [--once]\n"
+	  "       stockade-policy seccomp-install --policy F --dir D [--name N] [--interval S] [--once]\n"
+	  "  --from-cluster: lists the ConfigMaps labelled L (default stockade.dev/seccomp-profile=true) through\n"
+	  "  the Kubernetes API with the pod's ServiceAccount token, and writes D/stockade-<hash>.json for each\n"
+	  "  good one (a bad one is skipped, logged with its namespace/name); a hash-named file no ConfigMap\n"
+	  "  asks for is deleted after S seconds (--grace, default 86400). --policy: D/N (default the policy's\n"
+	  "  hashed name) from one file. Every S seconds (--interval, default 300). --once: one round, exit 0,\n"
+	  "  3 (a policy or ConfigMap refused) or 5 (listing or write failed).\n" },
 	/* inject prints its own usage (usage NULL: --help goes to the subcommand). */
 	{ "inject", sk_cmd_inject, "wrap workloads' pods in stockade (kubectl-style manifests in, out)", NULL },
 	{ "exec", sk_cmd_exec, "run a command under a seccomp profile",

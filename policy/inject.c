@@ -11,6 +11,7 @@
 
 #include "common/err.h"
 #include "policy/inject.h"
+#include "policy/seccomp_name.h"
 
 #define INIT_NAME "stockade-init"
 #define SIDECAR_NAME "stockade-sidecar"
@@ -29,7 +30,8 @@ void sk_inject_opts_default(struct sk_inject_opts *o)
 		.sidecar_uid = 1337,
 		.admin_port = 15000,
 		.policy_configmap = "stockade-policy",
-		.seccomp_profile = "stockade-agent.json",
+		/* the name of the default profile; `inject --policy` takes the policy's own */
+		.seccomp_profile = SK_SCMP_DEFAULT_NAME,
 		.log_level = "info",
 		.drain_seconds = 10,
 		.native = true,

@@ -84,7 +84,7 @@ static void test_pod_wrapped_like_the_chart(void **state)
 	assert_string_equal(str_at(d, "spec.containers[0].securityContext.capabilities.drop[0]"), "ALL");
 	assert_string_equal(str_at(d, "spec.containers[0].securityContext.seccompProfile.type"), "Localhost");
 	assert_string_equal(str_at(d, "spec.containers[0].securityContext.seccompProfile.localhostProfile"),
-			    "stockade-agent.json");
+			    "stockade-4696b6ca6e2d4b5e.json");  /* the default section's hashed name */
 	assert_string_equal(str_at(d, "spec.volumes[0].configMap.name"), "stockade-policy");
 	assert_string_equal(str_at(d, "spec.volumes[1].emptyDir.medium"), "Memory");
 	assert_true(cJSON_IsFalse(at(d, "spec.automountServiceAccountToken")));

@@ -31,6 +31,7 @@ int sk_curl_load(struct sk_curl *api, const char *soname, struct sk_err *err)
 	SK_CURL_SYM(easy_pause);
 	SK_CURL_SYM(easy_cleanup);
 	SK_CURL_SYM(easy_strerror);
+	SK_CURL_SYM(easy_perform);
 	SK_CURL_SYM(multi_init);
 	SK_CURL_SYM(multi_setopt);
 	SK_CURL_SYM(multi_add_handle);

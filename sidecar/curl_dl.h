@@ -30,6 +30,7 @@ struct sk_curl {
 	__typeof__(curl_easy_pause) *easy_pause;
 	__typeof__(curl_easy_cleanup) *easy_cleanup;
 	__typeof__(curl_easy_strerror) *easy_strerror;
+	__typeof__(curl_easy_perform) *easy_perform;   /* the seccomp installer's blocking list (cli/installer.c) */
 	__typeof__(curl_multi_init) *multi_init;
 	__typeof__(curl_multi_setopt) *multi_setopt;
 	__typeof__(curl_multi_add_handle) *multi_add_handle;

@@ -23,7 +23,7 @@ static void test_load_resolves_and_calls(void **state)
 	/* Every member after dl is a resolved function. */
 	void *fns[] = {
 		(void *)api.global_init, (void *)api.global_cleanup, (void *)api.easy_init, (void *)api.easy_setopt,
-		(void *)api.easy_getinfo, (void *)api.easy_pause, (void *)api.easy_cleanup, (void *)api.easy_strerror,
+		(void *)api.easy_getinfo, (void *)api.easy_pause, (void *)api.easy_cleanup, (void *)api.easy_strerror, (void *)api.easy_perform,
 		(void *)api.multi_init, (void *)api.multi_setopt, (void *)api.multi_add_handle,
 		(void *)api.multi_remove_handle, (void *)api.multi_socket_action, (void *)api.multi_assign,
 		(void *)api.multi_info_read, (void *)api.multi_cleanup, (void *)api.slist_append,
