@@ -58,7 +58,7 @@ t_lint() {
 
 # --- every rendering valid on each Kubernetes version ---
 t_kubeconform() {
-	all=(--set admissionPolicy.enabled=true --set networkPolicy.enabled=true)
+	all=(--set networkPolicy.enabled=true)
 	for v in 1.29.0 1.34.0 1.35.0 1.36.0 1.37.0; do
 		for kind in Pod Job Deployment; do
 			for mode in native classic; do
@@ -196,6 +196,53 @@ t_rendered_policy() {
 	fi
 }
 
+# --- Cluster-wide pieces once per cluster (issue 22): the per-workload chart renders no installer and no
+# admission policy; each release publishes its seccomp section in a labelled ConfigMap whose policy.yaml
+# stockade-policy accepts and whose profile name is the one the CLI computes; the agent's localhostProfile
+# is that name; two different sections give two names, the same section in another order one.
+# seccomp_cm OUT ARGS... — "PROFILE LOCALHOST-PROFILE" of a rendering, the section's policy.yaml into OUT
+seccomp_cm() { local out=$1; shift; render --kube-version 1.34.0 --set workload.kind=Deployment "$@" | python3 -c '
+import sys, yaml
+cm, prof = None, None
+for d in yaml.safe_load_all(sys.stdin):
+    if not d: continue
+    if d["kind"] == "ConfigMap" and d["metadata"].get("labels", {}).get("stockade.dev/seccomp-profile") == "true":
+        cm = d
+    if d["kind"] == "Deployment":
+        prof = next(c for c in d["spec"]["template"]["spec"]["containers"] if c["name"] == "agent")["securityContext"]["seccompProfile"]["localhostProfile"]
+open(sys.argv[1], "w").write(cm["data"]["policy.yaml"])
+print(cm["data"]["profile"], prof)' "$out"; }
+t_seccomp_profiles() {
+	kinds=$(render --kube-version 1.34.0 --set networkPolicy.enabled=true | python3 -c '
+import sys, yaml
+print(" ".join(sorted({d["kind"] for d in yaml.safe_load_all(sys.stdin) if d})))')
+	case " $kinds " in *" DaemonSet "*|*" ValidatingAdmissionPolicy"*|*ClusterRole*) sk_fail "stockade: no cluster-wide object" "$kinds" ;;
+	*) sk_pass "stockade: no cluster-wide object ($kinds)" ;; esac
+	if [ -x "$SK_BIN/stockade-policy" ]; then
+		sc=$(mktemp -d)
+		for sec in "" "--set policy.spec.seccomp.deny={ptrace,getrandom}" \
+			"--set policy.spec.seccomp.deny={getrandom,ptrace,getrandom}" \
+			"--set policy.spec.seccomp.allow={mlock} --set policy.spec.seccomp.deny={uname}"; do
+			# shellcheck disable=SC2086  # word-split argument list
+			got=$(seccomp_cm "$sc/p.yaml" $sec)
+			want=$("$SK_BIN/stockade-policy" seccomp --policy "$sc/p.yaml" --print-name 2>&1)
+			sk_check_eq "seccomp ConfigMap and agent name the CLI's hash (${sec:-default section})" "$want $want" "$got"
+			sk_check "seccomp ConfigMap's policy.yaml passes stockade-policy check (${sec:-default section})" \
+				"$SK_BIN/stockade-policy" check "$sc/p.yaml"
+			echo "${got%% *}" >>"$sc/names"
+		done
+		sk_check_eq "two sections, two names; the same section reordered, one name" 3 "$(sort -u "$sc/names" | wc -l)"
+		rm -rf "$sc"
+	fi
+	sk_check_eq "seccomp.profileName given: no seccomp ConfigMap, the agent uses that name" "0 mine.json" \
+		"$(render --kube-version 1.34.0 --set workload.kind=Deployment --set seccomp.profileName=mine.json | python3 -c '
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(sys.stdin) if d]
+n = sum(1 for d in docs if d["kind"] == "ConfigMap" and "stockade.dev/seccomp-profile" in d["metadata"].get("labels", {}))
+dep = next(d for d in docs if d["kind"] == "Deployment")
+print(n, dep["spec"]["template"]["spec"]["containers"][0]["securityContext"]["seccompProfile"]["localhostProfile"])')"
+}
+
 # --- The chart as a dependency (issue 21): workload.enabled=false renders no agent workload; the example
 # parent chart wraps its own Deployment and CronJob through the named templates with
 # (dict "root" . "values" .Values.stockade), validates, and its pods are wrapped exactly as
@@ -263,7 +310,7 @@ t_upgrades() {
 		else sk_fail "checksum: a $change change rolls the pods" "base $base new $new"; fi
 	done
 	rm -rf "$SK_TMP_CHART"
-	labels=$(render --kube-version 1.34.0 --set workload.kind=Deployment | python3 -c '
+	labels=$({ render --kube-version 1.34.0 --set workload.kind=Deployment; echo ---; sys_render --kube-version 1.34.0; } | python3 -c '
 import sys, yaml
 for d in yaml.safe_load_all(sys.stdin):
     if d and d["kind"] in ("Deployment", "DaemonSet"): print(" ".join(sorted(d["spec"]["template"]["metadata"]["labels"])))')
@@ -305,5 +352,5 @@ print(", ".join(bad)); sys.exit(1 if bad else 0)' 2>&1); then sk_pass "standard 
 	else sk_pass "a malformed digest is refused by the schema"; fi
 }
 
-SK_CASES=(lint kubeconform system_chart security start_gate values_schema rendered_policy as_dependency drift upgrades standard_settings)
+SK_CASES=(lint kubeconform system_chart security start_gate values_schema rendered_policy seccomp_profiles as_dependency drift upgrades standard_settings)
 sk_main "$@"

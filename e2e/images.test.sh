@@ -2,10 +2,10 @@
 # Image checks (issue 10): each FROM-scratch image built by `make images` holds only our binary, the
 # libraries it loads, passwd/group (and the CA bundle for the sidecar), no shell; and its binary runs
 # `--version` as the image's own user under runc on the unpacked rootfs, read-only, with every capability
-# dropped. Issue 18: the sidecar image is at most 10 MiB uncompressed (the injector too: it carries
-# OpenSSL), init and policy at most 4 MiB (sizes
-# printed, compressed too); its libcurl is the one scripts/build-curl makes (HTTPS over OpenSSL and HTTP/2,
-# needing nothing else), and the whole gateway suite (e2e/gateway.test.sh) passes with the image's own
+# dropped. Issue 18: the sidecar image is at most 10 MiB uncompressed (the injector and the installer
+# too: they carry OpenSSL), init and policy at most 4 MiB (sizes printed, compressed too); the sidecar's and
+# the installer's libcurl is the one scripts/build-curl makes (HTTPS over OpenSSL and HTTP/2, needing
+# nothing else), and the whole gateway suite (e2e/gateway.test.sh) passes with the image's own
 # sidecar binary, loader, libc and libcurl. Needs root (runc, the gateway suite's namespaces).
 set -uo pipefail
 # shellcheck source=e2e/lib.sh
@@ -105,8 +105,8 @@ check_image() {
 	# `docker images` show); compressed: the gzip layer a registry stores and a node pulls.
 	size=$(( $(stat -c %s "$dir/$layer") + $(stat -c %s "$dir/$cfg") ))
 	gz=$(( $(gzip -9 -n -c "$dir/$layer" | wc -c) + $(stat -c %s "$dir/$cfg") ))
-	# the sidecar and the injector carry libssl/libcrypto (4.6 MiB of it libcrypto)
-	case $img in sidecar | injector) limit_mib=10 ;; *) limit_mib=4 ;; esac
+	# the sidecar, the injector and the installer carry libssl/libcrypto (4.6 MiB of it libcrypto)
+	case $img in sidecar | injector | installer) limit_mib=10 ;; *) limit_mib=4 ;; esac
 	sizes="$((size / 1024)) KiB uncompressed, $((gz / 1024)) KiB compressed"
 	if [ "$size" -le $((limit_mib * 1024 * 1024)) ]; then sk_pass "$img image <= $limit_mib MiB uncompressed ($sizes)"
 	else sk_fail "$img image <= $limit_mib MiB uncompressed" "$sizes"; fi
@@ -126,6 +126,8 @@ check_image() {
 		check_image_curl "$dir/rootfs" ;;
 	policy) sk_check_eq "policy image user is nobody" 65534 "$uid" ;;
 	injector) sk_check_eq "injector image user is nobody" 65534 "$uid" ;;
+	installer) sk_check_eq "installer image runs as root (the kubelet's seccomp directory)" 0 "$uid"
+		sk_check_eq "installer image has libcurl.so.4 and all it needs" "" "$(curl_closure_missing "$dir/rootfs")" ;;
 	esac
 	# An OCI bundle for runc: read-only root, the image's user, no capabilities, its own namespaces.
 	/usr/bin/python3 - "$dir" "$uid" "$gid" "stockade-$img" <<'PY'

@@ -161,11 +161,47 @@ t_same_as_chart() {
 	same "Deployment, classic sidecar started first" Deployment "--set sidecar.startFirst=true" "--sidecar-first"
 	same "Pod, seccomp off" Pod "--set seccomp.enabled=false" "--no-seccomp"
 	same "Pod, other UIDs, admin port, images, configmap, log level, ready timeout" Pod \
-		"--set uids.agent=2000 --set uids.sidecar=2001 --set ports.admin=16000 --set images.init.repository=r/i --set images.init.tag=t1 --set images.sidecar.repository=r/s --set images.sidecar.tag=t2 --set images.init.pullPolicy=Always --set images.sidecar.pullPolicy=Always --set policy.existingConfigMap=my-policy --set sidecar.logLevel=debug --set sidecar.readyTimeoutSeconds=7" \
-		"--agent-uid 2000 --sidecar-uid 2001 --admin-port 16000 --init-image r/i:t1 --sidecar-image r/s:t2 --pull-policy Always --policy-configmap my-policy --log-level debug --ready-timeout 7"
+		"--set uids.agent=2000 --set uids.sidecar=2001 --set ports.admin=16000 --set images.init.repository=r/i --set images.init.tag=t1 --set images.sidecar.repository=r/s --set images.sidecar.tag=t2 --set images.init.pullPolicy=Always --set images.sidecar.pullPolicy=Always --set policy.existingConfigMap=my-policy --set seccomp.profileName=stockade-0123456789abcdef.json --set sidecar.logLevel=debug --set sidecar.readyTimeoutSeconds=7" \
+		"--agent-uid 2000 --sidecar-uid 2001 --admin-port 16000 --init-image r/i:t1 --sidecar-image r/s:t2 --pull-policy Always --policy-configmap my-policy --seccomp-profile stockade-0123456789abcdef.json --log-level debug --ready-timeout 7"
 	same "Deployment, API secrets and sidecar settings" Deployment \
 		"--set sidecar.apiSecrets[0].name=gh --set sidecar.apiSecrets[0].secretName=gh-token --set sidecar.apiSecrets[1].name=pypi --set sidecar.apiSecrets[1].secretName=pypi-token --set sidecar.settings.peek-timeout-ms=2000 --set sidecar.settings.dns-upstream-sockets=64" \
 		"--api-secret gh=gh-token --api-secret pypi=pypi-token --sidecar-setting peek-timeout-ms=2000 --sidecar-setting dns-upstream-sockets=64"
+}
+
+# --- A seccomp section: both name the profile after its content hash (issue 22), the chart from values,
+# inject from the policy file the chart renders; the seccomp ConfigMaps they publish for the installer agree.
+sc_field() { # sc_field FILE — "<profile> <localhostProfile of the first agent container>"
+	python3 -c '
+import sys, yaml
+cm, prof = "-", "-"
+for d in yaml.safe_load_all(open(sys.argv[1])):
+    if not d: continue
+    if d["kind"] == "ConfigMap" and d["metadata"].get("labels", {}).get("stockade.dev/seccomp-profile") == "true":
+        cm = d["data"]["profile"]
+    for c in d["spec"].get("containers", []) if d["kind"] == "Pod" else []:
+        if c["name"] == "agent": prof = c["securityContext"]["seccompProfile"]["localhostProfile"]
+print(cm, prof)' "$1"; }
+t_seccomp_hashed() {
+	local sc_set="--set policy.spec.seccomp.deny={ptrace,getrandom} --set policy.spec.seccomp.allow={mlock}"
+	# shellcheck disable=SC2086
+	"$HELM" template stockade helm/stockade --namespace default --kube-version 1.34.0 $sc_set >"$SK_TMP/sc-chart.yaml"
+	python3 -c 'import sys, yaml
+for d in yaml.safe_load_all(open(sys.argv[1])):
+    if d and d["kind"] == "ConfigMap" and d["metadata"]["name"] == "stockade-policy": print(d["data"]["policy.yaml"], end="")' \
+		"$SK_TMP/sc-chart.yaml" >"$SK_TMP/sc-policy.yaml"
+	same "Pod, a seccomp section (content-hashed profile name)" Pod "$sc_set" "--policy $SK_TMP/sc-policy.yaml"
+	app_pod Pod | "$P" inject -f - --policy "$SK_TMP/sc-policy.yaml" >"$SK_TMP/sc-inject.yaml"
+	chart_sc=$(sc_field "$SK_TMP/sc-chart.yaml")
+	sk_check_eq "seccomp ConfigMap: chart and inject publish the same profile name, the one their pods use" \
+		"$chart_sc" "$(sc_field "$SK_TMP/sc-inject.yaml")"
+	sk_check_eq "... which is stockade-policy seccomp --print-name of that policy" \
+		"$("$P" seccomp --policy "$SK_TMP/sc-policy.yaml" --print-name) $("$P" seccomp --policy "$SK_TMP/sc-policy.yaml" --print-name)" "$chart_sc"
+	run "$P" inject -f "$SK_TMP/sc-inject.yaml" --policy "$SK_TMP/sc-policy.yaml" --seccomp-profile stockade-agent.json
+	sk_check_eq "inject --policy refuses a --seccomp-profile the policy does not hash to (exit 2)" 2 "$rc"
+	printf 'version: 1\nseccomp:\n  allow: [ptrace]\n' >"$SK_TMP/sc-bad.yaml"
+	run "$P" inject -f "$SK_TMP/sc-inject.yaml" --policy "$SK_TMP/sc-bad.yaml"
+	sk_check_eq "inject --policy refuses a seccomp section the generator refuses, at its line:col (exit 3)" \
+		"3 yes" "$rc $(grep -q "sc-bad.yaml:3:11: seccomp.allow\[0\]: 'ptrace'" <<<"$err" && echo yes)"
 }
 
 # --- every workload kind, as kubectl would receive it ------------------------------------------------------
@@ -242,15 +278,16 @@ t_lists_json_policy() {
 	run "$P" inject --policy "$SK_TMP/policy.yaml" --policy-configmap agent-policy -f "$SK_TMP/root.yaml"
 	sk_check_eq "--policy: the policy's UIDs are used (root still refused)" 1 "$rc"
 	run "$P" inject --policy "$SK_TMP/policy.yaml" --policy-configmap agent-policy -f "$SK_TMP/job.yaml"
-	sk_check_eq "--policy: ConfigMap first, holding the file; the pod takes the policy's UIDs and admin port" \
-		"ConfigMap agent-policy True | Job 4000 4001 --admin-addr=0.0.0.0:17000 agent-policy" \
+	sk_check_eq "--policy: ConfigMaps first (the file; the seccomp section for the installer); the pod takes the policy's UIDs and admin port" \
+		"ConfigMap agent-policy True | ConfigMap agent-policy-seccomp true stockade-4696b6ca6e2d4b5e.json | Job 4000 4001 --admin-addr=0.0.0.0:17000 agent-policy" \
 		"$(python3 -c '
 import sys, yaml
 ds = list(yaml.safe_load_all(sys.stdin))
-cm, job = ds
+cm, scm, job = ds
 s = job["spec"]["template"]["spec"]
 side = s["initContainers"][1]
-print(cm["kind"], cm["metadata"]["name"], cm["data"]["policy.yaml"] == open(sys.argv[1]).read(), "|", job["kind"],
+print(cm["kind"], cm["metadata"]["name"], cm["data"]["policy.yaml"] == open(sys.argv[1]).read(), "|",
+      scm["kind"], scm["metadata"]["name"], scm["metadata"]["labels"]["stockade.dev/seccomp-profile"], scm["data"]["profile"], "|", job["kind"],
       s["containers"][0]["securityContext"]["runAsUser"], side["securityContext"]["runAsUser"], side["args"][2],
       s["volumes"][0]["configMap"]["name"])' "$SK_TMP/policy.yaml" <<<"$out")"
 	run "$P" inject --policy "$SK_TMP/policy.yaml" --agent-uid 1000 -f "$SK_TMP/job.yaml"
@@ -263,5 +300,5 @@ print(cm["kind"], cm["metadata"]["name"], cm["data"]["policy.yaml"] == open(sys.
 	sk_check_eq "an image with a space is a usage error" "2:stockade-policy inject: --init-image: expected a non-empty name of printable ASCII, no spaces" "$rc:$err"
 }
 
-SK_CASES=(same_as_chart kinds idempotence refusals lists_json_policy)
+SK_CASES=(same_as_chart seccomp_hashed kinds idempotence refusals lists_json_policy)
 sk_main "$@"

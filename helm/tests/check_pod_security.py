@@ -72,8 +72,9 @@ for a in agents:
     expect(sc["allowPrivilegeEscalation"] is False, "agent allowPrivilegeEscalation false")
     expect(sc["capabilities"] == {"drop": ["ALL"]}, "agent drops ALL capabilities")
     expect(sc["readOnlyRootFilesystem"] is True, "agent readOnlyRootFilesystem")
-    expect(sc["seccompProfile"] == {"type": "Localhost", "localhostProfile": "stockade-agent.json"},
-           "agent seccomp Localhost stockade-agent.json")
+    # the default section's content-hashed name (policy/seccomp_name.h; stockade-policy seccomp --print-name)
+    expect(sc["seccompProfile"] == {"type": "Localhost", "localhostProfile": "stockade-4696b6ca6e2d4b5e.json"},
+           "agent seccomp Localhost stockade-4696b6ca6e2d4b5e.json")
     expect(not any("stockade-secret" in m["name"] for m in a.get("volumeMounts", [])), "API secrets not mounted in the agent")
 for c in inits + conts:
     expect(not c.get("securityContext", {}).get("privileged"), "%s not privileged" % c["name"])

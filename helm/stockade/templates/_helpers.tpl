@@ -94,6 +94,16 @@ stockade.validate: fails the render with a clear message on values the schema ca
 {{- if and (not .Values.policy.existingConfigMap) (not .Values.policy.spec) -}}
 {{- fail "set policy.spec (inline policy) or policy.existingConfigMap" -}}
 {{- end -}}
+{{- /* 0.2 moved the cluster-wide pieces to helm/stockade-system: say so instead of ignoring old values */ -}}
+{{- if hasKey .Values "admissionPolicy" -}}
+{{- fail "admissionPolicy: the admission policy moved to the stockade-system chart (one per cluster: helm install stockade-system helm/stockade-system --set admissionPolicy.enabled=true); remove admissionPolicy from this release's values (docs/upgrading.md)" -}}
+{{- end -}}
+{{- if hasKey .Values.seccomp "installer" -}}
+{{- fail "seccomp.installer: the seccomp installer moved to the stockade-system chart (one per cluster: helm/stockade-system, values seccompInstaller.*); remove seccomp.installer from this release's values (docs/upgrading.md)" -}}
+{{- end -}}
+{{- if and .Values.seccomp.enabled .Values.policy.existingConfigMap (not .Values.seccomp.profileName) -}}
+{{- fail "policy.existingConfigMap with seccomp.enabled: set seccomp.profileName to the output of `stockade-policy seccomp --print-name --policy <that policy.yaml>` and label that ConfigMap stockade.dev/seccomp-profile=true so the stockade-system installer serves the profile (docs/install.md)" -}}
+{{- end -}}
 {{- end -}}
 
 {{/*
@@ -271,7 +281,7 @@ capabilities:
 seccompProfile:
 {{- if .Values.seccomp.enabled }}
   type: Localhost
-  localhostProfile: {{ .Values.seccomp.profileName }}
+  localhostProfile: {{ include "stockade.seccompProfileName" . }}
 {{- else }}
   type: RuntimeDefault
 {{- end }}
@@ -460,4 +470,27 @@ there would roll every pod on each chart upgrade. Usage: {{ include "stockade.po
 {{- define "stockade.podLabels" -}}
 {{ include "stockade.selectorLabels" . }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{/*
+stockade.seccompProfileName: the agent's Localhost profile file name — seccomp.profileName when set, else
+"stockade-" + the first 16 hex digits of the SHA-256 of the canonical seccomp section + ".json", the name
+`stockade-policy inject`, `stockade-policy seccomp --print-name` and the stockade-system installer compute
+(policy/seccomp_name.h owns the canonical form: sorted, unique, comma-joined names; "/1" the generator's
+revision). Different sections get different files, so releases never overwrite each other's profile.
+Usage: {{ include "stockade.seccompProfileName" . }} (or the parent-chart dict)
+*/}}
+{{- define "stockade.seccompProfileName" -}}
+{{- $c := dict -}}{{- include "stockade.ctx" (list . $c) -}}
+{{- with $c -}}
+{{- if .Values.seccomp.profileName -}}
+{{- .Values.seccomp.profileName -}}
+{{- else -}}
+{{- $s := get (.Values.policy.spec | default dict) "seccomp" | default dict -}}
+{{- $allow := get $s "allow" | default list -}}
+{{- $deny := get $s "deny" | default list -}}
+{{- $canon := printf "stockade-seccomp/1\nallow=%s\ndeny=%s\n" (join "," (sortAlpha (uniq $allow))) (join "," (sortAlpha (uniq $deny))) -}}
+{{- printf "stockade-%s.json" (sha256sum $canon | trunc 16) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
