@@ -203,6 +203,11 @@ static int cluster_round(const struct sk_inst_api *api, const char *dir, struct 
 	struct sk_inst_set set = { 0 };
 	struct sk_err err = { 0 };
 	int skipped = 0, ex = SK_EXIT_OK;
+	if (sk_inst_add_default(&set, &err) < 0) {
+		log_line2("seccomp_install_failed", dir, SK_INST_DEFAULT_SOURCE, err.msg);
+		sk_inst_set_free(&set);
+		return SK_EXIT_RUNTIME;
+	}
 	if (sk_inst_list(api, &set, on_skip, &skipped, &err) < 0) {
 		/* Fail closed on deletion: an incomplete list says nothing about what is unneeded. What was
 		 * listed is still written (a profile a new pod waits for). */

@@ -186,6 +186,26 @@ out:
 	return rc;
 }
 
+int sk_inst_add_default(struct sk_inst_set *set, struct sk_err *err)
+{
+	static const char pol[] = "version: 1\n";
+	if (set_has(set, SK_SCMP_DEFAULT_NAME))
+		return 0;
+	struct sk_inst_profile p;
+	int rc = sk_inst_profile_from(SK_INST_DEFAULT_SOURCE, pol, sizeof(pol) - 1, SK_SCMP_DEFAULT_NAME, &p, err);
+	if (rc < 0)
+		return rc;
+	struct sk_inst_profile *nv = realloc(set->v, (set->n + 1) * sizeof(*nv));
+	if (!nv) {
+		free(p.text);
+		free(p.source);
+		return sk_err_set(err, ENOMEM, "out of memory");
+	}
+	set->v = nv;
+	set->v[set->n++] = p;
+	return 0;
+}
+
 void sk_inst_set_free(struct sk_inst_set *set)
 {
 	for (size_t i = 0; i < set->n; i++) {

@@ -53,6 +53,15 @@ int sk_inst_profile_from(const char *source, const char *policy_yaml, size_t len
 int sk_inst_parse_list(const char *json, size_t len, struct sk_inst_set *set, char **cont, sk_inst_skip_fn skip,
 		       void *ctx, struct sk_err *err);
 
+/* Adds the default profile (that of a policy without a seccomp section, SK_SCMP_DEFAULT_NAME, source
+ * SK_INST_DEFAULT_SOURCE) to set unless it is there. Every round serves it whatever the ConfigMaps say: it
+ * is what stockade-injector and `stockade-policy inject` put into a pod when no policy names another
+ * (docs/install.md#seccomp-profiles), so it must be on every node before such a pod is scheduled, and it is
+ * never collected. 0, -ENOMEM, or -EINVAL if the built-in name and the computed one disagree (a build bug:
+ * the round then serves nothing rather than a pod's profile under a wrong name). */
+#define SK_INST_DEFAULT_SOURCE "(built-in default)"
+int sk_inst_add_default(struct sk_inst_set *set, struct sk_err *err);
+
 void sk_inst_set_free(struct sk_inst_set *set);
 
 /* The files in the directory that no ConfigMap asks for any more, and since when (in this process: a

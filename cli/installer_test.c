@@ -240,6 +240,46 @@ static void test_grace(void **state)
 	sk_inst_gc_free(&gc);
 }
 
+/* The default profile is in every round's set, first, under the built-in name, as the generator makes it
+ * for a policy without a seccomp section; a ConfigMap with the same section adds no second copy; so the
+ * grace period never deletes it, whatever the ConfigMaps say. */
+static void test_default_profile(void **state)
+{
+	(void)state;
+	struct sk_inst_set set = { 0 };
+	struct sk_inst_gc gc = { 0 };
+	struct skips sk = { 0 };
+	struct sk_err err = { 0 };
+	char *cont = NULL, **due;
+	size_t n_due;
+	assert_int_equal(sk_inst_add_default(&set, &err), 0);
+	assert_int_equal(set.n, 1);
+	assert_string_equal(set.v[0].name, SK_SCMP_DEFAULT_NAME);
+	assert_string_equal(set.v[0].source, SK_INST_DEFAULT_SOURCE);
+	char *ref = reference(NULL, 0);
+	assert_string_equal(set.v[0].text, ref);
+	free(ref);
+	assert_int_equal(sk_inst_add_default(&set, &err), 0);
+	assert_int_equal(set.n, 1);
+	/* team-a's ConfigMap declares the default section: still one entry, the built-in one */
+	assert_int_equal(sk_inst_parse_list(list_page, strlen(list_page), &set, &cont, on_skip, &sk, &err), 0);
+	free(cont);
+	assert_int_equal(set.n, 2);
+	assert_string_equal(set.v[0].source, SK_INST_DEFAULT_SOURCE);
+	assert_string_equal(set.v[1].name, "stockade-b22f410551713c70.json");
+	sk_inst_set_free(&set);
+
+	/* an empty cluster: the default is still needed, another hash-named file is not */
+	const char *files[] = { SK_SCMP_DEFAULT_NAME, "stockade-aaaaaaaaaaaaaaaa.json" };
+	assert_int_equal(sk_inst_add_default(&set, &err), 0);
+	assert_int_equal(sk_inst_gc_due(&gc, files, 2, &set, 1000, 0, &due, &n_due), 0);
+	assert_int_equal(n_due, 1);
+	assert_string_equal(due[0], "stockade-aaaaaaaaaaaaaaaa.json");
+	free_due(due, n_due);
+	sk_inst_set_free(&set);
+	sk_inst_gc_free(&gc);
+}
+
 static void test_server_ok(void **state)
 {
 	(void)state;
@@ -263,6 +303,7 @@ int main(void)
 		cmocka_unit_test(test_not_a_list),
 		cmocka_unit_test(test_second_page),
 		cmocka_unit_test(test_grace),
+		cmocka_unit_test(test_default_profile),
 		cmocka_unit_test(test_server_ok),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

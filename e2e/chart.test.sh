@@ -125,6 +125,17 @@ pdb = [d for d in ds if d["kind"] == "PodDisruptionBudget"][0]
 print(dep["spec"]["replicas"], pdb["spec"]["minAvailable"], dep["spec"]["template"]["spec"]["automountServiceAccountToken"])' "$injtmp/inj.yaml")"
 	sk_check "stockade-system: injector on 1.28 puts a classic sidecar" grep -q -- "--classic-sidecar" \
 		<(sys_render --kube-version 1.28.0 --set injector.enabled=true)
+	# The wrapped pods' seccomp profile (issue 22): by default none named, so the injector's own default, the
+	# profile every installer serves; a name the installer would never serve is refused by the schema.
+	inj_seccomp() { sys_render --kube-version 1.34.0 --set injector.enabled=true "$@" 2>&1 | grep -oE -- '--(no-seccomp|seccomp-profile=[^ ]*)' | paste -sd' '; }
+	sk_check_eq "stockade-system: the injector gets no profile flag by default (its default: the installer's)" "" "$(inj_seccomp)"
+	sk_check_eq "stockade-system: injector.wrap.seccomp=false gives RuntimeDefault" "--no-seccomp" \
+		"$(inj_seccomp --set injector.wrap.seccomp=false)"
+	sk_check_eq "stockade-system: a hashed injector.wrap.seccompProfile is passed" "--seccomp-profile=stockade-0123456789abcdef.json" \
+		"$(inj_seccomp --set injector.wrap.seccompProfile=stockade-0123456789abcdef.json)"
+	if out=$(sys_render --kube-version 1.34.0 --set injector.enabled=true --set injector.wrap.seccompProfile=stockade-agent.json 2>&1); then
+		sk_fail "stockade-system: a profile name the installer never serves is refused" "$out"
+	else sk_pass "stockade-system: a profile name the installer never serves is refused"; fi
 	rm -rf "$injtmp"
 }
 

@@ -5,7 +5,8 @@
 # nested names, reports a broken policy without touching the file. --from-cluster mode (issue 22), against a
 # stand-in API server over TLS (e2e/installer/fake-api.py): every labelled ConfigMap's profile, across pages,
 # each equal to `stockade-policy seccomp` output; the chart's own ConfigMap; bad ones skipped and named; a
-# profile nobody asks for kept until the grace period, others' files never touched; a refused or
+# profile nobody asks for kept until the grace period, others' files never touched; the default profile
+# (what stockade-injector gives by default) always served; a refused or
 # untrusted listing deletes nothing; the token must be the pod's.
 set -uo pipefail
 # shellcheck source=e2e/lib.sh
@@ -122,6 +123,8 @@ print(json.dumps({"metadata": {"namespace": ns, "name": name, "labels": {"stocka
 	printf 'version: 1\nseccomp:\n  allow: [mlock]\n  deny: [uname, ptrace]\n' >"$SK_TMP/b.yaml"
 	pa=$("$P" seccomp --policy "$SK_TMP/a.yaml" --print-name); "$P" seccomp --policy "$SK_TMP/a.yaml" -o "$SK_TMP/a.json"
 	pb=$("$P" seccomp --policy "$SK_TMP/b.yaml" --print-name); "$P" seccomp --policy "$SK_TMP/b.yaml" -o "$SK_TMP/b.json"
+	printf 'version: 1\n' >"$SK_TMP/d.yaml"
+	pd=$("$P" seccomp --policy "$SK_TMP/d.yaml" --print-name); "$P" seccomp --policy "$SK_TMP/d.yaml" -o "$SK_TMP/d.json"
 	# The chart's own ConfigMap for a third section, as helm renders it.
 	HELM=${SK_TOOLS:-/opt/stockade-tools}/bin/helm
 	"$HELM" template rel-c helm/stockade --namespace team-c --kube-version 1.34.0 -s templates/configmap-seccomp.yaml \
@@ -147,8 +150,10 @@ d = yaml.safe_load(sys.stdin); d["metadata"]["namespace"] = "team-c"; print(json
 	echo '{}' >"$c/other.json"
 	inst --grace=0
 	sk_check_eq "a round with bad ConfigMaps exits 3 (the good ones are still served)" 3 "$rc"
-	sk_check_eq "every labelled ConfigMap's profile, across two pages, one file per distinct section" \
-		"$(printf '%s\n' "$pa" "$pb" "$pc" other.json stockade-agent.json | sort)" "$(find "$c" -mindepth 1 -printf '%f\n' | sort)"
+	sk_check_eq "every labelled ConfigMap's profile, across two pages, one file per distinct section, and the default" \
+		"$(printf '%s\n' "$pa" "$pb" "$pc" "$pd" other.json stockade-agent.json | sort)" "$(find "$c" -mindepth 1 -printf '%f\n' | sort)"
+	sk_check "the default profile (a policy without a seccomp section: what the injector gives by default) is served" \
+		cmp "$SK_TMP/d.json" "$c/$pd"
 	sk_check "the first release's profile is what stockade-policy seccomp generates" cmp "$SK_TMP/a.json" "$c/$pa"
 	sk_check "the second release's (different section) too, under its own name" cmp "$SK_TMP/b.json" "$c/$pb"
 	sk_check "the chart's rendered ConfigMap is served under the name its pods use" cmp "$SK_TMP/c.json" "$c/$pc"
@@ -185,8 +190,12 @@ d = yaml.safe_load(sys.stdin); d["metadata"]["namespace"] = "team-c"; print(json
 		"$rc $([ -f "$c/$pb" ] && echo yes) $(grep -qi 'certificate' <<<"$out" && echo yes)"
 	inst --grace=0
 	sk_check_eq "past the grace period the unneeded profile goes; the others and foreign files stay" \
-		"$(printf '%s\n' "$pa" "$pc" other.json stockade-agent.json | sort)" "$(find "$c" -mindepth 1 -printf '%f\n' | sort)"
+		"$(printf '%s\n' "$pa" "$pc" "$pd" other.json stockade-agent.json | sort)" "$(find "$c" -mindepth 1 -printf '%f\n' | sort)"
 	sk_check "... logged" grep -q "\"event\":\"seccomp_removed\",\"path\":\"$c/$pb\"" <<<"$out"
+	echo '[[]]' >"$api/pages.json"
+	inst --grace=0
+	sk_check_eq "a cluster with no labelled ConfigMap: only the default profile (and foreign files) stay" \
+		"$(printf '%s\n' "$pd" other.json stockade-agent.json | sort)" "$(find "$c" -mindepth 1 -printf '%f\n' | sort)"
 	out=$("$P" seccomp-install --from-cluster --dir="$c" --api-server=http://10.96.0.1 --once 2>&1); rc=$?
 	sk_check_eq "the token is never sent in clear beyond loopback (http:// to another host: usage error)" 2 "$rc"
 	out=$("$P" seccomp-install --from-cluster --policy "$SK_TMP/a.yaml" --dir="$c" --once 2>&1); rc=$?

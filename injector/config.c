@@ -7,6 +7,7 @@
 #include "common/err.h"
 #include "common/util.h"
 #include "injector/config.h"
+#include "policy/seccomp_name.h"
 
 enum type {
 	T_U32,    /* integer in [min, max], uint32_t field */
@@ -19,6 +20,7 @@ enum type {
 	T_PULL,   /* Always, IfNotPresent, Never */
 	T_SLEVEL, /* the sidecar's --log-level, kept as text */
 	T_NAMES,  /* comma-separated namespace names */
+	T_PROFILE, /* a seccomp profile name of the installer's shape, stockade-<16 hex>.json */
 };
 
 struct setting {
@@ -71,8 +73,10 @@ static const struct setting settings[] = {
 	  F(inject.admin_port) },
 	{ "policy-configmap", "STOCKADE_POLICY_CONFIGMAP", T_TOKEN, 0, 0, NULL,
 	  "ConfigMap holding policy.yaml, in the pod's namespace", F(inject.policy_configmap) },
-	{ "seccomp-profile", "STOCKADE_SECCOMP_PROFILE", T_TOKEN, 0, 0, NULL,
-	  "Localhost seccomp profile of agent containers", F(inject.seccomp_profile) },
+	{ "seccomp-profile", "STOCKADE_SECCOMP_PROFILE", T_PROFILE, 0, 0, NULL,
+	  "Localhost seccomp profile of agent containers: stockade-<16 hex>.json, the name of a seccomp section "
+	  "(stockade-policy seccomp --policy FILE --print-name); the default is a policy's without one, which "
+	  "every stockade-system installer serves", F(inject.seccomp_profile) },
 	{ "no-seccomp", "STOCKADE_NO_SECCOMP", T_BOOL, 0, 0, "false", "RuntimeDefault instead of the Localhost profile",
 	  F(no_seccomp) },
 	{ "classic-sidecar", "STOCKADE_CLASSIC_SIDECAR", T_BOOL, 0, 0, "false",
@@ -97,6 +101,7 @@ static const char *metavar(enum type t)
 	case T_LOGFMT: return "FORMAT";
 	case T_PULL: return "POLICY";
 	case T_NAMES: return "NS,...";
+	case T_PROFILE: return "FILE";
 	}
 	return "VALUE";
 }
@@ -265,6 +270,14 @@ static int apply(struct sk_injector_config *cfg, const struct setting *s, const 
 		}
 		break;
 	}
+	case T_PROFILE:
+		/* Only the installer's names: it serves nothing else, so another name leaves every wrapped pod
+		 * unable to start (or, were the file there by other means, unconfined by what stockade checks). */
+		if (!sk_seccomp_is_profile_name(value))
+			return sk_err_set(err, EINVAL, "%s: '%s': expected stockade-<16 hex>.json, a profile the "
+					  "stockade-system installer serves (stockade-policy seccomp --policy FILE "
+					  "--print-name)", what, value);
+		break;
 	case T_STR:
 		break;
 	}

@@ -11,6 +11,7 @@
 
 #include "common/err.h"
 #include "injector/config.h"
+#include "policy/seccomp_name.h"
 
 static void test_defaults_are_injects(void **state)
 {
@@ -83,6 +84,32 @@ static void test_bad_values_name_their_source(void **state)
 	expect_error(a7, 2, env, "unknown flag '--frobnicate'");
 	char *e8[] = { "STOCKADE_TLS_CERT=c", "STOCKADE_TLS_KEY=k", "STOCKADE_LOG_LEVEL=loud", NULL };
 	expect_error(a5, 1, e8, "STOCKADE_LOG_LEVEL: 'loud'");
+	/* a profile the installer would never serve (0.1's name, a path) is refused at startup */
+	char *a9[] = { "x", "--seccomp-profile", "stockade-agent.json", NULL };
+	expect_error(a9, 3, env, "--seccomp-profile: 'stockade-agent.json': expected stockade-<16 hex>.json");
+	char *e10[] = { "STOCKADE_TLS_CERT=c", "STOCKADE_TLS_KEY=k", "STOCKADE_SECCOMP_PROFILE=../stockade-0123456789abcdef.json",
+			NULL };
+	expect_error(a5, 1, e10, "STOCKADE_SECCOMP_PROFILE: '../stockade-0123456789abcdef.json': expected");
+}
+
+/* The default profile is the one every installer serves: the computed name of a policy without a seccomp
+ * section; another installer-shaped name is taken as given. */
+static void test_seccomp_profile(void **state)
+{
+	(void)state;
+	char *env[] = { "STOCKADE_TLS_CERT=c", "STOCKADE_TLS_KEY=k", NULL };
+	char *a1[] = { "x", NULL };
+	struct sk_injector_config cfg;
+	struct sk_err err = { 0 };
+	char def[SK_SCMP_NAME_SIZE];
+	assert_int_equal(sk_seccomp_profile_name(NULL, 0, NULL, 0, def, &err), 0);
+	assert_int_equal(sk_injector_config_parse(1, a1, env, &cfg, &err), 0);
+	assert_string_equal(cfg.inject.seccomp_profile, def);
+	sk_injector_config_free(&cfg);
+	char *a2[] = { "x", "--seccomp-profile=stockade-0123456789abcdef.json", NULL };
+	assert_int_equal(sk_injector_config_parse(2, a2, env, &cfg, &err), 0);
+	assert_string_equal(cfg.inject.seccomp_profile, "stockade-0123456789abcdef.json");
+	sk_injector_config_free(&cfg);
 }
 
 int main(void)
@@ -91,6 +118,7 @@ int main(void)
 		cmocka_unit_test(test_defaults_are_injects),
 		cmocka_unit_test(test_flag_wins_over_environment),
 		cmocka_unit_test(test_bad_values_name_their_source),
+		cmocka_unit_test(test_seccomp_profile),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
