@@ -148,7 +148,9 @@ spec = {
 json.dump(spec, open(d + "/config.json", "w"))
 PY
 	out=$(cd "$dir" && timeout 30 runc run "sk-img-$img-$$" 2>&1)
-	if grep -q "^stockade-$img " <<<"$out"; then sk_pass "$img image runs --version under runc ($out)"
+	# the installer is stockade-policy under another file name (its seccomp-install subcommand)
+	local want=stockade-$img; [ "$img" = installer ] && want=stockade-policy
+	if grep -q "^$want " <<<"$out"; then sk_pass "$img image runs --version under runc ($out)"
 	else sk_fail "$img image runs --version under runc" "$out"; fi
 	runc delete -f "sk-img-$img-$$" >/dev/null 2>&1 || true
 }
