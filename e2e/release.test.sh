@@ -101,6 +101,10 @@ foreign_elves() {
 	[ "$n" -gt 0 ] || echo none
 }
 
+# vname IMAGE — the program name its binary's --version prints (the installer is stockade-policy under
+# another file name).
+vname() { if [ "$1" = installer ]; then echo stockade-policy; else echo "stockade-$1"; fi; }
+
 t_arm64_binaries() {
 	local img root out
 	for img in "${IMAGES[@]}"; do
@@ -114,7 +118,7 @@ t_arm64_binaries() {
 		out=$("$root/lib64/ld-linux-x86-64.so.2" --library-path "$root/lib/x86_64-linux-gnu" \
 			"$root/usr/local/bin/stockade-$img" --version 2>&1)
 		sk_check "stockade-$img amd64: --version with the image's loader and libraries ($out)" \
-			grep -q "^stockade-$img $VERSION " <<<"$out"
+			grep -q "^$(vname "$img") $VERSION " <<<"$out"
 	done
 }
 
@@ -134,7 +138,7 @@ t_arm64_under_qemu() {
 	for img in "${IMAGES[@]}"; do
 		root=$SK_TMP/rootfs/$img/arm64
 		out=$(qemu_run "$img" "$root/usr/local/bin/stockade-$img" --version 2>&1)
-		sk_check "stockade-$img arm64: --version under qemu-aarch64 ($out)" grep -q "^stockade-$img $VERSION " <<<"$out"
+		sk_check "stockade-$img arm64: --version under qemu-aarch64 ($out)" grep -q "^$(vname "$img") $VERSION " <<<"$out"
 	done
 	root=$SK_TMP/rootfs/policy/arm64
 	out=$(qemu_run policy "$root/usr/local/bin/stockade-policy" check policy/examples/agent.yaml 2>&1)
@@ -274,7 +278,7 @@ t_one_version() {
 	check_rendered stockade "packaged chart: images tagged with the release version" \
 		"localhost/stockade-%s:$VERSION%.0s" init sidecar policy
 	[ ! -d helm/stockade-system ] || check_rendered stockade-system \
-		"packaged chart: images tagged with the release version" "localhost/stockade-%s:$VERSION%.0s" policy injector
+		"packaged chart: images tagged with the release version" "localhost/stockade-%s:$VERSION%.0s" installer injector
 }
 
 # check_rendered CHART NAME FORMAT IMAGE... — every image of ours the packaged CHART renders (default
@@ -311,7 +315,7 @@ t_pinned_and_reproducible() {
 	check_rendered stockade "pinned chart: images are REPO/stockade-NAME@<index digest>" \
 		"registry.example/acme/stockade-%s@%s" init sidecar policy
 	[ ! -d helm/stockade-system ] || check_rendered stockade-system \
-		"pinned chart: images are REPO/stockade-NAME@<index digest>" "registry.example/acme/stockade-%s@%s" policy injector
+		"pinned chart: images are REPO/stockade-NAME@<index digest>" "registry.example/acme/stockade-%s@%s" installer injector
 }
 
 SK_CASES=(layouts_and_sboms sbom_negative skopeo registry_push arm64_binaries arm64_under_qemu one_version
