@@ -205,9 +205,14 @@ static cJSON *seccomp_configmap(const char *policy_cm, const char *profile, cons
 	cJSON_AddStringToObject(cm, "apiVersion", "v1");
 	cJSON_AddStringToObject(cm, "kind", "ConfigMap");
 	cJSON *meta = cJSON_AddObjectToObject(cm, "metadata");
-	char name[300];
-	snprintf(name, sizeof(name), "%s-seccomp", policy_cm);
-	cJSON_AddStringToObject(meta, "name", name);
+	size_t n = strlen(policy_cm) + sizeof("-seccomp");
+	char *name = malloc(n);
+	if (name)
+		(void)snprintf(name, n, "%s-seccomp", policy_cm);  /* sized for it above */
+	/* without memory the name is left out, as cJSON's builders leave out what they cannot allocate */
+	if (name)
+		cJSON_AddStringToObject(meta, "name", name);
+	free(name);
 	cJSON *labels = cJSON_AddObjectToObject(meta, "labels");
 	cJSON_AddStringToObject(labels, "app.kubernetes.io/component", "seccomp-profile");
 	cJSON_AddStringToObject(labels, "stockade.dev/seccomp-profile", "true");
@@ -428,7 +433,7 @@ static int run_inject(struct sk_inject_opts *o_, const char *const *files, size_
 			sk_diags_print(&diags, stderr);
 			sk_diags_free(&diags);
 			sk_policy_free(p);
-			fprintf(stderr, "stockade-policy inject: %s: invalid policy\n", policy_path);
+			(void)fprintf(stderr, "stockade-policy inject: %s: invalid policy\n", policy_path);
 			return SK_EXIT_POLICY;
 		}
 		sk_diags_free(&diags);
@@ -437,7 +442,7 @@ static int run_inject(struct sk_inject_opts *o_, const char *const *files, size_
 		if (sk_seccomp_profile_name(allow, p->seccomp.n_allow, deny, p->seccomp.n_deny, profile_name, &err) < 0 ||
 		    !(seccomp_yaml = seccomp_section_yaml(p))) {
 			sk_policy_free(p);
-			fprintf(stderr, "stockade-policy inject: out of memory\n");
+			(void)fprintf(stderr, "stockade-policy inject: out of memory\n");
 			return SK_EXIT_RUNTIME;
 		}
 		bool clash = (uid_flag && (o.agent_uid != p->agent_uid || o.sidecar_uid != p->sidecar_uid)) ||
@@ -450,7 +455,7 @@ static int run_inject(struct sk_inject_opts *o_, const char *const *files, size_
 			o.seccomp_profile = profile_name;
 		sk_policy_free(p);
 		if (clash || profile_clash) {
-			fprintf(stderr, "stockade-policy inject: %s disagree%s with %s (leave %s out: the policy's %s used)\n",
+			(void)fprintf(stderr, "stockade-policy inject: %s disagree%s with %s (leave %s out: the policy's %s used)\n",
 				clash ? "--agent-uid/--sidecar-uid/--admin-port" : "--seccomp-profile", clash ? "" : "s",
 				policy_path, clash ? "them" : "it", clash ? "are" : "profile name, " SK_SCMP_NAME_PREFIX
 				"<hash of its seccomp section>.json, is");
@@ -458,7 +463,7 @@ static int run_inject(struct sk_inject_opts *o_, const char *const *files, size_
 			return SK_EXIT_USAGE;
 		}
 		if (!(policy_text = sk_read_file(policy_path, INJECT_MAX_INPUT, &policy_len, &err))) {
-			fprintf(stderr, "stockade-policy inject: %s\n", err.msg);
+			(void)fprintf(stderr, "stockade-policy inject: %s\n", err.msg);
 			free(seccomp_yaml);
 			return SK_EXIT_RUNTIME;
 		}

@@ -175,8 +175,11 @@ static int collect(const char *dir, struct sk_inst_gc *gc, const struct sk_inst_
 		goto out;
 	for (size_t i = 0; i < n_due; i++) {
 		char path[4096];
-		snprintf(path, sizeof(path), "%s/%s", dir, due[i]);
-		if (unlink(path) < 0 && errno != ENOENT) {
+		/* a cut path would name another file: delete nothing then */
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, due[i]) >= sizeof(path)) {
+			log_line("seccomp_remove_failed", dir, "path too long");
+			rc = -EIO;
+		} else if (unlink(path) < 0 && errno != ENOENT) {
 			log_line("seccomp_remove_failed", path, strerror(errno));
 			rc = -EIO;
 		} else {
@@ -243,7 +246,7 @@ static int parse_seconds(const char *flag, const char *s, long lo, long hi, long
 	errno = 0;
 	long v = strtol(s, &end, 10);
 	if (errno || end == s || *end || v < lo || v > hi) {
-		fprintf(stderr, "stockade-policy seccomp-install: %s: expected %ld..%ld seconds\n", flag, lo, hi);
+		(void)fprintf(stderr, "stockade-policy seccomp-install: %s: expected %ld..%ld seconds\n", flag, lo, hi);
 		return -1;
 	}
 	*out = v;
@@ -293,7 +296,7 @@ int sk_cmd_seccomp_install(int argc, char **argv)
 		return sk_cli_usage_error(argv[0], "--grace, --api-server and --selector are for --from-cluster");
 	/* A flat file name only: some runtimes mis-parse nested Localhost paths, and no "..". */
 	if (name_opt && (!*name_opt || strchr(name_opt, '/') || !strcmp(name_opt, ".") || !strcmp(name_opt, ".."))) {
-		fprintf(stderr, "stockade-policy seccomp-install: --name must be a plain file name\n");
+		(void)fprintf(stderr, "stockade-policy seccomp-install: --name must be a plain file name\n");
 		return SK_EXIT_USAGE;
 	}
 	char server[512];
@@ -317,7 +320,7 @@ int sk_cmd_seccomp_install(int argc, char **argv)
 	if (cluster) {
 		struct sk_err err = { 0 };
 		if (sk_curl_load(&cu, SK_CURL_SONAME, &err) < 0 || cu.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-			fprintf(stderr, "stockade-policy seccomp-install: %s\n", err.msg[0] ? err.msg :
+			(void)fprintf(stderr, "stockade-policy seccomp-install: %s\n", err.msg[0] ? err.msg :
 				"libcurl initialisation failed");
 			return SK_EXIT_RUNTIME;
 		}
@@ -338,7 +341,7 @@ int sk_cmd_seccomp_install(int argc, char **argv)
 			 * DIR/NAME), and the last good file stays. */
 			const char *name = name_opt ? name_opt : hashed;
 			if ((size_t)snprintf(path, sizeof(path), "%s%s%s", dir, *name ? "/" : "", name) >= sizeof(path)) {
-				fprintf(stderr, "stockade-policy seccomp-install: --dir/--name: path too long\n");
+				(void)fprintf(stderr, "stockade-policy seccomp-install: --dir/--name: path too long\n");
 				free(text);
 				return SK_EXIT_USAGE;
 			}

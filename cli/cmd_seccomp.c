@@ -209,7 +209,7 @@ int sk_cmd_seccomp(int argc, char **argv)
 	if (print_name) {
 		/* The name is of the profile for both default architectures, the only one the installer writes. */
 		if (arch_list) {
-			fprintf(stderr, "stockade-policy seccomp: --print-name names the default (x86_64 + aarch64) "
+			(void)fprintf(stderr, "stockade-policy seccomp: --print-name names the default (x86_64 + aarch64) "
 				"profile: leave out --arch\n");
 			goto out;
 		}

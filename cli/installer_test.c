@@ -28,8 +28,9 @@ static void on_skip(void *ctx, const char *source, const char *why)
 {
 	struct skips *s = ctx;
 	assert_true(s->n < 8);
-	snprintf(s->src[s->n], sizeof(s->src[0]), "%s", source);
-	snprintf(s->why[s->n], sizeof(s->why[0]), "%s", why);
+	/* a cut message fails the test's strstr checks, never passes one */
+	(void)snprintf(s->src[s->n], sizeof(s->src[0]), "%s", source);
+	(void)snprintf(s->why[s->n], sizeof(s->why[0]), "%s", why);
 	s->n++;
 }
 
@@ -173,7 +174,7 @@ static void add_needed(struct sk_inst_set *set, const char *name)
 	set->v = realloc(set->v, (set->n + 1) * sizeof(*set->v));
 	assert_non_null(set->v);
 	memset(&set->v[set->n], 0, sizeof(set->v[0]));
-	snprintf(set->v[set->n].name, sizeof(set->v[0].name), "%s", name);
+	assert_true((size_t)snprintf(set->v[set->n].name, sizeof(set->v[0].name), "%s", name) < sizeof(set->v[0].name));
 	set->n++;
 }
 

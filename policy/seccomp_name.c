@@ -24,13 +24,14 @@ static int put_list(FILE *f, const char *key, const char *const *v, size_t n)
 		memcpy(s, v, n * sizeof(*s));
 	if (n > 1)
 		qsort(s, n, sizeof(*s), cmp_str);
-	fprintf(f, "%s=", key);
+	/* pieces of a memstream: its error sticks, and the caller's fclose reports it */
+	(void)fprintf(f, "%s=", key);
 	for (size_t i = 0, out = 0; i < n; i++) {
 		if (i > 0 && !strcmp(s[i], s[i - 1]))
 			continue;
-		fprintf(f, "%s%s", out++ ? "," : "", s[i]);
+		(void)fprintf(f, "%s%s", out++ ? "," : "", s[i]);
 	}
-	fputc('\n', f);
+	(void)fputc('\n', f);
 	free(s);
 	return 0;
 }
@@ -45,7 +46,7 @@ char *sk_seccomp_canonical(const char *const *allow, size_t n_allow, const char 
 		sk_err_set(err, ENOMEM, "seccomp profile name: out of memory");
 		return NULL;
 	}
-	fputs("stockade-seccomp/1\n", f);
+	(void)fputs("stockade-seccomp/1\n", f);  /* checked by the fclose below */
 	int rc = put_list(f, "allow", allow, n_allow);
 	if (rc == 0)
 		rc = put_list(f, "deny", deny, n_deny);
@@ -66,7 +67,8 @@ int sk_seccomp_profile_name(const char *const *allow, size_t n_allow, const char
 	char hex[2 * SK_SHA256_LEN + 1];
 	sk_sha256_hex(text, strlen(text), hex);
 	free(text);
-	snprintf(out, SK_SCMP_NAME_SIZE, SK_SCMP_NAME_PREFIX "%.*s.json", SK_SCMP_NAME_HEX, hex);
+	/* SK_SCMP_NAME_SIZE is this text's length + 1 by definition */
+	(void)snprintf(out, SK_SCMP_NAME_SIZE, SK_SCMP_NAME_PREFIX "%.*s.json", SK_SCMP_NAME_HEX, hex);
 	return 0;
 }
 
