@@ -84,6 +84,7 @@ int main(int argc, char **argv)
 	struct sk_diags diags = { 0 };
 	struct sk_policy *pol = NULL;
 	struct sk_ruleset *rs = NULL;
+	struct sk_nft *nft = NULL;
 	int ex = SK_EXIT_OK;
 	double t0 = now_ms();
 
@@ -104,7 +105,7 @@ int main(int argc, char **argv)
 
 	if (check) {
 		/* read-only, so no guard: checking a node's table harms nothing */
-		if (sk_nft_verify(rs, &err) < 0) {
+		if (sk_nft_verify(NULL, rs, &err) < 0) {
 			(void)fprintf(stderr, "stockade-init: check failed: %s\n", err.msg);
 			ex = SK_EXIT_FAIL;
 		} else {
@@ -134,13 +135,18 @@ int main(int argc, char **argv)
 
 	struct sk_nft_stats st = { 0 };
 	double t_load = now_ms();
-	if (sk_nft_apply(rs, &st, &err) < 0) {
+	if (sk_nft_open(&nft, &err) < 0) {
+		(void)fprintf(stderr, "stockade-init: %s\n", err.msg);
+		ex = SK_EXIT_NETLINK;
+		goto out;
+	}
+	if (sk_nft_apply(nft, rs, &st, &err) < 0) {
 		(void)fprintf(stderr, "stockade-init: %s\n", err.msg);
 		ex = SK_EXIT_NETLINK;
 		goto out;
 	}
 	double t_apply = now_ms();
-	if (sk_nft_verify(rs, &err) < 0) {
+	if (sk_nft_verify(nft, rs, &err) < 0) {
 		(void)fprintf(stderr, "stockade-init: verification after commit failed: %s\n", err.msg);
 		ex = SK_EXIT_NETLINK;
 		goto out;
@@ -164,6 +170,7 @@ int main(int argc, char **argv)
 		SK_RS_FAMILY_NAME, SK_RS_TABLE, m.rules, m.elements, st.messages, st.batch_bytes, now_ms() - t0,
 		t_load - t0, t_apply - t_load, t_verify - t_apply, m.hash);
 out:
+	sk_nft_close(nft);
 	sk_ruleset_free(rs);
 	sk_policy_free(pol);
 	sk_diags_free(&diags);

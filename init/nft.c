@@ -5,6 +5,7 @@
 #include "init/nft.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -42,6 +43,29 @@ int sk_nft_open_socket(struct mnl_socket **out, struct sk_err *err)
 	}
 	*out = nl;
 	return 0;
+}
+
+int sk_nft_open(struct sk_nft **out, struct sk_err *err)
+{
+	*out = NULL;
+	struct sk_nft *nft = calloc(1, sizeof(*nft));
+	if (!nft)
+		return sk_err_sys(err, ENOMEM, "nft: open netlink socket");
+	int rc = sk_nft_open_socket(&nft->nl, err);
+	if (rc < 0) {
+		free(nft);
+		return rc;
+	}
+	*out = nft;
+	return 0;
+}
+
+void sk_nft_close(struct sk_nft *nft)
+{
+	if (!nft)
+		return;
+	mnl_socket_close(nft->nl);
+	free(nft);
 }
 
 void sk_nft_grow_bufs(struct mnl_socket *nl, size_t bytes)

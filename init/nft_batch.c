@@ -190,9 +190,9 @@ static int build_batch(const struct sk_ruleset *rs, struct batch *bt)
 	return bt->overflow ? -ENOBUFS : 0;
 }
 
-int sk_nft_apply(const struct sk_ruleset *rs, struct sk_nft_stats *stats, struct sk_err *err)
+int sk_nft_apply(struct sk_nft *nft, const struct sk_ruleset *rs, struct sk_nft_stats *stats, struct sk_err *err)
 {
-	struct mnl_socket *nl = NULL;
+	struct mnl_socket *own = NULL, *nl = nft ? nft->nl : NULL;
 	struct batch bt = { 0 };
 	char *rbuf = NULL;
 	int rc = 0;
@@ -227,9 +227,12 @@ int sk_nft_apply(const struct sk_ruleset *rs, struct sk_nft_stats *stats, struct
 		stats->batch_bytes = len;
 	}
 
-	rc = sk_nft_open_socket(&nl, err);
-	if (rc < 0)
-		goto out;
+	if (!nl) {
+		rc = sk_nft_open_socket(&own, err);
+		if (rc < 0)
+			goto out;
+		nl = own;
+	}
 	sk_nft_grow_bufs(nl, len * 2 + n_msgs * 512 + 65536);
 	if (mnl_socket_sendto(nl, mnl_nlmsg_batch_head(bt.b), len) < 0) {
 		int e = errno;
@@ -274,8 +277,8 @@ int sk_nft_apply(const struct sk_ruleset *rs, struct sk_nft_stats *stats, struct
 		goto out;
 	}
 out:
-	if (nl)
-		mnl_socket_close(nl);
+	if (own)
+		mnl_socket_close(own);
 	if (bt.b)
 		mnl_nlmsg_batch_stop(bt.b);
 	free(bt.buf);

@@ -10,6 +10,10 @@
 struct mnl_socket;
 
 #define SK_NFT_RECV_TIMEOUT_S 30
+
+struct sk_nft {
+	struct mnl_socket *nl;
+};
 #define SK_NFT_DUMP_BUF_SIZE 65536   /* dump replies come in multi-message datagrams up to this size */
 
 /* Opens and binds a NETLINK_NETFILTER socket with short extended acks and a receive timeout of

@@ -428,9 +428,9 @@ static int verify_sets(const struct sk_ruleset *rs, struct mnl_socket *nl, char 
 	return 0;
 }
 
-static int verify_once(const struct sk_ruleset *rs, struct sk_err *err)
+static int verify_once(struct mnl_socket *given, const struct sk_ruleset *rs, struct sk_err *err)
 {
-	struct mnl_socket *nl = NULL;
+	struct mnl_socket *own = NULL, *nl = given;
 	struct obj_list lists[K_N] = { { 0 } };
 	struct obj_list *chains = &lists[K_CHAIN], *rules = &lists[K_RULE], *sets = &lists[K_SET], *objs = &lists[K_OBJ];
 	char *buf = malloc(DUMP_BUF_SIZE);
@@ -440,9 +440,12 @@ static int verify_once(const struct sk_ruleset *rs, struct sk_err *err)
 
 	if (!buf)
 		return sk_err_sys(err, ENOMEM, "nft verify");
-	rc = sk_nft_open_socket(&nl, err);
-	if (rc < 0)
-		goto out;
+	if (!nl) {
+		rc = sk_nft_open_socket(&own, err);
+		if (rc < 0)
+			goto out;
+		nl = own;
+	}
 
 	/* the table itself: its absence is the common case for --check, so say it plainly */
 	struct nftnl_table *t = nftnl_table_alloc();
@@ -506,8 +509,8 @@ static int verify_once(const struct sk_ruleset *rs, struct sk_err *err)
 out:
 	for (int k = 0; k < K_N; k++)
 		free_list(&lists[k], &kinds[k]);
-	if (nl)
-		mnl_socket_close(nl);
+	if (own)
+		mnl_socket_close(own);
 	free(buf);
 	return rc;
 }
@@ -516,12 +519,12 @@ out:
  * another init racing us between two of them shows a mix of two generations (a set seen empty), and a
  * commit during one dump ends it with EINTR (NLM_F_DUMP_INTR). Both are transient, so read again a few
  * times; a difference that persists is real and reported. */
-int sk_nft_verify(const struct sk_ruleset *rs, struct sk_err *err)
+int sk_nft_verify(struct sk_nft *nft, const struct sk_ruleset *rs, struct sk_err *err)
 {
 	int rc = 0;
 	for (int attempt = 0; attempt < 6; attempt++) {
 		struct sk_err e = { 0 };
-		rc = verify_once(rs, &e);
+		rc = verify_once(attempt == 0 && nft ? nft->nl : NULL, rs, &e);
 		if (rc == 0)
 			return 0;
 		if (rc != -EINTR && rc != -SK_NFT_MISMATCH && rc != -ENOENT && rc != -EBUSY) {
