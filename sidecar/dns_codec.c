@@ -225,6 +225,8 @@ bool sk_dns_name_equal(const struct sk_dns_name *a, const struct sk_dns_name *b)
 {
 	if (a->len != b->len)
 		return false;
+	if (memcmp(a->wire, b->wire, a->len) == 0)   /* the usual case: the same name, same case */
+		return true;
 	/* Length bytes are < 64, so lower-casing them is the identity: one loop compares both. */
 	for (size_t i = 0; i < a->len; i++)
 		if (lower(a->wire[i]) != lower(b->wire[i]))

@@ -284,7 +284,7 @@ static void usocks_close(struct sk_dns_srv *s, struct dq *d)
 		struct usock *u = d->us[k];
 		if (!u)
 			continue;
-		sk_loop_del(s->sc->loop, &u->io);
+		sk_loop_forget(s->sc->loop, &u->io);   /* closed right below, never dup'ed: one epoll_ctl less a query */
 		close(u->io.fd);
 		free(u);
 		d->us[k] = NULL;
