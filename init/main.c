@@ -170,9 +170,9 @@ int main(int argc, char **argv)
 		SK_RS_FAMILY_NAME, SK_RS_TABLE, m.rules, m.elements, st.messages, st.batch_bytes, now_ms() - t0,
 		t_load - t0, t_apply - t_load, t_verify - t_apply, m.hash);
 out:
-	sk_nft_close(nft);
 	sk_ruleset_free(rs);
 	sk_policy_free(pol);
 	sk_diags_free(&diags);
+	sk_nft_close(nft);   /* last: whatever runs before it runs inside the kernel's wait (nft.h) */
 	return ex;
 }

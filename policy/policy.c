@@ -231,7 +231,7 @@ int sk_policy_load_buffer_ex(const char *name, const char *buf, size_t len, int 
 	if (c.n_errors)
 		goto out;
 	/* Only a fully valid model gets a matcher: a half-validated policy must never decide anything. */
-	int r = sk_matcher_build(p);
+	int r = (flags & SK_LOAD_NO_MATCHER) ? 0 : sk_matcher_build(p);
 	if (r < 0) {
 		sk_ctx_error(&c, 0, 0, "building the matcher: %s", strerror(-r));
 		ret = r;

@@ -137,7 +137,7 @@ struct sk_policy {
 	struct sk_policy_tls tls;
 	struct sk_budget budget_default;  /* budgets.default; window_ms == 0: none. Already copied into every
 	                                   * proxied rule without a budget of its own (from_default) */
-	struct sk_matcher *matcher; /* owned; never NULL in a loaded policy */
+	struct sk_matcher *matcher; /* owned; never NULL in a loaded policy (unless SK_LOAD_NO_MATCHER) */
 	char **import_notes;   /* forge import: one line per mapped field, for `check` output */
 	size_t n_import_notes;
 };
@@ -173,6 +173,9 @@ void sk_policy_free(struct sk_policy *p);
 enum sk_load_flags {
 	SK_LOAD_NO_FILE_CHECKS = 1 << 0,   /* skip the readability check of apis' valueFile/callerToken/caFile
 	                                    * (fuzzers, unit tests, checking a policy off-node) */
+	SK_LOAD_NO_MATCHER = 1 << 1,       /* leave matcher NULL (every sk_match_* then fails closed): for
+	                                    * stockade-init, which programs nftables and never matches a name;
+	                                    * building it was a twentieth of a 10 000-rule init */
 };
 SK_MUST_USE int sk_policy_load_file_ex(const char *path, int format, unsigned flags, struct sk_policy **out,
 			   struct sk_diags *diags);
