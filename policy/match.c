@@ -478,6 +478,16 @@ int sk_match_name(const struct sk_policy *p, const char *name)
 	return best == NO_RULE ? -1 : (int)best;
 }
 
+int sk_match_name_normalized(const struct sk_policy *p, const char *norm)
+{
+	if (!p || !p->matcher || !norm || !norm[0] || strnlen(norm, SK_DOMAIN_MAX + 1) > SK_DOMAIN_MAX)
+		return -1;
+	struct filter f = { .p = p, .any_port = true };
+	uint32_t best = NO_RULE;
+	match_host(&f, norm, &best);
+	return best == NO_RULE ? -1 : (int)best;
+}
+
 int sk_match_addr(const struct sk_policy *p, const struct sk_addr *dst)
 {
 	if (!p || !p->matcher || !dst)

@@ -558,6 +558,14 @@ static void test_match_name_for_dns(void **state)
 	assert_int_equal(sk_match_name(&f->p, "PyPI.org."), 2);
 	assert_int_equal(sk_match_name(&f->p, "pypi.org.evil"), -1);
 	assert_int_equal(sk_match_name(&f->p, "198.18.0.1"), -1);
+	/* the DNS filter's entry point for names it normalised itself: the same rules */
+	assert_int_equal(sk_match_name_normalized(&f->p, "pypi.org"), 2);
+	assert_int_equal(sk_match_name_normalized(&f->p, "files.pypi.org"), 1);
+	assert_int_equal(sk_match_name_normalized(&f->p, "x.y.pypi.org"), 1);
+	assert_int_equal(sk_match_name_normalized(&f->p, "pypi.org.evil"), -1);
+	assert_int_equal(sk_match_name_normalized(&f->p, "198.18.0.1"), -1);
+	assert_int_equal(sk_match_name_normalized(&f->p, ""), -1);
+	assert_int_equal(sk_match_name_normalized(&f->p, NULL), -1);
 	assert_int_equal(sk_match_name(&f->p, ""), -1);
 	assert_int_equal(sk_match_name(&f->p, NULL), -1);
 	assert_int_equal(sk_match_name(&f->p, "a..pypi.org"), -1);

@@ -124,7 +124,7 @@ void sk_dns_filter_query(const struct sk_policy *p, const uint8_t *msg, size_t l
 		q->name[0] = '\0';
 		deny = SK_DNS_R_BAD_NAME;
 		rcode = deny_rcode(p);
-	} else if ((q->rule = sk_match_name(p, q->name)) < 0) {
+	} else if ((q->rule = sk_match_name_normalized(p, q->name)) < 0) {
 		deny = SK_DNS_R_DENIED;
 		rcode = deny_rcode(p);
 	}
