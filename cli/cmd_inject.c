@@ -451,8 +451,10 @@ static int run_inject(struct sk_inject_opts *o_, const char *const *files, size_
 		o.agent_uid = p->agent_uid;
 		o.sidecar_uid = p->sidecar_uid;
 		o.admin_port = p->ports.admin;
-		if (o.seccomp_profile)
+		if (o.seccomp_profile) {
 			o.seccomp_profile = profile_name;
+			o.profile_fixed = true;
+		}
 		sk_policy_free(p);
 		if (clash || profile_clash) {
 			(void)fprintf(stderr, "stockade-policy inject: %s disagree%s with %s (leave %s out: the policy's %s used)\n",

@@ -287,6 +287,15 @@ t_errors() {
 	sk_check_eq "invalid policy: exit 3" 3 "$rc"
 	sk_check "invalid policy: file:line:col diagnostics" grep -qE "bad.yaml:[0-9]+:[0-9]+:" <<<"$msg"
 	sk_check_eq "invalid policy: nothing loaded" "" "$(sk_pod "$N" nft list tables)"
+	# the agent's seccomp profile (inject, the chart and the injector pass it) must be the policy's section's
+	want=$("$SK_BIN/stockade-policy" seccomp --policy "$P" --print-name)
+	msg=$(sk_pod "$N" "$INIT" --policy "$P" --seccomp-profile stockade-0123456789abcdef.json 2>&1); rc=$?
+	sk_check_eq "another section's seccomp profile: exit 3, nothing loaded" "3 " "$rc $(sk_pod "$N" nft list tables)"
+	sk_check "... naming the policy's profile and the annotation that gives it" \
+		grep -qF "but this policy's seccomp section is '$want'" <<<"$msg"
+	sk_check "the policy's own profile passes (--dry-run)" sk_pod "$N" "$INIT" --policy "$P" --seccomp-profile "$want" --dry-run
+	sk_check "a profile name not of the installer's shape is the operator's: not checked (--dry-run)" \
+		sk_pod "$N" "$INIT" --policy "$P" --seccomp-profile mine.json --dry-run
 }
 
 # ---- load ----

@@ -198,6 +198,23 @@ for d in yaml.safe_load_all(open(sys.argv[1])):
 		"$("$P" seccomp --policy "$SK_TMP/sc-policy.yaml" --print-name) $("$P" seccomp --policy "$SK_TMP/sc-policy.yaml" --print-name)" "$chart_sc"
 	run "$P" inject -f "$SK_TMP/sc-inject.yaml" --policy "$SK_TMP/sc-policy.yaml" --seccomp-profile stockade-agent.json
 	sk_check_eq "inject --policy refuses a --seccomp-profile the policy does not hash to (exit 2)" 2 "$rc"
+	# A pod naming its policy's profile by annotation (what stockade-injector, blind to the policy, reads):
+	# its agent and stockade-init get that one; under --policy it must be the policy's own.
+	local name
+	name=$("$P" seccomp --policy "$SK_TMP/sc-policy.yaml" --print-name)
+	printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: a, annotations: {stockade.io/seccomp-profile: %s}}\nspec: {containers: [{name: c, image: x}]}\n' \
+		"$name" >"$SK_TMP/ann.yaml"
+	run "$P" inject -f "$SK_TMP/ann.yaml"
+	sk_check_eq "the annotation names the agent's profile and init's --seccomp-profile" "$name $name" "$(python3 -c '
+import sys, yaml
+s = yaml.safe_load(sys.stdin)["spec"]
+print(s["containers"][0]["securityContext"]["seccompProfile"]["localhostProfile"], s["initContainers"][0]["args"][5])' <<<"$out")"
+	run "$P" inject -f "$SK_TMP/ann.yaml" --policy "$SK_TMP/sc-policy.yaml"
+	sk_check_eq "... accepted by inject --policy of that policy" 0 "$rc"
+	printf 'version: 1\n' >"$SK_TMP/sc-default.yaml"
+	run "$P" inject -f "$SK_TMP/ann.yaml" --policy "$SK_TMP/sc-default.yaml"
+	sk_check_eq "... refused by inject --policy of another, naming the annotation" \
+		"1:$SK_TMP/ann.yaml: document 1 (Pod/a): metadata.annotations[stockade.io/seccomp-profile]: '$name' is not the policy's seccomp profile 'stockade-4696b6ca6e2d4b5e.json'" "$rc:$err"
 	printf 'version: 1\nseccomp:\n  allow: [ptrace]\n' >"$SK_TMP/sc-bad.yaml"
 	run "$P" inject -f "$SK_TMP/sc-inject.yaml" --policy "$SK_TMP/sc-bad.yaml"
 	sk_check_eq "inject --policy refuses a seccomp section the generator refuses, at its line:col (exit 3)" \

@@ -15,18 +15,22 @@
 #include "init/nft.h"
 #include "init/ruleset.h"
 #include "policy/policy.h"
+#include "policy/seccomp_name.h"
 
 /* fprintf's result: --help checks it (a --help into a closed pipe is an error, not a success) */
 static int usage(FILE *out)
 {
 	return fprintf(out,
-		"usage: stockade-init --policy FILE [--marker PATH] [--force]\n"
+		"usage: stockade-init --policy FILE [--seccomp-profile NAME] [--marker PATH] [--force]\n"
 		"       stockade-init --policy FILE --dry-run\n"
 		"       stockade-init --policy FILE --check\n"
 		"\n"
 		"Loads table inet stockade into the current network namespace in one atomic batch, reads it\n"
 		"back and verifies it.\n"
 		"  --policy FILE  the stockade policy (YAML, JSON or forge egress_allowlist.json)\n"
+		"  --seccomp-profile NAME\n"
+		"                 the agent containers' Localhost profile: refuse (exit 3) when it is a stockade\n"
+		"                 profile name but not this policy's seccomp section's\n"
 		"  --dry-run      print the ruleset as an nft script and change nothing\n"
 		"  --check        verify the live table against the policy: exit 0 if it matches, 1 if not\n"
 		"  --marker PATH  after success write PATH (hash=<netns hash>, time, counts) for the sidecar\n"
@@ -47,18 +51,20 @@ int main(int argc, char **argv)
 		{ "policy", required_argument, NULL, 'p' }, { "dry-run", no_argument, NULL, 'n' },
 		{ "check", no_argument, NULL, 'c' },        { "marker", required_argument, NULL, 'm' },
 		{ "force", no_argument, NULL, 'f' },        { "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },      { NULL, 0, NULL, 0 },
+		{ "version", no_argument, NULL, 'V' },      { "seccomp-profile", required_argument, NULL, 's' },
+		{ NULL, 0, NULL, 0 },
 	};
-	const char *policy_path = NULL, *marker_path = NULL;
+	const char *policy_path = NULL, *marker_path = NULL, *profile = NULL;
 	bool dry_run = false, check = false, force = false;
 	int c;
-	while ((c = getopt_long(argc, argv, "p:ncm:fhV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:ncm:fhVs:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p': policy_path = optarg; break;
 		case 'n': dry_run = true; break;
 		case 'c': check = true; break;
 		case 'm': marker_path = optarg; break;
 		case 'f': force = true; break;
+		case 's': profile = optarg; break;
 		case 'h':
 			if (usage(stdout) < 0 || fflush(stdout) != 0) {
 				(void)fprintf(stderr, "stockade-init: --help: write stdout: %s\n", strerror(errno));
@@ -91,6 +97,13 @@ int main(int argc, char **argv)
 	if (sk_ruleset_load(policy_path, &pol, &rs, &diags, &err) < 0) {
 		sk_diags_print(&diags, stderr);
 		(void)fprintf(stderr, "stockade-init: %s\n", err.msg);
+		ex = SK_EXIT_POLICY;
+		goto out;
+	}
+	/* Before anything is programmed: a pod whose agent profile is not its policy's must not start (the
+	 * installer names each profile by its section, so a mismatch is a pod wrapped for another policy). */
+	if (profile && sk_seccomp_check_profile(pol, profile, &err) < 0) {
+		(void)fprintf(stderr, "stockade-init: %s: %s\n", policy_path, err.msg);
 		ex = SK_EXIT_POLICY;
 		goto out;
 	}

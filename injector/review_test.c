@@ -125,6 +125,45 @@ static void test_pod_in_scope_gets_the_inject_wrap_as_a_patch(void **state)
 	free(body);
 }
 
+/* A pod naming its policy's profile (stockade.io/seccomp-profile) gets that profile, in its agent container
+ * and in stockade-init's --seccomp-profile, exactly as `stockade-policy inject` wraps it; a malformed one is
+ * refused naming the annotation. */
+#define APOD(prof) "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"generateName\":\"web-\"," \
+	"\"annotations\":{\"stockade.io/seccomp-profile\":\"" prof "\"}}," \
+	"\"spec\":{\"containers\":[{\"name\":\"app\",\"image\":\"busybox\"}]}}"
+static void test_profile_annotation(void **state)
+{
+	(void)state;
+	char *body = review("agents", "CREATE", APOD("stockade-b22f410551713c70.json"));
+	cJSON *r = handle_ok(body, SK_REVIEW_PATCHED);
+	cJSON *patch = decode_patch(cJSON_GetObjectItem(r, "response"));
+	cJSON *pod = cJSON_Parse(APOD("stockade-b22f410551713c70.json"));
+	cJSON *want = cJSON_Parse(APOD("stockade-b22f410551713c70.json"));
+	struct sk_err err = { 0 };
+	assert_int_equal(sk_jsonpatch_apply(&pod, patch, &err), 0);
+	assert_int_equal(sk_inject_doc(want, &opts, &err), SK_INJECT_WRAPPED);
+	assert_true(cJSON_Compare(pod, want, 1));
+	const cJSON *spec = cJSON_GetObjectItem(pod, "spec");
+	const cJSON *app = cJSON_GetArrayItem(cJSON_GetObjectItem(spec, "containers"), 0);
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(app, "securityContext"),
+		"seccompProfile"), "localhostProfile")->valuestring, "stockade-b22f410551713c70.json");
+	const cJSON *args = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(spec, "initContainers"), 0), "args");
+	assert_string_equal(cJSON_GetArrayItem(args, 5)->valuestring, "stockade-b22f410551713c70.json");
+	cJSON_Delete(pod);
+	cJSON_Delete(want);
+	cJSON_Delete(patch);
+	cJSON_Delete(r);
+	free(body);
+
+	body = review("agents", "CREATE", APOD("stockade-agent.json"));
+	r = handle_ok(body, SK_REVIEW_REFUSED);
+	const char *m = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "response"), "status"),
+					    "message")->valuestring;
+	assert_non_null(strstr(m, "metadata.annotations[stockade.io/seccomp-profile]: expected stockade-<16 hex>.json"));
+	cJSON_Delete(r);
+	free(body);
+}
+
 static void test_wrapped_pod_gets_no_patch(void **state)
 {
 	(void)state;
@@ -318,6 +357,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pod_in_scope_gets_the_inject_wrap_as_a_patch),
+		cmocka_unit_test(test_profile_annotation),
 		cmocka_unit_test(test_wrapped_pod_gets_no_patch),
 		cmocka_unit_test(test_unsandboxable_pods_are_refused_with_the_field),
 		cmocka_unit_test(test_out_of_scope_is_allowed_unchanged),

@@ -145,6 +145,12 @@ static cJSON *build_init(const struct sk_inject_opts *o)
 	add_str(c, "image", o->init_image);
 	add_str(c, "imagePullPolicy", o->pull_policy);
 	add_strs(c, "args", args, 4);
+	if (o->seccomp_profile) {
+		/* the init refuses to start the pod when this is not its policy's profile */
+		cJSON *a = cJSON_GetObjectItemCaseSensitive(c, "args");
+		cJSON_AddItemToArray(a, cJSON_CreateString("--seccomp-profile"));
+		cJSON_AddItemToArray(a, cJSON_CreateString(o->seccomp_profile));
+	}
 	/* root inside the pod's own network namespace: nftables needs uid 0 with NET_ADMIN, nothing else */
 	cJSON *sc = add_obj(c, "securityContext");
 	add_num(sc, "runAsUser", 0);
@@ -516,7 +522,8 @@ static bool sandboxed(const cJSON *spec, const struct sk_inject_opts *o)
 	const cJSON *init = cJSON_GetArrayItem(inits, 0);
 	const cJSON *isc = cJSON_GetObjectItemCaseSensitive(init, "securityContext");
 	if (!str_is(init, "name", INIT_NAME) || !str_is(init, "image", o->init_image) || !num_is(isc, "runAsUser", 0) ||
-	    !has_all_dropped(isc) || cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(init, "volumeMounts")) != 2)
+	    !has_all_dropped(isc) || cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(init, "volumeMounts")) != 2 ||
+	    cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(init, "args")) != (o->seccomp_profile ? 6 : 4))
 		return false;
 	const cJSON *side = is_native(o)       ? cJSON_GetArrayItem(inits, 1)
 			    : o->sidecar_first ? cJSON_GetArrayItem(conts, 0)
@@ -661,6 +668,33 @@ static int wrap_spec(cJSON *spec, const char *at, bool wrapped, bool job, const 
 	return 0;
 }
 
+/* The profile a pod's SK_INJECT_PROFILE_ANNOTATION names, into *profile (borrowing from meta); *profile is
+ * left alone without one. */
+static int annotated_profile(const cJSON *meta, const char *meta_at, const struct sk_inject_opts *o,
+			     const char **profile, struct sk_err *err)
+{
+	cJSON *anns;
+	char p[256];
+	int r = opt_object(meta, "annotations", meta_at, &anns, err);
+	if (r < 0)
+		return r;
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(anns, SK_INJECT_PROFILE_ANNOTATION);
+	if (!a)
+		return 0;
+	/* a field path for messages: meta_at is at most 160 bytes, so it fits */
+	(void)snprintf(p, sizeof(p), "%s.annotations[%s]", meta_at, SK_INJECT_PROFILE_ANNOTATION);
+	if (!cJSON_IsString(a) || !sk_seccomp_is_profile_name(a->valuestring))
+		return bad(err, p, "expected stockade-<16 hex>.json, the seccomp profile of the pod's policy "
+			   "(stockade-policy seccomp --policy FILE --print-name)");
+	if (!o->seccomp_profile)
+		return bad(err, p, "names a seccomp profile, but the agent containers get RuntimeDefault here "
+			   "(--no-seccomp): remove the annotation or give them their profile");
+	if (o->profile_fixed && strcmp(a->valuestring, o->seccomp_profile) != 0)
+		return bad(err, p, "'%s' is not the policy's seccomp profile '%s'", a->valuestring, o->seccomp_profile);
+	*profile = a->valuestring;
+	return 0;
+}
+
 /* The pod template (metadata + spec) of doc, following kp->path; NULL with err when the shape is wrong. */
 static cJSON *find_template(cJSON *doc, const struct kind_path *kp, char *at, size_t atsz, struct sk_err *err)
 {
@@ -704,6 +738,10 @@ int sk_inject_doc(cJSON *doc, const struct sk_inject_opts *o, struct sk_err *err
 		return r;
 	const cJSON *mark = cJSON_GetObjectItemCaseSensitive(labels_in, SK_INJECT_LABEL);
 	bool wrapped = cJSON_IsString(mark) && !strcmp(mark->valuestring, "true");
+	struct sk_inject_opts eo = *o;
+	if ((r = annotated_profile(meta_in, meta_at, o, &eo.seccomp_profile, err)) < 0)
+		return r;
+	o = &eo;
 
 	/* Work on copies, so a refusal leaves the document as it was. */
 	cJSON *nspec = cJSON_Duplicate(spec, 1);

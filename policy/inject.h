@@ -21,6 +21,10 @@ struct sk_err;
 
 /* Label put on the pod template; the chart puts the same one on its own pods. */
 #define SK_INJECT_LABEL "stockade.io/wrapped"
+/* Annotation on a pod (template) naming the Localhost seccomp profile of its policy, stockade-<16 hex>.json,
+ * instead of the options' (stockade-injector cannot read the pod's policy; docs/install.md#seccomp-profiles).
+ * Anything else there is refused; stockade-init refuses a profile that is not its policy's. */
+#define SK_INJECT_PROFILE_ANNOTATION "stockade.io/seccomp-profile"
 
 /* A Secret for the API gateway, mounted into the sidecar only (chart: sidecar.apiSecrets[]). */
 struct sk_inject_secret {
@@ -37,7 +41,11 @@ struct sk_inject_opts {
 	uint32_t sidecar_uid;
 	uint16_t admin_port;           /* the only port in the pod spec; proxy/dns/api live in the policy */
 	const char *policy_configmap;  /* borrows: ConfigMap holding policy.yaml */
-	const char *seccomp_profile;   /* borrows: Localhost profile for agent containers; NULL: RuntimeDefault */
+	const char *seccomp_profile;   /* borrows: Localhost profile for agent containers; NULL: RuntimeDefault.
+	                                * Also given to stockade-init (--seccomp-profile), which checks it is
+	                                * the policy's. A pod's SK_INJECT_PROFILE_ANNOTATION replaces it... */
+	bool profile_fixed;            /* ...unless it is the policy's own (`inject --policy`): an annotation
+	                                * naming another profile is then refused */
 	const char *log_level;         /* borrows: sidecar --log-level: error, warn, info or debug */
 	unsigned drain_seconds;        /* STOCKADE_DRAIN_SECONDS */
 	bool native;                   /* native sidecar (K8s >= 1.29): initContainers + restartPolicy Always */

@@ -93,6 +93,74 @@ static void test_pod_wrapped_like_the_chart(void **state)
 	cJSON_Delete(d);
 }
 
+static void expect_refused(const char *doc, const struct sk_inject_opts *o, const char *msg)
+{
+	struct sk_err err = { 0 };
+	cJSON *d = yaml1(doc);
+	char *before = cJSON_PrintUnformatted(d);
+	assert_int_equal(sk_inject_doc(d, o, &err), -EINVAL);
+	if (!strstr(err.msg, msg))
+		fail_msg("'%s' lacks '%s'", err.msg, msg);
+	char *after = cJSON_PrintUnformatted(d);
+	assert_string_equal(before, after);  /* a refusal leaves the document as it was */
+	cJSON_free(before);
+	cJSON_free(after);
+	cJSON_Delete(d);
+}
+
+/* The agent's profile goes to stockade-init too (which checks it is the policy's); a pod annotated
+ * stockade.io/seccomp-profile gets that profile instead of the options' (what stockade-injector, which
+ * cannot read the policy, relies on), in agent containers and init alike; a malformed one, one with
+ * seccomp off, or one that is not `inject --policy`'s own profile are refused, naming the annotation. */
+static void test_profile_annotation(void **state)
+{
+	(void)state;
+	struct sk_inject_opts o;
+	sk_inject_opts_default(&o);
+	struct sk_err err = { 0 };
+	cJSON *d = yaml1(pod);
+	assert_int_equal(sk_inject_doc(d, &o, &err), SK_INJECT_WRAPPED);
+	assert_int_equal(cJSON_GetArraySize(at(d, "spec.initContainers[0].args")), 6);
+	assert_string_equal(str_at(d, "spec.initContainers[0].args[4]"), "--seccomp-profile");
+	assert_string_equal(str_at(d, "spec.initContainers[0].args[5]"), "stockade-4696b6ca6e2d4b5e.json");
+	cJSON_Delete(d);
+
+	static const char dep[] = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  template:\n"
+				  "    metadata: {annotations: {stockade.io/seccomp-profile: stockade-b22f410551713c70.json}}\n"
+				  "    spec: {containers: [{name: a, image: x}, {name: b, image: y}]}\n";
+	d = yaml1(dep);
+	assert_int_equal(sk_inject_doc(d, &o, &err), SK_INJECT_WRAPPED);
+	const char *t = "spec.template.spec.";
+	char p[128];
+	snprintf(p, sizeof(p), "%scontainers[1].securityContext.seccompProfile.localhostProfile", t);
+	assert_string_equal(str_at(d, p), "stockade-b22f410551713c70.json");
+	snprintf(p, sizeof(p), "%sinitContainers[0].args[5]", t);
+	assert_string_equal(str_at(d, p), "stockade-b22f410551713c70.json");
+	assert_int_equal(sk_inject_is_wrapped(d, &o, &err), 1);  /* idempotent, the annotation still read */
+	/* the same profile as the policy's, given by inject --policy: accepted */
+	o.seccomp_profile = "stockade-b22f410551713c70.json";
+	o.profile_fixed = true;
+	assert_int_equal(sk_inject_is_wrapped(d, &o, &err), 1);
+	cJSON_Delete(d);
+
+	o.seccomp_profile = "stockade-4696b6ca6e2d4b5e.json";
+	expect_refused(dep, &o, "spec.template.metadata.annotations[stockade.io/seccomp-profile]: "
+		       "'stockade-b22f410551713c70.json' is not the policy's seccomp profile 'stockade-4696b6ca6e2d4b5e.json'");
+	sk_inject_opts_default(&o);
+	o.seccomp_profile = NULL;
+	expect_refused(dep, &o, "spec.template.metadata.annotations[stockade.io/seccomp-profile]: names a seccomp "
+		       "profile, but the agent containers get RuntimeDefault here");
+	sk_inject_opts_default(&o);
+	expect_refused("kind: Pod\nmetadata: {annotations: {stockade.io/seccomp-profile: stockade-agent.json}}\n"
+		       "spec: {containers: [{name: c}]}\n", &o,
+		       "metadata.annotations[stockade.io/seccomp-profile]: expected stockade-<16 hex>.json");
+	expect_refused("kind: Pod\nmetadata: {annotations: {stockade.io/seccomp-profile: 1}}\n"
+		       "spec: {containers: [{name: c}]}\n", &o,
+		       "metadata.annotations[stockade.io/seccomp-profile]: expected stockade-<16 hex>.json");
+	expect_refused("kind: Pod\nmetadata: {annotations: [x]}\nspec: {containers: [{name: c}]}\n", &o,
+		       "metadata.annotations: expected a mapping");
+}
+
 static void test_classic_sidecar_goes_last_in_containers(void **state)
 {
 	(void)state;
@@ -501,6 +569,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pod_wrapped_like_the_chart),
+		cmocka_unit_test(test_profile_annotation),
 		cmocka_unit_test(test_classic_sidecar_goes_last_in_containers),
 		cmocka_unit_test(test_sidecar_first_in_containers_with_hook),
 		cmocka_unit_test(test_startup_probe_instead_of_hook),

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/sha256.h"
+#include "policy/policy.h"
 
 static int cmp_str(const void *a, const void *b)
 {
@@ -82,4 +83,21 @@ int sk_seccomp_is_profile_name(const char *name)
 		if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f')))
 			return 0;
 	return 1;
+}
+
+int sk_seccomp_check_profile(const struct sk_policy *pol, const char *profile, struct sk_err *err)
+{
+	if (!sk_seccomp_is_profile_name(profile))
+		return 0;
+	char want[SK_SCMP_NAME_SIZE];
+	int rc = sk_seccomp_profile_name((const char *const *)pol->seccomp.allow, pol->seccomp.n_allow,
+					 (const char *const *)pol->seccomp.deny, pol->seccomp.n_deny, want, err);
+	if (rc < 0)
+		return rc;
+	if (strcmp(want, profile) != 0)
+		return sk_err_set(err, EINVAL, "the agent runs under seccomp profile '%s' but this policy's seccomp "
+				  "section is '%s': the pod would not enforce it (wrapped for another policy, or by "
+				  "stockade-injector without the pod annotation stockade.io/seccomp-profile: %s; "
+				  "docs/install.md#seccomp-profiles)", profile, want, want);
+	return 0;
 }

@@ -30,4 +30,12 @@ int sk_seccomp_profile_name(const char *const *allow, size_t n_allow, const char
 /* 1 when name has the shape of a profile name (the installer deletes only files of this shape). */
 int sk_seccomp_is_profile_name(const char *name);
 
+struct sk_policy;
+/* Whether a pod whose agent runs under the Localhost profile `profile` enforces `pol`'s seccomp section
+ * (stockade-init's --seccomp-profile, before it programs anything): 0 when profile is that section's name,
+ * or not of the installer's shape (a profile of the operator's own, which no name can be checked against);
+ * -EINVAL with err naming both when it is another section's (the pod would run weaker or other than its
+ * policy says); -ENOMEM. */
+int sk_seccomp_check_profile(const struct sk_policy *pol, const char *profile, struct sk_err *err);
+
 #endif

@@ -1,6 +1,7 @@
 /* policy/seccomp_name_test.c — the canonical text and the name (digests computed by coreutils sha256sum of
  * the same text, which is what the chart's sha256sum gives), order and repeats not mattering, allow and
  * deny not interchangeable, and the shape check the installer deletes by. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "policy/policy.h"
 #include "policy/seccomp_name.h"
 
 static void test_default_section(void **state)
@@ -65,6 +67,36 @@ static void test_shape(void **state)
 	assert_false(sk_seccomp_is_profile_name(""));
 }
 
+static struct sk_policy *load(const char *yaml)
+{
+	struct sk_policy *p = NULL;
+	struct sk_diags d = { 0 };
+	assert_int_equal(sk_policy_load_buffer_ex("t.yaml", yaml, strlen(yaml), -1, SK_LOAD_NO_FILE_CHECKS, &p, &d), 0);
+	sk_diags_free(&d);
+	return p;
+}
+
+/* stockade-init's check: the section's own name passes, another section's is refused naming both and the
+ * annotation that fixes it, a name not of the installer's shape cannot be checked and passes. */
+static void test_check_profile(void **state)
+{
+	(void)state;
+	struct sk_err err = { 0 };
+	struct sk_policy *def = load("version: 1\n");
+	struct sk_policy *own = load("version: 1\nseccomp:\n  deny: [getrandom, ptrace]\n");
+	assert_int_equal(sk_seccomp_check_profile(def, SK_SCMP_DEFAULT_NAME, &err), 0);
+	assert_int_equal(sk_seccomp_check_profile(own, "stockade-b22f410551713c70.json", &err), 0);
+	assert_int_equal(sk_seccomp_check_profile(own, SK_SCMP_DEFAULT_NAME, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "the agent runs under seccomp profile 'stockade-4696b6ca6e2d4b5e.json' but "
+				       "this policy's seccomp section is 'stockade-b22f410551713c70.json'"));
+	assert_non_null(strstr(err.msg, "stockade.io/seccomp-profile: stockade-b22f410551713c70.json"));
+	struct sk_err e2 = { 0 };
+	assert_int_equal(sk_seccomp_check_profile(def, "stockade-b22f410551713c70.json", &e2), -EINVAL);
+	assert_int_equal(sk_seccomp_check_profile(own, "mine.json", &err), 0);
+	sk_policy_free(def);
+	sk_policy_free(own);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -72,6 +104,7 @@ int main(void)
 		cmocka_unit_test(test_sorted_and_unique),
 		cmocka_unit_test(test_allow_is_not_deny),
 		cmocka_unit_test(test_shape),
+		cmocka_unit_test(test_check_profile),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

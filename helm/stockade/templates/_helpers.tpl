@@ -150,7 +150,9 @@ parent chart {{ include "stockade.initContainer" (dict "root" . "values" .Values
 - name: stockade-init
   image: {{ include "stockade.image" (list . .Values.images.init) }}
   imagePullPolicy: {{ .Values.images.init.pullPolicy }}
-  args: ["--policy", "/etc/stockade/policy.yaml", "--marker", "/run/stockade/init.marker"]
+  {{- /* the init refuses to start the pod when the agent's profile is not its policy's section's */}}
+  args: ["--policy", "/etc/stockade/policy.yaml", "--marker", "/run/stockade/init.marker"
+    {{- if .Values.seccomp.enabled }}, "--seccomp-profile", {{ include "stockade.seccompProfileName" . | quote }}{{ end }}]
   securityContext:
     # root inside the pod's own network namespace: nftables needs uid 0 with NET_ADMIN.
     runAsUser: 0
