@@ -130,12 +130,9 @@ static void test_profile_annotation(void **state)
 				  "    spec: {containers: [{name: a, image: x}, {name: b, image: y}]}\n";
 	d = yaml1(dep);
 	assert_int_equal(sk_inject_doc(d, &o, &err), SK_INJECT_WRAPPED);
-	const char *t = "spec.template.spec.";
-	char p[128];
-	snprintf(p, sizeof(p), "%scontainers[1].securityContext.seccompProfile.localhostProfile", t);
-	assert_string_equal(str_at(d, p), "stockade-b22f410551713c70.json");
-	snprintf(p, sizeof(p), "%sinitContainers[0].args[5]", t);
-	assert_string_equal(str_at(d, p), "stockade-b22f410551713c70.json");
+	assert_string_equal(str_at(d, "spec.template.spec.containers[1].securityContext.seccompProfile.localhostProfile"),
+			    "stockade-b22f410551713c70.json");
+	assert_string_equal(str_at(d, "spec.template.spec.initContainers[0].args[5]"), "stockade-b22f410551713c70.json");
 	assert_int_equal(sk_inject_is_wrapped(d, &o, &err), 1);  /* idempotent, the annotation still read */
 	/* the same profile as the policy's, given by inject --policy: accepted */
 	o.seccomp_profile = "stockade-b22f410551713c70.json";
