@@ -101,7 +101,7 @@ static const char *metavar(enum type t)
 	case T_LOGFMT: return "FORMAT";
 	case T_PULL: return "POLICY";
 	case T_NAMES: return "NS,...";
-	case T_PROFILE: return "FILE";
+	case T_PROFILE: return "NAME";
 	}
 	return "VALUE";
 }
