@@ -122,14 +122,6 @@ static bool label_ok(const char *s, size_t n)
 	return true;
 }
 
-static int cmp_setting(const void *a, const void *b)
-{
-	/* by flag name, as the chart's range over sidecar.settings orders them */
-	const char *x = *(const char *const *)a, *y = *(const char *const *)b;
-	size_t nx = strcspn(x, "="), ny = strcspn(y, "=");
-	int c = strncmp(x, y, nx < ny ? nx : ny);
-	return c ? c : (nx > ny) - (nx < ny);
-}
 
 
 /* "Deployment/web" for messages (bounded, quoted names only from the document). */
@@ -384,7 +376,7 @@ int sk_cmd_inject(int argc, char **argv)
 		ex = SK_EXIT_USAGE;
 		goto out_opts;
 	}
-	qsort(settings, n_settings, sizeof(settings[0]), cmp_setting);
+	sk_inject_sort_settings((const char **)settings, n_settings);
 	o.settings = (const char *const *)settings;
 	o.n_settings = n_settings;
 	o.secrets = secrets;

@@ -133,6 +133,16 @@ print(dep["spec"]["replicas"], pdb["spec"]["minAvailable"], dep["spec"]["templat
 		"$(inj_seccomp --set injector.wrap.seccomp=false)"
 	sk_check_eq "stockade-system: a hashed injector.wrap.seccompProfile is passed" "--seccomp-profile=stockade-0123456789abcdef.json" \
 		"$(inj_seccomp --set injector.wrap.seccompProfile=stockade-0123456789abcdef.json)"
+	sk_check_eq "stockade-system: the injector's sidecar settings, API secrets and sidecar-first (inject's flags)" \
+		"--sidecar-first|--sidecar-settings=dns-upstream-sockets=64 peek-timeout-ms=2000|--api-secrets=gh=gh-token pypi=pypi-token" \
+		"$(sys_render --kube-version 1.34.0 --set injector.enabled=true --set injector.wrap.sidecarFirst=true \
+			--set injector.wrap.sidecarSettings.peek-timeout-ms=2000 --set injector.wrap.sidecarSettings.dns-upstream-sockets=64 \
+			--set 'injector.wrap.apiSecrets[0].name=gh' --set 'injector.wrap.apiSecrets[0].secretName=gh-token' \
+			--set 'injector.wrap.apiSecrets[1].name=pypi' --set 'injector.wrap.apiSecrets[1].secretName=pypi-token' |
+			sed -n 's/^ *- \(--sidecar-first\|--sidecar-settings=.*\|--api-secrets=.*\)$/\1/p' | paste -sd'|')"
+	if out=$(sys_render --kube-version 1.34.0 --set injector.enabled=true --set 'injector.wrap.apiSecrets[0].name=Bad' \
+		--set 'injector.wrap.apiSecrets[0].secretName=x' 2>&1); then sk_fail "stockade-system: a malformed API secret name is refused" "$out"
+	else sk_pass "stockade-system: a malformed API secret name is refused"; fi
 	if out=$(sys_render --kube-version 1.34.0 --set injector.enabled=true --set injector.wrap.seccompProfile=stockade-agent.json 2>&1); then
 		sk_fail "stockade-system: a profile name the installer never serves is refused" "$out"
 	else sk_pass "stockade-system: a profile name the installer never serves is refused"; fi

@@ -223,4 +223,25 @@ sk_check_eq "queue bound: the served one was cut at its deadline" "closed" "$(se
 sk_check "served again once the queue drains" c -o /dev/null "https://inj1.example:$PORT/healthz"
 stop
 
+# ---- the sidecar's settings (what inject takes as --sidecar-setting, --api-secret, --sidecar-first) ----
+start extras --sidecar-settings "peek-timeout-ms=2000 dns-upstream-sockets=64" \
+	--api-secrets "gh=gh-token pypi=pypi-token" || sk_fail "injector (sidecar settings) listens"
+post "$T/r-pod.json" >/dev/null
+python3 "$T/patched.py" "$T/pod.json" <"$T/resp" >"$T/admitted-extras.json"
+"$P" inject -f "$T/pod.json" --sidecar-setting peek-timeout-ms=2000 --sidecar-setting dns-upstream-sockets=64 \
+	--api-secret gh=gh-token --api-secret pypi=pypi-token | sorted >"$T/cli-extras.json"
+sk_check "sidecar settings and API secrets: the patch gives the pod inject writes with the same flags" \
+	cmp -s "$T/admitted-extras.json" "$T/cli-extras.json"
+sk_check "... which carries them (the flag, the Secret volume)" grep -q \
+	'"--peek-timeout-ms=2000".*"secretName": "pypi-token"' "$T/admitted-extras.json"
+stop
+start first --sidecar-first || sk_fail "injector (sidecar first) listens"
+post "$T/r-pod.json" >/dev/null
+python3 "$T/patched.py" "$T/pod.json" <"$T/resp" >"$T/admitted-first.json"
+"$P" inject -f "$T/pod.json" --sidecar-first | sorted >"$T/cli-first.json"
+sk_check "--sidecar-first: the patch gives the pod inject --sidecar-first writes" cmp -s "$T/admitted-first.json" "$T/cli-first.json"
+stop
+out=$("$INJ" --tls-cert x --tls-key y --api-secrets "gh=Bad_Secret" 2>&1); rc=$?
+sk_check_eq "a malformed API secret list: exit 2, named" "2 yes" "$rc $(grep -q -- "--api-secrets: 'gh=Bad_Secret': expected" <<<"$out" && echo yes)"
+
 sk_summary

@@ -21,6 +21,7 @@ enum type {
 	T_SLEVEL, /* the sidecar's --log-level, kept as text */
 	T_NAMES,  /* comma-separated namespace names */
 	T_PROFILE, /* a seccomp profile name of the installer's shape, stockade-<16 hex>.json */
+	T_PAIRS,   /* space-separated NAME=VALUE: NAME a DNS label, VALUE printable ASCII (a label if min is 1) */
 };
 
 struct setting {
@@ -87,6 +88,15 @@ static const struct setting settings[] = {
 	  F(inject.log_level) },
 	{ "ready-timeout", "STOCKADE_READY_TIMEOUT", T_U32, 1, 3600, NULL,
 	  "seconds the sidecar may take to become ready", F(inject.ready_timeout_s) },
+	{ "sidecar-first", "STOCKADE_SIDECAR_FIRST", T_BOOL, 0, 0, "false",
+	  "classic sidecar first in containers, its postStart hook holding the agent (inject --sidecar-first); "
+	  "pods of Jobs are then refused", F(sidecar_first) },
+	{ "sidecar-settings", "STOCKADE_SIDECAR_SETTINGS", T_PAIRS, 0, 0, NULL,
+	  "extra sidecar flags, space-separated NAME=VALUE, each given as --NAME=VALUE in this order (inject's "
+	  "--sidecar-setting)", F(settings_list) },
+	{ "api-secrets", "STOCKADE_API_SECRETS", T_PAIRS, 1, 0, NULL,
+	  "Secrets mounted into the sidecar, space-separated NAME=SECRET, at /var/run/stockade/secrets/NAME/ "
+	  "(inject's --api-secret); the Secret must be in the pod's namespace", F(secrets_list) },
 };
 #undef F
 
@@ -102,6 +112,7 @@ static const char *metavar(enum type t)
 	case T_PULL: return "POLICY";
 	case T_NAMES: return "NS,...";
 	case T_PROFILE: return "NAME";
+	case T_PAIRS: return "N=V ...";
 	}
 	return "VALUE";
 }
@@ -154,6 +165,8 @@ void sk_injector_config_free(struct sk_injector_config *cfg)
 {
 	for (size_t k = 0; k < SK_INJECTOR_MAX_STRINGS; k++)
 		free(cfg->owned[k]);
+	for (size_t k = 0; k < SK_INJECTOR_MAX_EXTRA; k++)
+		free(cfg->setting_flags[k]);
 	memset(cfg, 0, sizeof(*cfg));
 }
 
@@ -270,6 +283,28 @@ static int apply(struct sk_injector_config *cfg, const struct setting *s, const 
 		}
 		break;
 	}
+	case T_PAIRS: {
+		size_t n = 0;
+		for (const char *p = value; *p;) {
+			size_t l = strcspn(p, " "), k = strcspn(p, "=");
+			const char *v = p + k + 1;
+			size_t vl = k < l ? l - k - 1 : 0;
+			bool ok = l > 0 && k < l && dns_label(p, k) && vl > 0 && n < SK_INJECTOR_MAX_EXTRA;
+			for (size_t j = 0; ok && j < vl; j++)
+				ok = v[j] > 0x20 && v[j] < 0x7f;
+			if (ok && s->min == 1)
+				ok = dns_label(v, vl);
+			if (!ok)
+				return sk_err_set(err, EINVAL, "%s: '%s': expected at most %d space-separated NAME=%s (NAME of "
+						  "[a-z0-9-], 1-63%s)", what, value, SK_INJECTOR_MAX_EXTRA,
+						  s->min == 1 ? "SECRET" : "VALUE", s->min == 1 ? ", SECRET too" : "");
+			n++;
+			p += l;
+			while (*p == ' ')
+				p++;
+		}
+		break;
+	}
 	case T_PROFILE:
 		/* Only the installer's names: it serves nothing else, so another name leaves every wrapped pod
 		 * unable to start (or, were the file there by other means, unconfined by what stockade checks). */
@@ -319,6 +354,47 @@ static void split_exclude(struct sk_injector_config *cfg)
 		cfg->exclude[cfg->n_exclude++] = tok;
 	}
 	cfg->exclude_list = NULL;  /* now split: the array is the setting */
+}
+
+/* The two NAME=VALUE lists into inject's arrays (validated by apply: well-formed, at most the maximum). The
+ * secrets point into the owned copy of their list, split in place; the settings are owned "--N=V" copies. */
+static int split_pairs(struct sk_injector_config *cfg, struct sk_err *err)
+{
+	size_t n = 0;
+	for (const char *p = cfg->settings_list; p && *p;) {
+		size_t l = strcspn(p, " ");
+		if (asprintf(&cfg->setting_flags[n], "--%.*s", (int)l, p) < 0) {
+			cfg->setting_flags[n] = NULL;
+			return sk_err_set(err, ENOMEM, "--sidecar-settings: out of memory");
+		}
+		n++;
+		p += l;
+		while (*p == ' ')
+			p++;
+	}
+	sk_inject_sort_settings((const char **)cfg->setting_flags, n);
+	cfg->inject.settings = (const char *const *)cfg->setting_flags;
+	cfg->inject.n_settings = n;
+	char *s = NULL;
+	for (size_t k = 0; k < SK_INJECTOR_MAX_STRINGS; k++)
+		if (cfg->owned[k] && cfg->owned[k] == cfg->secrets_list)
+			s = cfg->owned[k];
+	n = 0;
+	for (char *tok = s, *next; tok && *tok; tok = next) {
+		size_t l = strcspn(tok, " ");
+		next = tok + l;
+		while (*next == ' ')
+			*next++ = '\0';
+		char *eq = strchr(tok, '=');
+		*eq = '\0';
+		cfg->secrets[n].name = tok;
+		cfg->secrets[n].secret_name = eq + 1;
+		n++;
+	}
+	cfg->inject.secrets = cfg->secrets;
+	cfg->inject.n_secrets = n;
+	cfg->secrets_list = NULL;  /* now split: the array is the setting */
+	return 0;
 }
 
 int sk_injector_config_parse(int argc, char *const argv[], char *const envp[], struct sk_injector_config *cfg,
@@ -377,6 +453,9 @@ int sk_injector_config_parse(int argc, char *const argv[], char *const envp[], s
 			goto fail;
 	}
 	split_exclude(cfg);
+	if ((r = split_pairs(cfg, err)) < 0)
+		goto fail;
+	cfg->inject.sidecar_first = cfg->sidecar_first;
 	if (cfg->no_seccomp)
 		cfg->inject.seccomp_profile = NULL;
 	cfg->inject.native = !cfg->classic;

@@ -18,7 +18,8 @@
 struct sk_err;
 
 #define SK_INJECTOR_MAX_EXCLUDE 32
-#define SK_INJECTOR_MAX_STRINGS 24
+#define SK_INJECTOR_MAX_STRINGS 28
+#define SK_INJECTOR_MAX_EXTRA 64   /* sidecar settings, API secrets: as many as `inject` takes */
 
 struct sk_injector_config {
 	const char *listen;            /* --listen: PORT, HOST:PORT or [V6]:PORT */
@@ -35,7 +36,11 @@ struct sk_injector_config {
 	const char *exclude_list;      /* --exclude-namespaces, comma-separated */
 	const char *exclude[SK_INJECTOR_MAX_EXCLUDE];
 	size_t n_exclude;
-	bool no_seccomp, classic, startup_probe;
+	bool no_seccomp, classic, startup_probe, sidecar_first;
+	const char *settings_list;     /* --sidecar-settings: space-separated NAME=VALUE */
+	const char *secrets_list;      /* --api-secrets: space-separated NAME=SECRET */
+	char *setting_flags[SK_INJECTOR_MAX_EXTRA];   /* owned: "--NAME=VALUE", inject.settings points here */
+	struct sk_inject_secret secrets[SK_INJECTOR_MAX_EXTRA];  /* pointing into the owned copy of the list */
 	struct sk_inject_opts inject;
 	bool help, version;
 	char *owned[SK_INJECTOR_MAX_STRINGS];  /* private: copies the strings above point into */

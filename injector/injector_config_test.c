@@ -112,6 +112,47 @@ static void test_seccomp_profile(void **state)
 	sk_injector_config_free(&cfg);
 }
 
+/* inject's --sidecar-setting, --api-secret and --sidecar-first: the settings sorted by name, as inject sorts
+ * its repeated flags, the secrets in the given order; malformed items named. */
+static void test_sidecar_extras(void **state)
+{
+	(void)state;
+	char *argv[] = { "x", "--sidecar-settings", "peek-timeout-ms=2000  dns-upstream-sockets=64", "--sidecar-first",
+			 NULL };
+	char *envp[] = { "STOCKADE_TLS_CERT=c", "STOCKADE_TLS_KEY=k", "STOCKADE_API_SECRETS=gh=gh-token pypi=pypi-token",
+			 NULL };
+	struct sk_injector_config cfg;
+	struct sk_err err = { 0 };
+	assert_int_equal(sk_injector_config_parse(4, argv, envp, &cfg, &err), 0);
+	assert_int_equal(cfg.inject.n_settings, 2);
+	/* sorted by name, as inject and the chart order them */
+	assert_string_equal(cfg.inject.settings[0], "--dns-upstream-sockets=64");
+	assert_string_equal(cfg.inject.settings[1], "--peek-timeout-ms=2000");
+	assert_int_equal(cfg.inject.n_secrets, 2);
+	assert_string_equal(cfg.inject.secrets[0].name, "gh");
+	assert_string_equal(cfg.inject.secrets[0].secret_name, "gh-token");
+	assert_string_equal(cfg.inject.secrets[1].name, "pypi");
+	assert_string_equal(cfg.inject.secrets[1].secret_name, "pypi-token");
+	assert_true(cfg.inject.sidecar_first);
+	sk_injector_config_free(&cfg);
+
+	char *none[] = { "x", NULL };
+	assert_int_equal(sk_injector_config_parse(1, none, envp + 0, &cfg, &err), 0);
+	assert_false(cfg.inject.sidecar_first);
+	assert_int_equal(cfg.inject.n_settings, 0);
+	sk_injector_config_free(&cfg);
+
+	char *env[] = { "STOCKADE_TLS_CERT=c", "STOCKADE_TLS_KEY=k", NULL };
+	char *a1[] = { "x", "--sidecar-settings", "peek-timeout-ms", NULL };
+	expect_error(a1, 3, env, "--sidecar-settings: 'peek-timeout-ms': expected at most 64 space-separated NAME=VALUE");
+	char *a2[] = { "x", "--sidecar-settings", "Peek=1", NULL };
+	expect_error(a2, 3, env, "--sidecar-settings: 'Peek=1': expected");
+	char *a3[] = { "x", "--api-secrets", "gh=Bad_Secret", NULL };
+	expect_error(a3, 3, env, "--api-secrets: 'gh=Bad_Secret': expected at most 64 space-separated NAME=SECRET");
+	char *a4[] = { "x", "--api-secrets", "gh=", NULL };
+	expect_error(a4, 3, env, "--api-secrets: 'gh=': expected");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -119,6 +160,7 @@ int main(void)
 		cmocka_unit_test(test_flag_wins_over_environment),
 		cmocka_unit_test(test_bad_values_name_their_source),
 		cmocka_unit_test(test_seccomp_profile),
+		cmocka_unit_test(test_sidecar_extras),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -18,6 +19,20 @@
 #define VOL_POLICY "stockade-policy"
 #define VOL_RUN "stockade-run"
 #define VOL_SECRET_PREFIX "stockade-secret-"
+
+static int cmp_setting(const void *a, const void *b)
+{
+	const char *x = *(const char *const *)a, *y = *(const char *const *)b;
+	size_t nx = strcspn(x, "="), ny = strcspn(y, "=");
+	int c = strncmp(x, y, nx < ny ? nx : ny);
+	return c ? c : (nx > ny) - (nx < ny);
+}
+
+void sk_inject_sort_settings(const char **v, size_t n)
+{
+	if (n > 1)
+		qsort(v, n, sizeof(*v), cmp_setting);
+}
 
 void sk_inject_opts_default(struct sk_inject_opts *o)
 {

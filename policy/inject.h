@@ -63,6 +63,10 @@ struct sk_inject_opts {
 	size_t n_secrets;
 };
 
+/* Sorts "--name=value" sidecar flags by name, as the chart's range over sidecar.settings orders them (so
+ * `inject` and stockade-injector give the chart's pod whatever order the flags came in). */
+void sk_inject_sort_settings(const char **v, size_t n);
+
 /* The chart's defaults (helm/stockade/values.yaml, release "stockade", images tagged with appVersion). */
 void sk_inject_opts_default(struct sk_inject_opts *o);
 
