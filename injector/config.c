@@ -361,7 +361,7 @@ static void split_exclude(struct sk_injector_config *cfg)
 static int split_pairs(struct sk_injector_config *cfg, struct sk_err *err)
 {
 	size_t n = 0;
-	for (const char *p = cfg->settings_list; p && *p;) {
+	for (const char *p = cfg->settings_list ? cfg->settings_list : ""; *p;) {
 		size_t l = strcspn(p, " ");
 		if (asprintf(&cfg->setting_flags[n], "--%.*s", (int)l, p) < 0) {
 			cfg->setting_flags[n] = NULL;
