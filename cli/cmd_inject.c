@@ -47,7 +47,7 @@ static const char usage_text[] =
 	"  --classic-sidecar       sidecar in containers (Kubernetes < 1.29); Jobs and CronJobs are refused\n"
 	"  --startup-probe         gate the agent on a startupProbe instead of the postStart wait-ready hook\n"
 	"  --sidecar-first         classic sidecar first in containers, its postStart wait-ready hook holding the\n"
-	"                          agent: about 1 s sooner at start than a native sidecar; no shutdown order;\n"
+	"                          agent: up to 1 s sooner at start than a native sidecar; no shutdown order;\n"
 	"                          Jobs and CronJobs are refused (docs/operating.md, Probes)\n"
 	"  --log-level LEVEL       sidecar log level (default info)\n"
 	"  --ready-timeout S       seconds the sidecar may take to become ready (default 30)\n"
