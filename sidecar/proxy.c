@@ -12,7 +12,9 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <linux/sockios.h>
 #include <unistd.h>
 
 #include "common/hash.h"
@@ -34,6 +36,8 @@
 
 #define PEEK_BUF_INITIAL 2048
 #define CLOSING_LINGER_MS 2000
+/* How often a budget-cut upstream is looked at until the kernel has sent (and had acked) its queue. */
+#define BUDGET_FLUSH_POLL_MS 2
 #define SRC_BUCKETS 256
 /* Each connection's two fds are registered once, edge-triggered, for everything the relay needs. */
 #define CONN_EVENTS (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)
@@ -97,6 +101,7 @@ struct conn {
 	/* budget of the rule that allowed it (budget.h): a reference held until the connection is freed */
 	struct sk_budget_entry *budget;
 	bool budget_counted;           /* charged as one of the rule's connections */
+	unsigned flush_polls;          /* budget cut: looks left at the upstream's send queue before its reset */
 };
 
 struct sk_proxy {
@@ -210,13 +215,18 @@ static void src_put(struct sk_proxy *px, struct src_count *s)
 
 /* ---- helpers ---- */
 
+/* SO_LINGER {1,0}: close sends RST, so the peer sees a refusal at once instead of a clean EOF. */
+static void reset_on_close(int fd)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+}
+
 static void close_rst(int fd)
 {
 	if (fd < 0)
 		return;
-	/* SO_LINGER {1,0}: close sends RST, so the peer sees a refusal at once instead of a clean EOF. */
-	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
-	(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	reset_on_close(fd);
 	close(fd);
 }
 
@@ -439,6 +449,19 @@ static void close_after_queued(int fd)
 	close(fd);
 }
 
+/* Frees c (whose close resets the upstream) once its send queue is empty or its looks ran out. */
+static void budget_flush_timer(struct sk_loop *l, struct sk_timer *t)
+{
+	struct conn *c = t->ctx;
+	int queued = 0;
+	if (c->flush_polls > 0 && ioctl(c->ufd, SIOCOUTQ, &queued) == 0 && queued > 0) {
+		c->flush_polls--;
+		if (sk_timer_arm(l, &c->timer, BUDGET_FLUSH_POLL_MS) == 0)
+			return;
+	}
+	conn_free(c);
+}
+
 static void budget_cut(struct conn *c)
 {
 	struct sk_proxy *px = c->px;
@@ -453,10 +476,17 @@ static void budget_cut(struct conn *c)
 	sk_loop_forget(sc->loop, &c->cio);
 	sk_loop_forget(sc->loop, &c->uio);
 	close_after_queued(c->cfd);
-	close_rst(c->ufd);
-	c->cfd = c->ufd = -1;
+	c->cfd = -1;
 	sk_budget_ref(e);   /* c's reference goes with it; the sweep below still compares against e */
-	conn_free(c);
+	/* The upstream is reset too, but only once the kernel has delivered what the budget paid for: a
+	 * close under SO_LINGER {1,0} throws the send queue away (megabytes on a fast link). Nothing more is
+	 * taken from the agent meanwhile; the wait is bounded by CLOSING_LINGER_MS. */
+	reset_on_close(c->ufd);
+	c->st = CS_CLOSING;   /* the relay is already stopped */
+	sk_timer_cancel(sc->loop, &c->timer);
+	sk_timer_init(&c->timer, budget_flush_timer, c);
+	c->flush_polls = CLOSING_LINGER_MS / BUDGET_FLUSH_POLL_MS;
+	budget_flush_timer(sc->loop, &c->timer);   /* frees c at once when nothing is queued */
 	if (!px->budget_sweeping) {
 		px->budget_sweeping = true;
 		struct conn *next;
