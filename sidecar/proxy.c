@@ -101,6 +101,10 @@ struct conn {
 	/* budget of the rule that allowed it (budget.h): a reference held until the connection is freed */
 	struct sk_budget_entry *budget;
 	bool budget_counted;           /* charged as one of the rule's connections */
+	/* early connect (see early_connect): ufd was opened at accept, before the decision; not one byte goes
+	 * to it until the decision allows (the relay starts only then) */
+	bool early;
+	bool early_up;                 /* its connect completed */
 	unsigned flush_polls;          /* budget cut: looks left at the upstream's send queue before its reset */
 };
 
@@ -676,6 +680,20 @@ static void conn_connect(struct conn *c)
 	c->cio.cb = ignore_io;
 	if (!c->cio.registered && sk_loop_add(l, &c->cio, CONN_EVENTS, NULL) < 0) {
 		connect_failed(c, "internal_error");
+		return;
+	}
+	if (c->early) {
+		/* Connected (or connecting) since the accept: the handshake overlapped the client's first
+		 * flight. From here on it is an ordinary upstream connect. */
+		c->early = false;
+		c->uio.cb = connect_io;
+		if (c->early_up) {
+			connect_done(c);
+			return;
+		}
+		sk_timer_init(&c->timer, connect_timer, c);
+		if (sk_timer_arm(l, &c->timer, sc->limits.connect_timeout_ms) < 0)
+			connect_failed(c, "upstream_error");
 		return;
 	}
 	/* The sidecar's UID is exempt in nftables, so this connect goes straight out (no redirect loop). */
@@ -1342,6 +1360,93 @@ static bool port_declared_tcp(struct sk_proxy *px, uint16_t port)
 	return px->tcp_only[port / 8] & (1u << (port % 8));
 }
 
+/* ---- early connect ---- */
+
+/* The upstream connect of a connection that still has to be classified is started at accept when its
+ * destination is bound (dns_bind.h) to a name the policy in force allows on that port, for some protocol,
+ * under a budget that admits a connection now: the TCP handshake then overlaps the client's first flight
+ * instead of following it. Never for an unbound or denied destination (no SYN at all), and nothing is ever
+ * sent on it before the decision: the relay, the only writer, starts after an allow. If the SNI/Host
+ * decides deny, or a name that is not bound to this address, the socket is closed unused and the client
+ * gets exactly the deny it would have got without it. */
+struct early_pick {
+	struct sk_sidecar *sc;
+	const struct sk_policy *pol;   /* an enforce-mode view */
+	const struct sk_addr *dst;
+	uint16_t port;
+	bool found;
+};
+
+static bool early_pick_cb(const char *name, void *arg)
+{
+	static const enum sk_proto protos[] = { SK_PROTO_TLS, SK_PROTO_HTTP, SK_PROTO_TCP };
+	struct early_pick *ep = arg;
+	for (size_t i = 0; i < SK_ARRAY_SIZE(protos); i++) {
+		struct sk_query q = { .host = name, .dst = ep->dst, .port = ep->port, .proto = protos[i] };
+		struct sk_decision d;
+		sk_match(ep->pol, &q, &d);
+		if (!d.allow)
+			continue;
+		if (d.rule >= 0 && (size_t)d.rule < ep->pol->n_rules && ep->pol->rules[d.rule].budget.window_ms) {
+			struct sk_budget_entry *e = sk_budget_for_rule(sk_sidecar_budgets(ep->sc), d.rule);
+			if (!e || !sk_budget_admits(e, sk_loop_now_ms(ep->sc->loop)))
+				continue;
+		}
+		ep->found = true;
+		return false;
+	}
+	return true;
+}
+
+/* Until the decision: the connect's outcome is noted; a failure drops the socket, and an allow then
+ * connects afresh (so the audit line of a refused upstream is the one it always was). */
+static void early_io(struct sk_loop *l, struct sk_io *io, uint32_t events)
+{
+	struct conn *c = io->ctx;
+	if (events & (EPOLLERR | EPOLLHUP)) {
+		sk_loop_forget(l, &c->uio);
+		close(c->ufd);
+		c->ufd = -1;
+		c->early = c->early_up = false;
+		sk_io_init(&c->uio, -1, NULL, c);
+		return;
+	}
+	if (events & EPOLLOUT)
+		c->early_up = true;
+}
+
+static void early_connect(struct conn *c)
+{
+	struct sk_sidecar *sc = c->px->sc;
+	if (!sc->bind.names)
+		return;
+	struct sk_policy enforce = *sc->policy;
+	enforce.mode = SK_MODE_ENFORCE;
+	struct early_pick ep = { .sc = sc, .pol = &enforce, .dst = &c->dst, .port = c->dport };
+	sc->bind.names(sc->bind.ctx, &c->dst, early_pick_cb, &ep);
+	if (!ep.found)
+		return;
+	sk_autoclose int fd = socket(c->dst.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;   /* out of descriptors now: the decision connects, or refuses, as without this */
+	int one = 1;
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	struct sockaddr_storage ss;
+	socklen_t sl = sk_sockaddr_from_addr(&c->dst, c->dport, &ss);
+	int crc = connect(fd, (struct sockaddr *)&ss, sl);
+	if (crc < 0 && errno != EINPROGRESS)
+		return;
+	/* Registered once for the connection's whole life, as conn_connect does. */
+	sk_io_init(&c->uio, fd, early_io, c);
+	if (sk_loop_add(sc->loop, &c->uio, CONN_EVENTS, NULL) < 0) {
+		sk_io_init(&c->uio, -1, NULL, c);
+		return;
+	}
+	c->ufd = sk_steal_fd(&fd);
+	c->early = true;
+	c->early_up = crc == 0;
+}
+
 int sk_proxy_adopt(struct sk_proxy *px, int fd, const struct sk_addr *src, uint16_t src_port,
 		   const struct sk_addr *dst, uint16_t dst_port, struct sk_err *err)
 {
@@ -1416,6 +1521,7 @@ int sk_proxy_adopt(struct sk_proxy *px, int fd, const struct sk_addr *src, uint1
 		conn_deny_rst(c, "internal_error");
 		return -EIO;
 	}
+	early_connect(c);
 	return 0;
 }
 
@@ -1452,10 +1558,6 @@ static void proxy_accept(struct sk_listener *ls, int fd, const struct sockaddr_s
 		close_rst(fd);
 		return;
 	}
-	/* Both legs without Nagle: a response that comes as a header segment and a body segment would
-	 * otherwise wait for the agent's delayed ACK on every kept-alive request (~40 ms). */
-	int one = 1;
-	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	(void)sk_proxy_adopt(px, fd, &src, sport, &dst, dport, &err);
 }
 
@@ -1469,7 +1571,19 @@ static int listen_on(struct sk_proxy *px, struct sk_listener *ls, int family, ui
 	} else {
 		a.bytes[15] = 1;
 	}
-	return sk_listener_open(ls, px->sc->loop, &a, port, 4096, "proxy", proxy_accept, px, err);
+	int rc = sk_listener_open(ls, px->sc->loop, &a, port, 4096, "proxy", proxy_accept, px, err);
+	if (rc < 0)
+		return rc;
+	/* Both legs without Nagle: a response that comes as a header segment and a body segment would
+	 * otherwise wait for the agent's delayed ACK on every kept-alive request (~40 ms). Set on the
+	 * listener, every accepted socket inherits it: one setsockopt less per connection. */
+	int one = 1;
+	if (setsockopt(ls->io.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0) {
+		int e = errno;
+		sk_listener_close(ls);
+		return sk_err_sys(err, e, "proxy: TCP_NODELAY on the listener");
+	}
+	return 0;
 }
 
 int sk_proxy_new(struct sk_sidecar *sc, bool no_listen, struct sk_proxy **out, struct sk_err *err)

@@ -473,6 +473,30 @@ static int accept_up(struct world *w)
 	return up;
 }
 
+/* The upstream connection up ends (FIN or reset) without having carried a single byte. */
+static void assert_upstream_got_nothing(struct world *w, int up)
+{
+	char g[64];
+	ssize_t r = -1;
+	for (int i = 0; i < 200; i++) {
+		spin(w, 1);
+		r = recv(up, g, sizeof(g), 0);
+		if (r >= 0 || errno != EAGAIN)
+			break;
+	}
+	assert_true(r == 0 || (r < 0 && errno == ECONNRESET));
+	close(up);
+}
+
+/* Nothing reached the upstream: no connection, or (an early connect, a bound and allowed destination)
+ * connections that end without a byte. */
+static void assert_nothing_upstream(struct world *w)
+{
+	int up;
+	while ((up = accept4(w->upstream_ls, NULL, NULL, SOCK_NONBLOCK)) >= 0)
+		assert_upstream_got_nothing(w, up);
+}
+
 /* Reads from fd while spinning the loop until want bytes or EOF/error; returns the count. */
 static size_t recv_some(struct world *w, int fd, void *buf, size_t want)
 {
@@ -711,9 +735,13 @@ static void test_silent_start_then_allowed_hello_is_relayed(void **state)
 	struct world w;
 	world_up_policy(&w, SHARED_POLICY, 50);
 	bind_fake(&w);
+	uint64_t t0 = sk_monotonic_ms();
 	int c = client(&w, &w.lo, w.upstream_port);
 	int up = accept_up(&w);
 	assert_true(up >= 0);
+	/* Silent past the 50 ms peek (the upstream may be up before that: connected early). */
+	while (sk_monotonic_ms() - t0 < 120)
+		spin(&w, 1);
 	uint8_t hello[4096];
 	size_t n = read_file("sidecar/testdata/hellos/openssl.bin", hello, sizeof(hello));
 	feed_bytewise(&w, c, hello, n);
@@ -843,7 +871,7 @@ static void test_h2c_upgrade_and_preface_are_denied(void **state)
 		int c = client(&w, &w.lo, w.upstream_port);
 		assert_int_equal(send(c, reqs[i], strlen(reqs[i]), 0), (ssize_t)strlen(reqs[i]));
 		spin(&w, 10);
-		assert_int_equal(accept4(w.upstream_ls, NULL, NULL, 0), -1);   /* nothing went upstream */
+		assert_nothing_upstream(&w);
 		int count;
 		cJSON *j = last_audit(&w, &count);
 		assert_int_equal(count, 1);
@@ -929,14 +957,14 @@ static void test_ech_grease_denied_by_default_allowed_by_policy(void **state)
 		int c = client(&w, &w.lo, w.upstream_port);
 		assert_int_equal(send(c, hello, n, 0), (ssize_t)n);
 		spin(&w, 5);
-		int up = allow ? accept_up(&w) : accept4(w.upstream_ls, NULL, NULL, 0);
+		int up = allow ? accept_up(&w) : -1;
 		if (allow) {
 			assert_true(up >= 0);
 			uint8_t got[4096];
 			assert_int_equal(recv_some(&w, up, got, n), n);
 			close(up);
 		} else {
-			assert_int_equal(up, -1);
+			assert_nothing_upstream(&w);
 			int count;
 			cJSON *j = last_audit(&w, &count);
 			assert_int_equal(count, 1);
@@ -1115,6 +1143,156 @@ static void test_client_gone_while_resolving_cancels(void **state)
 	world_down(&w);
 }
 
+/* ---- early connect: the upstream handshake overlaps the client's first flight ---- */
+
+/* Spins until the upstream listener has a connection queued, or a bound passes; no bytes are sent. */
+static int accept_up_quiet(struct world *w, int rounds)
+{
+	int up = -1;
+	for (int i = 0; i < rounds && up < 0; i++) {
+		spin(w, 1);
+		up = accept4(w->upstream_ls, NULL, NULL, SOCK_NONBLOCK);
+	}
+	return up;
+}
+
+/* An allowed, bound destination: the upstream sees the connection before the client sent anything, not
+ * a byte on it until the hello is allowed, then exactly the hello; and it is the only connection made. */
+static void test_early_connect_to_bound_allowed_name_carries_only_allowed_bytes(void **state)
+{
+	(void)state;
+	struct world w;
+	world_up(&w, "enforce", 5000);
+	bind_fake(&w);
+	uint8_t hello[4096];
+	size_t n = read_file("sidecar/testdata/hellos/curl.bin", hello, sizeof(hello));
+	int c = client(&w, &w.lo, w.upstream_port);
+	int up = accept_up_quiet(&w, 200);
+	assert_true(up >= 0);   /* connected before the first client byte */
+	char g[8192];
+	spin(&w, 5);
+	assert_int_equal(recv(up, g, sizeof(g), 0), -1);
+	assert_int_equal(errno, EAGAIN);
+	/* All but the last byte of the hello: still undecided, still nothing upstream. */
+	feed_bytewise(&w, c, hello, n - 1);
+	spin(&w, 5);
+	assert_int_equal(recv(up, g, sizeof(g), 0), -1);
+	assert_int_equal(errno, EAGAIN);
+	feed_bytewise(&w, c, hello + n - 1, 1);
+	assert_int_equal(recv_some(&w, up, g, n), n);
+	assert_memory_equal(g, hello, n);
+	assert_int_equal(accept4(w.upstream_ls, NULL, NULL, SOCK_NONBLOCK), -1);   /* no second connect */
+	assert_int_equal(send(up, "SERVER", 6, MSG_NOSIGNAL), 6);
+	assert_int_equal(recv_some(&w, c, g, 6), 6);
+	assert_memory_equal(g, "SERVER", 6);
+	close(c);
+	close(up);
+	spin(&w, 20);
+	int count;
+	cJSON *j = last_audit(&w, &count);
+	assert_int_equal(count, 1);
+	assert_string_equal(jstr(j, "decision"), "allow");
+	assert_string_equal(jstr(j, "binding"), "ok");
+	assert_int_equal(cJSON_GetObjectItem(j, "bytes_out")->valueint, (int)n);
+	cJSON_Delete(j);
+	assert_int_equal(sk_proxy_active(w.sc.proxy), 0);
+	world_down(&w);
+}
+
+/* The same bound address, a name the policy denies in the hello: the pre-opened upstream is closed
+ * without a byte, and the client gets exactly the deny it always got. */
+static void test_early_connect_denied_sni_sends_nothing_upstream(void **state)
+{
+	(void)state;
+	struct world w;
+	world_up(&w, "enforce", 5000);
+	bind_fake(&w);
+	uint8_t hello[4096];
+	size_t n = read_file("sidecar/testdata/hellos/openssl.bin", hello, sizeof(hello));
+	uint8_t *p = memmem(hello, n, "allowed.example", 15);
+	assert_non_null(p);
+	memcpy(p, "denied0.example", 15);
+	int c = client(&w, &w.lo, w.upstream_port);
+	int up = accept_up_quiet(&w, 200);
+	assert_true(up >= 0);
+	feed_bytewise(&w, c, hello, n);
+	spin(&w, 5);
+	uint8_t got[64];
+	assert_int_equal(recv(c, got, sizeof(got), 0), 7);
+	assert_memory_equal(got, SK_TLS_ALERT_ACCESS_DENIED, 7);
+	assert_upstream_got_nothing(&w, up);
+	int count;
+	cJSON *j = last_audit(&w, &count);
+	assert_int_equal(count, 1);
+	assert_string_equal(jstr(j, "decision"), "deny");
+	assert_string_equal(jstr(j, "reason"), "no_match");
+	assert_string_equal(jstr(j, "name"), "denied0.example");
+	cJSON_Delete(j);
+	assert_int_equal(accept4(w.upstream_ls, NULL, NULL, SOCK_NONBLOCK), -1);
+	close(c);
+	close(up);
+	spin(&w, 5);
+	assert_int_equal(sk_proxy_active(w.sc.proxy), 0);
+	world_down(&w);
+}
+
+/* No early connect (no SYN at all) for an unbound destination, nor for a bound name the policy does
+ * not allow on that port, nor under a budget that admits no connection; when the bytes allow, the
+ * decision connects as it always did. */
+static void test_no_early_connect_unbound_or_denied_port_or_spent_budget(void **state)
+{
+	(void)state;
+	static const char req[] = "GET / HTTP/1.1\r\nHost: allowed.example\r\n\r\n";
+	for (int k = 0; k < 3; k++) {
+		struct world w;
+		if (k == 0) {
+			world_up(&w, "enforce", 5000);   /* nothing bound */
+		} else if (k == 1) {
+			world_up_policy(&w,
+					"version: 1\n"
+					"egress:\n"
+					"  - host: allowed.example\n"
+					"    ports: [1]\n"
+					"blockPrivate: false\n",
+					5000);
+			bind_fake(&w);
+		} else {
+			world_up_policy(&w,
+					"version: 1\n"
+					"egress:\n"
+					"  - host: allowed.example\n"
+					"    budget: { connections: 1, window: 1h }\n"
+					"blockPrivate: false\n",
+					5000);
+			bind_fake(&w);
+			/* The budget's one connection, used and closed. */
+			int c0 = client(&w, &w.lo, w.upstream_port);
+			int up0 = accept_up_quiet(&w, 200);
+			assert_true(up0 >= 0);
+			assert_int_equal(send(c0, req, sizeof(req) - 1, 0), (ssize_t)sizeof(req) - 1);
+			char g0[128];
+			assert_int_equal(recv_some(&w, up0, g0, sizeof(req) - 1), sizeof(req) - 1);
+			close(c0);
+			close(up0);
+			spin(&w, 20);
+		}
+		int c = client(&w, &w.lo, w.upstream_port);
+		assert_int_equal(accept_up_quiet(&w, 50), -1);
+		if (k == 0) {
+			/* Allowed by its Host (no binding table: unchecked): connected after the decision. */
+			assert_int_equal(send(c, req, sizeof(req) - 1, 0), (ssize_t)sizeof(req) - 1);
+			int up = accept_up_quiet(&w, 200);
+			assert_true(up >= 0);
+			char g[128];
+			assert_int_equal(recv_some(&w, up, g, sizeof(req) - 1), sizeof(req) - 1);
+			close(up);
+		}
+		close(c);
+		spin(&w, 10);
+		world_down(&w);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1143,6 +1321,9 @@ int main(void)
 		cmocka_unit_test(test_budget_cuts_relay_then_denies_with_403),
 		cmocka_unit_test(test_budget_spent_cuts_the_other_relays),
 		cmocka_unit_test(test_budget_audit_mode_reports_only),
+		cmocka_unit_test(test_early_connect_to_bound_allowed_name_carries_only_allowed_bytes),
+		cmocka_unit_test(test_early_connect_denied_sni_sends_nothing_upstream),
+		cmocka_unit_test(test_no_early_connect_unbound_or_denied_port_or_spent_budget),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
