@@ -5,117 +5,109 @@
 #include <string.h>
 
 #include "common/err.h"
+#include "common/settings.h"
 #include "common/util.h"
 #include "injector/config.h"
 #include "policy/seccomp_name.h"
 
-enum type {
-	T_U32,    /* integer in [min, max], uint32_t field */
-	T_U16,    /* integer in [min, max], uint16_t field */
-	T_BOOL,
-	T_STR,    /* a path */
-	T_TOKEN,  /* printable ASCII, no spaces: goes into the pod as it is (image, ConfigMap, profile) */
-	T_LEVEL,  /* enum sk_log_level */
-	T_LOGFMT, /* enum sk_log_format */
-	T_PULL,   /* Always, IfNotPresent, Never */
-	T_SLEVEL, /* the sidecar's --log-level, kept as text */
-	T_NAMES,  /* comma-separated namespace names */
-	T_PROFILE, /* a seccomp profile name of the installer's shape, stockade-<16 hex>.json */
-	T_PAIRS,   /* space-separated NAME=VALUE: NAME a DNS label, VALUE printable ASCII (a label if min is 1) */
-};
+/* The injector's own kinds: all text, checked, put into the pod as given. */
+static int check_token(const struct sk_setting *s, const char *value, const char *what, struct sk_err *err);
+static int check_pull(const struct sk_setting *s, const char *value, const char *what, struct sk_err *err);
+static int check_slevel(const struct sk_setting *s, const char *value, const char *what, struct sk_err *err);
+static int check_names(const struct sk_setting *s, const char *value, const char *what, struct sk_err *err);
+static int check_profile(const struct sk_setting *s, const char *value, const char *what, struct sk_err *err);
+static int check_pairs(const struct sk_setting *s, const char *value, const char *what, struct sk_err *err);
 
-struct setting {
-	const char *flag, *env;
-	enum type type;
-	uint32_t min, max;
-	const char *def;    /* NULL: unset (or the inject default, for the wrap settings) */
-	const char *help;
-	size_t off;
-};
+/* printable ASCII, no spaces: goes into the pod as it is (image, ConfigMap) */
+static const struct sk_setting_kind token = { "NAME", "printable ASCII, no spaces", NULL, NULL, check_token };
+static const struct sk_setting_kind pull = { "POLICY", "Always, IfNotPresent or Never", NULL, NULL, check_pull };
+/* the sidecar's --log-level, kept as text */
+static const struct sk_setting_kind slevel = { "LEVEL", "one of error, warn, info, debug", NULL, NULL, check_slevel };
+/* comma-separated namespace names */
+static const struct sk_setting_kind names = { "NS,...", "namespace names, comma-separated", NULL, NULL,
+					      check_names };
+/* a seccomp profile name of the installer's shape, stockade-<16 hex>.json */
+static const struct sk_setting_kind profile = { "NAME", "stockade-<16 hex>.json", NULL, NULL, check_profile };
+/* space-separated NAME=VALUE: NAME a DNS label, VALUE printable ASCII (a label if min is 1) */
+static const struct sk_setting_kind pairs = { "N=V ...", "space-separated NAME=VALUE", NULL, NULL, check_pairs };
 
-#define F(field) offsetof(struct sk_injector_config, field)
+#define F(field) offsetof(struct sk_injector_config, field), sizeof(((struct sk_injector_config *)0)->field)
 
 /* Order is --help's. */
-static const struct setting settings[] = {
-	{ "listen", "STOCKADE_LISTEN", T_STR, 0, 0, "8443", "address to serve HTTPS on: PORT, HOST:PORT, [V6]:PORT",
-	  F(listen) },
-	{ "tls-cert", "STOCKADE_TLS_CERT", T_STR, 0, 0, NULL, "serving certificate chain (PEM); required",
-	  F(tls_cert) },
-	{ "tls-key", "STOCKADE_TLS_KEY", T_STR, 0, 0, NULL, "its private key (PEM); required", F(tls_key) },
-	{ "cert-check-ms", "STOCKADE_CERT_CHECK_MS", T_U32, 100, 3600000, "1000",
-	  "how often the two files are checked for a change (rotation without restart)", F(reload_ms) },
-	{ "threads", "STOCKADE_THREADS", T_U32, 1, 256, "4", "connections served at once", F(threads) },
-	{ "max-queue", "STOCKADE_MAX_QUEUE", T_U32, 1, 65536, "64",
-	  "accepted connections waiting for a thread; more are closed at once", F(max_queue) },
-	{ "request-timeout-ms", "STOCKADE_REQUEST_TIMEOUT_MS", T_U32, 100, 600000, "10000",
-	  "the TLS handshake and each request, head and body, must arrive within this", F(request_timeout_ms) },
-	{ "idle-timeout-ms", "STOCKADE_IDLE_TIMEOUT_MS", T_U32, 0, 600000, "5000",
+static const struct sk_setting settings[] = {
+	{ "listen", "STOCKADE_LISTEN", SK_SET_PATH, 0, 0, "8443", "address to serve HTTPS on: PORT, HOST:PORT, [V6]:PORT",
+	  F(listen), false },
+	{ "tls-cert", "STOCKADE_TLS_CERT", SK_SET_PATH, 0, 0, NULL, "serving certificate chain (PEM); required",
+	  F(tls_cert), false },
+	{ "tls-key", "STOCKADE_TLS_KEY", SK_SET_PATH, 0, 0, NULL, "its private key (PEM); required", F(tls_key), false },
+	{ "cert-check-ms", "STOCKADE_CERT_CHECK_MS", SK_SET_UINT, 100, 3600000, "1000",
+	  "how often the two files are checked for a change (rotation without restart)", F(reload_ms), false },
+	{ "threads", "STOCKADE_THREADS", SK_SET_UINT, 1, 256, "4", "connections served at once", F(threads), false },
+	{ "max-queue", "STOCKADE_MAX_QUEUE", SK_SET_UINT, 1, 65536, "64",
+	  "accepted connections waiting for a thread; more are closed at once", F(max_queue), false },
+	{ "request-timeout-ms", "STOCKADE_REQUEST_TIMEOUT_MS", SK_SET_UINT, 100, 600000, "10000",
+	  "the TLS handshake and each request, head and body, must arrive within this", F(request_timeout_ms), false },
+	{ "idle-timeout-ms", "STOCKADE_IDLE_TIMEOUT_MS", SK_SET_UINT, 0, 600000, "5000",
 	  "a kept-alive connection waits this long for its next request (0: one request a connection)",
-	  F(idle_timeout_ms) },
-	{ "max-body-bytes", "STOCKADE_MAX_BODY_BYTES", T_U32, 1024, 64u << 20, "4194304",
-	  "largest AdmissionReview accepted (413 beyond)", F(max_body) },
-	{ "max-requests-per-conn", "STOCKADE_MAX_REQUESTS_PER_CONN", T_U32, 1, 1000000, "1000",
-	  "requests served on one connection before it is closed", F(max_requests) },
-	{ "log-level", "STOCKADE_LOG_LEVEL", T_LEVEL, 0, 0, "info", "error, warn, info or debug", F(log_level) },
-	{ "log-format", "STOCKADE_LOG_FORMAT", T_LOGFMT, 0, 0, "text", "text or json", F(log_format) },
-	{ "exclude-namespaces", "STOCKADE_EXCLUDE_NAMESPACES", T_NAMES, 0, 0, "kube-system",
-	  "namespaces whose pods are never wrapped, comma-separated (the chart adds its own)", F(exclude_list) },
+	  F(idle_timeout_ms), false },
+	{ "max-body-bytes", "STOCKADE_MAX_BODY_BYTES", SK_SET_UINT, 1024, 64u << 20, "4194304",
+	  "largest AdmissionReview accepted (413 beyond)", F(max_body), false },
+	{ "max-requests-per-conn", "STOCKADE_MAX_REQUESTS_PER_CONN", SK_SET_UINT, 1, 1000000, "1000",
+	  "requests served on one connection before it is closed", F(max_requests), false },
+	{ "log-level", "STOCKADE_LOG_LEVEL", SK_SET_LEVEL, 0, 0, "info", "error, warn, info or debug", F(log_level), false },
+	{ "log-format", "STOCKADE_LOG_FORMAT", SK_SET_LOGFMT, 0, 0, "text", "text or json", F(log_format), false },
+	{ "exclude-namespaces", "STOCKADE_EXCLUDE_NAMESPACES", &names, 0, 0, "kube-system",
+	  "namespaces whose pods are never wrapped, comma-separated (the chart adds its own)", F(exclude_list), false },
 	/* the wrap: what `stockade-policy inject` takes as options */
-	{ "init-image", "STOCKADE_INIT_IMAGE", T_TOKEN, 0, 0, NULL, "stockade-init image", F(inject.init_image) },
-	{ "sidecar-image", "STOCKADE_SIDECAR_IMAGE", T_TOKEN, 0, 0, NULL, "stockade-sidecar image",
-	  F(inject.sidecar_image) },
-	{ "pull-policy", "STOCKADE_PULL_POLICY", T_PULL, 0, 0, NULL,
-	  "imagePullPolicy of the stockade containers: Always, IfNotPresent or Never", F(inject.pull_policy) },
-	{ "agent-uid", "STOCKADE_AGENT_UID", T_U32, 1, UINT32_MAX - 1, NULL,
-	  "UID given to agent containers that set none (the policy's agent_uid)", F(inject.agent_uid) },
-	{ "sidecar-uid", "STOCKADE_SIDECAR_UID", T_U32, 1, UINT32_MAX - 1, NULL,
-	  "the sidecar's UID (the policy's sidecar_uid); no agent container may use it", F(inject.sidecar_uid) },
-	{ "admin-port", "STOCKADE_ADMIN_PORT", T_U16, 1, 65535, NULL, "the sidecar's admin port (the policy's)",
-	  F(inject.admin_port) },
-	{ "policy-configmap", "STOCKADE_POLICY_CONFIGMAP", T_TOKEN, 0, 0, NULL,
-	  "ConfigMap holding policy.yaml, in the pod's namespace", F(inject.policy_configmap) },
-	{ "seccomp-profile", "STOCKADE_SECCOMP_PROFILE", T_PROFILE, 0, 0, NULL,
+	{ "init-image", "STOCKADE_INIT_IMAGE", &token, 0, 0, NULL, "stockade-init image", F(inject.init_image), false },
+	{ "sidecar-image", "STOCKADE_SIDECAR_IMAGE", &token, 0, 0, NULL, "stockade-sidecar image",
+	  F(inject.sidecar_image), false },
+	{ "pull-policy", "STOCKADE_PULL_POLICY", &pull, 0, 0, NULL,
+	  "imagePullPolicy of the stockade containers: Always, IfNotPresent or Never", F(inject.pull_policy), false },
+	{ "agent-uid", "STOCKADE_AGENT_UID", SK_SET_UINT, 1, UINT32_MAX - 1, NULL,
+	  "UID given to agent containers that set none (the policy's agent_uid)", F(inject.agent_uid), false },
+	{ "sidecar-uid", "STOCKADE_SIDECAR_UID", SK_SET_UINT, 1, UINT32_MAX - 1, NULL,
+	  "the sidecar's UID (the policy's sidecar_uid); no agent container may use it", F(inject.sidecar_uid), false },
+	{ "admin-port", "STOCKADE_ADMIN_PORT", SK_SET_UINT, 1, 65535, NULL, "the sidecar's admin port (the policy's)",
+	  F(inject.admin_port), false },
+	{ "policy-configmap", "STOCKADE_POLICY_CONFIGMAP", &token, 0, 0, NULL,
+	  "ConfigMap holding policy.yaml, in the pod's namespace", F(inject.policy_configmap), false },
+	{ "seccomp-profile", "STOCKADE_SECCOMP_PROFILE", &profile, 0, 0, NULL,
 	  "Localhost seccomp profile of agent containers: stockade-<16 hex>.json, the name of a seccomp section "
 	  "(stockade-policy seccomp --policy FILE --print-name); the default is a policy's without one, which "
-	  "every stockade-system installer serves", F(inject.seccomp_profile) },
-	{ "no-seccomp", "STOCKADE_NO_SECCOMP", T_BOOL, 0, 0, "false", "RuntimeDefault instead of the Localhost profile",
-	  F(no_seccomp) },
-	{ "classic-sidecar", "STOCKADE_CLASSIC_SIDECAR", T_BOOL, 0, 0, "false",
-	  "sidecar in containers (Kubernetes < 1.29); pods of Jobs are then refused", F(classic) },
-	{ "startup-probe", "STOCKADE_STARTUP_PROBE", T_BOOL, 0, 0, "false",
-	  "gate the agent on a startupProbe instead of the postStart wait-ready hook", F(startup_probe) },
-	{ "sidecar-log-level", "STOCKADE_SIDECAR_LOG_LEVEL", T_SLEVEL, 0, 0, NULL, "the sidecar's --log-level",
-	  F(inject.log_level) },
-	{ "ready-timeout", "STOCKADE_READY_TIMEOUT", T_U32, 1, 3600, NULL,
-	  "seconds the sidecar may take to become ready", F(inject.ready_timeout_s) },
-	{ "sidecar-first", "STOCKADE_SIDECAR_FIRST", T_BOOL, 0, 0, "false",
+	  "every stockade-system installer serves", F(inject.seccomp_profile), false },
+	{ "no-seccomp", "STOCKADE_NO_SECCOMP", SK_SET_BOOL, 0, 0, "false", "RuntimeDefault instead of the Localhost profile",
+	  F(no_seccomp), false },
+	{ "classic-sidecar", "STOCKADE_CLASSIC_SIDECAR", SK_SET_BOOL, 0, 0, "false",
+	  "sidecar in containers (Kubernetes < 1.29); pods of Jobs are then refused", F(classic), false },
+	{ "startup-probe", "STOCKADE_STARTUP_PROBE", SK_SET_BOOL, 0, 0, "false",
+	  "gate the agent on a startupProbe instead of the postStart wait-ready hook", F(startup_probe), false },
+	{ "sidecar-log-level", "STOCKADE_SIDECAR_LOG_LEVEL", &slevel, 0, 0, NULL, "the sidecar's --log-level",
+	  F(inject.log_level), false },
+	{ "ready-timeout", "STOCKADE_READY_TIMEOUT", SK_SET_UINT, 1, 3600, NULL,
+	  "seconds the sidecar may take to become ready", F(inject.ready_timeout_s), false },
+	{ "sidecar-first", "STOCKADE_SIDECAR_FIRST", SK_SET_BOOL, 0, 0, "false",
 	  "classic sidecar first in containers, its postStart hook holding the agent (inject --sidecar-first); "
-	  "pods of Jobs are then refused", F(sidecar_first) },
-	{ "sidecar-settings", "STOCKADE_SIDECAR_SETTINGS", T_PAIRS, 0, 0, NULL,
+	  "pods of Jobs are then refused", F(sidecar_first), false },
+	{ "sidecar-settings", "STOCKADE_SIDECAR_SETTINGS", &pairs, 0, 0, NULL,
 	  "extra sidecar flags, space-separated NAME=VALUE, each given as --NAME=VALUE in this order (inject's "
-	  "--sidecar-setting)", F(settings_list) },
-	{ "api-secrets", "STOCKADE_API_SECRETS", T_PAIRS, 1, 0, NULL,
+	  "--sidecar-setting)", F(settings_list), false },
+	{ "api-secrets", "STOCKADE_API_SECRETS", &pairs, 1, 0, NULL,
 	  "Secrets mounted into the sidecar, space-separated NAME=SECRET, at /var/run/stockade/secrets/NAME/ "
-	  "(inject's --api-secret); the Secret must be in the pod's namespace", F(secrets_list) },
+	  "(inject's --api-secret); the Secret must be in the pod's namespace", F(secrets_list), false },
 };
 #undef F
 
-static const char *metavar(enum type t)
-{
-	switch (t) {
-	case T_U32: case T_U16: return "N";
-	case T_BOOL: return "BOOL";
-	case T_STR: return "PATH";
-	case T_TOKEN: return "NAME";
-	case T_LEVEL: case T_SLEVEL: return "LEVEL";
-	case T_LOGFMT: return "FORMAT";
-	case T_PULL: return "POLICY";
-	case T_NAMES: return "NS,...";
-	case T_PROFILE: return "NAME";
-	case T_PAIRS: return "N=V ...";
-	}
-	return "VALUE";
-}
+static const struct sk_settings_switch switches[] = {
+	{ "--help", offsetof(struct sk_injector_config, help) },
+	{ "-h", offsetof(struct sk_injector_config, help) },
+	{ "--version", offsetof(struct sk_injector_config, version) },
+};
+
+static const struct sk_settings table = {
+	settings, SK_ARRAY_SIZE(settings), switches, SK_ARRAY_SIZE(switches),
+	offsetof(struct sk_injector_config, owned), SK_INJECTOR_MAX_STRINGS, true,
+};
 
 void sk_injector_config_usage(FILE *out, const char *prog)
 {
@@ -128,9 +120,9 @@ void sk_injector_config_usage(FILE *out, const char *prog)
 		"Every option can also be set by its environment variable; the flag wins, an empty variable\n"
 		"counts as unset, a malformed value is an error (exit 2).\n", prog);
 	for (size_t i = 0; i < SK_ARRAY_SIZE(settings); i++) {
-		const struct setting *s = &settings[i];
+		const struct sk_setting *s = &settings[i];
 		char lhs[64], def[96];
-		(void)snprintf(lhs, sizeof(lhs), "--%s %s", s->flag, metavar(s->type));
+		(void)snprintf(lhs, sizeof(lhs), "--%s %s", s->flag, sk_setting_metavar(s));
 		if (s->def)
 			(void)snprintf(def, sizeof(def), "%s", s->def);
 		else if (s->off == offsetof(struct sk_injector_config, inject.init_image))
@@ -163,28 +155,10 @@ void sk_injector_config_usage(FILE *out, const char *prog)
 
 void sk_injector_config_free(struct sk_injector_config *cfg)
 {
-	for (size_t k = 0; k < SK_INJECTOR_MAX_STRINGS; k++)
-		free(cfg->owned[k]);
+	sk_settings_free(&table, cfg);
 	for (size_t k = 0; k < SK_INJECTOR_MAX_EXTRA; k++)
 		free(cfg->setting_flags[k]);
 	memset(cfg, 0, sizeof(*cfg));
-}
-
-static int own(struct sk_injector_config *cfg, const char *value, const char **slot, const char *what,
-	       struct sk_err *err)
-{
-	for (size_t k = 0; k < SK_INJECTOR_MAX_STRINGS; k++) {
-		if (cfg->owned[k] && cfg->owned[k] != *slot)
-			continue;
-		char *c = strdup(value);
-		if (!c)
-			return sk_err_set(err, ENOMEM, "%s: out of memory", what);
-		free(cfg->owned[k]);  /* a flag after its variable replaces our earlier copy */
-		cfg->owned[k] = c;
-		*slot = c;
-		return 0;
-	}
-	return sk_err_set(err, ENOMEM, "%s: too many string settings", what);
 }
 
 static bool one_of(const char *v, const char *const *set, size_t n)
@@ -205,132 +179,76 @@ static bool dns_label(const char *s, size_t n)
 	return true;
 }
 
-static int apply(struct sk_injector_config *cfg, const struct setting *s, const char *value, const char *what,
-		 struct sk_err *err)
+static int check_token(const struct sk_setting *s, const char *value, const char *what, struct sk_err *err)
 {
-	static const char *const yes[] = { "true", "1", "yes", "on" }, *const no[] = { "false", "0", "no", "off" };
-	static const char *const pulls[] = { "Always", "IfNotPresent", "Never" };
-	static const char *const levels[] = { "error", "warn", "info", "debug" };
-	char *field = (char *)cfg + s->off;
-	if (!value[0])
-		return sk_err_set(err, EINVAL, "%s: empty value", what);
-	switch (s->type) {
-	case T_U32:
-	case T_U16: {
-		char *end = NULL;
-		errno = 0;
-		unsigned long long v = strtoull(value, &end, 10);
-		if (value[0] < '0' || value[0] > '9' || errno || *end || v < s->min || v > s->max)
-			return sk_err_set(err, EINVAL, "%s: '%s' is not an integer in %u..%u", what, value, s->min, s->max);
-		if (s->type == T_U16) {
-			uint16_t u = (uint16_t)v;
-			memcpy(field, &u, sizeof(u));
-		} else {
-			uint32_t u = (uint32_t)v;
-			memcpy(field, &u, sizeof(u));
-		}
-		return 0;
-	}
-	case T_BOOL: {
-		bool b;
-		if (one_of(value, yes, 4))
-			b = true;
-		else if (one_of(value, no, 4))
-			b = false;
-		else
-			return sk_err_set(err, EINVAL, "%s: '%s' is not true or false (also 1/0, yes/no, on/off)", what,
-					  value);
-		memcpy(field, &b, sizeof(b));
-		return 0;
-	}
-	case T_LEVEL: {
-		enum sk_log_level l;
-		if (!sk_log_level_parse(value, &l))
-			return sk_err_set(err, EINVAL, "%s: '%s' is not one of error, warn, info, debug", what, value);
-		memcpy(field, &l, sizeof(l));
-		return 0;
-	}
-	case T_LOGFMT: {
-		enum sk_log_format f;
-		if (!sk_log_format_parse(value, &f))
-			return sk_err_set(err, EINVAL, "%s: '%s' is not one of text, json", what, value);
-		memcpy(field, &f, sizeof(f));
-		return 0;
-	}
-	case T_TOKEN:
-		for (const char *p = value; *p; p++)
-			if (*p <= 0x20 || *p >= 0x7f)
-				return sk_err_set(err, EINVAL, "%s: '%s': expected printable ASCII, no spaces", what, value);
-		break;
-	case T_PULL:
-		if (!one_of(value, pulls, 3))
-			return sk_err_set(err, EINVAL, "%s: '%s' is not Always, IfNotPresent or Never", what, value);
-		break;
-	case T_SLEVEL:
-		if (!one_of(value, levels, 4))
-			return sk_err_set(err, EINVAL, "%s: '%s' is not one of error, warn, info, debug", what, value);
-		break;
-	case T_NAMES: {
-		size_t n = 0;
-		for (const char *p = value;; n++) {
-			size_t l = strcspn(p, ",");
-			if (!dns_label(p, l) || n == SK_INJECTOR_MAX_EXCLUDE)
-				return sk_err_set(err, EINVAL, "%s: '%s': expected at most %d namespace names "
-						  "([a-z0-9-], 1-63), comma-separated", what, value, SK_INJECTOR_MAX_EXCLUDE);
-			if (!p[l])
-				break;
-			p += l + 1;
-		}
-		break;
-	}
-	case T_PAIRS: {
-		size_t n = 0;
-		for (const char *p = value; *p;) {
-			size_t l = strcspn(p, " "), k = strcspn(p, "=");
-			const char *v = p + k + 1;
-			size_t vl = k < l ? l - k - 1 : 0;
-			bool ok = l > 0 && k < l && dns_label(p, k) && vl > 0 && n < SK_INJECTOR_MAX_EXTRA;
-			for (size_t j = 0; ok && j < vl; j++)
-				ok = v[j] > 0x20 && v[j] < 0x7f;
-			if (ok && s->min == 1)
-				ok = dns_label(v, vl);
-			if (!ok)
-				return sk_err_set(err, EINVAL, "%s: '%s': expected at most %d space-separated NAME=%s (NAME of "
-						  "[a-z0-9-], 1-63%s)", what, value, SK_INJECTOR_MAX_EXTRA,
-						  s->min == 1 ? "SECRET" : "VALUE", s->min == 1 ? ", SECRET too" : "");
-			n++;
-			p += l;
-			while (*p == ' ')
-				p++;
-		}
-		break;
-	}
-	case T_PROFILE:
-		/* Only the installer's names: it serves nothing else, so another name leaves every wrapped pod
-		 * unable to start (or, were the file there by other means, unconfined by what stockade checks). */
-		if (!sk_seccomp_is_profile_name(value))
-			return sk_err_set(err, EINVAL, "%s: '%s': expected stockade-<16 hex>.json, a profile the "
-					  "stockade-system installer serves (stockade-policy seccomp --policy FILE "
-					  "--print-name)", what, value);
-		break;
-	case T_STR:
-		break;
-	}
-	const char *slot;
-	memcpy(&slot, field, sizeof(slot));
-	int r = own(cfg, value, &slot, what, err);
-	if (r == 0)
-		memcpy(field, &slot, sizeof(slot));
-	return r;
+	(void)s;
+	for (const char *p = value; *p; p++)
+		if (*p <= 0x20 || *p >= 0x7f)
+			return sk_err_set(err, EINVAL, "%s: '%s': expected printable ASCII, no spaces", what, value);
+	return 0;
 }
 
-static const char *env_get(char *const envp[], const char *name)
+static int check_pull(const struct sk_setting *s, const char *value, const char *what, struct sk_err *err)
 {
-	size_t n = strlen(name);
-	for (size_t i = 0; envp && envp[i]; i++)
-		if (!strncmp(envp[i], name, n) && envp[i][n] == '=')
-			return envp[i] + n + 1;
-	return NULL;
+	static const char *const pulls[] = { "Always", "IfNotPresent", "Never" };
+	return one_of(value, pulls, SK_ARRAY_SIZE(pulls)) ? 0 : sk_setting_refuse(s, value, what, err);
+}
+
+static int check_slevel(const struct sk_setting *s, const char *value, const char *what, struct sk_err *err)
+{
+	static const char *const levels[] = { "error", "warn", "info", "debug" };
+	return one_of(value, levels, SK_ARRAY_SIZE(levels)) ? 0 : sk_setting_refuse(s, value, what, err);
+}
+
+static int check_names(const struct sk_setting *s, const char *value, const char *what, struct sk_err *err)
+{
+	size_t n = 0;
+	(void)s;
+	for (const char *p = value;; n++) {
+		size_t l = strcspn(p, ",");
+		if (!dns_label(p, l) || n == SK_INJECTOR_MAX_EXCLUDE)
+			return sk_err_set(err, EINVAL, "%s: '%s': expected at most %d namespace names "
+					  "([a-z0-9-], 1-63), comma-separated", what, value, SK_INJECTOR_MAX_EXCLUDE);
+		if (!p[l])
+			return 0;
+		p += l + 1;
+	}
+}
+
+static int check_pairs(const struct sk_setting *s, const char *value, const char *what, struct sk_err *err)
+{
+	size_t n = 0;
+	for (const char *p = value; *p;) {
+		size_t l = strcspn(p, " "), k = strcspn(p, "=");
+		const char *v = p + k + 1;
+		size_t vl = k < l ? l - k - 1 : 0;
+		bool ok = l > 0 && k < l && dns_label(p, k) && vl > 0 && n < SK_INJECTOR_MAX_EXTRA;
+		for (size_t j = 0; ok && j < vl; j++)
+			ok = v[j] > 0x20 && v[j] < 0x7f;
+		if (ok && s->min == 1)
+			ok = dns_label(v, vl);
+		if (!ok)
+			return sk_err_set(err, EINVAL, "%s: '%s': expected at most %d space-separated NAME=%s (NAME of "
+					  "[a-z0-9-], 1-63%s)", what, value, SK_INJECTOR_MAX_EXTRA,
+					  s->min == 1 ? "SECRET" : "VALUE", s->min == 1 ? ", SECRET too" : "");
+		n++;
+		p += l;
+		while (*p == ' ')
+			p++;
+	}
+	return 0;
+}
+
+static int check_profile(const struct sk_setting *s, const char *value, const char *what, struct sk_err *err)
+{
+	(void)s;
+	/* Only the installer's names: it serves nothing else, so another name leaves every wrapped pod
+	 * unable to start (or, were the file there by other means, unconfined by what stockade checks). */
+	if (!sk_seccomp_is_profile_name(value))
+		return sk_err_set(err, EINVAL, "%s: '%s': expected stockade-<16 hex>.json, a profile the "
+				  "stockade-system installer serves (stockade-policy seccomp --policy FILE "
+				  "--print-name)", what, value);
+	return 0;
 }
 
 /* The list setting split into cfg->exclude (pointing into the owned copy, which is split in place). */
@@ -403,55 +321,9 @@ int sk_injector_config_parse(int argc, char *const argv[], char *const envp[], s
 	int r;
 	memset(cfg, 0, sizeof(*cfg));
 	sk_inject_opts_default(&cfg->inject);
-	for (size_t i = 0; i < SK_ARRAY_SIZE(settings); i++) {
-		struct sk_err e = { 0 };
-		if (settings[i].def && settings[i].type != T_STR && settings[i].type != T_NAMES)
-			(void)apply(cfg, &settings[i], settings[i].def, settings[i].env, &e);  /* valid: injector_config_test */
-	}
-	cfg->listen = "8443";
-	for (size_t i = 0; i < SK_ARRAY_SIZE(settings); i++) {
-		const char *v = env_get(envp, settings[i].env);
-		if (v && *v && (r = apply(cfg, &settings[i], v, settings[i].env, err)) < 0)
-			goto fail;
-	}
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			cfg->help = true;
-			continue;
-		}
-		if (!strcmp(a, "--version")) {
-			cfg->version = true;
-			continue;
-		}
-		if (strncmp(a, "--", 2) || !a[2]) {
-			r = sk_err_set(err, EINVAL, "unexpected argument '%s' (see --help)", a);
-			goto fail;
-		}
-		const char *name = a + 2, *eq = strchr(name, '=');
-		size_t nlen = eq ? (size_t)(eq - name) : strlen(name), k;
-		for (k = 0; k < SK_ARRAY_SIZE(settings); k++)
-			if (strlen(settings[k].flag) == nlen && !strncmp(settings[k].flag, name, nlen))
-				break;
-		if (k == SK_ARRAY_SIZE(settings)) {
-			r = sk_err_set(err, EINVAL, "unknown flag '--%.*s' (see --help)", (int)nlen, name);
-			goto fail;
-		}
-		const char *value = eq ? eq + 1 : NULL;
-		if (!value && settings[k].type == T_BOOL) {
-			value = "true";
-		} else if (!value) {
-			if (i + 1 >= argc) {
-				r = sk_err_set(err, EINVAL, "--%s: missing value", settings[k].flag);
-				goto fail;
-			}
-			value = argv[++i];
-		}
-		char what[64];
-		(void)snprintf(what, sizeof(what), "--%s", settings[k].flag);
-		if ((r = apply(cfg, &settings[k], value, what, err)) < 0)
-			goto fail;
-	}
+	sk_settings_defaults(&table, cfg);  /* valid: injector_config_test */
+	if ((r = sk_settings_parse(&table, argc, argv, envp, cfg, err)) < 0)
+		goto fail;
 	split_exclude(cfg);
 	if ((r = split_pairs(cfg, err)) < 0)
 		goto fail;

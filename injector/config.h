@@ -1,7 +1,7 @@
 /* injector/config.h — every setting of stockade-injector in one table (config.c): its flag, its
- * STOCKADE_* environment variable, type, range, default and help; `--help` is generated from it. The same
- * conventions as stockade-sidecar (sidecar/config.h): flags win over the environment, an empty variable
- * counts as unset, a malformed value is a startup error naming the flag or variable (exit 2).
+ * STOCKADE_* environment variable, type, range, default and help; `--help` is generated from it. The rows
+ * are common/settings.h's and are read by it, as stockade-sidecar's are: flags win over the environment, an
+ * empty variable counts as unset, a malformed value is a startup error naming the flag or variable (exit 2).
  *
  * The wrap settings (images, UIDs, admin port, policy ConfigMap, seccomp profile, classic sidecar...) are
  * those of `stockade-policy inject` (the same defaults, sk_inject_opts_default) and land in `inject`. */

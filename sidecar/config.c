@@ -75,45 +75,42 @@ static const struct sk_setting settings[] = {
 
 #undef F
 
+/* The admin address, checked by the resolver main uses (kept as text: the policy gives the default port). */
+static int check_addr(const struct sk_setting *s, const char *value, const char *what, struct sk_err *err)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	(void)s;
+	if (sk_config_admin_sockaddr(value, 1, &ss, &len, err) < 0)
+		return sk_err_prefix(err, "%s", what);
+	return 0;
+}
+
+const struct sk_setting_kind sk_config_kind_addr = { "ADDR", "PORT, HOST:PORT or [V6]:PORT", "address", NULL,
+						     check_addr };
+
+static const struct sk_settings_switch switches[] = {
+	{ "--help", offsetof(struct sk_config, help) },
+	{ "-h", offsetof(struct sk_config, help) },
+	{ "--help-settings-md", offsetof(struct sk_config, help_settings_md) },
+	{ "--version", offsetof(struct sk_config, version) },
+};
+
+static const struct sk_settings table = {
+	settings, SK_ARRAY_SIZE(settings), switches, SK_ARRAY_SIZE(switches),
+	offsetof(struct sk_config, owned), SK_CONFIG_MAX_STRINGS, false,
+};
+
 const struct sk_setting *sk_config_settings(size_t *n)
 {
 	*n = SK_ARRAY_SIZE(settings);
 	return settings;
 }
 
-static const char *metavar(const struct sk_setting *s)
-{
-	switch (s->type) {
-	case SK_SET_UINT: return "N";
-	case SK_SET_BOOL: return "BOOL";
-	case SK_SET_PATH: return "PATH";
-	case SK_SET_ADDR: return "ADDR";
-	case SK_SET_LEVEL: return "LEVEL";
-	case SK_SET_LOGFMT: return "FORMAT";
-	}
-	return "VALUE";
-}
-
-/* What a value must be, as error messages and the docs say it. */
-static void expected(const struct sk_setting *s, char *buf, size_t len)
-{
-	switch (s->type) {
-	case SK_SET_UINT:
-		(void)snprintf(buf, len, "an integer in %llu..%llu", (unsigned long long)s->min, (unsigned long long)s->max);
-		return;
-	case SK_SET_BOOL: (void)snprintf(buf, len, "true or false (also 1/0, yes/no, on/off)"); return;
-	case SK_SET_PATH: (void)snprintf(buf, len, "a path"); return;
-	case SK_SET_ADDR: (void)snprintf(buf, len, "PORT, HOST:PORT or [V6]:PORT"); return;
-	case SK_SET_LEVEL: (void)snprintf(buf, len, "one of error, warn, info, debug"); return;
-	case SK_SET_LOGFMT: (void)snprintf(buf, len, "one of text, json"); return;
-	}
-	buf[0] = '\0';
-}
-
 void sk_config_usage(FILE *out, const char *prog)
 {
 	/* the writes below leave a failure to out's error indicator, which the caller checks (config.h) */
-	char exp[80];
+	char exp[96];
 	(void)fprintf(out, "usage: %s --policy FILE [options]\n"
 		"Every option can also be set by its environment variable; the flag wins, an empty variable\n"
 		"counts as unset, a malformed value is an error (exit 2).\n", prog);
@@ -122,8 +119,8 @@ void sk_config_usage(FILE *out, const char *prog)
 		if (!s->flag)
 			continue;
 		char lhs[64];
-		(void)snprintf(lhs, sizeof(lhs), "--%s %s", s->flag, metavar(s));
-		expected(s, exp, sizeof(exp));
+		(void)snprintf(lhs, sizeof(lhs), "--%s %s", s->flag, sk_setting_metavar(s));
+		sk_setting_expected(s, exp, sizeof(exp));
 		(void)fprintf(out, "  %-32s env %s\n      %s\n      (%s; default %s)\n", lhs, s->env, s->help, exp,
 			s->def ? s->def : "unset");
 	}
@@ -133,165 +130,26 @@ void sk_config_usage(FILE *out, const char *prog)
 	(void)fprintf(out, "test only (environment, not for production):\n");
 	for (size_t i = 0; i < SK_ARRAY_SIZE(settings); i++)
 		if (!settings[i].flag)
-			(void)fprintf(out, "  %s %s\n      %s\n", settings[i].env, metavar(&settings[i]), settings[i].help);
+			(void)fprintf(out, "  %s %s\n      %s\n", settings[i].env, sk_setting_metavar(&settings[i]),
+				      settings[i].help);
 	(void)fprintf(out, "signals: SIGHUP reloads the policy (also on change of the file); SIGTERM/SIGINT drain and exit.\n");
 }
 
 void sk_config_settings_md(FILE *out)
 {
-	/* as above: the caller checks out's error indicator */
-	char exp[80];
-	(void)fprintf(out, "| flag | environment | accepts | default | meaning |\n|---|---|---|---|---|\n");
-	for (size_t i = 0; i < SK_ARRAY_SIZE(settings); i++) {
-		const struct sk_setting *s = &settings[i];
-		expected(s, exp, sizeof(exp));
-		if (s->type == SK_SET_UINT)
-			(void)snprintf(exp, sizeof(exp), "%llu..%llu", (unsigned long long)s->min, (unsigned long long)s->max);
-		else if (s->type == SK_SET_BOOL)
-			(void)snprintf(exp, sizeof(exp), "true, false");
-		else if (s->type == SK_SET_LEVEL)
-			(void)snprintf(exp, sizeof(exp), "error, warn, info, debug");
-		else if (s->type == SK_SET_LOGFMT)
-			(void)snprintf(exp, sizeof(exp), "text, json");
-		else if (s->type == SK_SET_ADDR)
-			(void)snprintf(exp, sizeof(exp), "address");
-		(void)fprintf(out, "| %s%s%s | `%s` | %s | %s%s%s | %s |\n", s->flag ? "`--" : "(test only)",
-			s->flag ? s->flag : "", s->flag ? "`" : "", s->env, exp, s->def ? "`" : "",
-			s->def ? s->def : "unset", s->def ? "`" : "", s->help);
-	}
-}
-
-/* Points *slot at value: a static default as is (copy false), anything else as the config's own copy. */
-static int set_string(struct sk_config *cfg, const char **slot, const char *value, bool copy, const char *what,
-		      struct sk_err *err)
-{
-	if (!copy) {
-		*slot = value;
-		return 0;
-	}
-	size_t k, free_k = SK_CONFIG_MAX_STRINGS;
-	for (k = 0; k < SK_CONFIG_MAX_STRINGS; k++) {
-		if (cfg->owned[k] && cfg->owned[k] == *slot)
-			break;  /* replace our previous copy (a flag after its variable) */
-		if (!cfg->owned[k] && free_k == SK_CONFIG_MAX_STRINGS)
-			free_k = k;
-	}
-	if (k == SK_CONFIG_MAX_STRINGS)
-		k = free_k;
-	if (k == SK_CONFIG_MAX_STRINGS)
-		return sk_err_set(err, ENOMEM, "%s: too many string settings", what);
-	char *c = strdup(value);
-	if (!c)
-		return sk_err_set(err, ENOMEM, "%s: out of memory", what);
-	free(cfg->owned[k]);
-	cfg->owned[k] = c;
-	*slot = c;
-	return 0;
-}
-
-static int parse_uint(const struct sk_setting *s, const char *value, uint64_t *out)
-{
-	char *end = NULL;
-	errno = 0;
-	unsigned long long v = strtoull(value, &end, 10);
-	if (value[0] < '0' || value[0] > '9' || errno || *end || v < s->min || v > s->max)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-static int parse_bool(const char *value, bool *out)
-{
-	static const char *const yes[] = { "true", "1", "yes", "on" }, *const no[] = { "false", "0", "no", "off" };
-	for (size_t i = 0; i < SK_ARRAY_SIZE(yes); i++) {
-		if (strcmp(value, yes[i]) == 0) {
-			*out = true;
-			return 0;
-		}
-		if (strcmp(value, no[i]) == 0) {
-			*out = false;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
-/* Applies one setting; `what` names its source for messages ("--policy", "STOCKADE_POLICY"). */
-static int apply(struct sk_config *cfg, const struct sk_setting *s, const char *value, bool copy,
-		 const char *what, struct sk_err *err)
-{
-	char *field = (char *)cfg + s->off;
-	char exp[80];
-	expected(s, exp, sizeof(exp));
-	if (value[0] == '\0')
-		return sk_err_set(err, EINVAL, "%s: empty value (expected %s)", what, exp);
-	switch (s->type) {
-	case SK_SET_UINT: {
-		uint64_t v;
-		if (parse_uint(s, value, &v) < 0)
-			return sk_err_set(err, EINVAL, "%s: '%s' is not %s", what, value, exp);
-		if (s->size == sizeof(uint64_t)) {
-			memcpy(field, &v, sizeof(v));
-		} else {
-			uint32_t u = (uint32_t)v;  /* the table test checks max fits the field (and an int) */
-			memcpy(field, &u, sizeof(u));
-		}
-		return 0;
-	}
-	case SK_SET_BOOL: {
-		bool b;
-		if (parse_bool(value, &b) < 0)
-			return sk_err_set(err, EINVAL, "%s: '%s' is not %s", what, value, exp);
-		memcpy(field, &b, sizeof(b));
-		return 0;
-	}
-	case SK_SET_LEVEL: {
-		enum sk_log_level l;
-		if (!sk_log_level_parse(value, &l))
-			return sk_err_set(err, EINVAL, "%s: '%s' is not %s", what, value, exp);
-		memcpy(field, &l, sizeof(l));
-		return 0;
-	}
-	case SK_SET_LOGFMT: {
-		enum sk_log_format f;
-		if (!sk_log_format_parse(value, &f))
-			return sk_err_set(err, EINVAL, "%s: '%s' is not %s", what, value, exp);
-		memcpy(field, &f, sizeof(f));
-		return 0;
-	}
-	case SK_SET_ADDR: {
-		struct sockaddr_storage ss;
-		socklen_t len;
-		if (sk_config_admin_sockaddr(value, 1, &ss, &len, err) < 0)
-			return sk_err_prefix(err, "%s", what);
-		break;
-	}
-	case SK_SET_PATH:
-		break;
-	}
-	const char *slot_val;
-	memcpy(&slot_val, field, sizeof(slot_val));
-	int r = set_string(cfg, &slot_val, value, copy, what, err);
-	if (r == 0)
-		memcpy(field, &slot_val, sizeof(slot_val));
-	return r;
+	sk_settings_md(out, &table);
 }
 
 void sk_config_free(struct sk_config *cfg)
 {
-	for (size_t k = 0; k < SK_CONFIG_MAX_STRINGS; k++)
-		free(cfg->owned[k]);
+	sk_settings_free(&table, cfg);
 	memset(cfg, 0, sizeof(*cfg));
 }
 
 void sk_config_defaults(struct sk_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
-	for (size_t i = 0; i < SK_ARRAY_SIZE(settings); i++) {
-		struct sk_err e = { 0 };
-		if (settings[i].def)
-			(void)apply(cfg, &settings[i], settings[i].def, false, settings[i].env, &e);  /* valid: config_test */
-	}
+	sk_settings_defaults(&table, cfg);
 }
 
 void sk_proxy_limits_default(struct sk_proxy_limits *l)
@@ -315,73 +173,12 @@ void sk_dns_settings_default(struct sk_dns_settings *d)
 	*d = c.dns;   /* resolv_conf points at the table's static default */
 }
 
-static const char *env_get(char *const envp[], const char *name)
-{
-	size_t n = strlen(name);
-	for (size_t i = 0; envp && envp[i]; i++)
-		if (strncmp(envp[i], name, n) == 0 && envp[i][n] == '=')
-			return envp[i] + n + 1;
-	return NULL;
-}
-
 int sk_config_parse(int argc, char *const argv[], char *const envp[], struct sk_config *cfg, struct sk_err *err)
 {
-	int r = 0;
+	int r;
 	sk_config_defaults(cfg);
-
-	/* Environment first, so flags applied after it win. An empty variable counts as unset: Kubernetes
-	 * renders optional values as "" and that must not be an error. */
-	for (size_t i = 0; i < SK_ARRAY_SIZE(settings); i++) {
-		const char *v = env_get(envp, settings[i].env);
-		if (v && *v && (r = apply(cfg, &settings[i], v, true, settings[i].env, err)) < 0)
-			goto fail;
-	}
-
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-			cfg->help = true;
-			continue;
-		}
-		if (strcmp(a, "--help-settings-md") == 0) {
-			cfg->help_settings_md = true;
-			continue;
-		}
-		if (strcmp(a, "--version") == 0) {
-			cfg->version = true;
-			continue;
-		}
-		if (strncmp(a, "--", 2) != 0 || a[2] == '\0') {
-			r = sk_err_set(err, EINVAL, "unexpected argument '%s' (see --help)", a);
-			goto fail;
-		}
-		const char *name = a + 2, *eq = strchr(name, '=');
-		size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
-		size_t k;
-		for (k = 0; k < SK_ARRAY_SIZE(settings); k++)
-			if (settings[k].flag && strlen(settings[k].flag) == nlen &&
-			    strncmp(settings[k].flag, name, nlen) == 0)
-				break;
-		if (k == SK_ARRAY_SIZE(settings)) {
-			r = sk_err_set(err, EINVAL, "unknown flag '--%.*s' (see --help)", (int)nlen, name);
-			goto fail;
-		}
-		const char *value = eq ? eq + 1 : NULL;
-		if (!value && settings[k].type == SK_SET_BOOL) {
-			value = "true";   /* a bare boolean flag; it never takes the next argument */
-		} else if (!value) {
-			if (i + 1 >= argc) {
-				r = sk_err_set(err, EINVAL, "--%s: missing value", settings[k].flag);
-				goto fail;
-			}
-			value = argv[++i];
-		}
-		char what[64];
-		(void)snprintf(what, sizeof(what), "--%s", settings[k].flag);
-		if ((r = apply(cfg, &settings[k], value, true, what, err)) < 0)
-			goto fail;
-	}
-
+	if ((r = sk_settings_parse(&table, argc, argv, envp, cfg, err)) < 0)
+		goto fail;
 	if (cfg->help || cfg->version || cfg->help_settings_md)
 		return 0;
 	if (!cfg->policy_path) {

@@ -5,7 +5,8 @@
  * ""), an empty flag value is an error. A malformed value, from a flag or the environment, is a startup
  * error naming the flag or variable and what was expected (main exits SK_EXIT_USAGE); nothing falls back
  * to a default silently. `--help` and `--help-settings-md` (the table in docs/operating.md, checked by
- * config_test) are generated from the table.
+ * config_test) are generated from the table. How the table is read (these conventions, the messages) is
+ * common/settings.h's, shared with stockade-injector; this file owns the rows and struct sk_config.
  *
  * The servers read no environment: main copies cfg.proxy / cfg.api / cfg.dns into struct sk_sidecar
  * (sidecar.h), and the proxy, gateway and DNS server take their values from there. Strings in a config
@@ -21,6 +22,7 @@
 
 #include "common/err.h"
 #include "common/log.h"
+#include "common/settings.h"
 
 #define SK_DEFAULT_MARKER "/run/stockade/init.marker"  /* where the Helm chart mounts it */
 #define SK_DEFAULT_DRAIN_SECONDS 10u
@@ -90,18 +92,10 @@ void sk_proxy_limits_default(struct sk_proxy_limits *l);
 void sk_gateway_limits_default(struct sk_gateway_limits *l);
 void sk_dns_settings_default(struct sk_dns_settings *d);
 
-/* The table, read-only, for config_test's table test. */
-enum sk_setting_type { SK_SET_UINT, SK_SET_BOOL, SK_SET_PATH, SK_SET_ADDR, SK_SET_LEVEL, SK_SET_LOGFMT };
-struct sk_setting {
-	const char *flag;        /* without "--"; NULL: environment only (test hooks) */
-	const char *env;         /* STOCKADE_* */
-	enum sk_setting_type type;
-	uint64_t min, max;       /* SK_SET_UINT: the accepted range */
-	const char *def;         /* the default as text (parsed like any value); NULL: unset */
-	const char *help;
-	size_t off, size;        /* the field in struct sk_config */
-	bool test_only;
-};
+/* The table, read-only, for config_test's table test. Its rows are common/settings.h's; the one kind of the
+ * sidecar's own is the admin address (checked by sk_config_admin_sockaddr, kept as text). */
+extern const struct sk_setting_kind sk_config_kind_addr;
+#define SK_SET_ADDR (&sk_config_kind_addr)
 const struct sk_setting *sk_config_settings(size_t *n);
 
 /* Resolves an admin address: "PORT", ":PORT", "HOST:PORT", "[V6]:PORT", "HOST" or "[V6]" (numeric hosts
