@@ -20,6 +20,7 @@
 #include "injector/http.h"
 #include "injector/jsonpatch.h"
 #include "injector/review.h"
+#include "injector/test_base64.h"
 #include "policy/inject.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -45,34 +46,11 @@ static char *envelope(const char *obj, size_t n, size_t *len)
 	return b;
 }
 
-static int b64v(char c)
-{
-	const char *tab = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	const char *p = c ? strchr(tab, c) : NULL;
-	return p ? (int)(p - tab) : -1;
-}
-
 static cJSON *decode_patch(const char *s)
 {
-	size_t n = strlen(s), o = 0;
-	if (n % 4)
-		BROKEN();
-	char *out = malloc(n / 4 * 3 + 1);
+	char *out = sk_test_base64_decode(s, NULL);
 	if (!out)
-		abort();
-	for (size_t i = 0; i < n; i += 4) {
-		int a = b64v(s[i]), b = b64v(s[i + 1]), c = s[i + 2] == '=' ? 0 : b64v(s[i + 2]),
-		    d = s[i + 3] == '=' ? 0 : b64v(s[i + 3]);
-		if (a < 0 || b < 0 || c < 0 || d < 0)
-			BROKEN();
-		uint32_t v = (uint32_t)a << 18 | (uint32_t)b << 12 | (uint32_t)c << 6 | (uint32_t)d;
-		out[o++] = (char)(v >> 16);
-		if (s[i + 2] != '=')
-			out[o++] = (char)(v >> 8);
-		if (s[i + 3] != '=')
-			out[o++] = (char)v;
-	}
-	out[o] = '\0';
+		BROKEN();   /* not canonical base64 (or out of memory: a fuzzer's abort either way) */
 	cJSON *p = cJSON_Parse(out);
 	free(out);
 	if (!p)

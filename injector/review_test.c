@@ -18,6 +18,7 @@
 #include "common/err.h"
 #include "injector/jsonpatch.h"
 #include "injector/review.h"
+#include "injector/test_base64.h"
 #include "policy/inject.h"
 
 static struct sk_inject_opts opts;
@@ -58,35 +59,38 @@ static cJSON *response_of(const struct sk_review_out *out)
 	return r;
 }
 
-static unsigned char b64v(char c)
-{
-	const char *tab = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	const char *p = strchr(tab, c);
-	assert_non_null(p);
-	return (unsigned char)(p - tab);
-}
-
 static cJSON *decode_patch(const cJSON *resp)
 {
 	assert_string_equal(cJSON_GetObjectItem(resp, "patchType")->valuestring, "JSONPatch");
-	const char *s = cJSON_GetObjectItem(resp, "patch")->valuestring;
-	size_t n = strlen(s), o = 0;
-	assert_int_equal(n % 4, 0);
-	char *out = malloc(n / 4 * 3 + 1);
-	for (size_t i = 0; i < n; i += 4) {
-		uint32_t v = (uint32_t)b64v(s[i]) << 18 | (uint32_t)b64v(s[i + 1]) << 12 |
-			     (s[i + 2] == '=' ? 0 : (uint32_t)b64v(s[i + 2]) << 6) | (s[i + 3] == '=' ? 0 : b64v(s[i + 3]));
-		out[o++] = (char)(v >> 16);
-		if (s[i + 2] != '=')
-			out[o++] = (char)(v >> 8);
-		if (s[i + 3] != '=')
-			out[o++] = (char)v;
-	}
-	out[o] = '\0';
-	cJSON *p = cJSON_Parse(out);
-	free(out);
+	char *text = sk_test_base64_decode(cJSON_GetObjectItem(resp, "patch")->valuestring, NULL);
+	assert_non_null(text);   /* canonical base64 */
+	cJSON *p = cJSON_Parse(text);
+	free(text);
 	assert_non_null(p);
 	return p;
+}
+
+/* The decoder the two tests above check review.c's encoder with: it must itself refuse what is not
+ * canonical, or a broken encoding could pass. */
+static void test_base64_decoder(void **state)
+{
+	(void)state;
+	static const char *const ok[][2] = { { "", "" }, { "Zg==", "f" }, { "Zm8=", "fo" }, { "Zm9v", "foo" },
+					     { "Zm9vYg==", "foob" }, { "Zm9vYmE=", "fooba" }, { "Zm9vYmFy", "foobar" },
+					     { "+/+/", "\xfb\xff\xbf" } };
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		size_t len = 99;
+		char *d = sk_test_base64_decode(ok[i][0], &len);
+		assert_non_null(d);
+		assert_string_equal(d, ok[i][1]);
+		assert_int_equal(len, strlen(ok[i][1]));
+		free(d);
+	}
+	static const char *const bad[] = { "Zg", "Zg=", "Zg===", "=Zg=", "Z===", "Zg==Zm9v", "Zm=v", "Zh==", "Zm9=",
+					   "Zm9v\n", "Zm-v", "Zm_v", " Zm9", "Zm9v====" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (sk_test_base64_decode(bad[i], NULL))
+			fail_msg("'%s' decoded", bad[i]);
 }
 
 /* Handles body, expecting success; returns the parsed response. */
@@ -366,6 +370,7 @@ int main(void)
 		cmocka_unit_test(test_malformed_requests_are_errors_naming_where),
 		cmocka_unit_test(test_deep_nesting_is_refused),
 		cmocka_unit_test(test_non_pod_kind_is_refused),
+		cmocka_unit_test(test_base64_decoder),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }
