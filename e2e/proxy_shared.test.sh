@@ -17,6 +17,9 @@
 #     sidecar's own resolution agrees (binding resolved), is denied toward another address (mismatch)
 #   9 first flights and later heads split across writes; framings a lenient server reads differently
 #  10 no Host; a late first flight of pipelined requests
+#  11 early connect (the upstream handshake started at accept, for an address bound to an allowed name):
+#     a denied SNI / Host on S — where the early connect does happen — sends S not one byte; X, bound to
+#     no name, never sees a SYN from the sidecar (nft counters in the internet netns)
 # Only the test addresses below (in the internet netns) and loopback are ever contacted.
 set -uo pipefail
 # shellcheck source=e2e/lib.sh
@@ -485,6 +488,61 @@ t_ech_grease() {
 	done
 }
 
+# --- 11. early connect ---
+# syns NAME — SYNs (without ACK) counted so far by the internet netns's counter NAME
+syns() { ip netns exec "$NS-net" nft list counter inet skearly "$1" | grep -o 'packets [0-9]*' | cut -d' ' -f2; }
+t_early_connect() {
+	ip netns exec "$NS-net" nft -f - <<NFT
+table inet skearly {
+	counter s4 {}
+	counter s6 {}
+	counter x4 {}
+	counter x6 {}
+	chain in {
+		type filter hook input priority 0; policy accept;
+		tcp flags & (syn | ack) == syn ip daddr $S4 counter name s4
+		tcp flags & (syn | ack) == syn ip6 daddr $S6 counter name s6
+		tcp flags & (syn | ack) == syn ip daddr $X4 counter name x4
+		tcp flags & (syn | ack) == syn ip6 daddr $X6 counter name x6
+	}
+}
+NFT
+	sk_check_eq "11: SYN counters in place" "0 0 0 0" "$(syns s4) $(syns s6) $(syns x4) $(syns x6)"
+	for fam in 4 6; do
+		fam_addrs $fam
+		# S is bound to allowed.example, allowed on 443 and 80: the proxy connects to S at accept.
+		mark; t0=$(total_bytes); n0=$(syns s$fam)
+		out=$(cl tls "$s" 443 denied.example 0 "$SK_TMP/ca.pem" /c11-denied)
+		settle
+		sk_check "v$fam 11a: a prompt hello with SNI denied.example on S is refused ($out)" \
+			grep -qE '^(alert:.*ACCESS_DENIED|closed|reset)' <<<"$out"
+		sk_check "v$fam 11a: S was connected to early ($n0 -> $(syns s$fam) SYNs)" test "$(syns s$fam)" -gt "$n0"
+		sk_check_eq "v$fam 11a: and received not one byte" "$t0" "$(total_bytes)"
+		sk_check_eq "v$fam 11a: one deny audit line (no_match), not late" 1 \
+			"$(aq event=deny decision=deny reason=no_match name=denied.example proto=tls late@None,False "dst=$(hp "$s" 443)")"
+		mark; t0=$(total_bytes)
+		out=$(cl http "$s" 80 0 denied.example "/c11-denied-v$fam")
+		settle
+		sk_check "v$fam 11b: a prompt GET with Host denied.example on S gets 403 ($out)" grep -q '^403' <<<"$out"
+		sk_check_eq "v$fam 11b: S received not one byte" "$t0" "$(total_bytes)"
+		mark
+		out=$(cl tls "$s" 443 allowed.example 0 "$SK_TMP/ca.pem" "/c11-allowed-v$fam")
+		settle
+		sk_check_eq "v$fam 11c: a prompt hello with SNI allowed.example on S works" \
+			"ok 200 ok allowed.example /c11-allowed-v$fam" "$out"
+		# X is bound to no name: no early connect, and the hello's name does not bind it either.
+		for n in allowed denied; do
+			mark
+			out=$(cl tls "$x" 443 $n.example 0 "$SK_TMP/ca.pem" "/c11-x-$n")
+			settle
+			sk_check "v$fam 11d: a hello with SNI $n.example toward unbound X is refused ($out)" \
+				grep -qE '^(alert:.*ACCESS_DENIED|closed|reset)' <<<"$out"
+		done
+		sk_check_eq "v$fam 11d: X never saw a SYN" 0 "$(syns x$fam)"
+	done
+	ip netns exec "$NS-net" nft delete table inet skearly
+}
+
 # --- over the whole run ---
 t_whole_run() {
 	sleep 0.3
@@ -501,5 +559,5 @@ t_whole_run() {
 	[ -z "${SK_KEEP:-}" ] || cp -r "$SK_TMP/." "$SK_KEEP/"
 }
 
-SK_CASES=(late_hello late_head pipelining upgrades no_host split_writes server_first one_byte fallback_resolution ech_grease whole_run)
+SK_CASES=(late_hello late_head pipelining upgrades no_host split_writes server_first one_byte fallback_resolution ech_grease early_connect whole_run)
 sk_main "$@"
