@@ -4,28 +4,6 @@
 
 #include "common/json_str.h"
 
-/* The escape of byte c into e (no NUL); returns its length (1, 2 or 6). */
-static size_t escape_byte(unsigned char c, char e[6])
-{
-	static const char hex[] = "0123456789abcdef";
-	if (c == '"' || c == '\\') {
-		e[0] = '\\';
-		e[1] = (char)c;
-		return 2;
-	}
-	if (c < 0x20 || c >= 0x7f) {
-		e[0] = '\\';
-		e[1] = 'u';
-		e[2] = '0';
-		e[3] = '0';
-		e[4] = hex[c >> 4];
-		e[5] = hex[c & 15];
-		return 6;
-	}
-	e[0] = (char)c;
-	return 1;
-}
-
 static void put(char *buf, size_t cap, size_t *len, const char *s, size_t n)
 {
 	for (size_t k = 0; k < n; k++, (*len)++)
@@ -39,7 +17,7 @@ size_t sk_json_str(char *buf, size_t cap, const char *s)
 	char e[6];
 	put(buf, cap, &len, "\"", 1);
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-		put(buf, cap, &len, e, escape_byte(*p, e));
+		put(buf, cap, &len, e, sk_json_escape_byte(*p, e));
 	put(buf, cap, &len, "\"", 1);
 	if (cap)
 		buf[len < cap ? len : cap - 1] = 0;
@@ -52,7 +30,7 @@ int sk_json_fputs(FILE *f, const char *s)
 	if (fputc('"', f) == EOF)
 		return -EIO;
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		size_t n = escape_byte(*p, e);
+		size_t n = sk_json_escape_byte(*p, e);
 		if (fwrite(e, 1, n, f) != n)
 			return -EIO;
 	}
@@ -64,7 +42,7 @@ int sk_json_str_buf(struct sk_strbuf *b, const char *s)
 	char e[6];
 	(void)sk_strbuf_put(b, "\"", 1);   /* a failure sticks to b: checked once, below */
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-		(void)sk_strbuf_put(b, e, escape_byte(*p, e));
+		(void)sk_strbuf_put(b, e, sk_json_escape_byte(*p, e));
 	(void)sk_strbuf_put(b, "\"", 1);
 	return sk_strbuf_ok(b);
 }

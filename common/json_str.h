@@ -10,6 +10,30 @@
 
 #include "common/strbuf.h"
 
+/* The escape of byte c into e (no NUL); returns its length (1, 2 or 6). The one rule above, for writers
+ * with a buffer discipline of their own (the audit line's caps, the log line's cut before an escape that
+ * would not fit); inline, as they run it on every byte of a line. */
+static inline size_t sk_json_escape_byte(unsigned char c, char e[6])
+{
+	static const char hex[] = "0123456789abcdef";
+	if (c == '"' || c == '\\') {
+		e[0] = '\\';
+		e[1] = (char)c;
+		return 2;
+	}
+	if (c < 0x20 || c >= 0x7f) {
+		e[0] = '\\';
+		e[1] = 'u';
+		e[2] = '0';
+		e[3] = '0';
+		e[4] = hex[c >> 4];
+		e[5] = hex[c & 15];
+		return 6;
+	}
+	e[0] = (char)c;
+	return 1;
+}
+
 /* Room sk_json_str needs for a string of n bytes: every byte as \u00XX, two quotes, a NUL. */
 #define SK_JSON_STR_SIZE(n) ((n) * 6 + 3)
 

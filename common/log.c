@@ -8,6 +8,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/json_str.h"
+
 static const char *const level_names[] = { "error", "warn", "info", "debug" };
 
 /* Set once by main (sk_log_init) before the loop starts; read-only afterwards. */
@@ -80,29 +82,11 @@ static void write_line(const char *p, size_t len)
  * escape that would not fit, so a cut message is still a valid string. Returns the new length. */
 static size_t put_json(char *out, size_t len, size_t cap, const char *s)
 {
-	static const char hex[] = "0123456789abcdef";
 	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
 		char e[6];
-		size_t n;
-		if (c == '"' || c == '\\') {
-			e[0] = '\\';
-			e[1] = (char)c;
-			n = 2;
-		} else if (c < 0x20 || c >= 0x7f) {
-			/* Control bytes and non-ASCII as \u00XX: the line stays valid JSON and ASCII even when a
-			 * message carries a path or a name that is not UTF-8. */
-			e[0] = '\\';
-			e[1] = 'u';
-			e[2] = '0';
-			e[3] = '0';
-			e[4] = hex[c >> 4];
-			e[5] = hex[c & 15];
-			n = 6;
-		} else {
-			e[0] = (char)c;
-			n = 1;
-		}
+		/* control bytes and non-ASCII as \u00XX: the line stays valid JSON and ASCII even when a
+		 * message carries a path or a name that is not UTF-8 */
+		size_t n = sk_json_escape_byte((unsigned char)*s, e);
 		if (len + n + 3 > cap)
 			break;
 		memcpy(out + len, e, n);

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/json_str.h"
 #include "sidecar/denials.h"
 
 struct out {
@@ -30,22 +31,12 @@ static void puts_(struct out *o, const char *s) { put(o, s, strlen(s)); }
 /* s as a JSON string, its first max bytes. */
 static void put_json_str_n(struct out *o, const char *s, size_t max)
 {
-	static const char hex[] = "0123456789abcdef";
+	char e[6];
 	put(o, "\"", 1);
-	for (size_t i = 0; i < max && s[i]; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (c == '"' || c == '\\') {
-			char e[2] = { '\\', (char)c };
-			put(o, e, 2);
-		} else if (c < 0x20 || c >= 0x7f) {
-			/* Control bytes and anything non-ASCII become \u00XX: the line stays valid JSON (and
-			 * valid UTF-8) even when an agent feeds raw bytes through a parser bug. */
-			char e[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
-			put(o, e, 6);
-		} else {
-			put(o, (const char *)&c, 1);
-		}
-	}
+	/* control bytes and anything non-ASCII become \u00XX: the line stays valid JSON (and valid UTF-8) even
+	 * when an agent feeds raw bytes through a parser bug */
+	for (size_t i = 0; i < max && s[i]; i++)
+		put(o, e, sk_json_escape_byte((unsigned char)s[i], e));
 	put(o, "\"", 1);
 }
 
