@@ -364,6 +364,9 @@ t_flags() {
 	if grep -q "^stockade-sidecar: --log-level: 'loud' is not one of" "$SK_TMP/err"; then sk_pass "bad flag value named"; else sk_fail "bad flag value named" "$(head -1 "$SK_TMP/err")"; fi
 	STOCKADE_DRAIN_SECONDS=abc "$SIDECAR" --policy x >/dev/null 2>&1; rc=$?
 	sk_check_eq "bad STOCKADE_DRAIN_SECONDS exits 2" 2 "$rc"
+	"$SIDECAR" --bogus --policy x >/dev/null 2>"$SK_TMP/err"; rc=$?
+	sk_check_eq "unknown flag exits 2, named once, pointing at --help once" \
+		"2 stockade-sidecar: unknown flag '--bogus' (see --help)" "$rc $(head -1 "$SK_TMP/err")"
 	sk_check "--version exits 0" "$SIDECAR" --version
 	sk_check "--help exits 0" "$SIDECAR" --help
 }

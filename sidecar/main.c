@@ -136,7 +136,9 @@ int main(int argc, char **argv)
 		return sk_wait_ready_main(argc - 1, argv + 1);
 	sk_log_init("stockade-sidecar", SK_LOG_INFO);
 	if (sk_config_parse(argc, argv, environ, &cfg, &err) < 0) {
-		sk_log(SK_LOG_ERROR, "%s (see --help)", err.msg);
+		/* The settings reader already points at --help where a flag is unknown or out of place. */
+		const char *hint = strstr(err.msg, "(see --help)") ? "" : " (see --help)";
+		sk_log(SK_LOG_ERROR, "%s%s", err.msg, hint);
 		return SK_EXIT_USAGE;
 	}
 	sk_log_init("stockade-sidecar", cfg.log_level);
