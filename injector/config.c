@@ -8,6 +8,7 @@
 #include "common/settings.h"
 #include "common/util.h"
 #include "injector/config.h"
+#include "policy/domain.h"
 #include "policy/seccomp_name.h"
 
 /* The injector's own kinds: all text, checked, put into the pod as given. */
@@ -169,16 +170,6 @@ static bool one_of(const char *v, const char *const *set, size_t n)
 	return false;
 }
 
-static bool dns_label(const char *s, size_t n)
-{
-	if (n == 0 || n > 63 || s[0] == '-' || s[n - 1] == '-')
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
-			return false;
-	return true;
-}
-
 static int check_token(const struct sk_setting *s, const char *value, const char *what, struct sk_err *err)
 {
 	(void)s;
@@ -206,7 +197,7 @@ static int check_names(const struct sk_setting *s, const char *value, const char
 	(void)s;
 	for (const char *p = value;; n++) {
 		size_t l = strcspn(p, ",");
-		if (!dns_label(p, l) || n == SK_INJECTOR_MAX_EXCLUDE)
+		if (!sk_dns_label(p, l) || n == SK_INJECTOR_MAX_EXCLUDE)
 			return sk_err_set(err, EINVAL, "%s: '%s': expected at most %d namespace names "
 					  "([a-z0-9-], 1-63), comma-separated", what, value, SK_INJECTOR_MAX_EXCLUDE);
 		if (!p[l])
@@ -222,11 +213,11 @@ static int check_pairs(const struct sk_setting *s, const char *value, const char
 		size_t l = strcspn(p, " "), k = strcspn(p, "=");
 		const char *v = p + k + 1;
 		size_t vl = k < l ? l - k - 1 : 0;
-		bool ok = l > 0 && k < l && dns_label(p, k) && vl > 0 && n < SK_INJECTOR_MAX_EXTRA;
+		bool ok = l > 0 && k < l && sk_dns_label(p, k) && vl > 0 && n < SK_INJECTOR_MAX_EXTRA;
 		for (size_t j = 0; ok && j < vl; j++)
 			ok = v[j] > 0x20 && v[j] < 0x7f;
 		if (ok && s->min == 1)
-			ok = dns_label(v, vl);
+			ok = sk_dns_label(v, vl);
 		if (!ok)
 			return sk_err_set(err, EINVAL, "%s: '%s': expected at most %d space-separated NAME=%s (NAME of "
 					  "[a-z0-9-], 1-63%s)", what, value, SK_INJECTOR_MAX_EXTRA,

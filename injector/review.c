@@ -12,6 +12,7 @@
 #include "common/err.h"
 #include "injector/jsonpatch.h"
 #include "injector/review.h"
+#include "policy/domain.h"
 #include "policy/inject.h"
 
 #define REVIEW_API "admission.k8s.io/v1"
@@ -204,18 +205,6 @@ static void sanitise(char *dst, size_t dstsz, const char *src)
 	for (; src && src[i] && i + 1 < dstsz; i++)
 		dst[i] = (src[i] > 0x20 && src[i] < 0x7f) ? src[i] : '?';
 	dst[i] = '\0';
-}
-
-/* A DNS label, what a namespace name is. */
-static bool dns_label(const char *s)
-{
-	size_t n = strlen(s);
-	if (n == 0 || n > 63 || s[0] == '-' || s[n - 1] == '-')
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
-			return false;
-	return true;
 }
 
 /* ---- the response ---- */
@@ -422,7 +411,7 @@ static int handle_tree(const cJSON *root, const struct sk_review_cfg *cfg, struc
 		return r;
 	if (ns) {
 		sanitise(out->ns, sizeof(out->ns), ns->valuestring);
-		if (!dns_label(ns->valuestring))
+		if (!sk_dns_label(ns->valuestring, strlen(ns->valuestring)))
 			return sk_err_set(err, EINVAL, "request body: request.namespace: '%.64s' is not a namespace "
 					  "name", ns->valuestring);
 	}

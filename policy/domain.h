@@ -22,4 +22,10 @@ enum sk_domain_flags {
 int sk_domain_normalize(const char *in, size_t len, unsigned flags, char *out, bool *wildcard,
 			const char **why);
 
+/* The Kubernetes DNS-1123 label (RFC 1123 label, lower case only): s[0..n) is 1..63 of [a-z0-9-], not
+ * starting or ending with '-'. What a namespace name and a volume name must be. Stricter than a label of
+ * sk_domain_normalize in that nothing is normalised (upper case is refused: the API server refuses it),
+ * looser in that an all-digit label is a label ("123" is a valid namespace). */
+bool sk_dns_label(const char *s, size_t n);
+
 #endif

@@ -1,4 +1,5 @@
-/* policy/domain_test.c — sk_domain_normalize: accepted spellings and each rejection with its reason. */
+/* policy/domain_test.c — sk_domain_normalize: accepted spellings and each rejection with its reason;
+ * sk_dns_label: the Kubernetes DNS-1123 label, exactly. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -181,6 +182,40 @@ static void test_domain_null_outputs_are_optional(void **state)
 	assert_int_equal(sk_domain_normalize(NULL, 0, 0, out, NULL, NULL), -EINVAL);
 }
 
+static bool label(const char *s)
+{
+	return sk_dns_label(s, strlen(s));
+}
+
+static void test_dns_label_is_the_dns1123_label(void **state)
+{
+	(void)state;
+	char l[65];
+	memset(l, 'a', 64);
+	l[64] = '\0';
+	assert_false(label(l));           /* 64 bytes */
+	l[63] = '\0';
+	assert_true(label(l));            /* 63 */
+	assert_true(label("a"));
+	assert_true(label("kube-system"));
+	assert_true(label("123"));        /* all digits: a valid namespace, unlike a domain's last label */
+	assert_true(label("0a-b9"));
+	assert_true(label("a--b"));
+	assert_false(label(""));
+	assert_false(label("-a"));
+	assert_false(label("a-"));
+	assert_false(label("-"));
+	assert_false(label("Default"));   /* not normalised: the API server refuses upper case */
+	assert_false(label("a.b"));       /* one label, no dots */
+	assert_false(label("a_b"));
+	assert_false(label("a b"));
+	assert_false(label("é"));
+	/* Only s[0..n) is read: a prefix of a longer string is judged alone. */
+	assert_true(sk_dns_label("ab,-c", 2));
+	assert_false(sk_dns_label("ab-,c", 3));
+	assert_false(sk_dns_label("abc", 0));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -190,6 +225,7 @@ int main(void)
 		cmocka_unit_test(test_domain_embedded_nul_is_a_control_byte),
 		cmocka_unit_test(test_domain_length_limits),
 		cmocka_unit_test(test_domain_null_outputs_are_optional),
+		cmocka_unit_test(test_dns_label_is_the_dns1123_label),
 	};
 	return cmocka_run_group_tests_name("domain", tests, NULL, NULL);
 }
