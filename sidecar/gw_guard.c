@@ -8,6 +8,7 @@
 
 #include "common/util.h"
 #include "policy/policy.h"
+#include "sidecar/http1.h"
 
 /* Code points that Unicode compatibility normalisation (NFKC/NFKD, as Java's Normalizer, .NET and some
  * frameworks apply to paths) or "best fit" conversions turn into '.', '/', '\\', ';' or '%': a segment
@@ -53,7 +54,7 @@ int sk_gw_check_path(const char *path, size_t len)
 				return -EINVAL;    /* truncated UTF-8 sequence */
 			c = '/';
 		} else if (path[i] == '%') {
-			int h = i + 2 < len ? sk_gw_hexval(path[i + 1]) : -1, l = i + 2 < len ? sk_gw_hexval(path[i + 2]) : -1;
+			int h = i + 2 < len ? sk_http1_hexval((uint8_t)path[i + 1]) : -1, l = i + 2 < len ? sk_http1_hexval((uint8_t)path[i + 2]) : -1;
 			if (h < 0 || l < 0)
 				return -EINVAL;
 			c = h * 16 + l;

@@ -172,17 +172,6 @@ int sk_gw_route(const char *target, size_t len, char name[64], const char **rest
 	return 0;
 }
 
-int sk_gw_hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 
 bool sk_gw_hop_by_hop(const char *name, size_t len, const char *connection)
 {
@@ -238,7 +227,7 @@ int sk_gw_chunked_decode(struct sk_gw_chunked *c, const uint8_t *in, size_t in_l
 		uint8_t ch = in[i];
 		switch (c->st) {
 		case SK_GW_CH_SIZE: {
-			int h = sk_gw_hexval((char)ch);
+			int h = sk_http1_hexval(ch);
 			if (h >= 0) {
 				if (++c->digits > 10)
 					goto bad;   /* 2^40: more than any sane body */

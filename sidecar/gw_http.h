@@ -131,6 +131,5 @@ size_t sk_gw_response_head(struct sk_strbuf *out, const char *up, size_t len, in
 /* ---- small text helpers shared by the gw_* modules ----------------------------------------------------------- */
 
 bool sk_gw_name_is(const char *n, size_t len, const char *lit);   /* case-insensitive, whole name */
-int sk_gw_hexval(char c);                                           /* 0..15, or -1 */
 
 #endif

@@ -10,6 +10,17 @@ bool sk_http1_is_tchar(uint8_t c)
 	return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
 }
 
+int sk_http1_hexval(uint8_t c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
 bool sk_http1_ieq(const char *p, size_t n, const char *lower_lit)
 {
 	if (strlen(lower_lit) != n)

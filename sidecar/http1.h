@@ -23,6 +23,8 @@ enum sk_http1_result {
 };
 
 bool sk_http1_is_tchar(uint8_t c);
+/* A hex digit's value, 0..15, either case; -1 for anything else (a chunk size, a %XX escape). */
+int sk_http1_hexval(uint8_t c);
 /* ASCII case-insensitive equality of p[0..n) with a lower-case literal. */
 bool sk_http1_ieq(const char *p, size_t n, const char *lower_lit);
 

@@ -126,12 +126,36 @@ static void test_tokens(void **state)
 	assert_false(sk_http1_ieq("\xc3\x89", 2, "\xc3\xa9"));   /* ASCII folding only */
 }
 
+static void test_hexval(void **state)
+{
+	(void)state;
+	static const char digits[] = "0123456789abcdef", upper[] = "ABCDEF";
+	for (int i = 0; i < 16; i++)
+		assert_int_equal(sk_http1_hexval((uint8_t)digits[i]), i);
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(sk_http1_hexval((uint8_t)upper[i]), 10 + i);
+	/* Every other byte, the neighbours of each range and the high half included, is not a digit. */
+	int n = 0;
+	for (int c = 0; c < 256; c++)
+		n += sk_http1_hexval((uint8_t)c) >= 0;
+	assert_int_equal(n, 22);
+	assert_int_equal(sk_http1_hexval('/'), -1);
+	assert_int_equal(sk_http1_hexval(':'), -1);
+	assert_int_equal(sk_http1_hexval('@'), -1);
+	assert_int_equal(sk_http1_hexval('G'), -1);
+	assert_int_equal(sk_http1_hexval('`'), -1);
+	assert_int_equal(sk_http1_hexval('g'), -1);
+	assert_int_equal(sk_http1_hexval(0xb0), -1);   /* '0' | 0x80 */
+	assert_int_equal(sk_http1_hexval(0), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_request_lines),
 		cmocka_unit_test(test_field_lines),
 		cmocka_unit_test(test_tokens),
+		cmocka_unit_test(test_hexval),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

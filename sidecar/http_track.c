@@ -33,17 +33,6 @@
 #define CHUNK_SIZE_DIGITS_MAX 16
 #define CHUNK_SIZE_MAX UINT64_C(0x7fffffffffffffff)
 
-static int hex_value(uint8_t c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static bool ieq(const uint8_t *a, size_t n, const char *b)
 {
 	if (strlen(b) != n)
@@ -83,10 +72,10 @@ static enum line_verdict chunk_size_line(const uint8_t *b, size_t len, size_t ma
 	uint64_t v = 0;
 	size_t i;
 
-	for (i = 0; i < len && hex_value(b[i]) >= 0; i++) {
+	for (i = 0; i < len && sk_http1_hexval(b[i]) >= 0; i++) {
 		if (i >= max || i == CHUNK_SIZE_DIGITS_MAX)
 			return LINE_BAD;
-		v = v << 4 | (uint64_t)hex_value(b[i]);
+		v = v << 4 | (uint64_t)sk_http1_hexval(b[i]);
 	}
 	if (i == len)
 		return LINE_MORE;
