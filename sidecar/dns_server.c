@@ -1018,9 +1018,7 @@ int sk_dns_server_start(struct sk_sidecar *sc, struct sk_dns_srv **out, struct s
 		r = sk_err_set(err, -r, "dns: answer cache");
 		goto fail;
 	}
-	struct sk_addr lo4 = { .family = AF_INET, .bytes = { 127, 0, 0, 1 } };
-	struct sk_addr lo6 = { .family = AF_INET6 };
-	lo6.bytes[15] = 1;
+	struct sk_addr lo4 = sk_net_loopback(AF_INET), lo6 = sk_net_loopback(AF_INET6);
 	uint16_t port = sc->policy->ports.dns;
 	for (int i = 0; i < 2; i++) {
 		const struct sk_addr *a = i == 0 ? &lo4 : &lo6;

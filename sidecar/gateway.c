@@ -483,13 +483,7 @@ static void gw_accept(struct sk_listener *ls, int fd, const struct sockaddr_stor
 static int listen_on(struct sk_gateway *g, struct sk_listener *ls, int family, uint16_t port, struct sk_err *err)
 {
 	/* Loopback only: the agent shares the pod's loopback; nothing outside the pod may use the keys. */
-	struct sk_addr a = { .family = (uint8_t)family };
-	if (family == AF_INET) {
-		a.bytes[0] = 127;
-		a.bytes[3] = 1;
-	} else {
-		a.bytes[15] = 1;
-	}
+	struct sk_addr a = sk_net_loopback(family);
 	return sk_listener_open(ls, g->sc->loop, &a, port, 1024, "gateway", gw_accept, g, err);
 }
 

@@ -10,6 +10,18 @@
 #include "common/util.h"
 #include "sidecar/audit.h"
 
+struct sk_addr sk_net_loopback(int family)
+{
+	struct sk_addr a = { .family = (uint8_t)family };
+	if (family == AF_INET) {
+		a.bytes[0] = 127;
+		a.bytes[3] = 1;
+	} else {
+		a.bytes[15] = 1;
+	}
+	return a;
+}
+
 void sk_addr_from_sockaddr(const struct sockaddr_storage *ss, struct sk_addr *a, uint16_t *port)
 {
 	memset(a, 0, sizeof(*a));

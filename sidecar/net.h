@@ -55,6 +55,9 @@ bool sk_listener_ok(const struct sk_listener *ls);
  * SO_REUSEADDR, with the IPv6 rule above. Returns the fd or < 0 with err filled. */
 SK_MUST_USE int sk_net_bind(int type, const struct sk_addr *a, uint16_t port, const char *what, struct sk_err *err);
 
+/* 127.0.0.1 (AF_INET) or ::1 (AF_INET6): where the sidecar's pod-local listeners live. */
+struct sk_addr sk_net_loopback(int family);
+
 void sk_addr_from_sockaddr(const struct sockaddr_storage *ss, struct sk_addr *a, uint16_t *port);
 socklen_t sk_sockaddr_from_addr(const struct sk_addr *a, uint16_t port, struct sockaddr_storage *ss);
 

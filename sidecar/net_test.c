@@ -220,12 +220,36 @@ static void test_failed_rearm_is_not_ok_and_retries(void **state)
 	sk_loop_free(l);
 }
 
+static void test_loopback_is_127_0_0_1_and_v6_1(void **state)
+{
+	(void)state;
+	struct sockaddr_storage ss;
+	struct sk_addr a = sk_net_loopback(AF_INET);
+	assert_int_equal(a.family, AF_INET);
+	assert_true(sk_addr_is_loopback(&a));
+	assert_int_equal(sk_sockaddr_from_addr(&a, 80, &ss), sizeof(struct sockaddr_in));
+	const struct sockaddr_in *s4 = (const struct sockaddr_in *)&ss;
+	assert_int_equal(s4->sin_family, AF_INET);
+	assert_int_equal(ntohl(s4->sin_addr.s_addr), INADDR_LOOPBACK);   /* exactly 127.0.0.1 */
+	assert_int_equal(ntohs(s4->sin_port), 80);
+
+	a = sk_net_loopback(AF_INET6);
+	assert_int_equal(a.family, AF_INET6);
+	assert_true(sk_addr_is_loopback(&a));
+	assert_int_equal(sk_sockaddr_from_addr(&a, 443, &ss), sizeof(struct sockaddr_in6));
+	const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)&ss;
+	assert_int_equal(s6->sin6_family, AF_INET6);
+	assert_memory_equal(&s6->sin6_addr, &in6addr_loopback, sizeof(in6addr_loopback));   /* ::1, not mapped */
+	assert_int_equal(ntohs(s6->sin6_port), 443);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_listener_accepts_and_converts_addresses),
 		cmocka_unit_test(test_out_of_descriptors_backs_off_then_serves_again),
 		cmocka_unit_test(test_failed_rearm_is_not_ok_and_retries),
+		cmocka_unit_test(test_loopback_is_127_0_0_1_and_v6_1),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

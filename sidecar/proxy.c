@@ -1564,13 +1564,7 @@ static void proxy_accept(struct sk_listener *ls, int fd, const struct sockaddr_s
 static int listen_on(struct sk_proxy *px, struct sk_listener *ls, int family, uint16_t port, struct sk_err *err)
 {
 	/* 127.0.0.1 and ::1, where nftables `redirect` delivers the agent's TCP. */
-	struct sk_addr a = { .family = (uint8_t)family };
-	if (family == AF_INET) {
-		a.bytes[0] = 127;
-		a.bytes[3] = 1;
-	} else {
-		a.bytes[15] = 1;
-	}
+	struct sk_addr a = sk_net_loopback(family);
 	int rc = sk_listener_open(ls, px->sc->loop, &a, port, 4096, "proxy", proxy_accept, px, err);
 	if (rc < 0)
 		return rc;
