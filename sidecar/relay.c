@@ -16,21 +16,46 @@ void sk_pipe_pool_init(struct sk_pipe_pool *p, size_t max_free, int pipe_size)
 	memset(p, 0, sizeof(*p));
 	p->max_free = max_free;
 	p->pipe_size = pipe_size;
+	if (pipe_size < (int)SK_PIPE_BULK_SIZE)
+		sk_pipe_pool_bulk(p, (int)SK_PIPE_BULK_SIZE, SK_PIPE_BULK_MAX, SK_PIPE_BULK_FREE);
+}
+
+void sk_pipe_pool_bulk(struct sk_pipe_pool *p, int bulk_size, size_t bulk_max, size_t max_bfree)
+{
+	p->bulk_size = bulk_size;
+	p->bulk_max = bulk_max;
+	p->max_bfree = max_bfree < bulk_max ? max_bfree : bulk_max;
+}
+
+static void pipe_close(struct sk_pipe_pool *p, struct sk_pipe *pp)
+{
+	close(pp->r);
+	close(pp->w);
+	if (pp->bulk)
+		p->bulk_count--;
+	pp->r = pp->w = -1;
+	pp->bulk = false;
 }
 
 void sk_pipe_pool_fini(struct sk_pipe_pool *p)
 {
-	for (size_t i = 0; i < p->n_free; i++) {
-		close(p->free[i].r);
-		close(p->free[i].w);
-	}
+	for (size_t i = 0; i < p->n_free; i++)
+		pipe_close(p, &p->free[i]);
+	for (size_t i = 0; i < p->n_bfree; i++)
+		pipe_close(p, &p->bfree[i]);
 	free(p->free);
-	p->free = NULL;
-	p->n_free = 0;
+	free(p->bfree);
+	p->free = p->bfree = NULL;
+	p->n_free = p->n_bfree = 0;
 }
 
-int sk_pipe_pool_get(struct sk_pipe_pool *p, struct sk_pipe *out)
+int sk_pipe_pool_get(struct sk_pipe_pool *p, struct sk_pipe *out, bool bulk)
 {
+	if (bulk && p->n_bfree > 0) {
+		*out = p->bfree[--p->n_bfree];
+		p->live++;
+		return 0;
+	}
 	if (p->n_free > 0) {
 		*out = p->free[--p->n_free];
 		p->live++;
@@ -40,15 +65,45 @@ int sk_pipe_pool_get(struct sk_pipe_pool *p, struct sk_pipe *out)
 	if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) < 0)
 		return -errno;
 	/* Failing to resize is not fatal: past pipe-user-pages-soft the kernel hands out small pipes and
-	 * refuses growth, and a small pipe only costs more syscalls. */
-	if (p->pipe_size > 0)
-		(void)fcntl(fds[1], F_SETPIPE_SZ, p->pipe_size);
-	int cap = fcntl(fds[1], F_GETPIPE_SZ);
+	 * refuses growth, and a small pipe only costs more syscalls. F_SETPIPE_SZ answers the size it set. */
+	int cap = p->pipe_size > 0 ? fcntl(fds[1], F_SETPIPE_SZ, p->pipe_size) : -1;
+	if (cap <= 0)
+		cap = fcntl(fds[1], F_GETPIPE_SZ);
 	out->r = fds[0];
 	out->w = fds[1];
 	out->cap = cap > 0 ? (size_t)cap : 4096;
+	out->bulk = false;
 	p->live++;
 	return 0;
+}
+
+int sk_pipe_pool_grow(struct sk_pipe_pool *p, struct sk_pipe *pp)
+{
+	if (pp->bulk || p->bulk_size <= 0 || (size_t)p->bulk_size <= pp->cap || p->bulk_count >= p->bulk_max)
+		return -ENOSPC;
+	int cap = fcntl(pp->w, F_SETPIPE_SZ, p->bulk_size);
+	if (cap < 0)
+		return -errno;
+	pp->cap = (size_t)cap;
+	pp->bulk = true;
+	p->bulk_count++;
+	return 0;
+}
+
+/* Keeps pp in list (growing it on first use) if it has room, else closes it. */
+static void pool_keep(struct sk_pipe_pool *p, struct sk_pipe **list, size_t *n, size_t max, struct sk_pipe *pp)
+{
+	if (*n < max) {
+		if (!*list)
+			*list = calloc(max, sizeof(**list));
+		if (*list) {
+			(*list)[(*n)++] = *pp;
+			pp->r = pp->w = -1;
+			pp->bulk = false;
+			return;
+		}
+	}
+	pipe_close(p, pp);
 }
 
 void sk_pipe_pool_put(struct sk_pipe_pool *p, struct sk_pipe *pp, bool empty)
@@ -56,20 +111,12 @@ void sk_pipe_pool_put(struct sk_pipe_pool *p, struct sk_pipe *pp, bool empty)
 	if (pp->r < 0)
 		return;
 	p->live--;
-	if (empty && p->n_free < p->max_free) {
-		if (!p->free) {
-			p->free = calloc(p->max_free, sizeof(*p->free));
-			if (!p->free)
-				goto close_it;
-		}
-		p->free[p->n_free++] = *pp;
-		pp->r = pp->w = -1;
-		return;
-	}
-close_it:
-	close(pp->r);
-	close(pp->w);
-	pp->r = pp->w = -1;
+	if (!empty)
+		pipe_close(p, pp);
+	else if (pp->bulk)
+		pool_keep(p, &p->bfree, &p->n_bfree, p->max_bfree, pp);
+	else
+		pool_keep(p, &p->free, &p->n_free, p->max_free, pp);
 }
 
 /* ---- relay ---- */
@@ -138,10 +185,13 @@ static void budget_take(struct sk_relay *r, enum sk_budget_dim dim, size_t n)
 }
 
 /* Moves what it can in one direction; returns 0, or -errno when a side failed. Sets *moved when any
- * byte moved or a state changed. Edge-triggered: it tries every step until EAGAIN instead of tracking
- * readiness, so a pipe that was full when the socket became readable can never leave bytes stranded. */
+ * byte moved or a state changed. Edge-triggered: it tries every step its sides' readiness allows until
+ * none moves, so a pipe that was full when the socket became readable can never leave bytes stranded.
+ * src_rd / dst_wr: the sides' readiness (relay.h); an EAGAIN clears it. A read that finds the pipe
+ * empty and gets EAGAIN proves the socket drained; with bytes in the pipe EAGAIN may only mean the pipe
+ * is full, so readiness stays until the pipe has been emptied and the read tried again. */
 static int dir_pump(struct sk_relay *r, struct sk_relay_dir *d, int src, int dst, bool with_prefix,
-		    bool *moved)
+		    bool *src_rd, bool *dst_wr, bool *moved)
 {
 	const enum sk_budget_dim dim = d == &r->a2b ? SK_BUDGET_SENT : SK_BUDGET_RECEIVED;
 	for (;;) {
@@ -149,7 +199,7 @@ static int dir_pump(struct sk_relay *r, struct sk_relay_dir *d, int src, int dst
 		size_t want = r->prefix_len;
 		if (with_prefix && want > 0 && r->budget)
 			want = budget_allow(r, SK_BUDGET_SENT, want);
-		if (with_prefix && want > 0) {
+		if (with_prefix && want > 0 && *dst_wr) {
 			ssize_t n = send(dst, r->prefix, want, MSG_NOSIGNAL | MSG_DONTWAIT);
 			if (n > 0) {
 				r->prefix += n;
@@ -158,17 +208,19 @@ static int dir_pump(struct sk_relay *r, struct sk_relay_dir *d, int src, int dst
 				if (r->budget)
 					budget_take(r, SK_BUDGET_SENT, (size_t)n);
 				step = true;
-			} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+			} else if (n < 0 && errno == EAGAIN) {
+				*dst_wr = false;
+			} else if (n < 0 && errno != EINTR) {
 				return -errno;
 			}
 		}
 		/* A pipe not yet taken has room for its whole capacity (or the pool's size, learnt on get). */
 		want = d->pipe.r < 0 ? SIZE_MAX : d->pipe.cap - d->fill;
-		if (!d->eof && want > 0 && r->budget)
+		if (!d->eof && *src_rd && want > 0 && r->budget)
 			want = budget_allow(r, dim, want);
-		if (!d->eof && want > 0) {
+		if (!d->eof && *src_rd && want > 0) {
 			if (d->pipe.r < 0) {
-				int rc = sk_pipe_pool_get(r->pool, &d->pipe);
+				int rc = sk_pipe_pool_get(r->pool, &d->pipe, d->bulk);
 				if (rc < 0)
 					return rc;
 			}
@@ -180,21 +232,33 @@ static int dir_pump(struct sk_relay *r, struct sk_relay_dir *d, int src, int dst
 				if (r->budget)
 					budget_take(r, dim, (size_t)n);
 				step = true;
+				/* A full pipe: this direction is bulk. Growing keeps the bytes in it. */
+				if (d->fill >= d->pipe.cap && !d->pipe.bulk && !d->nogrow) {
+					d->bulk = true;
+					int rc = sk_pipe_pool_grow(r->pool, &d->pipe);
+					if (rc < 0 && rc != -ENOSPC)
+						d->nogrow = true;
+				}
 			} else if (n == 0) {
 				d->eof = true;
 				step = true;
-			} else if (errno != EAGAIN && errno != EINTR) {
+			} else if (errno == EAGAIN) {
+				if (d->fill == 0)
+					*src_rd = false;
+			} else if (errno != EINTR) {
 				return -errno;
 			}
 		}
 		/* The prefix goes out before any spliced byte, so order is kept exactly. */
-		if (d->fill > 0 && !(with_prefix && r->prefix_len > 0)) {
+		if (d->fill > 0 && *dst_wr && !(with_prefix && r->prefix_len > 0)) {
 			ssize_t n = splice(d->pipe.r, NULL, dst, NULL, d->fill, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 			if (n > 0) {
 				d->fill -= (size_t)n;
 				d->bytes += (uint64_t)n;
 				step = true;
-			} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+			} else if (n < 0 && errno == EAGAIN) {
+				*dst_wr = false;
+			} else if (n < 0 && errno != EINTR) {
 				return -errno;
 			}
 		}
@@ -233,7 +297,7 @@ static int gate_pump(struct sk_relay *r, bool *moved)
 		size_t out = r->gout;
 		if (out > 0 && r->budget)
 			out = budget_allow(r, SK_BUDGET_SENT, out);
-		if (out > 0) {
+		if (out > 0 && r->b_wr) {
 			ssize_t n = send(r->b->fd, r->gbuf, out, MSG_NOSIGNAL | MSG_DONTWAIT);
 			if (n > 0) {
 				memmove(r->gbuf, r->gbuf + n, r->glen - (size_t)n);
@@ -243,11 +307,13 @@ static int gate_pump(struct sk_relay *r, bool *moved)
 				if (r->budget)
 					budget_take(r, SK_BUDGET_SENT, (size_t)n);
 				step = true;
-			} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+			} else if (n < 0 && errno == EAGAIN) {
+				r->b_wr = false;
+			} else if (n < 0 && errno != EINTR) {
 				return -errno;
 			}
 		}
-		if (!d->eof && !r->denied && r->glen < r->gmax) {
+		if (!d->eof && !r->denied && r->glen < r->gmax && r->a_rd) {
 			if (r->glen == r->gcap) {
 				size_t ncap = r->gcap ? r->gcap * 2 : 4096;
 				if (ncap > r->gmax)
@@ -267,7 +333,9 @@ static int gate_pump(struct sk_relay *r, bool *moved)
 				d->eof = true;
 				r->gate_dirty = true;
 				step = true;
-			} else if (errno != EAGAIN && errno != EINTR) {
+			} else if (errno == EAGAIN) {
+				r->a_rd = false;
+			} else if (errno != EINTR) {
 				return -errno;
 			}
 		}
@@ -318,6 +386,17 @@ static void relay_pump(struct sk_relay *r, uint32_t events, int fd)
 			return;
 		}
 	}
+	if (fd >= 0) {
+		const bool rd = events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR);
+		const bool wr = events & (EPOLLOUT | EPOLLHUP | EPOLLERR);
+		if (fd == r->a->fd) {
+			r->a_rd |= rd;
+			r->a_wr |= wr;
+		} else {
+			r->b_rd |= rd;
+			r->b_wr |= wr;
+		}
+	}
 	bool moved = false;
 	bool was_denied = r->denied;
 	r->in_pump = true;
@@ -325,16 +404,16 @@ static void relay_pump(struct sk_relay *r, uint32_t events, int fd)
 	if (r->gate || r->gbuf)
 		rc = gate_pump(r, &moved);
 	if (rc == 0 && !r->gate && !r->gbuf)
-		rc = dir_pump(r, &r->a2b, r->a->fd, r->b->fd, true, &moved);
+		rc = dir_pump(r, &r->a2b, r->a->fd, r->b->fd, true, &r->a_rd, &r->b_wr, &moved);
 	if (rc == 0 && r->peek && r->peek(r))
 		r->peek = NULL;
 	if (rc == 0 && !r->peek)
-		rc = dir_pump(r, &r->b2a, r->b->fd, r->a->fd, false, &moved);
+		rc = dir_pump(r, &r->b2a, r->b->fd, r->a->fd, false, &r->b_rd, &r->a_wr, &moved);
 	/* A peek that released the hold may have changed what the gate answers (a websocket 101). */
 	if (rc == 0 && r->gate_dirty && r->gate)
 		rc = gate_pump(r, &moved);
 	if (rc == 0 && !r->gate && !r->gbuf)
-		rc = dir_pump(r, &r->a2b, r->a->fd, r->b->fd, true, &moved);
+		rc = dir_pump(r, &r->a2b, r->a->fd, r->b->fd, true, &r->a_rd, &r->b_wr, &moved);
 	r->in_pump = false;
 	if (rc < 0) {
 		relay_finish(r, SK_RELAY_RESET, -rc);
@@ -404,6 +483,7 @@ static void relay_init(struct sk_relay *r, struct sk_loop *l, struct sk_pipe_poo
 	r->last_ms = sk_loop_now_ms(l);
 	r->done = done;
 	r->ctx = ctx;
+	r->a_rd = r->a_wr = r->b_rd = r->b_wr = true;
 	sk_timer_init(&r->idle, relay_idle, r);
 }
 

@@ -6,6 +6,9 @@
  *
  * Memory stays bounded: a direction holds a pipe only while bytes are in flight (it goes back to the
  * pool when it empties), pipes are sized with F_SETPIPE_SZ, and an idle connection holds no pipe at all.
+ * A direction that fills its pipe gets a larger one (bulk pipes, below), a bounded number of them.
+ * Syscalls: the relay tracks each side's readiness from the edges, so a side that answered EAGAIN is
+ * not tried again before its next event (a short connection costs no read that is sure to fail). 
  * The relay borrows both fds (the owner closes them after the done callback) and the prefix buffer.
  *
  * Gated client bytes (sk_relay_gate): a connection whose client bytes must be judged as they come (every
@@ -38,19 +41,43 @@
 struct sk_pipe {
 	int r, w;              /* -1 when none */
 	size_t cap;            /* F_GETPIPE_SZ */
+	bool bulk;             /* grown to the pool's bulk_size (counted in bulk_count) */
 };
 
-/* Free pipes kept for reuse; a pipe in the pool is always empty. */
+/* Bulk pipes: a direction whose pipe filled up (it moves bytes faster than one pipe's worth per round)
+ * gets its pipe grown to bulk_size, so a bulk transfer costs a few splices per MiB instead of 32 (a
+ * 64 KiB pipe moves at most 16 pages per call). The kernel charges every pipe's capacity to the
+ * sidecar's UID (fs/pipe-user-pages-soft, 16 384 pages by default; past it new pipes get 2 pages and
+ * growth fails), so bulk pipes are counted and capped: at most bulk_max exist (live or free) at once,
+ * 4 096 pages with the defaults, and a direction that cannot grow keeps its small pipe. */
+#define SK_PIPE_BULK_SIZE (512u << 10)
+#define SK_PIPE_BULK_MAX 8u
+#define SK_PIPE_BULK_FREE 4u
+
+/* Free pipes kept for reuse; a pipe in the pool is always empty (a pipe put back with bytes in it is
+ * closed, never pooled, so no byte of one connection can reach another). */
 struct sk_pipe_pool {
 	struct sk_pipe *free;
 	size_t n_free, max_free;
 	int pipe_size;         /* requested F_SETPIPE_SZ; 0 keeps the kernel default */
 	size_t live;           /* pipes handed out and not yet returned */
+	struct sk_pipe *bfree; /* free bulk pipes */
+	size_t n_bfree, max_bfree;
+	int bulk_size;         /* 0: no bulk pipes */
+	size_t bulk_count, bulk_max;
 };
 
+/* max_free small pipes kept; bulk pipes as the SK_PIPE_BULK_* defaults (none if pipe_size is already
+ * at least SK_PIPE_BULK_SIZE). */
 void sk_pipe_pool_init(struct sk_pipe_pool *p, size_t max_free, int pipe_size);
+/* Overrides the bulk defaults (size 0: no bulk pipes). Call before the first get. */
+void sk_pipe_pool_bulk(struct sk_pipe_pool *p, int bulk_size, size_t bulk_max, size_t max_bfree);
 void sk_pipe_pool_fini(struct sk_pipe_pool *p);   /* closes the free pipes */
-int sk_pipe_pool_get(struct sk_pipe_pool *p, struct sk_pipe *out);   /* 0 or -errno */
+/* A pipe: a free bulk one first when bulk (if any), else a free small one, else a new one. 0 or -errno. */
+int sk_pipe_pool_get(struct sk_pipe_pool *p, struct sk_pipe *out, bool bulk);
+/* Grows pp (which may hold bytes) to the bulk size: 0, or -ENOSPC when the bulk cap is reached or pp is
+ * already bulk, or -errno from F_SETPIPE_SZ (then pp is unchanged). */
+int sk_pipe_pool_grow(struct sk_pipe_pool *p, struct sk_pipe *pp);
 void sk_pipe_pool_put(struct sk_pipe_pool *p, struct sk_pipe *pp, bool empty);  /* closes if !empty */
 
 enum sk_relay_end {
@@ -64,6 +91,8 @@ enum sk_relay_end {
 struct sk_relay_dir {
 	struct sk_pipe pipe;
 	size_t fill;           /* bytes now in pipe */
+	bool bulk;             /* filled a pipe once: takes (or grows to) a bulk pipe from now on */
+	bool nogrow;           /* growing failed: not tried again */
 	bool eof;              /* source returned EOF */
 	bool shut;             /* destination was shut down for writing */
 	uint64_t bytes;        /* delivered to the destination (prefix included) */
@@ -96,6 +125,10 @@ struct sk_relay {
 	sk_relay_done_cb done; /* called once; the relay is stopped before, and may be freed inside */
 	void *ctx;
 	bool running;
+	/* Readiness learnt from the edges (edge-triggered): set by an event that reports it, cleared by an
+	 * EAGAIN, so a side that said "nothing more" costs no syscall until its next edge. All set at
+	 * start (edges consumed before the relay are not reported again). */
+	bool a_rd, a_wr, b_rd, b_wr;
 	/* gate (client→upstream judged in user space); gate == NULL: splice */
 	sk_relay_gate_fn gate;
 	uint8_t *gbuf;         /* owned: gbuf[0..gout) released, not yet sent; [gout..glen) unjudged */

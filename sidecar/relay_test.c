@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -59,16 +60,24 @@ struct world {
 	int client, relay_a, relay_b, upstream;
 };
 
-static void world_up(struct world *w, const uint8_t *prefix, size_t plen, uint64_t idle_ms)
+/* bulk_size 0: every pipe stays at 16 KiB (the relay's full-pipe paths run all the time). */
+static void world_up_bulk(struct world *w, const uint8_t *prefix, size_t plen, uint64_t idle_ms, int bulk_size,
+			  size_t bulk_max)
 {
 	struct sk_err err = { 0 };
 	memset(w, 0, sizeof(*w));
 	assert_int_equal(sk_loop_new(&w->loop, &err), 0);
 	sk_pipe_pool_init(&w->pool, 4, 16384);
+	sk_pipe_pool_bulk(&w->pool, bulk_size, bulk_max, bulk_max);
 	tcp_pair(&w->client, &w->relay_a);
 	tcp_pair(&w->relay_b, &w->upstream);
 	assert_int_equal(sk_relay_start(&w->relay, w->loop, &w->pool, w->relay_a, w->relay_b, prefix, plen,
 					idle_ms, on_done, &w->done, &err), 0);
+}
+
+static void world_up(struct world *w, const uint8_t *prefix, size_t plen, uint64_t idle_ms)
+{
+	world_up_bulk(w, prefix, plen, idle_ms, 0, 0);
 }
 
 static void world_down(struct world *w)
@@ -127,9 +136,10 @@ static void endp_step(struct endp *e)
 	}
 }
 
-static void test_relay_bulk_both_ways_with_prefix_and_half_close(void **state)
+/* Both directions at once, megabytes each way, then both half-close: every byte arrives once, in order,
+ * the prefix first. bulk_size/bulk_max as sk_pipe_pool_bulk; never more bulk pipes than bulk_max. */
+static void bulk_both_ways(int bulk_size, size_t bulk_max)
 {
-	(void)state;
 	const size_t N = 3u << 20, M = 5u << 20;
 	static const uint8_t prefix[] = "PEEKED-BYTES-MUST-ARRIVE-FIRST";
 	uint8_t *up = malloc(N), *down = malloc(M), *got_up = malloc(N + 64), *got_down = malloc(M);
@@ -142,7 +152,7 @@ static void test_relay_bulk_both_ways_with_prefix_and_half_close(void **state)
 
 	struct world w;
 	struct sk_err err = { 0 };
-	world_up(&w, prefix, sizeof(prefix) - 1, 10000);
+	world_up_bulk(&w, prefix, sizeof(prefix) - 1, 10000, bulk_size, bulk_max);
 	struct endp c = { .fd = w.client, .out = up, .n_out = N, .shut_after = true, .in = got_down, .cap_in = M };
 	struct endp u = { .fd = w.upstream, .out = down, .n_out = M, .shut_after = true, .in = got_up,
 			  .cap_in = N + 64 };
@@ -150,6 +160,7 @@ static void test_relay_bulk_both_ways_with_prefix_and_half_close(void **state)
 		endp_step(&c);
 		endp_step(&u);
 		assert_true(sk_loop_run_once(w.loop, 1, &err) >= 0);
+		assert_true(w.pool.bulk_count <= bulk_max);
 	}
 	endp_step(&c);
 	endp_step(&u);
@@ -165,11 +176,42 @@ static void test_relay_bulk_both_ways_with_prefix_and_half_close(void **state)
 	assert_int_equal(w.relay.a2b.bytes, N + sizeof(prefix) - 1);
 	assert_int_equal(w.relay.b2a.bytes, M);
 	assert_int_equal(w.pool.live, 0);
+	if (bulk_size > 0) {
+		/* Both directions filled their 16 KiB pipes: they grew, as far as the cap allowed, and the
+		 * grown pipes went back to the pool empty. */
+		assert_int_equal(w.pool.bulk_count, bulk_max);
+		assert_int_equal(w.pool.n_bfree, bulk_max);
+		for (size_t i = 0; i < w.pool.n_bfree; i++) {
+			assert_true(w.pool.bfree[i].bulk);
+			assert_int_equal(w.pool.bfree[i].cap, (size_t)bulk_size);
+			assert_int_equal(fcntl(w.pool.bfree[i].w, F_GETPIPE_SZ), bulk_size);
+		}
+	}
 	world_down(&w);
 	free(up);
 	free(down);
 	free(got_up);
 	free(got_down);
+}
+
+static void test_relay_bulk_both_ways_with_prefix_and_half_close(void **state)
+{
+	(void)state;
+	bulk_both_ways(0, 0);
+}
+
+/* The same with bulk pipes (16 KiB growing to 256 KiB): both directions grow... */
+static void test_relay_bulk_pipes_grow(void **state)
+{
+	(void)state;
+	bulk_both_ways(256 << 10, 2);
+}
+
+/* ...and with room for one bulk pipe only, the other direction keeps its small pipe. */
+static void test_relay_bulk_pipes_capped(void **state)
+{
+	(void)state;
+	bulk_both_ways(256 << 10, 1);
 }
 
 /* The client half-closes first; the upstream keeps talking and must still be heard. */
@@ -304,9 +346,9 @@ static void run_until_done(struct world *w, struct endp *c, struct endp *u)
 
 /* sent: the upstream gets exactly the budget — prefix included — and the relay ends as BUDGET, whatever
  * the pipe size or how the client's bytes are cut. */
-static void test_relay_budget_cuts_sent_to_the_byte(void **state)
+static void budget_cuts_sent(int bulk_size)
 {
-	(void)state;
+	over_calls = 0;
 	const size_t N = 3u << 20, B = 1000003;
 	static const uint8_t prefix[] = "PEEKED-HELLO";
 	uint8_t *up = malloc(N), *got_up = malloc(N + 64);
@@ -315,7 +357,7 @@ static void test_relay_budget_cuts_sent_to_the_byte(void **state)
 	fill_pattern(up, N, 7);
 	struct sk_budget_entry e = { .lim = { .sent = B, .window_ms = 60000 }, .live = true };
 	struct world w;
-	world_up(&w, prefix, sizeof(prefix) - 1, 10000);
+	world_up_bulk(&w, prefix, sizeof(prefix) - 1, 10000, bulk_size, 2);
 	sk_relay_budget(&w.relay, &e, true, on_over);
 	struct endp c = { .fd = w.client, .out = up, .n_out = N, .in = got_up, .cap_in = 0 };
 	struct endp u = { .fd = w.upstream, .in = got_up, .cap_in = N + 64 };
@@ -333,6 +375,173 @@ static void test_relay_budget_cuts_sent_to_the_byte(void **state)
 	world_down(&w);
 	free(up);
 	free(got_up);
+}
+
+static void test_relay_budget_cuts_sent_to_the_byte(void **state)
+{
+	(void)state;
+	budget_cuts_sent(0);
+}
+
+/* The same with a pipe that grows to 256 KiB once the client's bytes fill it. */
+static void test_relay_budget_cuts_sent_to_the_byte_bulk(void **state)
+{
+	(void)state;
+	budget_cuts_sent(256 << 10);
+}
+
+/* Bytes queued in a pipe (FIONREAD), -1 if fd is not open. */
+static int pipe_queued(int fd)
+{
+	int n = -1;
+	if (ioctl(fd, FIONREAD, &n) < 0)
+		return -1;
+	return n;
+}
+
+/* A pipe goes back to the pool only empty: one put back with bytes in it is closed, an empty one is
+ * handed out again as it was (same descriptors, nothing to read). */
+static void test_pipe_pool_keeps_only_empty_pipes(void **state)
+{
+	(void)state;
+	struct sk_pipe_pool pool;
+	sk_pipe_pool_init(&pool, 2, 16384);
+	struct sk_pipe a, b;
+	assert_int_equal(sk_pipe_pool_get(&pool, &a, false), 0);
+	assert_int_equal(pool.live, 1);
+	assert_int_equal(write(a.w, "secret", 6), 6);
+	int ar = a.r, aw = a.w;
+	sk_pipe_pool_put(&pool, &a, false);
+	assert_int_equal(a.r, -1);
+	assert_int_equal(pool.live, 0);
+	assert_int_equal(pool.n_free, 0);
+	assert_int_equal(fcntl(ar, F_GETFD), -1);   /* closed, the bytes with it */
+	assert_int_equal(fcntl(aw, F_GETFD), -1);
+	assert_int_equal(sk_pipe_pool_get(&pool, &b, false), 0);
+	int br = b.r;
+	assert_int_equal(write(b.w, "xy", 2), 2);
+	char tmp[4];
+	assert_int_equal(read(b.r, tmp, 2), 2);      /* drained by its user before it goes back */
+	sk_pipe_pool_put(&pool, &b, true);
+	assert_int_equal(pool.n_free, 1);
+	struct sk_pipe c;
+	assert_int_equal(sk_pipe_pool_get(&pool, &c, false), 0);
+	assert_int_equal(c.r, br);
+	assert_int_equal(pipe_queued(c.r), 0);
+	assert_int_equal(read(c.r, tmp, 1), -1);
+	assert_int_equal(errno, EAGAIN);
+	/* A bulk pipe: grown in place with bytes in it (they stay), counted, and pooled apart. */
+	sk_pipe_pool_bulk(&pool, 64 << 10, 1, 1);
+	assert_int_equal(write(c.w, "abc", 3), 3);
+	assert_int_equal(sk_pipe_pool_grow(&pool, &c), 0);
+	assert_true(c.bulk);
+	assert_int_equal(c.cap, 64u << 10);
+	assert_int_equal(pipe_queued(c.r), 3);
+	assert_int_equal(pool.bulk_count, 1);
+	struct sk_pipe d;
+	assert_int_equal(sk_pipe_pool_get(&pool, &d, true), 0);   /* no free bulk pipe: a small one */
+	assert_false(d.bulk);
+	assert_int_equal(sk_pipe_pool_grow(&pool, &d), -ENOSPC);   /* the cap: one bulk pipe */
+	assert_false(d.bulk);
+	assert_int_equal(read(c.r, tmp, 3), 3);
+	sk_pipe_pool_put(&pool, &c, true);
+	assert_int_equal(pool.n_bfree, 1);
+	sk_pipe_pool_put(&pool, &d, true);
+	struct sk_pipe e;
+	assert_int_equal(sk_pipe_pool_get(&pool, &e, true), 0);
+	assert_true(e.bulk);
+	assert_int_equal(pipe_queued(e.r), 0);
+	sk_pipe_pool_put(&pool, &e, false);   /* with bytes (or after a reset): closed, uncounted */
+	assert_int_equal(pool.bulk_count, 0);
+	assert_int_equal(pool.live, 0);
+	sk_pipe_pool_fini(&pool);
+}
+
+/* Every pipe in the pool is empty. */
+static void assert_pool_clean(const struct sk_pipe_pool *p)
+{
+	for (size_t i = 0; i < p->n_free; i++)
+		assert_int_equal(pipe_queued(p->free[i].r), 0);
+	for (size_t i = 0; i < p->n_bfree; i++)
+		assert_int_equal(pipe_queued(p->bfree[i].r), 0);
+}
+
+/* One relay is cut by a reset while its pipe holds client bytes the upstream never took; the next relay
+ * on the same pool gets its pipes from the pool and delivers exactly its own bytes — nothing of the
+ * first connection's. Its upstream stalls for a while first, so its pipe fills and waits too. */
+static void test_relay_pool_reuse_leaks_nothing(void **state)
+{
+	(void)state;
+	const size_t N = 4u << 20, M = 16u << 20;
+	uint8_t *first = malloc(N), *second = malloc(M), *got = malloc(M + 1);
+	assert_non_null(first);
+	assert_non_null(second);
+	assert_non_null(got);
+	fill_pattern(first, N, 11);
+	fill_pattern(second, M, 12);
+	struct world w;
+	struct sk_err err = { 0 };
+	world_up_bulk(&w, NULL, 0, 10000, 256 << 10, 2);
+	/* The upstream reads nothing: the client's bytes pile up in the socket buffers and the pipe. */
+	struct endp c = { .fd = w.client, .out = first, .n_out = N };
+	for (int i = 0; i < 2000 && w.relay.a2b.fill == 0; i++) {
+		endp_step(&c);
+		assert_true(sk_loop_run_once(w.loop, 1, &err) >= 0);
+	}
+	for (int i = 0; i < 20; i++) {
+		endp_step(&c);
+		assert_true(sk_loop_run_once(w.loop, 1, &err) >= 0);
+	}
+	assert_true(w.relay.a2b.fill > 0);
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	setsockopt(w.upstream, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	close(w.upstream);
+	w.upstream = -1;
+	for (int i = 0; i < 200 && w.done.calls == 0; i++)
+		assert_true(sk_loop_run_once(w.loop, 5, &err) >= 0);
+	assert_int_equal(w.done.calls, 1);
+	assert_int_equal(w.done.how, SK_RELAY_RESET);
+	assert_int_equal(w.pool.live, 0);
+	assert_pool_clean(&w.pool);
+	/* The upstream→client pipe was taken, found nothing and went back empty; the client→upstream one
+	 * held bytes and was closed. */
+	assert_int_equal(w.pool.n_free + w.pool.n_bfree, 1);
+	const int pooled_r = w.pool.n_free ? w.pool.free[0].r : w.pool.bfree[0].r;
+
+	/* The second connection, same loop and pool. */
+	close(w.client);
+	close(w.relay_a);
+	close(w.relay_b);
+	tcp_pair(&w.client, &w.relay_a);
+	tcp_pair(&w.relay_b, &w.upstream);
+	memset(&w.done, 0, sizeof(w.done));
+	assert_int_equal(sk_relay_start(&w.relay, w.loop, &w.pool, w.relay_a, w.relay_b, NULL, 0, 10000, on_done,
+					&w.done, &err), 0);
+	struct endp c2 = { .fd = w.client, .out = second, .n_out = M, .shut_after = true };
+	struct endp u2 = { .fd = w.upstream, .shut_after = true, .in = got, .cap_in = M + 1 };
+	for (int i = 0; i < 5000 && w.relay.a2b.fill == 0; i++) {   /* stalled upstream */
+		endp_step(&c2);
+		assert_true(sk_loop_run_once(w.loop, 1, &err) >= 0);
+	}
+	assert_int_equal(w.relay.a2b.pipe.r, pooled_r);   /* the pooled pipe, holding this client's bytes */
+	assert_true(w.relay.a2b.fill > 0);
+	for (int i = 0; i < 20000 && w.done.calls == 0; i++) {
+		endp_step(&c2);
+		endp_step(&u2);
+		assert_true(sk_loop_run_once(w.loop, 1, &err) >= 0);
+	}
+	endp_step(&u2);
+	assert_int_equal(w.done.calls, 1);
+	assert_int_equal(w.done.how, SK_RELAY_DONE);
+	assert_int_equal(u2.n_in, M);
+	assert_memory_equal(got, second, M);
+	assert_int_equal(w.relay.a2b.bytes, M);
+	assert_int_equal(w.pool.live, 0);
+	assert_pool_clean(&w.pool);
+	world_down(&w);
+	free(first);
+	free(second);
+	free(got);
 }
 
 static void test_relay_budget_cuts_received_to_the_byte(void **state)
@@ -445,6 +654,11 @@ int main(void)
 		cmocka_unit_test(test_relay_budget_cuts_received_to_the_byte),
 		cmocka_unit_test(test_relay_budget_spent_elsewhere),
 		cmocka_unit_test(test_relay_budget_audit_only_reports),
+		cmocka_unit_test(test_relay_bulk_pipes_grow),
+		cmocka_unit_test(test_relay_bulk_pipes_capped),
+		cmocka_unit_test(test_relay_budget_cuts_sent_to_the_byte_bulk),
+		cmocka_unit_test(test_pipe_pool_keeps_only_empty_pipes),
+		cmocka_unit_test(test_relay_pool_reuse_leaks_nothing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
