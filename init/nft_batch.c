@@ -148,15 +148,11 @@ static int build_batch(const struct sk_ruleset *rs, struct batch *bt)
 			size_t to = from + ELEMS_PER_MSG < s->n_elems ? from + ELEMS_PER_MSG : s->n_elems;
 			char first[160];
 			sk_rs_elem_format(s, &s->elems[from], first, sizeof(first));
-			struct nftnl_set *es = sk_nft_build_elems(s, from, to);
-			if (!es)
-				return -ENOMEM;
 			if ((nlh = msg_start(bt, NFT_MSG_NEWSETELEM, NLM_F_CREATE, "add elements %zu-%zu to set %s (%.40s...)",
 					     from + 1, to, s->name, first))) {
-				nftnl_set_elems_nlmsg_build_payload(nlh, es);
+				sk_nft_put_elems(nlh, s, from, to);
 				msg_end(bt);
 			}
-			nftnl_set_free(es);
 		}
 	}
 

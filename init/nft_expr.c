@@ -3,12 +3,15 @@
 #include "init/nft_expr.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <linux/netfilter/nf_conntrack_common.h>
 #include <linux/netfilter/nf_nat.h>
 #include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
 #include <netinet/in.h>
 #include <string.h>
 
+#include <libmnl/libmnl.h>
 #include <libnftnl/chain.h>
 #include <libnftnl/expr.h>
 #include <libnftnl/object.h>
@@ -463,4 +466,123 @@ struct nftnl_set *sk_nft_build_elems(const struct sk_rs_set *s, size_t from, siz
 		nftnl_set_elem_add(ns, e);
 	}
 	return ns;
+}
+
+/* The order and nesting of nftnl_set_elems_nlmsg_build_payload (libnftnl src/set_elem.c): the list's set
+ * name, set id and table, then one nest per element holding the key (and range end) as NFTA_DATA_VALUE. */
+static void put_key(struct nlmsghdr *nlh, uint16_t type, const uint8_t *key, uint32_t len)
+{
+	struct nlattr *nest = mnl_attr_nest_start(nlh, type);
+	mnl_attr_put(nlh, NFTA_DATA_VALUE, len, key);
+	mnl_attr_nest_end(nlh, nest);
+}
+
+void sk_nft_put_elems(struct nlmsghdr *nlh, const struct sk_rs_set *s, size_t from, size_t to)
+{
+	mnl_attr_put_strz(nlh, NFTA_SET_ELEM_LIST_SET, s->name);
+	mnl_attr_put_u32(nlh, NFTA_SET_ELEM_LIST_SET_ID, htonl((uint32_t)s->id + 1));
+	mnl_attr_put_strz(nlh, NFTA_SET_ELEM_LIST_TABLE, SK_RS_TABLE);
+	if (from >= to)
+		return;
+	const bool direct = sk_nft_set_is_direct(s);
+	struct nlattr *list = mnl_attr_nest_start(nlh, NFTA_SET_ELEM_LIST_ELEMENTS);
+	for (size_t i = from; i < to; i++) {
+		uint8_t key[SK_NFT_KEY_MAX];
+		/* libnftnl numbers the element nests 1, 2, ... (the kernel reads any type) */
+		struct nlattr *el = mnl_attr_nest_start(nlh, (uint16_t)(i - from + 1));
+		uint32_t len = sk_nft_elem_key(s, &s->elems[i], false, key);
+		put_key(nlh, NFTA_SET_ELEM_KEY, key, len);
+		if (direct) {
+			len = sk_nft_elem_key(s, &s->elems[i], true, key);
+			put_key(nlh, NFTA_SET_ELEM_KEY_END, key, len);
+		}
+		mnl_attr_nest_end(nlh, el);
+	}
+	mnl_attr_nest_end(nlh, list);
+}
+
+/* A data attribute (NFTA_SET_ELEM_KEY / _KEY_END): one NFTA_DATA_VALUE of exactly len bytes into out.
+ * false when it has another shape. */
+static bool get_key(const struct nlattr *a, uint32_t len, uint8_t *out)
+{
+	const struct nlattr *v = NULL;
+	const struct nlattr *in;
+	if (mnl_attr_validate(a, MNL_TYPE_NESTED) < 0)
+		return false;
+	mnl_attr_for_each_nested(in, a) {
+		if (mnl_attr_get_type(in) != NFTA_DATA_VALUE || v)
+			return false;
+		v = in;
+	}
+	if (!v || mnl_attr_get_payload_len(v) != len)
+		return false;
+	memcpy(out, mnl_attr_get_payload(v), len);
+	return true;
+}
+
+/* A string attribute equal to want (NUL-terminated inside its payload). */
+static bool attr_str_is(const struct nlattr *a, const char *want)
+{
+	size_t wl = strlen(want), pl = mnl_attr_get_payload_len(a);
+	const char *p = mnl_attr_get_payload(a);
+	return pl >= wl + 1 && memcmp(p, want, wl) == 0 && p[wl] == 0;
+}
+
+int sk_nft_parse_elems(const struct nlmsghdr *nlh, const struct sk_rs_set *s, struct sk_nft_key *keys, size_t cap,
+		       size_t *n, size_t *odd)
+{
+	const uint32_t klen = sk_nft_set_key_len(s);
+	const bool direct = sk_nft_set_is_direct(s);
+	const struct nlattr *a;
+	bool table = false, set = false;
+	if (nlh->nlmsg_len < mnl_nlmsg_size(sizeof(struct nfgenmsg)))
+		return -EBADMSG;
+	/* mnl_attr_for_each stops at the first attribute that does not fit: check the walk reached the end */
+	size_t seen = mnl_nlmsg_size(sizeof(struct nfgenmsg));
+	mnl_attr_for_each(a, nlh, sizeof(struct nfgenmsg)) {
+		seen = (size_t)((const char *)mnl_attr_next(a) - (const char *)nlh);
+		switch (mnl_attr_get_type(a)) {
+		case NFTA_SET_ELEM_LIST_TABLE:
+			if (!attr_str_is(a, SK_RS_TABLE))
+				return -EBADMSG;
+			table = true;
+			break;
+		case NFTA_SET_ELEM_LIST_SET:
+			if (!attr_str_is(a, s->name))
+				return -EBADMSG;
+			set = true;
+			break;
+		case NFTA_SET_ELEM_LIST_ELEMENTS: {
+			const struct nlattr *el;
+			if (mnl_attr_validate(a, MNL_TYPE_NESTED) < 0)
+				return -EBADMSG;
+			mnl_attr_for_each_nested(el, a) {
+				const struct nlattr *f;
+				const struct nlattr *key = NULL, *end = NULL;
+				if (mnl_attr_validate(el, MNL_TYPE_NESTED) < 0)
+					return -EBADMSG;
+				mnl_attr_for_each_nested(f, el) {
+					if (mnl_attr_get_type(f) == NFTA_SET_ELEM_KEY)
+						key = f;
+					else if (mnl_attr_get_type(f) == NFTA_SET_ELEM_KEY_END)
+						end = f;
+				}
+				struct sk_nft_key tmp;
+				struct sk_nft_key *k = *n < cap ? &keys[*n] : &tmp;
+				memset(k, 0, sizeof(*k));
+				if (!key || !get_key(key, klen, k->k) || (end != NULL) != direct ||
+				    (end && !get_key(end, klen, k->k + SK_NFT_KEY_MAX)))
+					(*odd)++;
+				else
+					(*n)++;
+			}
+			break;
+		}
+		default:
+			break;
+		}
+	}
+	if (seen != NLMSG_ALIGN(nlh->nlmsg_len) && seen != nlh->nlmsg_len)
+		return -EBADMSG;
+	return table && set ? 0 : -EBADMSG;
 }

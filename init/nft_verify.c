@@ -170,17 +170,21 @@ static int dump_objs(struct mnl_socket *nl, char *buf, const struct nlmsghdr *re
 }
 
 struct elem_dump {
-	struct nftnl_set *set; /* borrowed: the elements are added to it */
+	const struct sk_rs_set *s;
+	struct sk_nft_key *v;  /* borrowed: room for the expected number of elements */
+	size_t cap, n, odd;
 	int err;               /* positive errno of the first reply that failed to parse; 0 none */
 };
 
 static int elem_cb(const struct nlmsghdr *nlh, void *data)
 {
 	struct elem_dump *d = data;
-	errno = 0;
 	/* a reply that fails to parse loses its elements: remember it, so it is not reported as a mismatch */
-	if (!d->err && nftnl_set_elems_nlmsg_parse(nlh, d->set) < 0)
-		d->err = errno ? errno : EINVAL;
+	if (!d->err) {
+		int r = sk_nft_parse_elems(nlh, d->s, d->v, d->cap, &d->n, &d->odd);
+		if (r < 0)
+			d->err = -r;
+	}
 	return MNL_CB_OK;
 }
 
@@ -241,68 +245,42 @@ out:
 	return rc;
 }
 
-struct key_pair {
-	uint8_t k[2 * SK_NFT_KEY_MAX];
-};
+static int cmp_key(const void *a, const void *b) { return memcmp(a, b, sizeof(struct sk_nft_key)); }
 
-static int cmp_key(const void *a, const void *b) { return memcmp(a, b, sizeof(struct key_pair)); }
-
-struct elem_collect {
-	struct key_pair *v;    /* NULL: count only */
-	size_t n, cap;
-	bool direct;
-};
-
-static int collect_elem(struct nftnl_set_elem *e, void *data)
+/* got: the n elements read back (n == s->n_elems), in the kernel's order. The kernel lists a direct set's
+ * elements in the order they were added, which is the ruleset's, so one walk in step compares them;
+ * only when that walk meets a difference (a hash set's own order, or a real difference) are both sides
+ * sorted and compared again, so the verdict never depends on the kernel's order. */
+static int compare_elems(const struct sk_rs_set *s, struct sk_nft_key *got, size_t n, struct sk_err *err)
 {
-	struct elem_collect *c = data;
-	if (c->v && c->n < c->cap) {
-		uint32_t len = 0;
-		const void *k = nftnl_set_elem_get(e, NFTNL_SET_ELEM_KEY, &len);
-		if (k)
-			memcpy(c->v[c->n].k, k, len > SK_NFT_KEY_MAX ? SK_NFT_KEY_MAX : len);
-		if (c->direct && (k = nftnl_set_elem_get(e, NFTNL_SET_ELEM_KEY_END, &len)))
-			memcpy(c->v[c->n].k + SK_NFT_KEY_MAX, k, len > SK_NFT_KEY_MAX ? SK_NFT_KEY_MAX : len);
-	}
-	c->n++;
-	return 0;
-}
-
-static int compare_elems(const struct sk_rs_set *s, struct nftnl_set *got, struct sk_err *err)
-{
-	struct elem_collect cnt = { 0 };
-	nftnl_set_elem_foreach(got, collect_elem, &cnt);
-	size_t n = cnt.n, i;
-	if (n != s->n_elems)
-		return sk_err_set(err, SK_NFT_MISMATCH, "nft verify: set %s: %zu elements, expected %zu", s->name,
-				  n, s->n_elems);
 	if (n == 0)
 		return 0;
-	struct key_pair *w = calloc(n, sizeof(*w));
-	struct key_pair *g = calloc(n, sizeof(*g));
-	int rc = 0;
-	if (!w || !g) {
-		rc = sk_err_sys(err, ENOMEM, "nft verify");
-		goto out;
-	}
+	struct sk_nft_key *w = calloc(n, sizeof(*w));
+	if (!w)
+		return sk_err_sys(err, ENOMEM, "nft verify");
+	const bool direct = sk_nft_set_is_direct(s);
+	size_t i, same = 0;
 	for (i = 0; i < n; i++) {
 		sk_nft_elem_key(s, &s->elems[i], false, w[i].k);
-		if (sk_nft_set_is_direct(s))
+		if (direct)
 			sk_nft_elem_key(s, &s->elems[i], true, w[i].k + SK_NFT_KEY_MAX);
+		if (same == i && memcmp(&w[i], &got[i], sizeof(w[i])) == 0)
+			same++;
 	}
-	struct elem_collect col = { .v = g, .cap = n, .direct = sk_nft_set_is_direct(s) };
-	nftnl_set_elem_foreach(got, collect_elem, &col);
+	int rc = 0;
+	if (same == n)
+		goto out;
 	qsort(w, n, sizeof(*w), cmp_key);
-	qsort(g, n, sizeof(*g), cmp_key);
+	qsort(got, n, sizeof(*got), cmp_key);
 	for (i = 0; i < n && rc == 0; i++) {
-		if (memcmp(&w[i], &g[i], sizeof(w[i])) == 0)
+		if (memcmp(&w[i], &got[i], sizeof(w[i])) == 0)
 			continue;
 		rc = sk_err_set(err, SK_NFT_MISMATCH, "nft verify: set %s: elements differ", s->name);
 		/* name an expected element that is missing (sorted order matches it up) */
 		for (size_t j = 0; j < s->n_elems; j++) {
-			struct key_pair kp = { { 0 } };
+			struct sk_nft_key kp = { { 0 } };
 			sk_nft_elem_key(s, &s->elems[j], false, kp.k);
-			if (sk_nft_set_is_direct(s))
+			if (direct)
 				sk_nft_elem_key(s, &s->elems[j], true, kp.k + SK_NFT_KEY_MAX);
 			if (!memcmp(&kp, &w[i], sizeof(kp))) {
 				char buf[160];
@@ -315,7 +293,6 @@ static int compare_elems(const struct sk_rs_set *s, struct nftnl_set *got, struc
 	}
 out:
 	free(w);
-	free(g);
 	return rc;
 }
 
@@ -415,13 +392,26 @@ static int verify_sets(const struct sk_ruleset *rs, struct mnl_socket *nl, char 
 		nftnl_set_elems_nlmsg_build_payload(nlh, q);
 		char what[64];
 		(void)snprintf(what, sizeof(what), "elements of set %s", s->name);
-		struct elem_dump ed = { .set = q };
+		nftnl_set_free(q);
+		/* one slot more than expected, so that an extra element is seen as one */
+		struct elem_dump ed = { .s = s, .cap = s->n_elems + 1 };
+		ed.v = malloc(ed.cap * sizeof(*ed.v));
+		if (!ed.v)
+			return sk_err_sys(err, ENOMEM, "nft verify");
 		int rc = dump(nl, buf, nlh, elem_cb, &ed, what, err);
 		if (rc == 0 && ed.err)
 			rc = sk_err_set(err, ed.err, "nft read back: %s: parse reply: %s", what, strerror(ed.err));
+		if (rc == 0 && ed.odd)
+			rc = sk_err_set(err, SK_NFT_MISMATCH, "nft verify: set %s: %zu element%s of another shape (key "
+					"length or range end), expected %u-byte keys%s", s->name, ed.odd,
+					ed.odd == 1 ? "" : "s", sk_nft_set_key_len(s),
+					sk_nft_set_is_direct(s) ? " with range ends" : "");
+		if (rc == 0 && ed.n != s->n_elems)
+			rc = sk_err_set(err, SK_NFT_MISMATCH, "nft verify: set %s: %zu elements, expected %zu", s->name,
+					ed.n, s->n_elems);
 		if (rc == 0)
-			rc = compare_elems(s, q, err);
-		nftnl_set_free(q);
+			rc = compare_elems(s, ed.v, ed.n, err);
+		free(ed.v);
 		if (rc < 0)
 			return rc;
 	}
