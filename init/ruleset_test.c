@@ -346,6 +346,140 @@ static void test_direct_elements_are_disjoint(void **state)
 	sk_ruleset_free(rs);
 }
 
+/* Many direct rules in no order (IPv4 and IPv6, any port and listed ports, nested and adjacent blocks):
+ * the elements of each set are pairwise disjoint, and an address . protocol . port is in an element
+ * exactly when some rule allows it, checked at every rule's first and last address and just outside. */
+static uint32_t lcg(uint32_t *x)
+{
+	*x = *x * 1664525u + 1013904223u;
+	return *x >> 8;
+}
+
+static bool addr_in(const uint8_t *a, const uint8_t *lo, const uint8_t *hi, size_t alen)
+{
+	return memcmp(a, lo, alen) >= 0 && memcmp(a, hi, alen) <= 0;
+}
+
+static bool rule_allows(const struct sk_rule *r, const uint8_t *a, size_t alen, uint8_t proto, uint16_t port)
+{
+	const bool udp = proto == IPPROTO_UDP;
+	if (!((r->proto == SK_PROTO_UDP && udp) || (r->direct && (r->proto == SK_PROTO_ANY || (!udp && r->proto == SK_PROTO_TCP)))))
+		return false;
+	if ((r->cidr.net.family == AF_INET6) != (alen == 16))
+		return false;
+	struct sk_addr x = { .family = r->cidr.net.family };
+	memcpy(x.bytes, a, alen);
+	if (!sk_cidr_contains(&r->cidr, &x))
+		return false;
+	if (r->n_ports == 0)
+		return true;
+	for (size_t i = 0; i < r->n_ports; i++)
+		if (r->ports[i] == port)
+			return true;
+	return false;
+}
+
+static void test_direct_elements_many_rules_any_order(void **state)
+{
+	(void)state;
+	enum { N = 400 };
+	struct sk_rule *rules = calloc(N, sizeof(*rules));
+	uint16_t (*ports)[2] = calloc(N, sizeof(*ports));
+	assert_non_null(rules);
+	assert_non_null(ports);
+	static const uint16_t port_pool[] = { 80, 443, 8080, 53, 65535, 1 };
+	uint32_t x = 12345;
+	for (size_t i = 0; i < N; i++) {
+		char c[64];
+		const bool v6 = lcg(&x) % 3 == 0;
+		if (v6)
+			(void)snprintf(c, sizeof(c), "fd00:%x::%x:0/%u", lcg(&x) % 4, (lcg(&x) % 64) << 4, 108 + lcg(&x) % 21);
+		else
+			(void)snprintf(c, sizeof(c), "10.%u.%u.0/%u", lcg(&x) % 4, lcg(&x) % 256, 16 + lcg(&x) % 9);
+		/* mask the host bits the random prefix leaves set */
+		const char *why = NULL;
+		char *slash = strchr(c, '/');
+		unsigned plen = (unsigned)atoi(slash + 1);
+		*slash = 0;
+		struct sk_addr a;
+		assert_int_equal(sk_addr_parse(c, &a), 0);
+		for (unsigned b = plen; b < (v6 ? 128u : 32u); b++)
+			a.bytes[b / 8] &= (uint8_t)~(0x80 >> (b % 8));
+		rules[i].cidr = (struct sk_cidr){ .net = a, .prefix = (uint8_t)plen };
+		(void)why;
+		rules[i].kind = SK_RULE_CIDR;
+		const uint32_t k = lcg(&x) % 4;
+		rules[i].proto = k == 0 ? SK_PROTO_UDP : k == 1 ? SK_PROTO_ANY : SK_PROTO_TCP;
+		rules[i].direct = k != 0 || lcg(&x) % 2;
+		rules[i].ports = ports[i];
+		const uint32_t np = lcg(&x) % 4;  /* 0: any port */
+		for (uint32_t j = 0; j < np && j < 2; j++)
+			ports[i][rules[i].n_ports++] = port_pool[lcg(&x) % SK_ARRAY_SIZE(port_pool)];
+		if (rules[i].n_ports == 2 && ports[i][0] == ports[i][1])
+			rules[i].n_ports = 1;
+		else if (rules[i].n_ports == 2 && ports[i][0] > ports[i][1]) {
+			uint16_t t = ports[i][0];
+			ports[i][0] = ports[i][1];
+			ports[i][1] = t;
+		}
+	}
+	struct fixture f;
+	fx_init(&f);
+	f.p.rules = rules;
+	f.p.n_rules = N;
+	struct sk_ruleset *rs = build(&f);
+	for (int fam = 0; fam < 2; fam++) {
+		const struct sk_rs_set *s = &rs->sets[fam ? SK_RS_SET_DIRECT6 : SK_RS_SET_DIRECT4];
+		const size_t alen = fam ? 16 : 4;
+		assert_true(s->n_elems > 10);
+		for (size_t i = 0; i < s->n_elems; i++)
+			for (size_t j = i + 1; j < s->n_elems; j++) {
+				const struct sk_rs_elem *a = &s->elems[i], *b = &s->elems[j];
+				bool meet = a->proto == b->proto && a->port_lo <= b->port_hi && b->port_lo <= a->port_hi &&
+					    memcmp(a->addr_lo, b->addr_hi, alen) <= 0 && memcmp(b->addr_lo, a->addr_hi, alen) <= 0;
+				assert_false(meet);
+			}
+		for (size_t i = 0; i < N; i++) {
+			const struct sk_rule *r = &rules[i];
+			if ((r->cidr.net.family == AF_INET6) != (fam == 1))
+				continue;
+			/* the block's first and last address and their neighbours */
+			uint8_t pts[4][16];
+			unsigned bits = (unsigned)alen * 8;
+			for (int q = 0; q < 4; q++) {
+				memcpy(pts[q], r->cidr.net.bytes, alen);
+				if (q == 1 || q == 3)
+					for (unsigned b = r->cidr.prefix; b < bits; b++)
+						pts[q][b / 8] |= (uint8_t)(0x80 >> (b % 8));
+				/* q 2: first - 1, q 3: last + 1 (wrapping at the ends is harmless) */
+				for (size_t k = alen; q >= 2 && k-- > 0;) {
+					if (q == 2 ? pts[q][k]-- != 0 : ++pts[q][k] != 0)
+						break;
+				}
+			}
+			for (int q = 0; q < 4; q++)
+				for (size_t pp = 0; pp < SK_ARRAY_SIZE(port_pool) + 1; pp++) {
+					const uint16_t port = pp < SK_ARRAY_SIZE(port_pool) ? port_pool[pp] : 9999;
+					for (int pr = 0; pr < 2; pr++) {
+						const uint8_t proto = pr ? IPPROTO_UDP : IPPROTO_TCP;
+						bool want = false, got = false;
+						for (size_t k = 0; k < N && !want; k++)
+							want = rule_allows(&rules[k], pts[q], alen, proto, port);
+						for (size_t e = 0; e < s->n_elems && !got; e++) {
+							const struct sk_rs_elem *el = &s->elems[e];
+							got = el->proto == proto && port >= el->port_lo && port <= el->port_hi &&
+							      addr_in(pts[q], el->addr_lo, el->addr_hi, alen);
+						}
+						assert_int_equal(got, want);
+					}
+				}
+		}
+	}
+	sk_ruleset_free(rs);
+	free(rules);
+	free(ports);
+}
+
 static void test_udp_rules_direct_and_others_not(void **state)
 {
 	(void)state;
@@ -608,6 +742,7 @@ int main(void)
 		cmocka_unit_test(test_exempt_uids),
 		cmocka_unit_test(test_direct_cidrs_v4_v6),
 		cmocka_unit_test(test_direct_elements_are_disjoint),
+		cmocka_unit_test(test_direct_elements_many_rules_any_order),
 		cmocka_unit_test(test_udp_rules_direct_and_others_not),
 		cmocka_unit_test(test_custom_ports_and_uids),
 		cmocka_unit_test(test_colliding_uids_and_ports_refused),

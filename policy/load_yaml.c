@@ -4,6 +4,7 @@
  * aliases are how "billion laughs" documents blow up. */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
@@ -69,72 +70,89 @@ static bool is_cc(char ch, unsigned cls)
 	return (cc[(unsigned char)ch] & cls) != 0;
 }
 
-static bool all_digits(const char *s, const char *digits)
+/* [0-9]+, [0-7]+, [0-9a-fA-F]+ over s[0..len): the core schema's integer digits. */
+static bool is_dec(char ch) { return ch >= '0' && ch <= '9'; }
+static bool is_oct(char ch) { return ch >= '0' && ch <= '7'; }
+static bool is_hex(char ch) { return is_dec(ch) || (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F'); }
+
+static bool all_of(const char *s, size_t len, bool (*cls)(char))
 {
-	if (!*s)
+	if (!len)
 		return false;
-	for (; *s; s++)
-		if (!strchr(digits, *s))
+	for (size_t i = 0; i < len; i++)
+		if (!cls(s[i]))
 			return false;
 	return true;
 }
 
-static bool is_core_float(const char *s)
+/* s[0..len) is one of the NUL-free words w (e.g. "null", "Null", "NULL"). */
+static bool word_is(const char *s, size_t len, const char *const *w, size_t n)
 {
-	if (*s == '+' || *s == '-')
+	if (len == 0 || len > 5)  /* no word of the core schema is longer */
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (w[i][0] == s[0] && strlen(w[i]) == len && !memcmp(s, w[i], len))
+			return true;
+	return false;
+}
+
+static bool is_core_float(const char *s, size_t len)
+{
+	static const char *const inf[] = { ".inf", ".Inf", ".INF" };
+	const char *const e = s + len;
+	if (s < e && (*s == '+' || *s == '-'))
 		s++;
-	if (!strcmp(s, ".inf") || !strcmp(s, ".Inf") || !strcmp(s, ".INF"))
+	if (word_is(s, (size_t)(e - s), inf, 3))
 		return true;
 	bool digits = false;
-	while (*s >= '0' && *s <= '9') {
+	while (s < e && is_dec(*s)) {
 		s++;
 		digits = true;
 	}
-	if (*s == '.') {
+	if (s < e && *s == '.') {
 		s++;
-		while (*s >= '0' && *s <= '9') {
+		while (s < e && is_dec(*s)) {
 			s++;
 			digits = true;
 		}
 	}
 	if (!digits)
 		return false;
-	if (*s == 'e' || *s == 'E') {
+	if (s < e && (*s == 'e' || *s == 'E')) {
 		s++;
-		if (*s == '+' || *s == '-')
+		if (s < e && (*s == '+' || *s == '-'))
 			s++;
-		if (!(*s >= '0' && *s <= '9'))
+		if (!(s < e && is_dec(*s)))
 			return false;
-		while (*s >= '0' && *s <= '9')
+		while (s < e && is_dec(*s))
 			s++;
 	}
-	return *s == 0;
+	return s == e;
 }
 
-/* YAML 1.2 core schema for plain (unquoted) scalars. */
-static enum sk_scalar_kind resolve_plain(const char *s)
+/* YAML 1.2 core schema for plain (unquoted) scalars: s[0..len), holding no NUL. Lengths instead of
+ * string comparisons: every scalar of a long policy comes through here. */
+static enum sk_scalar_kind resolve_plain(const char *s, size_t len)
 {
+	static const char *const nulls[] = { "~", "null", "Null", "NULL" };
+	static const char *const bools[] = { "true", "True", "TRUE", "false", "False", "FALSE" };
+	static const char *const nans[] = { ".nan", ".NaN", ".NAN" };
 	/* Most scalars are names and addresses: only these first characters can start a null, a boolean or
 	 * a number, so anything else is a string without the comparisons below. */
-	if (*s && !is_cc(*s, CC_CORE_FIRST))
+	if (len && !is_cc(*s, CC_CORE_FIRST))
 		return SK_SCALAR_STR;
-	/* ports and the like: a plain decimal integer, without the comparisons below (none of which it meets) */
-	const char *e = s;
-	while (*e >= '0' && *e <= '9')
-		e++;
-	if (e != s && !*e)
+	/* ports and the like: a plain decimal integer */
+	if (all_of(s, len, is_dec))
 		return SK_SCALAR_NUM;
-	const char c = *s;
-	if (!c || !strcmp(s, "~") ||
-	    ((c == 'n' || c == 'N') && (!strcmp(s, "null") || !strcmp(s, "Null") || !strcmp(s, "NULL"))))
+	if (!len || word_is(s, len, nulls, 4))
 		return SK_SCALAR_NULL;
-	if (((c == 't' || c == 'T') && (!strcmp(s, "true") || !strcmp(s, "True") || !strcmp(s, "TRUE"))) ||
-	    ((c == 'f' || c == 'F') && (!strcmp(s, "false") || !strcmp(s, "False") || !strcmp(s, "FALSE"))))
+	if (word_is(s, len, bools, 6))
 		return SK_SCALAR_BOOL;
-	const char *d = (*s == '+' || *s == '-') ? s + 1 : s;
-	if (all_digits(d, "0123456789") || (!strncmp(s, "0x", 2) && all_digits(s + 2, "0123456789abcdefABCDEF")) ||
-	    (!strncmp(s, "0o", 2) && all_digits(s + 2, "01234567")) || is_core_float(s) || !strcmp(s, ".nan") ||
-	    !strcmp(s, ".NaN") || !strcmp(s, ".NAN"))
+	const size_t sign = *s == '+' || *s == '-';
+	if (all_of(s + sign, len - sign, is_dec) ||
+	    (len > 2 && s[0] == '0' && s[1] == 'x' && all_of(s + 2, len - 2, is_hex)) ||
+	    (len > 2 && s[0] == '0' && s[1] == 'o' && all_of(s + 2, len - 2, is_oct)) || is_core_float(s, len) ||
+	    word_is(s, len, nans, 3))
 		return SK_SCALAR_NUM;
 	return SK_SCALAR_STR;
 }
@@ -306,7 +324,7 @@ static struct sk_node *fy_scalar(struct fy *f, size_t from, size_t to, size_t co
 	struct sk_node *n = sk_node_new(f->c, SK_NODE_SCALAR, f->line, (unsigned)col + 1);
 	if (!n || sk_node_set_text(n, f->b + from, to - from) < 0)
 		return NULL;
-	n->skind = resolve_plain(n->text);
+	n->skind = resolve_plain(n->text, to - from);
 	return n;
 }
 
@@ -492,12 +510,30 @@ static struct sk_node *fy_block(struct fy *f, size_t col, size_t first)
 int sk_yaml_parse_simple(struct sk_load_ctx *c, const char *buf, size_t len, struct sk_node **out)
 {
 	*out = NULL;
-	for (size_t i = 0; i < len; i++) {
-		const unsigned char ch = (unsigned char)buf[i];
-		if ((ch < 0x20 && ch != '\n') || ch >= 0x7f)
-			return 0;  /* tabs, CR, NUL, control bytes, non-ASCII (columns count characters) */
-		if (ch == '\n' && i + 3 < len && (!memcmp(buf + i + 1, "---", 3) || !memcmp(buf + i + 1, "...", 3)))
-			return 0;  /* document markers */
+	/* Tabs, CR, NUL, control bytes, non-ASCII (columns count characters) and document markers send the
+	 * file to libyaml. Eight bytes at a time: a word with none of 0x00-0x1f or 0x7f-0xff (newlines
+	 * included) needs no closer look, and this scan touches every byte of the file. */
+	const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+	size_t i = 0;
+	while (i < len) {
+		if (i + 8 <= len) {
+			uint64_t w;
+			memcpy(&w, buf + i, 8);
+			/* high bit of a byte set: byte < 0x20 (w - 0x20..), byte >= 0x80, or byte == 0x7f (w + 1) */
+			const uint64_t special = ((w - 0x20 * ones) | w | ((w & ~highs) + ones)) & highs;
+			if (!special) {
+				i += 8;
+				continue;
+			}
+		}
+		const size_t end = i + 8 < len ? i + 8 : len;
+		for (; i < end; i++) {
+			const unsigned char ch = (unsigned char)buf[i];
+			if ((ch < 0x20 && ch != '\n') || ch >= 0x7f)
+				return 0;
+			if (ch == '\n' && i + 3 < len && (!memcmp(buf + i + 1, "---", 3) || !memcmp(buf + i + 1, "...", 3)))
+				return 0;  /* document markers */
+		}
 	}
 	if (len >= 3 && (!memcmp(buf, "---", 3) || !memcmp(buf, "...", 3)))
 		return 0;
@@ -570,7 +606,8 @@ struct sk_node *sk_yaml_parse_events(struct sk_load_ctx *c, const char *buf, siz
 			break;
 		case YAML_SCALAR_EVENT:
 			if (ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE)
-				sk = resolve_plain((const char *)ev.data.scalar.value);
+				sk = resolve_plain((const char *)ev.data.scalar.value,
+						   strlen((const char *)ev.data.scalar.value));
 			if (check_tag(c, ev.data.scalar.tag, &ev.start_mark, SK_NODE_SCALAR, &sk) < 0) {
 				failed = true;
 				break;

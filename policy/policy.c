@@ -132,12 +132,19 @@ void sk_policy_set_defaults(struct sk_policy *p)
 
 struct sk_rule *sk_policy_add_rule(struct sk_load_ctx *c, struct sk_policy *p)
 {
-	struct sk_rule *v = realloc(p->rules, (p->n_rules + 1) * sizeof(*v));
-	if (!v) {
-		sk_ctx_error(c, 1, 1, "out of memory");
-		return NULL;
+	/* The array only ever grows here, from empty, so its capacity is the power of two at or above
+	 * n_rules: it doubles when n_rules reaches one (one realloc per rule was a copy, or an mremap
+	 * system call, per rule of a long policy). */
+	struct sk_rule *v = p->rules;
+	const size_t n = p->n_rules;
+	if (n == 0 || (n & (n - 1)) == 0) {
+		v = realloc(p->rules, (n ? 2 * n : 1) * sizeof(*v));
+		if (!v) {
+			sk_ctx_error(c, 1, 1, "out of memory");
+			return NULL;
+		}
+		p->rules = v;
 	}
-	p->rules = v;
 	struct sk_rule *r = &v[p->n_rules++];
 	memset(r, 0, sizeof(*r));
 	return r;

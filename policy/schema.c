@@ -199,8 +199,9 @@ const struct sk_schema_obj sk_schema_policy = {
 
 const struct sk_schema_field *sk_schema_field(const struct sk_schema_obj *o, const char *key)
 {
+	/* first bytes compared inline: every key of a long policy comes through here */
 	for (size_t i = 0; i < o->n_fields; i++)
-		if (!strcmp(o->fields[i].key, key))
+		if (o->fields[i].key[0] == key[0] && !strcmp(o->fields[i].key, key))
 			return &o->fields[i];
 	return NULL;
 }

@@ -110,11 +110,15 @@ static const char *keys_text(const struct sk_schema_obj *o, char *buf, size_t sz
 }
 
 /* Every key must be a string, one of the schema's keys for this mapping (policy/schema.c: the one list
- * the validator and the JSON Schema share), and present once. `where` names the mapping in messages. */
-static void check_keys(struct sk_load_ctx *c, const struct sk_node *map, const char *where,
-		       const struct sk_schema_obj *o)
+ * the validator and the JSON Schema share), and present once. `where` names the mapping in messages.
+ * With vals (room for o->n_fields), also hands back each field's value, the first one written, as
+ * sk_node_get would find it (a key equal to a field's key is that field), in the same walk: a long
+ * policy's rules otherwise spent a seventh of its load finding their keys again one by one. */
+static void gather_keys(struct sk_load_ctx *c, const struct sk_node *map, const char *where,
+			const struct sk_schema_obj *o, const struct sk_node **vals)
 {
 	char q[SK_QUOTE_MAX], d[SK_QUOTE_MAX + 16], expected[256];
+	const struct sk_node *first[32] = { 0 };  /* the first key node of each field; schema objects are small */
 	for (size_t i = 0; i + 1 < map->n; i += 2) {
 		const struct sk_node *k = map->items[i];
 		if (k->kind != SK_NODE_SCALAR || k->skind != SK_SCALAR_STR) {
@@ -122,20 +126,36 @@ static void check_keys(struct sk_load_ctx *c, const struct sk_node *map, const c
 			       keys_text(o, expected, sizeof(expected)));
 			continue;
 		}
-		if (!sk_schema_field(o, k->text)) {
+		const struct sk_schema_field *f = sk_schema_field(o, k->text);
+		if (!f) {
 			err_at(c, k, "%s: unknown key %s, expected one of %s", where, sk_quote(k->text, q, sizeof(q)),
 			       keys_text(o, expected, sizeof(expected)));
 			continue;
 		}
-		for (size_t j = 0; j < i; j += 2) {
-			const struct sk_node *prev = map->items[j];
-			if (prev->kind == SK_NODE_SCALAR && !strcmp(prev->text, k->text)) {
-				err_at(c, k, "%s: duplicate key %s (first at %u:%u), expected each key once", where,
-				       sk_quote(k->text, q, sizeof(q)), prev->line, prev->col);
-				break;
-			}
+		const size_t fi = (size_t)(f - o->fields);
+		/* An earlier key with this text is this field's first key (only string keys name a field). */
+		const struct sk_node *prev = fi < SK_ARRAY_SIZE(first) ? first[fi] : NULL;
+		if (fi >= SK_ARRAY_SIZE(first)) {
+			for (size_t j = 0; j < i && !prev; j += 2)
+				if (map->items[j]->kind == SK_NODE_SCALAR && !strcmp(map->items[j]->text, k->text))
+					prev = map->items[j];
 		}
+		if (prev) {
+			err_at(c, k, "%s: duplicate key %s (first at %u:%u), expected each key once", where,
+			       sk_quote(k->text, q, sizeof(q)), prev->line, prev->col);
+			continue;
+		}
+		if (fi < SK_ARRAY_SIZE(first))
+			first[fi] = k;
+		if (vals)
+			vals[fi] = map->items[i + 1];
 	}
+}
+
+static void check_keys(struct sk_load_ctx *c, const struct sk_node *map, const char *where,
+		       const struct sk_schema_obj *o)
+{
+	gather_keys(c, map, where, o, NULL);
 }
 
 static const struct sk_node *need(struct sk_load_ctx *c, const struct sk_node *map, const char *where,
@@ -341,6 +361,11 @@ int sk_parse_cidr_at(struct sk_load_ctx *c, const struct sk_node *n, const char 
 	const char *s = get_str(c, n, path, expected);
 	if (!s)
 		return -EINVAL;
+	/* One parse for a valid network; only a refused one is taken apart again below, for a message that
+	 * says what is wrong with it (every check below is one sk_cidr_parse makes, so a network it accepts
+	 * passes them all). */
+	if (sk_cidr_parse(s, out, NULL) == 0)
+		return 0;
 	const char *slash = strchr(s, '/');
 	size_t alen = slash ? (size_t)(slash - s) : strlen(s);
 	struct sk_addr a;
@@ -641,17 +666,38 @@ static char *get_rule_name(struct sk_load_ctx *c, const struct sk_node *nn, cons
 	return copy;
 }
 
-static void validate_rule(struct sk_load_ctx *c, const struct sk_node *n, size_t idx, struct sk_policy *p)
+/* Where each egress rule key sits in sk_schema_rule.fields, looked up once per egress list. */
+enum { RK_HOST, RK_CIDR, RK_PORTS, RK_PROTOCOL, RK_DIRECT, RK_BUDGET, RK_NAME, RK_N };
+static const char *const rule_keys[RK_N] = { "host", "cidr", "ports", "protocol", "direct", "budget", "name" };
+
+/* kpath = path + "." + key, as path_key writes it; plen is strlen(path). */
+static void rule_kpath(char kpath[PATHSZ], const char *path, size_t plen, const char *key)
+{
+	const size_t kl = strlen(key);
+	if (plen + 1 + kl >= PATHSZ) {
+		path_key(kpath, PATHSZ, path, key);
+		return;
+	}
+	memcpy(kpath, path, plen);
+	kpath[plen] = '.';
+	memcpy(kpath + plen + 1, key, kl + 1);
+}
+
+static void validate_rule(struct sk_load_ctx *c, const struct sk_node *n, size_t idx, struct sk_policy *p,
+			  const size_t *field)
 {
 	char path[PATHSZ], kpath[PATHSZ];
 	path_idx(path, sizeof(path), "egress", idx);
 	if (!want_map(c, n, path))
 		return;
-	check_keys(c, n, path, &sk_schema_rule);
-	const struct sk_node *host = sk_node_get(n, "host"), *cidr = sk_node_get(n, "cidr");
-	const struct sk_node *pn = sk_node_get(n, "ports"), *prn = sk_node_get(n, "protocol");
-	const struct sk_node *dn = sk_node_get(n, "direct"), *bn = sk_node_get(n, "budget");
-	const struct sk_node *nn = sk_node_get(n, "name");
+	const size_t plen = strlen(path);
+	const struct sk_node *vals[32] = { 0 };
+	_Static_assert(RK_N <= SK_ARRAY_SIZE(vals), "vals holds every rule key");
+	gather_keys(c, n, path, &sk_schema_rule, vals);
+	const struct sk_node *host = vals[field[RK_HOST]], *cidr = vals[field[RK_CIDR]];
+	const struct sk_node *pn = vals[field[RK_PORTS]], *prn = vals[field[RK_PROTOCOL]];
+	const struct sk_node *dn = vals[field[RK_DIRECT]], *bn = vals[field[RK_BUDGET]];
+	const struct sk_node *nn = vals[field[RK_NAME]];
 	bool bad = false, direct = false;
 	int proto = SK_PROTO_ANY;
 	uint16_t *ports = NULL;
@@ -666,39 +712,48 @@ static void validate_rule(struct sk_load_ctx *c, const struct sk_node *n, size_t
 		err_at(c, n, "%s: has neither host nor cidr, expected exactly one of them", path);
 		bad = true;
 	}
-	path_key(kpath, sizeof(kpath), path, "ports");
-	if (pn && get_port_list(c, pn, kpath, &ports, &n_ports) < 0)
-		bad = true;
-	path_key(kpath, sizeof(kpath), path, "protocol");
-	if (prn && (proto = get_enum(c, prn, kpath, "protocol", protos, sk_schema_count(protos), PROTO_EXPECTED)) < 0)
-		bad = true;
-	path_key(kpath, sizeof(kpath), path, "direct");
-	if (dn && get_bool(c, dn, kpath, &direct) < 0)
-		bad = true;
+	/* each key's path is written only when the key is there to be checked */
+	if (pn) {
+		rule_kpath(kpath, path, plen, "ports");
+		if (get_port_list(c, pn, kpath, &ports, &n_ports) < 0)
+			bad = true;
+	}
+	if (prn) {
+		rule_kpath(kpath, path, plen, "protocol");
+		proto = get_enum(c, prn, kpath, "protocol", protos, sk_schema_count(protos), PROTO_EXPECTED);
+		if (proto < 0)
+			bad = true;
+	}
+	if (dn) {
+		rule_kpath(kpath, path, plen, "direct");
+		if (get_bool(c, dn, kpath, &direct) < 0)
+			bad = true;
+	}
 	if (bn) {
-		path_key(kpath, sizeof(kpath), path, "budget");
+		rule_kpath(kpath, path, plen, "budget");
 		const char *h = host && host->kind == SK_NODE_SCALAR ? host->text : "";
 		if (get_budget(c, bn, kpath, &budget) < 0 ||
 		    !rule_budget_ok(c, bn, kpath, host && !cidr, h[0] == '*', direct, proto, &budget))
 			bad = true;
 	}
-	path_key(kpath, sizeof(kpath), path, "name");
-	if (nn)
+	if (nn) {
+		rule_kpath(kpath, path, plen, "name");
 		name = get_rule_name(c, nn, kpath, p, &bad);
+	}
 	if (host && !cidr) {
 		/* The proxy decides host rules by the name it sees in a TCP stream; UDP never reaches it. */
 		if (proto == SK_PROTO_UDP) {
-			path_key(kpath, sizeof(kpath), path, "protocol");
+			rule_kpath(kpath, path, plen, "protocol");
 			err_at(c, prn, "%s: UDP cannot be proxied by name, expected a cidr rule for udp traffic", kpath);
 			bad = true;
 		}
 		if (direct) {
-			path_key(kpath, sizeof(kpath), path, "direct");
+			rule_kpath(kpath, path, plen, "direct");
 			err_at(c, dn, "%s: only cidr rules can be direct, expected direct on a cidr rule "
 				      "(a host rule is decided by name in the proxy)", kpath);
 			bad = true;
 		}
-		path_key(kpath, sizeof(kpath), path, "host");
+		rule_kpath(kpath, path, plen, "host");
 		if (bad) {
 			char norm[SK_DOMAIN_MAX + 1];
 			bool wc;
@@ -712,12 +767,12 @@ static void validate_rule(struct sk_load_ctx *c, const struct sk_node *n, size_t
 		}
 	} else if (cidr && !host) {
 		struct sk_cidr net;
-		path_key(kpath, sizeof(kpath), path, "cidr");
+		rule_kpath(kpath, path, plen, "cidr");
 		if (sk_parse_cidr_at(c, cidr, kpath, &net) < 0)
 			bad = true;
 		/* A direct rule is an nft set match in the kernel: it sees ports, never a TLS or HTTP header. */
 		if (direct && (proto == SK_PROTO_TLS || proto == SK_PROTO_HTTP)) {
-			path_key(kpath, sizeof(kpath), path, "direct");
+			rule_kpath(kpath, path, plen, "direct");
 			err_at(c, dn, "%s: a direct rule bypasses the proxy and cannot check protocol %s, "
 				      "expected protocol tcp, udp or any", kpath, protos[proto]);
 			bad = true;
@@ -745,8 +800,17 @@ static void validate_egress(struct sk_load_ctx *c, const struct sk_node *n, stru
 {
 	if (!want_seq(c, n, "egress", "rules"))
 		return;
+	size_t field[RK_N];
+	for (size_t k = 0; k < RK_N; k++) {
+		const struct sk_schema_field *f = sk_schema_field(&sk_schema_rule, rule_keys[k]);
+		if (!f) {  /* schema.c and this file disagree: a bug, refused rather than a key ignored */
+			err_at(c, n, "egress: internal error: no schema field for '%s'", rule_keys[k]);
+			return;
+		}
+		field[k] = (size_t)(f - sk_schema_rule.fields);
+	}
 	for (size_t i = 0; i < n->n; i++)
-		validate_rule(c, n->items[i], i, p);
+		validate_rule(c, n->items[i], i, p, field);
 }
 
 static uint32_t get_uid_at(struct sk_load_ctx *c, const struct sk_node *n, const char *path, bool *ok)
@@ -1373,16 +1437,18 @@ static void check_bypass_rules(struct sk_load_ctx *c, const struct sk_node *egre
 		j++;
 		if (r->kind != SK_RULE_CIDR || !(r->direct || r->proto == SK_PROTO_UDP))
 			continue;
-		const struct sk_node *cn = sk_node_get(item, "cidr");
 		const char *kind = r->direct && r->proto == SK_PROTO_UDP ? "direct udp" : r->direct ? "direct" : "udp";
 		char net[SK_ADDR_STRLEN + 4], list[256];
+		const struct sk_node *cn = NULL;
 		if (!sk_cidr_is_link_local(&r->cidr) && sk_cidr_link_local_overlaps(&r->cidr, list, sizeof(list))) {
+			cn = sk_node_get(item, "cidr");  /* where the message points */
 			sk_cidr_format(&r->cidr, net);  /* for the message only */
 			err_at(c, cn ? cn : item, "egress[%zu].cidr: %s is a %s rule, which goes around the proxy, and "
 				"contains link-local/metadata addresses (%s); expected a block that lies wholly inside "
 				"one of them or contains none", i, net, kind, list);
 		} else if (p->block_private && !sk_cidr_is_private(&r->cidr) &&
 			   sk_cidr_private_overlaps(&r->cidr, list, sizeof(list))) {
+			cn = sk_node_get(item, "cidr");
 			sk_cidr_format(&r->cidr, net);
 			err_at(c, cn ? cn : item, "egress[%zu].cidr: %s is a %s rule, which goes around the proxy, and "
 				"contains private addresses (%s) while blockPrivate is true; expected a block that lies "
