@@ -4,6 +4,7 @@
  * 5 other). Any failure exits non-zero so the pod does not start. */
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -36,6 +37,44 @@ static int usage(FILE *out)
 		"  --marker PATH  after success write PATH (hash=<netns hash>, time, counts) for the sidecar\n"
 		"  --force        program the namespace even if it looks like a node's own\n"
 		"  --help, --version\n");
+}
+
+/* The marker's netns hash of a long policy, computed on a second thread while this one waits in the kernel
+ * for the batch (half a megabyte of text hashed a byte at a time for 10 000 rules; the policy is immutable
+ * once loaded, so reading it from two threads is safe). A short policy hashes in microseconds, less than
+ * starting a thread costs. */
+#define HASH_THREAD_MIN_RULES 1000
+
+struct hash_job {
+	const struct sk_policy *p;  /* borrows */
+	char hash[17];
+	pthread_t thread;
+	bool running;
+};
+
+static void *hash_job_run(void *arg)
+{
+	struct hash_job *j = arg;
+	sk_policy_netns_hash(j->p, j->hash);
+	return NULL;
+}
+
+static void hash_job_start(struct hash_job *j, const struct sk_policy *p)
+{
+	j->p = p;
+	j->running = p->n_rules >= HASH_THREAD_MIN_RULES && pthread_create(&j->thread, NULL, hash_job_run, j) == 0;
+}
+
+/* Copies the hash out: joins the thread, or hashes here when none was started (or it could not be). */
+static void hash_job_finish(struct hash_job *j, char out[17])
+{
+	if (j->running) {
+		(void)pthread_join(j->thread, NULL);  /* fails only for a thread not joinable: this one is */
+		j->running = false;
+	} else {
+		sk_policy_netns_hash(j->p, j->hash);
+	}
+	memcpy(out, j->hash, 17);
 }
 
 static double now_ms(void)
@@ -91,6 +130,7 @@ int main(int argc, char **argv)
 	struct sk_policy *pol = NULL;
 	struct sk_ruleset *rs = NULL;
 	struct sk_nft *nft = NULL;
+	struct hash_job hj = { 0 };
 	int ex = SK_EXIT_OK;
 	double t0 = now_ms();
 
@@ -148,6 +188,7 @@ int main(int argc, char **argv)
 
 	struct sk_nft_stats st = { 0 };
 	double t_load = now_ms();
+	hash_job_start(&hj, pol);
 	if (sk_nft_open(&nft, &err) < 0) {
 		(void)fprintf(stderr, "stockade-init: %s\n", err.msg);
 		ex = SK_EXIT_NETLINK;
@@ -167,7 +208,7 @@ int main(int argc, char **argv)
 
 	double t_verify = now_ms();
 	struct sk_marker m = { .time = (int64_t)time(NULL) };
-	sk_policy_netns_hash(pol, m.hash);
+	hash_job_finish(&hj, m.hash);
 	m.rules = (unsigned)rs->n_rules;
 	m.sets = SK_RS_N_SETS;
 	m.elements = (unsigned)sk_ruleset_n_elems(rs);
@@ -183,6 +224,8 @@ int main(int argc, char **argv)
 		SK_RS_FAMILY_NAME, SK_RS_TABLE, m.rules, m.elements, st.messages, st.batch_bytes, now_ms() - t0,
 		t_load - t0, t_apply - t_load, t_verify - t_apply, m.hash);
 out:
+	if (hj.running)
+		(void)pthread_join(hj.thread, NULL);  /* it reads pol, freed below */
 	sk_ruleset_free(rs);
 	sk_policy_free(pol);
 	sk_diags_free(&diags);

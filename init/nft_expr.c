@@ -567,9 +567,11 @@ int sk_nft_parse_elems(const struct nlmsghdr *nlh, const struct sk_rs_set *s, st
 					else if (mnl_attr_get_type(f) == NFTA_SET_ELEM_KEY_END)
 						end = f;
 				}
-				struct sk_nft_key tmp;
-				struct sk_nft_key *k = *n < cap ? &keys[*n] : &tmp;
-				memset(k, 0, sizeof(*k));
+				/* past cap the element is only counted: its key goes to a scratch slot */
+				struct sk_nft_key scratch = { { 0 } };
+				struct sk_nft_key *k = *n < cap ? &keys[*n] : &scratch;
+				if (k != &scratch)
+					memset(k, 0, sizeof(*k));
 				if (!key || !get_key(key, klen, k->k) || (end != NULL) != direct ||
 				    (end && !get_key(end, klen, k->k + SK_NFT_KEY_MAX)))
 					(*odd)++;

@@ -681,7 +681,8 @@ int sk_ruleset_load(const char *path, struct sk_policy **pol, struct sk_ruleset 
 		    struct sk_err *err)
 {
 	struct sk_policy *p = NULL;
-	int rc = sk_policy_load_file_ex(path, -1, SK_LOAD_NO_FILE_CHECKS | SK_LOAD_NO_MATCHER, &p, diags);
+	int rc = sk_policy_load_file_ex(path, -1, SK_LOAD_NO_FILE_CHECKS | SK_LOAD_NO_MATCHER | SK_LOAD_NO_CONTENT_HASH,
+					&p, diags);
 	if (rc < 0)
 		return sk_err_set(err, -rc, "policy %s: invalid (%zu error%s)", path, diags->n,
 				  diags->n == 1 ? "" : "s");

@@ -134,7 +134,8 @@ void sk_ruleset_free(struct sk_ruleset *rs);
 
 /* Loads the policy at path and builds its ruleset: the one entry point of stockade-init and
  * `stockade-policy rules`, so both print the same text. The apis' secret files are not checked (only
- * the sidecar mounts them), and *pol has no matcher (nothing here matches a name). A policy error
+ * the sidecar mounts them), and *pol has no matcher (nothing here matches a name) and an empty
+ * content_hash (nothing here names the policy by its bytes). A policy error
  * returns -EINVAL with every diagnostic in diags and err saying so; a ruleset error fills err. On success *out is owned, and *pol too when pol is non-NULL. */
 SK_MUST_USE int sk_ruleset_load(const char *path, struct sk_policy **pol, struct sk_ruleset **out, struct sk_diags *diags,
 		    struct sk_err *err);

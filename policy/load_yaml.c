@@ -144,6 +144,9 @@ static enum sk_scalar_kind resolve_plain(const char *s, size_t len)
 	/* ports and the like: a plain decimal integer */
 	if (all_of(s, len, is_dec))
 		return SK_SCALAR_NUM;
+	/* addresses and networks (10.0.0.0/8, fd00::/8): a '/' or ':' is in no null, boolean or number */
+	if (memchr(s, '/', len) || memchr(s, ':', len))
+		return SK_SCALAR_STR;
 	if (!len || word_is(s, len, nulls, 4))
 		return SK_SCALAR_NULL;
 	if (word_is(s, len, bools, 6))

@@ -229,7 +229,9 @@ int sk_policy_load_buffer_ex(const char *name, const char *buf, size_t len, int 
 		goto out;
 	}
 	p->format = fmt;
-	(void)snprintf(p->content_hash, sizeof(p->content_hash), "%016llx", (unsigned long long)sk_fnv1a64(buf, len));
+	if (!(flags & SK_LOAD_NO_CONTENT_HASH))
+		(void)snprintf(p->content_hash, sizeof(p->content_hash), "%016llx",
+			       (unsigned long long)sk_fnv1a64(buf, len));
 	sk_policy_set_defaults(p);
 	if (fmt == SK_FORMAT_FORGE)
 		sk_forge_import(&c, tree, p);

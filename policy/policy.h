@@ -176,6 +176,9 @@ enum sk_load_flags {
 	SK_LOAD_NO_MATCHER = 1 << 1,       /* leave matcher NULL (every sk_match_* then fails closed): for
 	                                    * stockade-init, which programs nftables and never matches a name;
 	                                    * building it was a twentieth of a 10 000-rule init */
+	SK_LOAD_NO_CONTENT_HASH = 1 << 2,  /* leave content_hash empty: for stockade-init, which names nothing by
+	                                    * it (its marker carries the netns hash); hashing a 700 KB policy a
+	                                    * byte at a time was 4M instructions */
 };
 SK_MUST_USE int sk_policy_load_file_ex(const char *path, int format, unsigned flags, struct sk_policy **out,
 			   struct sk_diags *diags);

@@ -153,7 +153,8 @@ int sk_node_set_text(struct sk_node *n, const char *s, size_t len)
 int sk_node_push(struct sk_node *parent, struct sk_node *child)
 {
 	if (parent->n == parent->cap) {
-		size_t cap = parent->cap ? parent->cap * 2 : 8;
+		/* a list starts small: most are a rule's one or two ports */
+		size_t cap = parent->cap ? parent->cap * 2 : parent->kind == SK_NODE_SEQ ? 2 : 8;
 		struct sk_node **v;
 		if (parent->pool) {
 			/* the old array stays in the arena: growth by doubling wastes at most as much as it keeps */

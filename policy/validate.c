@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -185,9 +186,15 @@ static int get_uint(struct sk_load_ctx *c, const struct sk_node *n, const char *
 		err_at(c, n, "%s: %s is not a whole number, expected %s", path, t, what);
 		return -EINVAL;
 	}
-	errno = 0;
-	unsigned long long v = strtoull(digits, NULL, 10);
-	if (t[0] == '-' || errno == ERANGE || v < min || v > max) {
+	/* strtoull's value and ERANGE, for a string known to be all decimal digits */
+	unsigned long long v = 0;
+	bool range = false;
+	for (const char *p = digits; *p && !range; p++) {
+		const unsigned dig = (unsigned)(*p - '0');
+		range = v > (ULLONG_MAX - dig) / 10;
+		v = v * 10 + dig;
+	}
+	if (t[0] == '-' || range || v < min || v > max) {
 		err_at(c, n, "%s: %s is out of range, expected %s", path, t, what);
 		return -EINVAL;
 	}
