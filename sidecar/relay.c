@@ -143,6 +143,7 @@ static void relay_release(struct sk_relay *r)
 		sk_loop_del(r->loop, r->b);
 	}
 	sk_timer_cancel(r->loop, &r->idle);
+	sk_timer_cancel(r->loop, &r->resume);
 	sk_pipe_pool_put(r->pool, &r->a2b.pipe, r->a2b.fill == 0);
 	sk_pipe_pool_put(r->pool, &r->b2a.pipe, r->b2a.fill == 0);
 	free(r->gbuf);
@@ -195,6 +196,10 @@ static int dir_pump(struct sk_relay *r, struct sk_relay_dir *d, int src, int dst
 {
 	const enum sk_budget_dim dim = d == &r->a2b ? SK_BUDGET_SENT : SK_BUDGET_RECEIVED;
 	for (;;) {
+		if (d->turn >= r->turn_max) {
+			r->turn_full = true;   /* the rest next round (relay_resume): readiness is kept */
+			return 0;
+		}
 		bool step = false;
 		size_t want = r->prefix_len;
 		if (with_prefix && want > 0 && r->budget)
@@ -205,6 +210,7 @@ static int dir_pump(struct sk_relay *r, struct sk_relay_dir *d, int src, int dst
 				r->prefix += n;
 				r->prefix_len -= (size_t)n;
 				d->bytes += (uint64_t)n;
+				d->turn += (size_t)n;
 				if (r->budget)
 					budget_take(r, SK_BUDGET_SENT, (size_t)n);
 				step = true;
@@ -255,6 +261,7 @@ static int dir_pump(struct sk_relay *r, struct sk_relay_dir *d, int src, int dst
 			if (n > 0) {
 				d->fill -= (size_t)n;
 				d->bytes += (uint64_t)n;
+				d->turn += (size_t)n;
 				step = true;
 			} else if (n < 0 && errno == EAGAIN) {
 				*dst_wr = false;
@@ -292,6 +299,10 @@ static int gate_pump(struct sk_relay *r, bool *moved)
 {
 	struct sk_relay_dir *d = &r->a2b;
 	for (;;) {
+		if (d->turn >= r->turn_max) {
+			r->turn_full = true;
+			return 0;
+		}
 		bool step = false;
 		/* Released bytes are charged as they leave (unreleased ones never do). */
 		size_t out = r->gout;
@@ -304,6 +315,7 @@ static int gate_pump(struct sk_relay *r, bool *moved)
 				r->glen -= (size_t)n;
 				r->gout -= (size_t)n;
 				d->bytes += (uint64_t)n;
+				d->turn += (size_t)n;
 				if (r->budget)
 					budget_take(r, SK_BUDGET_SENT, (size_t)n);
 				step = true;
@@ -399,6 +411,8 @@ static void relay_pump(struct sk_relay *r, uint32_t events, int fd)
 	}
 	bool moved = false;
 	bool was_denied = r->denied;
+	r->turn_full = false;
+	r->a2b.turn = r->b2a.turn = 0;
 	r->in_pump = true;
 	int rc = 0;
 	if (r->gate || r->gbuf)
@@ -417,6 +431,11 @@ static void relay_pump(struct sk_relay *r, uint32_t events, int fd)
 	r->in_pump = false;
 	if (rc < 0) {
 		relay_finish(r, SK_RELAY_RESET, -rc);
+		return;
+	}
+	/* Armed before any finish below: relay_release cancels it. */
+	if (r->turn_full && sk_timer_arm(r->loop, &r->resume, 0) < 0) {
+		relay_finish(r, SK_RELAY_RESET, ENOMEM);
 		return;
 	}
 	if (moved)
@@ -457,6 +476,13 @@ static void relay_io(struct sk_loop *l, struct sk_io *io, uint32_t events)
 	relay_pump(io->ctx, events, io->fd);
 }
 
+/* A pump that stopped at SK_RELAY_TURN_BYTES goes on from the readiness it kept. */
+static void relay_resume(struct sk_loop *l, struct sk_timer *t)
+{
+	(void)l;
+	relay_pump(t->ctx, 0, -1);
+}
+
 static void relay_idle(struct sk_loop *l, struct sk_timer *t)
 {
 	struct sk_relay *r = t->ctx;
@@ -485,6 +511,8 @@ static void relay_init(struct sk_relay *r, struct sk_loop *l, struct sk_pipe_poo
 	r->ctx = ctx;
 	r->a_rd = r->a_wr = r->b_rd = r->b_wr = true;
 	sk_timer_init(&r->idle, relay_idle, r);
+	sk_timer_init(&r->resume, relay_resume, r);
+	r->turn_max = SK_RELAY_TURN_BYTES;
 }
 
 int sk_relay_start(struct sk_relay *r, struct sk_loop *l, struct sk_pipe_pool *pool, int a_fd, int b_fd,

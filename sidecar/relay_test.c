@@ -215,6 +215,51 @@ static void test_relay_bulk_pipes_capped(void **state)
 }
 
 /* The client half-closes first; the upstream keeps talking and must still be heard. */
+/* Fairness: a pump stops a direction after turn_max bytes and the relay goes on from a 0 ms timer in a
+ * later round (after the loop served every other ready fd), until every byte is through, in order. */
+static void test_relay_yields_after_turn_bytes(void **state)
+{
+	(void)state;
+	const size_t N = 1u << 20;
+	uint8_t *up = malloc(N), *got = malloc(N);
+	assert_non_null(up);
+	assert_non_null(got);
+	fill_pattern(up, N, 3);
+	struct world w;
+	struct sk_err err = { 0 };
+	world_up(&w, NULL, 0, 10000);
+	w.relay.turn_max = 4096;
+	struct endp c = { .fd = w.client, .out = up, .n_out = N, .shut_after = true };
+	struct endp u = { .fd = w.upstream, .shut_after = true, .in = got, .cap_in = N };
+	c.shut_after = false;
+	endp_step(&c);
+	/* Queued before the first round; the round may move at most three pumps' worth (the two fds' events
+	 * and the resume timer armed by the first, each pump at most turn_max plus one 16 KiB pipe). */
+	assert_true(c.wo >= 65536);
+	assert_true(sk_loop_run_once(w.loop, 100, &err) >= 0);
+	assert_true(w.relay.a2b.bytes > 0);
+	assert_true(w.relay.a2b.bytes <= 3 * (4096 + 16384));
+	assert_true(sk_timer_armed(&w.relay.resume));
+	c.shut_after = true;
+	int rounds = 1;
+	for (; rounds < 200000 && w.done.calls == 0; rounds++) {
+		endp_step(&c);
+		endp_step(&u);
+		assert_true(sk_loop_run_once(w.loop, 1, &err) >= 0);
+	}
+	endp_step(&c);
+	endp_step(&u);
+	assert_int_equal(w.done.calls, 1);
+	assert_int_equal(w.done.how, SK_RELAY_DONE);
+	assert_int_equal(u.n_in, N);
+	assert_memory_equal(got, up, N);
+	assert_true(rounds > (int)(N / (3 * (4096 + 16384))));
+	assert_false(sk_timer_armed(&w.relay.resume));
+	world_down(&w);
+	free(up);
+	free(got);
+}
+
 static void test_relay_half_close_keeps_other_direction(void **state)
 {
 	(void)state;
@@ -646,6 +691,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_relay_bulk_both_ways_with_prefix_and_half_close),
+		cmocka_unit_test(test_relay_yields_after_turn_bytes),
 		cmocka_unit_test(test_relay_half_close_keeps_other_direction),
 		cmocka_unit_test(test_relay_upstream_reset_ends_as_reset),
 		cmocka_unit_test(test_relay_idle_timeout),
