@@ -196,10 +196,8 @@ static int dir_pump(struct sk_relay *r, struct sk_relay_dir *d, int src, int dst
 {
 	const enum sk_budget_dim dim = d == &r->a2b ? SK_BUDGET_SENT : SK_BUDGET_RECEIVED;
 	for (;;) {
-		if (d->turn >= r->turn_max) {
-			r->turn_full = true;   /* the rest next round (relay_resume): readiness is kept */
-			return 0;
-		}
+		if (d->turn >= r->turn_max)
+			return 0;   /* the rest next round (relay_resume): readiness is kept */
 		bool step = false;
 		size_t want = r->prefix_len;
 		if (with_prefix && want > 0 && r->budget)
@@ -299,10 +297,8 @@ static int gate_pump(struct sk_relay *r, bool *moved)
 {
 	struct sk_relay_dir *d = &r->a2b;
 	for (;;) {
-		if (d->turn >= r->turn_max) {
-			r->turn_full = true;
+		if (d->turn >= r->turn_max)
 			return 0;
-		}
 		bool step = false;
 		/* Released bytes are charged as they leave (unreleased ones never do). */
 		size_t out = r->gout;
@@ -411,7 +407,6 @@ static void relay_pump(struct sk_relay *r, uint32_t events, int fd)
 	}
 	bool moved = false;
 	bool was_denied = r->denied;
-	r->turn_full = false;
 	r->a2b.turn = r->b2a.turn = 0;
 	r->in_pump = true;
 	int rc = 0;
@@ -433,8 +428,10 @@ static void relay_pump(struct sk_relay *r, uint32_t events, int fd)
 		relay_finish(r, SK_RELAY_RESET, -rc);
 		return;
 	}
-	/* Armed before any finish below: relay_release cancels it. */
-	if (r->turn_full && sk_timer_arm(r->loop, &r->resume, 0) < 0) {
+	/* A direction stopped at the cap goes on next round. Armed before any finish below: relay_release
+	 * cancels it. */
+	const bool yielded = r->a2b.turn >= r->turn_max || r->b2a.turn >= r->turn_max;
+	if (yielded && sk_timer_arm(r->loop, &r->resume, 0) < 0) {
 		relay_finish(r, SK_RELAY_RESET, ENOMEM);
 		return;
 	}

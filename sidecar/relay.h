@@ -128,9 +128,8 @@ struct sk_relay {
 	size_t prefix_len;
 	struct sk_timer idle;
 	/* Fairness: one pump moves at most SK_RELAY_TURN_BYTES a direction; a relay with more to move then
-	 * resumes from this 0 ms timer, after the loop's next epoll_wait served every other ready fd. */
+	 * resumes from this 0 ms timer, which fires after the loop has served the other fds of its round. */
 	struct sk_timer resume;
-	bool turn_full;        /* this pump stopped a direction at the cap with its sides still ready */
 	size_t turn_max;       /* SK_RELAY_TURN_BYTES (tests lower it) */
 	uint64_t idle_ms, last_ms;
 	sk_relay_done_cb done; /* called once; the relay is stopped before, and may be freed inside */
