@@ -5,7 +5,8 @@
 # agent DNS on the DNS port, direct sets pass, everything else is blocked; re-runs leave no gap;
 # --check catches a deleted rule; --dry-run and the guard change nothing; IGMP/MLD reports of a multicast join
 # by the agent never leave the pod while IPv6 ND still works, and the agent cannot reach the admin port on
-# loopback (issue 16 items 1 and 9). Needs root.
+# loopback (issue 16 items 1 and 9); --exec-as applies the rules, then runs a program as the sidecar UID with
+# no capability and no_new_privs, and never runs it when something failed. Needs root.
 # UIDs, ports and test addresses below are fixed tokens without spaces; quoting each would bury the checks.
 # shellcheck disable=SC2086
 set -uo pipefail
@@ -494,5 +495,71 @@ t_loopback() {
 	sk_check_eq "--check against another policy fails" 1 "$rc"
 }
 
-SK_CASES=(before dry_run guard errors load agent admin_port multicast other_uids reruns racing_inits tamper loopback)
+# ---- --exec-as: the native sidecar's entry when the chart applies the rules in the sidecar container ----
+# STATUS prints what the node's operator would read in /proc/PID/status of the exec'd program.
+STATUS_PROG=(/bin/sh -c 'grep -E "^(Uid|Gid|Groups|CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs):" /proc/self/status | tr -s "\t" " "')
+field() { sed -n "s/^$1: *//p" <<<"$2" | sed 's/ *$//'; }
+t_exec_as() {
+	need_table   # a restarted sidecar runs its entry again on a netns that already holds the table
+	M=$SK_TMP/exec-as.marker
+	rm -f "$M"
+	out=$(sk_pod "$N" "$INIT" --policy "$P" --marker "$M" --exec-as $S:$S -- "${STATUS_PROG[@]}" 2>"$SK_TMP/exec-as.err"); rc=$?
+	sk_check_eq "exec-as over an existing table: the program ran and exited 0" 0 "$rc"
+	sk_check "exec-as: the init's success line came first" grep -q "loaded and verified table inet stockade" "$SK_TMP/exec-as.err"
+	sk_check "exec-as: marker written before the program ran" grep -qE '^hash=[0-9a-f]{16}$' "$M"
+	sk_check "exec-as: the table matches the policy (--check)" sk_pod "$N" "$INIT" --policy "$P" --check
+	sk_check_eq "exec-as: program's uids (real, effective, saved, fs)" "$S $S $S $S" "$(field Uid "$out")"
+	sk_check_eq "exec-as: program's gids" "$S $S $S $S" "$(field Gid "$out")"
+	sk_check_eq "exec-as: no supplementary groups" "" "$(field Groups "$out")"
+	for k in CapEff CapPrm CapInh CapAmb; do
+		sk_check_eq "exec-as: $k empty" 0000000000000000 "$(field $k "$out")"
+	done
+	sk_check_eq "exec-as: root had CAP_SETPCAP, so the bounding set is empty too" 0000000000000000 "$(field CapBnd "$out")"
+	sk_check_eq "exec-as: NoNewPrivs" 1 "$(field NoNewPrivs "$out")"
+
+	# The chart's container: root with only NET_ADMIN, SETUID and SETGID (no SETPCAP), on a fresh netns
+	# state (no table): rules applied, then the same drop; the bounding set stays the container's.
+	sk_pod "$N" nft delete table inet stockade
+	out=$(sk_pod "$N" setpriv --bounding-set=-all,+net_admin,+setuid,+setgid --inh-caps=-all -- \
+		"$INIT" --policy "$P" --marker "$M" --exec-as $S:$S -- "${STATUS_PROG[@]}" 2>"$SK_TMP/exec-as.err"); rc=$?
+	sk_check_eq "exec-as with NET_ADMIN+SETUID+SETGID only, fresh netns: program ran" 0 "$rc"
+	[ "$rc" -eq 0 ] || cat "$SK_TMP/exec-as.err"
+	sk_check "exec-as with the chart's capabilities: the table matches the policy" sk_pod "$N" "$INIT" --policy "$P" --check
+	sk_check_eq "exec-as with the chart's capabilities: uid" "$S $S $S $S" "$(field Uid "$out")"
+	sk_check_eq "exec-as with the chart's capabilities: CapEff/CapPrm/CapInh/CapAmb empty" \
+		"0000000000000000 0000000000000000 0000000000000000 0000000000000000" \
+		"$(field CapEff "$out") $(field CapPrm "$out") $(field CapInh "$out") $(field CapAmb "$out")"
+	sk_check_eq "exec-as without SETPCAP: the bounding set stays the container's (NET_ADMIN, SETUID, SETGID)" \
+		00000000000010c0 "$(field CapBnd "$out")"
+	sk_check_eq "exec-as with the chart's capabilities: NoNewPrivs" 1 "$(field NoNewPrivs "$out")"
+}
+
+# ---- --exec-as never runs the program when the init fails ----
+t_exec_as_fails() {
+	need_table
+	ran=$SK_TMP/exec-as.ran
+	prog=(/bin/sh -c "touch $ran")
+	rm -f "$ran"
+	printf 'version: 1\nagent: { uid: 1337 }\nbogus: 1\n' >"$SK_TMP/bad.yaml"
+	msg=$(sk_pod "$N" "$INIT" --policy "$SK_TMP/bad.yaml" --exec-as $S:$S -- "${prog[@]}" 2>&1); rc=$?
+	sk_check_eq "exec-as, invalid policy: exit 3 and the program did not run" "3 no" "$rc $([ -e "$ran" ] && echo ran || echo no)"
+	sk_check "exec-as, invalid policy: the diagnostics say why" grep -qE "bad.yaml:[0-9]+:[0-9]+:" <<<"$msg"
+	msg=$(sk_pod "$N" setpriv --bounding-set=-all,+setuid,+setgid --inh-caps=-all -- \
+		"$INIT" --policy "$P" --exec-as $S:$S -- "${prog[@]}" 2>&1); rc=$?
+	sk_check_eq "exec-as, no NET_ADMIN (apply refused): exit 4 and the program did not run" "4 no" "$rc $([ -e "$ran" ] && echo ran || echo no)"
+	sk_check "exec-as, no NET_ADMIN: says so" grep -q "needs CAP_NET_ADMIN" <<<"$msg"
+	msg=$(sk_pod "$N" setpriv --bounding-set=-all,+net_admin,+setgid --inh-caps=-all -- \
+		"$INIT" --policy "$P" --exec-as $S:$S -- "${prog[@]}" 2>&1); rc=$?
+	sk_check_eq "exec-as, no SETUID (drop refused): exit 5 and the program did not run" "5 no" "$rc $([ -e "$ran" ] && echo ran || echo no)"
+	sk_check "exec-as, no SETUID: names the step and errno" grep -qF "hand-off: setresuid $S: Operation not permitted (not run)" <<<"$msg"
+	msg=$(sk_pod "$N" "$INIT" --policy "$P" --exec-as 0:0 -- "${prog[@]}" 2>&1); rc=$?
+	sk_check_eq "exec-as 0:0: usage error (exit 2), nothing run" "2 no" "$rc $([ -e "$ran" ] && echo ran || echo no)"
+	sk_check "exec-as 0:0: refused by name" grep -q "refusing uid 0" <<<"$msg"
+	msg=$(sk_pod "$N" "$INIT" --policy "$P" --exec-as $S:$S "${prog[@]}" 2>&1); rc=$?
+	sk_check_eq "exec-as without --: usage error (exit 2), nothing run" "2 no" "$rc $([ -e "$ran" ] && echo ran || echo no)"
+	sk_check "exec-as without --: says what is missing" grep -q "needs -- PROGRAM" <<<"$msg"
+	sk_check "exec-as failures left the table in place" sk_pod "$N" "$INIT" --policy "$P" --check
+}
+
+SK_CASES=(before dry_run guard errors load agent admin_port multicast other_uids reruns racing_inits tamper loopback exec_as exec_as_fails)
 sk_main "$@"

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "common/err.h"
+#include "common/handoff.h"
 #include "init/guard.h"
 #include "common/marker.h"
 #include "init/nft.h"
@@ -23,6 +24,7 @@ static int usage(FILE *out)
 {
 	return fprintf(out,
 		"usage: stockade-init --policy FILE [--seccomp-profile NAME] [--marker PATH] [--force]\n"
+		"                     [--exec-as UID:GID -- PROGRAM [ARG...]]\n"
 		"       stockade-init --policy FILE --dry-run\n"
 		"       stockade-init --policy FILE --check\n"
 		"\n"
@@ -36,6 +38,9 @@ static int usage(FILE *out)
 		"  --check        verify the live table against the policy: exit 0 if it matches, 1 if not\n"
 		"  --marker PATH  after success write PATH (hash=<netns hash>, time, counts) for the sidecar\n"
 		"  --force        program the namespace even if it looks like a node's own\n"
+		"  --exec-as UID:GID -- PROGRAM [ARG...]\n"
+		"                 after success become UID:GID for good (no groups, no capabilities,\n"
+		"                 no_new_privs; checked) and exec PROGRAM; never runs it on a failure\n"
 		"  --help, --version\n");
 }
 
@@ -91,12 +96,13 @@ int main(int argc, char **argv)
 		{ "check", no_argument, NULL, 'c' },        { "marker", required_argument, NULL, 'm' },
 		{ "force", no_argument, NULL, 'f' },        { "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },      { "seccomp-profile", required_argument, NULL, 's' },
-		{ NULL, 0, NULL, 0 },
+		{ "exec-as", required_argument, NULL, 'x' }, { NULL, 0, NULL, 0 },
 	};
-	const char *policy_path = NULL, *marker_path = NULL, *profile = NULL;
+	const char *policy_path = NULL, *marker_path = NULL, *profile = NULL, *exec_as = NULL;
 	bool dry_run = false, check = false, force = false;
 	int c;
-	while ((c = getopt_long(argc, argv, "p:ncm:fhVs:", opts, NULL)) != -1) {
+	/* '+': the first non-option ends the options, so PROGRAM's own flags are not taken for ours */
+	while ((c = getopt_long(argc, argv, "+p:ncm:fhVs:x:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p': policy_path = optarg; break;
 		case 'n': dry_run = true; break;
@@ -104,6 +110,7 @@ int main(int argc, char **argv)
 		case 'm': marker_path = optarg; break;
 		case 'f': force = true; break;
 		case 's': profile = optarg; break;
+		case 'x': exec_as = optarg; break;
 		case 'h':
 			if (usage(stdout) < 0 || fflush(stdout) != 0) {
 				(void)fprintf(stderr, "stockade-init: --help: write stdout: %s\n", strerror(errno));
@@ -114,8 +121,21 @@ int main(int argc, char **argv)
 		default: (void)usage(stderr); return SK_EXIT_USAGE;
 		}
 	}
-	if (optind < argc || !policy_path || (dry_run && check)) {
-		if (optind < argc)
+	uid_t exec_uid = 0;
+	gid_t exec_gid = 0;
+	if (exec_as) {
+		struct sk_err perr = { 0 };
+		if (sk_handoff_parse(exec_as, &exec_uid, &exec_gid, &perr) < 0 || dry_run || check ||
+		    optind >= argc || strcmp(argv[optind - 1], "--") != 0) {
+			(void)fprintf(stderr, "stockade-init: %s\n", perr.msg[0] ? perr.msg
+				: dry_run || check ? "--exec-as goes with loading the table, not --dry-run or --check"
+						   : "--exec-as UID:GID needs -- PROGRAM [ARG...] after the options");
+			(void)usage(stderr);
+			return SK_EXIT_USAGE;
+		}
+	}
+	if ((!exec_as && optind < argc) || !policy_path || (dry_run && check)) {
+		if (!exec_as && optind < argc)
 			(void)fprintf(stderr, "stockade-init: unexpected argument '%s'\n", argv[optind]);
 		else if (!policy_path)
 			(void)fprintf(stderr, "stockade-init: --policy FILE is required\n");
@@ -230,5 +250,12 @@ out:
 	sk_policy_free(pol);
 	sk_diags_free(&diags);
 	sk_nft_close(nft);   /* last: whatever runs before it runs inside the kernel's wait (nft.h) */
+	/* Only after a verified load and the marker: the program (the sidecar) must never run in a pod
+	 * without its rules, nor with root or NET_ADMIN left (sk_handoff_exec checks both before the exec). */
+	if (ex == SK_EXIT_OK && exec_as) {
+		if (sk_handoff_exec(exec_uid, exec_gid, argv + optind, &err) < 0)
+			(void)fprintf(stderr, "stockade-init: --exec-as %s: %s (not run)\n", exec_as, err.msg);
+		ex = SK_EXIT_RUNTIME;   /* here only when the exec did not happen */
+	}
 	return ex;
 }
