@@ -27,16 +27,16 @@ int sk_handoff_parse(const char *s, uid_t *uid, gid_t *gid, struct sk_err *err)
 	for (int i = 0; i < 2; i++) {
 		char *end = NULL;
 		if (*p < '0' || *p > '9')
-			return sk_err_set(err, EINVAL, "--exec-as \"%s\": expected UID:GID (two decimal ids)", s);
+			return sk_err_set(err, EINVAL, "\"%s\": expected UID:GID (two decimal ids)", s);
 		errno = 0;
 		v[i] = strtoul(p, &end, 10);
 		if (errno || v[i] >= UINT32_MAX || *end != (i == 0 ? ':' : '\0'))
-			return sk_err_set(err, EINVAL, "--exec-as \"%s\": expected UID:GID (two decimal ids below "
+			return sk_err_set(err, EINVAL, "\"%s\": expected UID:GID (two decimal ids below "
 					  "4294967295)", s);
 		p = end + 1;
 	}
 	if (v[0] == 0)
-		return sk_err_set(err, EINVAL, "--exec-as \"%s\": refusing uid 0 (the hand-off exists to leave root)", s);
+		return sk_err_set(err, EINVAL, "\"%s\": refusing uid 0 (the hand-off exists to leave root)", s);
 	*uid = (uid_t)v[0];
 	*gid = (gid_t)v[1];
 	return 0;

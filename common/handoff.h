@@ -13,7 +13,8 @@
 #include "common/util.h"
 
 /* Parses "UID:GID", two decimal ids below 2^32-1 (that value is the kernel's "unchanged"). UID 0 is
- * refused: handing off to root keeps every privilege the hand-off exists to lose. */
+ * refused: handing off to root keeps every privilege the hand-off exists to lose. The message starts with
+ * the quoted value; the caller prefixes its flag. */
 SK_MUST_USE int sk_handoff_parse(const char *s, uid_t *uid, gid_t *gid, struct sk_err *err);
 
 /* Drops the calling process to uid:gid for good: empties the capability bounding set if CAP_SETPCAP is

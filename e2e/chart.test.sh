@@ -61,8 +61,9 @@ t_kubeconform() {
 	all=(--set networkPolicy.enabled=true)
 	for v in 1.29.0 1.34.0 1.35.0 1.36.0 1.37.0; do
 		for kind in Pod Job Deployment; do
-			for mode in native classic; do
+			for mode in native classic insidecar; do
 				extra=(); [ "$mode" = classic ] && extra=(--set sidecar.native=false)
+				[ "$mode" = insidecar ] && extra=(--set init.inSidecar=true)
 				out=$(render --kube-version "$v" --set workload.kind="$kind" "${all[@]}" "${extra[@]}" | conform "$v" 2>&1)
 				if echo "$out" | grep -qE 'Invalid: 0, Errors: 0'; then sk_pass "kubeconform $v $kind $mode"
 				else sk_fail "kubeconform $v $kind $mode" "$out"; fi
@@ -156,6 +157,9 @@ t_security() {
 			extra=(); [ "$mode" = classic ] && extra=(--set sidecar.native=false)
 			if out=$(render --kube-version 1.34.0 --set workload.kind="$kind" "${extra[@]}" | helm/tests/check_pod_security.py "$kind" "$mode" 1000 1337 2>&1); then sk_pass "security settings $kind $mode"; else sk_fail "security settings $kind $mode" "$out"; fi
 		done
+	done
+	for kind in Pod Job Deployment; do
+		if out=$(render --kube-version 1.34.0 --set workload.kind="$kind" --set init.inSidecar=true | helm/tests/check_pod_security.py "$kind" insidecar 1000 1337 2>&1); then sk_pass "security settings $kind init.inSidecar"; else sk_fail "security settings $kind init.inSidecar" "$out"; fi
 	done
 	if out=$(render --kube-version 1.28.0 | helm/tests/check_pod_security.py Pod classic 1000 1337 2>&1); then sk_pass "auto mode picks a classic sidecar before 1.29"; else sk_fail "auto mode before 1.29" "$out"; fi
 	if out=$(render --kube-version 1.29.0 | helm/tests/check_pod_security.py Pod native 1000 1337 2>&1); then sk_pass "auto mode picks a native sidecar from 1.29"; else sk_fail "auto mode from 1.29" "$out"; fi
@@ -298,6 +302,56 @@ Deployment plat-worker stockade-init,stockade-sidecar Localhost plat-stockade-po
 	fi
 }
 
+# --- init.inSidecar (issue 18 item 5): off by default (the init container stays); on, the native sidecar's
+# entry is stockade-init, which applies the rules and execs the sidecar as its UID with the sidecar's usual
+# arguments; refused where a failed entry would not hold the agent (startFirst, a classic sidecar).
+# entry [helm args] — the agent pod's init container names | the sidecar's command | args | hook | run mount
+entry() { render "$@" | python3 -c '
+import sys, yaml
+for d in yaml.safe_load_all(sys.stdin):
+    if d and d["kind"] == "Pod" and d["metadata"]["name"].endswith("-agent"):
+        s = d["spec"]
+        c = next(c for c in s.get("initContainers", []) + s["containers"] if c["name"] == "stockade-sidecar")
+        run = next(m for m in c["volumeMounts"] if m["mountPath"] == "/run/stockade")
+        print(" ".join(x["name"] for x in s.get("initContainers", [])), " ".join(c.get("command", ["-"])),
+              " ".join(c["args"]), " ".join(c.get("lifecycle", {}).get("postStart", {}).get("exec", {}).get("command", [])[1:]),
+              "ro" if run.get("readOnly") else "rw", sep="|")'; }
+t_init_in_sidecar() {
+	off=$(entry --kube-version 1.34.0)
+	sk_check_eq "init.inSidecar off (default): the init container, the sidecar's image entry, read-only marker dir" \
+		"stockade-init stockade-sidecar|-|ro" "$(cut -d'|' -f1,2,5 <<<"$off")"
+	on=$(entry --kube-version 1.34.0 --set init.inSidecar=true)
+	sk_check_eq "init.inSidecar: no init container, the native sidecar's entry applies the rules and execs it as 1337" \
+		"stockade-sidecar|/usr/local/bin/stockade-init --policy /etc/stockade/policy.yaml --marker /run/stockade/init.marker --seccomp-profile stockade-4696b6ca6e2d4b5e.json --exec-as 1337:1337 -- /usr/local/bin/stockade-sidecar|rw" \
+		"$(cut -d'|' -f1,2,5 <<<"$on")"
+	sk_check_eq "init.inSidecar: the sidecar's own arguments unchanged" "$(cut -d'|' -f3 <<<"$off")" "$(cut -d'|' -f3 <<<"$on")"
+	sk_check_eq "init.inSidecar: the wait-ready hook drops to the sidecar UID first (--as)" \
+		"wait-ready --admin-addr=127.0.0.1:15000 --timeout-ms=30000 --as=1337:1337" "$(cut -d'|' -f4 <<<"$on")"
+	sk_check_eq "init.inSidecar follows uids.sidecar and seccomp.enabled" \
+		"/usr/local/bin/stockade-init --policy /etc/stockade/policy.yaml --marker /run/stockade/init.marker --exec-as 2000:2000 -- /usr/local/bin/stockade-sidecar|wait-ready --admin-addr=127.0.0.1:15000 --timeout-ms=30000 --as=2000:2000" \
+		"$(entry --kube-version 1.34.0 --set init.inSidecar=true --set uids.sidecar=2000 --set seccomp.enabled=false | cut -d'|' -f2,4)"
+	sk_check_eq "init.inSidecar with the startupProbe gate (holdAgentUntilReady=false): no hook, still the entry" \
+		"stockade-sidecar||rw" "$(entry --kube-version 1.34.0 --set init.inSidecar=true --set sidecar.holdAgentUntilReady=false | cut -d'|' -f1,4,5)"
+	for bad in "--kube-version 1.34.0 --set sidecar.startFirst=true" "--kube-version 1.34.0 --set sidecar.native=false" \
+		"--kube-version 1.28.0"; do
+		# shellcheck disable=SC2086  # word-split argument list
+		if out=$(render $bad --set init.inSidecar=true 2>&1); then
+			sk_fail "init.inSidecar refused with $bad" "it rendered"
+		else
+			sk_check "init.inSidecar refused with $bad, saying why (fail open)" \
+				grep -q "init.inSidecar needs the native sidecar.*so the agent could run with no rules (fail open)" <<<"$out"
+		fi
+	done
+	ex=$("$HELM" template plat helm/examples/agent-platform --namespace default --kube-version 1.34.0 \
+		--set stockade.init.inSidecar=true 2>/dev/null | python3 -c '
+import sys, yaml
+for d in yaml.safe_load_all(sys.stdin):
+    if d and d["kind"] == "Deployment":
+        s = d["spec"]["template"]["spec"]
+        print(",".join(c["name"] for c in s["initContainers"]), s["initContainers"][0]["command"][0])')
+	sk_check_eq "init.inSidecar through the named templates of a parent chart" "stockade-sidecar /usr/local/bin/stockade-init" "$ex"
+}
+
 # --- drift of deploy/ and of the generated values table ---
 t_drift() {
 	fresh=$(mktemp -d)
@@ -373,5 +427,5 @@ print(", ".join(bad)); sys.exit(1 if bad else 0)' 2>&1); then sk_pass "standard 
 	else sk_pass "a malformed digest is refused by the schema"; fi
 }
 
-SK_CASES=(lint kubeconform system_chart security start_gate values_schema rendered_policy seccomp_profiles as_dependency drift upgrades standard_settings)
+SK_CASES=(lint kubeconform system_chart security start_gate init_in_sidecar values_schema rendered_policy seccomp_profiles as_dependency drift upgrades standard_settings)
 sk_main "$@"

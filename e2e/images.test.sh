@@ -129,8 +129,18 @@ check_image() {
 	installer) sk_check_eq "installer image runs as root (the kubelet's seccomp directory)" 0 "$uid"
 		sk_check_eq "installer image has libcurl.so.4 and all it needs" "" "$(curl_closure_missing "$dir/rootfs")" ;;
 	esac
-	# An OCI bundle for runc: read-only root, the image's user, no capabilities, its own namespaces.
-	/usr/bin/python3 - "$dir" "$uid" "$gid" "stockade-$img" <<'PY'
+	# the installer is stockade-policy under another file name (its seccomp-install subcommand)
+	local want=stockade-$img; [ "$img" = installer ] && want=stockade-policy
+	runc_version "$img" "$dir" "$uid" "$gid" "stockade-$img" "$want"
+	# The sidecar image's stockade-init (the chart's init.inSidecar entry) runs from the image's own files.
+	if [ "$img" = sidecar ]; then runc_version "$img" "$dir" "$uid" "$gid" stockade-init stockade-init; fi
+}
+
+# runc_version IMG DIR UID GID BINARY WANT — BINARY --version under runc from the unpacked image in DIR:
+# read-only root, the image's user, no capabilities, its own namespaces; its output starts with WANT.
+runc_version() {
+	local img=$1 dir=$2 uid=$3 gid=$4 binary=$5 want=$6 out
+	/usr/bin/python3 - "$dir" "$uid" "$gid" "$binary" <<'PY'
 import json, sys
 d, uid, gid, binary = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 spec = {
@@ -148,10 +158,8 @@ spec = {
 json.dump(spec, open(d + "/config.json", "w"))
 PY
 	out=$(cd "$dir" && timeout 30 runc run "sk-img-$img-$$" 2>&1)
-	# the installer is stockade-policy under another file name (its seccomp-install subcommand)
-	local want=stockade-$img; [ "$img" = installer ] && want=stockade-policy
-	if grep -q "^$want " <<<"$out"; then sk_pass "$img image runs --version under runc ($out)"
-	else sk_fail "$img image runs --version under runc" "$out"; fi
+	if grep -q "^$want " <<<"$out"; then sk_pass "$img image runs $binary --version under runc ($out)"
+	else sk_fail "$img image runs $binary --version under runc" "$out"; fi
 	runc delete -f "sk-img-$img-$$" >/dev/null 2>&1 || true
 }
 

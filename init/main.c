@@ -127,7 +127,7 @@ int main(int argc, char **argv)
 		struct sk_err perr = { 0 };
 		if (sk_handoff_parse(exec_as, &exec_uid, &exec_gid, &perr) < 0 || dry_run || check ||
 		    optind >= argc || strcmp(argv[optind - 1], "--") != 0) {
-			(void)fprintf(stderr, "stockade-init: %s\n", perr.msg[0] ? perr.msg
+			(void)fprintf(stderr, "stockade-init: %s%s\n", perr.msg[0] ? "--exec-as " : "", perr.msg[0] ? perr.msg
 				: dry_run || check ? "--exec-as goes with loading the table, not --dry-run or --check"
 						   : "--exec-as UID:GID needs -- PROGRAM [ARG...] after the options");
 			(void)usage(stderr);

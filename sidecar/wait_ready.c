@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/handoff.h"
 #include "sidecar/config.h"
 
 static uint64_t mono_ms(void)
@@ -159,19 +160,22 @@ static int parse_ms(const char *flag, const char *v, uint32_t min, uint32_t *out
 static int usage(FILE *out)
 {
 	return fprintf(out, "usage: stockade-sidecar wait-ready [--admin-addr ADDR] [--timeout-ms N] [--interval-ms N]\n"
+		"                                   [--as UID:GID]\n"
 		"Polls the sidecar's own GET /readyz on the admin port (a wildcard or missing host means 127.0.0.1;\n"
 		"default port 15000) every N ms (default %u) and exits 0 once it answers 200, or 1 after the timeout\n"
-		"(default %u ms) naming what is missing. Meant as the sidecar container's postStart hook.\n",
+		"(default %u ms) naming what is missing. Meant as the sidecar container's postStart hook.\n"
+		"--as UID:GID: when started as root (the hook of a sidecar whose entry is stockade-init --exec-as),\n"
+		"first become UID:GID for good, as that entry does; ignored when not root.\n",
 		SK_WAIT_READY_INTERVAL_MS, SK_WAIT_READY_TIMEOUT_MS);
 }
 
 int sk_wait_ready_main(int argc, char **argv)
 {
-	const char *addr = "127.0.0.1:15000";
+	const char *addr = "127.0.0.1:15000", *as = NULL;
 	uint32_t timeout_ms = SK_WAIT_READY_TIMEOUT_MS, interval_ms = SK_WAIT_READY_INTERVAL_MS;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = NULL;
-		static const char *const flags[] = { "--admin-addr", "--timeout-ms", "--interval-ms" };
+		static const char *const flags[] = { "--admin-addr", "--timeout-ms", "--interval-ms", "--as" };
 		size_t k;
 		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
 			if (usage(stdout) < 0 || fflush(stdout) != 0) {
@@ -181,7 +185,7 @@ int sk_wait_ready_main(int argc, char **argv)
 			}
 			return SK_EXIT_OK;
 		}
-		for (k = 0; k < 3; k++) {
+		for (k = 0; k < SK_ARRAY_SIZE(flags); k++) {
 			size_t fl = strlen(flags[k]);
 			if (strncmp(a, flags[k], fl) == 0 && a[fl] == '=') {
 				v = a + fl + 1;
@@ -197,6 +201,10 @@ int sk_wait_ready_main(int argc, char **argv)
 			(void)usage(stderr);
 			return SK_EXIT_USAGE;
 		}
+		if (k == 3) {
+			as = v;
+			continue;
+		}
 		if ((k == 0 && !(addr = v)[0]) || (k == 1 && parse_ms(a, v, 1, &timeout_ms) < 0) ||
 		    (k == 2 && parse_ms(a, v, 1, &interval_ms) < 0)) {
 			if (k == 0)
@@ -205,6 +213,20 @@ int sk_wait_ready_main(int argc, char **argv)
 		}
 	}
 	struct sk_err err = { 0 };
+	if (as) {
+		uid_t uid;
+		gid_t gid;
+		if (sk_handoff_parse(as, &uid, &gid, &err) < 0) {
+			(void)fprintf(stderr, "stockade-sidecar wait-ready: --as %s\n", err.msg);
+			return SK_EXIT_USAGE;
+		}
+		/* The hook gets the container's user and capabilities: with init.inSidecar, root with NET_ADMIN.
+		 * Nothing here needs them, and it reads what the admin port answers: give them up first. */
+		if (geteuid() == 0 && sk_handoff_drop(uid, gid, NULL, &err) < 0) {
+			(void)fprintf(stderr, "stockade-sidecar wait-ready: --as %s: %s\n", as, err.msg);
+			return SK_EXIT_RUNTIME;
+		}
+	}
 	struct sk_wait_http h = { .io_timeout_ms = 1000 };
 	if (sk_config_admin_sockaddr(addr, 15000, &h.addr, &h.addr_len, &err) < 0) {
 		(void)fprintf(stderr, "stockade-sidecar wait-ready: --admin-addr: %s\n", err.msg);

@@ -39,7 +39,8 @@ struct sk_wait_http {
 int sk_wait_ready_http(void *ctx, char *why, size_t why_len);
 
 /* The subcommand: argv[0] is "wait-ready". Options: --admin-addr ADDR (as the sidecar's; a missing or
- * wildcard host means 127.0.0.1; default port 15000), --timeout-ms N, --interval-ms N, --help. Returns an
+ * wildcard host means 127.0.0.1; default port 15000), --timeout-ms N, --interval-ms N, --as UID:GID (when
+ * root, drop to it first: common/handoff.h), --help. Returns an
  * exit code (enum sk_exit): 0 ready, 1 timed out, 2 bad usage; messages go to stderr. */
 int sk_wait_ready_main(int argc, char **argv);
 

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -179,6 +180,38 @@ static void main_exit_codes(void **state)
 	assert_int_equal(sk_wait_ready_main(5, timeout), 1);
 }
 
+/* --as: started as root (the hook of a sidecar whose entry is stockade-init --exec-as), it polls as the
+ * given UID with no capability; a malformed --as is a usage error before anything runs. Forked: the drop
+ * is for good. */
+static void main_as_drops_root(void **state)
+{
+	(void)state;
+	char *bad[] = { "wait-ready", "--as", "0:0", NULL };
+	assert_int_equal(sk_wait_ready_main(3, bad), 2);
+	if (geteuid() != 0) {
+		skip();   /* the drop needs root; make test runs as root */
+	}
+	struct sk_wait_http h;
+	int fd = listen_any(&h);
+	close(fd);
+	char addr[80];
+	(void)snprintf(addr, sizeof(addr), "--admin-addr=127.0.0.1:%s", strchr(h.name, ':') + 1);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char *argv[] = { "wait-ready", addr, "--timeout-ms=5", "--interval-ms=5", "--as=1337:1337", NULL };
+		int rc = sk_wait_ready_main(5, argv);
+		uid_t r, e, sv;
+		/* timed out (1) as 1337, with no way back to root */
+		_exit(rc == 1 && getresuid(&r, &e, &sv) == 0 && r == 1337 && e == 1337 && sv == 1337 &&
+		      setresuid(0, 0, 0) < 0 ? 0 : 1);
+	}
+	int st = 0;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -188,6 +221,7 @@ int main(void)
 		cmocka_unit_test(http_refused),
 		cmocka_unit_test(http_answers),
 		cmocka_unit_test(main_exit_codes),
+		cmocka_unit_test(main_as_drops_root),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Reads a rendered chart (multi-document YAML) on stdin and checks the wrapped pod's security settings.
 
-usage: check_pod_security.py KIND native|classic AGENT_UID SIDECAR_UID
+usage: check_pod_security.py KIND native|classic|insidecar AGENT_UID SIDECAR_UID
+(insidecar: init.inSidecar, a native sidecar whose entry is stockade-init --exec-as, no init container)
 Prints one line per failed expectation and exits 1 if any failed."""
 import sys
 
@@ -27,17 +28,42 @@ spec = w["spec"] if kind == "Pod" else w["spec"]["template"]["spec"]
 inits = spec.get("initContainers", [])
 conts = spec["containers"]
 expect(spec.get("automountServiceAccountToken") is False, "no service account token in the pod")
-expect(inits and inits[0]["name"] == "stockade-init", "stockade-init is the first init container")
-init = inits[0]
+if mode == "insidecar":
+    # the sidecar container's entry programs the netns: it is the init, as far as privileges go
+    expect(not any(c["name"] == "stockade-init" for c in inits + conts), "no stockade-init container")
+    expect(inits and inits[0]["name"] == "stockade-sidecar", "the native sidecar is the first init container")
+    init = inits[0] if inits else {"securityContext": {"capabilities": {}}, "volumeMounts": []}
+    want_caps = ["NET_ADMIN", "SETUID", "SETGID", "SETPCAP"]
+else:
+    expect(inits and inits[0]["name"] == "stockade-init", "stockade-init is the first init container")
+    init = inits[0]
+    want_caps = ["NET_ADMIN"]
 isc = init["securityContext"]
-expect(isc["capabilities"]["add"] == ["NET_ADMIN"], "init adds only NET_ADMIN")
-expect(isc["capabilities"]["drop"] == ["ALL"], "init drops ALL")
-expect(isc["readOnlyRootFilesystem"] is True, "init readOnlyRootFilesystem")
-expect(isc["allowPrivilegeEscalation"] is False, "init allowPrivilegeEscalation false")
+expect(isc["capabilities"].get("add") == want_caps, "init adds only %s" % ", ".join(want_caps))
+expect(isc["capabilities"].get("drop") == ["ALL"], "init drops ALL")
+expect(isc.get("readOnlyRootFilesystem") is True, "init readOnlyRootFilesystem")
+expect(isc.get("allowPrivilegeEscalation") is False, "init allowPrivilegeEscalation false")
 expect(any(m["mountPath"] == "/run/stockade" and not m.get("readOnly") for m in init["volumeMounts"]),
        "init writes the marker into the shared emptyDir")
 
-if mode == "native":
+if mode == "insidecar":
+    sidecars = [c for c in inits if c["name"] == "stockade-sidecar"]
+    expect(len(sidecars) == 1 and not any(c["name"] == "stockade-sidecar" for c in conts), "one native sidecar")
+    if sidecars:
+        s = sidecars[0]
+        cmd = s.get("command", [])
+        expect(cmd[:1] == ["/usr/local/bin/stockade-init"], "the sidecar's entry is stockade-init")
+        expect(cmd[-4:] == ["--exec-as", "%d:%d" % (sidecar_uid, sidecar_uid), "--", "/usr/local/bin/stockade-sidecar"],
+               "the entry execs stockade-sidecar as the sidecar UID:GID")
+        expect(s.get("restartPolicy") == "Always", "native sidecar restartPolicy Always")
+        expect(s["securityContext"]["runAsUser"] == 0, "the entry starts as root (nftables needs uid 0)")
+        hook = s.get("lifecycle", {}).get("postStart", {}).get("exec", {}).get("command", [])
+        expect(hook[:2] == ["/usr/local/bin/stockade-sidecar", "wait-ready"] and
+               "--as=%d:%d" % (sidecar_uid, sidecar_uid) in hook, "the wait-ready hook drops to the sidecar UID (--as)")
+        expect(s["livenessProbe"]["httpGet"]["path"] == "/healthz", "liveness on /healthz")
+        expect(s["readinessProbe"]["httpGet"]["path"] == "/readyz", "readiness on /readyz")
+    sidecars = []   # the non-root sidecar checks below are the entry's job here (e2e/init, e2e/node)
+elif mode == "native":
     sidecars = [c for c in inits if c["name"] == "stockade-sidecar"]
     expect(len(sidecars) == 1 and inits.index(sidecars[0]) == 1, "native sidecar is the second init container")
     expect(not any(c["name"] == "stockade-sidecar" for c in conts), "no classic sidecar in containers")

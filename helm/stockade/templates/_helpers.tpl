@@ -146,13 +146,13 @@ parent chart {{ include "stockade.initContainer" (dict "root" . "values" .Values
 */}}
 {{- define "stockade.initContainer" -}}
 {{- $c := dict -}}{{- include "stockade.ctx" (list . $c) -}}
+{{- /* init.inSidecar: the native sidecar's own entry applies the rules (stockade.sidecarContainer) */ -}}
 {{- with $c -}}
+{{- if not .Values.init.inSidecar -}}
 - name: stockade-init
   image: {{ include "stockade.image" (list . .Values.images.init) }}
   imagePullPolicy: {{ .Values.images.init.pullPolicy }}
-  {{- /* the init refuses to start the pod when the agent's profile is not its policy's section's */}}
-  args: ["--policy", "/etc/stockade/policy.yaml", "--marker", "/run/stockade/init.marker"
-    {{- if .Values.seccomp.enabled }}, "--seccomp-profile", {{ include "stockade.seccompProfileName" . | quote }}{{ end }}]
+  args: [{{ include "stockade.initArgs" . }}]
   securityContext:
     # root inside the pod's own network namespace: nftables needs uid 0 with NET_ADMIN.
     runAsUser: 0
@@ -173,25 +173,52 @@ parent chart {{ include "stockade.initContainer" (dict "root" . "values" .Values
       readOnly: true
     - name: stockade-run
       mountPath: /run/stockade
+{{- end }}
 {{- end -}}
+{{- end -}}
+
+{{/*
+stockade.initArgs: stockade-init's arguments (policy, marker, the agent's seccomp profile), shared by the
+init container and, with init.inSidecar, the sidecar's entry. Usage: {{ include "stockade.initArgs" $c }}
+(the normalised context) inside a flow list.
+*/}}
+{{- define "stockade.initArgs" -}}
+"--policy", "/etc/stockade/policy.yaml", "--marker", "/run/stockade/init.marker"
+{{- /* the init refuses to start the pod when the agent's profile is not its policy's section's */}}
+{{- if .Values.seccomp.enabled }}, "--seccomp-profile", {{ include "stockade.seccompProfileName" . | quote }}{{ end }}
 {{- end -}}
 
 {{/*
 stockade.sidecarContainer: the stockade-sidecar container. For a native sidecar include it in
 initContainers (it carries restartPolicy: Always and the postStart hook `wait-ready`, or a startupProbe when
 sidecar.holdAgentUntilReady is false); for a classic one in containers (neither: nothing gates the agent;
-with sidecar.startFirst it carries the hook and belongs first in containers, before the agent).
+with sidecar.startFirst it carries the hook and belongs first in containers, before the agent). With
+init.inSidecar (native only: the render fails otherwise) its entry is stockade-init, which applies the rules
+and then execs the sidecar as the sidecar UID with no capability left.
 Usage: {{ include "stockade.sidecarContainer" (dict "root" . "native" true) | nindent 8 }}; from a parent chart
 add "values" .Values.stockade (without "native", sidecar.native decides, as for the chart's own pods).
 */}}
 {{- define "stockade.sidecarContainer" -}}
 {{- $ := dict -}}{{- include "stockade.ctx" (list . $) -}}
 {{- $native := ternary .native (eq (include "stockade.nativeSidecar" $) "true") (hasKey . "native") -}}
+{{- $inSidecar := $.Values.init.inSidecar -}}
+{{- if and $inSidecar (not $native) -}}
+{{- fail (printf "init.inSidecar needs the native sidecar (sidecar.native true or auto on Kubernetes >= 1.29, sidecar.startFirst false): a classic sidecar's failed postStart hook does not stop the kubelet from starting the agent, so the agent could run with no rules (fail open)") -}}
+{{- end -}}
+{{- $sidecarUid := int $.Values.uids.sidecar -}}
 - name: stockade-sidecar
   image: {{ include "stockade.image" (list $ $.Values.images.sidecar) }}
   imagePullPolicy: {{ $.Values.images.sidecar.pullPolicy }}
   {{- if $native }}
   restartPolicy: Always
+  {{- end }}
+  {{- if $inSidecar }}
+  # init.inSidecar: stockade-init programs the pod netns (every start: a restart replaces the table in one
+  # batch, no gap), writes the marker, drops to the sidecar UID for good (no groups, no capabilities,
+  # no_new_privs; read back before the exec) and only then execs the sidecar with the args below. On any
+  # failure it exits non-zero and the sidecar never runs, so the agent never starts.
+  command: ["/usr/local/bin/stockade-init", {{ include "stockade.initArgs" $ }},
+    "--exec-as", "{{ $sidecarUid }}:{{ $sidecarUid }}", "--", "/usr/local/bin/stockade-sidecar"]
   {{- end }}
   args:
     - --policy=/etc/stockade/policy.yaml
@@ -213,14 +240,29 @@ add "values" .Values.stockade (without "native", sidecar.native decides, as for 
       containerPort: {{ int $.Values.ports.admin }}
       protocol: TCP
   securityContext:
+    {{- if $inSidecar }}
+    # Root only for the entry (stockade-init): the sidecar itself runs as the sidecar UID with no
+    # capability. A `kubectl exec` into this container is root with these capabilities (docs/operating.md).
+    runAsUser: 0
+    runAsGroup: 0
+    runAsNonRoot: false
+    allowPrivilegeEscalation: false
+    readOnlyRootFilesystem: true
+    capabilities:
+      # NET_ADMIN: the entry programs the pod netns's nftables; SETUID, SETGID: it then drops to the
+      # sidecar UID; SETPCAP: it empties the capability bounding set before that.
+      add: [NET_ADMIN, SETUID, SETGID, SETPCAP]
+      drop: [ALL]
+    {{- else }}
     # Its own UID: nftables exempts it, and no other container may use it (admission policy).
-    runAsUser: {{ int $.Values.uids.sidecar }}
-    runAsGroup: {{ int $.Values.uids.sidecar }}
+    runAsUser: {{ $sidecarUid }}
+    runAsGroup: {{ $sidecarUid }}
     runAsNonRoot: true
     allowPrivilegeEscalation: false
     readOnlyRootFilesystem: true
     capabilities:
       drop: [ALL]
+    {{- end }}
     seccompProfile:
       type: RuntimeDefault
   {{- if or (and $native $.Values.sidecar.holdAgentUntilReady) (and (not $native) $.Values.sidecar.startFirst) }}
@@ -235,6 +277,10 @@ add "values" .Values.stockade (without "native", sidecar.native decides, as for 
           - wait-ready
           - --admin-addr=127.0.0.1:{{ int $.Values.ports.admin }}
           - --timeout-ms={{ mul (int $.Values.sidecar.readyTimeoutSeconds) 1000 }}
+          {{- if $inSidecar }}
+          {{- /* the hook runs with the container's user and capabilities (root, NET_ADMIN): drop first */}}
+          - --as={{ $sidecarUid }}:{{ $sidecarUid }}
+          {{- end }}
   {{- else if $native }}
   startupProbe:
     httpGet: { path: /readyz, port: admin }
@@ -258,7 +304,8 @@ add "values" .Values.stockade (without "native", sidecar.native decides, as for 
       readOnly: true
     - name: stockade-run
       mountPath: /run/stockade
-      readOnly: true
+      {{- /* with init.inSidecar the entry writes the marker there */}}
+      readOnly: {{ not $inSidecar }}
     {{- range $.Values.sidecar.apiSecrets }}
     - name: stockade-secret-{{ .name }}
       mountPath: /var/run/stockade/secrets/{{ .name }}
