@@ -98,8 +98,9 @@ int sk_cidr_parse(const char *s, struct sk_cidr *out, const char **why)
 		reason = "missing address";
 		goto fail;
 	}
-	const char *slash = strchr(s, '/');
-	size_t alen = slash ? (size_t)(slash - s) : strlen(s);
+	const size_t len = strlen(s);
+	const char *slash = memchr(s, '/', len);
+	size_t alen = slash ? (size_t)(slash - s) : len;
 	memset(out, 0, sizeof(*out));
 	if (parse_len(s, alen, &out->net) < 0) {
 		reason = "invalid IP address (strict dotted quad or RFC 4291 text, no brackets, zone or "
@@ -110,14 +111,17 @@ int sk_cidr_parse(const char *s, struct sk_cidr *out, const char **why)
 	unsigned prefix = max;
 	if (slash) {
 		const char *p = slash + 1;
-		size_t n = strlen(p);
-		if (n == 0 || n > 3 || (n > 1 && p[0] == '0') || strspn(p, "0123456789") != n) {
+		const size_t n = len - alen - 1;
+		bool digits = n >= 1 && n <= 3 && !(n > 1 && p[0] == '0');
+		prefix = 0;
+		for (size_t i = 0; i < n && digits; i++) {
+			digits = p[i] >= '0' && p[i] <= '9';
+			prefix = prefix * 10 + (unsigned)(p[i] - '0');
+		}
+		if (!digits) {
 			reason = "invalid prefix length (decimal, no leading zeros)";
 			goto fail;
 		}
-		prefix = 0;
-		for (size_t i = 0; i < n; i++)
-			prefix = prefix * 10 + (unsigned)(p[i] - '0');
 		if (prefix > max) {
 			reason = out->net.family == AF_INET ? "prefix length over 32" : "prefix length over 128";
 			goto fail;
@@ -125,8 +129,9 @@ int sk_cidr_parse(const char *s, struct sk_cidr *out, const char **why)
 	}
 	out->prefix = (uint8_t)prefix;
 	/* Host bits set usually means a typo ("10.0.0.1/8"); silently masking would widen or move the rule. */
-	for (unsigned bit = prefix; bit < max; bit++) {
-		if (out->net.bytes[bit / 8] & (0x80 >> (bit % 8))) {
+	for (unsigned i = prefix / 8; i < max / 8; i++) {
+		const uint8_t host = i == prefix / 8 ? (uint8_t)(0xff >> (prefix % 8)) : 0xff;
+		if (out->net.bytes[i] & host) {
 			reason = "host bits set beyond the prefix length";
 			goto fail;
 		}
@@ -580,7 +585,12 @@ static void overlap_tables(const struct sk_cidr *c, const struct range *t4, size
 
 static size_t overlaps(const struct sk_cidr *c, bool priv, char *out, size_t outsz)
 {
-	struct overlap_list l = { .out = out, .outsz = outsz };
+	/* Only the counters are set: the seen lists (a kilobyte) are read no further than they are
+	 * filled, and zeroing them was most of the cost of asking once per direct or udp rule. */
+	struct overlap_list l;
+	l.out = out;
+	l.outsz = outsz;
+	l.len = l.count = l.shown = l.n4 = l.n6 = 0;
 	if (out && outsz)
 		out[0] = '\0';
 	if (!c)

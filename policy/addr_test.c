@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -400,6 +401,36 @@ static void test_cidr_naming_of_metadata_addresses(void **state)
 	}
 }
 
+/* The host-bit check, bit by bit: for every prefix length of both families, each single bit of the
+ * address is refused exactly when it lies beyond the prefix (and the refusal says so). */
+static void test_cidr_host_bits_every_position(void **state)
+{
+	(void)state;
+	for (int v6 = 0; v6 <= 1; v6++) {
+		const unsigned max = v6 ? 128 : 32;
+		for (unsigned prefix = 0; prefix <= max; prefix++) {
+			for (unsigned bit = 0; bit < max; bit++) {
+				struct sk_addr a = { .family = v6 ? AF_INET6 : AF_INET };
+				a.bytes[bit / 8] = (uint8_t)(0x80 >> (bit % 8));
+				char t[SK_ADDR_STRLEN], in[SK_ADDR_STRLEN + 8];
+				sk_addr_format(&a, t);
+				(void)snprintf(in, sizeof(in), "%s/%u", t, prefix);
+				struct sk_cidr c;
+				const char *why = NULL;
+				const int r = sk_cidr_parse(in, &c, &why);
+				if (bit < prefix) {
+					if (r != 0)
+						fail_msg("%s: refused (%s), expected accepted", in, why ? why : "?");
+					assert_int_equal(c.prefix, prefix);
+					assert_memory_equal(c.net.bytes, a.bytes, 16);
+				} else if (r != -EINVAL || !why || strcmp(why, "host bits set beyond the prefix length")) {
+					fail_msg("%s: %d (%s), expected host bits refused", in, r, why ? why : "no reason");
+				}
+			}
+		}
+	}
+}
+
 static struct sk_cidr C(const char *s)
 {
 	struct sk_cidr c;
@@ -662,6 +693,7 @@ int main(void)
 		cmocka_unit_test(test_addr_parse_rejects_ambiguous_spellings),
 		cmocka_unit_test(test_cidr_parse_and_format),
 		cmocka_unit_test(test_cidr_parse_rejections_have_reasons),
+		cmocka_unit_test(test_cidr_host_bits_every_position),
 		cmocka_unit_test(test_cidr_contains_and_equal),
 		cmocka_unit_test(test_embedded_v4_forms),
 		cmocka_unit_test(test_classification_table),
