@@ -22,6 +22,12 @@
 /* Files larger than this are refused as unreadable (EFBIG). */
 #define SK_POLICY_MAX_BYTES (16u << 20)
 
+/* A load flag for tests only (tests include this header): every fast path of the loaders off. The YAML
+ * text goes to libyaml's event parser, and the validator checks each value through its general,
+ * message-writing functions instead of its quiet checks first; a suite loads the same text both ways and
+ * compares the models and the messages. Far above enum sk_load_flags' bits. */
+#define SK_LOAD_GENERAL_PATHS (1u << 24)
+
 enum sk_node_kind { SK_NODE_MAP = 0, SK_NODE_SEQ, SK_NODE_SCALAR };
 
 /* What a scalar is, after YAML core-schema resolution of plain scalars or from the JSON token type. */

@@ -1320,6 +1320,159 @@ static void test_yaml_fast_path_same_tree(void **state)
 	}
 }
 
+/* Loads text with the given extra flags; the model (or NULL) and its messages. */
+static struct sk_policy *load_both_way(const char *text, unsigned flags, struct sk_diags *d, int *r)
+{
+	struct sk_policy *p = NULL;
+	*r = sk_policy_load_buffer_ex("t.yaml", text, strlen(text), -1, SK_LOAD_NO_FILE_CHECKS | flags, &p, d);
+	return p;
+}
+
+/* The two loads gave the same answer: the same messages at the same positions, or the same rules. */
+static void same_load(const char *text, struct sk_policy *a, const struct sk_diags *da, int ra,
+		      struct sk_policy *b, const struct sk_diags *db, int rb)
+{
+	if (ra != rb || da->n != db->n) {
+		sk_diags_print(da, stderr);
+		(void)fprintf(stderr, "-- general paths:\n");
+		sk_diags_print(db, stderr);
+		fail_msg("fast and general loads differ (%d/%zu vs %d/%zu) for:\n%s", ra, da->n, rb, db->n, text);
+	}
+	for (size_t i = 0; i < da->n; i++) {
+		if (da->v[i].line != db->v[i].line || da->v[i].col != db->v[i].col || strcmp(da->v[i].msg, db->v[i].msg))
+			fail_msg("message %zu differs: %u:%u: %s vs %u:%u: %s\nfor:\n%s", i, da->v[i].line, da->v[i].col,
+				 da->v[i].msg, db->v[i].line, db->v[i].col, db->v[i].msg, text);
+	}
+	assert_true((a == NULL) == (b == NULL));
+	if (!a || !b)
+		return;
+	assert_int_equal(a->n_rules, b->n_rules);
+	for (size_t i = 0; i < a->n_rules; i++) {
+		const struct sk_rule *x = &a->rules[i], *y = &b->rules[i];
+		char fx[256], fy[256];
+		assert_string_equal(sk_rule_format(x, fx, sizeof(fx)), sk_rule_format(y, fy, sizeof(fy)));
+		assert_int_equal(x->kind, y->kind);
+		assert_int_equal(x->direct, y->direct);
+		assert_int_equal(x->proto, y->proto);
+		assert_int_equal(x->pos.line, y->pos.line);
+		assert_int_equal(x->pos.col, y->pos.col);
+		assert_memory_equal(&x->cidr, &y->cidr, sizeof(x->cidr));
+		assert_int_equal(x->n_ports, y->n_ports);
+		if (x->n_ports)
+			assert_memory_equal(x->ports, y->ports, x->n_ports * sizeof(*x->ports));
+	}
+	char ha[17], hb[17];
+	sk_policy_netns_hash(a, ha);
+	sk_policy_netns_hash(b, hb);
+	assert_string_equal(ha, hb);
+}
+
+/* The loaders' fast paths (the plain-block YAML reader, the validator's quiet checks of a rule's ports,
+ * protocol, direct and cidr) against the general ones (libyaml, each value through its message-writing
+ * check): the same text, well-formed or not, gives the same rules, or the same messages at the same
+ * line:col. Each case is one rule among others, so its path is egress[2]. */
+static void test_fast_paths_same_result(void **state)
+{
+	(void)state;
+	static const struct {
+		bool ok;
+		const char *rule;
+	} cases[] = {
+		{ true, "cidr: 10.0.0.16/28\n    ports: [5000]\n    protocol: tcp\n    direct: true" },
+		{ true, "cidr: 10.0.0.32/28\n    ports: [6000, 443, 6000, 1, 65535]\n    protocol: udp" },
+		{ true, "cidr: fd00::/8\n    ports: [53]" },
+		{ true, "cidr: 2001:db8::/32\n    direct: false" },
+		{ true, "cidr: 10.1.0.0/16\n    ports: [+443, 0443, 00080]" },
+		{ true, "cidr: 10.3.0.0/16\n    protocol: any\n    direct: True" },
+		{ true, "cidr: 10.4.0.0/16\n    direct: FALSE\n    protocol: tcp" },
+		{ true, "cidr: \"10.5.0.0/16\"\n    ports:\n    - 80\n    - 81" },
+		{ true, "cidr: 10.6.0.7\n    protocol: udp" },
+		{ true, "cidr: ::ffff:10.0.0.0/104\n    direct: true" },
+		{ true, "host: api.example.com\n    ports: [443]\n    protocol: tls" },
+		{ true, "host: \"*.Example.COM.\"\n    protocol: http" },
+		{ true, "ports: [22]\n    cidr: 10.7.0.0/16\n    direct: true\n    name: ssh" },
+		{ false, "cidr: 10.0.0.0/8\n    ports: [0]" },
+		{ false, "cidr: 10.0.0.0/8\n    ports: [65536]" },
+		{ false, "cidr: 10.0.0.0/8\n    ports: [123456, 1234567]" },
+		{ false, "cidr: 10.0.0.0/8\n    ports: [1e3, 443.5, 0x1bb, -1, null, true, \"443\", [1], {a: 1}]" },
+		{ false, "cidr: 10.0.0.0/8\n    ports: []" },
+		{ false, "cidr: 10.0.0.0/8\n    ports: 443" },
+		{ false, "cidr: 10.0.0.0/8\n    ports: {a: 1}" },
+		{ false, "cidr: 10.0.0.0/8\n    protocol: TCP" },
+		{ false, "cidr: 10.0.0.0/8\n    protocol: quic" },
+		{ false, "cidr: 10.0.0.0/8\n    protocol: 1" },
+		{ false, "cidr: 10.0.0.0/8\n    protocol: [tcp]" },
+		{ false, "cidr: 10.0.0.0/8\n    protocol: \"\"" },
+		{ false, "cidr: 10.0.0.0/8\n    protocol: tcpx" },
+		{ false, "cidr: 10.0.0.0/8\n    protocol: tc" },
+		{ false, "cidr: 10.0.0.0/8\n    direct: yes" },
+		{ false, "cidr: 10.0.0.0/8\n    direct: 1" },
+		{ false, "cidr: 10.0.0.0/8\n    direct: \"true\"" },
+		{ false, "cidr: 10.0.0.0/8\n    direct: ~" },
+		{ false, "cidr: 10.0.0.0/8\n    direct: true\n    protocol: tls" },
+		{ false, "cidr: 10.0.0.1/8" },
+		{ false, "cidr: 2001:db8::1/32\n    direct: true" },
+		{ false, "cidr: 10.0.0.0/33" },
+		{ false, "cidr: 10.0.0.0/08" },
+		{ false, "cidr: 10.0.0/8" },
+		{ false, "cidr: 010.0.0.0/8" },
+		{ false, "cidr: 10.0.0.0/ 8" },
+		{ false, "cidr: \"\"" },
+		{ false, "cidr: 10" },
+		{ false, "cidr: [10.0.0.0/8]" },
+		{ false, "cidr: ~" },
+		{ false, "cidr: 169.254.0.0/15\n    protocol: udp" },
+		{ false, "cidr: 0.0.0.0/0\n    direct: true" },
+		{ false, "cidr: 172.0.0.0/8\n    direct: true" },
+		{ false, "cidr: 10.0.0.0/8\n    host: a.example.com" },
+		{ false, "ports: [443]" },
+		{ false, "cidr: 10.0.0.0/8\n    port: [443]" },
+		{ false, "cidr: 10.0.0.0/8\n    ports: [1]\n    ports: [2]" },
+		{ false, "cidr: 10.0.0.0/8\n    1: x" },
+		{ false, "cidr: 10.0.0.0/8\n    ports: [0]\n    protocol: quic\n    direct: yes\n    name: Bad" },
+		{ false, "host: 10.0.0.1\n    ports: [0]" },
+		{ false, "host: a.example.com\n    protocol: udp\n    direct: true" },
+	};
+	for (size_t i = 0; i < SK_ARRAY_SIZE(cases); i++) {
+		char text[1024];
+		(void)snprintf(text, sizeof(text),
+			 "version: 1\negress:\n  - cidr: 10.200.0.0/16\n    ports: [1]\n  - host: a.example.org\n"
+			 "  - %s\n  - cidr: fd00:1::/32\n    protocol: udp\n", cases[i].rule);
+		struct sk_diags da = { 0 }, db = { 0 };
+		int ra, rb;
+		struct sk_policy *a = load_both_way(text, 0, &da, &ra);
+		struct sk_policy *b = load_both_way(text, SK_LOAD_GENERAL_PATHS, &db, &rb);
+		if ((ra == 0) != cases[i].ok) {
+			sk_diags_print(&da, stderr);
+			fail_msg("case %zu: load %s, expected %s", i, ra ? "failed" : "succeeded", cases[i].ok ? "success" : "failure");
+		}
+		same_load(text, a, &da, ra, b, &db, rb);
+		sk_policy_free(a);
+		sk_policy_free(b);
+		sk_diags_free(&da);
+		sk_diags_free(&db);
+	}
+	/* the bench's shape, long: every rule through the fast paths, the same model */
+	size_t cap = 1u << 20, o = 0;
+	char *t = malloc(cap);
+	assert_non_null(t);
+	o += (size_t)snprintf(t + o, cap - o, "version: 1\negress:\n");
+	for (unsigned i = 0; i < 2000; i++)
+		o += (size_t)snprintf(t + o, cap - o, i % 2 ? "  - cidr: 10.%u.%u.%u/28\n    ports: [%u]\n    protocol: udp\n" :
+						       "  - cidr: 10.%u.%u.%u/28\n    ports: [%u]\n    protocol: tcp\n    direct: true\n",
+				      i / 4096, (i / 16) % 256, (i % 16) * 16, 5000 + i % 100);
+	struct sk_diags da = { 0 }, db = { 0 };
+	int ra, rb;
+	struct sk_policy *a = load_both_way(t, 0, &da, &ra);
+	struct sk_policy *b = load_both_way(t, SK_LOAD_GENERAL_PATHS, &db, &rb);
+	assert_int_equal(ra, 0);
+	assert_int_equal(a->n_rules, 2000);
+	same_load("(2000 rules)", a, &da, ra, b, &db, rb);
+	sk_policy_free(a);
+	sk_policy_free(b);
+	free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1345,6 +1498,7 @@ int main(void)
 		cmocka_unit_test(test_tls_ech_grease),
 		cmocka_unit_test(test_rule_names),
 		cmocka_unit_test(test_yaml_fast_path_same_tree),
+		cmocka_unit_test(test_fast_paths_same_result),
 		cmocka_unit_test(test_budgets),
 		cmocka_unit_test(test_budget_cap),
 	};

@@ -565,7 +565,7 @@ int sk_yaml_parse_simple(struct sk_load_ctx *c, const char *buf, size_t len, str
 struct sk_node *sk_yaml_parse(struct sk_load_ctx *c, const char *buf, size_t len)
 {
 	struct sk_node *root;
-	if (sk_yaml_parse_simple(c, buf, len, &root) > 0)
+	if (!(c->flags & SK_LOAD_GENERAL_PATHS) && sk_yaml_parse_simple(c, buf, len, &root) > 0)
 		return root;
 	return sk_yaml_parse_events(c, buf, len);
 }

@@ -199,10 +199,17 @@ const struct sk_schema_obj sk_schema_policy = {
 
 const struct sk_schema_field *sk_schema_field(const struct sk_schema_obj *o, const char *key)
 {
-	/* first bytes compared inline: every key of a long policy comes through here */
-	for (size_t i = 0; i < o->n_fields; i++)
-		if (o->fields[i].key[0] == key[0] && !strcmp(o->fields[i].key, key))
+	/* compared in line, no strcmp call: every key of a long policy comes through here, and keys are
+	 * short words */
+	for (size_t i = 0; i < o->n_fields; i++) {
+		const char *a = o->fields[i].key, *b = key;
+		while (*a && *a == *b) {
+			a++;
+			b++;
+		}
+		if (*a == *b)
 			return &o->fields[i];
+	}
 	return NULL;
 }
 

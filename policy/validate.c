@@ -110,27 +110,50 @@ static const char *keys_text(const struct sk_schema_obj *o, char *buf, size_t sz
 	return buf;
 }
 
+/* A message path written only when a message needs it, "base[idx]" (or base itself, with idx NO_IDX):
+ * of a long policy's rules, nearly none ever has one (a rule's path and its keys' paths were a tenth of
+ * its load). */
+#define NO_IDX SIZE_MAX
+struct lazy_path {
+	const char *base;
+	size_t idx;
+	bool done;
+	char s[PATHSZ];
+};
+
+static const char *lazy_path(struct lazy_path *lp)
+{
+	if (lp->idx == NO_IDX)
+		return lp->base;
+	if (!lp->done) {
+		path_idx(lp->s, sizeof(lp->s), lp->base, lp->idx);
+		lp->done = true;
+	}
+	return lp->s;
+}
+
 /* Every key must be a string, one of the schema's keys for this mapping (policy/schema.c: the one list
- * the validator and the JSON Schema share), and present once. `where` names the mapping in messages.
+ * the validator and the JSON Schema share), and present once.
  * With vals (room for o->n_fields), also hands back each field's value, the first one written, as
  * sk_node_get would find it (a key equal to a field's key is that field), in the same walk: a long
- * policy's rules otherwise spent a seventh of its load finding their keys again one by one. */
-static void gather_keys(struct sk_load_ctx *c, const struct sk_node *map, const char *where,
-			const struct sk_schema_obj *o, const struct sk_node **vals)
+ * policy's rules otherwise spent a seventh of its load finding their keys again one by one. `where`
+ * names the mapping in messages. */
+static void gather_keys_at(struct sk_load_ctx *c, const struct sk_node *map, struct lazy_path *where,
+			   const struct sk_schema_obj *o, const struct sk_node **vals)
 {
 	char q[SK_QUOTE_MAX], d[SK_QUOTE_MAX + 16], expected[256];
 	const struct sk_node *first[32] = { 0 };  /* the first key node of each field; schema objects are small */
 	for (size_t i = 0; i + 1 < map->n; i += 2) {
 		const struct sk_node *k = map->items[i];
 		if (k->kind != SK_NODE_SCALAR || k->skind != SK_SCALAR_STR) {
-			err_at(c, k, "%s: key is %s, expected one of %s", where, sk_node_describe(k, d, sizeof(d)),
-			       keys_text(o, expected, sizeof(expected)));
+			err_at(c, k, "%s: key is %s, expected one of %s", lazy_path(where),
+			       sk_node_describe(k, d, sizeof(d)), keys_text(o, expected, sizeof(expected)));
 			continue;
 		}
 		const struct sk_schema_field *f = sk_schema_field(o, k->text);
 		if (!f) {
-			err_at(c, k, "%s: unknown key %s, expected one of %s", where, sk_quote(k->text, q, sizeof(q)),
-			       keys_text(o, expected, sizeof(expected)));
+			err_at(c, k, "%s: unknown key %s, expected one of %s", lazy_path(where),
+			       sk_quote(k->text, q, sizeof(q)), keys_text(o, expected, sizeof(expected)));
 			continue;
 		}
 		const size_t fi = (size_t)(f - o->fields);
@@ -142,8 +165,8 @@ static void gather_keys(struct sk_load_ctx *c, const struct sk_node *map, const 
 					prev = map->items[j];
 		}
 		if (prev) {
-			err_at(c, k, "%s: duplicate key %s (first at %u:%u), expected each key once", where,
-			       sk_quote(k->text, q, sizeof(q)), prev->line, prev->col);
+			err_at(c, k, "%s: duplicate key %s (first at %u:%u), expected each key once",
+			       lazy_path(where), sk_quote(k->text, q, sizeof(q)), prev->line, prev->col);
 			continue;
 		}
 		if (fi < SK_ARRAY_SIZE(first))
@@ -156,7 +179,8 @@ static void gather_keys(struct sk_load_ctx *c, const struct sk_node *map, const 
 static void check_keys(struct sk_load_ctx *c, const struct sk_node *map, const char *where,
 		       const struct sk_schema_obj *o)
 {
-	gather_keys(c, map, where, o, NULL);
+	struct lazy_path lp = { .base = where, .idx = NO_IDX };
+	gather_keys_at(c, map, &lp, o, NULL);
 }
 
 static const struct sk_node *need(struct sk_load_ctx *c, const struct sk_node *map, const char *where,
@@ -223,6 +247,21 @@ static int get_bool(struct sk_load_ctx *c, const struct sk_node *n, const char *
 	return 0;
 }
 
+/* The index of s among names[] (short words: compared in line, no strcmp call per name), or -1. */
+static int enum_index(const char *s, const char *const *names, size_t n_names)
+{
+	for (size_t i = 0; i < n_names; i++) {
+		const char *a = names[i], *b = s;
+		while (*a && *a == *b) {
+			a++;
+			b++;
+		}
+		if (*a == *b)
+			return (int)i;
+	}
+	return -1;
+}
+
 /* One of names[]; `what` is the noun in "is not a <what>". Returns the index or -1. */
 static int get_enum(struct sk_load_ctx *c, const struct sk_node *n, const char *path, const char *what,
 		    const char *const *names, size_t n_names, const char *expected)
@@ -232,9 +271,9 @@ static int get_enum(struct sk_load_ctx *c, const struct sk_node *n, const char *
 		err_at(c, n, "%s: expected %s, got %s", path, expected, sk_node_describe(n, d, sizeof(d)));
 		return -1;
 	}
-	for (size_t i = 0; i < n_names; i++)
-		if (!strcmp(n->text, names[i]))
-			return (int)i;
+	const int i = enum_index(n->text, names, n_names);
+	if (i >= 0)
+		return i;
 	err_at(c, n, "%s: %s is not a %s, expected %s", path, sk_quote(n->text, q, sizeof(q)), what, expected);
 	return -1;
 }
@@ -273,6 +312,23 @@ static size_t sort_unique_u16(uint16_t *v, size_t n)
 	return o;
 }
 
+/* The common port, plain decimal 1..65535 without a sign or leading zero, read without the item's path:
+ * get_uint accepts exactly this and gives the same value. Anything else (a sign, zero, too long, not a
+ * number) is left to get_uint, which says what is wrong with it. */
+static bool port_quiet(const struct sk_node *it, uint16_t *out)
+{
+	if (it->kind != SK_NODE_SCALAR || it->skind != SK_SCALAR_NUM || it->text[0] < '1' || it->text[0] > '9')
+		return false;
+	unsigned v = 0;
+	size_t k = 0;
+	for (; k < 6 && it->text[k] >= '0' && it->text[k] <= '9'; k++)
+		v = v * 10 + (unsigned)(it->text[k] - '0');
+	if (it->text[k] || v > 65535)
+		return false;
+	*out = (uint16_t)v;
+	return true;
+}
+
 /* A list of ports 1..65535, sorted and deduplicated (listing one twice is harmless). An empty list is
  * refused: it would read as "no port" but the model says "any port". */
 static int get_port_list(struct sk_load_ctx *c, const struct sk_node *n, const char *path, uint16_t **out,
@@ -285,7 +341,7 @@ static int get_port_list(struct sk_load_ctx *c, const struct sk_node *n, const c
 		err_at(c, n, "%s: empty list, expected at least one port (leave the key out for any port)", path);
 		return -EINVAL;
 	}
-	uint16_t *v = calloc(n->n, sizeof(*v));
+	uint16_t *v = malloc(n->n * sizeof(*v));  /* every slot is written or v is freed: no calloc */
 	if (!v) {
 		err_at(c, n, "%s: out of memory", path);
 		return -ENOMEM;
@@ -293,6 +349,8 @@ static int get_port_list(struct sk_load_ctx *c, const struct sk_node *n, const c
 	int ret = 0;
 	for (size_t i = 0; i < n->n; i++) {
 		unsigned long long p;
+		if (!(c->flags & SK_LOAD_GENERAL_PATHS) && port_quiet(n->items[i], &v[i]))
+			continue;
 		path_idx(ipath, sizeof(ipath), path, i);
 		if (get_uint(c, n->items[i], ipath, 1, 65535, "a port 1..65535", &p) < 0)
 			ret = -EINVAL;
@@ -677,34 +735,59 @@ static char *get_rule_name(struct sk_load_ctx *c, const struct sk_node *nn, cons
 enum { RK_HOST, RK_CIDR, RK_PORTS, RK_PROTOCOL, RK_DIRECT, RK_BUDGET, RK_NAME, RK_N };
 static const char *const rule_keys[RK_N] = { "host", "cidr", "ports", "protocol", "direct", "budget", "name" };
 
-/* kpath = path + "." + key, as path_key writes it; plen is strlen(path). */
-static void rule_kpath(char kpath[PATHSZ], const char *path, size_t plen, const char *key)
+struct rule_fields {
+	size_t field[RK_N];
+	size_t n_protos;
+};
+
+/* kpath = the rule's path + "." + key; only for a message now, so no faster than path_key. */
+static void rule_kpath(char kpath[PATHSZ], struct lazy_path *lp, const char *key)
 {
-	const size_t kl = strlen(key);
-	if (plen + 1 + kl >= PATHSZ) {
-		path_key(kpath, PATHSZ, path, key);
-		return;
+	path_key(kpath, PATHSZ, lazy_path(lp), key);
+}
+
+/* Each key of a rule is first tried without its path: the quiet checks below accept only what the
+ * general one (get_port_list, get_enum, get_bool, sk_parse_cidr_at) accepts without a message, and give
+ * the same value; anything else goes to the general one, with its path, for the message. */
+static bool port_list_quiet(const struct sk_node *n, uint16_t **out, size_t *n_out)
+{
+	if (n->kind != SK_NODE_SEQ || n->n == 0)
+		return false;
+	uint16_t *v = malloc(n->n * sizeof(*v));
+	if (!v)
+		return false;
+	for (size_t i = 0; i < n->n; i++) {
+		if (!port_quiet(n->items[i], &v[i])) {
+			free(v);
+			return false;
+		}
 	}
-	memcpy(kpath, path, plen);
-	kpath[plen] = '.';
-	memcpy(kpath + plen + 1, key, kl + 1);
+	*n_out = sort_unique_u16(v, n->n);
+	*out = v;
+	return true;
 }
 
 static void validate_rule(struct sk_load_ctx *c, const struct sk_node *n, size_t idx, struct sk_policy *p,
-			  const size_t *field)
+			  const struct rule_fields *rf)
 {
-	char path[PATHSZ], kpath[PATHSZ];
-	path_idx(path, sizeof(path), "egress", idx);
-	if (!want_map(c, n, path))
+	char kpath[PATHSZ];
+	struct lazy_path lp;  /* not zeroed: s is written before it is read */
+	lp.base = "egress";
+	lp.idx = idx;
+	lp.done = false;
+	if (n->kind != SK_NODE_MAP) {
+		want_map(c, n, lazy_path(&lp));
 		return;
-	const size_t plen = strlen(path);
+	}
 	const struct sk_node *vals[32] = { 0 };
 	_Static_assert(RK_N <= SK_ARRAY_SIZE(vals), "vals holds every rule key");
-	gather_keys(c, n, path, &sk_schema_rule, vals);
+	gather_keys_at(c, n, &lp, &sk_schema_rule, vals);
+	const size_t *field = rf->field;
 	const struct sk_node *host = vals[field[RK_HOST]], *cidr = vals[field[RK_CIDR]];
 	const struct sk_node *pn = vals[field[RK_PORTS]], *prn = vals[field[RK_PROTOCOL]];
 	const struct sk_node *dn = vals[field[RK_DIRECT]], *bn = vals[field[RK_BUDGET]];
 	const struct sk_node *nn = vals[field[RK_NAME]];
+	const bool quiet = !(c->flags & SK_LOAD_GENERAL_PATHS);
 	bool bad = false, direct = false;
 	int proto = SK_PROTO_ANY;
 	uint16_t *ports = NULL;
@@ -713,54 +796,61 @@ static void validate_rule(struct sk_load_ctx *c, const struct sk_node *n, size_t
 	char *name = NULL;
 
 	if (host && cidr) {
-		err_at(c, n, "%s: has both host and cidr, expected exactly one of them", path);
+		err_at(c, n, "%s: has both host and cidr, expected exactly one of them", lazy_path(&lp));
 		bad = true;
 	} else if (!host && !cidr) {
-		err_at(c, n, "%s: has neither host nor cidr, expected exactly one of them", path);
+		err_at(c, n, "%s: has neither host nor cidr, expected exactly one of them", lazy_path(&lp));
 		bad = true;
 	}
-	/* each key's path is written only when the key is there to be checked */
-	if (pn) {
-		rule_kpath(kpath, path, plen, "ports");
+	if (pn && !(quiet && port_list_quiet(pn, &ports, &n_ports))) {
+		rule_kpath(kpath, &lp, "ports");
 		if (get_port_list(c, pn, kpath, &ports, &n_ports) < 0)
 			bad = true;
 	}
 	if (prn) {
-		rule_kpath(kpath, path, plen, "protocol");
-		proto = get_enum(c, prn, kpath, "protocol", protos, sk_schema_count(protos), PROTO_EXPECTED);
-		if (proto < 0)
-			bad = true;
+		proto = quiet && prn->kind == SK_NODE_SCALAR && prn->skind == SK_SCALAR_STR ?
+				enum_index(prn->text, protos, rf->n_protos) : -1;
+		if (proto < 0) {
+			rule_kpath(kpath, &lp, "protocol");
+			proto = get_enum(c, prn, kpath, "protocol", protos, rf->n_protos, PROTO_EXPECTED);
+			if (proto < 0)
+				bad = true;
+		}
 	}
 	if (dn) {
-		rule_kpath(kpath, path, plen, "direct");
-		if (get_bool(c, dn, kpath, &direct) < 0)
-			bad = true;
+		if (quiet && dn->kind == SK_NODE_SCALAR && dn->skind == SK_SCALAR_BOOL) {
+			direct = dn->text[0] == 't' || dn->text[0] == 'T';  /* as get_bool reads it */
+		} else {
+			rule_kpath(kpath, &lp, "direct");
+			if (get_bool(c, dn, kpath, &direct) < 0)
+				bad = true;
+		}
 	}
 	if (bn) {
-		rule_kpath(kpath, path, plen, "budget");
+		rule_kpath(kpath, &lp, "budget");
 		const char *h = host && host->kind == SK_NODE_SCALAR ? host->text : "";
 		if (get_budget(c, bn, kpath, &budget) < 0 ||
 		    !rule_budget_ok(c, bn, kpath, host && !cidr, h[0] == '*', direct, proto, &budget))
 			bad = true;
 	}
 	if (nn) {
-		rule_kpath(kpath, path, plen, "name");
+		rule_kpath(kpath, &lp, "name");
 		name = get_rule_name(c, nn, kpath, p, &bad);
 	}
 	if (host && !cidr) {
 		/* The proxy decides host rules by the name it sees in a TCP stream; UDP never reaches it. */
 		if (proto == SK_PROTO_UDP) {
-			rule_kpath(kpath, path, plen, "protocol");
+			rule_kpath(kpath, &lp, "protocol");
 			err_at(c, prn, "%s: UDP cannot be proxied by name, expected a cidr rule for udp traffic", kpath);
 			bad = true;
 		}
 		if (direct) {
-			rule_kpath(kpath, path, plen, "direct");
+			rule_kpath(kpath, &lp, "direct");
 			err_at(c, dn, "%s: only cidr rules can be direct, expected direct on a cidr rule "
 				      "(a host rule is decided by name in the proxy)", kpath);
 			bad = true;
 		}
-		rule_kpath(kpath, path, plen, "host");
+		rule_kpath(kpath, &lp, "host");
 		if (bad) {
 			char norm[SK_DOMAIN_MAX + 1];
 			bool wc;
@@ -774,12 +864,15 @@ static void validate_rule(struct sk_load_ctx *c, const struct sk_node *n, size_t
 		}
 	} else if (cidr && !host) {
 		struct sk_cidr net;
-		rule_kpath(kpath, path, plen, "cidr");
-		if (sk_parse_cidr_at(c, cidr, kpath, &net) < 0)
-			bad = true;
+		if (!(quiet && cidr->kind == SK_NODE_SCALAR && cidr->skind == SK_SCALAR_STR &&
+		      sk_cidr_parse(cidr->text, &net, NULL) == 0)) {
+			rule_kpath(kpath, &lp, "cidr");
+			if (sk_parse_cidr_at(c, cidr, kpath, &net) < 0)
+				bad = true;
+		}
 		/* A direct rule is an nft set match in the kernel: it sees ports, never a TLS or HTTP header. */
 		if (direct && (proto == SK_PROTO_TLS || proto == SK_PROTO_HTTP)) {
-			rule_kpath(kpath, path, plen, "direct");
+			rule_kpath(kpath, &lp, "direct");
 			err_at(c, dn, "%s: a direct rule bypasses the proxy and cannot check protocol %s, "
 				      "expected protocol tcp, udp or any", kpath, protos[proto]);
 			bad = true;
@@ -807,17 +900,17 @@ static void validate_egress(struct sk_load_ctx *c, const struct sk_node *n, stru
 {
 	if (!want_seq(c, n, "egress", "rules"))
 		return;
-	size_t field[RK_N];
+	struct rule_fields rf = { .n_protos = sk_schema_count(protos) };
 	for (size_t k = 0; k < RK_N; k++) {
 		const struct sk_schema_field *f = sk_schema_field(&sk_schema_rule, rule_keys[k]);
 		if (!f) {  /* schema.c and this file disagree: a bug, refused rather than a key ignored */
 			err_at(c, n, "egress: internal error: no schema field for '%s'", rule_keys[k]);
 			return;
 		}
-		field[k] = (size_t)(f - sk_schema_rule.fields);
+		rf.field[k] = (size_t)(f - sk_schema_rule.fields);
 	}
 	for (size_t i = 0; i < n->n; i++)
-		validate_rule(c, n->items[i], i, p, field);
+		validate_rule(c, n->items[i], i, p, &rf);
 }
 
 static uint32_t get_uid_at(struct sk_load_ctx *c, const struct sk_node *n, const char *path, bool *ok)
