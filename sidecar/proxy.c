@@ -105,6 +105,10 @@ struct conn {
 	 * to it until the decision allows (the relay starts only then) */
 	bool early;
 	bool early_up;                 /* its connect completed */
+	/* What the relay must look at when it starts (edges consumed before it are not reported again):
+	 * the client may have bytes or EOF not yet read (the peek stopped without draining it, or an edge
+	 * came while resolving or connecting); the upstream may have bytes (a greeting before the decision). */
+	bool c_rd, u_rd;
 	unsigned flush_polls;          /* budget cut: looks left at the upstream's send queue before its reset */
 };
 
@@ -386,8 +390,9 @@ static void closing_timer(struct sk_loop *l, struct sk_timer *t)
 static void ignore_io(struct sk_loop *l, struct sk_io *io, uint32_t events)
 {
 	(void)l;
-	(void)io;
-	(void)events;
+	struct conn *c = io->ctx;
+	if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+		c->c_rd = true;
 }
 
 /* Deny with a protocol-level answer (TLS alert, HTTP 403), then drain the client until EOF or a short
@@ -563,11 +568,37 @@ static enum verdict budget_admit(struct conn *c)
 	return V_ALLOW;
 }
 
+static void connect_failed(struct conn *c, const char *reason)
+{
+	c->reason = reason;
+	conn_audit(c, "conn", 0, 0);
+	close_rst(c->cfd);
+	c->cfd = -1;
+	conn_free(c);
+}
+
+/* The connect failed with errno e. */
+static void connect_failed_errno(struct conn *c, int e)
+{
+	if (e == ECONNREFUSED)
+		connect_failed(c, "upstream_refused");
+	else if (e == ENETUNREACH || e == EHOSTUNREACH)
+		connect_failed(c, "upstream_unreachable");
+	else
+		connect_failed(c, "upstream_error");
+}
+
 static void relay_done(struct sk_relay *r, enum sk_relay_end how, int errnum)
 {
-	(void)errnum;
 	struct conn *c = r->ctx;
 	struct sk_sidecar *sc = c->px->sc;
+	if (how == SK_RELAY_CONNECT) {
+		/* The upstream refused (or never answered) before a byte moved: the same end as a connect
+		 * that failed before the relay started. */
+		c->st = CS_CONNECT;   /* the relay is already stopped */
+		connect_failed_errno(c, errnum);
+		return;
+	}
 	if (sc->metrics)
 		sk_metrics_bytes(sc->metrics, r->a2b.bytes, r->b2a.bytes);
 	c->bytes_in = r->b2a.bytes;
@@ -595,19 +626,15 @@ static void relay_done(struct sk_relay *r, enum sk_relay_end how, int errnum)
 	conn_free(c);
 }
 
-static void connect_failed(struct conn *c, const char *reason)
-{
-	c->reason = reason;
-	conn_audit(c, "conn", 0, 0);
-	close_rst(c->cfd);
-	c->cfd = -1;
-	conn_free(c);
-}
 
 static ssize_t gate_first(struct sk_relay *r, const uint8_t *buf, size_t len, bool eof, bool full);
 static ssize_t gate_http(struct sk_relay *r, const uint8_t *buf, size_t len, bool eof, bool full);
 
-static void connect_done(struct conn *c)
+static void connect_timer(struct sk_loop *l, struct sk_timer *t);
+
+/* Starts the relay. connecting: the upstream's connect was not seen to complete — the relay's first send
+ * to it is the probe (relay.h, sk_relay_connecting), under the connect deadline. */
+static void connect_done(struct conn *c, bool connecting)
 {
 	struct sk_loop *l = c->px->sc->loop;
 	const struct sk_proxy_limits *lim = &c->px->sc->limits;
@@ -634,11 +661,25 @@ static void connect_done(struct conn *c)
 		c->len = c->cap = 0;
 	}
 	c->st = CS_RELAY;
+	sk_relay_owner_closes(&c->relay);   /* relay_done frees c, closing both fds, on DONE */
 	if (c->budget)
 		sk_relay_budget(&c->relay, c->budget, c->px->sc->policy->mode == SK_MODE_ENFORCE, relay_over);
-	/* Edges seen while connecting were not acted on: move what is pending now (the prefix first). */
+	if (connecting) {
+		sk_relay_connecting(&c->relay);
+		sk_timer_init(&c->timer, connect_timer, c);
+		if (sk_timer_arm(l, &c->timer, c->px->sc->limits.connect_timeout_ms) < 0) {
+			sk_relay_stop(&c->relay);
+			c->st = CS_CONNECT;
+			connect_failed(c, "upstream_error");
+			return;
+		}
+	}
+	/* Edges seen before were not acted on: move what is pending now (the prefix first); a side known
+	 * to be drained costs no read that could only say EAGAIN. */
+	sk_relay_set_ready(&c->relay, c->c_rd, c->u_rd);
 	sk_relay_begin(&c->relay);
 }
+
 
 static void connect_io(struct sk_loop *l, struct sk_io *io, uint32_t events)
 {
@@ -646,10 +687,12 @@ static void connect_io(struct sk_loop *l, struct sk_io *io, uint32_t events)
 	struct conn *c = io->ctx;
 	int e = 0;
 	if (!(events & (EPOLLERR | EPOLLHUP))) {
+		if (events & (EPOLLIN | EPOLLRDHUP))
+			c->u_rd = true;
 		if (!(events & EPOLLOUT))
 			return;
 		/* Writable without an error or hang-up: the connect completed; no SO_ERROR round trip. */
-		connect_done(c);
+		connect_done(c, false);
 		return;
 	}
 	socklen_t len = sizeof(e);
@@ -657,15 +700,38 @@ static void connect_io(struct sk_loop *l, struct sk_io *io, uint32_t events)
 		e = errno;
 	if (e == 0)
 		e = ECONNRESET;
-	connect_failed(c, e == ECONNREFUSED ? "upstream_refused"
-			  : e == ENETUNREACH || e == EHOSTUNREACH ? "upstream_unreachable"
-								   : "upstream_error");
+	connect_failed_errno(c, e);
 }
 
+/* The connect deadline; with the relay already running (connect_done, connecting) it only matters while
+ * the relay has not seen the connect complete. */
 static void connect_timer(struct sk_loop *l, struct sk_timer *t)
 {
 	(void)l;
-	connect_failed(t->ctx, "upstream_timeout");
+	struct conn *c = t->ctx;
+	if (c->st == CS_RELAY) {
+		if (sk_relay_connected(&c->relay))
+			return;
+		sk_relay_stop(&c->relay);
+		c->st = CS_CONNECT;
+	}
+	connect_failed(c, "upstream_timeout");
+}
+
+/* The upstream connect was started (up: and is known to have completed). The relay starts now unless the
+ * connection waits for a late first flight (GATE_FIRST keeps c->timer for that flight's deadline): on a
+ * local path the handshake is usually done inside connect(), and the relay's first send finds out —
+ * the wait for the writable edge would cost a loop round on every connection. */
+static void connect_wait(struct conn *c, bool up)
+{
+	struct sk_loop *l = c->px->sc->loop;
+	if (up || c->gate != GATE_FIRST) {
+		connect_done(c, !up);
+		return;
+	}
+	sk_timer_init(&c->timer, connect_timer, c);
+	if (sk_timer_arm(l, &c->timer, c->px->sc->limits.connect_timeout_ms) < 0)
+		connect_failed(c, "upstream_error");
 }
 
 static void conn_connect(struct conn *c)
@@ -687,13 +753,7 @@ static void conn_connect(struct conn *c)
 		 * flight. From here on it is an ordinary upstream connect. */
 		c->early = false;
 		c->uio.cb = connect_io;
-		if (c->early_up) {
-			connect_done(c);
-			return;
-		}
-		sk_timer_init(&c->timer, connect_timer, c);
-		if (sk_timer_arm(l, &c->timer, sc->limits.connect_timeout_ms) < 0)
-			connect_failed(c, "upstream_error");
+		connect_wait(c, c->early_up);
 		return;
 	}
 	/* The sidecar's UID is exempt in nftables, so this connect goes straight out (no redirect loop). */
@@ -717,13 +777,7 @@ static void conn_connect(struct conn *c)
 		connect_failed(c, "upstream_error");
 		return;
 	}
-	if (crc == 0) {
-		connect_done(c);
-		return;
-	}
-	sk_timer_init(&c->timer, connect_timer, c);
-	if (sk_timer_arm(l, &c->timer, sc->limits.connect_timeout_ms) < 0)
-		connect_failed(c, "upstream_error");
+	connect_wait(c, crc == 0);
 }
 
 /* ---- decision ---- */
@@ -1063,7 +1117,11 @@ static void peek_io(struct sk_loop *l, struct sk_io *io, uint32_t events)
 		/* recv into our own buffer, never MSG_PEEK: what we read is exactly what we replay. */
 		ssize_t n = recv(c->cfd, c->buf + c->len, c->cap - c->len, 0);
 		if (n < 0) {
-			if (errno == EAGAIN || errno == EINTR)
+			if (errno == EAGAIN) {
+				c->c_rd = false;
+				break;
+			}
+			if (errno == EINTR)
 				break;
 			conn_deny_rst(c, "client_reset");
 			return;
@@ -1073,16 +1131,21 @@ static void peek_io(struct sk_loop *l, struct sk_io *io, uint32_t events)
 				conn_deny_rst(c, "client_closed");
 				return;
 			}
+			c->c_rd = true;   /* the relay reads the EOF again */
 			peek_decide(c, true);
 			return;
 		}
 		c->len += (size_t)n;
 		/* Edge-triggered: a short read drained the socket (new bytes bring a new edge), unless a FIN
 		 * is queued behind them, which only the next read shows. */
-		if (c->len < c->cap && !(events & (EPOLLRDHUP | EPOLLHUP)))
+		if (c->len < c->cap && !(events & (EPOLLRDHUP | EPOLLHUP))) {
+			c->c_rd = false;
 			break;
-		if (c->len >= cap)
+		}
+		if (c->len >= cap) {
+			c->c_rd = true;   /* stopped at the cap, not drained */
 			break;
+		}
 	}
 	if (c->len == 0)
 		return;
@@ -1413,6 +1476,8 @@ static void early_io(struct sk_loop *l, struct sk_io *io, uint32_t events)
 	}
 	if (events & EPOLLOUT)
 		c->early_up = true;
+	if (events & (EPOLLIN | EPOLLRDHUP))
+		c->u_rd = true;
 }
 
 static void early_connect(struct conn *c)
@@ -1460,6 +1525,7 @@ int sk_proxy_adopt(struct sk_proxy *px, int fd, const struct sk_addr *src, uint1
 	c->cfd = fd;
 	c->ufd = -1;
 	c->rule = -1;
+	c->c_rd = true;   /* nothing read yet */
 	c->src = *src;
 	c->sport = src_port;
 	c->dst = *dst;
@@ -1522,6 +1588,11 @@ int sk_proxy_adopt(struct sk_proxy *px, int fd, const struct sk_addr *src, uint1
 		return -EIO;
 	}
 	early_connect(c);
+	/* A client's first flight is usually queued by now (it is sent right behind the handshake that made
+	 * the listener readable, and the early connect took a while): read it in this turn instead of one
+	 * loop round later. When it is not there yet this costs one EAGAIN, and the registration above
+	 * reports it when it comes. */
+	peek_io(sc->loop, &c->cio, EPOLLIN);
 	return 0;
 }
 

@@ -11,8 +11,9 @@
  *   PEEK     → CONNECT  the bytes decided allow (or would_deny in mode audit): upstream connect started
  *   PEEK     → CLOSING  deny with a response to deliver (TLS alert / 403): written, then drain + close
  *   PEEK     → (freed)  deny by RST, peek deadline, client gone
- *   CONNECT  → RELAY    upstream connected: the peeked bytes go first, then splice both ways
- *   CONNECT  → (freed)  upstream refused / timed out: the client is reset
+ *   CONNECT  → RELAY    at once (the relay's first send finds out whether the connect is done; a
+ *                       server-first connection waits for it): the peeked bytes go first, then splice
+ *   CONNECT  → (freed)  upstream refused / timed out (also while the relay waits for it): client reset
  *   RELAY    → (freed)  both sides closed, a reset, or idle timeout: audit line with byte counts
  *   CLOSING  → (freed)  client EOF or linger timer */
 #ifndef SK_SIDECAR_PROXY_H

@@ -1092,13 +1092,19 @@ static void test_binding_miss_is_resolved_by_the_sidecar(void **state)
 		assert_int_equal(f.starts, 1);
 		assert_string_equal(f.name, "allowed.example");
 		assert_int_equal(accept4(w.upstream_ls, NULL, NULL, 0), -1);   /* nothing before the answer */
+		/* More bytes while the name resolves: their edge comes before the relay runs, which must
+		 * still look at the client when it starts. */
+		assert_int_equal(send(c, "MORE", 4, 0), 4);
+		spin(&w, 3);
 		f.done(f.arg, match ? SK_RESOLVE_MATCH : SK_RESOLVE_MISMATCH);
 		spin(&w, 5);
 		int up = accept4(w.upstream_ls, NULL, NULL, SOCK_NONBLOCK);
 		if (match) {
 			assert_true(up >= 0);
-			uint8_t got[4096];
-			assert_int_equal(recv_some(&w, up, got, n), n);
+			uint8_t got[4200];
+			assert_int_equal(recv_some(&w, up, got, n + 4), n + 4);
+			assert_memory_equal(got, hello, n);
+			assert_memory_equal(got + n, "MORE", 4);
 			close(up);
 			close(c);
 			spin(&w, 10);
@@ -1293,6 +1299,295 @@ static void test_no_early_connect_unbound_or_denied_port_or_spent_budget(void **
 	}
 }
 
+
+/* ---- the first flight at accept, and an upstream connect the relay starts before it completes ---- */
+
+/* A client whose first flight is already queued when the proxy takes the connection. */
+static int client_sent(struct world *w, const struct sk_addr *dst, uint16_t port, const void *msg, size_t len)
+{
+	int sp[2];
+	struct sk_err err = { 0 };
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sp), 0);
+	assert_int_equal(send(sp[0], msg, len, 0), (ssize_t)len);
+	(void)sk_proxy_adopt(w->sc.proxy, sp[1], &w->src, 40000, dst, port, &err);
+	return sp[0];
+}
+
+/* A first flight queued at accept is read and decided in the accept's own turn: a denied hello's alert is
+ * there before the loop ran once, and the pre-opened upstream carries nothing. An allowed head queued at
+ * accept goes upstream, then its body, arriving split afterwards, exactly once and in order. */
+static void test_first_flight_queued_at_accept_is_decided_in_that_turn(void **state)
+{
+	(void)state;
+	struct world w;
+	world_up(&w, "enforce", 5000);
+	bind_fake(&w);
+	uint8_t hello[4096];
+	size_t n = read_file("sidecar/testdata/hellos/openssl.bin", hello, sizeof(hello));
+	uint8_t *p = memmem(hello, n, "allowed.example", 15);
+	assert_non_null(p);
+	memcpy(p, "denied0.example", 15);
+	int c = client_sent(&w, &w.lo, w.upstream_port, hello, n);
+	uint8_t got[64];
+	assert_int_equal(recv(c, got, sizeof(got), 0), 7);   /* no loop round yet */
+	assert_memory_equal(got, SK_TLS_ALERT_ACCESS_DENIED, 7);
+	spin(&w, 3);
+	assert_nothing_upstream(&w);
+	int count;
+	cJSON *j = last_audit(&w, &count);
+	assert_int_equal(count, 1);
+	assert_string_equal(jstr(j, "reason"), "no_match");
+	cJSON_Delete(j);
+	close(c);
+	spin(&w, 3);
+
+	static const char head[] = "POST /x HTTP/1.1\r\nHost: allowed.example\r\nContent-Length: 10\r\n\r\n";
+	const size_t hl = sizeof(head) - 1;
+	c = client_sent(&w, &w.lo, w.upstream_port, head, hl);
+	int up = accept_up(&w);
+	assert_true(up >= 0);
+	feed_bytewise(&w, c, (const uint8_t *)"0123456789", 10);
+	char g[256];
+	assert_int_equal(recv_some(&w, up, g, hl + 10), hl + 10);
+	assert_memory_equal(g, head, hl);
+	assert_memory_equal(g + hl, "0123456789", 10);
+	assert_int_equal(accept4(w.upstream_ls, NULL, NULL, SOCK_NONBLOCK), -1);   /* one connection */
+	static const char resp[] = "HTTP/1.1 204 No Content\r\n\r\n";
+	assert_int_equal(send(up, resp, sizeof(resp) - 1, MSG_NOSIGNAL), (ssize_t)sizeof(resp) - 1);
+	assert_int_equal(recv_some(&w, c, g, sizeof(resp) - 1), sizeof(resp) - 1);
+	assert_memory_equal(g, resp, sizeof(resp) - 1);
+	close(c);
+	close(up);
+	spin(&w, 20);
+	j = last_audit(&w, &count);
+	assert_int_equal(count, 1);
+	assert_string_equal(jstr(j, "decision"), "allow");
+	assert_string_equal(jstr(j, "binding"), "ok");
+	assert_int_equal(cJSON_GetObjectItem(j, "bytes_out")->valueint, (int)hl + 10);
+	assert_int_equal(cJSON_GetObjectItem(j, "bytes_in")->valueint, (int)sizeof(resp) - 1);
+	cJSON_Delete(j);
+	assert_int_equal(sk_proxy_active(w.sc.proxy), 0);
+	world_down(&w);
+}
+
+/* A first flight longer than the peek cap: the peek stops at the cap with bytes still in the socket, and
+ * the relay picks them up without another edge (none comes: the client has sent everything). Once queued
+ * whole at accept, once with its start at accept and the rest in one later write (whose edge the peek
+ * took). */
+static void test_flight_beyond_the_peek_cap_is_relayed_whole(void **state)
+{
+	(void)state;
+	struct world w;
+	world_up(&w, "enforce", 5000);
+	bind_fake(&w);
+	w.sc.limits.peek_cap = 512;
+	char req[2200];
+	int hl = snprintf(req, sizeof(req), "POST /big HTTP/1.1\r\nHost: allowed.example\r\nContent-Length: 2000\r\n\r\n");
+	for (int i = 0; i < 2000; i++)
+		req[hl + i] = (char)('a' + i % 26);
+	const size_t n = (size_t)hl + 2000;
+	for (int split = 0; split < 2; split++) {
+		const size_t first = split ? 20 : n;
+		int c = client_sent(&w, &w.lo, w.upstream_port, req, first);
+		if (split) {
+			spin(&w, 3);
+			assert_int_equal(send(c, req + first, n - first, 0), (ssize_t)(n - first));
+		}
+		int up = accept_up(&w);
+		assert_true(up >= 0);
+		char g[2400];
+		assert_int_equal(recv_some(&w, up, g, n), n);
+		assert_memory_equal(g, req, n);
+		close(c);
+		close(up);
+		spin(&w, 20);
+		int count;
+		cJSON *j = last_audit(&w, &count);
+		assert_int_equal(count, 1);
+		assert_string_equal(jstr(j, "decision"), "allow");
+		assert_int_equal(cJSON_GetObjectItem(j, "bytes_out")->valueint, (int)n);
+		cJSON_Delete(j);
+	}
+	world_down(&w);
+}
+
+/* The upstream's accept queue is full (listen backlog 0 and one connection queued): the kernel drops the
+ * proxy's SYN and the connect stays in progress until the SYN is sent again (~1 s). */
+static int fill_upstream_backlog(struct world *w)
+{
+	assert_int_equal(listen(w->upstream_ls, 0), 0);
+	int f = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+				  .sin_port = htons(w->upstream_port) };
+	int rc = connect(f, (struct sockaddr *)&sa, sizeof(sa));
+	assert_true(rc == 0 || errno == EINPROGRESS);
+	return f;
+}
+
+/* The verdict comes while the upstream connect is still in progress: the relay starts at once and its
+ * first send only learns the connect is not done; bytes that come meanwhile (split) wait, unsent and in
+ * order, until the connect completes, then go in one stream. */
+static void test_upstream_connect_completing_after_the_verdict(void **state)
+{
+	(void)state;
+	for (int early = 0; early < 2; early++) {
+		struct world w;
+		world_up(&w, "enforce", 5000);
+		if (early)
+			bind_fake(&w);
+		int filler = fill_upstream_backlog(&w);
+		static const char head[] = "POST /y HTTP/1.1\r\nHost: allowed.example\r\nContent-Length: 6\r\n\r\n";
+		const size_t hl = sizeof(head) - 1;
+		int c = client_sent(&w, &w.lo, w.upstream_port, head, hl);
+		feed_bytewise(&w, c, (const uint8_t *)"abc", 3);
+		spin(&w, 5);
+		feed_bytewise(&w, c, (const uint8_t *)"def", 3);
+		assert_int_equal(sk_proxy_active(w.sc.proxy), 1);
+		/* Free the queue: the SYN sent again completes the same connect. */
+		int q = accept4(w.upstream_ls, NULL, NULL, SOCK_NONBLOCK);
+		assert_true(q >= 0);
+		assert_int_equal(accept4(w.upstream_ls, NULL, NULL, SOCK_NONBLOCK), -1);   /* the SYN was dropped */
+		int up = -1;
+		for (int i = 0; i < 4000 && up < 0; i++) {
+			spin(&w, 1);
+			up = accept4(w.upstream_ls, NULL, NULL, SOCK_NONBLOCK);
+		}
+		assert_true(up >= 0);
+		char g[256];
+		assert_int_equal(recv_some(&w, up, g, hl + 6), hl + 6);
+		assert_memory_equal(g, head, hl);
+		assert_memory_equal(g + hl, "abcdef", 6);
+		assert_int_equal(accept4(w.upstream_ls, NULL, NULL, SOCK_NONBLOCK), -1);
+		close(c);
+		close(up);
+		spin(&w, 20);
+		int count;
+		cJSON *j = last_audit(&w, &count);
+		assert_int_equal(count, 1);
+		assert_string_equal(jstr(j, "decision"), "allow");
+		assert_string_equal(jstr(j, "reason"), "rule");
+		assert_int_equal(cJSON_GetObjectItem(j, "bytes_out")->valueint, (int)hl + 6);
+		cJSON_Delete(j);
+		close(q);
+		close(filler);
+		world_down(&w);
+	}
+}
+
+/* A declared-tcp port connects at accept; a client that half-closes at once, before the upstream connect
+ * completed, must not abort that connect (a shutdown in SYN_SENT would): the upstream is connected and
+ * sees the EOF, and its answer still reaches the client. */
+static void test_client_eof_while_upstream_connects_is_passed_on_after_connect(void **state)
+{
+	(void)state;
+	struct world w;
+	world_up_policy(&w,
+			"version: 1\n"
+			"egress:\n"
+			"  - cidr: 127.0.0.1/32\n"
+			"    ports: [{PORT}]\n"
+			"    protocol: tcp\n"
+			"blockPrivate: false\n",
+			5000);
+	int filler = fill_upstream_backlog(&w);
+	int c = client(&w, &w.lo, w.upstream_port);
+	assert_int_equal(shutdown(c, SHUT_WR), 0);
+	spin(&w, 5);
+	int q = accept4(w.upstream_ls, NULL, NULL, SOCK_NONBLOCK);
+	assert_true(q >= 0);
+	int up = -1;
+	for (int i = 0; i < 4000 && up < 0; i++) {
+		spin(&w, 1);
+		up = accept4(w.upstream_ls, NULL, NULL, SOCK_NONBLOCK);
+	}
+	assert_true(up >= 0);
+	assert_true(wait_eof(&w, up));
+	assert_int_equal(send(up, "BYE", 3, MSG_NOSIGNAL), 3);
+	char g[8];
+	assert_int_equal(recv_some(&w, c, g, 3), 3);
+	assert_memory_equal(g, "BYE", 3);
+	close(up);
+	assert_true(wait_eof(&w, c));
+	close(c);
+	close(q);
+	close(filler);
+	spin(&w, 5);
+	assert_int_equal(sk_proxy_active(w.sc.proxy), 0);
+	world_down(&w);
+}
+
+/* A connect that never completes is cut at the connect deadline, relay or not: the client is reset and
+ * the audit line says upstream_timeout. */
+static void test_upstream_connect_timeout_while_relay_waits(void **state)
+{
+	(void)state;
+	struct world w;
+	world_up(&w, "enforce", 5000);
+	bind_fake(&w);
+	w.sc.limits.connect_timeout_ms = 30;
+	int filler = fill_upstream_backlog(&w);
+	static const char req[] = "GET / HTTP/1.1\r\nHost: allowed.example\r\n\r\n";
+	int c = client_sent(&w, &w.lo, w.upstream_port, req, sizeof(req) - 1);
+	for (int i = 0; i < 500 && sk_proxy_active(w.sc.proxy) > 0; i++)
+		spin(&w, 1);
+	assert_int_equal(sk_proxy_active(w.sc.proxy), 0);
+	int count;
+	cJSON *j = last_audit(&w, &count);
+	assert_int_equal(count, 1);
+	assert_string_equal(jstr(j, "event"), "conn");
+	assert_string_equal(jstr(j, "decision"), "allow");
+	assert_string_equal(jstr(j, "reason"), "upstream_timeout");
+	assert_int_equal(cJSON_GetObjectItem(j, "bytes_out")->valueint, 0);
+	cJSON_Delete(j);
+	char b[16];
+	assert_true(recv(c, b, sizeof(b), 0) <= 0);
+	close(c);
+	close(filler);
+	world_down(&w);
+}
+
+/* An upstream that refuses is reported as refused whether the refusal is learnt by the relay's first send
+ * (the verdict came before the connect's outcome was seen: early connect with the flight queued at
+ * accept, or a connect made after the verdict) or before the verdict (the early socket is dropped and the
+ * verdict connects afresh). The client is reset; nothing was relayed. */
+static void test_upstream_refused_is_reported_as_refused(void **state)
+{
+	(void)state;
+	static const char req[] = "GET / HTTP/1.1\r\nHost: allowed.example\r\n\r\n";
+	for (int k = 0; k < 3; k++) {
+		struct world w;
+		world_up(&w, "enforce", 5000);
+		if (k < 2)
+			bind_fake(&w);
+		/* Nobody listens on the port any more. */
+		close(w.upstream_ls);
+		w.upstream_ls = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		int c;
+		if (k == 0) {
+			c = client_sent(&w, &w.lo, w.upstream_port, req, sizeof(req) - 1);
+		} else {
+			c = client(&w, &w.lo, w.upstream_port);
+			spin(&w, 5);   /* the early connect's refusal comes first (k == 1) */
+			assert_int_equal(send(c, req, sizeof(req) - 1, 0), (ssize_t)sizeof(req) - 1);
+		}
+		for (int i = 0; i < 200 && sk_proxy_active(w.sc.proxy) > 0; i++)
+			spin(&w, 1);
+		assert_int_equal(sk_proxy_active(w.sc.proxy), 0);
+		int count;
+		cJSON *j = last_audit(&w, &count);
+		assert_int_equal(count, 1);
+		assert_string_equal(jstr(j, "event"), "conn");
+		assert_string_equal(jstr(j, "decision"), "allow");
+		assert_string_equal(jstr(j, "reason"), "upstream_refused");
+		assert_int_equal(cJSON_GetObjectItem(j, "bytes_out")->valueint, 0);
+		cJSON_Delete(j);
+		char b[16];
+		assert_true(recv(c, b, sizeof(b), 0) <= 0);
+		close(c);
+		world_down(&w);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1324,6 +1619,12 @@ int main(void)
 		cmocka_unit_test(test_early_connect_to_bound_allowed_name_carries_only_allowed_bytes),
 		cmocka_unit_test(test_early_connect_denied_sni_sends_nothing_upstream),
 		cmocka_unit_test(test_no_early_connect_unbound_or_denied_port_or_spent_budget),
+		cmocka_unit_test(test_first_flight_queued_at_accept_is_decided_in_that_turn),
+		cmocka_unit_test(test_flight_beyond_the_peek_cap_is_relayed_whole),
+		cmocka_unit_test(test_upstream_connect_completing_after_the_verdict),
+		cmocka_unit_test(test_upstream_connect_timeout_while_relay_waits),
+		cmocka_unit_test(test_client_eof_while_upstream_connects_is_passed_on_after_connect),
+		cmocka_unit_test(test_upstream_refused_is_reported_as_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -129,6 +129,7 @@ const char *sk_relay_end_name(enum sk_relay_end e)
 	case SK_RELAY_IDLE: return "idle";
 	case SK_RELAY_DENIED: return "denied";
 	case SK_RELAY_BUDGET: return "budget";
+	case SK_RELAY_CONNECT: return "connect";
 	}
 	return "?";
 }
@@ -185,6 +186,21 @@ static void budget_take(struct sk_relay *r, enum sk_budget_dim dim, size_t n)
 	}
 }
 
+/* d is about to be shut and the other direction already is: the relay ends DONE in this pump, and an
+ * owner that closes at DONE sends the FIN with its close (sk_relay_owner_closes). */
+static bool last_shut(const struct sk_relay *r, const struct sk_relay_dir *d)
+{
+	const struct sk_relay_dir *o = d == &r->a2b ? &r->b2a : &r->a2b;
+	return r->owner_closes && o->shut && !r->denied;
+}
+
+/* A read or write on fd failed with errno: remembered so the end can say whose (RESET or CONNECT). */
+static int side_failed(struct sk_relay *r, int fd)
+{
+	r->err_fd = fd;
+	return -errno;
+}
+
 /* Moves what it can in one direction; returns 0, or -errno when a side failed. Sets *moved when any
  * byte moved or a state changed. Edge-triggered: it tries every step its sides' readiness allows until
  * none moves, so a pipe that was full when the socket became readable can never leave bytes stranded.
@@ -205,6 +221,7 @@ static int dir_pump(struct sk_relay *r, struct sk_relay_dir *d, int src, int dst
 		if (with_prefix && want > 0 && *dst_wr) {
 			ssize_t n = send(dst, r->prefix, want, MSG_NOSIGNAL | MSG_DONTWAIT);
 			if (n > 0) {
+				r->b_connecting = false;   /* with_prefix: dst is b */
 				r->prefix += n;
 				r->prefix_len -= (size_t)n;
 				d->bytes += (uint64_t)n;
@@ -215,7 +232,7 @@ static int dir_pump(struct sk_relay *r, struct sk_relay_dir *d, int src, int dst
 			} else if (n < 0 && errno == EAGAIN) {
 				*dst_wr = false;
 			} else if (n < 0 && errno != EINTR) {
-				return -errno;
+				return side_failed(r, dst);
 			}
 		}
 		/* A pipe not yet taken has room for its whole capacity (or the pool's size, learnt on get). */
@@ -231,6 +248,8 @@ static int dir_pump(struct sk_relay *r, struct sk_relay_dir *d, int src, int dst
 			if (want > d->pipe.cap - d->fill)
 				want = d->pipe.cap - d->fill;
 			ssize_t n = splice(src, NULL, d->pipe.w, NULL, want, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			if (n >= 0 && src == r->b->fd)
+				r->b_connecting = false;
 			if (n > 0) {
 				d->fill += (size_t)n;
 				if (r->budget)
@@ -250,13 +269,15 @@ static int dir_pump(struct sk_relay *r, struct sk_relay_dir *d, int src, int dst
 				if (d->fill == 0)
 					*src_rd = false;
 			} else if (errno != EINTR) {
-				return -errno;
+				return side_failed(r, src);
 			}
 		}
 		/* The prefix goes out before any spliced byte, so order is kept exactly. */
 		if (d->fill > 0 && *dst_wr && !(with_prefix && r->prefix_len > 0)) {
 			ssize_t n = splice(d->pipe.r, NULL, dst, NULL, d->fill, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 			if (n > 0) {
+				if (dst == r->b->fd)
+					r->b_connecting = false;
 				d->fill -= (size_t)n;
 				d->bytes += (uint64_t)n;
 				d->turn += (size_t)n;
@@ -264,15 +285,17 @@ static int dir_pump(struct sk_relay *r, struct sk_relay_dir *d, int src, int dst
 			} else if (n < 0 && errno == EAGAIN) {
 				*dst_wr = false;
 			} else if (n < 0 && errno != EINTR) {
-				return -errno;
+				return side_failed(r, dst);
 			}
 		}
 		if (d->fill == 0 && d->pipe.r >= 0)
 			sk_pipe_pool_put(r->pool, &d->pipe, true);
+		/* A shutdown of b while its connect is in progress would abort the connect (SYN_SENT goes to
+		 * CLOSE): the EOF waits until b is connected (its writable edge runs the pump again). */
 		if (d->eof && d->fill == 0 && !d->shut && !(with_prefix && r->prefix_len > 0) &&
-		    !(r->denied && d == &r->b2a)) {
-			if (shutdown(dst, SHUT_WR) < 0 && errno != ENOTCONN)
-				return -errno;
+		    !(r->denied && d == &r->b2a) && !(with_prefix && r->b_connecting)) {
+			if (!last_shut(r, d) && shutdown(dst, SHUT_WR) < 0 && errno != ENOTCONN)
+				return side_failed(r, dst);
 			d->shut = true;
 			step = true;
 		}
@@ -307,6 +330,7 @@ static int gate_pump(struct sk_relay *r, bool *moved)
 		if (out > 0 && r->b_wr) {
 			ssize_t n = send(r->b->fd, r->gbuf, out, MSG_NOSIGNAL | MSG_DONTWAIT);
 			if (n > 0) {
+				r->b_connecting = false;
 				memmove(r->gbuf, r->gbuf + n, r->glen - (size_t)n);
 				r->glen -= (size_t)n;
 				r->gout -= (size_t)n;
@@ -318,7 +342,7 @@ static int gate_pump(struct sk_relay *r, bool *moved)
 			} else if (n < 0 && errno == EAGAIN) {
 				r->b_wr = false;
 			} else if (n < 0 && errno != EINTR) {
-				return -errno;
+				return side_failed(r, r->b->fd);
 			}
 		}
 		if (!d->eof && !r->denied && r->glen < r->gmax && r->a_rd) {
@@ -344,7 +368,7 @@ static int gate_pump(struct sk_relay *r, bool *moved)
 			} else if (errno == EAGAIN) {
 				r->a_rd = false;
 			} else if (errno != EINTR) {
-				return -errno;
+				return side_failed(r, r->a->fd);
 			}
 		}
 		if (r->gate && r->gate_dirty && !r->denied) {
@@ -373,9 +397,10 @@ static int gate_pump(struct sk_relay *r, bool *moved)
 		}
 		/* EOF: once everything is out. Refused: once what was released is out (the refused bytes
 		 * stay behind), so the upstream finishes the requests before and closes. */
-		if (!d->shut && ((d->eof && r->glen == 0) || (r->denied && r->gout == 0 && d->bytes > 0))) {
-			if (shutdown(r->b->fd, SHUT_WR) < 0 && errno != ENOTCONN)
-				return -errno;
+		if (!d->shut && !r->b_connecting &&   /* as in dir_pump: no shutdown while b connects */
+		    ((d->eof && r->glen == 0) || (r->denied && r->gout == 0 && d->bytes > 0))) {
+			if (!(d->eof && last_shut(r, d)) && shutdown(r->b->fd, SHUT_WR) < 0 && errno != ENOTCONN)
+				return side_failed(r, r->b->fd);
 			d->shut = true;
 			step = true;
 		}
@@ -387,6 +412,16 @@ static int gate_pump(struct sk_relay *r, bool *moved)
 
 static void relay_pump(struct sk_relay *r, uint32_t events, int fd)
 {
+	if (r->b_connecting && fd == r->b->fd && fd >= 0) {
+		if (events & (EPOLLERR | EPOLLHUP)) {
+			/* The connect failed: refused, unreachable, reset during the handshake. */
+			int e = sock_error(fd);
+			relay_finish(r, SK_RELAY_CONNECT, e ? e : ECONNRESET);
+			return;
+		}
+		if (events & EPOLLOUT)
+			r->b_connecting = false;
+	}
 	if (events & EPOLLERR) {
 		int e = sock_error(fd);
 		if (e) {
@@ -425,7 +460,7 @@ static void relay_pump(struct sk_relay *r, uint32_t events, int fd)
 		rc = dir_pump(r, &r->a2b, r->a->fd, r->b->fd, true, &r->a_rd, &r->b_wr, &moved);
 	r->in_pump = false;
 	if (rc < 0) {
-		relay_finish(r, SK_RELAY_RESET, -rc);
+		relay_finish(r, r->b_connecting && r->err_fd == r->b->fd ? SK_RELAY_CONNECT : SK_RELAY_RESET, -rc);
 		return;
 	}
 	/* A direction stopped at the cap goes on next round. Armed before any finish below: relay_release
@@ -507,6 +542,7 @@ static void relay_init(struct sk_relay *r, struct sk_loop *l, struct sk_pipe_poo
 	r->done = done;
 	r->ctx = ctx;
 	r->a_rd = r->a_wr = r->b_rd = r->b_wr = true;
+	r->err_fd = -1;
 	sk_timer_init(&r->idle, relay_idle, r);
 	sk_timer_init(&r->resume, relay_resume, r);
 	r->turn_max = SK_RELAY_TURN_BYTES;
@@ -556,6 +592,16 @@ int sk_relay_start_on(struct sk_relay *r, struct sk_loop *l, struct sk_pipe_pool
 	r->running = true;
 	return 0;
 }
+
+void sk_relay_set_ready(struct sk_relay *r, bool a_rd, bool b_rd)
+{
+	r->a_rd = a_rd;
+	r->b_rd = b_rd;
+}
+
+void sk_relay_connecting(struct sk_relay *r) { r->b_connecting = true; }
+
+void sk_relay_owner_closes(struct sk_relay *r) { r->owner_closes = true; }
 
 void sk_relay_begin(struct sk_relay *r)
 {

@@ -86,6 +86,7 @@ enum sk_relay_end {
 	SK_RELAY_IDLE,         /* no byte moved for idle_ms */
 	SK_RELAY_DENIED,       /* the gate refused client bytes (the owner answers the client) */
 	SK_RELAY_BUDGET,       /* the rule's budget is spent: cut after the last byte it allowed */
+	SK_RELAY_CONNECT,      /* b's connect failed (sk_relay_connecting; err holds the connect's errno) */
 };
 
 struct sk_relay_dir {
@@ -123,6 +124,7 @@ struct sk_relay {
 	struct sk_io *a, *b;   /* a: the client (agent), b: the upstream */
 	struct sk_io a_own, b_own;   /* a and b when the relay registers them itself (sk_relay_start) */
 	bool ext_io;           /* a and b are the owner's registrations (sk_relay_start_on) */
+	bool owner_closes;     /* the owner closes both fds when done says DONE (sk_relay_owner_closes) */
 	struct sk_relay_dir a2b, b2a;
 	const uint8_t *prefix; /* borrowed: bytes read from a before the relay, sent to b first */
 	size_t prefix_len;
@@ -139,6 +141,10 @@ struct sk_relay {
 	 * EAGAIN, so a side that said "nothing more" costs no syscall until its next edge. All set at
 	 * start (edges consumed before the relay are not reported again). */
 	bool a_rd, a_wr, b_rd, b_wr;
+	/* b's connect was not seen to complete when the relay started (sk_relay_connecting): cleared by the
+	 * first byte written to or read from b, or an edge saying b is writable without an error. */
+	bool b_connecting;
+	int err_fd;            /* the side whose read or write failed (RESET vs CONNECT) */
 	/* gate (client→upstream judged in user space); gate == NULL: splice */
 	sk_relay_gate_fn gate;
 	uint8_t *gbuf;         /* owned: gbuf[0..gout) released, not yet sent; [gout..glen) unjudged */
@@ -167,6 +173,25 @@ int sk_relay_start(struct sk_relay *r, struct sk_loop *l, struct sk_pipe_pool *p
 int sk_relay_start_on(struct sk_relay *r, struct sk_loop *l, struct sk_pipe_pool *pool, struct sk_io *a,
 		      struct sk_io *b, const uint8_t *prefix, size_t prefix_len, uint64_t idle_ms,
 		      sk_relay_done_cb done, void *ctx, struct sk_err *err);
+/* What the owner knows of the sides when a relay started with sk_relay_start_on begins (by default every
+ * side is taken as ready: one read per side that may only answer EAGAIN). a_rd / b_rd false: that side
+ * was drained (its last read came up short or said EAGAIN) and no edge reported on it since — its
+ * edge-triggered registration reports the next bytes or EOF, so nothing is lost. Call before
+ * sk_relay_begin. */
+void sk_relay_set_ready(struct sk_relay *r, bool a_rd, bool b_rd);
+/* b's non-blocking connect has not been seen to complete (often it has: on a local path the handshake is
+ * done inside connect()). b is tried as writable all the same — the send of the first bytes is the probe,
+ * answering EAGAIN until the handshake is done, after which b's edge says so — instead of waiting a loop
+ * round for that edge. A failure on b before anything was written to or read from it and before it was
+ * reported writable ends the relay as SK_RELAY_CONNECT with the connect's errno, so the owner reports a
+ * refused upstream, not a reset relay. The owner keeps its own connect deadline (sk_relay_connected). */
+void sk_relay_connecting(struct sk_relay *r);
+/* b's connect is known to have completed (always true without sk_relay_connecting). */
+static inline bool sk_relay_connected(const struct sk_relay *r) { return !r->b_connecting; }
+/* The owner closes both fds as soon as done reports SK_RELAY_DONE: the direction that finishes last then
+ * leaves its shutdown(SHUT_WR) to that close, which sends the same FIN (both receive queues are empty by
+ * then: each side's EOF was read) — one syscall less per connection. */
+void sk_relay_owner_closes(struct sk_relay *r);
 /* The first round of a relay started with sk_relay_start_on. May end it (done is called). */
 void sk_relay_begin(struct sk_relay *r);
 /* Stops without calling done (e.g. on shutdown): deregisters, cancels the timer, returns the pipes, frees
@@ -192,6 +217,7 @@ void sk_relay_budget(struct sk_relay *r, struct sk_budget_entry *e, bool enforce
  * would answer. May end the relay (done is called). */
 void sk_relay_kick(struct sk_relay *r);
 
-const char *sk_relay_end_name(enum sk_relay_end e);   /* "done", "reset", "idle", "denied", "budget" */
+/* "done", "reset", "idle", "denied", "budget", "connect" */
+const char *sk_relay_end_name(enum sk_relay_end e);
 
 #endif

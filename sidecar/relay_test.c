@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -320,6 +321,145 @@ static void test_relay_upstream_reset_ends_as_reset(void **state)
 	assert_int_equal(w.done.how, SK_RELAY_RESET);
 	assert_int_equal(w.done.errnum, ECONNRESET);
 	world_down(&w);
+}
+
+
+/* ---- a relay over the owner's registrations whose upstream connect is still in progress ---- */
+
+struct cworld {
+	struct sk_loop *loop;
+	struct sk_pipe_pool pool;
+	struct sk_relay relay;
+	struct done_rec done;
+	struct sk_io a, b;
+	int client, relay_a, relay_b, ls;
+	uint16_t port;
+};
+
+static void noop_io(struct sk_loop *l, struct sk_io *io, uint32_t events)
+{
+	(void)l;
+	(void)io;
+	(void)events;
+}
+
+/* A loopback listener whose accept queue is full (backlog 0, one connection queued): a connect to it stays
+ * in progress until its SYN is sent again (~1 s). listening false: nobody listens on the port. */
+static void cworld_up(struct cworld *w, bool listening, int *filler)
+{
+	struct sk_err err = { 0 };
+	memset(w, 0, sizeof(*w));
+	assert_int_equal(sk_loop_new(&w->loop, &err), 0);
+	sk_pipe_pool_init(&w->pool, 4, 16384);
+	tcp_pair(&w->client, &w->relay_a);
+	w->ls = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sa);
+	assert_int_equal(bind(w->ls, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(w->ls, 0), 0);
+	assert_int_equal(getsockname(w->ls, (struct sockaddr *)&sa, &len), 0);
+	*filler = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	int rc = connect(*filler, (struct sockaddr *)&sa, sizeof(sa));
+	assert_true(rc == 0 || errno == EINPROGRESS);
+	if (!listening) {
+		close(w->ls);
+		w->ls = -1;
+	}
+	w->relay_b = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	rc = connect(w->relay_b, (struct sockaddr *)&sa, sizeof(sa));
+	assert_true(rc < 0 && errno == EINPROGRESS);
+	const uint32_t ev = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+	sk_io_init(&w->a, w->relay_a, noop_io, NULL);
+	sk_io_init(&w->b, w->relay_b, noop_io, NULL);
+	assert_int_equal(sk_loop_add(w->loop, &w->a, ev, &err), 0);
+	assert_int_equal(sk_loop_add(w->loop, &w->b, ev, &err), 0);
+	assert_int_equal(sk_relay_start_on(&w->relay, w->loop, &w->pool, &w->a, &w->b, (const uint8_t *)"PREFIX", 6,
+					   10000, on_done, &w->done, &err), 0);
+	sk_relay_connecting(&w->relay);
+	sk_relay_set_ready(&w->relay, false, false);
+	sk_relay_begin(&w->relay);
+}
+
+static void cworld_down(struct cworld *w)
+{
+	if (w->relay.running)
+		sk_relay_stop(&w->relay);
+	close(w->client);
+	close(w->relay_a);
+	close(w->relay_b);
+	if (w->ls >= 0)
+		close(w->ls);
+	sk_pipe_pool_fini(&w->pool);
+	sk_loop_free(w->loop);
+}
+
+/* Refused while connecting: the end is CONNECT with the connect's errno, not a reset relay, and the
+ * client got nothing. */
+static void test_relay_connecting_refused_ends_as_connect(void **state)
+{
+	(void)state;
+	struct cworld w;
+	struct sk_err err = { 0 };
+	int filler;
+	cworld_up(&w, false, &filler);
+	for (int i = 0; i < 200 && w.done.calls == 0; i++)
+		assert_true(sk_loop_run_once(w.loop, 5, &err) >= 0);
+	assert_int_equal(w.done.calls, 1);
+	assert_int_equal(w.done.how, SK_RELAY_CONNECT);
+	assert_int_equal(w.done.errnum, ECONNREFUSED);
+	char buf[16];
+	assert_int_equal(recv(w.client, buf, sizeof(buf), MSG_DONTWAIT), -1);
+	assert_int_equal(errno, EAGAIN);
+	close(filler);
+	cworld_down(&w);
+}
+
+/* Connecting when the relay began: the prefix waits, and goes (once, first) when the connect completes;
+ * from then on the relay is an ordinary one. */
+static void test_relay_connecting_sends_once_connected(void **state)
+{
+	(void)state;
+	struct cworld w;
+	struct sk_err err = { 0 };
+	int filler;
+	cworld_up(&w, true, &filler);
+	for (int i = 0; i < 20; i++)
+		assert_true(sk_loop_run_once(w.loop, 1, &err) >= 0);
+	assert_int_equal(w.done.calls, 0);
+	assert_false(sk_relay_connected(&w.relay));
+	assert_int_equal(send(w.client, "MORE", 4, 0), 4);
+	int q = accept4(w.ls, NULL, NULL, SOCK_NONBLOCK);
+	assert_true(q >= 0);
+	int up = -1;
+	for (int i = 0; i < 3000 && up < 0; i++) {
+		assert_true(sk_loop_run_once(w.loop, 1, &err) >= 0);
+		up = accept4(w.ls, NULL, NULL, SOCK_NONBLOCK);
+	}
+	assert_true(up >= 0);
+	char buf[32];
+	size_t have = 0;
+	for (int i = 0; i < 200 && have < 10; i++) {
+		assert_true(sk_loop_run_once(w.loop, 1, &err) >= 0);
+		ssize_t n = recv(up, buf + have, sizeof(buf) - have, MSG_DONTWAIT);
+		if (n > 0)
+			have += (size_t)n;
+	}
+	assert_int_equal(have, 10);
+	assert_memory_equal(buf, "PREFIXMORE", 10);
+	assert_true(sk_relay_connected(&w.relay));
+	assert_int_equal(send(up, "BACK", 4, MSG_NOSIGNAL), 4);
+	ssize_t n = -1;
+	for (int i = 0; i < 200 && n <= 0; i++) {
+		assert_true(sk_loop_run_once(w.loop, 1, &err) >= 0);
+		n = recv(w.client, buf, sizeof(buf), MSG_DONTWAIT);
+	}
+	assert_int_equal(n, 4);
+	assert_memory_equal(buf, "BACK", 4);
+	assert_int_equal(w.done.calls, 0);
+	close(up);
+	close(q);
+	close(filler);
+	cworld_down(&w);
 }
 
 static void test_relay_idle_timeout(void **state)
@@ -694,6 +834,8 @@ int main(void)
 		cmocka_unit_test(test_relay_yields_after_turn_bytes),
 		cmocka_unit_test(test_relay_half_close_keeps_other_direction),
 		cmocka_unit_test(test_relay_upstream_reset_ends_as_reset),
+		cmocka_unit_test(test_relay_connecting_refused_ends_as_connect),
+		cmocka_unit_test(test_relay_connecting_sends_once_connected),
 		cmocka_unit_test(test_relay_idle_timeout),
 		cmocka_unit_test(test_loop_timers_fire_in_order_and_cancel),
 		cmocka_unit_test(test_relay_budget_cuts_sent_to_the_byte),
