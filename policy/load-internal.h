@@ -51,6 +51,7 @@ struct sk_load_ctx {
 	size_t n_errors;             /* errors added through this context */
 	size_t n_nodes;              /* nodes built so far (SK_TREE_MAX_NODES) */
 	struct sk_arena *arena;      /* owned while a loader builds a tree: sk_node_new allocates from it */
+	struct sk_node *node_next, *node_end;  /* the arena's current block of unused nodes (tree.c) */
 };
 
 void sk_ctx_error(struct sk_load_ctx *c, unsigned line, unsigned col, const char *fmt, ...)
@@ -66,6 +67,9 @@ int sk_tree_begin(struct sk_load_ctx *c);
 /* Ends it: root (may be NULL, e.g. after a syntax error) takes the arena over and returns it; with NULL
  * the arena and every node in it are freed, so no node from it may be used afterwards. */
 struct sk_node *sk_tree_end(struct sk_load_ctx *c, struct sk_node *root);
+/* size bytes from the tree's arena (between sk_tree_begin and sk_tree_end), freed with it; NULL when out
+ * of memory or no tree is being built. */
+void *sk_tree_alloc(struct sk_load_ctx *c, size_t size);
 /* Sets n's text to a NUL-terminated copy of s[0..len) (from the node's arena when pooled). 0 or -ENOMEM. */
 int sk_node_set_text(struct sk_node *n, const char *s, size_t len);
 /* Appends child (taking ownership, also on failure). Returns 0 or -ENOMEM. */

@@ -1291,7 +1291,7 @@ static void test_yaml_fast_path_same_tree(void **state)
 	static const char *const slow[] = {
 		"", "# only a comment\n", "a: {b: 1}\n", "a: &x 1\nb: *x\n", "a: !!str 1\n", "---\na: 1\n",
 		"a: 1\n---\nb: 2\n", "a:\tb\n", "a: |\n  text\n", "a: b\n  c\n", "a:\n", "a: \"x\\ty\"\n",
-		"a: [1,\n  2]\n", "a: b: c\n", "a: - b\n", "a: 1\n b: 2\n", "- - a\n", "a : b\n", "a: 'it''s'\n",
+		"a: 1\n...\n", "a:\n  b: 1\n--- # x\n", "...\n", "a: [1,\n  2]\n", "a: b: c\n", "a: - b\n", "a: 1\n b: 2\n", "- - a\n", "a : b\n", "a: 'it''s'\n",
 		"a: \xc3\xa9\n", "a: b\r\n", "? a\n: b\n", "a: [1, ]\n", "a: [x: 1]\n",
 	};
 	for (size_t i = 0; i < SK_ARRAY_SIZE(fast) + SK_ARRAY_SIZE(slow); i++) {
@@ -1473,6 +1473,32 @@ static void test_fast_paths_same_result(void **state)
 	free(t);
 }
 
+/* The plain-block reader's byte scan, eight bytes at a time: a control byte (but newline), DEL or a
+ * non-ASCII byte at any position of a word sends the text to libyaml; printable ASCII does not. */
+static void test_yaml_fast_path_byte_classes(void **state)
+{
+	(void)state;
+	static const unsigned char bad[] = { 0x00, 0x01, 0x09, 0x0b, 0x0d, 0x1f, 0x7f, 0x80, 0x8a, 0xa0, 0xff };
+	static const unsigned char good[] = { 'a', 'Z', '~', '0', '.' };
+	for (size_t pos = 0; pos < 24; pos++) {
+		for (size_t k = 0; k < SK_ARRAY_SIZE(bad) + SK_ARRAY_SIZE(good); k++) {
+			const bool is_bad = k < SK_ARRAY_SIZE(bad);
+			char doc[64] = "k: vvvvvvvvvvvvvvvvvvvvvvvv\nv: 1\n";
+			doc[3 + pos] = (char)(is_bad ? bad[k] : good[k - SK_ARRAY_SIZE(bad)]);
+			const size_t len = 3 + 24 + 6;
+			struct sk_diags d = { 0 };
+			struct sk_load_ctx c = { .file = "t", .diags = &d };
+			struct sk_node *t = NULL;
+			const int r = sk_yaml_parse_simple(&c, doc, len, &t);
+			if (r != !is_bad)
+				fail_msg("byte 0x%02x at %zu: fast path %s", (unsigned char)doc[3 + pos], pos,
+					 r ? "taken" : "refused");
+			sk_node_free(t);
+			sk_diags_free(&d);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1499,6 +1525,7 @@ int main(void)
 		cmocka_unit_test(test_rule_names),
 		cmocka_unit_test(test_yaml_fast_path_same_tree),
 		cmocka_unit_test(test_fast_paths_same_result),
+		cmocka_unit_test(test_yaml_fast_path_byte_classes),
 		cmocka_unit_test(test_budgets),
 		cmocka_unit_test(test_budget_cap),
 	};

@@ -250,12 +250,16 @@ static void syntax_error(struct sk_load_ctx *c, const yaml_parser_t *ps)
 
 struct fy {
 	struct sk_load_ctx *c;
-	const char *b;
-	size_t len;
+	char *b;             /* the text, copied into the tree's arena with a '\n' after it (so a line scan
+	                      * needs no bound) and one byte more: scalars point into it */
+	size_t len;          /* of the text, without that '\n' */
+	char *pending_nul;   /* the end of the last scalar made: it becomes its NUL when the next one is made
+	                      * (the reader never looks back past a scalar it has made) or at the end */
 	size_t pos;          /* start of the current line */
 	unsigned line;       /* 1-based number of the current line */
 	size_t ind;          /* indentation of the current line (valid when has_line) */
 	bool has_line;       /* a content line is current (pos/ind), false at the end */
+	bool marker;         /* a line starts with a document marker ("---", "..."): give up */
 	unsigned depth;
 };
 
@@ -264,6 +268,10 @@ static void fy_skip_blank(struct fy *f)
 {
 	while (f->pos < f->len) {
 		size_t i = f->pos;
+		if (f->len - i >= 3 && (!memcmp(f->b + i, "---", 3) || !memcmp(f->b + i, "...", 3))) {
+			f->marker = true;  /* a document marker: libyaml's */
+			break;
+		}
 		while (i < f->len && f->b[i] == ' ')
 			i++;
 		if (i < f->len && f->b[i] != '\n' && f->b[i] != '#') {
@@ -298,7 +306,7 @@ static void fy_next_line(struct fy *f, size_t from)
 
 static bool fy_eol(const struct fy *f, size_t i)
 {
-	return i >= f->len || f->b[i] == '\n';
+	return f->b[i] == '\n';  /* b[len] is one: no index past it is read */
 }
 
 /* After a value: only spaces, then end of line or a comment. */
@@ -322,12 +330,24 @@ static bool fy_plain_start(const struct fy *f, size_t i)
 	return !is_cc(ch, CC_NOT_PLAIN);
 }
 
-static struct sk_node *fy_scalar(struct fy *f, size_t from, size_t to, size_t col)
+/* A scalar node whose text is b[from..to), in place: b[to] becomes its NUL once the reader is past it. */
+static struct sk_node *fy_text(struct fy *f, size_t from, size_t to, size_t col)
 {
 	struct sk_node *n = sk_node_new(f->c, SK_NODE_SCALAR, f->line, (unsigned)col + 1);
-	if (!n || sk_node_set_text(n, f->b + from, to - from) < 0)
+	if (!n)
 		return NULL;
-	n->skind = resolve_plain(n->text, to - from);
+	if (f->pending_nul)
+		*f->pending_nul = 0;
+	f->pending_nul = f->b + to;
+	n->text = f->b + from;
+	return n;
+}
+
+static struct sk_node *fy_scalar(struct fy *f, size_t from, size_t to, size_t col)
+{
+	struct sk_node *n = fy_text(f, from, to, col);
+	if (n)
+		n->skind = resolve_plain(n->text, to - from);
 	return n;
 }
 
@@ -420,8 +440,8 @@ static struct sk_node *fy_value(struct fy *f, size_t i, size_t col, bool in_seq)
 		if (fy_eol(f, k) || f->b[k] != q || (q == '\'' && !fy_eol(f, k + 1) && f->b[k + 1] == q) ||
 		    !fy_rest_empty(f, k + 1))
 			return NULL;
-		v = sk_node_new(f->c, SK_NODE_SCALAR, f->line, (unsigned)(i - f->pos) + 1);
-		if (!v || sk_node_set_text(v, f->b + i + 1, k - i - 1) < 0)
+		v = fy_text(f, i + 1, k, i - f->pos);
+		if (!v)
 			return NULL;
 		v->skind = SK_SCALAR_STR;
 		end = k + 1;
@@ -513,51 +533,56 @@ static struct sk_node *fy_block(struct fy *f, size_t col, size_t first)
 int sk_yaml_parse_simple(struct sk_load_ctx *c, const char *buf, size_t len, struct sk_node **out)
 {
 	*out = NULL;
-	/* Tabs, CR, NUL, control bytes, non-ASCII (columns count characters) and document markers send the
-	 * file to libyaml. Eight bytes at a time: a word with none of 0x00-0x1f or 0x7f-0xff (newlines
-	 * included) needs no closer look, and this scan touches every byte of the file. */
-	const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+	/* Tabs, CR, NUL, control bytes and non-ASCII (columns count characters) send the file to libyaml
+	 * (document markers too: fy_skip_blank sees every line start). Eight bytes at a time, each byte's
+	 * class exact (the high bits masked off before any add, so no carry crosses a byte): this scan
+	 * touches every byte of the file, and a newline no longer sends its word to a byte loop. */
+	const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull, lows = ~highs;
 	size_t i = 0;
-	while (i < len) {
-		if (i + 8 <= len) {
-			uint64_t w;
-			memcpy(&w, buf + i, 8);
-			/* high bit of a byte set: byte < 0x20 (w - 0x20..), byte >= 0x80, or byte == 0x7f (w + 1) */
-			const uint64_t special = ((w - 0x20 * ones) | w | ((w & ~highs) + ones)) & highs;
-			if (!special) {
-				i += 8;
-				continue;
-			}
-		}
-		const size_t end = i + 8 < len ? i + 8 : len;
-		for (; i < end; i++) {
-			const unsigned char ch = (unsigned char)buf[i];
-			if ((ch < 0x20 && ch != '\n') || ch >= 0x7f)
-				return 0;
-			if (ch == '\n' && i + 3 < len && (!memcmp(buf + i + 1, "---", 3) || !memcmp(buf + i + 1, "...", 3)))
-				return 0;  /* document markers */
-		}
+	for (; i + 8 <= len; i += 8) {
+		uint64_t w;
+		memcpy(&w, buf + i, 8);
+		const uint64_t low7 = w & lows;
+		const uint64_t ge20 = low7 + 0x60 * ones;         /* high bit: low 7 bits >= 0x20 */
+		const uint64_t del = low7 + ones;                  /* high bit: low 7 bits == 0x7f */
+		const uint64_t x = (w ^ 0x0a * ones) & lows;
+		const uint64_t not_nl = (x + 0x7f * ones) | w;      /* high bit: byte != '\n' */
+		if (((~ge20 & not_nl) | w | del) & highs)
+			return 0;
 	}
-	if (len >= 3 && (!memcmp(buf, "---", 3) || !memcmp(buf, "...", 3)))
-		return 0;
-	struct fy f = { .c = c, .b = buf, .len = len, .line = 1 };
+	for (; i < len; i++) {
+		const unsigned char ch = (unsigned char)buf[i];
+		if ((ch < 0x20 && ch != '\n') || ch >= 0x7f)
+			return 0;
+	}
+	struct fy f = { .c = c, .len = len, .line = 1 };
 	const size_t nodes_before = c->n_nodes;
 	if (sk_tree_begin(c) < 0)
 		return 0;
+	f.b = sk_tree_alloc(c, len + 2);
+	if (!f.b) {
+		sk_tree_end(c, NULL);
+		return 0;
+	}
+	memcpy(f.b, buf, len);
+	f.b[len] = '\n';
+	f.b[len + 1] = 0;
 	fy_skip_blank(&f);
 	struct sk_node *root = NULL;
 	if (f.has_line) {
 		const size_t at = f.pos + f.ind;
 		if ((f.b[at] == '-' && (fy_eol(&f, at + 1) || f.b[at + 1] == ' ')) || fy_key_end(&f, at))
 			root = fy_block(&f, f.ind, at);
-		if (root && f.has_line)
-			root = NULL;  /* something after the root block */
+		if (root && (f.has_line || f.marker))
+			root = NULL;  /* something after the root block, or a document marker */
 	}
 	if (!root) {
 		sk_tree_end(c, NULL);
 		c->n_nodes = nodes_before;
 		return 0;
 	}
+	if (f.pending_nul)
+		*f.pending_nul = 0;
 	*out = sk_tree_end(c, root);
 	return 1;
 }

@@ -39,6 +39,7 @@ struct sk_arena {
 
 #define ARENA_FIRST_CHUNK (16u << 10)
 #define ARENA_MAX_CHUNK (1u << 20)
+#define NODE_BLOCK 64
 
 static void *arena_alloc(struct sk_arena *a, size_t size, size_t align)
 {
@@ -89,6 +90,11 @@ static void arena_free(struct sk_arena *a)
 	free(a);
 }
 
+void *sk_tree_alloc(struct sk_load_ctx *c, size_t size)
+{
+	return c->arena ? arena_alloc(c->arena, size, 16) : NULL;
+}
+
 int sk_tree_begin(struct sk_load_ctx *c)
 {
 	struct sk_arena *a = calloc(1, sizeof(*a));
@@ -97,6 +103,7 @@ int sk_tree_begin(struct sk_load_ctx *c)
 	a->next_cap = ARENA_FIRST_CHUNK;
 	arena_free(c->arena);
 	c->arena = a;
+	c->node_next = c->node_end = NULL;
 	return 0;
 }
 
@@ -104,6 +111,7 @@ struct sk_node *sk_tree_end(struct sk_load_ctx *c, struct sk_node *root)
 {
 	struct sk_arena *a = c->arena;
 	c->arena = NULL;
+	c->node_next = c->node_end = NULL;
 	if (!a)
 		return root;
 	if (!root || root->pool != a) {
@@ -120,20 +128,22 @@ struct sk_node *sk_node_new(struct sk_load_ctx *c, enum sk_node_kind kind, unsig
 		return NULL;
 	struct sk_node *n;
 	if (c->arena) {
-		n = arena_alloc(c->arena, sizeof(*n), _Alignof(struct sk_node));
-		if (!n)
-			return NULL;
-		memset(n, 0, sizeof(*n));
-		n->pool = c->arena;
+		/* nodes come a block at a time: one arena call per NODE_BLOCK nodes, not one each */
+		if (c->node_next == c->node_end) {
+			n = arena_alloc(c->arena, NODE_BLOCK * sizeof(*n), _Alignof(struct sk_node));
+			if (!n)
+				return NULL;
+			c->node_next = n;
+			c->node_end = n + NODE_BLOCK;
+		}
+		n = c->node_next++;
 	} else {
-		n = calloc(1, sizeof(*n));
+		n = malloc(sizeof(*n));
 		if (!n)
 			return NULL;
 	}
+	*n = (struct sk_node){ .kind = kind, .line = line, .col = col, .pool = c->arena };
 	c->n_nodes++;
-	n->kind = kind;
-	n->line = line;
-	n->col = col;
 	return n;
 }
 
