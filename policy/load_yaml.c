@@ -22,14 +22,16 @@
 #define CC_FLOW_ITEM_END (1u << 3)   /* end an item of a flow list */
 #define CC_FLOW_ITEM_BAD (1u << 4)   /* inside a flow item: left to libyaml */
 #define CC_CORE_FIRST (1u << 5)   /* can start a null, boolean or number (core schema) */
+#define CC_SCAN_STOP (1u << 6)   /* a key's or plain value's scan looks at it: '\n', ':', '#', flow */
 
 static const unsigned char cc[256] = {
 	[' '] = CC_NOT_PLAIN,
 	['!'] = CC_NOT_PLAIN | CC_NOT_FLOW_ITEM,
 	['"'] = CC_NOT_PLAIN | CC_NOT_FLOW_ITEM | CC_FLOW_ITEM_BAD,
-	['#'] = CC_NOT_PLAIN | CC_NOT_FLOW_ITEM | CC_FLOW_ITEM_BAD,
+	['#'] = CC_NOT_PLAIN | CC_NOT_FLOW_ITEM | CC_FLOW_ITEM_BAD | CC_SCAN_STOP,
 	['%'] = CC_NOT_PLAIN | CC_NOT_FLOW_ITEM,
 	['&'] = CC_NOT_PLAIN | CC_NOT_FLOW_ITEM,
+	['\n'] = CC_SCAN_STOP,
 	['\''] = CC_NOT_PLAIN | CC_NOT_FLOW_ITEM | CC_FLOW_ITEM_BAD,
 	['*'] = CC_NOT_PLAIN | CC_NOT_FLOW_ITEM,
 	['+'] = CC_CORE_FIRST,
@@ -46,22 +48,22 @@ static const unsigned char cc[256] = {
 	['7'] = CC_CORE_FIRST,
 	['8'] = CC_CORE_FIRST,
 	['9'] = CC_CORE_FIRST,
-	[':'] = CC_NOT_PLAIN | CC_NOT_FLOW_ITEM | CC_FLOW_ITEM_BAD,
+	[':'] = CC_NOT_PLAIN | CC_NOT_FLOW_ITEM | CC_FLOW_ITEM_BAD | CC_SCAN_STOP,
 	['>'] = CC_NOT_PLAIN | CC_NOT_FLOW_ITEM,
 	['?'] = CC_NOT_PLAIN | CC_NOT_FLOW_ITEM,
 	['@'] = CC_NOT_PLAIN | CC_NOT_FLOW_ITEM,
 	['F'] = CC_CORE_FIRST,
 	['N'] = CC_CORE_FIRST,
 	['T'] = CC_CORE_FIRST,
-	['['] = CC_FLOW | CC_NOT_PLAIN | CC_NOT_FLOW_ITEM | CC_FLOW_ITEM_BAD,
-	[']'] = CC_FLOW | CC_NOT_PLAIN | CC_NOT_FLOW_ITEM | CC_FLOW_ITEM_END | CC_FLOW_ITEM_BAD,
+	['['] = CC_FLOW | CC_NOT_PLAIN | CC_NOT_FLOW_ITEM | CC_FLOW_ITEM_BAD | CC_SCAN_STOP,
+	[']'] = CC_FLOW | CC_NOT_PLAIN | CC_NOT_FLOW_ITEM | CC_FLOW_ITEM_END | CC_FLOW_ITEM_BAD | CC_SCAN_STOP,
 	['`'] = CC_NOT_PLAIN | CC_NOT_FLOW_ITEM,
 	['f'] = CC_CORE_FIRST,
 	['n'] = CC_CORE_FIRST,
 	['t'] = CC_CORE_FIRST,
-	['{'] = CC_FLOW | CC_NOT_PLAIN | CC_NOT_FLOW_ITEM | CC_FLOW_ITEM_BAD,
+	['{'] = CC_FLOW | CC_NOT_PLAIN | CC_NOT_FLOW_ITEM | CC_FLOW_ITEM_BAD | CC_SCAN_STOP,
 	['|'] = CC_NOT_PLAIN | CC_NOT_FLOW_ITEM,
-	['}'] = CC_FLOW | CC_NOT_PLAIN | CC_NOT_FLOW_ITEM | CC_FLOW_ITEM_BAD,
+	['}'] = CC_FLOW | CC_NOT_PLAIN | CC_NOT_FLOW_ITEM | CC_FLOW_ITEM_BAD | CC_SCAN_STOP,
 	['~'] = CC_CORE_FIRST,
 };
 
@@ -141,6 +143,10 @@ static enum sk_scalar_kind resolve_plain(const char *s, size_t len)
 	 * a number, so anything else is a string without the comparisons below. */
 	if (len && !is_cc(*s, CC_CORE_FIRST))
 		return SK_SCALAR_STR;
+	/* a letter (n, t, f in either case) starts no number: a null, a boolean or a string (tcp, nginx) */
+	if (len && ((*s | 0x20) >= 'a' && (*s | 0x20) <= 'z'))
+		return word_is(s, len, nulls, 4) ? SK_SCALAR_NULL :
+		       word_is(s, len, bools, 6) ? SK_SCALAR_BOOL : SK_SCALAR_STR;
 	/* ports and the like: a plain decimal integer */
 	if (all_of(s, len, is_dec))
 		return SK_SCALAR_NUM;
@@ -268,11 +274,12 @@ static void fy_skip_blank(struct fy *f)
 {
 	while (f->pos < f->len) {
 		size_t i = f->pos;
-		if (f->len - i >= 3 && (!memcmp(f->b + i, "---", 3) || !memcmp(f->b + i, "...", 3))) {
+		if ((f->b[i] == '-' || f->b[i] == '.') && f->len - i >= 3 &&
+		    (!memcmp(f->b + i, "---", 3) || !memcmp(f->b + i, "...", 3))) {
 			f->marker = true;  /* a document marker: libyaml's */
 			break;
 		}
-		while (i < f->len && f->b[i] == ' ')
+		while (f->b[i] == ' ')  /* b[len] is '\n' */
 			i++;
 		if (i < f->len && f->b[i] != '\n' && f->b[i] != '#') {
 			f->ind = i - f->pos;
@@ -292,7 +299,7 @@ static void fy_skip_blank(struct fy *f)
 
 static void fy_next_line(struct fy *f, size_t from)
 {
-	while (from < f->len && f->b[from] != '\n')
+	while (f->b[from] != '\n')  /* b[len] is one */
 		from++;
 	if (from >= f->len) {
 		f->pos = f->len;
@@ -357,14 +364,17 @@ static size_t fy_key_end(const struct fy *f, size_t i)
 {
 	if (!fy_plain_start(f, i))
 		return 0;
-	for (size_t k = i; !fy_eol(f, k); k++) {
+	for (size_t k = i;; k++) {
+		while (!is_cc(f->b[k], CC_SCAN_STOP))  /* one table lookup per byte; b[len] is '\n' */
+			k++;
 		const char ch = f->b[k];
+		if (ch == '\n')
+			return 0;
 		if (ch == ':' && (fy_eol(f, k + 1) || f->b[k + 1] == ' '))
 			return f->b[k - 1] == ' ' || k - i > 1000 ? 0 : k;  /* "a : b" and very long keys: libyaml */
 		if ((ch == '#' && f->b[k - 1] == ' ') || is_cc(ch, CC_FLOW))
 			return 0;
 	}
-	return 0;
 }
 
 static struct sk_node *fy_block(struct fy *f, size_t col, size_t first);
@@ -449,7 +459,11 @@ static struct sk_node *fy_value(struct fy *f, size_t i, size_t col, bool in_seq)
 		if (!fy_plain_start(f, i))
 			return NULL;
 		size_t k = i;
-		for (; !fy_eol(f, k); k++) {
+		for (;; k++) {
+			while (!is_cc(f->b[k], CC_SCAN_STOP))
+				k++;
+			if (f->b[k] == '\n')
+				break;
 			if (f->b[k] == ':' && (fy_eol(f, k + 1) || f->b[k + 1] == ' '))
 				return NULL;
 			if (f->b[k] == '#' && f->b[k - 1] == ' ')

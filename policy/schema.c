@@ -203,6 +203,8 @@ const struct sk_schema_field *sk_schema_field(const struct sk_schema_obj *o, con
 	 * short words */
 	for (size_t i = 0; i < o->n_fields; i++) {
 		const char *a = o->fields[i].key, *b = key;
+		if (*a != *b)
+			continue;
 		while (*a && *a == *b) {
 			a++;
 			b++;
