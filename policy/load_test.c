@@ -1103,6 +1103,27 @@ static void test_netns_hash(void **state)
 	assert_string_equal(b, want);
 	sk_policy_free(p);
 
+	/* IPv6, any port, a rule whose port list is longer than the hash's line buffer, proxied rules
+	 * skipped: the hash is still the one of the whole text */
+	char text[4096], canon[4096];
+	size_t o = (size_t)snprintf(text, sizeof(text), "version: 1\negress:\n  - cidr: fd00:ab::/32\n    protocol: udp\n"
+				    "  - cidr: 10.9.0.0/16\n  - cidr: 0.0.0.0/32\n    direct: true\n    ports: [");
+	size_t c = (size_t)snprintf(canon, sizeof(canon), "stockade-netns v1\nagent 1000\nsidecar 1337\nexempt \n"
+				    "ports proxy=15001 dns=15053 admin=15000 api=15080\nloopback allow\n"
+				    "rule 0 cidr fd00:ab::/32 ports any protocol udp\nrule 2 cidr 0.0.0.0/32 ports [");
+	for (unsigned port = 1000; port < 1200; port++) {
+		o += (size_t)snprintf(text + o, sizeof(text) - o, "%s%u", port > 1000 ? ", " : "", port);
+		c += (size_t)snprintf(canon + c, sizeof(canon) - c, "%s%u", port > 1000 ? "," : "", port);
+	}
+	assert_true(o + 8 < sizeof(text) && c + 16 < sizeof(canon));
+	(void)snprintf(text + o, sizeof(text) - o, "]\n");
+	(void)snprintf(canon + c, sizeof(canon) - c, "] direct\n");
+	p = load_text_ok(text);
+	sk_policy_netns_hash(p, a);
+	fnv_hex(canon, want);
+	assert_string_equal(a, want);
+	sk_policy_free(p);
+
 	/* IPv6, no ports, udp only: the piecewise text matches the printf form. */
 	p = load_text_ok("version: 1\negress:\n  - {cidr: \"2001:db8::/32\", protocol: udp}\n"
 			 "  - {cidr: 192.0.2.0/24, ports: [65535], direct: true, protocol: tcp}\n");
