@@ -49,6 +49,10 @@ static const char usage_text[] =
 	"  --sidecar-first         classic sidecar first in containers, its postStart wait-ready hook holding the\n"
 	"                          agent: up to 1 s sooner at start than a native sidecar; no shutdown order;\n"
 	"                          Jobs and CronJobs are refused (docs/operating.md, Probes)\n"
+	"  --init-in-sidecar       no init container: the native sidecar's entry is stockade-init, which applies\n"
+	"                          the rules, drops to the sidecar UID and execs the sidecar (the chart's\n"
+	"                          init.inSidecar): one ordered step less at start; the sidecar container starts\n"
+	"                          as root with NET_ADMIN, SETUID, SETGID, SETPCAP; native sidecar only\n"
 	"  --log-level LEVEL       sidecar log level (default info)\n"
 	"  --ready-timeout S       seconds the sidecar may take to become ready (default 30)\n"
 	"  --sidecar-setting N=V   extra sidecar flag --N=V (repeatable; the chart's sidecar.settings)\n"
@@ -57,7 +61,8 @@ static const char usage_text[] =
 
 enum {
 	OPT_POLICY = 256, OPT_CHECK, OPT_CM, OPT_INIT_IMG, OPT_SIDECAR_IMG, OPT_PULL, OPT_AGENT_UID, OPT_SIDECAR_UID,
-	OPT_ADMIN, OPT_SECCOMP, OPT_NO_SECCOMP, OPT_CLASSIC, OPT_STARTUP, OPT_FIRST, OPT_LOG, OPT_READY, OPT_SETTING, OPT_SECRET,
+	OPT_ADMIN, OPT_SECCOMP, OPT_NO_SECCOMP, OPT_CLASSIC, OPT_STARTUP, OPT_FIRST, OPT_IN_SIDECAR, OPT_LOG, OPT_READY,
+	OPT_SETTING, OPT_SECRET,
 };
 
 #define MAX_EXTRA 64
@@ -78,6 +83,7 @@ static const struct option long_opts[] = {
 	{ "classic-sidecar", no_argument, NULL, OPT_CLASSIC },
 	{ "startup-probe", no_argument, NULL, OPT_STARTUP },
 	{ "sidecar-first", no_argument, NULL, OPT_FIRST },
+	{ "init-in-sidecar", no_argument, NULL, OPT_IN_SIDECAR },
 	{ "log-level", required_argument, NULL, OPT_LOG },
 	{ "ready-timeout", required_argument, NULL, OPT_READY },
 	{ "sidecar-setting", required_argument, NULL, OPT_SETTING },
@@ -321,6 +327,7 @@ int sk_cmd_inject(int argc, char **argv)
 		case OPT_CLASSIC: o.native = false; break;
 		case OPT_STARTUP: o.hold_until_ready = false; break;
 		case OPT_FIRST: o.sidecar_first = true; break;
+		case OPT_IN_SIDECAR: o.init_in_sidecar = true; break;
 		case OPT_LOG:
 			if (strcmp(optarg, "error") && strcmp(optarg, "warn") && strcmp(optarg, "info") &&
 			    strcmp(optarg, "debug")) {
@@ -406,6 +413,11 @@ static int run_inject(struct sk_inject_opts *o_, const char *const *files, size_
 	}
 
 	struct sk_err err = { 0 };
+	/* a shape no pod can take is a usage error, said once, not a refusal per workload */
+	if (sk_inject_opts_check(&o, &err) < 0) {
+		(void)fprintf(stderr, "stockade-policy inject: %s\n", err.msg);
+		return SK_EXIT_USAGE;
+	}
 	char *policy_text = NULL, *seccomp_yaml = NULL;
 	char profile_name[SK_SCMP_NAME_SIZE];
 	size_t policy_len = 0;

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # e2e/inject.test.sh — `stockade-policy inject` (issue 21): the pod spec it writes around an agent
 # container is the one the chart renders around the same container (helm template, compared with keys
-# sorted, lists in order), in native, classic, startupProbe, no-seccomp and other-UID modes and for Pod,
-# Job and Deployment; every workload kind it writes passes kubeconform; refusals, --check, --policy,
-# Lists, JSON and pass-through. Needs helm, kubeconform and the schemas (scripts/install-tools); no root.
+# sorted, lists in order), in native, classic, sidecar-first, init-in-sidecar, startupProbe, no-seccomp and
+# other-UID modes and for Pod, Job and Deployment; every workload kind it writes passes kubeconform;
+# refusals, --check (and switching shape), --policy, Lists, JSON and pass-through. Needs helm, kubeconform
+# and the schemas (scripts/install-tools); no root.
 set -uo pipefail
 # shellcheck source=e2e/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -159,6 +160,12 @@ t_same_as_chart() {
 	same "Pod, startupProbe gate" Pod "--set sidecar.holdAgentUntilReady=false" "--startup-probe"
 	same "Pod, classic sidecar started first" Pod "--set sidecar.startFirst=true" "--sidecar-first"
 	same "Deployment, classic sidecar started first" Deployment "--set sidecar.startFirst=true" "--sidecar-first"
+	same "Pod, init in sidecar" Pod "--set init.inSidecar=true" "--init-in-sidecar"
+	same "Deployment, init in sidecar" Deployment "--set init.inSidecar=true" "--init-in-sidecar"
+	same "Job, init in sidecar" Job "--set init.inSidecar=true" "--init-in-sidecar"
+	same "Pod, init in sidecar, startupProbe gate, other sidecar UID, seccomp off" Pod \
+		"--set init.inSidecar=true --set sidecar.holdAgentUntilReady=false --set uids.sidecar=2001 --set seccomp.enabled=false" \
+		"--init-in-sidecar --startup-probe --sidecar-uid 2001 --no-seccomp"
 	same "Pod, seccomp off" Pod "--set seccomp.enabled=false" "--no-seccomp"
 	same "Pod, other UIDs, admin port, images, configmap, log level, ready timeout" Pod \
 		"--set uids.agent=2000 --set uids.sidecar=2001 --set ports.admin=16000 --set images.init.repository=r/i --set images.init.tag=t1 --set images.sidecar.repository=r/s --set images.sidecar.tag=t2 --set images.init.pullPolicy=Always --set images.sidecar.pullPolicy=Always --set policy.existingConfigMap=my-policy --set seccomp.profileName=stockade-0123456789abcdef.json --set sidecar.logLevel=debug --set sidecar.readyTimeoutSeconds=7" \
@@ -263,6 +270,28 @@ $SK_TMP/kinds.yaml: document 3 (ReplicaSet/r): not wrapped by stockade (run stoc
 $SK_TMP/kinds.yaml: document 4 (CronJob/c): not wrapped by stockade (run stockade-policy inject)" "$err"
 	run "$P" inject --check --classic-sidecar -f "$SK_TMP/kinds.out.yaml"
 	sk_check_eq "--check fails when the options differ (classic vs native)" 1 "$rc"
+	# switching shape on wrapped output: init in the sidecar and back, nothing left of the other shape
+	run "$P" inject --init-in-sidecar -f "$SK_TMP/kinds.out.yaml"
+	printf '%s\n' "$out" >"$SK_TMP/kinds.insidecar.yaml"
+	sk_check_eq "--init-in-sidecar on wrapped output: no stockade-init container left, the sidecar first" \
+		"StatefulSet stockade-sidecar
+DaemonSet stockade-sidecar
+ReplicaSet stockade-sidecar
+CronJob stockade-sidecar,setup" "$(python3 -c '
+import sys, yaml
+for d in yaml.safe_load_all(open(sys.argv[1])):
+    k = d["kind"]
+    if k == "Service": continue
+    s = d["spec"]["jobTemplate"]["spec"]["template"]["spec"] if k == "CronJob" else d["spec"]["template"]["spec"]
+    print(k, ",".join(c["name"] for c in s.get("initContainers", [])))' "$SK_TMP/kinds.insidecar.yaml")"
+	run "$P" inject --check --init-in-sidecar -f "$SK_TMP/kinds.insidecar.yaml"
+	sk_check_eq "--check --init-in-sidecar passes on it" "0:" "$rc:$out$err"
+	run "$P" inject --check -f "$SK_TMP/kinds.insidecar.yaml"
+	sk_check_eq "--check (an init container) fails on it" 1 "$rc"
+	run "$P" inject --check --init-in-sidecar -f "$SK_TMP/kinds.out.yaml"
+	sk_check_eq "--check --init-in-sidecar fails on the default shape" 1 "$rc"
+	run "$P" inject -f "$SK_TMP/kinds.insidecar.yaml"
+	sk_check_eq "wrapping it again without the flag gives the default shape's text back" "$(cat "$SK_TMP/kinds.out.yaml")" "$out"
 }
 
 # --- refusals: nothing on stdout, the field named --------------------------------------------------------
@@ -275,6 +304,12 @@ t_refusals() {
 	sk_check_eq "Job with a classic sidecar refused" "1:$SK_TMP/job.yaml: document 1 (Job/j): spec.template.spec: a Job's pod cannot have a classic sidecar: it would keep running and the Job would never complete (use a native sidecar, Kubernetes >= 1.29)" "$rc:$err"
 	run "$P" inject --sidecar-first -f "$SK_TMP/job.yaml"
 	sk_check_eq "Job with the sidecar started first refused" "1:$SK_TMP/job.yaml: document 1 (Job/j): spec.template.spec: a Job's pod cannot have a classic sidecar: it would keep running and the Job would never complete (use a native sidecar, Kubernetes >= 1.29)" "$rc:$err"
+	local why="--init-in-sidecar needs the native sidecar (not --classic-sidecar, not --sidecar-first): a classic sidecar's failed postStart hook does not stop the kubelet from starting the agent, so the agent could run with no rules (fail open)"
+	run "$P" inject --init-in-sidecar --sidecar-first -f "$SK_TMP/hostnet.yaml"
+	sk_check_eq "--init-in-sidecar with --sidecar-first refused as the chart refuses it: exit 2, nothing written, why" \
+		"2::stockade-policy inject: $why" "$rc:$out:$err"
+	run "$P" inject --check --init-in-sidecar --classic-sidecar -f "$SK_TMP/job.yaml"
+	sk_check_eq "--init-in-sidecar with --classic-sidecar refused, --check too" "2:stockade-policy inject: $why" "$rc:$err"
 	run "$P" inject -f "$SK_TMP/root.yaml"
 	sk_check_eq "root agent refused" "1:$SK_TMP/root.yaml: document 1 (Pod/p): spec.containers[0].securityContext.runAsUser: container 'a' runs as root; an agent container cannot (its traffic would not be redirected, and root may change the pod's nftables)" "$rc:$err"
 	printf 'kind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: a}]\n  x: [1\n' >"$SK_TMP/syntax.yaml"

@@ -58,7 +58,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1)
 		return 0;
 	/* byte 0 picks the options: native or classic sidecar, hook or probe, seccomp or not, API secret,
-	 * classic sidecar first */
+	 * classic sidecar first, the init in the sidecar (refused unless native) */
 	struct sk_inject_opts o;
 	sk_inject_opts_default(&o);
 	o.native = !(data[0] & 1);
@@ -66,6 +66,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (data[0] & 4)
 		o.seccomp_profile = NULL;
 	o.sidecar_first = (data[0] & 16) != 0;
+	o.init_in_sidecar = (data[0] & 32) != 0;
 	static const char *const settings[] = { "--peek-timeout-ms=2000" };
 	static const struct sk_inject_secret secrets[] = { { "gh", "gh-token" } };
 	if (data[0] & 8) {

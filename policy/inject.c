@@ -16,6 +16,8 @@
 
 #define INIT_NAME "stockade-init"
 #define SIDECAR_NAME "stockade-sidecar"
+#define INIT_PATH "/usr/local/bin/stockade-init"
+#define SIDECAR_PATH "/usr/local/bin/stockade-sidecar"
 #define VOL_POLICY "stockade-policy"
 #define VOL_RUN "stockade-run"
 #define VOL_SECRET_PREFIX "stockade-secret-"
@@ -149,23 +151,30 @@ static void add_sc_base(cJSON *sc)
 	add_bool(sc, "readOnlyRootFilesystem", true);
 }
 
-/* stockade.initContainer */
-static cJSON *build_init(const struct sk_inject_opts *o)
+/* stockade.initArgs: stockade-init's arguments, appended to a (the init container's args, or the sidecar's
+ * command with init_in_sidecar). */
+static void add_init_args(cJSON *a, const struct sk_inject_opts *o)
 {
 	static const char *const args[] = { "--policy", "/etc/stockade/policy.yaml", "--marker",
 					    "/run/stockade/init.marker" };
+	for (size_t i = 0; a && i < sizeof(args) / sizeof(args[0]); i++)
+		cJSON_AddItemToArray(a, cJSON_CreateString(args[i]));
+	if (o->seccomp_profile) {
+		/* the init refuses to start the pod when this is not its policy's profile */
+		cJSON_AddItemToArray(a, cJSON_CreateString("--seccomp-profile"));
+		cJSON_AddItemToArray(a, cJSON_CreateString(o->seccomp_profile));
+	}
+}
+
+/* stockade.initContainer */
+static cJSON *build_init(const struct sk_inject_opts *o)
+{
 	static const char *const net_admin[] = { "NET_ADMIN" }, *const all[] = { "ALL" };
 	cJSON *c = cJSON_CreateObject();
 	add_str(c, "name", INIT_NAME);
 	add_str(c, "image", o->init_image);
 	add_str(c, "imagePullPolicy", o->pull_policy);
-	add_strs(c, "args", args, 4);
-	if (o->seccomp_profile) {
-		/* the init refuses to start the pod when this is not its policy's profile */
-		cJSON *a = cJSON_GetObjectItemCaseSensitive(c, "args");
-		cJSON_AddItemToArray(a, cJSON_CreateString("--seccomp-profile"));
-		cJSON_AddItemToArray(a, cJSON_CreateString(o->seccomp_profile));
-	}
+	add_init_args(cJSON_AddArrayToObject(c, "args"), o);
 	/* root inside the pod's own network namespace: nftables needs uid 0 with NET_ADMIN, nothing else */
 	cJSON *sc = add_obj(c, "securityContext");
 	add_num(sc, "runAsUser", 0);
@@ -183,20 +192,28 @@ static cJSON *build_init(const struct sk_inject_opts *o)
 	return c;
 }
 
-/* stockade.sidecarContainer (without apiSecrets / settings: inject has no values for them) */
+/* The capabilities of the sidecar container's entry with init_in_sidecar: NET_ADMIN for the nftables batch,
+ * SETUID and SETGID to drop to the sidecar UID, SETPCAP to empty the bounding set before that. */
+static const char *const entry_caps[] = { "NET_ADMIN", "SETUID", "SETGID", "SETPCAP" };
+#define N_ENTRY_CAPS (sizeof(entry_caps) / sizeof(entry_caps[0]))
+
+/* stockade.sidecarContainer */
 static cJSON *build_sidecar(const struct sk_inject_opts *o)
 {
 	static const char *const all[] = { "ALL" };
-	char admin[64], level[64], bind[64], timeout[64], drain[16];
+	char admin[64], level[64], bind[64], timeout[64], drain[16], as[32];
 	/* sized for the bounds struct sk_inject_opts documents (a log level word, numbers) */
 	(void)snprintf(admin, sizeof(admin), "--admin-addr=0.0.0.0:%u", (unsigned)o->admin_port);
 	(void)snprintf(level, sizeof(level), "--log-level=%s", o->log_level);
 	(void)snprintf(bind, sizeof(bind), "--admin-addr=127.0.0.1:%u", (unsigned)o->admin_port);
 	(void)snprintf(timeout, sizeof(timeout), "--timeout-ms=%lu", (unsigned long)o->ready_timeout_s * 1000ul);
 	(void)snprintf(drain, sizeof(drain), "%u", o->drain_seconds);
+	(void)snprintf(as, sizeof(as), "%lu:%lu", (unsigned long)o->sidecar_uid, (unsigned long)o->sidecar_uid);
 	const char *const args[] = { "--policy=/etc/stockade/policy.yaml", "--marker=/run/stockade/init.marker",
 				     admin, level };
-	const char *const hook[] = { "/usr/local/bin/stockade-sidecar", "wait-ready", bind, timeout };
+	char as_flag[40];
+	(void)snprintf(as_flag, sizeof(as_flag), "--as=%s", as);
+	const char *const hook[] = { SIDECAR_PATH, "wait-ready", bind, timeout, as_flag };
 
 	cJSON *c = cJSON_CreateObject();
 	add_str(c, "name", SIDECAR_NAME);
@@ -204,6 +221,16 @@ static cJSON *build_sidecar(const struct sk_inject_opts *o)
 	add_str(c, "imagePullPolicy", o->pull_policy);
 	if (is_native(o))
 		add_str(c, "restartPolicy", "Always");
+	if (o->init_in_sidecar) {
+		/* stockade-init programs the netns, writes the marker, drops to the sidecar UID for good and only
+		 * then execs the sidecar with the args below; on any failure the sidecar, so the agent, never runs */
+		cJSON *cmd = cJSON_AddArrayToObject(c, "command");
+		cJSON_AddItemToArray(cmd, cJSON_CreateString(INIT_PATH));
+		add_init_args(cmd, o);
+		static const char *const tail[] = { "--exec-as", NULL, "--", SIDECAR_PATH };
+		for (size_t i = 0; cmd && i < sizeof(tail) / sizeof(tail[0]); i++)
+			cJSON_AddItemToArray(cmd, cJSON_CreateString(tail[i] ? tail[i] : as));
+	}
 	cJSON *argv = add_strs(c, "args", args, 4);
 	for (size_t i = 0; argv && i < o->n_settings; i++)
 		cJSON_AddItemToArray(argv, cJSON_CreateString(o->settings[i]));
@@ -216,18 +243,31 @@ static cJSON *build_sidecar(const struct sk_inject_opts *o)
 	add_num(port, "containerPort", o->admin_port);
 	add_str(port, "protocol", "TCP");
 	cJSON_AddItemToArray(cJSON_AddArrayToObject(c, "ports"), port);
-	/* its own UID: nftables exempts it, and no agent container may use it (refused below) */
 	cJSON *sc = add_obj(c, "securityContext");
-	add_num(sc, "runAsUser", o->sidecar_uid);
-	add_num(sc, "runAsGroup", o->sidecar_uid);
-	add_bool(sc, "runAsNonRoot", true);
-	add_sc_base(sc);
-	add_strs(add_obj(sc, "capabilities"), "drop", all, 1);
+	if (o->init_in_sidecar) {
+		/* root only for the entry: the sidecar process runs as the sidecar UID with no capability */
+		add_num(sc, "runAsUser", 0);
+		add_num(sc, "runAsGroup", 0);
+		add_bool(sc, "runAsNonRoot", false);
+		add_sc_base(sc);
+		cJSON *caps = add_obj(sc, "capabilities");
+		add_strs(caps, "add", entry_caps, N_ENTRY_CAPS);
+		add_strs(caps, "drop", all, 1);
+	} else {
+		/* its own UID: nftables exempts it, and no agent container may use it (refused below) */
+		add_num(sc, "runAsUser", o->sidecar_uid);
+		add_num(sc, "runAsGroup", o->sidecar_uid);
+		add_bool(sc, "runAsNonRoot", true);
+		add_sc_base(sc);
+		add_strs(add_obj(sc, "capabilities"), "drop", all, 1);
+	}
 	add_str(add_obj(sc, "seccompProfile"), "type", "RuntimeDefault");
 	/* first in containers, the hook holds the agent too: the kubelet starts containers in order, each
-	 * after the one before it has started and its postStart hook returned */
+	 * after the one before it has started and its postStart hook returned. With init_in_sidecar the hook
+	 * runs as the container's root with its capabilities: --as drops them first */
 	if ((is_native(o) && o->hold_until_ready) || o->sidecar_first)
-		add_strs(add_obj(add_obj(add_obj(c, "lifecycle"), "postStart"), "exec"), "command", hook, 4);
+		add_strs(add_obj(add_obj(add_obj(c, "lifecycle"), "postStart"), "exec"), "command", hook,
+			 o->init_in_sidecar ? 5 : 4);
 	else if (is_native(o))
 		add_http_probe(c, "startupProbe", "/readyz", 1, 0, o->ready_timeout_s);
 	add_http_probe(c, "livenessProbe", "/healthz", o->probe_period_s, 2, o->probe_failures);
@@ -235,7 +275,10 @@ static cJSON *build_sidecar(const struct sk_inject_opts *o)
 	add_resources(c, "50m", "16Mi", "64Mi");
 	cJSON *vm = cJSON_AddArrayToObject(c, "volumeMounts");
 	add_mount(vm, VOL_POLICY, "/etc/stockade", true);
-	add_mount(vm, VOL_RUN, "/run/stockade", true);
+	/* with init_in_sidecar the entry writes the marker there; the chart then says readOnly: false */
+	cJSON *run = add_mount(vm, VOL_RUN, "/run/stockade", !o->init_in_sidecar);
+	if (o->init_in_sidecar)
+		add_bool(run, "readOnly", false);
 	for (size_t i = 0; i < o->n_secrets; i++) {
 		char vol[320], path[320];   /* the name is a DNS label (inject.h): no truncation */
 		(void)snprintf(vol, sizeof(vol), VOL_SECRET_PREFIX "%s", o->secrets[i].name);
@@ -526,27 +569,70 @@ static bool has_all_dropped(const cJSON *sc)
 	return false;
 }
 
+/* The sidecar's entry with init_in_sidecar is stockade-init and its arguments, then "--exec-as UID:UID --
+ * stockade-sidecar", and its capabilities exactly the entry's, besides dropping ALL. */
+static bool entry_ok(const cJSON *side, const cJSON *ssc, const struct sk_inject_opts *o)
+{
+	const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(side, "command");
+	const cJSON *add = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ssc, "capabilities"), "add");
+	int n = cJSON_GetArraySize(cmd), want = 1 + (o->seccomp_profile ? 6 : 4) + 4;
+	char as[32];
+	(void)snprintf(as, sizeof(as), "%lu:%lu", (unsigned long)o->sidecar_uid, (unsigned long)o->sidecar_uid);
+	const cJSON *first = cJSON_GetArrayItem(cmd, 0), *flag = cJSON_GetArrayItem(cmd, n - 4),
+		    *uid = cJSON_GetArrayItem(cmd, n - 3), *dashes = cJSON_GetArrayItem(cmd, n - 2),
+		    *last = cJSON_GetArrayItem(cmd, n - 1);
+	if (n != want || !cJSON_IsString(first) || strcmp(first->valuestring, INIT_PATH) || !cJSON_IsString(flag) ||
+	    strcmp(flag->valuestring, "--exec-as") || !cJSON_IsString(uid) || strcmp(uid->valuestring, as) ||
+	    !cJSON_IsString(dashes) || strcmp(dashes->valuestring, "--") || !cJSON_IsString(last) ||
+	    strcmp(last->valuestring, SIDECAR_PATH) || cJSON_GetArraySize(add) != (int)N_ENTRY_CAPS)
+		return false;
+	for (size_t i = 0; i < N_ENTRY_CAPS; i++) {
+		const cJSON *cap = cJSON_GetArrayItem(add, (int)i);
+		if (!cJSON_IsString(cap) || strcmp(cap->valuestring, entry_caps[i]))
+			return false;
+	}
+	/* the postStart hook runs with the container's root and capabilities unless it drops them first */
+	const cJSON *hook = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(side, "lifecycle"), "postStart"),
+			"exec"),
+		"command");
+	const cJSON *drop = cJSON_GetArrayItem(hook, cJSON_GetArraySize(hook) - 1);
+	char as_flag[40];
+	(void)snprintf(as_flag, sizeof(as_flag), "--as=%s", as);
+	if (hook && (!cJSON_IsString(drop) || strcmp(drop->valuestring, as_flag)))
+		return false;
+	return num_is(ssc, "runAsUser", 0);
+}
+
 /* What the wrapped spec must hold for the sandbox to stand: the init first with NET_ADMIN and both
- * mounts, the sidecar under its UID, every other container non-root, unescalating, with no capabilities
- * and the agent's seccomp profile, and the two volumes. */
+ * mounts (with init_in_sidecar: no init container, the native sidecar first with the stockade-init entry
+ * and exactly its capabilities), the sidecar under its UID, every other container non-root, unescalating,
+ * with no capabilities and the agent's seccomp profile, and the two volumes. */
 static bool sandboxed(const cJSON *spec, const struct sk_inject_opts *o)
 {
 	const cJSON *inits = cJSON_GetObjectItemCaseSensitive(spec, "initContainers");
 	const cJSON *conts = cJSON_GetObjectItemCaseSensitive(spec, "containers");
 	const cJSON *vols = cJSON_GetObjectItemCaseSensitive(spec, "volumes");
-	const cJSON *init = cJSON_GetArrayItem(inits, 0);
-	const cJSON *isc = cJSON_GetObjectItemCaseSensitive(init, "securityContext");
-	if (!str_is(init, "name", INIT_NAME) || !str_is(init, "image", o->init_image) || !num_is(isc, "runAsUser", 0) ||
-	    !has_all_dropped(isc) || cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(init, "volumeMounts")) != 2 ||
-	    cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(init, "args")) != (o->seccomp_profile ? 6 : 4))
-		return false;
-	const cJSON *side = is_native(o)       ? cJSON_GetArrayItem(inits, 1)
-			    : o->sidecar_first ? cJSON_GetArrayItem(conts, 0)
-					       : cJSON_GetArrayItem(conts, cJSON_GetArraySize(conts) - 1);
+	const cJSON *side;
+	if (o->init_in_sidecar) {
+		side = cJSON_GetArrayItem(inits, 0);
+	} else {
+		const cJSON *init = cJSON_GetArrayItem(inits, 0);
+		const cJSON *isc = cJSON_GetObjectItemCaseSensitive(init, "securityContext");
+		if (!str_is(init, "name", INIT_NAME) || !str_is(init, "image", o->init_image) ||
+		    !num_is(isc, "runAsUser", 0) || !has_all_dropped(isc) ||
+		    cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(init, "volumeMounts")) != 2 ||
+		    cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(init, "args")) != (o->seccomp_profile ? 6 : 4))
+			return false;
+		side = is_native(o)       ? cJSON_GetArrayItem(inits, 1)
+		       : o->sidecar_first ? cJSON_GetArrayItem(conts, 0)
+					  : cJSON_GetArrayItem(conts, cJSON_GetArraySize(conts) - 1);
+	}
 	const cJSON *ssc = cJSON_GetObjectItemCaseSensitive(side, "securityContext");
 	if (!str_is(side, "name", SIDECAR_NAME) || !str_is(side, "image", o->sidecar_image) ||
-	    !num_is(ssc, "runAsUser", o->sidecar_uid) || !has_all_dropped(ssc) ||
-	    (is_native(o) && !str_is(side, "restartPolicy", "Always")) ||
+	    !(o->init_in_sidecar ? entry_ok(side, ssc, o) : num_is(ssc, "runAsUser", o->sidecar_uid)) ||
+	    !has_all_dropped(ssc) || (is_native(o) && !str_is(side, "restartPolicy", "Always")) ||
 	    (size_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(side, "args")) != 4 + o->n_settings)
 		return false;
 	const cJSON *lists[] = { inits, conts };
@@ -554,6 +640,11 @@ static bool sandboxed(const cJSON *spec, const struct sk_inject_opts *o)
 		const cJSON *c;
 		cJSON_ArrayForEach(c, lists[l]) {
 			const char *n = cname(c);
+			/* the one stockade-init is the one checked above: with init_in_sidecar there is none */
+			if (n && !strcmp(n, INIT_NAME) && (o->init_in_sidecar || c != cJSON_GetArrayItem(inits, 0)))
+				return false;
+			if (n && !strcmp(n, SIDECAR_NAME) && c != side)
+				return false;
 			if (n && stockade_container(n))
 				continue;
 			const cJSON *sc = cJSON_GetObjectItemCaseSensitive(c, "securityContext");
@@ -636,9 +727,11 @@ static int wrap_spec(cJSON *spec, const char *at, bool wrapped, bool job, const 
 		harden_agent(c, o);
 	}
 
-	/* stockade-init first, then the native sidecar, so both run before any container of the pod's own */
+	/* stockade-init first, then the native sidecar, so both run before any container of the pod's own
+	 * (with init_in_sidecar the sidecar alone, its entry being stockade-init) */
 	cJSON *new_inits = cJSON_CreateArray();
-	cJSON_AddItemToArray(new_inits, build_init(o));
+	if (!o->init_in_sidecar)
+		cJSON_AddItemToArray(new_inits, build_init(o));
 	if (is_native(o))
 		cJSON_AddItemToArray(new_inits, build_sidecar(o));
 	if (inits)
@@ -729,13 +822,26 @@ static cJSON *find_template(cJSON *doc, const struct kind_path *kp, char *at, si
 	return t;
 }
 
+int sk_inject_opts_check(const struct sk_inject_opts *o, struct sk_err *err)
+{
+	if (o->agent_uid == 0 || o->agent_uid == o->sidecar_uid || o->sidecar_uid == 0)
+		return sk_err_set(err, EINVAL, "inject: the agent and sidecar UIDs must be non-zero and differ");
+	/* the chart's refusal of init.inSidecar, in inject's words */
+	if (o->init_in_sidecar && !is_native(o))
+		return sk_err_set(err, EINVAL, "--init-in-sidecar needs the native sidecar (not --classic-sidecar, not "
+				  "--sidecar-first): a classic sidecar's failed postStart hook does not stop the kubelet "
+				  "from starting the agent, so the agent could run with no rules (fail open)");
+	return 0;
+}
+
 int sk_inject_doc(cJSON *doc, const struct sk_inject_opts *o, struct sk_err *err)
 {
 	const struct kind_path *kp = cJSON_IsObject(doc) ? find_kind(doc) : NULL;
 	if (!kp)
 		return SK_INJECT_PASS;
-	if (o->agent_uid == 0 || o->agent_uid == o->sidecar_uid || o->sidecar_uid == 0)
-		return sk_err_set(err, EINVAL, "inject: the agent and sidecar UIDs must be non-zero and differ");
+	int r = sk_inject_opts_check(o, err);
+	if (r < 0)
+		return r;
 	char at[128], spec_at[160];
 	cJSON *tmpl = find_template(doc, kp, at, sizeof(at), err);
 	if (!tmpl)
@@ -747,7 +853,6 @@ int sk_inject_doc(cJSON *doc, const struct sk_inject_opts *o, struct sk_err *err
 	cJSON *meta_in, *labels_in;
 	char meta_at[160];
 	(void)snprintf(meta_at, sizeof(meta_at), "%s%smetadata", at, at[0] ? "." : "");
-	int r;
 	if ((r = opt_object(tmpl, "metadata", at[0] ? at : "(document)", &meta_in, err)) < 0 ||
 	    (r = opt_object(meta_in, "labels", meta_at, &labels_in, err)) < 0)
 		return r;

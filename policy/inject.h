@@ -4,7 +4,8 @@
  *
  * What it owns: which kinds carry a pod spec and where; what cannot be sandboxed (refused with the field
  * path, e.g. "spec.template.spec.hostNetwork: ..."); the stockade-owned names (containers stockade-init,
- * stockade-sidecar; volumes stockade-policy, stockade-run, stockade-secret-*). It parses no text: the
+ * stockade-sidecar; volumes stockade-policy, stockade-run, stockade-secret-*), whether or not these options
+ * use them all (stockade-init is no container of its own with init_in_sidecar). It parses no text: the
  * caller hands it a document tree (manifest.h reads YAML/JSON streams).
  *
  * Idempotent: a pod template labelled stockade.io/wrapped=true has its stockade-owned parts removed and
@@ -53,6 +54,10 @@ struct sk_inject_opts {
 	bool sidecar_first;            /* a classic sidecar first in containers with the postStart hook, so the
 	                                * kubelet starts the agent in the same sync once the hook returns (one
 	                                * relist sooner than a native sidecar); overrides native. Jobs refused */
+	bool init_in_sidecar;          /* no init container: the native sidecar's entry is stockade-init --exec-as
+	                                * sidecar_uid -- stockade-sidecar, root with NET_ADMIN, SETUID, SETGID,
+	                                * SETPCAP until it drops (the chart's init.inSidecar). Native only: with
+	                                * sidecar_first or !native every workload is refused (fail open) */
 	unsigned ready_timeout_s;      /* wait-ready bound / startupProbe failureThreshold */
 	unsigned probe_period_s;       /* liveness/readiness periodSeconds */
 	unsigned probe_failures;       /* liveness failureThreshold */
@@ -74,6 +79,10 @@ enum sk_inject_result {
 	SK_INJECT_PASS = 0,     /* not a workload kind: left as it was */
 	SK_INJECT_WRAPPED = 1,  /* a workload, now wrapped (it may have been already: the tree is then unchanged) */
 };
+
+/* Options that cannot wrap any pod: 0, or -EINVAL with err saying why. The message names inject's flags,
+ * which stockade-injector's settings share. sk_inject_doc checks them too. */
+int sk_inject_opts_check(const struct sk_inject_opts *o, struct sk_err *err);
 
 /* Wraps the workload `doc` (a whole object: Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job or
  * CronJob) in place. Returns an sk_inject_result, or -EINVAL with err naming the field path and why the

@@ -211,6 +211,267 @@ static void test_sidecar_first_in_containers_with_hook(void **state)
 	cJSON_Delete(d);
 }
 
+/* Appends s (NULL: "?") and then sep to out (cut at outsz, which the callers' sizes never reach). */
+static void append(char *out, size_t outsz, const char *s, const char *sep)
+{
+	size_t n = strlen(out);
+	assert_true(snprintf(out + n, outsz - n, "%s%s", s ? s : "?", sep) < (int)(outsz - n));
+}
+
+/* The strings of a JSON array joined with spaces, compared whole. */
+static void assert_joined(const cJSON *arr, const char *want)
+{
+	char got[1024] = "";
+	const cJSON *v;
+	cJSON_ArrayForEach(v, arr) {
+		append(got, sizeof(got), cJSON_IsString(v) ? v->valuestring : NULL, v->next ? " " : "");
+	}
+	if (strcmp(got, want))
+		fail_msg("got '%s', want '%s'", got, want);
+}
+
+/* The names of every container of a pod spec, init containers first: "i:a,b c:x,y". */
+static void assert_names(const cJSON *spec, const char *want)
+{
+	char got[512] = "i:";
+	const cJSON *c;
+	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(spec, "initContainers")) {
+		append(got, sizeof(got), str_at(c, "name"), c->next ? "," : "");
+	}
+	append(got, sizeof(got), " c:", "");
+	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(spec, "containers")) {
+		append(got, sizeof(got), str_at(c, "name"), c->next ? "," : "");
+	}
+	assert_string_equal(got, want);
+}
+
+/* init_in_sidecar, the chart's init.inSidecar: no stockade-init container; the native sidecar, first, has
+ * stockade-init as its entry (its arguments, --exec-as the sidecar UID, then the sidecar), runs it as root
+ * with exactly NET_ADMIN, SETUID, SETGID and SETPCAP, may write the marker, and its hook drops first. */
+static void test_init_in_sidecar_shape(void **state)
+{
+	(void)state;
+	struct sk_inject_opts o;
+	sk_inject_opts_default(&o);
+	o.init_in_sidecar = true;
+	struct sk_err err = { 0 };
+	cJSON *d = yaml1(pod);
+	assert_int_equal(sk_inject_doc(d, &o, &err), SK_INJECT_WRAPPED);
+	assert_names(at(d, "spec"), "i:stockade-sidecar c:app");
+	const cJSON *side = at(d, "spec.initContainers[0]");
+	assert_string_equal(str_at(side, "image"), "localhost/stockade-sidecar:0.1.0");
+	assert_string_equal(str_at(side, "restartPolicy"), "Always");
+	assert_joined(at(side, "command"), "/usr/local/bin/stockade-init --policy /etc/stockade/policy.yaml --marker "
+		      "/run/stockade/init.marker --seccomp-profile stockade-4696b6ca6e2d4b5e.json --exec-as 1337:1337 -- "
+		      "/usr/local/bin/stockade-sidecar");
+	/* the sidecar's own arguments, as without the entry */
+	assert_joined(at(side, "args"), "--policy=/etc/stockade/policy.yaml --marker=/run/stockade/init.marker "
+		      "--admin-addr=0.0.0.0:15000 --log-level=info");
+	assert_int_equal(at(side, "securityContext.runAsUser")->valueint, 0);
+	assert_int_equal(at(side, "securityContext.runAsGroup")->valueint, 0);
+	assert_true(cJSON_IsFalse(at(side, "securityContext.runAsNonRoot")));
+	assert_true(cJSON_IsFalse(at(side, "securityContext.allowPrivilegeEscalation")));
+	assert_true(cJSON_IsTrue(at(side, "securityContext.readOnlyRootFilesystem")));
+	assert_joined(at(side, "securityContext.capabilities.add"), "NET_ADMIN SETUID SETGID SETPCAP");
+	assert_joined(at(side, "securityContext.capabilities.drop"), "ALL");
+	assert_string_equal(str_at(side, "securityContext.seccompProfile.type"), "RuntimeDefault");
+	assert_joined(at(side, "lifecycle.postStart.exec.command"), "/usr/local/bin/stockade-sidecar wait-ready "
+		      "--admin-addr=127.0.0.1:15000 --timeout-ms=30000 --as=1337:1337");
+	assert_null(at(side, "startupProbe"));
+	assert_string_equal(str_at(side, "volumeMounts[1].name"), "stockade-run");
+	assert_true(cJSON_IsFalse(at(side, "volumeMounts[1].readOnly")));
+	assert_true(cJSON_IsTrue(at(side, "volumeMounts[0].readOnly")));
+	/* the agent as without it */
+	assert_int_equal(at(d, "spec.containers[0].securityContext.runAsUser")->valueint, 1000);
+	assert_string_equal(str_at(d, "spec.volumes[1].name"), "stockade-run");
+	assert_int_equal(sk_inject_is_wrapped(d, &o, &err), 1);
+	cJSON_Delete(d);
+
+	/* the entry follows the sidecar UID and the seccomp profile; with the startupProbe gate no hook */
+	o.sidecar_uid = 2001;
+	o.seccomp_profile = NULL;
+	o.hold_until_ready = false;
+	d = yaml1("kind: Job\nspec: {template: {spec: {initContainers: [{name: setup}], containers: [{name: c}]}}}\n");
+	assert_int_equal(sk_inject_doc(d, &o, &err), SK_INJECT_WRAPPED);
+	assert_names(at(d, "spec.template.spec"), "i:stockade-sidecar,setup c:c");
+	side = at(d, "spec.template.spec.initContainers[0]");
+	assert_joined(at(side, "command"), "/usr/local/bin/stockade-init --policy /etc/stockade/policy.yaml --marker "
+		      "/run/stockade/init.marker --exec-as 2001:2001 -- /usr/local/bin/stockade-sidecar");
+	assert_null(at(side, "lifecycle"));
+	assert_int_equal(at(side, "startupProbe.failureThreshold")->valueint, 30);
+	assert_int_equal(at(side, "securityContext.runAsUser")->valueint, 0);
+	cJSON_Delete(d);
+}
+
+/* The chart refuses init.inSidecar with a classic sidecar, started first or not: its failed postStart hook
+ * would not hold the agent, which could then run with no rules. inject refuses every workload the same way,
+ * leaving it as it was; the options alone say so. */
+static void test_init_in_sidecar_refused_without_native(void **state)
+{
+	(void)state;
+	static const char why[] = "--init-in-sidecar needs the native sidecar (not --classic-sidecar, not "
+				  "--sidecar-first): a classic sidecar's failed postStart hook does not stop the kubelet "
+				  "from starting the agent, so the agent could run with no rules (fail open)";
+	struct sk_inject_opts o;
+	sk_inject_opts_default(&o);
+	struct sk_err err = { 0 };
+	o.init_in_sidecar = true;
+	assert_int_equal(sk_inject_opts_check(&o, &err), 0);
+	for (int i = 0; i < 2; i++) {
+		sk_inject_opts_default(&o);
+		o.init_in_sidecar = true;
+		if (i == 0)
+			o.sidecar_first = true;
+		else
+			o.native = false;
+		err.msg[0] = '\0';
+		assert_int_equal(sk_inject_opts_check(&o, &err), -EINVAL);
+		assert_string_equal(err.msg, why);
+		expect_refused(pod, &o, why);
+		expect_refused("kind: Deployment\nspec: {template: {spec: {containers: [{name: c}]}}}\n", &o, why);
+		err.msg[0] = '\0';
+		cJSON *d = yaml1(pod);
+		assert_int_equal(sk_inject_is_wrapped(d, &o, &err), -EINVAL);
+		assert_string_equal(err.msg, why);
+		cJSON_Delete(d);
+		/* without it, the same options wrap */
+		o.init_in_sidecar = false;
+		assert_int_equal(sk_inject_opts_check(&o, &err), 0);
+	}
+}
+
+/* Every kind wraps idempotently with the init in the sidecar, and a wrapped pod switches shape both ways
+ * (the label says stockade's parts may be replaced): to the init in the sidecar it is what wrapping the
+ * original that way gives, no stockade-init left over; and back, what the default wrap gives. */
+static void test_init_in_sidecar_idempotent_and_switching(void **state)
+{
+	(void)state;
+	static const char *const docs[] = {
+		"kind: Pod\nmetadata: {name: a}\nspec: {containers: [{name: c, image: i}]}\n",
+		"apiVersion: apps/v1\nkind: Deployment\nspec: {template: {spec: {containers: [{name: c, image: i}]}}}\n",
+		"kind: ReplicaSet\nspec: {template: {spec: {initContainers: [{name: i}], containers: [{name: c}]}}}\n",
+		"kind: Job\nspec: {template: {spec: {restartPolicy: Never, containers: [{name: c}]}}}\n",
+		"kind: CronJob\nspec: {jobTemplate: {spec: {template: {spec: {containers: [{name: c}]}}}}}\n",
+	};
+	struct sk_inject_opts def, in;
+	sk_inject_opts_default(&def);
+	sk_inject_opts_default(&in);
+	in.init_in_sidecar = true;
+	for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+		struct sk_err err = { 0 };
+		cJSON *want_in = yaml1(docs[i]), *want_def = yaml1(docs[i]);
+		assert_int_equal(sk_inject_doc(want_in, &in, &err), SK_INJECT_WRAPPED);
+		assert_int_equal(sk_inject_doc(want_def, &def, &err), SK_INJECT_WRAPPED);
+		assert_false(cJSON_Compare(want_in, want_def, 1));
+		/* idempotent */
+		cJSON *d = cJSON_Duplicate(want_in, 1);
+		assert_int_equal(sk_inject_doc(d, &in, &err), SK_INJECT_WRAPPED);
+		if (!cJSON_Compare(want_in, d, 1))
+			fail_msg("doc %zu changed on a second wrap", i);
+		assert_int_equal(sk_inject_is_wrapped(d, &in, &err), 1);
+		assert_int_equal(sk_inject_is_wrapped(d, &def, &err), 0);
+		/* to the default shape and back */
+		assert_int_equal(sk_inject_doc(d, &def, &err), SK_INJECT_WRAPPED);
+		if (!cJSON_Compare(want_def, d, 1))
+			fail_msg("doc %zu: the default wrap of the init-in-sidecar one is not the default wrap", i);
+		assert_int_equal(sk_inject_is_wrapped(d, &in, &err), 0);
+		assert_int_equal(sk_inject_doc(d, &in, &err), SK_INJECT_WRAPPED);
+		if (!cJSON_Compare(want_in, d, 1))
+			fail_msg("doc %zu: the init-in-sidecar wrap of the default one is not the init-in-sidecar wrap", i);
+		char *txt = cJSON_PrintUnformatted(d);
+		assert_null(strstr(txt, "\"name\":\"stockade-init\""));
+		assert_non_null(strstr(txt, "/usr/local/bin/stockade-init"));
+		free(txt);
+		cJSON_Delete(d);
+		cJSON_Delete(want_in);
+		cJSON_Delete(want_def);
+	}
+}
+
+/* cJSON's builders drop what they cannot allocate without saying so; the wrap's own check (sandboxed) must
+ * then refuse to report success. One allocation fails at a time, each in turn: a wrap that still reports
+ * success has the whole entry (command, UID, exactly the entry's capabilities, the hook's drop) and no
+ * stockade-init container; otherwise it is -ENOMEM. An item cJSON could not attach (its parent or key not
+ * allocated) is lost on that path: the hooks keep the live allocations and free what is left at the end,
+ * so the leak checker judges the rest of the suite. */
+static struct {
+	unsigned long n, fail_at;
+	void *live[8192];
+	size_t n_live;
+} oom;
+
+static void *oom_malloc(size_t n)
+{
+	if (++oom.n == oom.fail_at)
+		return NULL;
+	void *p = malloc(n);
+	if (p && oom.n_live < sizeof(oom.live) / sizeof(oom.live[0]))
+		oom.live[oom.n_live++] = p;
+	return p;
+}
+
+static void oom_free(void *p)
+{
+	for (size_t i = 0; p && i < oom.n_live; i++)
+		if (oom.live[i] == p) {
+			oom.live[i] = oom.live[--oom.n_live];
+			break;
+		}
+	free(p);
+}
+
+static void test_init_in_sidecar_allocation_failures(void **state)
+{
+	(void)state;
+	struct sk_inject_opts o;
+	sk_inject_opts_default(&o);
+	o.init_in_sidecar = true;
+	cJSON_Hooks hooks = { oom_malloc, oom_free };
+	unsigned long wrapped = 0, refused = 0;
+	for (oom.fail_at = 1;; oom.fail_at++) {
+		struct sk_err err = { 0 };
+		cJSON *d = yaml1(pod);
+		oom.n = 0;
+		oom.n_live = 0;
+		cJSON_InitHooks(&hooks);
+		int r = sk_inject_doc(d, &o, &err);
+		bool done = oom.n < oom.fail_at;   /* nothing failed: every allocation was tried */
+		if (r == -ENOMEM) {
+			refused++;
+		} else {
+			assert_int_equal(r, SK_INJECT_WRAPPED);
+			wrapped++;
+			const cJSON *side = at(d, "spec.initContainers[0]");
+			assert_string_equal(str_at(side, "name"), "stockade-sidecar");
+			assert_string_equal(str_at(side, "image"), "localhost/stockade-sidecar:0.1.0");
+			assert_string_equal(str_at(side, "restartPolicy"), "Always");
+			assert_joined(at(side, "command"), "/usr/local/bin/stockade-init --policy /etc/stockade/policy.yaml "
+				      "--marker /run/stockade/init.marker --seccomp-profile stockade-4696b6ca6e2d4b5e.json "
+				      "--exec-as 1337:1337 -- /usr/local/bin/stockade-sidecar");
+			assert_int_equal(at(side, "securityContext.runAsUser")->valueint, 0);
+			assert_joined(at(side, "securityContext.capabilities.add"), "NET_ADMIN SETUID SETGID SETPCAP");
+			assert_joined(at(side, "securityContext.capabilities.drop"), "ALL");
+			const cJSON *hook = at(side, "lifecycle.postStart.exec.command");
+			const cJSON *as = cJSON_GetArrayItem(hook, cJSON_GetArraySize(hook) - 1);
+			if (hook)   /* a hook left out holds nothing; one that is there runs as the sidecar UID */
+				assert_string_equal(cJSON_IsString(as) ? as->valuestring : "(none)", "--as=1337:1337");
+			assert_names(at(d, "spec"), "i:stockade-sidecar c:app");
+		}
+		cJSON_Delete(d);
+		cJSON_InitHooks(NULL);
+		assert_true(oom.n_live < sizeof(oom.live) / sizeof(oom.live[0]));
+		while (oom.n_live)
+			free(oom.live[--oom.n_live]);
+		if (done) {
+			assert_int_equal(r, SK_INJECT_WRAPPED);
+			break;
+		}
+	}
+	/* both outcomes happened: failures reached the builders, and some drops are harmless */
+	assert_true(refused > 0);
+	assert_true(wrapped > 1);
+}
+
 static void test_startup_probe_instead_of_hook(void **state)
 {
 	(void)state;
@@ -569,6 +830,10 @@ int main(void)
 		cmocka_unit_test(test_profile_annotation),
 		cmocka_unit_test(test_classic_sidecar_goes_last_in_containers),
 		cmocka_unit_test(test_sidecar_first_in_containers_with_hook),
+		cmocka_unit_test(test_init_in_sidecar_shape),
+		cmocka_unit_test(test_init_in_sidecar_refused_without_native),
+		cmocka_unit_test(test_init_in_sidecar_idempotent_and_switching),
+		cmocka_unit_test(test_init_in_sidecar_allocation_failures),
 		cmocka_unit_test(test_startup_probe_instead_of_hook),
 		cmocka_unit_test(test_api_secrets_and_settings),
 		cmocka_unit_test(test_every_kind_idempotent),
