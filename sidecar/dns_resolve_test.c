@@ -103,17 +103,27 @@ static int setup(void **state)
 	socklen_t sl = sizeof(sa);
 	assert_int_equal(getsockname(w->fake, (struct sockaddr *)&sa, &sl), 0);
 
-	char yaml[512];
-	int n = snprintf(yaml, sizeof(yaml),
-			 "version: 1\n"
-			 "ports: { proxy: 26001, dns: %u, admin: 26000, api: 26080 }\n"
-			 "dns:\n  upstream: [\"127.0.0.1:%u\"]\n"
-			 "egress:\n  - host: example.com\n    ports: [443]\n",
-			 (unsigned)free_port(), (unsigned)ntohs(sa.sin_port));
-	assert_true(n > 0 && (size_t)n < sizeof(yaml));
-	struct sk_diags diags = { 0 };
-	assert_int_equal(sk_policy_load_buffer("t.yaml", yaml, (size_t)n, -1, &w->sc.policy, &diags), 0);
-	assert_int_equal(sk_dns_server_start(&w->sc, &w->dns, &err), 0);
+	/* The DNS port is picked free for UDP, but the server also listens on TCP there, and any process's TCP
+	 * socket may hold that number (an ephemeral client port): pick again on EADDRINUSE. */
+	int rc = -EADDRINUSE;
+	for (int attempt = 0; attempt < 20 && rc == -EADDRINUSE; attempt++) {
+		char yaml[512];
+		int n = snprintf(yaml, sizeof(yaml),
+				 "version: 1\n"
+				 "ports: { proxy: 26001, dns: %u, admin: 26000, api: 26080 }\n"
+				 "dns:\n  upstream: [\"127.0.0.1:%u\"]\n"
+				 "egress:\n  - host: example.com\n    ports: [443]\n",
+				 (unsigned)free_port(), (unsigned)ntohs(sa.sin_port));
+		assert_true(n > 0 && (size_t)n < sizeof(yaml));
+		struct sk_diags diags = { 0 };
+		assert_int_equal(sk_policy_load_buffer("t.yaml", yaml, (size_t)n, -1, &w->sc.policy, &diags), 0);
+		rc = sk_dns_server_start(&w->sc, &w->dns, &err);
+		if (rc == -EADDRINUSE) {
+			sk_policy_free(w->sc.policy);
+			w->sc.policy = NULL;
+		}
+	}
+	assert_int_equal(rc, 0);
 	assert_non_null(w->sc.resolve.start);
 	assert_non_null(w->sc.resolve.cancel);
 	w->mode = F_ANSWER;

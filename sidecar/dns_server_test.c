@@ -92,18 +92,28 @@ static int start_world(void **state, uint32_t pool, uint32_t bindings)
 	sk_audit_init(&w->sc.audit, w->devnull, NULL);
 	w->fake = udp_bound();
 	w->fake2 = udp_bound();
-	w->dns_port = free_port();
-	char yaml[512];
-	int n = snprintf(yaml, sizeof(yaml),
-			 "version: 1\n"
-			 "ports: { proxy: 26101, dns: %u, admin: 26100, api: 26180 }\n"
-			 "dns:\n  upstream: [\"127.0.0.1:%u\"]\n"
-			 "egress:\n  - host: example.com\n    ports: [443]\n  - host: \"*.example.com\"\n    ports: [443]\n",
-			 (unsigned)w->dns_port, (unsigned)sock_port(w->fake));
-	assert_true(n > 0 && (size_t)n < sizeof(yaml));
-	struct sk_diags diags = { 0 };
-	assert_int_equal(sk_policy_load_buffer("t.yaml", yaml, (size_t)n, -1, &w->sc.policy, &diags), 0);
-	assert_int_equal(sk_dns_server_start(&w->sc, &w->dns, &err), 0);
+	/* The port is free for UDP when picked, but the server also listens on TCP there, and any process's
+	 * TCP socket may hold that number (an ephemeral client port): pick again on EADDRINUSE. */
+	int rc = -EADDRINUSE;
+	for (int attempt = 0; attempt < 20 && rc == -EADDRINUSE; attempt++) {
+		w->dns_port = free_port();
+		char yaml[512];
+		int n = snprintf(yaml, sizeof(yaml),
+				 "version: 1\n"
+				 "ports: { proxy: 26101, dns: %u, admin: 26100, api: 26180 }\n"
+				 "dns:\n  upstream: [\"127.0.0.1:%u\"]\n"
+				 "egress:\n  - host: example.com\n    ports: [443]\n  - host: \"*.example.com\"\n    ports: [443]\n",
+				 (unsigned)w->dns_port, (unsigned)sock_port(w->fake));
+		assert_true(n > 0 && (size_t)n < sizeof(yaml));
+		struct sk_diags diags = { 0 };
+		assert_int_equal(sk_policy_load_buffer("t.yaml", yaml, (size_t)n, -1, &w->sc.policy, &diags), 0);
+		rc = sk_dns_server_start(&w->sc, &w->dns, &err);
+		if (rc == -EADDRINUSE) {
+			sk_policy_free(w->sc.policy);
+			w->sc.policy = NULL;
+		}
+	}
+	assert_int_equal(rc, 0);
 	*state = w;
 	return 0;
 }

@@ -110,12 +110,17 @@ static int setup(void **state)
 	sk_audit_init(&f->sc.audit, f->audit_pipe[1], NULL);
 	for (size_t i = 0; i < 4; i++)
 		f->sc.dns_fds[i] = -1;
-	f->port = free_port();
-	(void)snprintf(f->admin, sizeof(f->admin), "127.0.0.1:%u", f->port);
 	f->cfg.policy_path = f->policy;
 	f->cfg.marker_path = f->marker;
 	f->cfg.admin_addr = f->admin;
-	assert_int_equal(sk_lifecycle_start(&f->sc, &f->cfg, &f->lc, &err), 0);
+	/* Another process may take the released port before the admin server binds it: pick again then. */
+	int rc = -EADDRINUSE;
+	for (int attempt = 0; attempt < 20 && rc == -EADDRINUSE; attempt++) {
+		f->port = free_port();
+		(void)snprintf(f->admin, sizeof(f->admin), "127.0.0.1:%u", f->port);
+		rc = sk_lifecycle_start(&f->sc, &f->cfg, &f->lc, &err);
+	}
+	assert_int_equal(rc, 0);
 	*state = f;
 	return 0;
 }
