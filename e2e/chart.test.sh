@@ -141,6 +141,19 @@ print(dep["spec"]["replicas"], pdb["spec"]["minAvailable"], dep["spec"]["templat
 			--set 'injector.wrap.apiSecrets[0].name=gh' --set 'injector.wrap.apiSecrets[0].secretName=gh-token' \
 			--set 'injector.wrap.apiSecrets[1].name=pypi' --set 'injector.wrap.apiSecrets[1].secretName=pypi-token' |
 			sed -n 's/^ *- \(--sidecar-first\|--sidecar-settings=.*\|--api-secrets=.*\)$/\1/p' | paste -sd'|')"
+	inj_in_sidecar() { sys_render --set injector.enabled=true "$@" | sed -n 's/^ *- \(--init-in-sidecar\)$/\1/p'; }
+	sk_check_eq "stockade-system: no --init-in-sidecar by default" "" "$(inj_in_sidecar --kube-version 1.34.0)"
+	sk_check_eq "stockade-system: injector.wrap.initInSidecar gives the injector --init-in-sidecar (inject's flag)" \
+		"--init-in-sidecar" "$(inj_in_sidecar --kube-version 1.34.0 --set injector.wrap.initInSidecar=true)"
+	for bad in "--kube-version 1.28.0" "--kube-version 1.34.0 --set injector.wrap.sidecarFirst=true"; do
+		# shellcheck disable=SC2086  # word-split argument list
+		if out=$(sys_render $bad --set injector.enabled=true --set injector.wrap.initInSidecar=true 2>&1); then
+			sk_fail "stockade-system: injector.wrap.initInSidecar refused with $bad" "it rendered"
+		else
+			sk_check "stockade-system: injector.wrap.initInSidecar refused with $bad, saying why (fail open)" \
+				grep -q "injector.wrap.initInSidecar needs the native sidecar.*so the agent could run with no rules (fail open)" <<<"$out"
+		fi
+	done
 	if out=$(sys_render --kube-version 1.34.0 --set injector.enabled=true --set 'injector.wrap.apiSecrets[0].name=Bad' \
 		--set 'injector.wrap.apiSecrets[0].secretName=x' 2>&1); then sk_fail "stockade-system: a malformed API secret name is refused" "$out"
 	else sk_pass "stockade-system: a malformed API secret name is refused"; fi

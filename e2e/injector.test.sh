@@ -241,6 +241,23 @@ python3 "$T/patched.py" "$T/pod.json" <"$T/resp" >"$T/admitted-first.json"
 "$P" inject -f "$T/pod.json" --sidecar-first | sorted >"$T/cli-first.json"
 sk_check "--sidecar-first: the patch gives the pod inject --sidecar-first writes" cmp -s "$T/admitted-first.json" "$T/cli-first.json"
 stop
+start insidecar --init-in-sidecar || sk_fail "injector (init in the sidecar) listens"
+post "$T/r-pod.json" >/dev/null
+python3 "$T/patched.py" "$T/pod.json" <"$T/resp" >"$T/admitted-insidecar.json"
+"$P" inject -f "$T/pod.json" --init-in-sidecar | sorted >"$T/cli-insidecar.json"
+sk_check "--init-in-sidecar: the patch gives the pod inject --init-in-sidecar writes" \
+	cmp -s "$T/admitted-insidecar.json" "$T/cli-insidecar.json"
+sk_check_eq "... no stockade-init container (the sidecar, then the pod's own), the sidecar's entry stockade-init --exec-as" \
+	"stockade-sidecar setup /usr/local/bin/stockade-init --exec-as" "$(python3 -c '
+import json, sys
+s = json.load(open(sys.argv[1]))["spec"]
+names = [c["name"] for c in s["initContainers"]]
+cmd = s["initContainers"][0]["command"]
+print(" ".join(names), cmd[0], cmd[-4])' "$T/admitted-insidecar.json")"
+stop
+out=$("$INJ" --tls-cert x --tls-key y --init-in-sidecar --sidecar-first 2>&1); rc=$?
+sk_check_eq "--init-in-sidecar with --sidecar-first: exit 2, saying why (fail open)" "2 yes" \
+	"$rc $(grep -q -- "--init-in-sidecar needs the native sidecar .*so the agent could run with no rules (fail open)" <<<"$out" && echo yes)"
 out=$("$INJ" --tls-cert x --tls-key y --api-secrets "gh=Bad_Secret" 2>&1); rc=$?
 sk_check_eq "a malformed API secret list: exit 2, named" "2 yes" "$rc $(grep -q -- "--api-secrets: 'gh=Bad_Secret': expected" <<<"$out" && echo yes)"
 

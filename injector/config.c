@@ -90,6 +90,10 @@ static const struct sk_setting settings[] = {
 	{ "sidecar-first", "STOCKADE_SIDECAR_FIRST", SK_SET_BOOL, 0, 0, "false",
 	  "classic sidecar first in containers, its postStart hook holding the agent (inject --sidecar-first); "
 	  "pods of Jobs are then refused", F(sidecar_first), false },
+	{ "init-in-sidecar", "STOCKADE_INIT_IN_SIDECAR", SK_SET_BOOL, 0, 0, "false",
+	  "no init container: the native sidecar's entry is stockade-init, which applies the rules and execs the "
+	  "sidecar as its UID (inject --init-in-sidecar); refused with --classic-sidecar or --sidecar-first",
+	  F(init_in_sidecar), false },
 	{ "sidecar-settings", "STOCKADE_SIDECAR_SETTINGS", &pairs, 0, 0, NULL,
 	  "extra sidecar flags, space-separated NAME=VALUE, each given as --NAME=VALUE in this order (inject's "
 	  "--sidecar-setting)", F(settings_list), false },
@@ -319,6 +323,7 @@ int sk_injector_config_parse(int argc, char *const argv[], char *const envp[], s
 	if ((r = split_pairs(cfg, err)) < 0)
 		goto fail;
 	cfg->inject.sidecar_first = cfg->sidecar_first;
+	cfg->inject.init_in_sidecar = cfg->init_in_sidecar;
 	if (cfg->no_seccomp)
 		cfg->inject.seccomp_profile = NULL;
 	cfg->inject.native = !cfg->classic;
@@ -335,6 +340,9 @@ int sk_injector_config_parse(int argc, char *const argv[], char *const envp[], s
 			       (unsigned)cfg->inject.agent_uid);
 		goto fail;
 	}
+	/* a shape no pod can take (--init-in-sidecar with a classic sidecar): refuse to start, not every pod */
+	if ((r = sk_inject_opts_check(&cfg->inject, err)) < 0)
+		goto fail;
 	return 0;
 fail:
 	sk_injector_config_free(cfg);

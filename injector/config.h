@@ -36,7 +36,7 @@ struct sk_injector_config {
 	const char *exclude_list;      /* --exclude-namespaces, comma-separated */
 	const char *exclude[SK_INJECTOR_MAX_EXCLUDE];
 	size_t n_exclude;
-	bool no_seccomp, classic, startup_probe, sidecar_first;
+	bool no_seccomp, classic, startup_probe, sidecar_first, init_in_sidecar;
 	const char *settings_list;     /* --sidecar-settings: space-separated NAME=VALUE */
 	const char *secrets_list;      /* --api-secrets: space-separated NAME=SECRET */
 	char *setting_flags[SK_INJECTOR_MAX_EXTRA];   /* owned: "--NAME=VALUE", inject.settings points here */

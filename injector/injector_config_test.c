@@ -153,6 +153,41 @@ static void test_sidecar_extras(void **state)
 	expect_error(a4, 3, env, "--api-secrets: 'gh=': expected");
 }
 
+/* inject's --init-in-sidecar, by flag or variable; with a classic sidecar or the sidecar first the injector
+ * does not start (it would refuse every pod), saying why as inject does. */
+static void test_init_in_sidecar(void **state)
+{
+	(void)state;
+	char *env[] = { "STOCKADE_TLS_CERT=c", "STOCKADE_TLS_KEY=k", "STOCKADE_INIT_IN_SIDECAR=true", NULL };
+	char *a0[] = { "x", NULL };
+	struct sk_injector_config cfg;
+	struct sk_err err = { 0 };
+	assert_int_equal(sk_injector_config_parse(1, a0, env, &cfg, &err), 0);
+	assert_true(cfg.inject.init_in_sidecar);
+	assert_true(cfg.inject.native);
+	sk_injector_config_free(&cfg);
+	char *tls_only[] = { env[0], env[1], NULL };
+	char *a1[] = { "x", "--init-in-sidecar", NULL };
+	assert_int_equal(sk_injector_config_parse(2, a1, tls_only, &cfg, &err), 0);
+	assert_true(cfg.inject.init_in_sidecar);
+	sk_injector_config_free(&cfg);
+	assert_int_equal(sk_injector_config_parse(1, a0, tls_only, &cfg, &err), 0);
+	assert_false(cfg.inject.init_in_sidecar);
+	sk_injector_config_free(&cfg);
+
+	static const char why[] = "--init-in-sidecar needs the native sidecar (not --classic-sidecar, not "
+				  "--sidecar-first): a classic sidecar's failed postStart hook does not stop the kubelet "
+				  "from starting the agent, so the agent could run with no rules (fail open)";
+	char *a2[] = { "x", "--sidecar-first", NULL };
+	expect_error(a2, 2, env, why);
+	char *a3[] = { "x", "--classic-sidecar", NULL };
+	expect_error(a3, 2, env, why);
+	char *a4[] = { "x", "--classic-sidecar", "--init-in-sidecar=false", NULL };
+	assert_int_equal(sk_injector_config_parse(3, a4, env, &cfg, &err), 0);
+	assert_false(cfg.inject.init_in_sidecar);
+	sk_injector_config_free(&cfg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -161,6 +196,7 @@ int main(void)
 		cmocka_unit_test(test_bad_values_name_their_source),
 		cmocka_unit_test(test_seccomp_profile),
 		cmocka_unit_test(test_sidecar_extras),
+		cmocka_unit_test(test_init_in_sidecar),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
