@@ -5,7 +5,9 @@
 # agent DNS on the DNS port, direct sets pass, everything else is blocked; re-runs leave no gap;
 # --check catches a deleted rule; --dry-run and the guard change nothing; IGMP/MLD reports of a multicast join
 # by the agent never leave the pod while IPv6 ND still works, and the agent cannot reach the admin port on
-# loopback (issue 16 items 1 and 9); --exec-as applies the rules, then runs a program as the sidecar UID with
+# loopback (issue 16 items 1 and 9); no socket but the sidecar's and the exempt UIDs' sends from a source
+# address that is not the pod's (the agent forging the upstream resolver's DNS answer over IPv6, found in
+# review); --exec-as applies the rules, then runs a program as the sidecar UID with
 # no capability and no_new_privs, and never runs it when something failed. Needs root.
 # UIDs, ports and test addresses below are fixed tokens without spaces; quoting each would bury the checks.
 # shellcheck disable=SC2086
@@ -56,6 +58,22 @@ sniff_join() {
 GROUP4=239.83.69.67 GROUP6=ff0e:5345:4352:4554:2d45:5846:494c:2121
 
 adm() { sk_pod_as "$N" "$1" curl -sS -m 3 "http://$2:15000/metrics" 2>&1; }
+
+# spoof_try UID UPSTREAM — the sidecar UID holds a UDP socket connected to [UPSTREAM]:53, as its DNS
+# forwarder does; UID sends that socket's address and port a datagram from [UPSTREAM]:53. Prints what the
+# sender saw ("sent" or an errno name) and what the socket received ("got forged" or "nothing").
+spoof_try() {
+	local out=$SK_TMP/spoof.recv dst r
+	: >"$out"
+	as $S spoofrecv "$2" 53 1.5 >"$out" &
+	local rp=$!
+	for _ in $(seq 100); do [ -s "$out" ] && break; sleep 0.05; done
+	dst=$(head -1 "$out")
+	r=$(as "$1" forge "$2" 53 $dst)
+	wait $rp
+	echo "$r $(sed -n 2p "$out")"
+}
+spoof_count() { sk_pod "$N" nft list counter inet stockade spoofed_source_drop | grep -oE 'packets [0-9]+' | awk '{print $2}'; }
 
 # need_table — the cases after `load` run against the init's table: load it when it is not there (a run
 # of --only without the load case).
@@ -163,6 +181,38 @@ def join(ifname, hold):
     time.sleep(float(hold))
     print('joined')
 
+def spoofrecv(peer, port, secs):
+    # the sidecar's upstream DNS socket: connected to [peer]:port; prints its own address and port, then
+    # "got DATA" or "nothing" after secs seconds
+    s = socket.socket(fam_of(peer), socket.SOCK_DGRAM)
+    s.connect((peer, int(port)))
+    print('%s %d' % s.getsockname()[:2], flush=True)
+    s.settimeout(float(secs))
+    try:
+        print('got %s' % s.recv(512).decode(errors='replace'), flush=True)
+    except socket.timeout:
+        print('nothing', flush=True)
+
+def forge(src, sport, dst, dport):
+    # a datagram from a source address that is not the pod's: IP(V6)_FREEBIND needs no capability;
+    # prints "sent" or the errno's name of the step that failed
+    import errno
+    fam = fam_of(src)
+    s = socket.socket(fam, socket.SOCK_DGRAM)
+    try:
+        if fam == socket.AF_INET6:
+            s.setsockopt(socket.IPPROTO_IPV6, 78, 1)              # IPV6_FREEBIND
+        else:
+            s.setsockopt(socket.IPPROTO_IP, 15, 1)                # IP_FREEBIND
+        s.bind((src, int(sport)))
+    except OSError as e:
+        print('bind-%s' % errno.errorcode.get(e.errno, e.errno)); return
+    try:
+        s.sendto(b'forged', (dst, int(dport)))
+        print('sent')
+    except OSError as e:
+        print(errno.errorcode.get(e.errno, str(e.errno)))
+
 def sniff(ifname, secs, out):
     # AF_PACKET capture of IGMP and MLD arriving on ifname (the peer's own reports are skipped) for secs
     # seconds: one line per packet, "igmp|mld TYPE GROUPS"
@@ -217,7 +267,7 @@ if cmd == 'serve':
         time.sleep(3600)
 try:
     {'tcp': tcp, 'udp': udp, 'udpfrom': udpfrom, 'ping': ping, 'flood': flood, 'join': join,
-     'sniff': sniff}[cmd](*args)
+     'sniff': sniff, 'spoofrecv': spoofrecv, 'forge': forge}[cmd](*args)
 except OSError as e:
     print('error: %s' % e, file=sys.stderr); sys.exit(1)
 EOF
@@ -226,6 +276,8 @@ EOF
 	sk_net_up "$N" || { echo "0 passed, 1 failed"; exit 1; }
 	for ip in $SRV4 $SRV6 $UDP4 $UDP6 $DIR4; do sk_net_add_ip "$N" "$ip"; done
 	sk_pod "$N" sysctl -qw net.ipv4.ping_group_range="0 2147483647"
+	# containerd 2.x's pod default (and a Kubernetes "safe" sysctl): any UID may bind port 53
+	sk_pod "$N" sysctl -qw net.ipv4.ip_unprivileged_port_start=0
 	sk_inet "$N" "$PY" "$H" serve tcp 80 inet - $SRV4 $SRV6 &
 	sk_inet "$N" "$PY" "$H" serve tcp 443 inet - $SRV4 $SRV6 &
 	sk_inet "$N" "$PY" "$H" serve tcp 7100 inet - $DIR4 &
@@ -238,6 +290,7 @@ EOF
 	sk_pod "$N" "$PY" "$H" serve udp 15053 dns - 127.0.0.1 ::1 &
 	sk_pod "$N" "$PY" "$H" serve tcp 8080 local - 127.0.0.1 ::1 &
 	sk_pod "$N" "$PY" "$H" serve udp 9999 local - 127.0.0.1 &
+	sk_pod "$N" "$PY" "$H" serve udp 9998 local - ::1 $SK_POD_IP6 $SK_POD_IP4 &
 	sk_wait_port "$N-net" tcp 80 && sk_wait_port "$N-net" udp 7001 && sk_wait_port "$N-net" tcp 7100
 	sk_wait_port "$POD" tcp 15001 && sk_wait_port "$POD" udp 15053 && sk_wait_port "$POD" tcp 8080
 
@@ -257,6 +310,10 @@ t_before() {
 	sniff_join before
 	sk_check "harness: before init the agent's join sends an IGMP report naming $GROUP4" grep -q "^igmp .*$GROUP4" "$SK_TMP/sniff.before"
 	sk_check "harness: before init the agent's join sends an MLD report naming $GROUP6" grep -q "^mld .*$GROUP6" "$SK_TMP/sniff.before"
+	sk_check_eq "harness: before init the agent forges an IPv6 answer from [$SRV6]:53 to the sidecar's socket" \
+		"sent got forged" "$(spoof_try $A $SRV6)"
+	sk_check_eq "harness: IPv4 refuses the forged source without any rule (ENETUNREACH)" \
+		"ENETUNREACH nothing" "$(spoof_try $A $SRV4)"
 }
 
 # ---- dry run and rules ----
@@ -416,6 +473,55 @@ t_other_uids() {
 	sk_check "named counter agent_reject_other counted the rejects" test "${cnt:-0}" -gt 0
 }
 
+# ---- a forged source address never leaves a socket (found in review) ----
+# The sidecar forwards each DNS query from a socket connected to the upstream resolver, whose port the
+# agent reads in /proc/net/udp. Without the spoofed-source rule the agent binds [upstream]:53 with
+# IPV6_FREEBIND and its datagram, sent via lo, is received as the resolver's answer.
+t_spoofed_source() {
+	need_table
+	c0=$(spoof_count)
+	sk_check_eq "agent forging [$SRV6]:53 to the sidecar's upstream socket: send refused (EPERM), nothing received" \
+		"EPERM nothing" "$(spoof_try $A $SRV6)"
+	c1=$(spoof_count)
+	sk_check "named counter spoofed_source_drop counted it" test "${c1:-0}" -gt "${c0:-0}"
+	sk_check_eq "... and over IPv4 still (the kernel's own source check)" "ENETUNREACH nothing" "$(spoof_try $A $SRV4)"
+	sk_check_eq "a third uid forging it: refused too" "EPERM nothing" "$(spoof_try $O $SRV6)"
+	sk_check_eq "root forging it: refused too" "EPERM nothing" "$(spoof_try 0 $SRV6)"
+	sk_check_eq "an exempt uid (a transparent proxy's) may send from a foreign source" "sent got forged" \
+		"$(spoof_try $X $SRV6)"
+	# the pod's own addresses stay usable as sources
+	sk_check_eq "agent udp v6 from its own address to the pod's address (loopback) still allowed" local \
+		"$(as $A udp $SK_POD_IP6 9998)"
+	sk_check_eq "agent udp to ::1 still allowed" local "$(as $A udp ::1 9998)"
+	sk_check_eq "agent udp v4 to the pod's address still allowed" local "$(as $A udp $SK_POD_IP4 9998)"
+	sk_check_eq "sidecar udp v6 to the internet still works" echo "$(as $S udp $SRV6 7001)"
+	sk_check_eq "agent DNS v6 still redirected" dns "$(as $A udp $SRV6 53)"
+
+	# the check can fail: without the rule the same forgery is received
+	h=$(sk_pod "$N" nft -a list chain inet stockade filter_output | sed -n 's/.*comment "spoofed-source" # handle \([0-9]*\)/\1/p')
+	sk_pod "$N" nft delete rule inet stockade filter_output handle "$h"
+	sk_check_eq "with the rule deleted the agent's forgery is received" "sent got forged" "$(spoof_try $A $SRV6)"
+	msg=$(sk_pod "$N" "$INIT" --policy "$P" --check 2>&1); rc=$?
+	sk_check_eq "--check detects the deleted spoofed-source rule (exit 1)" 1 "$rc"
+	sk_check "... naming the chain" grep -q "chain filter_output" <<<"$msg"
+	# a rule of that name without the source test (or matching more) is not the rule either
+	sk_pod "$N" "$INIT" --policy "$P" >/dev/null 2>&1
+	h=$(sk_pod "$N" nft -a list chain inet stockade filter_output | sed -n 's/.*comment "spoofed-source" # handle \([0-9]*\)/\1/p')
+	sk_pod "$N" nft replace rule inet stockade filter_output handle "$h" meta skuid != $S meta skuid != @exempt_uids \
+		fib daddr type != local counter name spoofed_source_drop drop comment '"spoofed-source"'
+	msg=$(sk_pod "$N" "$INIT" --policy "$P" --check 2>&1); rc=$?
+	sk_check_eq "--check detects the rule testing daddr instead of saddr (exit 1)" 1 "$rc"
+	sk_check "... naming the rule and the fib expression" grep -q "rule filter_output/spoofed-source: expression 5 is 'fib daddr" <<<"$msg"
+	sk_pod "$N" nft replace rule inet stockade filter_output handle "$h" meta skuid != $S meta skuid @exempt_uids \
+		fib saddr type != local counter name spoofed_source_drop drop comment '"spoofed-source"'
+	msg=$(sk_pod "$N" "$INIT" --policy "$P" --check 2>&1); rc=$?
+	sk_check_eq "--check detects the exempt_uids lookup not inverted (exit 1)" 1 "$rc"
+	sk_check "... naming the lookup" grep -q "rule filter_output/spoofed-source: expression 4 is 'lookup" <<<"$msg"
+	sk_pod "$N" "$INIT" --policy "$P" >/dev/null 2>&1
+	sk_check "re-run restores the rule" sk_pod "$N" "$INIT" --policy "$P" --check
+	sk_check_eq "... and the forgery is refused again" "EPERM nothing" "$(spoof_try $A $SRV6)"
+}
+
 # ---- re-runs: no gap, nothing lost, nothing leaks ----
 t_reruns() {
 	need_table
@@ -561,5 +667,5 @@ t_exec_as_fails() {
 	sk_check "exec-as failures left the table in place" sk_pod "$N" "$INIT" --policy "$P" --check
 }
 
-SK_CASES=(before dry_run guard errors load agent admin_port multicast other_uids reruns racing_inits tamper loopback exec_as exec_as_fails)
+SK_CASES=(before dry_run guard errors load agent admin_port multicast other_uids spoofed_source reruns racing_inits tamper loopback exec_as exec_as_fails)
 sk_main "$@"

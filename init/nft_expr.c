@@ -8,6 +8,7 @@
 #include <linux/netfilter/nf_nat.h>
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
+#include <linux/rtnetlink.h>
 #include <netinet/in.h>
 #include <string.h>
 
@@ -140,7 +141,7 @@ static void e_payload(struct rule_ctx *c, uint32_t base, uint32_t off, uint32_t 
 	nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_LEN, len);
 }
 
-static void e_lookup(struct rule_ctx *c, uint32_t sreg, const struct sk_rs_set *s)
+static void e_lookup(struct rule_ctx *c, uint32_t sreg, const struct sk_rs_set *s, uint32_t flags)
 {
 	struct nftnl_expr *e = ex(c, "lookup");
 	if (!e)
@@ -148,7 +149,7 @@ static void e_lookup(struct rule_ctx *c, uint32_t sreg, const struct sk_rs_set *
 	nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_SREG, sreg);
 	chk(c, nftnl_expr_set_str(e, NFTNL_EXPR_LOOKUP_SET, s->name));
 	nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_SET_ID, (uint32_t)s->id + 1);
-	nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_FLAGS, 0);  /* the kernel reports it; so must we */
+	nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_FLAGS, flags);  /* the kernel reports it; so must we */
 }
 
 /* reg1 = reg1 & mask; reg1 != 0 */
@@ -198,8 +199,24 @@ static void add_match(struct rule_ctx *c, const struct sk_ruleset *rs, const str
 		break;
 	case SK_RS_M_SKUID_SET:
 		e_meta(c, NFT_META_SKUID, NFT_REG_1);
-		e_lookup(c, NFT_REG_1, s);
+		e_lookup(c, NFT_REG_1, s, 0);
 		break;
+	case SK_RS_M_SKUID_NOT_SET:
+		e_meta(c, NFT_META_SKUID, NFT_REG_1);
+		e_lookup(c, NFT_REG_1, s, NFT_LOOKUP_F_INV);
+		break;
+	case SK_RS_M_SADDR_NOT_LOCAL: {
+		/* what nft encodes for `fib saddr type != local`: the route type of the packet's source
+		 * address, looked up in this netns's tables (a u32 in host order) */
+		struct nftnl_expr *e = ex(c, "fib");
+		if (!e)
+			break;
+		nftnl_expr_set_u32(e, NFTNL_EXPR_FIB_FLAGS, NFTA_FIB_F_SADDR);
+		nftnl_expr_set_u32(e, NFTNL_EXPR_FIB_RESULT, NFT_FIB_RESULT_ADDRTYPE);
+		nftnl_expr_set_u32(e, NFTNL_EXPR_FIB_DREG, NFT_REG_1);
+		e_cmp_u32(c, NFT_CMP_NEQ, RTN_LOCAL);
+		break;
+	}
 	case SK_RS_M_NFPROTO:
 		e_meta(c, NFT_META_NFPROTO, NFT_REG_1);
 		e_cmp_u8(c, (uint8_t)m->val);
@@ -216,7 +233,7 @@ static void add_match(struct rule_ctx *c, const struct sk_ruleset *rs, const str
 	}
 	case SK_RS_M_DPORT_SET:
 		e_payload(c, NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2, NFT_REG_1);
-		e_lookup(c, NFT_REG_1, s);
+		e_lookup(c, NFT_REG_1, s, 0);
 		break;
 	case SK_RS_M_OIF_LO:
 		e_meta(c, NFT_META_OIF, NFT_REG_1);
@@ -232,7 +249,7 @@ static void add_match(struct rule_ctx *c, const struct sk_ruleset *rs, const str
 		break;
 	case SK_RS_M_ICMPV6_SET:
 		e_payload(c, NFT_PAYLOAD_TRANSPORT_HEADER, 0, 1, NFT_REG_1);
-		e_lookup(c, NFT_REG_1, s);
+		e_lookup(c, NFT_REG_1, s, 0);
 		break;
 	case SK_RS_M_DIRECT_SET: {
 		/* the concatenation lives in consecutive 32-bit registers, each field padded to 4 bytes,
@@ -242,7 +259,7 @@ static void add_match(struct rule_ctx *c, const struct sk_ruleset *rs, const str
 		e_payload(c, NFT_PAYLOAD_NETWORK_HEADER, v6 ? 24 : 16, v6 ? 16 : 4, reg32(0));
 		e_meta(c, NFT_META_L4PROTO, reg32(words));
 		e_payload(c, NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2, reg32(words + 1));
-		e_lookup(c, reg32(0), s);
+		e_lookup(c, reg32(0), s, 0);
 		break;
 	}
 	}

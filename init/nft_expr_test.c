@@ -19,6 +19,7 @@
 
 #include <libmnl/libmnl.h>
 #include <libnftnl/chain.h>
+#include <libnftnl/expr.h>
 #include <libnftnl/object.h>
 #include <libnftnl/rule.h>
 #include <libnftnl/set.h>
@@ -139,6 +140,70 @@ static void test_rule_rebuild_is_identical(void **state)
 		assert_non_null(strstr(sa, rs->chains[rs->rules[i].chain].name));
 		nftnl_rule_free(a);
 		nftnl_rule_free(b);
+	}
+	sk_ruleset_free(rs);
+}
+
+static const struct sk_rs_rule *rule_named(const struct sk_ruleset *rs, const char *name)
+{
+	for (size_t i = 0; i < rs->n_rules; i++)
+		if (!strcmp(rs->rules[i].name, name))
+			return &rs->rules[i];
+	fail_msg("no rule %s", name);
+	return NULL;
+}
+
+/* The expressions of a rule as libnftnl prints them (the read-back comparison's view), one per line. */
+static void rule_exprs(const struct nftnl_rule *r, char *out, size_t len)
+{
+	struct nftnl_expr_iter *it = nftnl_expr_iter_create(r);
+	assert_non_null(it);
+	out[0] = '\0';
+	for (struct nftnl_expr *e = nftnl_expr_iter_next(it); e; e = nftnl_expr_iter_next(it)) {
+		char b[256];
+		nftnl_expr_snprintf(b, sizeof(b), e, NFTNL_OUTPUT_DEFAULT, 0);
+		size_t used = strlen(out);
+		(void)snprintf(out + used, len - used, "%s %s\n", nftnl_expr_get_str(e, NFTNL_EXPR_NAME), b);
+	}
+	nftnl_expr_iter_destroy(it);
+}
+
+/* Found in review: the spoofed-source rule is encoded exactly as nft encodes `meta skuid != 1337 meta
+ * skuid != @exempt_uids fib saddr type != local counter name "spoofed_source_drop" drop` (nft
+ * --debug=netlink: an inverted lookup, fib of the source's address type, cmp != RTN_LOCAL), and a table
+ * whose rule lacks any part of it prints differently, so the read-back comparison refuses it. */
+static void test_spoofed_source_encoding(void **state)
+{
+	(void)state;
+	struct sk_ruleset *rs = build_rs();
+	struct sk_rs_rule r = *rule_named(rs, "spoofed-source");
+	struct nftnl_rule *nr = sk_nft_build_rule(rs, &r);
+	assert_non_null(nr);
+	char want[2048], got[2048];
+	rule_exprs(nr, want, sizeof(want));
+	nftnl_rule_free(nr);
+	assert_string_equal(want, "meta load skuid => reg 1 \n"
+				  "cmp neq reg 1 0x00000539 \n"
+				  "meta load skuid => reg 1 \n"
+				  "lookup reg 1 set exempt_uids 0x1 \n"
+				  "fib saddr type => reg 1 \n"
+				  "cmp neq reg 1 0x00000002 \n"
+				  "objref type 1 name spoofed_source_drop \n"
+				  "immediate reg 0 drop \n");
+
+	/* each alteration an operator (or a stale init) could leave in the kernel */
+	struct sk_rs_rule alt[4] = { r, r, r, r };
+	alt[0].n_m = 2;                                  /* the fib test missing */
+	alt[1].m[1].kind = SK_RS_M_SKUID_SET;            /* lookup not inverted */
+	alt[2].m[2].kind = SK_RS_M_OIF_LO;               /* another test in the fib's place */
+	alt[3].m[0].val = 1000;                          /* the agent exempted instead of the sidecar */
+	for (size_t i = 0; i < SK_ARRAY_SIZE(alt); i++) {
+		nr = sk_nft_build_rule(rs, &alt[i]);
+		assert_non_null(nr);
+		rule_exprs(nr, got, sizeof(got));
+		nftnl_rule_free(nr);
+		if (!strcmp(got, want))
+			fail_msg("alteration %zu prints as the rule itself", i);
 	}
 	sk_ruleset_free(rs);
 }
@@ -265,6 +330,7 @@ int main(void)
 		cmocka_unit_test(test_every_object_builds),
 		cmocka_unit_test(test_direct_key_is_register_layout),
 		cmocka_unit_test(test_rule_rebuild_is_identical),
+		cmocka_unit_test(test_spoofed_source_encoding),
 		cmocka_unit_test(test_put_elems_is_libnftnl_payload),
 		cmocka_unit_test(test_parse_elems_reads_back_keys),
 	};

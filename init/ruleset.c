@@ -15,7 +15,7 @@ typedef unsigned __int128 sk_u128;
 
 static const char *const counter_names[SK_RS_N_COUNTERS] = {
 	"agent_reject_tcp", "agent_reject_other", "other_uid_reject_tcp", "other_uid_reject_other",
-	"mcast_report_drop",
+	"mcast_report_drop", "spoofed_source_drop",
 };
 
 static const char *const set_names[SK_RS_N_SETS] = {
@@ -465,6 +465,21 @@ static void add_filter_rules(struct rule_builder *b, const struct sk_policy *p)
 	if (r)
 		r->counter = SK_RS_CNT_MCAST_DROP;
 
+	/* A source address that is not the netns's own is a forgery: over IPv6 any socket may bind one
+	 * with IPV6_FREEBIND (no capability), and port 53 too where net.ipv4.ip_unprivileged_port_start
+	 * is 0 (containerd's pod default). Sent via lo as [upstream resolver]:53 to the sidecar's connected
+	 * DNS socket, whose port /proc/net/udp shows, the datagram is received as the resolver's answer:
+	 * only the 16-bit DNS ID would then stand between the agent and an allowed name bound to an address
+	 * of its choosing. IPv4 refuses such a source without IP_TRANSPARENT; this rule makes both families
+	 * equal for every socket. The sidecar and the exempt UIDs (a transparent proxy may legitimately
+	 * send from a foreign source) are left alone; socketless kernel packets do not match `meta skuid`. */
+	r = rule_add(b, C, "spoofed-source", SK_RS_DROP);
+	m_add(r, SK_RS_M_SKUID_NE, p->sidecar_uid);
+	m_set(r, SK_RS_M_SKUID_NOT_SET, SK_RS_SET_EXEMPT);
+	m_add(r, SK_RS_M_SADDR_NOT_LOCAL, 0);
+	if (r)
+		r->counter = SK_RS_CNT_SPOOF_DROP;
+
 	/* The admin port is for kubelet, which probes it from outside the pod: the agent does not read
 	 * /denials or /metrics (issue 16 item 9). oif lo covers 127.0.0.1, ::1 and the pod's own addresses
 	 * alike (local routes go through lo). Before the loopback rules, so `loopback: allow` or a listed
@@ -783,6 +798,8 @@ static void print_match(FILE *f, const struct sk_ruleset *rs, const struct sk_rs
 	case SK_RS_M_SKUID_NE: (void)fprintf(f, "meta skuid != %u ", m->val); break;
 	case SK_RS_M_SKUID_ANY: (void)fprintf(f, "meta skuid >= 0 "); break;
 	case SK_RS_M_SKUID_SET: (void)fprintf(f, "meta skuid @%s ", set); break;
+	case SK_RS_M_SKUID_NOT_SET: (void)fprintf(f, "meta skuid != @%s ", set); break;
+	case SK_RS_M_SADDR_NOT_LOCAL: (void)fprintf(f, "fib saddr type != local "); break;
 	case SK_RS_M_NFPROTO: (void)fprintf(f, "meta nfproto %s ", m->val == NFPROTO_IPV6 ? "ipv6" : "ipv4"); break;
 	case SK_RS_M_L4PROTO: (void)fprintf(f, "meta l4proto %s ", proto_name(m->val)); break;
 	case SK_RS_M_DPORT: (void)fprintf(f, "th dport %u ", m->val); break;

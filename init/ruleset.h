@@ -7,7 +7,11 @@
  * because `meta skuid` does not match a packet without a socket):
  *   IGMP and MLD (ICMPv6 130–132, 143) leaving the pod: drop (counted), whoever sent them — the kernel
  *   sends membership reports on no socket's behalf, and they name the group joined, so they would carry
- *   agent-chosen bytes; then the agent, on every packet and never by conntrack state (conntrack knows no
+ *   agent-chosen bytes; then any socket's packet (the sidecar's and the exemptUids' excepted) whose
+ *   source address is not one of the netns's own: drop (counted) — over IPv6 an unprivileged socket can
+ *   bind a foreign address with IPV6_FREEBIND and forge, via lo, a datagram from the upstream resolver to
+ *   the sidecar's connected DNS socket (IPv4 refuses such a source without IP_TRANSPARENT already);
+ *   then the agent, on every packet and never by conntrack state (conntrack knows no
  *   sockets, so the agent could otherwise reuse the 5-tuple of another UID's flow): TCP to the admin port
  *   on loopback (the pod's own addresses included) rejected (counted), loopback per policy, redirected
  *   flows, direct sets, else reject (counted) → established/related → loopback → ICMPv6 ND (133–137) →
@@ -73,6 +77,8 @@ enum sk_rs_match_kind {
 	SK_RS_M_SKUID_NE,      /* meta skuid != val */
 	SK_RS_M_SKUID_ANY,     /* meta skuid >= 0: true for every packet that has a socket */
 	SK_RS_M_SKUID_SET,     /* meta skuid @set */
+	SK_RS_M_SKUID_NOT_SET, /* meta skuid != @set (false without a socket, like every skuid match) */
+	SK_RS_M_SADDR_NOT_LOCAL, /* fib saddr type != local: the source is not an address of this netns */
 	SK_RS_M_NFPROTO,       /* meta nfproto == val (NFPROTO_IPV4 / NFPROTO_IPV6) */
 	SK_RS_M_L4PROTO,       /* meta l4proto == val (IPPROTO_*) */
 	SK_RS_M_DPORT,         /* th dport == val */
@@ -106,6 +112,7 @@ enum sk_rs_counter_id {
 	SK_RS_CNT_OTHER_TCP,       /* other_uid_reject_tcp */
 	SK_RS_CNT_OTHER_OTHER,     /* other_uid_reject_other */
 	SK_RS_CNT_MCAST_DROP,      /* mcast_report_drop */
+	SK_RS_CNT_SPOOF_DROP,      /* spoofed_source_drop */
 	SK_RS_N_COUNTERS
 };
 

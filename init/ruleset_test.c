@@ -152,7 +152,8 @@ static void test_default_policy_chains_and_order(void **state)
 	assert_string_equal(names, "agent-dns-udp agent-dns-tcp agent-direct4 agent-direct6 agent-loopback agent-proxy");
 	chain_names(rs, SK_RS_CHAIN_FILTER, names, sizeof(names));
 	/* every agent rule comes before the conntrack shortcut */
-	assert_string_equal(names, "igmp-drop mld-drop agent-admin agent-loopback agent-redirected-proxy agent-redirected-dns-udp "
+	assert_string_equal(names, "igmp-drop mld-drop spoofed-source agent-admin agent-loopback agent-redirected-proxy "
+				   "agent-redirected-dns-udp "
 				   "agent-redirected-dns-tcp agent-direct4 agent-direct6 agent-reject-tcp "
 				   "agent-reject-other established loopback icmpv6-nd sidecar exempt-uids "
 				   "other-uid-reject-tcp other-uid-reject-other");
@@ -241,7 +242,7 @@ static void test_loopback_deny(void **state)
 	/* agent TCP to loopback goes to the proxy (which logs the denial); the API gateway stays reachable */
 	assert_string_equal(names, "agent-dns-udp agent-dns-tcp agent-direct4 agent-direct6 agent-api agent-proxy");
 	chain_names(rs, SK_RS_CHAIN_FILTER, names, sizeof(names));
-	assert_true(!strncmp(names, "igmp-drop mld-drop agent-admin agent-api agent-redirected-proxy", 62));
+	assert_true(!strncmp(names, "igmp-drop mld-drop spoofed-source agent-admin agent-api agent-redirected-proxy", 77));
 	assert_lacks(names, "agent-loopback");
 	const struct sk_rs_rule *r = find_rule(rs, SK_RS_CHAIN_FILTER, "agent-api");
 	assert_int_equal(r->m[r->n_m - 1].kind, SK_RS_M_DPORT);
@@ -269,8 +270,8 @@ static void test_loopback_ports(void **state)
 	assert_string_equal(names, "agent-dns-udp agent-dns-tcp agent-direct4 agent-direct6 agent-loopback-ports "
 				   "agent-api agent-proxy");
 	chain_names(rs, SK_RS_CHAIN_FILTER, names, sizeof(names));
-	assert_true(!strncmp(names, "igmp-drop mld-drop agent-admin agent-loopback-ports-tcp agent-loopback-ports-udp "
-				    "agent-api ", 89));
+	assert_true(!strncmp(names, "igmp-drop mld-drop spoofed-source agent-admin agent-loopback-ports-tcp "
+				    "agent-loopback-ports-udp agent-api ", 104));
 	elems_text(&rs->sets[SK_RS_SET_LOPORTS], el, sizeof(el));
 	assert_string_equal(el, "5432, 8080");
 	char *t = text(rs);
@@ -641,6 +642,56 @@ static void test_agent_admin_rejected(void **state)
 	}
 }
 
+/* Found in review: over IPv6 any socket may send with a foreign source (IPV6_FREEBIND), so the agent could
+ * forge the upstream resolver's answer to the sidecar's connected DNS socket. Every socket's packet whose
+ * source is not the netns's own is dropped, counted, before any rule that accepts — except the sidecar's
+ * and the exempt UIDs', under every loopback policy; with UID matches only, so socketless packets pass. */
+static void test_spoofed_source_dropped(void **state)
+{
+	(void)state;
+	static const enum sk_loopback modes[] = { SK_LOOPBACK_ALLOW, SK_LOOPBACK_PORTS, SK_LOOPBACK_DENY };
+	for (size_t i = 0; i < SK_ARRAY_SIZE(modes); i++) {
+		struct fixture f;
+		fx_init(&f);
+		f.p.loopback = modes[i];
+		f.p.sidecar_uid = 2337;
+		f.exempt[0] = 1500;
+		f.p.exempt_uids = f.exempt;
+		f.p.n_exempt_uids = 1;
+		struct sk_ruleset *rs = build(&f);
+		const struct sk_rs_rule *r = find_rule(rs, SK_RS_CHAIN_FILTER, "spoofed-source");
+		assert_int_equal(r->verdict, SK_RS_DROP);
+		assert_string_equal(sk_rs_counter_name(r->counter), "spoofed_source_drop");
+		assert_int_equal(r->n_m, 3);
+		assert_int_equal(r->m[0].kind, SK_RS_M_SKUID_NE);
+		assert_int_equal(r->m[0].val, 2337);
+		assert_int_equal(r->m[1].kind, SK_RS_M_SKUID_NOT_SET);
+		assert_int_equal(r->m[1].set, SK_RS_SET_EXEMPT);
+		assert_int_equal(r->m[2].kind, SK_RS_M_SADDR_NOT_LOCAL);
+		/* right after the multicast drops, so no accept (agent loopback, direct sets, sidecar) comes first */
+		size_t nat = sk_ruleset_chain_rules(rs, SK_RS_CHAIN_NAT);
+		assert_string_equal(rs->rules[nat + 1].name, "mld-drop");
+		assert_string_equal(rs->rules[nat + 2].name, "spoofed-source");
+		for (size_t k = nat; k < nat + 2; k++)
+			assert_int_equal(rs->rules[k].verdict, SK_RS_DROP);
+		/* only the filter chain: nat never sees a verdict on it */
+		for (size_t k = 0; k < nat; k++)
+			assert_string_not_equal(rs->rules[k].name, "spoofed-source");
+		char *t = text(rs);
+		assert_contains(t, "\t\tmeta skuid != 2337 meta skuid != @exempt_uids fib saddr type != local counter name "
+				   "\"spoofed_source_drop\" drop comment \"spoofed-source\"\n");
+		assert_contains(t, "\tcounter spoofed_source_drop {\n\t}\n");
+		const char *filter = strstr(t, "\tchain filter_output {");
+		assert_non_null(filter);
+		const char *spoof = strstr(filter, "comment \"spoofed-source\"");
+		assert_non_null(spoof);
+		assert_true(spoof < strstr(filter, "comment \"agent-admin\""));
+		assert_true(spoof < strstr(filter, " accept comment"));
+		free(t);
+		sk_ruleset_free(rs);
+	}
+}
+
 static void test_text_is_deterministic(void **state)
 {
 	(void)state;
@@ -749,6 +800,7 @@ int main(void)
 		cmocka_unit_test(test_text_is_deterministic),
 		cmocka_unit_test(test_multicast_reports_dropped),
 		cmocka_unit_test(test_agent_admin_rejected),
+		cmocka_unit_test(test_spoofed_source_dropped),
 		cmocka_unit_test(test_guard_accepts_a_pod_namespace),
 		cmocka_unit_test(test_guard_refuses_host_signs),
 		cmocka_unit_test(test_guard_probe_runs),
