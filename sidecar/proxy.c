@@ -46,9 +46,12 @@ enum conn_state { CS_PEEK = 0, CS_RESOLVE, CS_CONNECT, CS_RELAY, CS_CLOSING };
 
 /* What the client→upstream gate of a relaying connection is doing (see relay.h, sk_relay_gate). */
 enum gate_kind {
-	GATE_NONE = 0,   /* spliced: TLS, or TCP that was classified, or a declared-TCP port */
+	GATE_NONE = 0,   /* spliced: TLS past its hellos, or TCP that was classified, or a declared-TCP port */
 	GATE_FIRST,      /* server-first connect: the client's first flight, whenever it comes, is classified */
 	GATE_HTTP,       /* plain HTTP: every request head is checked (http_track.h) */
+	GATE_TLS,        /* TLS whose handshake may still carry a new ClientHello (after a HelloRetryRequest):
+			  * every client record is walked and every hello judged, until the server's
+			  * ServerHello that is not an HRR (gate_tls, peek_tls_server) */
 };
 
 /* A decision that waits on the sidecar's own resolution (sk_resolve_hooks). */
@@ -93,6 +96,9 @@ struct conn {
 	uint32_t request;              /* GATE_HTTP: number of the head being judged (1-based) */
 	size_t held_head;              /* GATE_HTTP: a head already parsed, waiting on a resolution */
 	bool upgrade_wait;             /* GATE_HTTP: a websocket upgrade waits for its status line */
+	bool tls_open;                 /* GATE_TLS: the server has not yet answered with a non-HRR ServerHello */
+	bool tls_ech;                  /* the allowed hello carried ECH (tls.echGrease: allow): so must the rest */
+	size_t tls_skip;               /* GATE_TLS: bytes of a passing record not yet in the gate's buffer */
 	/* fallback resolution */
 	struct sk_resolve_req *resolving;
 	bool resolved;                 /* a resolution finished; verdict_after holds its outcome */
@@ -629,6 +635,8 @@ static void relay_done(struct sk_relay *r, enum sk_relay_end how, int errnum)
 
 static ssize_t gate_first(struct sk_relay *r, const uint8_t *buf, size_t len, bool eof, bool full);
 static ssize_t gate_http(struct sk_relay *r, const uint8_t *buf, size_t len, bool eof, bool full);
+static ssize_t gate_tls(struct sk_relay *r, const uint8_t *buf, size_t len, bool eof, bool full);
+static bool peek_tls_server(struct sk_relay *r);
 
 static void connect_timer(struct sk_loop *l, struct sk_timer *t);
 
@@ -650,7 +658,7 @@ static void connect_done(struct conn *c, bool connecting)
 	if (gated) {
 		/* Client bytes are judged as they come; the peeked ones first (a pipelined second request
 		 * may already be among them). */
-		sk_relay_gate_fn fn = c->gate == GATE_HTTP ? gate_http : gate_first;
+		sk_relay_gate_fn fn = c->gate == GATE_HTTP ? gate_http : c->gate == GATE_TLS ? gate_tls : gate_first;
 		if (sk_relay_gate(&c->relay, fn, c->buf, c->len, lim->peek_cap, CLOSING_LINGER_MS) < 0) {
 			sk_relay_stop(&c->relay);
 			connect_failed(c, "no_memory");
@@ -659,6 +667,8 @@ static void connect_done(struct conn *c, bool connecting)
 		free(c->buf);
 		c->buf = NULL;
 		c->len = c->cap = 0;
+		if (c->gate == GATE_TLS)
+			sk_relay_hold_b(&c->relay, peek_tls_server);
 	}
 	c->st = CS_RELAY;
 	sk_relay_owner_closes(&c->relay);   /* relay_done frees c, closing both fds, on DONE */
@@ -964,7 +974,11 @@ static enum classify classify_bytes(struct conn *c, const uint8_t *b, size_t len
 {
 	size_t cap = c->px->sc->limits.peek_cap;
 	c->has_name = false;
-	if (b[0] == 0x16 && (len < 2 || b[1] == 0x03)) {
+	c->tls_ech = false;
+	if (sk_tls_content_type(b[0])) {
+		/* Every TLS content type first, with any record version: servers take a hello behind an alert
+		 * or a change_cipher_spec record, or under another legacy version — relayed as TCP, its SNI
+		 * would go unread. A well-formed hello decides; anything else is denied. */
 		c->proto = "tls";
 		c->match_proto = SK_PROTO_TLS;
 		enum sk_hello_result r = sk_tls_hello_parse(b, len, cap, c->name);
@@ -974,6 +988,7 @@ static enum classify classify_bytes(struct conn *c, const uint8_t *b, size_t len
 			/* tls.echGrease: allow — decide on the outer SNI (docs/threat-model.md: the inner name
 			 * is unseen; our DNS never hands out ECH configs). */
 			r = SK_HELLO_OK;
+			c->tls_ech = true;
 		}
 		if (r == SK_HELLO_OK) {
 			c->has_name = true;
@@ -1053,6 +1068,9 @@ static void act_peek(struct conn *c, enum verdict v)
 		if (c->match_proto == SK_PROTO_HTTP) {
 			c->gate = GATE_HTTP;
 			c->http_first_ok = true;
+		} else if (c->match_proto == SK_PROTO_TLS) {
+			c->gate = GATE_TLS;
+			c->tls_open = true;
 		}
 		conn_connect(c);
 		return;
@@ -1161,7 +1179,7 @@ static void peek_timer(struct sk_loop *l, struct sk_timer *t)
 		return;
 	}
 	/* Some bytes but not enough to decide: a slowloris hello or head. */
-	if (c->buf[0] == 0x16)
+	if (sk_tls_content_type(c->buf[0]))
 		c->proto = "tls";
 	conn_deny_rst(c, "peek_timeout");
 }
@@ -1226,9 +1244,131 @@ static ssize_t gate_first(struct sk_relay *r, const uint8_t *buf, size_t len, bo
 		r->gate = gate_http;
 		return gate_http(r, buf, len, eof, full);
 	}
+	if (c->match_proto == SK_PROTO_TLS) {
+		/* The late hello is judged again by the TLS gate (the same name, so it passes) and every
+		 * hello after it, until the server's answer shows the handshake is past them. */
+		c->gate = GATE_TLS;
+		c->tls_open = true;
+		r->gate = gate_tls;
+		sk_relay_hold_b(r, peek_tls_server);
+		return gate_tls(r, buf, len, eof, full);
+	}
 	c->gate = GATE_NONE;
 	sk_relay_ungate(r);
 	return (ssize_t)len;
+}
+
+/* ---- TLS: every ClientHello, not only the first (gate_tls) ---- */
+
+/* A hello after the allowed one must say the same: the same SNI and the same ECH decision. A server takes
+ * the second hello's name after a HelloRetryRequest (OpenSSL does), and its own SNI = Host check then
+ * passes too, since the Host follows the second name. */
+static bool same_hello(const struct conn *c, enum sk_hello_result r, const char *name)
+{
+	bool ech = r == SK_HELLO_ECH && c->px->sc->policy->tls.ech_grease_allow && name[0];
+	if (r != SK_HELLO_OK && !ech)
+		return false;
+	return ech == c->tls_ech && strcmp(name, c->name) == 0;
+}
+
+/* Refuses the connection for a later hello (or a record that cannot be judged) with the name it asked
+ * for on the audit line; mode audit reports it once and stops judging. */
+static ssize_t tls_refuse(struct sk_relay *r, const char *name, size_t off, size_t len)
+{
+	struct conn *c = r->ctx;
+	if (name && name[0])
+		(void)snprintf(c->name, sizeof(c->name), "%s", name);
+	if (verdict_deny(c, "tls_second_hello") == V_ALLOW) {
+		conn_audit(c, "deny", r->b2a.bytes, r->a2b.bytes);
+		c->decision = "allow";
+		c->gate = GATE_NONE;
+		c->tls_open = false;
+		sk_relay_ungate(r);
+		return (ssize_t)len;
+	}
+	/* Nothing from the refused record on goes upstream, and the relay ends now: the server's answer to
+	 * the hello before is owed to no one. */
+	(void)off;
+	sk_relay_deny_at_once(r);
+	return -1;
+}
+
+/* Walks the client's records while the handshake can still carry a new hello: change_cipher_spec, alerts
+ * and 0-RTT application data pass whole; every handshake record must be a ClientHello saying what the
+ * allowed one said. Only whole hellos are released, so the upstream never sees a hello that was not
+ * judged. */
+static ssize_t gate_tls(struct sk_relay *r, const uint8_t *buf, size_t len, bool eof, bool full)
+{
+	struct conn *c = r->ctx;
+	size_t cap = c->px->sc->limits.peek_cap;
+	size_t off = 0;
+	for (;;) {
+		if (c->tls_skip > 0) {
+			size_t k = len - off < c->tls_skip ? len - off : c->tls_skip;
+			c->tls_skip -= k;
+			off += k;
+			if (c->tls_skip > 0)
+				return (ssize_t)off;
+		}
+		if (!c->tls_open) {
+			/* The server answered with a ServerHello: the client's records from here on are its
+			 * encrypted flight (1.3) or key exchange (1.2); no hello can follow in clear. */
+			c->gate = GATE_NONE;
+			sk_relay_ungate(r);
+			return (ssize_t)len;
+		}
+		if (off == len)
+			return (ssize_t)off;
+		size_t used = 0;
+		enum sk_hello_result hr = SK_HELLO_MALFORMED;
+		char name[SK_DOMAIN_MAX + 1];
+		switch (sk_tls_client_record(buf + off, len - off, cap, &used, &hr, name)) {
+		case SK_TLS_NEXT_MORE:
+			if (eof || full)
+				return tls_refuse(r, NULL, off, len);
+			return (ssize_t)off;
+		case SK_TLS_NEXT_PASS:
+			c->tls_skip = used;
+			continue;
+		case SK_TLS_NEXT_BAD:
+			return tls_refuse(r, NULL, off, len);
+		case SK_TLS_NEXT_HELLO:
+			if (!same_hello(c, hr, name))
+				return tls_refuse(r, name, off, len);
+			off += used;
+			/* Its answer says whether yet another hello may follow. */
+			sk_relay_hold_b(r, peek_tls_server);
+			continue;
+		}
+	}
+}
+
+/* Holds the server's answer to a hello until its first record shows what it is (MSG_PEEK: nothing is
+ * consumed). A ServerHello that is not an HRR ends the TLS gate; an HRR or anything else leaves it
+ * judging the client's records. */
+static bool peek_tls_server(struct sk_relay *r)
+{
+	struct conn *c = r->ctx;
+	uint8_t got[512];
+	ssize_t n = recv(r->b->fd, got, sizeof(got), MSG_PEEK | MSG_DONTWAIT);
+	if (n < 0)
+		return errno != EAGAIN && errno != EINTR;   /* an error: let the relay see it */
+	if (n == 0)
+		return true;                                /* EOF: the relay reads it */
+	enum sk_server_first k = sk_tls_server_first(got, (size_t)n);
+	if (k == SK_SERVER_FIRST_MORE && (size_t)n < sizeof(got))
+		return false;
+	if (k == SK_SERVER_FIRST_HELLO && c->tls_open) {
+		c->tls_open = false;
+		/* Client bytes the gate holds unjudged are judged first (kick); with none, back to splice. */
+		if (r->glen == r->gout) {
+			c->gate = GATE_NONE;
+			sk_relay_ungate(r);
+		} else {
+			sk_relay_kick(r);
+		}
+	}
+	return true;
 }
 
 /* Upstream→client is held after a websocket upgrade request until its status line shows. */

@@ -199,6 +199,8 @@ static void feed_split(struct world *w, int fd, const uint8_t *msg, size_t len, 
 	spin(w, 1);
 }
 
+#define AFTER_REC "\x17\x03\x03\x00\x05" "AFTER"
+
 static void test_tls_hello_bytewise_is_replayed_exactly(void **state)
 {
 	(void)state;
@@ -216,18 +218,19 @@ static void test_tls_hello_bytewise_is_replayed_exactly(void **state)
 		up = accept4(w.upstream_ls, NULL, NULL, SOCK_NONBLOCK);
 	}
 	assert_true(up >= 0);
-	assert_int_equal(send(c, "AFTER", 5, MSG_NOSIGNAL), 5);
+	/* What follows the hello before the server answers is judged as TLS records too (0-RTT data here). */
+	assert_int_equal(send(c, AFTER_REC, 10, MSG_NOSIGNAL), 10);
 	uint8_t got[8192];
 	size_t have = 0;
-	for (int i = 0; i < 400 && have < n + 5; i++) {
+	for (int i = 0; i < 400 && have < n + 10; i++) {
 		spin(&w, 1);
 		ssize_t r = recv(up, got + have, sizeof(got) - have, 0);
 		if (r > 0)
 			have += (size_t)r;
 	}
-	assert_int_equal(have, n + 5);
+	assert_int_equal(have, n + 10);
 	assert_memory_equal(got, hello, n);
-	assert_memory_equal(got + n, "AFTER", 5);
+	assert_memory_equal(got + n, AFTER_REC, 10);
 	/* and the other way */
 	assert_int_equal(send(up, "SERVER", 6, MSG_NOSIGNAL), 6);
 	char back[16] = { 0 };
@@ -251,7 +254,7 @@ static void test_tls_hello_bytewise_is_replayed_exactly(void **state)
 	assert_string_equal(jstr(j, "proto"), "tls");
 	assert_string_equal(jstr(j, "binding"), "unchecked");
 	assert_int_equal(cJSON_GetObjectItem(j, "rule")->valueint, 0);
-	assert_int_equal(cJSON_GetObjectItem(j, "bytes_out")->valueint, (int)n + 5);
+	assert_int_equal(cJSON_GetObjectItem(j, "bytes_out")->valueint, (int)n + 10);
 	assert_int_equal(cJSON_GetObjectItem(j, "bytes_in")->valueint, 6);
 	cJSON_Delete(j);
 	assert_int_equal(sk_proxy_active(w.sc.proxy), 0);
@@ -931,6 +934,241 @@ static void test_declared_tcp_port_connects_at_accept(void **state)
 	world_down(&w);
 }
 
+/* ---- TLS: every hello is judged, not only the first (issue 30: the second ClientHello) ---- */
+
+/* A ServerHello record, or a HelloRetryRequest (its random is SHA-256("HelloRetryRequest")). */
+static size_t server_hello_record(bool hrr, uint8_t *out)
+{
+	static const uint8_t hrr_random[32] = {
+		0xcf, 0x21, 0xad, 0x74, 0xe5, 0x9a, 0x61, 0x11, 0xbe, 0x1d, 0x8c, 0x02, 0x1e, 0x65, 0xb8, 0x91,
+		0xc2, 0xa2, 0x11, 0x16, 0x7a, 0xbb, 0x8c, 0x5e, 0x07, 0x9e, 0x09, 0xe2, 0xc8, 0xa8, 0x33, 0x9c,
+	};
+	/* body: version, random, sid len 0, suite 0x1301, compression 0, no extensions */
+	static const size_t body = 2 + 32 + 1 + 2 + 1 + 2;
+	size_t o = 0;
+	out[o++] = 0x16; out[o++] = 0x03; out[o++] = 0x03;
+	out[o++] = 0; out[o++] = (uint8_t)(4 + body);
+	out[o++] = 0x02; out[o++] = 0; out[o++] = 0; out[o++] = (uint8_t)body;
+	out[o++] = 0x03; out[o++] = 0x03;
+	memcpy(out + o, hrr_random, 32);
+	if (!hrr)
+		out[o + 31] ^= 0x5a;
+	o += 32;
+	out[o++] = 0; out[o++] = 0x13; out[o++] = 0x01; out[o++] = 0; out[o++] = 0; out[o++] = 0;
+	return o;
+}
+
+/* The openssl capture with its SNI set to name (15 characters, so every length field stays valid). */
+static size_t hello_named(const char *name, uint8_t *hello, size_t cap)
+{
+	size_t n = read_file("sidecar/testdata/hellos/openssl.bin", hello, cap);
+	uint8_t *p = memmem(hello, n, "allowed.example", 15);
+	assert_non_null(p);
+	assert_int_equal(strlen(name), 15);
+	memcpy(p, name, 15);
+	return n;
+}
+
+/* Allowed first hello through to an accepted upstream, which has read it; the server answers with
+ * `answer` (an HRR or a ServerHello) and the client has read that answer. */
+static void tls_to_answer(struct world *w, int *c, int *up, const uint8_t *answer, size_t alen)
+{
+	uint8_t hello[4096], got[4096];
+	size_t n = hello_named("allowed.example", hello, sizeof(hello));
+	*c = client(w, &w->lo, w->upstream_port);
+	assert_int_equal(send(*c, hello, n, 0), (ssize_t)n);
+	*up = accept_up(w);
+	assert_true(*up >= 0);
+	assert_int_equal(recv_some(w, *up, got, n), n);
+	assert_memory_equal(got, hello, n);
+	assert_int_equal(send(*up, answer, alen, 0), (ssize_t)alen);
+	assert_int_equal(recv_some(w, *c, got, alen), alen);
+	assert_memory_equal(got, answer, alen);
+}
+
+static void test_second_hello_after_hrr_naming_another_host_is_denied(void **state)
+{
+	(void)state;
+	struct world w;
+	world_up(&w, "enforce", 5000);
+	uint8_t hrr[128], hello2[4096], got[4096];
+	size_t hl = server_hello_record(true, hrr);
+	int c, up;
+	tls_to_answer(&w, &c, &up, hrr, hl);
+	/* Middlebox-compatibility CCS, then the second hello for a tenant the policy denies. */
+	size_t n2 = hello_named("denied0.example", hello2, sizeof(hello2));
+	assert_int_equal(send(c, "\x14\x03\x03\x00\x01\x01", 6, 0), 6);
+	assert_int_equal(send(c, hello2, n2, 0), (ssize_t)n2);
+	spin(&w, 10);
+	/* The agent gets the access_denied alert; the upstream gets the CCS at most, never the hello. */
+	ssize_t r = recv(c, got, sizeof(got), 0);
+	assert_int_equal(r, 7);
+	assert_memory_equal(got, "\x15\x03\x03\x00\x02\x02\x31", 7);
+	size_t have = 0;
+	for (int i = 0; i < 50; i++) {
+		spin(&w, 1);
+		ssize_t k = recv(up, got + have, sizeof(got) - have, 0);
+		if (k > 0)
+			have += (size_t)k;
+		else if (k == 0 || errno != EAGAIN)
+			break;
+	}
+	assert_true(have <= 6);
+	assert_null(memmem(got, have, "denied0", 7));
+	int count;
+	cJSON *j = last_audit(&w, &count);
+	assert_non_null(j);
+	assert_string_equal(jstr(j, "decision"), "deny");
+	assert_string_equal(jstr(j, "reason"), "tls_second_hello");
+	assert_string_equal(jstr(j, "name"), "denied0.example");
+	assert_string_equal(jstr(j, "proto"), "tls");
+	cJSON_Delete(j);
+	close(c);
+	close(up);
+	spin(&w, 5);
+	assert_int_equal(sk_proxy_active(w.sc.proxy), 0);
+	world_down(&w);
+}
+
+/* The normal HRR case (curl, Chromium against a server preferring another group): the same name again
+ * passes, and once the server's real ServerHello is through, the client's records are no longer hellos
+ * (a TLS 1.2 key exchange, encrypted data) and pass as they are. */
+static void test_second_hello_same_name_then_server_hello_ungates(void **state)
+{
+	(void)state;
+	struct world w;
+	world_up(&w, "enforce", 5000);
+	uint8_t hrr[128], sh[128], hello2[4096], got[4096];
+	size_t hl = server_hello_record(true, hrr);
+	int c, up;
+	tls_to_answer(&w, &c, &up, hrr, hl);
+	size_t n2 = hello_named("allowed.example", hello2, sizeof(hello2));
+	uint8_t flight[4200];
+	static const uint8_t ccs[6] = { 0x14, 0x03, 0x03, 0x00, 0x01, 0x01 };
+	memcpy(flight, ccs, sizeof(ccs));
+	memcpy(flight + 6, hello2, n2);
+	assert_int_equal(send(c, flight, 6 + n2, 0), (ssize_t)(6 + n2));
+	assert_int_equal(recv_some(&w, up, got, 6 + n2), 6 + n2);
+	assert_memory_equal(got, flight, 6 + n2);
+	size_t sl = server_hello_record(false, sh);
+	assert_int_equal(send(up, sh, sl, 0), (ssize_t)sl);
+	assert_int_equal(recv_some(&w, c, got, sl), sl);
+	/* A handshake record that is no ClientHello (ClientKeyExchange) and bytes that are no record at all:
+	 * past the hellos the TLS gate no longer judges. */
+	static const uint8_t after[] = "\x16\x03\x03\x00\x04\x10\x00\x00\x00" "opaque";
+	assert_int_equal(send(c, after, sizeof(after) - 1, 0), (ssize_t)(sizeof(after) - 1));
+	assert_int_equal(recv_some(&w, up, got, sizeof(after) - 1), sizeof(after) - 1);
+	assert_memory_equal(got, after, sizeof(after) - 1);
+	close(c);
+	close(up);
+	spin(&w, 20);
+	int count;
+	cJSON *j = last_audit(&w, &count);
+	assert_non_null(j);
+	assert_string_equal(jstr(j, "decision"), "allow");
+	assert_string_equal(jstr(j, "event"), "conn");
+	cJSON_Delete(j);
+	assert_int_equal(sk_proxy_active(w.sc.proxy), 0);
+	world_down(&w);
+}
+
+/* Before the server has answered, only records that carry no hello pass (CCS, alerts, 0-RTT data); a
+ * handshake record that is not a ClientHello, or bytes that are no TLS record, are refused. */
+static void test_before_the_server_answers_only_hellos_are_handshake(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *bytes;
+		size_t n;
+		bool pass;
+	} cases[] = {
+		{ "\x17\x03\x03\x00\x03" "abc", 8, true },        /* 0-RTT early data */
+		{ "\x16\x03\x03\x00\x04\x10\x00\x00\x00", 9, false }, /* ClientKeyExchange before a ServerHello */
+		{ "GET / HTTP/1.1\r\n\r\n", 18, false },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct world w;
+		world_up(&w, "enforce", 5000);
+		uint8_t hello[4096], got[4096];
+		size_t n = hello_named("allowed.example", hello, sizeof(hello));
+		int c = client(&w, &w.lo, w.upstream_port);
+		assert_int_equal(send(c, hello, n, 0), (ssize_t)n);
+		int up = accept_up(&w);
+		assert_true(up >= 0);
+		assert_int_equal(recv_some(&w, up, got, n), n);
+		assert_int_equal(send(c, cases[i].bytes, cases[i].n, 0), (ssize_t)cases[i].n);
+		if (cases[i].pass) {
+			assert_int_equal(recv_some(&w, up, got, cases[i].n), cases[i].n);
+			assert_memory_equal(got, cases[i].bytes, cases[i].n);
+		} else {
+			assert_int_equal(recv_some(&w, c, got, 7), 7);
+			assert_memory_equal(got, "\x15\x03\x03\x00\x02\x02\x31", 7);
+			int count;
+			cJSON *j = last_audit(&w, &count);
+			assert_non_null(j);
+			assert_string_equal(jstr(j, "reason"), "tls_second_hello");
+			cJSON_Delete(j);
+			ssize_t k = recv(up, got, sizeof(got), MSG_DONTWAIT);
+			assert_true(k <= 0);
+		}
+		close(c);
+		close(up);
+		spin(&w, 5);
+		world_down(&w);
+	}
+}
+
+/* The record layer: every TLS content type first is TLS, judged as TLS. A hello led by an alert or a CCS
+ * record, or framed under another record version, was relayed as plain TCP with its SNI unread (the
+ * address's binding allowed it); now it is denied as a TLS hello that does not parse. */
+static void test_tls_led_by_another_record_or_version_is_denied_as_tls(void **state)
+{
+	(void)state;
+	uint8_t hello[4096];
+	size_t n = hello_named("denied0.example", hello, sizeof(hello));
+	uint8_t msg[4200];
+	for (int k = 0; k < 5; k++) {
+		struct world w;
+		world_up(&w, "enforce", 5000);
+		bind_fake(&w);   /* allowed.example is bound to the destination: plain TCP there would pass */
+		size_t len = 0;
+		if (k <= 3) {
+			/* one record of each content type, then the hello */
+			static const uint8_t lead[4][7] = {
+				{ 0x15, 0x03, 0x01, 0x00, 0x02, 0x01, 0x00 },
+				{ 0x14, 0x03, 0x01, 0x00, 0x01, 0x01, 0 },
+				{ 0x17, 0x03, 0x01, 0x00, 0x01, 0x00, 0 },
+				{ 0x16, 0x02, 0x00, 0x00, 0x01, 0x00, 0 },
+			};
+			size_t ll = lead[k][0] == 0x15 ? 7 : 6;
+			memcpy(msg, lead[k], ll);
+			len = ll;
+		}
+		memcpy(msg + len, hello, n);
+		if (k == 4)
+			msg[len + 1] = 0x00;   /* the hello's own record under version 0x0001 */
+		len += n;
+		int c = client(&w, &w.lo, w.upstream_port);
+		assert_int_equal(send(c, msg, len, 0), (ssize_t)len);
+		spin(&w, 5);
+		uint8_t got[64];
+		ssize_t r = recv(c, got, sizeof(got), 0);
+		assert_int_equal(r, 7);
+		assert_memory_equal(got, "\x15\x03\x03\x00\x02\x02\x31", 7);
+		int count;
+		cJSON *j = last_audit(&w, &count);
+		assert_non_null(j);
+		assert_string_equal(jstr(j, "decision"), "deny");
+		assert_string_equal(jstr(j, "proto"), "tls");
+		assert_string_equal(jstr(j, "reason"), "malformed_hello");
+		cJSON_Delete(j);
+		assert_nothing_upstream(&w);
+		close(c);
+		spin(&w, 5);
+		world_down(&w);
+	}
+}
+
 static void test_byte_that_cannot_begin_tls_or_http_is_decided_at_once(void **state)
 {
 	(void)state;
@@ -1088,6 +1326,8 @@ static bool never_bound(void *ctx, const struct sk_addr *addr, const char *name)
 	return false;
 }
 
+#define MORE_REC "\x17\x03\x03\x00\x04" "MORE"   /* 0-RTT data after the hello */
+
 static void test_binding_miss_is_resolved_by_the_sidecar(void **state)
 {
 	(void)state;
@@ -1109,7 +1349,7 @@ static void test_binding_miss_is_resolved_by_the_sidecar(void **state)
 		assert_int_equal(accept4(w.upstream_ls, NULL, NULL, 0), -1);   /* nothing before the answer */
 		/* More bytes while the name resolves: their edge comes before the relay runs, which must
 		 * still look at the client when it starts. */
-		assert_int_equal(send(c, "MORE", 4, 0), 4);
+		assert_int_equal(send(c, MORE_REC, 9, 0), 9);
 		spin(&w, 3);
 		f.done(f.arg, match ? SK_RESOLVE_MATCH : SK_RESOLVE_MISMATCH);
 		spin(&w, 5);
@@ -1117,9 +1357,9 @@ static void test_binding_miss_is_resolved_by_the_sidecar(void **state)
 		if (match) {
 			assert_true(up >= 0);
 			uint8_t got[4200];
-			assert_int_equal(recv_some(&w, up, got, n + 4), n + 4);
+			assert_int_equal(recv_some(&w, up, got, n + 9), n + 9);
 			assert_memory_equal(got, hello, n);
-			assert_memory_equal(got + n, "MORE", 4);
+			assert_memory_equal(got + n, MORE_REC, 9);
 			close(up);
 			close(c);
 			spin(&w, 10);
@@ -1608,6 +1848,10 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_tls_hello_bytewise_is_replayed_exactly),
 		cmocka_unit_test(test_tls_denied_name_gets_access_denied_alert),
+		cmocka_unit_test(test_second_hello_after_hrr_naming_another_host_is_denied),
+		cmocka_unit_test(test_second_hello_same_name_then_server_hello_ungates),
+		cmocka_unit_test(test_before_the_server_answers_only_hellos_are_handshake),
+		cmocka_unit_test(test_tls_led_by_another_record_or_version_is_denied_as_tls),
 		cmocka_unit_test(test_http_denied_host_gets_403_bytewise),
 		cmocka_unit_test(test_loop_to_own_port_is_denied_before_reading),
 		cmocka_unit_test(test_partial_hello_dies_at_peek_deadline),

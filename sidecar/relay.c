@@ -482,7 +482,7 @@ static void relay_pump(struct sk_relay *r, uint32_t events, int fd)
 	if (r->denied) {
 		/* Nothing of the client's ever went upstream: no answer to wait for. Otherwise the upstream's
 		 * answer to what was released flows until it closes (or drain_ms passes). */
-		if (r->a2b.bytes == 0 && r->gout == 0) {
+		if ((r->a2b.bytes == 0 && r->gout == 0) || r->deny_at_once) {
 			relay_finish(r, SK_RELAY_DENIED, 0);
 			return;
 		}
@@ -637,6 +637,8 @@ int sk_relay_gate(struct sk_relay *r, sk_relay_gate_fn gate, const uint8_t *init
 }
 
 void sk_relay_ungate(struct sk_relay *r) { r->gate = NULL; }
+
+void sk_relay_deny_at_once(struct sk_relay *r) { r->deny_at_once = true; }
 
 void sk_relay_hold_b(struct sk_relay *r, sk_relay_peek_fn peek) { r->peek = peek; }
 

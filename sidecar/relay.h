@@ -151,6 +151,7 @@ struct sk_relay {
 	size_t glen, gout, gcap, gmax;
 	bool gate_dirty;       /* unjudged bytes the gate has not seen in their current extent */
 	bool denied;           /* the gate refused: draining the upstream's answer to released bytes */
+	bool deny_at_once;     /* a refusal ends the relay without that drain (sk_relay_deny_at_once) */
 	uint64_t drain_ms;
 	sk_relay_peek_fn peek; /* non-NULL while the upstream→client direction is held */
 	bool in_pump;
@@ -204,6 +205,9 @@ void sk_relay_stop(struct sk_relay *r);
  * upstream drain after a refusal. The relay takes no prefix in this mode. 0 or -ENOMEM. */
 int sk_relay_gate(struct sk_relay *r, sk_relay_gate_fn gate, const uint8_t *initial, size_t initial_len,
 		  size_t max, uint64_t drain_ms);
+/* A refusal by the gate ends the relay at once: no answer of the upstream's to bytes released before is
+ * owed to the client (TLS: once a later hello is refused, the answer to the first is of no use). */
+void sk_relay_deny_at_once(struct sk_relay *r);
 /* From inside the gate: after this call's released bytes, splice client→upstream again (bytes the gate did
  * not release are released too: call it only when everything left is to pass). */
 void sk_relay_ungate(struct sk_relay *r);

@@ -16,8 +16,12 @@
 
 #include "policy/addr.h"
 
+#define TLS_CT_CHANGE_CIPHER_SPEC 20
+#define TLS_CT_ALERT 21
 #define TLS_CT_HANDSHAKE 22
+#define TLS_CT_APPLICATION_DATA 23
 #define TLS_HS_CLIENT_HELLO 1
+#define TLS_HS_SERVER_HELLO 2
 #define TLS_REC_HDR 5
 #define TLS_REC_MAX ((1u << 14) + 2048)   /* the largest record any TLS version allows on the wire */
 #define TLS_EXT_SERVER_NAME 0x0000
@@ -101,7 +105,9 @@ struct hello {
 	bool multi;                /* a second server_name extension */
 	bool ech;
 	size_t name_len;           /* of the first host_name */
-	char name[NAME_BUF];       /* the first host_name, when name_len < NAME_BUF */
+	/* The first host_name, when name_len < NAME_BUF: a NAME_BUF array of the caller's own, not a member,
+	 * so that a write past it lands in a sanitizer's red zone rather than in the next field. */
+	char *name;
 	uint64_t seen[65536 / 64]; /* extension types seen, for the duplicate check */
 };
 
@@ -333,18 +339,30 @@ static enum sk_hello_result judge(const struct hello *h, char *sni)
 	return SK_HELLO_OK;
 }
 
-enum sk_hello_result sk_tls_hello_parse(const uint8_t *buf, size_t len, size_t cap, char *sni)
+bool sk_tls_content_type(uint8_t b)
+{
+	return b >= TLS_CT_CHANGE_CIPHER_SPEC && b <= TLS_CT_APPLICATION_DATA;
+}
+
+static enum sk_hello_result parse_at(const uint8_t *buf, size_t len, size_t cap, char *sni, size_t *used)
 {
 	struct hello h;
 	enum sk_hello_result r;
 
 	sni[0] = '\0';
+	*used = 0;
 	if (len == 0)
 		return cap == 0 ? SK_HELLO_TOO_BIG : SK_HELLO_NEED_MORE;
-	/* An SSLv2-compatible hello starts with 0x80: not TLS in the sense the proxy can inspect. */
-	if (buf[0] != TLS_CT_HANDSHAKE)
+	/* An SSLv2-compatible hello starts with 0x80: not TLS in the sense the proxy can inspect. Any other
+	 * TLS content type first (an alert, change_cipher_spec or application data record before the hello,
+	 * which some servers skip) is TLS that is not a hello: malformed, never "not TLS". */
+	if (!sk_tls_content_type(buf[0]))
 		return SK_HELLO_NOT_TLS;
+	if (buf[0] != TLS_CT_HANDSHAKE)
+		return SK_HELLO_MALFORMED;
+	char name[NAME_BUF];
 	memset(&h, 0, sizeof(h));
+	h.name = name;
 	h.s.buf = buf;
 	h.s.len = len;
 	r = parse_hello(&h, cap);
@@ -352,7 +370,100 @@ enum sk_hello_result sk_tls_hello_parse(const uint8_t *buf, size_t len, size_t c
 		return SK_HELLO_TOO_BIG;
 	if (r != SK_HELLO_OK)
 		return r;
+	*used = h.s.pos;   /* the hello ends its record (parse_hello checked) */
 	return judge(&h, sni);
+}
+
+enum sk_hello_result sk_tls_hello_parse(const uint8_t *buf, size_t len, size_t cap, char *sni)
+{
+	size_t used;
+	return parse_at(buf, len, cap, sni, &used);
+}
+
+/* The record header at buf, judged byte by byte as for the first hello: a TLS content type, major version
+ * 3, minor 0..4, a length 1..TLS_REC_MAX. */
+static enum sk_tls_next record_header(const uint8_t *buf, size_t len, size_t *rec_len)
+{
+	if (len >= 1 && !sk_tls_content_type(buf[0]))
+		return SK_TLS_NEXT_BAD;
+	if (len >= 2 && buf[1] != 3)
+		return SK_TLS_NEXT_BAD;
+	if (len >= 3 && buf[2] > 4)
+		return SK_TLS_NEXT_BAD;
+	if (len >= 4 && ((size_t)buf[3] << 8) > TLS_REC_MAX)
+		return SK_TLS_NEXT_BAD;
+	if (len < TLS_REC_HDR)
+		return SK_TLS_NEXT_MORE;
+	*rec_len = (size_t)buf[3] << 8 | buf[4];
+	if (*rec_len == 0 || *rec_len > TLS_REC_MAX)
+		return SK_TLS_NEXT_BAD;
+	return SK_TLS_NEXT_PASS;
+}
+
+enum sk_tls_next sk_tls_client_record(const uint8_t *buf, size_t len, size_t cap, size_t *used,
+				      enum sk_hello_result *hello, char *sni)
+{
+	size_t n = 0;
+	enum sk_tls_next k = record_header(buf, len, &n);
+
+	*used = 0;
+	sni[0] = '\0';
+	if (k != SK_TLS_NEXT_PASS)
+		return k;
+	switch (buf[0]) {
+	case TLS_CT_HANDSHAKE:
+		/* Before the server's ServerHello the only handshake message a client sends is a ClientHello:
+		 * anything else in a handshake record is judged (and refused) as a hello that does not parse. */
+		*hello = parse_at(buf, len, cap, sni, used);
+		if (*hello == SK_HELLO_NEED_MORE)
+			return SK_TLS_NEXT_MORE;
+		return SK_TLS_NEXT_HELLO;
+	case TLS_CT_CHANGE_CIPHER_SPEC:
+		/* RFC 8446 §5: exactly one byte, 0x01 (middlebox compatibility mode, before a second hello). */
+		if (n != 1 || (len > TLS_REC_HDR && buf[TLS_REC_HDR] != 1))
+			return SK_TLS_NEXT_BAD;
+		if (len <= TLS_REC_HDR)
+			return SK_TLS_NEXT_MORE;
+		break;
+	case TLS_CT_ALERT:
+		if (n != 2)
+			return SK_TLS_NEXT_BAD;
+		break;
+	default:
+		break;   /* application_data: 0-RTT early data, encrypted, carries no hello in clear */
+	}
+	*used = TLS_REC_HDR + n;
+	return SK_TLS_NEXT_PASS;
+}
+
+/* SHA-256("HelloRetryRequest"): the random of a ServerHello that is a HelloRetryRequest (RFC 8446 §4.1.3). */
+static const uint8_t hrr_random[32] = {
+	0xcf, 0x21, 0xad, 0x74, 0xe5, 0x9a, 0x61, 0x11, 0xbe, 0x1d, 0x8c, 0x02, 0x1e, 0x65, 0xb8, 0x91,
+	0xc2, 0xa2, 0x11, 0x16, 0x7a, 0xbb, 0x8c, 0x5e, 0x07, 0x9e, 0x09, 0xe2, 0xc8, 0xa8, 0x33, 0x9c,
+};
+
+enum sk_server_first sk_tls_server_first(const uint8_t *buf, size_t len)
+{
+	size_t pos = 0;
+
+	/* Middlebox-compatibility change_cipher_spec records may come first (after an HRR, before the real
+	 * ServerHello of the second hello): step over complete ones. */
+	while (len - pos >= TLS_REC_HDR + 1 && buf[pos] == TLS_CT_CHANGE_CIPHER_SPEC && buf[pos + 1] == 3 &&
+	       buf[pos + 3] == 0 && buf[pos + 4] == 1 && buf[pos + 5] == 1)
+		pos += TLS_REC_HDR + 1;
+	if (pos == len)
+		return SK_SERVER_FIRST_MORE;
+	if (buf[pos] != TLS_CT_HANDSHAKE)
+		return SK_SERVER_FIRST_OTHER;
+
+	struct hs_stream s = { .buf = buf + pos, .len = len - pos };
+	uint8_t b[4 + 2 + 32];   /* msg_type, length, legacy_version, random */
+	if (!hs_read(&s, b, sizeof(b)))
+		return s.fail == SK_HELLO_NEED_MORE ? SK_SERVER_FIRST_MORE : SK_SERVER_FIRST_OTHER;
+	if (b[0] != TLS_HS_SERVER_HELLO)
+		return SK_SERVER_FIRST_OTHER;
+	return memcmp(b + 6, hrr_random, sizeof(hrr_random)) == 0 ? SK_SERVER_FIRST_HRR
+								  : SK_SERVER_FIRST_HELLO;
 }
 
 const char *sk_hello_result_name(enum sk_hello_result r)

@@ -765,10 +765,191 @@ static void test_not_tls(void **state)
 	static const uint8_t v2[] = { 0x80, 0x2e, 0x01, 0x03, 0x01, 0x00, 0x15, 0x00, 0x00, 0x00, 0x10 };
 	assert_result(parse(v2, sizeof(v2), sni), SK_HELLO_NOT_TLS);
 	assert_result(parse((const uint8_t *)"GET / HTTP/1.1\r\n", 16, sni), SK_HELLO_NOT_TLS);
-	assert_result(parse((const uint8_t *)"\x17\x03\x03\x00\x01\x00", 6, sni), SK_HELLO_NOT_TLS);
 	assert_result(parse((const uint8_t *)"S", 1, sni), SK_HELLO_NOT_TLS);
 	assert_result(parse((const uint8_t *)"", 0, sni), SK_HELLO_NEED_MORE);
 	assert_result(parse((const uint8_t *)"\x16", 1, sni), SK_HELLO_NEED_MORE);
+}
+
+/* Every TLS content type first is TLS (never "not TLS", which the proxy would relay as TCP): servers skip
+ * an alert or change_cipher_spec record before the hello and take other legacy record versions. Every
+ * other first byte is not TLS. */
+static void test_every_first_byte(void **state)
+{
+	(void)state;
+	char sni[SK_DOMAIN_MAX + 1];
+	for (unsigned b = 0; b < 256; b++) {
+		uint8_t rec[] = { (uint8_t)b, 0x03, 0x01, 0x00, 0x02, 0x01, 0x00 };
+		enum sk_hello_result r = parse(rec, sizeof(rec), sni);
+		bool tls = b >= 0x14 && b <= 0x17;
+		assert_int_equal(sk_tls_content_type((uint8_t)b), tls);
+		if (tls ? r == SK_HELLO_NOT_TLS : r != SK_HELLO_NOT_TLS)
+			fail_msg("first byte 0x%02x: %s", b, sk_hello_result_name(r));
+	}
+	/* Led by an alert or a CCS record, or under another major version: TLS, and malformed. */
+	assert_result(parse((const uint8_t *)"\x15\x03\x01\x00\x02\x01\x00\x16\x03\x01", 10, sni),
+		      SK_HELLO_MALFORMED);
+	assert_result(parse((const uint8_t *)"\x14\x03\x03\x00\x01\x01\x16\x03\x01", 9, sni), SK_HELLO_MALFORMED);
+	assert_result(parse((const uint8_t *)"\x17\x03\x03\x00\x01\x00", 6, sni), SK_HELLO_MALFORMED);
+	assert_result(parse((const uint8_t *)"\x16\x02\x00\x00\x05", 5, sni), SK_HELLO_MALFORMED);
+	assert_result(parse((const uint8_t *)"\x16\x00\x01", 3, sni), SK_HELLO_MALFORMED);
+}
+
+/* The name buffer's edge: 254 bytes (253 and a trailing dot) is the longest name; 255, 256 and 257 bytes
+ * are refused, and the 256-byte one is exactly the buffer's size (an off-by-one there writes past it:
+ * the buffer is a stack array of its own, so the sanitizer sees that write). */
+static void test_sni_lengths_at_the_buffer_edge(void **state)
+{
+	(void)state;
+	char sni[SK_DOMAIN_MAX + 1], name[300];
+	for (size_t n = 250; n <= 258; n++) {
+		memset(name, 'a', sizeof(name));
+		for (size_t i = 63; i < n; i += 64)
+			name[i] = '.';
+		if (n == 254)
+			name[253] = '.';
+		name[n] = '\0';
+		enum sk_hello_result r = parse_name(name, sni);
+		enum sk_hello_result want = n <= 254 ? SK_HELLO_OK : SK_HELLO_BAD_NAME;
+		if (r != want)
+			fail_msg("%zu-byte name: %s", n, sk_hello_result_name(r));
+		assert_int_equal(strlen(sni), n <= 253 ? n : n == 254 ? 253 : 0);
+	}
+}
+
+/* One record of type ct carrying payload. */
+static struct bytes record(unsigned ct, const void *payload, size_t n)
+{
+	struct bytes b = { 0 };
+	put8(&b, ct);
+	put16(&b, 0x0303);
+	put16(&b, (unsigned)n);
+	put(&b, payload, n);
+	return b;
+}
+
+static enum sk_tls_next next(const struct bytes *b, size_t *used, enum sk_hello_result *hr, char *sni)
+{
+	return sk_tls_client_record(b->d, b->n, 16384, used, hr, sni);
+}
+
+static void test_client_records_after_the_hello(void **state)
+{
+	(void)state;
+	char sni[SK_DOMAIN_MAX + 1];
+	size_t used;
+	enum sk_hello_result hr;
+
+	struct bytes ccs = record(20, "\x01", 1);
+	assert_int_equal(next(&ccs, &used, &hr, sni), SK_TLS_NEXT_PASS);
+	assert_int_equal(used, 6);
+	assert_int_equal(sk_tls_client_record(ccs.d, 5, 16384, &used, &hr, sni), SK_TLS_NEXT_MORE);
+	bytes_free(&ccs);
+	ccs = record(20, "\x02", 1);                      /* CCS is exactly 0x01 */
+	assert_int_equal(next(&ccs, &used, &hr, sni), SK_TLS_NEXT_BAD);
+	bytes_free(&ccs);
+	ccs = record(20, "\x01\x01", 2);
+	assert_int_equal(next(&ccs, &used, &hr, sni), SK_TLS_NEXT_BAD);
+	bytes_free(&ccs);
+
+	struct bytes alert = record(21, "\x01\x00", 2);
+	assert_int_equal(next(&alert, &used, &hr, sni), SK_TLS_NEXT_PASS);
+	assert_int_equal(used, 7);
+	bytes_free(&alert);
+
+	/* 0-RTT data passes as soon as its header is read, the whole record counted. */
+	uint8_t zero[300] = { 0 };
+	struct bytes ed = record(23, zero, sizeof(zero));
+	assert_int_equal(sk_tls_client_record(ed.d, 5, 16384, &used, &hr, sni), SK_TLS_NEXT_PASS);
+	assert_int_equal(used, 305);
+	bytes_free(&ed);
+
+	/* A handshake record is a hello, judged: the name, a second name, garbage. */
+	struct hello_spec sp;
+	spec_init(&sp);
+	ext_sni1(&sp, "Allowed.Example");
+	struct bytes hs = build_hs(&sp), raw = frame_one(&hs);
+	put(&raw, "\x17\x03\x03", 3);                  /* what follows is not part of it */
+	assert_int_equal(next(&raw, &used, &hr, sni), SK_TLS_NEXT_HELLO);
+	assert_int_equal(hr, SK_HELLO_OK);
+	assert_string_equal(sni, "allowed.example");
+	assert_int_equal(used, raw.n - 3);
+	assert_int_equal(sk_tls_client_record(raw.d, raw.n - 10, 16384, &used, &hr, sni), SK_TLS_NEXT_MORE);
+	bytes_free(&hs);
+	bytes_free(&raw);
+	struct bytes fin = record(22, "\x14\x00\x00\x0c", 4);   /* not a ClientHello */
+	assert_int_equal(next(&fin, &used, &hr, sni), SK_TLS_NEXT_HELLO);
+	assert_int_equal(hr, SK_HELLO_MALFORMED);
+	bytes_free(&fin);
+
+	static const struct { const char *b; size_t n; } bad[] = {
+		{ "GET / ", 6 }, { "\x16\x02\x00\x00\x01", 5 }, { "\x17\x03\x05", 3 },
+		{ "\x17\x03\x03\x00\x00", 5 }, { "\x17\x03\x03\xff\xff", 5 }, { "\x80\x2e\x01", 3 },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(sk_tls_client_record((const uint8_t *)bad[i].b, bad[i].n, 16384, &used, &hr, sni),
+				 SK_TLS_NEXT_BAD);
+}
+
+/* A ServerHello (type 2) or an HRR: legacy_version 0x0303, random, the rest. */
+static struct bytes server_hello(bool hrr)
+{
+	static const uint8_t hrr_random[32] = {
+		0xcf, 0x21, 0xad, 0x74, 0xe5, 0x9a, 0x61, 0x11, 0xbe, 0x1d, 0x8c, 0x02, 0x1e, 0x65, 0xb8, 0x91,
+		0xc2, 0xa2, 0x11, 0x16, 0x7a, 0xbb, 0x8c, 0x5e, 0x07, 0x9e, 0x09, 0xe2, 0xc8, 0xa8, 0x33, 0x9c,
+	};
+	struct bytes body = { 0 }, hs = { 0 };
+	uint8_t rnd[32];
+	memcpy(rnd, hrr_random, sizeof(rnd));
+	if (!hrr)
+		rnd[31] ^= 1;
+	put16(&body, 0x0303);
+	put(&body, rnd, 32);
+	put8(&body, 0);
+	put16(&body, 0x1301);
+	put8(&body, 0);
+	put16(&body, 0);
+	put8(&hs, 2);
+	put24(&hs, (unsigned)body.n);
+	put(&hs, body.d, body.n);
+	bytes_free(&body);
+	return hs;
+}
+
+static void test_server_first_records(void **state)
+{
+	(void)state;
+	for (int hrr = 0; hrr <= 1; hrr++) {
+		enum sk_server_first want = hrr ? SK_SERVER_FIRST_HRR : SK_SERVER_FIRST_HELLO;
+		struct bytes hs = server_hello(hrr);
+		struct bytes one = frame_one(&hs);
+		assert_int_equal(sk_tls_server_first(one.d, one.n), want);
+		/* Every prefix short of the random's end is "more". */
+		for (size_t k = 1; k < 5 + 4 + 2 + 32; k++)
+			assert_int_equal(sk_tls_server_first(one.d, k), SK_SERVER_FIRST_MORE);
+		/* Split into 1-byte records, behind two compatibility CCS records. */
+		size_t cuts[64];
+		for (size_t i = 0; i < 64; i++)
+			cuts[i] = 1;
+		struct bytes frag = frame(&hs, cuts, 64);
+		struct bytes led = { 0 };
+		put(&led, "\x14\x03\x03\x00\x01\x01\x14\x03\x03\x00\x01\x01", 12);
+		put(&led, frag.d, frag.n);
+		assert_int_equal(sk_tls_server_first(led.d, led.n), want);
+		assert_int_equal(sk_tls_server_first(led.d, 12), SK_SERVER_FIRST_MORE);
+		bytes_free(&hs);
+		bytes_free(&one);
+		bytes_free(&frag);
+		bytes_free(&led);
+	}
+	assert_int_equal(sk_tls_server_first((const uint8_t *)"\x15\x03\x03\x00\x02\x02\x28", 7),
+			 SK_SERVER_FIRST_OTHER);
+	assert_int_equal(sk_tls_server_first((const uint8_t *)"HTTP/1.1 400", 12), SK_SERVER_FIRST_OTHER);
+	/* A handshake message that is not a ServerHello (a HelloRequest) is not the end of the hellos. */
+	struct bytes hr = record(22, "\x00\x00\x00\x00\x03\x03\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+				 "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+				 "\x00\x00\x00\x00", 38);
+	assert_int_equal(sk_tls_server_first(hr.d, hr.n), SK_SERVER_FIRST_OTHER);
+	bytes_free(&hr);
 }
 
 static void test_cap_turns_need_more_into_too_big(void **state)
@@ -851,6 +1032,10 @@ int main(void)
 		cmocka_unit_test(test_extensions_block_must_cover_the_message),
 		cmocka_unit_test(test_record_layer_rules),
 		cmocka_unit_test(test_not_tls),
+		cmocka_unit_test(test_every_first_byte),
+		cmocka_unit_test(test_sni_lengths_at_the_buffer_edge),
+		cmocka_unit_test(test_client_records_after_the_hello),
+		cmocka_unit_test(test_server_first_records),
 		cmocka_unit_test(test_cap_turns_need_more_into_too_big),
 		cmocka_unit_test(test_hello_larger_than_one_record),
 		cmocka_unit_test(test_result_names),
