@@ -640,7 +640,7 @@ static void test_resolution_charged_to_the_query_budget(void **state)
 	pump(w, NULL, 0, 50);
 	assert_int_equal(w->queries, QUERY_BUDGET);
 	assert_int_equal(wt[QUERY_BUDGET].calls, 0);
-	cJSON *l[8];
+	cJSON *l[8] = { 0 };
 	int n = audit_lines(w, l, 8);
 	assert_int_equal(n, 1);
 	assert_dns_line(l[0], "past.example.com", "budget_exhausted");
@@ -677,7 +677,7 @@ static void test_resolution_length_and_type_checked(void **state)
 	pump(w, NULL, 0, 50);
 	assert_int_equal(w->queries, 1);
 	assert_int_equal(no.calls, 0);
-	cJSON *l[8];
+	cJSON *l[8] = { 0 };
 	int n = audit_lines(w, l, 8);
 	assert_int_equal(n, 2);
 	assert_dns_line(l[0], "long1.example.com", "too_long");
@@ -757,7 +757,7 @@ static void test_connection_denied_when_resolution_fails(void **state)
 		assert_true(n >= 24);
 		assert_memory_equal(buf, "HTTP/1.1 403 Forbidden\r\n", 24);
 		assert_true(w->queries > q0);   /* it did ask, and the answer (or none) failed it */
-		cJSON *l[8];
+		cJSON *l[8] = { 0 };
 		int k = audit_lines(w, l, 8);
 		const cJSON *d = deny_line(l, k);
 		assert_non_null(d);
@@ -794,7 +794,7 @@ static void test_connection_denied_when_budget_spent(void **state)
 	assert_true(n >= 24);
 	assert_memory_equal(buf, "HTTP/1.1 403 Forbidden\r\n", 24);
 	assert_int_equal(w->queries, QUERY_BUDGET);
-	cJSON *l[8];
+	cJSON *l[8] = { 0 };
 	int k = audit_lines(w, l, 8);
 	assert_int_equal(k, 2);
 	assert_dns_line(l[0], "past.example.com", "budget_exhausted");
