@@ -427,6 +427,8 @@ static void on_resolve_deadline(struct sk_loop *l, struct sk_timer *t)
 		answered = d->hit_answered;
 		n = d->n_hit;
 		memcpy(addrs, d->hit, n * sizeof(addrs[0]));   /* d goes first */
+	} else if (d->srv->sc->metrics) {
+		sk_metrics_dns(d->srv->sc->metrics, "timeout", sk_dns_type_name(d->p->q.qtype));
 	}
 	resolve_end(d->srv, d, answered, addrs, n);
 }
@@ -998,6 +1000,8 @@ static void on_timer(struct sk_loop *l, struct sk_timer *t)
 			continue;
 		}
 		if (d->resolve) {
+			if (s->sc->metrics)   /* counted as the agent's timeouts are */
+				sk_metrics_dns(s->sc->metrics, "timeout", sk_dns_type_name(p->q.qtype));
 			resolve_end(s, d, false, NULL, 0);
 			continue;
 		}
