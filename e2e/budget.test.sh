@@ -9,6 +9,10 @@
 #   3 connections: 2 on conn.example: the third connection gets 403
 #   4 queries: 5 under *.zone.example: the sixth new name gets REFUSED and never reaches the upstream
 #   5 mode audit (reload): an upload past the budget goes through whole, one would_deny line says so
+#   6 the sidecar's own resolution (curl --resolve: a name the agent never asked the filter for) under
+#     *.side.example (queries: 2): charged to the same budget (two connections pass, the third gets 403
+#     and its name never reaches the upstream), held to dns.maxQueryLength (40), each refusal audited
+#     with the agent's dns line (src null); the agent's own query is then REFUSED too
 # Only the test addresses below (in the internet netns) and loopback are ever contacted.
 set -uo pipefail
 # shellcheck source=e2e/lib.sh
@@ -40,8 +44,12 @@ egress:
   - host: audit.example
     ports: [80]
     budget: { sent: 1Mi, window: 1m }
+  - host: "*.side.example"
+    ports: [80]
+    budget: { queries: 2, window: 1m }
 dns:
   upstream: ["$SK_NET_IP4"]
+  maxQueryLength: 40
 blockPrivate: true
 loopback: allow
 POL
@@ -82,7 +90,7 @@ setup() {
 	sk_net_up "$NS" || { echo "netns setup failed"; exit 1; }
 	sk_net_add_ip "$NS" "$S4"
 	srv=(--log "$SRVLOG" --http "$S4:80" --dns "$SK_NET_IP4:53")
-	for n in up.example other.example down.example conn.example audit.example zone.example; do srv+=(--zone "$n=$S4"); done
+	for n in up.example other.example down.example conn.example audit.example zone.example side.example; do srv+=(--zone "$n=$S4"); done
 	sk_inet "$NS" "$PY" "$HERE/servers.py" "${srv[@]}" >"$SK_TMP/servers.log" 2>&1 &
 	disown $!
 	sk_wait_port "$NS-net" tcp 80 10 || { echo "test servers did not start"; cat "$SK_TMP/servers.log"; exit 1; }
@@ -174,6 +182,34 @@ t_dns_queries() {
 	sk_check_eq "4: a name outside the budget's rule still resolves" NOERROR "$(dig_status other.example)"
 }
 
+# --- 6. the sidecar's own resolution goes through the same filter ---
+# fget NAME — an HTTP GET to NAME at S4 that the agent resolved itself: the name is not bound to S4, so the
+# sidecar resolves it
+fget() { agent timeout 30 curl -sS --max-time 20 --resolve "$1:80:$S4" -o /dev/null -w '%{http_code}' "http://$1/" 2>>"$SK_TMP/curl.err"; }
+t_fallback_queries() {
+	mark
+	long=$(printf 'x%.0s' $(seq 30)).side.example   # 43 characters: over maxQueryLength 40
+	code=$(fget "$long")
+	settle
+	sk_check_eq "6: a name over dns.maxQueryLength, resolved by the sidecar: 403" 403 "$code"
+	sk_check_eq "6: ... its question never reached the upstream" 0 "$(sq kind=dns name="$long")"
+	sk_check_eq "6: ... one dns line too_long, src null" 1 "$(aq event=dns decision=deny reason=too_long name="$long" src=None)"
+	sk_check_eq "6: ... and the connection's deny, binding unresolved" 1 \
+		"$(aq event=deny decision=deny reason=sni_ip_mismatch binding=unresolved name="$long")"
+	mark
+	c1=$(fget f1.side.example) c2=$(fget f2.side.example) c3=$(fget f3.side.example)
+	settle
+	sk_check_eq "6: two names resolved by the sidecar pass, the third (past queries: 2) gets 403" "200 200 403" "$c1 $c2 $c3"
+	sk_check_eq "6: ... the first two were asked upstream (the sidecar resolved them)" 2 \
+		"$(sq kind=dns name@f1.side.example,f2.side.example)"
+	sk_check_eq "6: ... the third never reached the upstream" 0 "$(sq kind=dns name=f3.side.example)"
+	sk_check_eq "6: ... one dns line budget_exhausted, src null" 1 \
+		"$(aq event=dns decision=deny reason=budget_exhausted name=f3.side.example src=None)"
+	sk_check_eq "6: ... the connection's deny, binding unresolved" 1 \
+		"$(aq event=deny decision=deny binding=unresolved name=f3.side.example)"
+	sk_check_eq "6: the agent's own query under the same rule is REFUSED: one budget" REFUSED "$(dig_status f4.side.example)"
+}
+
 # --- 5. mode audit: reported, never cut ---
 t_audit_mode() {
 	# down.example's received budget spent before the reload (case 2 spends it too; a second spend is refused)
@@ -198,5 +234,5 @@ t_audit_mode() {
 	sk_check "5: ... as would_deny budget_exhausted" test "$(aq decision=would_deny reason=budget_exhausted name=down.example)" -ge 1
 }
 
-SK_CASES=(sent received connections dns_queries audit_mode)
+SK_CASES=(sent received connections dns_queries fallback_queries audit_mode)
 sk_main "$@"

@@ -2,8 +2,11 @@
  * (sc->resolve, filled by the DNS server): the real DNS server on a loop against a fake upstream on a
  * loopback UDP socket — MATCH binds, MISMATCH, NXDOMAIN/SERVFAIL/silence → FAILED (within the 2 s bound),
  * rebinding refusal, CNAME chains, AAAA for IPv6 (and A for IPv4-mapped), cancel, coalescing, the
- * in-flight cap, the negative cache, and the server's free cancelling without done — plus the pure
- * parts (dns_resolve.h): negative cache expiry and eviction, re-entrant callbacks. */
+ * in-flight cap, the negative cache, and the server's free cancelling without done; the question goes
+ * through the DNS filter as the agent's would (the rule's queries budget, maxQueryLength, allowTypes, each
+ * refusal audited with the agent's dns line, answers from and into the answer cache); the proxy on top
+ * denies a connection whose resolution failed (SERVFAIL, silence) or was refused (budget) — plus the
+ * pure parts (dns_resolve.h): negative cache expiry and eviction, re-entrant callbacks. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,14 +22,17 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
 #include <cmocka.h>
 
 #include "policy/policy.h"
+#include "sidecar/budget.h"
 #include "sidecar/dns_bind.h"
 #include "sidecar/dns_codec.h"
 #include "sidecar/dns_resolve.h"
 #include "sidecar/dns_server.h"
 #include "sidecar/loop.h"
+#include "sidecar/proxy.h"
 #include "sidecar/sidecar.h"
 
 static struct sk_addr A(const char *s)
@@ -44,7 +50,7 @@ struct world {
 	struct sk_sidecar sc;
 	struct sk_dns_srv *dns;
 	int fake;                    /* the fake upstream's UDP socket */
-	int devnull;                 /* audit sink */
+	int audit_r, audit_w;        /* the audit pipe: the server writes, tests read (nonblocking) */
 	/* fake upstream behaviour */
 	enum fake_mode mode;
 	struct sk_addr ans[4];
@@ -83,7 +89,9 @@ static uint16_t free_port(void)
 	return ntohs(sa.sin_port);
 }
 
-static int setup(void **state)
+/* dns_extra: more keys under dns: (maxQueryLength, allowTypes); wild_extra: more lines for the
+ * "*.example.com" rule (a budget). */
+static int start_world(void **state, const char *dns_extra, const char *wild_extra)
 {
 	struct world *w = calloc(1, sizeof(*w));
 	assert_non_null(w);
@@ -91,9 +99,11 @@ static int setup(void **state)
 	w->sc.dns_cfg.probe_ms = 0;   /* no ". NS" probe: the fake counts resolutions only */
 	struct sk_err err = { 0 };
 	assert_int_equal(sk_loop_new(&w->sc.loop, &err), 0);
-	w->devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
-	assert_true(w->devnull >= 0);
-	sk_audit_init(&w->sc.audit, w->devnull, NULL);
+	int ap[2];
+	assert_int_equal(pipe2(ap, O_NONBLOCK | O_CLOEXEC), 0);
+	w->audit_r = ap[0];
+	w->audit_w = ap[1];
+	sk_audit_init(&w->sc.audit, w->audit_w, NULL);
 
 	w->fake = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	assert_true(w->fake >= 0);
@@ -107,13 +117,14 @@ static int setup(void **state)
 	 * socket may hold that number (an ephemeral client port): pick again on EADDRINUSE. */
 	int rc = -EADDRINUSE;
 	for (int attempt = 0; attempt < 20 && rc == -EADDRINUSE; attempt++) {
-		char yaml[512];
+		char yaml[1024];
 		int n = snprintf(yaml, sizeof(yaml),
 				 "version: 1\n"
 				 "ports: { proxy: 26001, dns: %u, admin: 26000, api: 26080 }\n"
-				 "dns:\n  upstream: [\"127.0.0.1:%u\"]\n"
-				 "egress:\n  - host: example.com\n    ports: [443]\n",
-				 (unsigned)free_port(), (unsigned)ntohs(sa.sin_port));
+				 "dns:\n  upstream: [\"127.0.0.1:%u\"]\n%s"
+				 "egress:\n  - host: example.com\n    ports: [443]\n"
+				 "  - host: \"*.example.com\"\n    ports: [443]\n%s",
+				 (unsigned)free_port(), (unsigned)ntohs(sa.sin_port), dns_extra, wild_extra);
 		assert_true(n > 0 && (size_t)n < sizeof(yaml));
 		struct sk_diags diags = { 0 };
 		assert_int_equal(sk_policy_load_buffer("t.yaml", yaml, (size_t)n, -1, &w->sc.policy, &diags), 0);
@@ -131,6 +142,21 @@ static int setup(void **state)
 	return 0;
 }
 
+static int setup(void **state) { return start_world(state, "", ""); }
+
+#define QUERY_BUDGET 2
+#define STR_(x) #x
+#define STR(x) STR_(x)
+static int setup_budget(void **state)
+{
+	return start_world(state, "", "    budget: { queries: " STR(QUERY_BUDGET) ", window: 1m }\n");
+}
+/* "n1.example.com" is 14 characters; the A type alone */
+static int setup_strict(void **state)
+{
+	return start_world(state, "  maxQueryLength: 15\n  allowTypes: [A]\n", "");
+}
+
 static int teardown(void **state)
 {
 	struct world *w = *state;
@@ -139,7 +165,9 @@ static int teardown(void **state)
 	sk_policy_free(w->sc.policy);
 	sk_loop_free(w->sc.loop);
 	close(w->fake);
-	close(w->devnull);
+	sk_budget_table_fini(&w->sc.budgets);
+	close(w->audit_r);
+	close(w->audit_w);
 	free(w);
 	return 0;
 }
@@ -292,10 +320,17 @@ static void test_mismatch_and_negative_cache(void **state)
 	assert_int_equal(wt2.calls, 0);
 	assert_int_equal(w->queries, 1);
 
-	/* Another address for the name, or another name for the address, is asked afresh. */
+	/* Another address for the name is not in the negative cache: it starts, and the answer cache (the
+	 * agent's, which the first answer went into) answers it without a query; another name is asked. */
 	assert_int_equal(start(w, "example.com", "203.0.113.10", &wt2, &req), 0);
+	assert_int_equal(wt2.calls, 0);   /* a cache hit too: done never from inside start */
 	pump(w, &wt2.calls, 1, 1000);
 	assert_int_equal(wt2.r, SK_RESOLVE_MISMATCH);
+	assert_int_equal(w->queries, 1);
+	struct waiter wt3 = { 0 };
+	assert_int_equal(start(w, "www.example.com", "203.0.113.9", &wt3, &req), 0);
+	pump(w, &wt3.calls, 1, 1000);
+	assert_int_equal(wt3.r, SK_RESOLVE_MISMATCH);
 	assert_int_equal(w->queries, 2);
 }
 
@@ -501,7 +536,8 @@ static void test_free_cancels_without_done(void **state)
 	assert_int_equal(wt.calls, 0);
 }
 
-/* A done callback that starts a resolution of the same name: it must make a new group (and query). */
+/* A done callback that starts a resolution of the same name: it must make a new group (answered from the
+ * answer cache the first answer went into, from a timer: never from inside start). */
 struct restart {
 	struct waiter wt;
 	struct waiter again;
@@ -532,7 +568,242 @@ static void test_start_from_done(void **state)
 	assert_int_equal(rs.rc, 0);
 	assert_int_equal(rs.again.calls, 1);
 	assert_int_equal(rs.again.r, SK_RESOLVE_MATCH);
-	assert_int_equal(w->queries, 2);
+	assert_int_equal(w->queries, 1);   /* the new group is answered from the answer cache */
+}
+
+/* ---- the filter's checks on the fallback's question (issue 30 item 3) ---- */
+
+/* Reads the audit lines written so far into lines[] (each owned); returns how many. */
+static int audit_lines(struct world *w, cJSON **lines, int cap)
+{
+	static char buf[65536];
+	ssize_t n = read(w->audit_r, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	int k = 0;
+	for (char *p = buf, *nl; (nl = strchr(p, '\n')) && k < cap; p = nl + 1) {
+		*nl = '\0';
+		lines[k] = cJSON_Parse(p);
+		assert_non_null(lines[k]);
+		k++;
+	}
+	return k;
+}
+
+static void free_lines(cJSON **lines, int n)
+{
+	for (int i = 0; i < n; i++)
+		cJSON_Delete(lines[i]);
+}
+
+static const char *jstr(const cJSON *j, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, k);
+	return cJSON_IsString(v) ? v->valuestring : cJSON_IsNull(v) ? "(null)" : "(absent)";
+}
+
+/* The dns line the agent's own query would have got: event dns, the name, decision deny, the reason; src
+ * null since the sidecar asked, proto udp (how the question would have left). */
+static void assert_dns_line(const cJSON *j, const char *name, const char *reason)
+{
+	assert_string_equal(jstr(j, "event"), "dns");
+	assert_string_equal(jstr(j, "name"), name);
+	assert_string_equal(jstr(j, "decision"), "deny");
+	assert_string_equal(jstr(j, "reason"), reason);
+	assert_string_equal(jstr(j, "src"), "(null)");
+	assert_string_equal(jstr(j, "proto"), "udp");
+}
+
+/* A wildcard rule's `queries` budget is charged by the sidecar's own resolutions as by the agent's
+ * queries: within it they go upstream, the one past it does not (-EDQUOT, done never called) and is
+ * audited budget_exhausted. Before, every name the agent put in an SNI or a Host reached the zone's
+ * servers past the budget. */
+static void test_resolution_charged_to_the_query_budget(void **state)
+{
+	struct world *w = *state;
+	w->ans[0] = A("93.184.216.34");
+	w->n_ans = 1;
+	struct waiter wt[QUERY_BUDGET + 1];
+	memset(wt, 0, sizeof(wt));
+	struct sk_resolve_req *req;
+	char name[32];
+	for (int i = 0; i < QUERY_BUDGET; i++) {
+		(void)snprintf(name, sizeof(name), "n%d.example.com", i);
+		assert_int_equal(start(w, name, "93.184.216.34", &wt[i], &req), 0);
+		pump(w, &wt[i].calls, 1, 1000);
+		assert_int_equal(wt[i].r, SK_RESOLVE_MATCH);
+		assert_int_equal(w->queries, (unsigned)i + 1);
+	}
+	req = NULL;
+	assert_int_equal(start(w, "past.example.com", "93.184.216.34", &wt[QUERY_BUDGET], &req), -EDQUOT);
+	assert_null(req);
+	pump(w, NULL, 0, 50);
+	assert_int_equal(w->queries, QUERY_BUDGET);
+	assert_int_equal(wt[QUERY_BUDGET].calls, 0);
+	cJSON *l[8] = { 0 };
+	int n = audit_lines(w, l, 8);
+	assert_int_equal(n, 1);
+	assert_dns_line(l[0], "past.example.com", "budget_exhausted");
+	free_lines(l, n);
+	/* example.com is another rule's, without a budget */
+	struct waiter wt2 = { 0 };
+	assert_int_equal(start(w, "example.com", "93.184.216.34", &wt2, &req), 0);
+	pump(w, &wt2.calls, 1, 1000);
+	assert_int_equal(wt2.r, SK_RESOLVE_MATCH);
+	assert_int_equal(w->queries, QUERY_BUDGET + 1);
+}
+
+/* dns.maxQueryLength and dns.allowTypes hold for the fallback's question (maxQueryLength 15, A only):
+ * a name at 14 characters goes up; one of 17 is refused too_long, an AAAA (IPv6 destination) refused_type,
+ * neither reaching the upstream, each audited. */
+static void test_resolution_length_and_type_checked(void **state)
+{
+	struct world *w = *state;
+	w->ans[0] = A("93.184.216.34");
+	w->n_ans = 1;
+	struct waiter wt = { 0 };
+	struct sk_resolve_req *req;
+	assert_int_equal(start(w, "n1.example.com", "93.184.216.34", &wt, &req), 0);
+	pump(w, &wt.calls, 1, 1000);
+	assert_int_equal(wt.r, SK_RESOLVE_MATCH);
+	assert_int_equal(w->queries, 1);
+
+	struct waiter no = { 0 };
+	req = NULL;
+	assert_int_equal(start(w, "long1.example.com", "93.184.216.34", &no, &req), -EPERM);
+	assert_null(req);
+	assert_int_equal(start(w, "n2.example.com", "2001:db8::1", &no, &req), -EPERM);
+	assert_null(req);
+	pump(w, NULL, 0, 50);
+	assert_int_equal(w->queries, 1);
+	assert_int_equal(no.calls, 0);
+	cJSON *l[8] = { 0 };
+	int n = audit_lines(w, l, 8);
+	assert_int_equal(n, 2);
+	assert_dns_line(l[0], "long1.example.com", "too_long");
+	assert_dns_line(l[1], "n2.example.com", "refused_type");
+	free_lines(l, n);
+}
+
+/* ---- the proxy on top: a failed resolution denies the connection (issue 30 item 6) ---- */
+
+static void proxy_up(struct world *w)
+{
+	struct sk_err err = { 0 };
+	sk_proxy_limits_default(&w->sc.limits);
+	w->sc.limits.peek_timeout_ms = 5000;
+	assert_int_equal(sk_proxy_new(&w->sc, true, &w->sc.proxy, &err), 0);
+}
+
+static void proxy_down(struct world *w)
+{
+	sk_proxy_free(w->sc.proxy);
+	w->sc.proxy = NULL;
+}
+
+/* A plain-HTTP connection with Host `host` toward 198.18.5.5:443, an address no answer binds to any
+ * name (RFC 2544 space: never reached on the internet, should a broken verdict let it connect). */
+static int http_conn(struct world *w, const char *host)
+{
+	int sp[2];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sp), 0);
+	struct sk_addr src = A("198.18.0.2"), dst = A("198.18.5.5");
+	struct sk_err err = { 0 };
+	assert_int_equal(sk_proxy_adopt(w->sc.proxy, sp[1], &src, 40000, &dst, 443, &err), 0);
+	char req[256];
+	int n = snprintf(req, sizeof(req), "GET / HTTP/1.1\r\nHost: %s\r\n\r\n", host);
+	assert_true(n > 0 && (size_t)n < sizeof(req));
+	assert_int_equal(send(sp[0], req, (size_t)n, MSG_NOSIGNAL), n);
+	return sp[0];
+}
+
+/* Runs the world until the agent's end reads something (or max_ms); returns the bytes read. */
+static ssize_t await_reply(struct world *w, int fd, char *buf, size_t cap, uint64_t max_ms)
+{
+	uint64_t end = sk_monotonic_ms() + max_ms;
+	while (sk_monotonic_ms() < end) {
+		pump(w, NULL, 0, 5);
+		ssize_t n = recv(fd, buf, cap - 1, MSG_DONTWAIT);
+		if (n > 0) {
+			buf[n] = '\0';
+			return n;
+		}
+	}
+	return 0;
+}
+
+/* The deny line of the connection: the last proxy line in l. */
+static const cJSON *deny_line(cJSON **l, int n)
+{
+	for (int i = n - 1; i >= 0; i--)
+		if (strcmp(jstr(l[i], "event"), "deny") == 0)
+			return l[i];
+	return NULL;
+}
+
+/* The sidecar's own lookup fails (SERVFAIL; silence until the 2 s deadline): the connection is denied
+ * (403, binding unresolved, reason sni_ip_mismatch), never let through. A forged Host toward an address
+ * of another tenant must not pass because the sidecar could not resolve the name. */
+static void test_connection_denied_when_resolution_fails(void **state)
+{
+	struct world *w = *state;
+	proxy_up(w);
+	for (int silent = 0; silent < 2; silent++) {
+		w->mode = silent ? F_SILENT : F_SERVFAIL;
+		unsigned q0 = w->queries;
+		int c = http_conn(w, silent ? "www.example.com" : "example.com");
+		char buf[512];
+		ssize_t n = await_reply(w, c, buf, sizeof(buf), SK_RESOLVE_TIMEOUT_MS + 3000);
+		assert_true(n >= 24);
+		assert_memory_equal(buf, "HTTP/1.1 403 Forbidden\r\n", 24);
+		assert_true(w->queries > q0);   /* it did ask, and the answer (or none) failed it */
+		cJSON *l[8] = { 0 };
+		int k = audit_lines(w, l, 8);
+		const cJSON *d = deny_line(l, k);
+		assert_non_null(d);
+		assert_string_equal(jstr(d, "binding"), "unresolved");
+		assert_string_equal(jstr(d, "reason"), "sni_ip_mismatch");
+		assert_string_equal(jstr(d, "decision"), "deny");
+		free_lines(l, k);
+		close(c);
+	}
+	proxy_down(w);
+}
+
+/* The rule's `queries` budget is spent (by two earlier resolutions): the next connection's resolution is
+ * refused at once, with a dns line (budget_exhausted) and the connection's deny line, and nothing
+ * reaches the upstream. */
+static void test_connection_denied_when_budget_spent(void **state)
+{
+	struct world *w = *state;
+	w->ans[0] = A("93.184.216.34");
+	w->n_ans = 1;
+	proxy_up(w);
+	char name[32];
+	for (int i = 0; i < QUERY_BUDGET; i++) {
+		struct waiter wt = { 0 };
+		struct sk_resolve_req *req;
+		(void)snprintf(name, sizeof(name), "n%d.example.com", i);
+		assert_int_equal(start(w, name, "93.184.216.34", &wt, &req), 0);
+		pump(w, &wt.calls, 1, 1000);
+	}
+	assert_int_equal(w->queries, QUERY_BUDGET);
+	int c = http_conn(w, "past.example.com");
+	char buf[512];
+	ssize_t n = await_reply(w, c, buf, sizeof(buf), 2000);
+	assert_true(n >= 24);
+	assert_memory_equal(buf, "HTTP/1.1 403 Forbidden\r\n", 24);
+	assert_int_equal(w->queries, QUERY_BUDGET);
+	cJSON *l[8] = { 0 };
+	int k = audit_lines(w, l, 8);
+	assert_int_equal(k, 2);
+	assert_dns_line(l[0], "past.example.com", "budget_exhausted");
+	assert_string_equal(jstr(l[1], "event"), "deny");
+	assert_string_equal(jstr(l[1], "binding"), "unresolved");
+	free_lines(l, k);
+	close(c);
+	proxy_down(w);
 }
 
 /* ---- pure parts ---- */
@@ -672,6 +943,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_inflight_cap_busy, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_free_cancels_without_done, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_start_from_done, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_resolution_charged_to_the_query_budget, setup_budget, teardown),
+		cmocka_unit_test_setup_teardown(test_resolution_length_and_type_checked, setup_strict, teardown),
+		cmocka_unit_test_setup_teardown(test_connection_denied_when_resolution_fails, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_connection_denied_when_budget_spent, setup_budget, teardown),
 		cmocka_unit_test(test_neg_cache_expiry_and_eviction),
 		cmocka_unit_test(test_rbook_finish_and_cancel),
 	};

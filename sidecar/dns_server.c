@@ -93,7 +93,10 @@ struct dq {
 	bool probe;                  /* the server's own liveness probe: no client, answers only set readiness */
 	bool resolve;                /* a fallback resolution (rg): no client, answers go to its requests */
 	struct sk_resolve_group *rg;
-	struct sk_timer rtimer;      /* resolve: the overall deadline (SK_RESOLVE_TIMEOUT_MS) */
+	struct sk_timer rtimer;      /* resolve: the overall deadline (SK_RESOLVE_TIMEOUT_MS), or 0 for a hit */
+	struct sk_addr *hit;         /* resolve answered from the cache (no p): its addresses, owned */
+	size_t n_hit;
+	bool hit_answered;           /* the cached answer was NOERROR */
 };
 
 struct sk_dns_srv {
@@ -299,6 +302,7 @@ static void query_finish(struct dq *d)
 	usocks_close(s, d);
 	if (d->resolve)
 		sk_timer_cancel(s->sc->loop, &d->rtimer);
+	free(d->hit);
 	if (d->p)
 		sk_dns_pend_done(s->pt, d->p);
 	if (d->tc) {
@@ -382,8 +386,11 @@ static void utcp_start(struct sk_dns_srv *s, struct dq *d);
 
 /* ---- fallback resolution (sc->resolve) ---- */
 
+static bool budget_spent(struct sk_dns_srv *s, const struct sk_dns_fquery *q, const struct sk_addr *src,
+			 uint16_t sport, bool tcp);
+
 /* Ends d's group: frees d (and its upstream query), then runs the requests' done callbacks. answered:
- * the name resolved, with addrs[0..n) its (now bound) addresses. */
+ * the name resolved, with addrs[0..n) its (now bound) addresses; addrs must not point into d. */
 static void resolve_end(struct sk_dns_srv *s, struct dq *d, bool answered, const struct sk_addr *addrs, size_t n)
 {
 	struct sk_resolve_group *g = d->rg;
@@ -407,11 +414,75 @@ static void resolve_answered(struct sk_dns_srv *s, struct dq *d, const struct sk
 	resolve_end(s, d, answered, addrs, n);
 }
 
+/* The overall deadline, or (d->hit) the deferred end of a group answered from the cache: done is never
+ * called from inside start. */
 static void on_resolve_deadline(struct sk_loop *l, struct sk_timer *t)
 {
 	(void)l;
 	struct dq *d = t->ctx;
-	resolve_end(d->srv, d, false, NULL, 0);
+	struct sk_addr addrs[SK_DNS_MAX_BINDINGS];
+	size_t n = 0;
+	bool answered = false;
+	if (d->hit) {
+		answered = d->hit_answered;
+		n = d->n_hit;
+		memcpy(addrs, d->hit, n * sizeof(addrs[0]));   /* d goes first */
+	} else if (d->srv->sc->metrics) {
+		sk_metrics_dns(d->srv->sc->metrics, "timeout", sk_dns_type_name(d->p->q.qtype));
+	}
+	resolve_end(d->srv, d, answered, addrs, n);
+}
+
+/* The fallback's question through the filter exactly as an agent's: the same message shape (one
+ * question, class IN, A or AAAA), so the same type list, dns.maxQueryLength, label and name checks and
+ * the same rule (whose `queries` budget it is charged to). Without this the resolution was a side door:
+ * every name the agent can put in an SNI or a Host reached the zone's servers, one per connection, past
+ * the length limit and the budget, unaudited. A denial is audited as the agent's query would be (src
+ * null: the sidecar asked; proto udp: how it leaves) and returns -EPERM; mode audit writes the would_deny
+ * line and goes on. *q is the filter's forward query (id 0). */
+static int resolve_filter(struct sk_dns_srv *s, const char *name, int family, struct sk_dns_fquery *q)
+{
+	struct sk_dns_name qn;
+	if (sk_dns_name_from_text(name, &qn) < 0)
+		return -EINVAL;
+	uint8_t msg[SK_DNS_HDR_LEN + SK_DNS_NAME_WIRE_MAX + 4];
+	int len = sk_dns_build_query(0, SK_DNS_F_RD, &qn, family == AF_INET ? SK_DNS_T_A : SK_DNS_T_AAAA,
+				     SK_DNS_CLASS_IN, false, false, msg, sizeof(msg));
+	if (len < 0)
+		return -EINVAL;
+	struct sk_dns_qverdict v;
+	/* tcp: no UDP size limit (the resolution has no client to truncate for); out is scratch here */
+	sk_dns_filter_query(s->sc->policy, msg, (size_t)len, true, s->out, SK_DNS_MSG_MAX, &v);
+	if (v.action == SK_DNS_ACT_ANSWER) {
+		account(s, v.result, &v.q, false, NULL, 0, false);
+		return -EPERM;
+	}
+	if (v.action != SK_DNS_ACT_FORWARD)
+		return -EINVAL;
+	if (v.q.audit)
+		account(s, v.q.would, &v.q, true, NULL, 0, false);
+	*q = v.q;
+	return 0;
+}
+
+/* A group answered from the answer cache, as an agent's repeated question is: its addresses bound again,
+ * no upstream query, no budget charge; done runs from a zero timer. Returns 0, or < 0 (nothing started). */
+static int resolve_from_cache(struct sk_dns_srv *s, struct dq *d, const struct sk_dns_fquery *q,
+			      const struct sk_dns_cache_hit *h, uint64_t now)
+{
+	if (q->name[0])
+		for (size_t i = 0; i < h->n_bind; i++)
+			(void)sk_bind_add(s->binds, &h->bind[i].addr, q->name, h->bind[i].ttl, now);
+	d->hit_answered = h->rcode == SK_DNS_RC_NOERROR && !h->truncated;
+	d->hit = calloc(h->n_bind ? h->n_bind : 1, sizeof(*d->hit));
+	if (!d->hit)
+		return -ENOMEM;
+	for (size_t i = 0; i < h->n_bind; i++)
+		d->hit[i] = h->bind[i].addr;
+	d->n_hit = h->n_bind;
+	if (s->sc->metrics)
+		sk_metrics_dns(s->sc->metrics, "cached", sk_dns_type_name(q->qtype));
+	return sk_timer_arm(s->sc->loop, &d->rtimer, 0);
 }
 
 static int resolve_start(void *ctx, const char *name, const struct sk_addr *addr, sk_resolve_done_fn done,
@@ -422,31 +493,24 @@ static int resolve_start(void *ctx, const char *name, const struct sk_addr *addr
 	struct sk_addr a;
 	sk_resolve_fold(addr, &a);
 	uint64_t now = now_ms(s);
-	if (a.family == AF_INET || a.family == AF_INET6)
-		if (sk_rneg_has(s->neg, name, &a, now))
-			return -ENOENT;
+	if (a.family != AF_INET && a.family != AF_INET6)
+		return -EINVAL;
+	if (sk_rneg_has(s->neg, name, &a, now))
+		return -ENOENT;
+	struct sk_dns_fquery q;
+	int rc = resolve_filter(s, name, a.family, &q);
+	if (rc < 0)
+		return rc;
 	struct sk_resolve_req *r;
 	struct sk_resolve_group *g;
 	bool created;
-	int rc = sk_rbook_add(&s->rbook, name, &a, done, arg, &r, &g, &created);
+	rc = sk_rbook_add(&s->rbook, name, &a, done, arg, &r, &g, &created);
 	if (rc < 0)
 		return rc;
 	if (!created) {
-		*req = r;   /* coalesced: the group's query answers for it too */
+		*req = r;   /* coalesced: the group's query (charged once) answers for it too */
 		return 0;
 	}
-	struct sk_dns_fquery q = {
-		.flags = SK_DNS_F_RD,
-		.qtype = a.family == AF_INET ? SK_DNS_T_A : SK_DNS_T_AAAA,
-		.qclass = SK_DNS_CLASS_IN,
-		.rule = -1,
-		.udp_limit = 512,
-	};
-	if (sk_dns_name_from_text(name, &q.qname) < 0) {
-		sk_rbook_drop_group(&s->rbook, g);
-		return -EINVAL;
-	}
-	memcpy(q.name, g->name, sizeof(q.name));
 	struct dq *d = calloc(1, sizeof(*d));
 	if (!d) {
 		sk_rbook_drop_group(&s->rbook, g);
@@ -457,6 +521,22 @@ static int resolve_start(void *ctx, const char *name, const struct sk_addr *addr
 	d->resolve = true;
 	d->rg = g;
 	sk_timer_init(&d->rtimer, on_resolve_deadline, d);
+	struct sk_dns_cache_hit h;
+	if (sk_dns_cache_get(s->cache, s->sc->policy_gen, &q, true, now, s->out, SK_DNS_MSG_MAX, &h)) {
+		if ((rc = resolve_from_cache(s, d, &q, &h, now)) < 0) {
+			query_finish(d);
+			sk_rbook_drop_group(&s->rbook, g);
+			return rc;
+		}
+		g->ctx = d;
+		*req = r;
+		return 0;
+	}
+	if (budget_spent(s, &q, NULL, 0, false)) {
+		free(d);
+		sk_rbook_drop_group(&s->rbook, g);
+		return -EDQUOT;   /* the caller denies the connection: its name may not leave as a query now */
+	}
 	d->p = sk_dns_pend_start(s->pt, &q, d, now);
 	if (!d->p) {
 		free(d);
@@ -477,6 +557,8 @@ static int resolve_start(void *ctx, const char *name, const struct sk_addr *addr
 	}
 	g->ctx = d;
 	arm_timer(s);
+	if (s->sc->metrics)
+		sk_metrics_dns(s->sc->metrics, "forwarded", sk_dns_type_name(q.qtype));
 	*req = r;
 	return 0;
 }
@@ -529,9 +611,12 @@ static void handle_answer(struct sk_dns_srv *s, struct dq *d, const uint8_t *ans
 	if (d->p->q.name[0])
 		for (size_t i = 0; i < av.n_bind; i++)
 			(void)sk_bind_add(s->binds, &av.bind[i].addr, d->p->q.name, av.bind[i].ttl, now);
-	if (!d->resolve)   /* keeps only what is cacheable (dns_cache.h); checked under this policy generation */
-		(void)sk_dns_cache_put(s->cache, s->sc->policy_gen, &d->p->q, &av, s->out, av.len, now);
+	/* keeps only what is cacheable (dns_cache.h); checked under this policy generation. A fallback
+	 * resolution's answer too: its question is the filter's, as an agent's (resolve_filter). */
+	(void)sk_dns_cache_put(s->cache, s->sc->policy_gen, &d->p->q, &av, s->out, av.len, now);
 	if (d->resolve) {
+		/* a rebinding refusal is audited as for the agent's query; src null: the sidecar asked */
+		account(s, av.result, &d->p->q, s->sc->policy->mode == SK_MODE_AUDIT, NULL, 0, false);
 		resolve_answered(s, d, &av);
 		return;
 	}
@@ -665,12 +750,13 @@ static bool serve_cached(struct sk_dns_srv *s, const struct sk_dns_fquery *q, st
 
 /* The residual DNS channel under a listed wildcard zone: names under "*.example.com" leave the pod as
  * queries, whatever the proxy does. A wildcard rule with a `queries` budget counts every query that would
- * go upstream (a cached answer carries nothing out and is not counted); past the budget the query is
- * answered REFUSED — not NXDOMAIN, which would claim the name does not exist and be cached negatively by
- * the agent's resolver past the window — with one audit line (reason budget_exhausted) and a metric
- * each. Mode audit counts and reports, and forwards. Returns true when the query was answered here. */
-static bool dns_budget_refused(struct sk_dns_srv *s, const struct sk_dns_fquery *q, struct dq *proto,
-			       const struct sk_addr *src, uint16_t sport)
+ * go upstream (a cached answer carries nothing out and is not counted), the agent's own and the sidecar's
+ * fallback resolutions of the names it puts in an SNI or Host alike (either is one name carried to the
+ * zone's servers); past the budget the query is refused with one audit line (reason budget_exhausted,
+ * src/proto those of the asker: NULL for a fallback resolution) and a metric each. Mode audit counts and
+ * reports, and forwards. Returns true when the query must not go upstream. */
+static bool budget_spent(struct sk_dns_srv *s, const struct sk_dns_fquery *q, const struct sk_addr *src,
+			 uint16_t sport, bool tcp)
 {
 	struct sk_sidecar *sc = s->sc;
 	const struct sk_policy *p = sc->policy;
@@ -689,8 +775,17 @@ static bool dns_budget_refused(struct sk_dns_srv *s, const struct sk_dns_fquery 
 		if (audit)
 			sk_budget_charge(e, SK_BUDGET_QUERIES, 1, now);
 	}
-	account(s, e ? SK_DNS_R_BUDGET_EXHAUSTED : SK_DNS_R_BUDGET_UNAVAILABLE, q, audit, src, sport, proto->client_tcp);
-	if (audit)
+	account(s, e ? SK_DNS_R_BUDGET_EXHAUSTED : SK_DNS_R_BUDGET_UNAVAILABLE, q, audit, src, sport, tcp);
+	return !audit;
+}
+
+/* An agent's query past its budget is answered REFUSED — not NXDOMAIN, which would claim the name does
+ * not exist and be cached negatively by the agent's resolver past the window. Returns true when the
+ * query was answered here. */
+static bool dns_budget_refused(struct sk_dns_srv *s, const struct sk_dns_fquery *q, struct dq *proto,
+			       const struct sk_addr *src, uint16_t sport)
+{
+	if (!budget_spent(s, q, src, sport, proto->client_tcp))
 		return false;
 	int n = sk_dns_filter_local_answer(q, SK_DNS_RC_REFUSED, false, s->out, SK_DNS_MSG_MAX);
 	if (n > 0)
@@ -905,6 +1000,8 @@ static void on_timer(struct sk_loop *l, struct sk_timer *t)
 			continue;
 		}
 		if (d->resolve) {
+			if (s->sc->metrics)   /* counted as the agent's timeouts are */
+				sk_metrics_dns(s->sc->metrics, "timeout", sk_dns_type_name(p->q.qtype));
 			resolve_end(s, d, false, NULL, 0);
 			continue;
 		}
@@ -1090,6 +1187,18 @@ void sk_dns_server_free(struct sk_dns_srv *s)
 	sk_dns_server_stop_accepting(s);
 	if (s->sc->resolve.ctx == s)
 		memset(&s->sc->resolve, 0, sizeof(s->sc->resolve));
+	/* Fallback resolutions answered from the cache have no pending entry: their dq waits on its zero
+	 * timer, owned by the group. Before the pending loop below, which frees the other groups' dq. */
+	for (struct sk_dlink *l = s->rbook.groups.head; l; l = l->next) {
+		struct sk_resolve_group *g = sk_container_of(l, struct sk_resolve_group, link);
+		struct dq *d = g->ctx;
+		if (d && d->hit) {
+			sk_timer_cancel(s->sc->loop, &d->rtimer);
+			free(d->hit);
+			free(d);
+			g->ctx = NULL;
+		}
+	}
 	/* Queries in flight: their dq and upstream sockets go with them (fallback resolutions' requests are
 	 * dropped without done, below). TCP clients still open are closed by process exit (the server is
 	 * freed only then). */

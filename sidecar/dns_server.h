@@ -16,8 +16,13 @@
  * Also owns the sidecar's own resolution on a binding miss (docs/architecture.md#transparent-proxy "or the sidecar's own
  * resolution of it"): it fills sc->resolve (struct sk_resolve_hooks, sidecar.h) at start and clears it
  * (start = NULL) at free, dropping what is in flight without calling done. start(name, addr) asks the
- * upstreams for A (IPv4, IPv4-mapped IPv6 included) or AAAA (IPv6) through the same pending table and
- * socket pool as the agent's queries (random IDs and ports, rotation and retries, TCP after TC=1), under
+ * upstreams for A (IPv4, IPv4-mapped IPv6 included) or AAAA (IPv6) through the same filter as the agent's
+ * queries (sk_dns_filter_query on the same question: type list, dns.maxQueryLength, name checks, the rule;
+ * a denial is audited as the agent's would be and start returns -EPERM), the same answer cache (a hit binds
+ * its addresses again and ends the request from a zero timer, with no query), the same `queries` budget
+ * (charged once per upstream query; spent: audited budget_exhausted, start returns -EDQUOT; mode audit
+ * charges and goes on), and the same pending table and
+ * socket pool (random IDs and ports, rotation and retries, TCP after TC=1), under
  * an overall deadline of SK_RESOLVE_TIMEOUT_MS (2 s). The answer goes through dns_filter exactly as an
  * agent's would (CNAME chain, rebinding refusal, TTL cap) and its A/AAAA are bound to the name; done then
  * gets MATCH when addr is among them, MISMATCH when the name resolved (NOERROR, possibly with no record
@@ -26,9 +31,12 @@
  * 0, or without calling done: -ENOENT when (name, addr) is in the negative cache (a MISMATCH in the last
  * SK_RESOLVE_NEG_TTL_MS = 10 s; SK_RESOLVE_NEG_MAX = 1024 pairs, oldest evicted), -EBUSY beyond
  * SK_RESOLVE_MAX_INFLIGHT = 256 waiting requests (or when the pending table or the socket pool is full),
- * -EINVAL for a bad name or family, -ENOMEM. Requests for the same (name, family) share one upstream query, each compared
- * with its own addr; cancelling the last one drops the query. Resolutions are neither audited nor counted
- * here (the proxy audits the connection that asked). Limits and the pure parts: dns_resolve.h.
+ * -EINVAL for a bad name or family, -EPERM / -EDQUOT (above), -ENOMEM. Requests for the same (name, family)
+ * share one upstream query, each compared with its own addr; cancelling the last one drops the query. A
+ * resolution's denials (filter, budget, rebinding) get the agent's dns audit line with src null (the
+ * sidecar asked) and proto udp; its queries are counted in the dns metrics as the agent's are; the proxy
+ * audits the connection that asked. Its answers go into the answer cache. Limits and the pure parts:
+ * dns_resolve.h.
  *
  * Audit: one NDJSON line (event "dns") per local denial, refused type/class/length, rebinding refusal
  * and, in audit mode, per query that enforce mode would have denied; allowed queries are counted in the

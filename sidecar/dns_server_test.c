@@ -5,7 +5,8 @@
  * the server's, is dropped; the socket pool's bound answers SERVFAIL instead of sharing a port, and a
  * finished query gives its socket back. Also: the query sent upstream is the filter's (lower case), the
  * answer echoes the agent's spelling. A repeated question is answered from the answer cache (dns_cache.h):
- * no upstream query, the agent's ID and spelling, the addresses bound again; a policy swap empties it. */
+ * no upstream query, the agent's ID and spelling, the addresses bound again; a policy swap empties it.
+ * A wildcard rule's `queries` budget: the query at the limit is forwarded, the next one REFUSED. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,6 +25,7 @@
 #include <cmocka.h>
 
 #include "policy/policy.h"
+#include "sidecar/budget.h"
 #include "sidecar/dns_codec.h"
 #include "sidecar/dns_server.h"
 #include "sidecar/loop.h"
@@ -75,7 +77,8 @@ static uint16_t free_port(void)
 	return p;
 }
 
-static int start_world(void **state, uint32_t pool, uint32_t bindings)
+/* wild: extra lines for the "*.example.com" rule (a budget), or "". */
+static int start_world_wild(void **state, uint32_t pool, uint32_t bindings, const char *wild)
 {
 	struct world *w = calloc(1, sizeof(*w));
 	assert_non_null(w);
@@ -97,13 +100,13 @@ static int start_world(void **state, uint32_t pool, uint32_t bindings)
 	int rc = -EADDRINUSE;
 	for (int attempt = 0; attempt < 20 && rc == -EADDRINUSE; attempt++) {
 		w->dns_port = free_port();
-		char yaml[512];
+		char yaml[768];
 		int n = snprintf(yaml, sizeof(yaml),
 				 "version: 1\n"
 				 "ports: { proxy: 26101, dns: %u, admin: 26100, api: 26180 }\n"
 				 "dns:\n  upstream: [\"127.0.0.1:%u\"]\n"
-				 "egress:\n  - host: example.com\n    ports: [443]\n  - host: \"*.example.com\"\n    ports: [443]\n",
-				 (unsigned)w->dns_port, (unsigned)sock_port(w->fake));
+				 "egress:\n  - host: example.com\n    ports: [443]\n  - host: \"*.example.com\"\n    ports: [443]\n%s",
+				 (unsigned)w->dns_port, (unsigned)sock_port(w->fake), wild);
 		assert_true(n > 0 && (size_t)n < sizeof(yaml));
 		struct sk_diags diags = { 0 };
 		assert_int_equal(sk_policy_load_buffer("t.yaml", yaml, (size_t)n, -1, &w->sc.policy, &diags), 0);
@@ -118,7 +121,20 @@ static int start_world(void **state, uint32_t pool, uint32_t bindings)
 	return 0;
 }
 
+static int start_world(void **state, uint32_t pool, uint32_t bindings)
+{
+	return start_world_wild(state, pool, bindings, "");
+}
+
+#define QUERY_BUDGET 3
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
 static int setup(void **state) { return start_world(state, 0, 0); }
+static int setup_budget(void **state)
+{
+	return start_world_wild(state, 0, 0, "    budget: { queries: " STR(QUERY_BUDGET) ", window: 1m }\n");
+}
 static int setup_pool2(void **state) { return start_world(state, 2, 0); }
 static int setup_bind1(void **state) { return start_world(state, 0, 1); }
 
@@ -126,6 +142,7 @@ static int teardown(void **state)
 {
 	struct world *w = *state;
 	sk_dns_server_free(w->dns);
+	sk_budget_table_fini(&w->sc.budgets);
 	sk_policy_free(w->sc.policy);
 	sk_loop_free(w->sc.loop);
 	close(w->fake);
@@ -418,6 +435,51 @@ static void test_cached_answer(void **state)
 	close(c);
 }
 
+/* A wildcard rule's `queries` budget (3 a minute), counted in upstream queries: the first three new names
+ * under it are forwarded — the third, exactly at the limit, too — and the fourth is answered REFUSED at
+ * once without reaching the upstream; a repeated name answered from the cache is not charged, so it
+ * still gets its answer. Names the budget does not cover (example.com, another rule) are unaffected. */
+static void test_query_budget_spent_exactly_then_refused(void **state)
+{
+	struct world *w = *state;
+	int c = client(w);
+	uint8_t b[512];
+	struct sk_dns_msg m;
+	for (int i = 0; i < QUERY_BUDGET; i++) {
+		char name[32];
+		(void)snprintf(name, sizeof(name), "q%d.example.com", i);
+		ask(c, (uint16_t)(0x600 + i), name);
+		pump(w, (size_t)i + 1, 1000);
+		assert_int_equal(w->nq, (size_t)i + 1);   /* forwarded: within the budget */
+		answer_to(&w->q[i], w->q[i].id, w->fake, w->q[i].port, ADDR1);
+		run_for(w, 30);
+		assert_true(got(c, b, sizeof(b), &m) > 0);
+		assert_int_equal(m.hdr.id, 0x600 + i);
+		assert_int_equal(SK_DNS_RCODE(m.hdr.flags), SK_DNS_RC_NOERROR);
+		assert_int_equal(m.hdr.ancount, 1);
+	}
+	/* one past the budget: REFUSED, not forwarded */
+	ask(c, 0x6ff, "q9.example.com");
+	run_for(w, 50);
+	assert_int_equal(w->nq, QUERY_BUDGET);
+	assert_true(got(c, b, sizeof(b), &m) > 0);
+	assert_int_equal(m.hdr.id, 0x6ff);
+	assert_int_equal(SK_DNS_RCODE(m.hdr.flags), SK_DNS_RC_REFUSED);
+	assert_int_equal(m.hdr.ancount, 0);
+	/* a cached name carries nothing out: answered, not charged, not refused */
+	ask(c, 0x700, "q0.example.com");
+	run_for(w, 30);
+	assert_true(got(c, b, sizeof(b), &m) > 0);
+	assert_int_equal(m.hdr.id, 0x700);
+	assert_int_equal(SK_DNS_RCODE(m.hdr.flags), SK_DNS_RC_NOERROR);
+	assert_int_equal(w->nq, QUERY_BUDGET);
+	/* another rule's name is not under this budget */
+	ask(c, 0x701, "example.com");
+	pump(w, QUERY_BUDGET + 1, 1000);
+	assert_int_equal(w->nq, QUERY_BUDGET + 1);
+	close(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -425,6 +487,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_answer_on_wrong_socket_dropped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pool_exhausted_servfail, setup_pool2, teardown),
 		cmocka_unit_test_setup_teardown(test_cached_answer, setup_bind1, teardown),
+		cmocka_unit_test_setup_teardown(test_query_budget_spent_exactly_then_refused, setup_budget, teardown),
 	};
 	return cmocka_run_group_tests_name("dns_server", tests, NULL, NULL);
 }

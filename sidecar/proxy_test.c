@@ -1382,6 +1382,64 @@ static void test_binding_miss_is_resolved_by_the_sidecar(void **state)
 	}
 }
 
+/* The sidecar's own lookup failed (timeout, SERVFAIL, NXDOMAIN: FAILED) — never a match: the TLS client
+ * gets the alert, nothing reaches the upstream, the line says deny / unresolved. A start the DNS filter
+ * refuses (the rule's queries budget spent: -EDQUOT; the name too long for dns.maxQueryLength: -EPERM)
+ * denies at once, the same way. A forged SNI must not pass because the sidecar could not resolve it. */
+static int refusing_start_rc;
+static int refusing_resolve_start(void *ctx, const char *name, const struct sk_addr *addr, sk_resolve_done_fn done,
+				  void *arg, struct sk_resolve_req **req)
+{
+	struct fake_resolver *f = ctx;
+	(void)name;
+	(void)addr;
+	(void)done;
+	(void)arg;
+	f->starts++;
+	*req = NULL;
+	return refusing_start_rc;
+}
+
+static void test_binding_miss_failed_resolution_denies(void **state)
+{
+	(void)state;
+	uint8_t hello[4096];
+	size_t n = read_file("sidecar/testdata/hellos/openssl.bin", hello, sizeof(hello));
+	static const int refusals[] = { 0, -EDQUOT, -EPERM };   /* 0: started, then done(FAILED) */
+	for (size_t k = 0; k < sizeof(refusals) / sizeof(refusals[0]); k++) {
+		struct world w;
+		struct fake_resolver f = { 0 };
+		world_up_policy(&w, SHARED_POLICY, 5000);
+		w.sc.bind.name_bound = never_bound;
+		w.sc.resolve.ctx = &f;
+		refusing_start_rc = refusals[k];
+		w.sc.resolve.start = refusals[k] ? refusing_resolve_start : fake_resolve_start;
+		w.sc.resolve.cancel = fake_resolve_cancel;
+		int c = client(&w, &w.lo, w.upstream_port);
+		assert_int_equal(send(c, hello, n, 0), (ssize_t)n);
+		spin(&w, 5);
+		assert_int_equal(f.starts, 1);
+		if (!refusals[k]) {
+			assert_int_equal(accept4(w.upstream_ls, NULL, NULL, 0), -1);   /* nothing before the answer */
+			f.done(f.arg, SK_RESOLVE_FAILED);
+			spin(&w, 5);
+		}
+		assert_int_equal(accept4(w.upstream_ls, NULL, NULL, SOCK_NONBLOCK), -1);
+		uint8_t got[16];
+		assert_int_equal(recv_some(&w, c, got, 7), 7);
+		assert_memory_equal(got, SK_TLS_ALERT_ACCESS_DENIED, 7);
+		close(c);
+		int count;
+		cJSON *j = last_audit(&w, &count);
+		assert_int_equal(count, 1);
+		assert_string_equal(jstr(j, "decision"), "deny");
+		assert_string_equal(jstr(j, "reason"), "sni_ip_mismatch");
+		assert_string_equal(jstr(j, "binding"), "unresolved");
+		cJSON_Delete(j);
+		world_down(&w);
+	}
+}
+
 static void test_client_gone_while_resolving_cancels(void **state)
 {
 	(void)state;
@@ -1871,6 +1929,7 @@ int main(void)
 		cmocka_unit_test(test_websocket_upgrade_is_opaque_after_101),
 		cmocka_unit_test(test_declined_websocket_upgrade_keeps_checking_requests),
 		cmocka_unit_test(test_binding_miss_is_resolved_by_the_sidecar),
+		cmocka_unit_test(test_binding_miss_failed_resolution_denies),
 		cmocka_unit_test(test_client_gone_while_resolving_cancels),
 		cmocka_unit_test(test_budget_cuts_relay_then_denies_with_403),
 		cmocka_unit_test(test_budget_spent_cuts_the_other_relays),

@@ -54,9 +54,11 @@ struct sk_resolve_hooks {
 	void *ctx;
 	/* Resolves `name` (normalised; the caller has checked the policy allows it) for addr's family (A for
 	 * IPv4, AAAA for IPv6) through the upstream, binds the answers as the filter would, and calls done
-	 * once, never from inside start. Returns 0 with *req set (a handle for cancel), or < 0 when it
-	 * cannot start (too many in flight, or the negative cache already knows: done is then not called,
-	 * and the return says which: -EBUSY, -ENOENT for a cached mismatch). */
+	 * once, never from inside start. The question goes through the DNS filter as the agent's would
+	 * (its checks, audit line, cache and `queries` budget). Returns 0 with *req set (a handle for
+	 * cancel), or < 0 when it cannot start (too many in flight, the negative cache already knows, the
+	 * filter refused the question or its rule's budget is spent: done is then not called, and the
+	 * return says which: -EBUSY, -ENOENT for a cached mismatch, -EPERM, -EDQUOT); the caller denies. */
 	int (*start)(void *ctx, const char *name, const struct sk_addr *addr, sk_resolve_done_fn done,
 		     void *arg, struct sk_resolve_req **req);
 	/* The connection went away first: done is never called for req. */
