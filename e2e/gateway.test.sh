@@ -9,7 +9,9 @@
 # upload (Content-Length and chunked) hashes the same upstream, back-pressured download, key rotation
 # without restart, the audit lines (no query values, no key) and metrics, and that the agent cannot reach
 # the upstream directly. Issue 16: paths an upstream normalises out of a prefix (";", double encoding,
-# overlong UTF-8, "...", "//") → 400; a 1000-byte key echoed in 7-byte pieces is masked; SIGTERM lets an
+# overlong UTF-8, "...", "//") → 400; a 1000-byte key echoed in 7-byte pieces is masked; issue 30: an echo
+# asked for gzip-coded or in part (Range) comes back whole and identity-coded, masked, and an upstream that
+# compresses or cuts unasked is refused (502); SIGTERM lets an
 # SSE stream in flight complete, then exits 0 within the drain time, and exits at once with nothing in flight.
 set -uo pipefail
 # shellcheck source=e2e/lib.sh
@@ -169,6 +171,47 @@ t_long_key() {
 	sk_check_eq "…masked in place at full length: 3 times in the body, once in X-Echo-Auth" 4 \
 		"$(grep -oE 'key=\*{1000};|^[Xx]-[Ee]cho-[Aa]uth: \*{1000}' <<<"$resp" | wc -l)"
 	sk_check "…and the body around it is intact" grep -q '^key=\*\{1000\};key=\*\{1000\};key=\*\{1000\};end' <<<"$resp"
+}
+
+# --- compressed and partial echoes (issue 30 item 4): the redaction searches the body as it travels, so the
+# upstream is asked for the whole body, identity-coded, and one that answers otherwise is refused ---
+# gz_get ARGS... — the agent's GET through the gateway: prints the status, then the response head and the
+# body gunzipped when it is gzip (Content-Encoding, or bare gzip bytes under the gateway's own chunking)
+gz_get() {
+	agent "${C[@]}" -i "$@" >"$SK_TMP/gz.out" 2>/dev/null
+	"$PY" - "$SK_TMP/gz.out" <<'PYEOF'
+import gzip,sys
+head, _, body = open(sys.argv[1], "rb").read().partition(b"\r\n\r\n")
+sys.stdout.buffer.write(head.split(b" ")[1] + b"\n" if head else b"000\n")
+sys.stdout.buffer.write(head + b"\r\n\r\n" + (gzip.decompress(body) if body[:2] == b"\x1f\x8b" else body))
+PYEOF
+}
+t_compressed() {
+	local suffix=${KEY:1}   # a range from the key's second byte on: what a partial echo would carry
+	resp=$(gz_get --compressed "$GW/llm/gzecho")
+	sk_check_eq "curl --compressed: the upstream is asked for identity only" "identity" "$(up_hdr accept-encoding)"
+	sk_check "…the echo arrives (200), the key masked in place" grep -qE "^key=\*{${#KEY}};" <<<"$resp"
+	sk_check_fails "…and neither the key nor a part of it reaches the agent" grep -qF "$suffix" <<<"$resp"
+	resp=$(gz_get -H 'Accept-Encoding: gzip;q=1.0, identity;q=0' -H 'accept-encoding: br, GZIP' "$GW/llm/gzecho")
+	sk_check_eq "Accept-Encoding with q-values, twice, any case: only identity goes upstream" "identity" "$(up_hdr accept-encoding)"
+	sk_check_fails "…and the key does not reach the agent" grep -qF "$suffix" <<<"$resp"
+	resp=$(gz_get -H 'Range: bytes=5-' -H 'If-Range: "x"' -H 'A-IM: gzip' -H 'Want-Digest: crc32c' -H 'TE: gzip' "$GW/llm/gzecho")
+	sk_check_eq "Range, If-Range, A-IM, Want-Digest, TE are not forwarded" "" \
+		"$(for h in range if-range a-im want-digest te; do up_hdr $h; done)"
+	sk_check_eq "…the whole body comes back (200, not 206)" 200 "$(head -1 <<<"$resp")"
+	sk_check "…the key masked in place" grep -qE "^key=\*{${#KEY}};" <<<"$resp"
+	sk_check_fails "…and no part of the key that starts inside it (Range: bytes=5-) reaches the agent" grep -qF "$suffix" <<<"$resp"
+	# An upstream that does it unasked: nothing of its body is relayed.
+	for f in gzip te part; do
+		resp=$(gz_get --compressed "$GW/llm/gzecho?force=$f")
+		sk_check_eq "upstream sends $f unasked → 502" 502 "$(head -1 <<<"$resp")"
+		sk_check_fails "…and no part of the key reaches the agent ($f)" grep -qF "$suffix" <<<"$resp"
+	done
+	sk_check_eq "HEAD of a gzip-coded resource is relayed (no body)" 200 "$(code -I --compressed "$GW/llm/gzecho?force=gzip")"
+	sleep 0.3
+	sk_check_eq "audit: the compressed answers are logged as upstream_encoding" 2 \
+		"$(aq api=llm status=502 decision=allow reason=upstream_encoding)"
+	sk_check_eq "audit: the partial answer is logged as upstream_partial" 1 "$(aq api=llm status=502 decision=allow reason=upstream_partial)"
 }
 
 # --- streaming: events arrive as they are sent, not all at the end ---
@@ -338,5 +381,5 @@ t_sigterm() {
 	sk_check_fails "no sanitizer report in the second sidecar's stderr" grep -q 'Sanitizer' "$SK_TMP/sidecar2.err"
 }
 
-SK_CASES=(key long_key sse caller_token guards upstream_failures bodies rotation no_bypass audit_log sigterm)
+SK_CASES=(key long_key compressed sse caller_token guards upstream_failures bodies rotation no_bypass audit_log sigterm)
 sk_main "$@"
