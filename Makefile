@@ -107,6 +107,13 @@ $(BUILD)/bin/stockade-injector: $(call rel_obj,injector/main.c) $(BUILD)/rel/lib
 $(BUILD)/bin/stockade-installer: $(BUILD)/bin/stockade-policy
 	cp $< $@
 
+# The sidecar built as the unit tests are (ASan + UBSan, the test archive): e2e/gateway.test.sh runs it
+# for its sanitizer check (a release binary has no sanitizer to report anything).
+SAN_SIDECAR := $(BUILD)/san/bin/stockade-sidecar
+$(SAN_SIDECAR): $(call test_obj,sidecar/main.c) $(BUILD)/test/libstockade.a
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) -o $@ $^ $(PKG_LIBS)
+
 # A unit test links the library archive, so a suite may test any module.
 define test_rule
 $(BUILD)/test/bin/$(notdir $(basename $(1))): $(call test_obj,$(1)) $(BUILD)/test/libstockade.a
@@ -125,7 +132,7 @@ $(foreach f,$(FUZZ_SRC),$(eval $(call fuzz_rule,$(f))))
 test: $(TESTS) $(BINS)
 	@scripts/run-unit $(TESTS)
 
-e2e: $(BINS)
+e2e: $(BINS) $(SAN_SIDECAR)
 	@scripts/run-e2e
 
 fuzz: $(FUZZERS)

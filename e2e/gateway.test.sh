@@ -9,8 +9,11 @@
 # upload (Content-Length and chunked) hashes the same upstream, back-pressured download, key rotation
 # without restart, the audit lines (no query values, no key) and metrics, and that the agent cannot reach
 # the upstream directly. Issue 16: paths an upstream normalises out of a prefix (";", double encoding,
-# overlong UTF-8, "...", "//") → 400; a 1000-byte key echoed in 7-byte pieces is masked; SIGTERM lets an
-# SSE stream in flight complete, then exits 0 within the drain time, and exits at once with nothing in flight.
+# overlong UTF-8, "...", "//") → 400; a 1000-byte key echoed in 7-byte pieces is masked; issue 30: an echo
+# asked for gzip-coded or in part (Range) comes back whole and identity-coded, masked, and an upstream that
+# compresses or cuts unasked is refused (502); SIGTERM lets an
+# SSE stream in flight complete, then exits 0 within the drain time, and exits at once with nothing in flight;
+# the sidecar built with ASan + UBSan serves the gateway's paths and exits 0 with no report.
 set -uo pipefail
 # shellcheck source=e2e/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -36,6 +39,9 @@ up_hdr() { up_last | "$PY" -c 'import json,sys; [print(v) for k,v in json.load(s
 code() { agent "${C[@]}" -o /dev/null -w '%{http_code}' "$@" 2>/dev/null; }
 
 real_pid() { sk_pod "$NS" ss -Htlnp 'sport = :15080' | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2; }
+# term_sidecar — SIGTERM to the sidecar listening on the gateway port (else the last one started); never
+# `kill -TERM 0`, which is this suite's own process group (a case run alone had no REAL_PID).
+term_sidecar() { local p; p=$(real_pid); kill -TERM "${p:-$SK_SIDECAR_PID}"; }
 metrics() { sk_pod "$NS" curl -sS --max-time 5 http://127.0.0.1:15000/metrics; }
 since() { "$PY" -c "import sys; print(round($(date +%s.%N) - $1, 2))"; }
 # aq KEY=VALUE... — how many api lines of the audit log have all these fields
@@ -171,6 +177,47 @@ t_long_key() {
 	sk_check "…and the body around it is intact" grep -q '^key=\*\{1000\};key=\*\{1000\};key=\*\{1000\};end' <<<"$resp"
 }
 
+# --- compressed and partial echoes (issue 30 item 4): the redaction searches the body as it travels, so the
+# upstream is asked for the whole body, identity-coded, and one that answers otherwise is refused ---
+# gz_get ARGS... — the agent's GET through the gateway: prints the status, then the response head and the
+# body gunzipped when it is gzip (Content-Encoding, or bare gzip bytes under the gateway's own chunking)
+gz_get() {
+	agent "${C[@]}" -i "$@" >"$SK_TMP/gz.out" 2>/dev/null
+	"$PY" - "$SK_TMP/gz.out" <<'PYEOF'
+import gzip,sys
+head, _, body = open(sys.argv[1], "rb").read().partition(b"\r\n\r\n")
+sys.stdout.buffer.write(head.split(b" ")[1] + b"\n" if head else b"000\n")
+sys.stdout.buffer.write(head + b"\r\n\r\n" + (gzip.decompress(body) if body[:2] == b"\x1f\x8b" else body))
+PYEOF
+}
+t_compressed() {
+	local suffix=${KEY:1}   # a range from the key's second byte on: what a partial echo would carry
+	resp=$(gz_get --compressed "$GW/llm/gzecho")
+	sk_check_eq "curl --compressed: the upstream is asked for identity only" "identity" "$(up_hdr accept-encoding)"
+	sk_check "…the echo arrives (200), the key masked in place" grep -qE "^key=\*{${#KEY}};" <<<"$resp"
+	sk_check_fails "…and neither the key nor a part of it reaches the agent" grep -qF "$suffix" <<<"$resp"
+	resp=$(gz_get -H 'Accept-Encoding: gzip;q=1.0, identity;q=0' -H 'accept-encoding: br, GZIP' "$GW/llm/gzecho")
+	sk_check_eq "Accept-Encoding with q-values, twice, any case: only identity goes upstream" "identity" "$(up_hdr accept-encoding)"
+	sk_check_fails "…and the key does not reach the agent" grep -qF "$suffix" <<<"$resp"
+	resp=$(gz_get -H 'Range: bytes=5-' -H 'If-Range: "x"' -H 'A-IM: gzip' -H 'Want-Digest: crc32c' -H 'TE: gzip' "$GW/llm/gzecho")
+	sk_check_eq "Range, If-Range, A-IM, Want-Digest, TE are not forwarded" "" \
+		"$(for h in range if-range a-im want-digest te; do up_hdr $h; done)"
+	sk_check_eq "…the whole body comes back (200, not 206)" 200 "$(head -1 <<<"$resp")"
+	sk_check "…the key masked in place" grep -qE "^key=\*{${#KEY}};" <<<"$resp"
+	sk_check_fails "…and no part of the key that starts inside it (Range: bytes=5-) reaches the agent" grep -qF "$suffix" <<<"$resp"
+	# An upstream that does it unasked: nothing of its body is relayed.
+	for f in gzip te part; do
+		resp=$(gz_get --compressed "$GW/llm/gzecho?force=$f")
+		sk_check_eq "upstream sends $f unasked → 502" 502 "$(head -1 <<<"$resp")"
+		sk_check_fails "…and no part of the key reaches the agent ($f)" grep -qF "$suffix" <<<"$resp"
+	done
+	sk_check_eq "HEAD of a gzip-coded resource is relayed (no body)" 200 "$(code -I --compressed "$GW/llm/gzecho?force=gzip")"
+	sleep 0.3
+	sk_check_eq "audit: the compressed answers are logged as upstream_encoding" 2 \
+		"$(aq api=llm status=502 decision=allow reason=upstream_encoding)"
+	sk_check_eq "audit: the partial answer is logged as upstream_partial" 1 "$(aq api=llm status=502 decision=allow reason=upstream_partial)"
+}
+
 # --- streaming: events arrive as they are sent, not all at the end ---
 t_sse() {
 	mapfile -t ev < <(agent "$PY" "$HERE/client.py" sse 127.0.0.1 15080 '/llm/sse?n=5&ms=300')
@@ -300,13 +347,13 @@ t_sigterm() {
 	SSE=$!
 	sleep 1   # a few events in
 	t0=$(date +%s.%N)
-	kill -TERM "${REAL_PID:-0}"
+	term_sidecar
 	sleep 0.3
 	sk_check_eq "drain: no new API connection is accepted" 000 "$(code --max-time 2 "$GW/llm/ok")"
 	wait "$SSE"
 	sk_check_eq "drain: the SSE stream running across SIGTERM completes (all 10 events)" 10 \
 		"$(grep -c . "$SK_TMP/drain-sse.out")"
-	# The status comes back through the background job that started it; an ASan build reports leaks here.
+	# The status comes back through the background job that started it (the sanitizers case runs an ASan build).
 	rc=0; wait "$SK_SIDECAR_PID" || rc=$?
 	took=$(since "$t0")
 	sk_check_eq "SIGTERM: the sidecar exits 0" 0 "$rc"
@@ -315,7 +362,6 @@ t_sigterm() {
 	wait "$KA"
 	sk_check "drain: the idle keep-alive connection got its answer, then was closed, not waited for ($(tr '\n' ' ' <"$SK_TMP/ka1.out"))" \
 		grep -qE '^closed ' "$SK_TMP/ka1.out"
-	sk_check_fails "no sanitizer report in the sidecar's stderr" grep -q 'Sanitizer' "$SK_TMP/sidecar.err"
 
 	# --- nothing in flight (only an idle keep-alive connection): SIGTERM exits promptly ---
 	sk_sidecar_start "$NS" "$SK_TMP/audit2.log" "$SK_TMP/sidecar2.err" "${SIDECAR_ENV[@]}" -- \
@@ -325,9 +371,8 @@ t_sigterm() {
 	agent "$PY" "$HERE/client.py" keepalive 127.0.0.1 15080 /llm/ok 20 >"$SK_TMP/ka2.out" 2>&1 &
 	KA=$!
 	for _ in $(seq 50); do grep -q 'HTTP/1.1 200' "$SK_TMP/ka2.out" && break; sleep 0.1; done
-	REAL_PID=$(real_pid)
 	t0=$(date +%s.%N)
-	kill -TERM "${REAL_PID:-0}"
+	term_sidecar
 	rc=0; wait "$SK_SIDECAR_PID" || rc=$?
 	took=$(since "$t0")
 	sk_check_eq "SIGTERM with nothing in flight: exits 0" 0 "$rc"
@@ -335,8 +380,51 @@ t_sigterm() {
 		"$PY" -c "import sys; sys.exit(0 if $took <= 1.0 else 1)"
 	wait "$KA"
 	sk_check "…and the idle agent connection is closed ($(tr '\n' ' ' <"$SK_TMP/ka2.out"))" grep -qE '^closed ' "$SK_TMP/ka2.out"
-	sk_check_fails "no sanitizer report in the second sidecar's stderr" grep -q 'Sanitizer' "$SK_TMP/sidecar2.err"
 }
 
-SK_CASES=(key long_key sse caller_token guards upstream_failures bodies rotation no_bypass audit_log sigterm)
+# --- the sidecar under ASan + UBSan (issue 30 item 6: this suite grepped the release binary's stderr for
+# sanitizer reports, which it cannot write). The sanitized build (make build/san/bin/stockade-sidecar; make e2e
+# builds it) serves the gateway's paths — an echo masked in the head and body, a long key in pieces, a refused
+# gzip and partial answer, a chunked upload, an SSE stream the agent leaves, a keep-alive pair, 401, 404,
+# 502 — then SIGTERM: it must exit 0 (a leak or a memory error exits 1) and write no report. Its positive
+# control: the same binary, started the same way, writes its runtime's flag list into the stderr file read. ---
+SK_SAN_SIDECAR=${SK_SAN_SIDECAR:-$SK_BIN/../san/bin/stockade-sidecar}
+t_sanitizers() {
+	sk_check "the ASan+UBSan sidecar is built ($SK_SAN_SIDECAR: make build/san/bin/stockade-sidecar)" \
+		test -x "$SK_SAN_SIDECAR" || return 0
+	# The suite's own sidecar (still up when the sigterm case did not run) gives up the ports first.
+	if [ -n "$(real_pid)" ]; then term_sidecar; wait "$SK_SIDECAR_PID" 2>/dev/null; fi
+	local -a SK_SIDECAR=("$SK_SAN_SIDECAR")   # what sk_sidecar_start runs
+	local err=$SK_TMP/sidecar-san.err ctl=$SK_TMP/sidecar-san-control.err
+	: >"$ctl"
+	sk_sidecar_start "$NS" /dev/null "$ctl" ASAN_OPTIONS=help=1 -- --version
+	wait "$SK_SIDECAR_PID"
+	sk_check "positive control: the runtime's output (ASAN_OPTIONS=help=1) reaches the stderr file read below" \
+		grep -q 'Available flags for AddressSanitizer' "$ctl"
+	: >"$err"
+	sk_sidecar_start "$NS" "$SK_TMP/audit-san.log" "$err" "${SIDECAR_ENV[@]}" -- \
+		--policy "$SK_TMP/policy.yaml" --marker "$SK_TMP/marker"
+	SK_AUDIT_LOGS+=("$SK_TMP/audit-san.log")
+	sk_sidecar_wait "$NS" 20 || { sk_fail "the ASan sidecar listens" "$(tail -5 "$err")"; return 0; }
+	local got
+	got=$(for u in llm/echo 'long/reflect?piece=7&ms=0&times=2' llm/gzecho 'llm/gzecho?force=gzip' \
+		'llm/gzecho?force=part' tok/echo nope/x down/echo; do code --compressed "$GW/$u"; echo -n ' '; done)
+	sk_check_eq "ASan sidecar: echo, long key, gzecho, refused gzip and part, 401, 404, 502" \
+		"200 200 200 502 502 401 404 502 " "$got"
+	sk_check_fails "ASan sidecar: the key never reaches the agent" grep -qF "$KEY" <<<"$(agent "${C[@]}" -i "$GW/llm/echo")"
+	head -c 1M /dev/urandom >"$SK_TMP/san-up"; chmod 644 "$SK_TMP/san-up"
+	sk_check_eq "ASan sidecar: a chunked upload arrives whole" "$(sha256sum <"$SK_TMP/san-up" | cut -d' ' -f1)" \
+		"$(agent "${C[@]}" -X POST -T - "$GW/llm/upload" <"$SK_TMP/san-up" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["sha256"])' 2>/dev/null)"
+	agent timeout 0.5 "$PY" "$HERE/client.py" sse 127.0.0.1 15080 '/llm/sse?n=4&ms=300&gone=1' >/dev/null 2>&1
+	out=$(agent "${C[@]}" -v "$GW/llm/ok" "$GW/llm/ok" 2>&1)
+	sk_check "ASan sidecar: keep-alive pair" grep -q 'Re-using existing connection' <<<"$out"
+	sleep 1
+	term_sidecar
+	local rc=0; wait "$SK_SIDECAR_PID" || rc=$?
+	sk_check_eq "ASan sidecar: SIGTERM → exit 0 (a leak or a memory error exits non-zero)" 0 "$rc"
+	# grep -c, not a failing grep: a missing file is an error here, not a pass.
+	sk_check_eq "no ASan/LSan/UBSan report in the ASan sidecar's stderr" 0 "$(grep -cE 'Sanitizer|runtime error' "$err")"
+}
+
+SK_CASES=(key long_key compressed sse caller_token guards upstream_failures bodies rotation no_bypass audit_log sigterm sanitizers)
 sk_main "$@"

@@ -9,6 +9,8 @@
  *   0, 1  a request head: sk_gw_parse_head, then (when complete) what process_head does with it
  *   2     a path ("/v1/...?q"): sk_gw_check_path and sk_gw_path_allowed directly
  *   3     a chunked body: decoded in one call and again in pieces cut by the data (sizes from byte 1)
+ *   4     (byte 0 exactly 4) an upstream response's header lines for sk_gw_response_refusal; byte 1: the
+ *         status (low 3 bits) and whether the agent's method was HEAD (bit 3)
  *
  * Invariants, judged by an oracle written here:
  *  - head: a complete head reports a length within the input that ends in CRLFCRLF, and the same head cut
@@ -26,6 +28,10 @@
  *    the verdict on the path.
  *  - chunked: feeding the body in pieces gives the same verdict and the same bytes as one call; progress
  *    reported never exceeds what was given.
+ *  - response: no response without a body is refused; one with a body is refused (502) exactly when it is
+ *    206/226 (upstream_partial) or a Content-Encoding line names a coding other than identity or a
+ *    Transfer-Encoding line one other than chunked and identity (upstream_encoding). The filter keeps no
+ *    Accept-Encoding, Range, If-Range, A-IM or Want-*-Digest header.
  * Seeds: sidecar/fuzz/fuzz_gw_head/. */
 #include <errno.h>
 #include <stdbool.h>
@@ -229,7 +235,8 @@ static int emit(void *arg, const char *name, size_t nlen, const char *value, siz
 	(void)vlen;
 	static const char *const never[] = { "connection", "keep-alive", "te", "trailer", "transfer-encoding",
 					     "upgrade", "proxy-connection", "host", "content-length", "expect",
-					     "x-stockade-token", "x-api-key" };
+					     "x-stockade-token", "x-api-key", "accept-encoding", "range", "if-range",
+					     "a-im", "want-digest", "want-content-digest", "want-repr-digest" };
 	for (size_t i = 0; i < sizeof(never) / sizeof(never[0]); i++)
 		CHECK(!name_is(name, nlen, never[i]));
 	CHECK(!(nlen >= 6 && strncasecmp(name, "proxy-", 6) == 0));
@@ -384,10 +391,83 @@ static void check_chunked(const uint8_t *data, size_t size)
 	free(two);
 }
 
+/* ---- the upstream response's form (issue 30 item 4) -------------------------------------------------- */
+
+static bool is_ws(char c)   /* OWS; not strchr(" \t", c), which matches a NUL byte too */
+{
+	return c == ' ' || c == '\t';
+}
+
+/* Does the list v[0..n) (its line end dropped) hold a member (cut at ';', trimmed of OWS) other than "" and
+ * ok1/ok2? A CR anywhere else is part of a member: such a coding is another one (refused). */
+static bool other_member(const char *v, size_t n, const char *ok1, const char *ok2)
+{
+	while (n && (v[n - 1] == '\r' || v[n - 1] == '\n'))
+		n--;
+	size_t i = 0;
+	while (i <= n) {
+		size_t s = i;
+		while (i < n && v[i] != ',')
+			i++;
+		size_t e = s;
+		while (e < i && v[e] != ';')
+			e++;
+		while (s < e && is_ws(v[s]))
+			s++;
+		while (e > s && is_ws(v[e - 1]))
+			e--;
+		if (e > s && !name_is(v + s, e - s, ok1) && !(ok2 && name_is(v + s, e - s, ok2)))
+			return true;
+		i++;
+	}
+	return false;
+}
+
+static void check_response(const uint8_t *data, size_t size)
+{
+	static const int statuses[] = { 200, 206, 226, 204, 304, 101, 404, 500 };
+	if (size < 1)
+		return;
+	const int status = statuses[data[0] & 7];
+	const bool head_req = data[0] & 8;
+	char *up = dup_exact(data + 1, size - 1);
+	size_t len = size - 1;
+	const struct sk_gw_answer *a = sk_gw_response_refusal(up, len, status, head_req);
+	const bool no_body = head_req || status == 204 || status == 304 || status < 200;
+	bool coded = false;   /* the oracle: a line "content-encoding:" or "transfer-encoding:" with another coding */
+	for (size_t off = 0; off < len;) {
+		const char *line = up + off;
+		const char *nl = memchr(line, '\n', len - off);
+		size_t ll = nl ? (size_t)(nl - line) + 1 : len - off;
+		off += ll;
+		const char *colon = memchr(line, ':', ll);
+		if (!colon)
+			continue;
+		size_t nlen = (size_t)(colon - line), vl = ll - nlen - 1;
+		if (name_is(line, nlen, "content-encoding"))
+			coded |= other_member(colon + 1, vl, "identity", NULL);
+		else if (name_is(line, nlen, "transfer-encoding"))
+			coded |= other_member(colon + 1, vl, "chunked", "identity");
+	}
+	if (no_body)
+		CHECK(!a);
+	else if (status == 206 || status == 226)
+		CHECK(a && a->status == 502 && !strcmp(a->reason, "upstream_partial"));
+	else if (coded)
+		CHECK(a && a->status == 502 && !strcmp(a->reason, "upstream_encoding"));
+	else
+		CHECK(!a);
+	free(up);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1 || size > SK_GW_HEAD_MAX + 1024)
 		return 0;
+	if (data[0] == 4) {   /* (no head seed starts with 4: the older modes keep their corpus) */
+		check_response(data + 1, size - 1);
+		return 0;
+	}
 	const unsigned mode = data[0] & 3;
 	if (mode <= 1)
 		check_head(data + 1, size - 1);

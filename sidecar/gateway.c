@@ -201,6 +201,7 @@ void gw_request_finished(struct gw_conn *c)
 	c->bytes_in = c->bytes_out = 0;
 	c->fail_status = 0;
 	c->fail_reason = NULL;
+	c->fail_msg = NULL;
 	c->method[0] = c->api[0] = c->path[0] = 0;
 	(void)sk_timer_arm(c->gw->sc->loop, &c->timer, c->gw->lim.head_timeout_ms);
 	gw_set_interest(c);

@@ -433,6 +433,70 @@ static void test_filter_request_headers(void **state)
 		assert_string_not_equal(seen.names[i], "Authorization");
 }
 
+/* Issue 30 item 4: the agent must not choose a body form the key redaction cannot search — compressed
+ * (every Accept-Encoding spelling, q-values or not), a range that starts inside an echoed key, a delta, or
+ * a digest of a body holding the key. TE (transfer-coding compression) stops as hop-by-hop. */
+static void test_filter_drops_body_form_headers(void **state)
+{
+	(void)state;
+	static struct sk_gw_req r;
+	const char *s = "GET /llm/echo HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip, br;q=1.0, zstd, identity;q=0\r\n"
+			"accept-encoding: deflate\r\nRange: bytes=7-\r\nIf-Range: \"e1\"\r\nA-IM: gzip, vcdiff\r\n"
+			"Want-Digest: crc32c\r\nWant-Content-Digest: sha-256=1\r\nWant-Repr-Digest: adler=1\r\n"
+			"TE: gzip, trailers\r\nAccept: application/json\r\nIf-None-Match: \"e1\"\r\n\r\n";
+	assert_int_equal(parse_str(s, &r), SK_GW_HEAD_COMPLETE);
+	static struct seen seen;
+	memset(&seen, 0, sizeof(seen));
+	assert_int_equal(sk_gw_filter_request_headers(&r, "x-api-key", false, collect, &seen), 0);
+	assert_int_equal(seen.n, 2);
+	assert_string_equal(seen.names[0], "Accept");
+	assert_string_equal(seen.names[1], "If-None-Match");
+}
+
+/* ...and a response that comes back in such a form anyway is refused before any of it is relayed. */
+static void test_response_refusal(void **state)
+{
+	(void)state;
+	static const char *const refused[] = {
+		"Content-Encoding: gzip\r\n", "content-encoding: br\r\n", "Content-Encoding: zstd\r\n",
+		"Content-Encoding: deflate\r\n", "Content-Encoding: x-gzip\r\n", "Content-Encoding: compress\r\n",
+		"Content-Encoding: identity, gzip\r\n", "Content-Encoding: ,gzip\r\n", "Content-Encoding:gzip\r\n",
+		"Content-Type: text/plain\r\nContent-Encoding: identity\r\nContent-Encoding: gzip\r\n",
+		"Transfer-Encoding: gzip, chunked\r\n", "Transfer-Encoding: chunked, gzip\r\n",
+		"Transfer-Encoding: deflate\r\n", "Transfer-Encoding: x-compress; q=1, chunked\r\n",
+	};
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		const struct sk_gw_answer *a = sk_gw_response_refusal(refused[i], strlen(refused[i]), 200, false);
+		if (!a) {
+			fail_msg("not refused: %s", refused[i]);
+			return;
+		}
+		assert_int_equal(a->status, 502);
+		assert_string_equal(a->reason, "upstream_encoding");
+		/* No body to relay (HEAD, 204, 304, 1xx): nothing to refuse. */
+		assert_null(sk_gw_response_refusal(refused[i], strlen(refused[i]), 200, true));
+		assert_null(sk_gw_response_refusal(refused[i], strlen(refused[i]), 304, false));
+		assert_null(sk_gw_response_refusal(refused[i], strlen(refused[i]), 204, false));
+	}
+	static const char *const relayed[] = {
+		"", "Content-Type: text/plain\r\n", "Content-Encoding: identity\r\n", "Content-Encoding:\r\n",
+		"Transfer-Encoding: chunked\r\n", "transfer-encoding: Chunked\r\nContent-Encoding: IDENTITY\r\n",
+		"X-Content-Encoding: gzip\r\nContent-Type: application/gzip\r\n",   /* a gzip file as such is data */
+	};
+	for (size_t i = 0; i < sizeof(relayed) / sizeof(relayed[0]); i++)
+		if (sk_gw_response_refusal(relayed[i], strlen(relayed[i]), 200, false))
+			fail_msg("refused: %s", relayed[i]);
+	/* A part of a body (206, or a 226 delta) was never asked for: the gateway strips Range and A-IM. */
+	static const char cr[] = "Content-Range: bytes 7-99/100\r\n";
+	const struct sk_gw_answer *a = sk_gw_response_refusal(cr, strlen(cr), 206, false);
+	assert_non_null(a);
+	assert_int_equal(a->status, 502);
+	assert_string_equal(a->reason, "upstream_partial");
+	assert_non_null(sk_gw_response_refusal("", 0, 226, false));
+	assert_null(sk_gw_response_refusal(cr, strlen(cr), 206, true));
+	assert_null(sk_gw_response_refusal(cr, strlen(cr), 416, false));   /* a 416 carries no part of the body */
+}
+
 static void test_bucket(void **state)
 {
 	(void)state;
@@ -739,6 +803,8 @@ int main(void)
 		cmocka_unit_test(test_token_eq_and_find),
 		cmocka_unit_test(test_hop_by_hop),
 		cmocka_unit_test(test_filter_request_headers),
+		cmocka_unit_test(test_filter_drops_body_form_headers),
+		cmocka_unit_test(test_response_refusal),
 		cmocka_unit_test(test_bucket),
 		cmocka_unit_test(test_chunked_decode),
 		cmocka_unit_test(test_audit_path),

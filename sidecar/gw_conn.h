@@ -69,6 +69,7 @@ struct gw_conn {
 	char *secret_copy;             /* owned copy for redact (the cache may rotate mid-stream) */
 	uint64_t bytes_in, bytes_out;  /* to the agent (whole response), to the upstream (body) */
 	int fail_status;
+	const char *fail_msg;          /* static; NULL: a generic message for fail_status */
 	const char *fail_reason;
 	struct gw_conn *prev, *next;
 };

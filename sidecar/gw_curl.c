@@ -136,6 +136,17 @@ static size_t write_cb(char *ptr, size_t size, size_t nmemb, void *ud)
 /* Builds the agent's response head from the upstream's, once its blank line arrives. */
 static int emit_response_head(struct gw_conn *c)
 {
+	/* A body the redaction cannot search (compressed, partial) is not relayed: nothing of it has reached
+	 * the agent yet, so the transfer is aborted and answered as a failed one (502). */
+	const struct sk_gw_answer *refuse = sk_gw_response_refusal(c->rhead.p, c->rhead.len, c->status,
+								   strcmp(c->method, "HEAD") == 0);
+	if (refuse) {
+		c->fail_status = refuse->status;
+		c->fail_msg = refuse->msg;
+		c->fail_reason = refuse->reason;
+		sk_strbuf_free(&c->rhead);
+		return -1;
+	}
 	struct sk_gw_resp_framing f;
 	size_t head_start = sk_gw_response_head(&c->out, c->rhead.p, c->rhead.len, c->status,
 						strcmp(c->method, "HEAD") == 0, c->keep_alive, c->gw->draining, &f);
@@ -277,8 +288,8 @@ static int timer_cb(CURLM *m, long timeout_ms, void *userp)
 static void transfer_failed(struct gw_conn *c, CURLcode rc)
 {
 	if (c->fail_status) {
-		gw_respond_local(c, c->fail_status, c->fail_status == 400 ? "bad request body" : "gateway error",
-			      c->fail_reason, 0);
+		gw_respond_local(c, c->fail_status, c->fail_msg ? c->fail_msg :
+			      c->fail_status == 400 ? "bad request body" : "gateway error", c->fail_reason, 0);
 		return;
 	}
 	switch (rc) {
@@ -316,6 +327,10 @@ static void transfer_done(struct gw_conn *c, CURLcode rc)
 			return;
 		}
 		if (emit_response_head(c) < 0) {
+			if (c->fail_status) {
+				transfer_failed(c, rc);   /* refused: answered, head not sent */
+				return;
+			}
 			gw_req_end(c, 500, "internal_error");
 			gw_conn_free(c);
 			return;
@@ -443,6 +458,12 @@ int gw_start_transfer(struct gw_conn *c, const struct sk_gw_req *req, const stru
 	for (size_t i = 0; i < req->n_h; i++)
 		has_accept |= sk_gw_name_is(req->h[i].name, req->h[i].name_len, "accept");
 	if (!has_accept && !(acc.list = g->curl.slist_append(acc.list, "Accept:")))
+		goto oom;
+	/* The agent's Accept-Encoding was dropped (gw_http): an echo in a compressed body would pass the key
+	 * redaction unrecognised, so the upstream is asked for the identity coding. Not CURLOPT_ACCEPT_ENCODING:
+	 * that would have libcurl decode a coding the upstream sends anyway, and the image's libcurl has no
+	 * decoders; such a response is refused instead (sk_gw_response_refusal). */
+	if (!(acc.list = g->curl.slist_append(acc.list, "Accept-Encoding: identity")))
 		goto oom;
 	char *sline = NULL;
 	if (asprintf(&sline, "%s: %.*s", api->header_name, (int)slen, secret) < 0)

@@ -185,6 +185,18 @@ bool sk_gw_hop_by_hop(const char *name, size_t len, const char *connection)
 	return list_has(connection, name, len);
 }
 
+/* Request headers that ask the upstream for the body in another form than whole and identity-coded (see
+ * sk_gw_filter_request_headers). Accept-Encoding is replaced by the gateway's own "identity". */
+static bool changes_body_form(const char *name, size_t len)
+{
+	static const char *const h[] = { "accept-encoding", "range", "if-range", "a-im", "want-digest",
+					 "want-content-digest", "want-repr-digest" };
+	for (size_t i = 0; i < SK_ARRAY_SIZE(h); i++)
+		if (sk_gw_name_is(name, len, h[i]))
+			return true;
+	return false;
+}
+
 int sk_gw_filter_request_headers(const struct sk_gw_req *req, const char *secret_header, bool drop_auth,
 				 sk_gw_emit_fn emit, void *arg)
 {
@@ -211,6 +223,9 @@ int sk_gw_filter_request_headers(const struct sk_gw_req *req, const char *secret
 		if (secret_header && sk_gw_name_is(h->name, h->name_len, secret_header))
 			continue;
 		if (drop_auth && sk_gw_name_is(h->name, h->name_len, "authorization"))
+			continue;
+		/* The response body must come back in the one form the key redaction searches: identity, whole. */
+		if (changes_body_form(h->name, h->name_len))
 			continue;
 		int rc = emit(arg, h->name, h->name_len, h->value, h->value_len);
 		if (rc < 0)
@@ -423,6 +438,12 @@ static const char *hdr_line(const char *up, size_t len, size_t *off, size_t *ll)
 	return memchr(line, ':', *ll);
 }
 
+/* HEAD, 1xx, 204, 304: no body bytes go to the agent. */
+static bool response_has_no_body(int status, bool head_req)
+{
+	return head_req || status == 204 || status == 304 || status < 200;
+}
+
 size_t sk_gw_response_head(struct sk_strbuf *out, const char *up, size_t len, int status, bool head_req,
 			   bool keep_alive, bool draining, struct sk_gw_resp_framing *f)
 {
@@ -453,7 +474,7 @@ size_t sk_gw_response_head(struct sk_strbuf *out, const char *up, size_t len, in
 			has_te = true;
 		}
 	}
-	f->no_body = head_req || status == 204 || status == 304 || status < 200;
+	f->no_body = response_has_no_body(status, head_req);
 	bool keep_cl = has_cl && !has_te;
 	f->chunked = !f->no_body && !keep_cl && keep_alive;
 	/* HTTP/1.0 agent: the body ends when we close. SIGTERM: this response is the connection's last
@@ -483,4 +504,54 @@ size_t sk_gw_response_head(struct sk_strbuf *out, const char *up, size_t len, in
 		(void)sk_strbuf_printf(out, "Connection: close\r\n");
 	(void)sk_strbuf_put(out, "\r\n", 2);
 	return head_start;
+}
+
+/* Does the coding list v[0..vl) ("gzip, chunked") name a coding other than the allowed ones? Parameters
+ * after ';' are ignored; empty list members are skipped (RFC 9110 §5.6.1). */
+static bool codings_other_than(const char *v, size_t vl, const char *ok1, const char *ok2)
+{
+	size_t i = 0;
+	while (i < vl) {
+		while (i < vl && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
+			i++;
+		size_t s = i;
+		while (i < vl && v[i] != ',' && v[i] != ';')
+			i++;
+		size_t e = i;
+		while (e > s && (v[e - 1] == ' ' || v[e - 1] == '\t'))
+			e--;
+		while (i < vl && v[i] != ',')
+			i++;   /* parameters */
+		if (e == s)
+			continue;
+		if (!sk_gw_name_is(v + s, e - s, ok1) && !(ok2 && sk_gw_name_is(v + s, e - s, ok2)))
+			return true;
+	}
+	return false;
+}
+
+const struct sk_gw_answer *sk_gw_response_refusal(const char *up, size_t len, int status, bool head_req)
+{
+	static const struct sk_gw_answer encoded = { 502, "upstream sent an encoded body", "upstream_encoding" };
+	static const struct sk_gw_answer partial = { 502, "upstream sent a partial body", "upstream_partial" };
+	if (response_has_no_body(status, head_req))
+		return NULL;   /* no body bytes reach the agent; the head alone is redacted as it is */
+	if (status == 206 || status == 226)
+		return &partial;
+	for (size_t off = 0, ll; off < len;) {
+		const char *line = up + off;
+		const char *colon = hdr_line(up, len, &off, &ll);
+		if (!colon)
+			continue;
+		size_t nlen = (size_t)(colon - line);
+		const char *v = colon + 1;
+		size_t vl = (size_t)(line + ll - v);
+		while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n'))
+			vl--;
+		if (sk_gw_name_is(line, nlen, "content-encoding") && codings_other_than(v, vl, "identity", NULL))
+			return &encoded;
+		if (sk_gw_name_is(line, nlen, "transfer-encoding") && codings_other_than(v, vl, "chunked", "identity"))
+			return &encoded;
+	}
+	return NULL;
 }

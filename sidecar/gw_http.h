@@ -77,8 +77,13 @@ int sk_gw_route(const char *target, size_t len, char name[64], const char **rest
 bool sk_gw_hop_by_hop(const char *name, size_t len, const char *connection);
 
 /* Which agent headers go upstream: not hop-by-hop, not Host/Content-Length/Expect (curl sets those from
- * the URL and the body), not the secret header's name, not X-Stockade-Token, and not Authorization when
- * it carried the caller token. Calls emit(name, value) for each kept header, in order. */
+ * the URL and the body), not the secret header's name, not X-Stockade-Token, not Authorization when it
+ * carried the caller token, and none that would change the response body's bytes away from the one form
+ * the key redaction searches (issue 30 item 4): Accept-Encoding (the gateway asks for identity itself),
+ * Range and If-Range (a part that starts inside an echoed key carries a suffix no matcher recognises), A-IM
+ * (RFC 3229 delta or compressed instances), Want-Digest, Want-Content-Digest and Want-Repr-Digest (a digest
+ * of a body holding the key; a checksum such as crc32c or adler is no one-way function). TE is hop-by-hop.
+ * Calls emit(name, value) for each kept header, in order. */
 typedef int (*sk_gw_emit_fn)(void *arg, const char *name, size_t nlen, const char *value, size_t vlen);
 int sk_gw_filter_request_headers(const struct sk_gw_req *req, const char *secret_header, bool drop_auth,
 				 sk_gw_emit_fn emit, void *arg);
@@ -127,6 +132,17 @@ struct sk_gw_resp_framing {
  * the caller searches for a reflected secret). */
 size_t sk_gw_response_head(struct sk_strbuf *out, const char *up, size_t len, int status, bool head_req,
 			   bool keep_alive, bool draining, struct sk_gw_resp_framing *f);
+
+/* Whether the upstream's response may be relayed, judged on its header lines up[0..len) (as for
+ * sk_gw_response_head) before any of it goes to the agent: NULL, or the gateway's answer instead (502).
+ * The key redaction searches the body's bytes as they travel, so a body the agent receives in any other
+ * form is refused (fail closed; the gateway asks for none of these, so only a misbehaving upstream sends
+ * them): a Content-Encoding other than identity (gzip, br, zstd, deflate, compress, or a list), a
+ * Transfer-Encoding coding other than chunked (libcurl passes an unrequested "gzip, chunked" on still
+ * compressed), 206 Partial Content (a range may start inside the key) and 226 IM Used (a delta). A
+ * response without a body to relay (head_req: the agent's method was HEAD; or 1xx, 204, 304) carries no echo
+ * in a body and is never refused. */
+const struct sk_gw_answer *sk_gw_response_refusal(const char *up, size_t len, int status, bool head_req);
 
 /* ---- small text helpers shared by the gw_* modules ----------------------------------------------------------- */
 

@@ -11,13 +11,20 @@
   GET  /reflect    text/plain, chunked: "key=<x-api-key as received>;" written ?piece=7 bytes at a time with a
                    flush and ?ms=2 between pieces (so the key reaches the gateway split over many reads),
                    ?times=2 times; the key is also reflected in the X-Echo-Auth header
+  GET  /gzecho     text/plain: "key=<x-api-key as received>;" then the request headers as JSON, served as an
+                   HTTP server would (issue 30 item 4): gzip-coded when Accept-Encoding names gzip, and the
+                   part asked for by a "Range: bytes=N-[M]" (206, Content-Range); ?force= makes a misbehaving
+                   upstream that does it unasked: gzip (Content-Encoding: gzip), te (Transfer-Encoding: gzip,
+                   chunked), part (206 bytes 5- of the body, the key's first byte cut off)
   GET  /ok         "ok" (the bench)
   GET  /big        ?mb=N MiB of zero bytes with Content-Length (back-pressure)
 Usage: upstream.py --addr IP --port N --cert PEM --key PEM --log FILE
 """
 import argparse
+import gzip
 import hashlib
 import json
+import re
 import socket
 import ssl
 import sys
@@ -101,6 +108,8 @@ class H(BaseHTTPRequestHandler):
                 if ms:
                     time.sleep(ms / 1000)
             self.wfile.write(b"0\r\n\r\n")
+        elif path == "/gzecho":
+            self._gzecho(q.get("force", ""))
         elif path == "/ok":
             self._send(200, b"ok")
         elif path == "/sse":
@@ -137,6 +146,37 @@ class H(BaseHTTPRequestHandler):
                 self.wfile.write(chunk)
         else:
             self._send(404, b'{"error":"no such test endpoint"}')
+
+    def _gzecho(self, force):
+        key = self.headers.get("x-api-key", "")
+        body = (f"key={key};" + json.dumps([[k, v] for k, v in self.headers.items()]) + "\n").encode()
+        status, extra = 200, {"Content-Type": "text/plain"}
+        m = re.fullmatch(r"bytes=(\d+)-(\d*)", self.headers.get("Range", "").strip())
+        if force == "part":
+            m = re.fullmatch(r"bytes=(\d+)-(\d*)", "bytes=5-")
+        if m and int(m.group(1)) < len(body):
+            first = int(m.group(1))
+            last = min(int(m.group(2)), len(body) - 1) if m.group(2) else len(body) - 1
+            status, extra["Content-Range"] = 206, f"bytes {first}-{last}/{len(body)}"
+            body = body[first:last + 1]
+        # Accept-Encoding: does it name gzip with a q-value above 0?
+        ae = {t.split(";")[0].strip().lower(): t for t in self.headers.get("Accept-Encoding", "").split(",")}
+        if force == "gzip" or ("gzip" in ae and not re.search(r";\s*q=0(\.0*)?\s*$", ae["gzip"])):
+            body, extra["Content-Encoding"] = gzip.compress(body), "gzip"
+        self.send_response(status)
+        for k, v in extra.items():
+            self.send_header(k, v)
+        if force == "te":
+            body = gzip.compress(body)
+            self.send_header("Transfer-Encoding", "gzip, chunked")
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body))
+            return
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
 
     do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = handle_any
 
