@@ -476,7 +476,7 @@ static void test_relay_idle_timeout(void **state)
 	for (int i = 0; i < 1000 && w.done.calls == 0 && sk_monotonic_ms() - t0 < 2000; i++) {
 		assert_true(sk_loop_run_once(w.loop, 5, &err) >= 0);
 		if (!sent && sk_monotonic_ms() - t0 >= 30) {
-			(void)send(w.client, "x", 1, 0);
+			assert_int_equal(send(w.client, "x", 1, 0), 1);
 			sent = true;
 		}
 	}
