@@ -121,7 +121,8 @@ POL
 
 # --- the key arrives upstream; the agent never sees it ---
 t_key() {
-	sk_check "the agent cannot read the key file" sk_pod_as "$NS" "$SK_AGENT_UID" sh -c "! cat '$SK_TMP/secrets/llm-key' 2>/dev/null"
+	sk_check "control: the sidecar UID reads the key file" sk_pod_as "$NS" "$SK_SIDECAR_UID" grep -qF "$KEY" "$SK_TMP/secrets/llm-key"
+	sk_check_fails "the agent cannot read the key file" sk_pod_as "$NS" "$SK_AGENT_UID" cat "$SK_TMP/secrets/llm-key"
 	resp=$(agent "${C[@]}" -i "$GW/llm/echo?x=1" 2>&1)
 	sk_check "GET /llm/echo → 200" grep -q '^HTTP/1.1 200' <<<"$resp"
 	sk_check_eq "the upstream received the key from the valueFile" "$KEY" "$(up_hdr x-api-key)"
