@@ -293,8 +293,10 @@ PYEOF
 # The whole process stopped (no hook in the binary): the kubelet's probe times out. A heartbeat timer that
 # stops firing while the loop still serves (503 "heartbeat stale") is health_test.c's and admin_test.c's.
 t_healthz_blocked() {
+	sk_check_eq "control: /healthz answers 200 before the loop is blocked" 200 "$(status /healthz)"
 	kill -STOP "$SC_PID"
-	sk_check_fails "/healthz fails (times out) while the loop is blocked" sk_pod "$N" curl -sf -m 2 "$ADMIN/healthz"
+	# 28: curl's timeout — not a refused connection (7), which a sidecar that is not running gives
+	sk_check_fails "/healthz fails (times out) while the loop is blocked" --status=28 sk_pod "$N" curl -sf -m 2 "$ADMIN/healthz"
 	kill -CONT "$SC_PID"
 	sleep 0.5
 	sk_check_eq "/healthz recovers when the loop runs again" 200 "$(status /healthz)"

@@ -146,7 +146,12 @@ t_denials() {
 	n=$(dg @$RES4 +tcp +short big.example A | grep -c '^198\.18\.2\.')
 	sk_check_eq "big answer over TCP: capped at 32 bound addresses" "32" "$n"
 
+	# control: an allowed name asked after all of those reaches dnsmasq, so its log is written and the
+	# filter forwards — the three "never reached" below cannot pass on an empty or missing log
+	dg @$RES4 ctl-denials.cdn.example A >/dev/null 2>&1
 	sleep 0.2
+	sk_check "control: an allowed name asked last reached dnsmasq (its log records the pod's queries)" \
+		grep -q "query\[A\] ctl-denials.cdn.example from $SK_POD_IP4" "$SK_TMP/dnsmasq.log"
 	sk_check_fails "denied name never reached dnsmasq" grep -q 'query\[A\] denied.example' "$SK_TMP/dnsmasq.log"
 	sk_check_fails "TXT never reached dnsmasq" grep -q 'query\[TXT\]' "$SK_TMP/dnsmasq.log"
 	sk_check_fails "long label never reached dnsmasq" grep -q 'aaaaaaaaaa' "$SK_TMP/dnsmasq.log"
@@ -169,12 +174,16 @@ t_upstream() {
 	nd=$(sort -u <<<"$ports" | grep -c .)
 	if [ "$nq" -eq 4 ] && [ "$nd" -ge 3 ]; then sk_pass "4 concurrent forwarded queries left from $nd distinct source ports"
 	else sk_fail "concurrent forwarded queries leave from distinct source ports" "$nq queries, ports: $(tr '\n' ' ' <<<"$ports")"; fi
+	n0=$(wc -l <"$SK_TMP/dnsmasq.log")
 	out=$(dg @$RES4 +noedns +nocookie +adflag +cdflag ALLOWED.Example A)
 	sk_check "mixed-case query: the agent's spelling is echoed in the answer" grep -q '^;ALLOWED\.Example\.' <<<"$out"
 	sk_check_eq "... and it is answered" "$A4" "$(awk '$4 == "A" { print $5 }' <<<"$out" | head -1)"
 	sleep 0.2
+	new=$(tail -n +$((n0 + 1)) "$SK_TMP/dnsmasq.log")
+	sk_check "... upstream got that query (the control for the next check)" \
+		grep -qi "query\[A\] allowed\.example from $SK_POD_IP4" <<<"$new"
 	sk_check_fails "... but upstream saw no upper case (name sent lower-cased)" \
-		grep -qi "query\[A\] allowed\.example from $SK_POD_IP4" <(grep "ALLOWED\|Example" "$SK_TMP/dnsmasq.log")
+		grep -q "query\[A\] .*\(ALLOWED\|Example\).* from $SK_POD_IP4" <<<"$new"
 }
 
 # --- DoT and DoH ---
@@ -192,6 +201,8 @@ t_dot_doh() {
 	sk_check_eq "DoT attempt audited as a denial to the resolver's port 853" 1 \
 		"$(aq event=deny decision=deny "dst=$RES4:853")"
 	sk_check_fails "no DoT connection reached the resolver's port 853" grep -q ":853" "$RAW_LOG"
+	sk_check_eq "control: the sidecar UID's own connection to the resolver's port 853 is logged there" "ok 1" \
+		"$(sk_pod_as "$N" "$SK_SIDECAR_UID" "$PY" "$HERE/dns/raw.py" ssh "$RES4" 853) $(grep -c ":853" "$RAW_LOG")"
 	sk_check_eq "DoH attempt audited (no_match, doh.example)" 1 \
 		"$(aq event=deny decision=deny reason=no_match proto=tls name=doh.example "dst=$H4:443")"
 }
@@ -237,6 +248,8 @@ t_raw_tcp() {
 	sk_check_eq "server-first connection waited for the peek deadline (${ms} ms >= ${PEEK_MS})" 1 \
 		"$([ "$ms" -ge "$PEEK_MS" ] && echo 1 || echo 0)"
 	sk_check_fails "nothing reached denied.example:22" grep -q "^$D4:22" "$RAW_LOG"
+	sk_check_eq "control: the sidecar UID's own connection to denied.example:22 is logged there" "ok 1" \
+		"$(sk_pod_as "$N" "$SK_SIDECAR_UID" "$PY" "$HERE/dns/raw.py" ssh "$D4" 22) $(grep -c "^$D4:22" "$RAW_LOG")"
 }
 
 # --- malformed input does not kill the filter ---

@@ -127,7 +127,8 @@ POL
 
 # --- the key arrives upstream; the agent never sees it ---
 t_key() {
-	sk_check "the agent cannot read the key file" sk_pod_as "$NS" "$SK_AGENT_UID" sh -c "! cat '$SK_TMP/secrets/llm-key' 2>/dev/null"
+	sk_check "control: the sidecar UID reads the key file" sk_pod_as "$NS" "$SK_SIDECAR_UID" grep -qF "$KEY" "$SK_TMP/secrets/llm-key"
+	sk_check_fails "the agent cannot read the key file" sk_pod_as "$NS" "$SK_AGENT_UID" cat "$SK_TMP/secrets/llm-key"
 	resp=$(agent "${C[@]}" -i "$GW/llm/echo?x=1" 2>&1)
 	sk_check "GET /llm/echo → 200" grep -q '^HTTP/1.1 200' <<<"$resp"
 	sk_check_eq "the upstream received the key from the valueFile" "$KEY" "$(up_hdr x-api-key)"
@@ -146,6 +147,7 @@ t_key() {
 	sk_check "a reflected key is masked in place (X-Echo-Auth: ****)" grep -qiE '^x-echo-auth: \*{10,}' <<<"$resp"
 	resp=$(agent "${C[@]}" -i -H "x-api-key: agent-chosen" -H "X-API-KEY: again" "$GW/llm/echo" 2>&1)
 	sk_check_eq "the agent's own x-api-key headers are replaced by the secret (one value upstream)" "$KEY" "$(up_hdr x-api-key)"
+	sk_check "…that request was answered (200), the control for the next check" grep -q '^HTTP/1.1 200' <<<"$resp"
 	sk_check_fails "…and the key still never reaches the agent" grep -qF "$KEY" <<<"$resp"
 	agent "${C[@]}" -o /dev/null -H 'Connection: keep-alive, X-Hop' -H 'X-Hop: 1' -H 'Keep-Alive: timeout=5' \
 		-H 'Proxy-Authorization: Basic Zm9vOmJhcg==' -H 'TE: trailers' -H 'X-Keep: yes' "$GW/llm/echo"
@@ -324,13 +326,20 @@ t_rotation() {
 
 # --- the agent cannot go around the gateway ---
 t_no_bypass() {
+	sk_check "control: the sidecar UID reaches the upstream directly (it is up, the URL is right)" \
+		sk_pod_as "$NS" "$SK_SIDECAR_UID" curl -sSf --max-time 5 --cacert "$SK_TMP/ca.pem" \
+		--resolve "llm.example:443:$UP4" https://llm.example/echo
 	sk_check_fails "the agent cannot reach the upstream directly (no egress rule)" \
 		agent curl -sS --max-time 5 --cacert "$SK_TMP/ca.pem" --resolve "llm.example:443:$UP4" https://llm.example/echo
 }
 
 # --- the audit log as a whole; the sidecar still up ---
 t_audit_log() {
+	# control: a request in this case whose upstream echoes the key, audited, so the logs checked below
+	# hold at least one keyed request (the case run alone included)
+	sk_check "control: a keyed request through the gateway (GET /llm/echo)" agent "${C[@]}" -f -o /dev/null "$GW/llm/echo?case=audit_log"
 	sleep 0.3
+	sk_check "control: the audit log records it" grep -qF '"path":"/echo?case="' "$SK_TMP/audit.log"
 	sk_check "every audit line is one JSON object" "$PY" -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1])]' "$SK_TMP/audit.log"
 	sk_check_fails "the key appears in no audit or log line" grep -qF -e "$KEY" -e "$KEY2" -e "$TOKEN" -e "$LONGKEY" \
 		"$SK_TMP/audit.log" "$SK_TMP/sidecar.err"

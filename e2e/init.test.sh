@@ -46,16 +46,19 @@ EOF
 }
 
 # sniff_join LABEL — captures IGMP/MLD on the peer's veth while the agent joins 239.83.69.67 and
-# ff0e:5345:4352:4554:2d45:5846:494c:2121 on the pod's; the capture is left in $SK_TMP/sniff.LABEL.
+# ff0e:5345:4352:4554:2d45:5846:494c:2121 on the pod's; the capture is left in $SK_TMP/sniff.LABEL. Then
+# root sends a report for CTL_GROUP through a packet socket on the pod's veth, which no nftables hook sees:
+# the capture's positive control (it must show up whatever the rules).
 sniff_join() {
 	local out=$SK_TMP/sniff.$1
 	sk_inet "$N" "$PY" "$H" sniff skn0 3 "$out" &
 	local sp=$!
 	for _ in $(seq 50); do [ -s "$out" ] && break; sleep 0.05; done
 	as $A join skp0 1.5 >/dev/null
+	sk_pod "$N" "$PY" "$H" rawreport skp0 "$SK_POD_IP4" "$CTL_GROUP" >/dev/null 2>&1
 	wait $sp
 }
-GROUP4=239.83.69.67 GROUP6=ff0e:5345:4352:4554:2d45:5846:494c:2121
+GROUP4=239.83.69.67 GROUP6=ff0e:5345:4352:4554:2d45:5846:494c:2121 CTL_GROUP=239.83.69.99
 
 adm() { sk_pod_as "$N" "$1" curl -sS -m 3 "http://$2:15000/metrics" 2>&1; }
 
@@ -213,6 +216,23 @@ def forge(src, sport, dst, dport):
     except OSError as e:
         print(errno.errorcode.get(e.errno, str(e.errno)))
 
+def rawreport(ifname, src, group):
+    # an IGMPv2 membership report for group, written as a whole frame to a packet socket on ifname, so
+    # no nftables hook sees it: the capture's positive control
+    def csum(b):
+        n = sum(struct.unpack('!%dH' % (len(b) // 2), b))
+        n = (n >> 16) + (n & 0xffff)
+        return ~(n + (n >> 16)) & 0xffff
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+    s.bind((ifname, 0))
+    g = socket.inet_aton(group)
+    igmp = struct.pack('!BBH4s', 0x16, 0, 0, g)
+    igmp = igmp[:2] + struct.pack('!H', csum(igmp)) + igmp[4:]
+    ip = struct.pack('!BBHHHBBH4s4s', 0x45, 0, 20 + len(igmp), 0, 0, 1, 2, 0, socket.inet_aton(src), g)
+    ip = ip[:10] + struct.pack('!H', csum(ip)) + ip[12:]
+    s.send(b'\x01\x00\x5e' + bytes([g[1] & 0x7f, g[2], g[3]]) + s.getsockname()[4] + b'\x08\x00' + ip + igmp)
+    print('sent')
+
 def sniff(ifname, secs, out):
     # AF_PACKET capture of IGMP and MLD arriving on ifname (the peer's own reports are skipped) for secs
     # seconds: one line per packet, "igmp|mld TYPE GROUPS"
@@ -267,7 +287,7 @@ if cmd == 'serve':
         time.sleep(3600)
 try:
     {'tcp': tcp, 'udp': udp, 'udpfrom': udpfrom, 'ping': ping, 'flood': flood, 'join': join,
-     'sniff': sniff, 'spoofrecv': spoofrecv, 'forge': forge}[cmd](*args)
+     'sniff': sniff, 'spoofrecv': spoofrecv, 'forge': forge, 'rawreport': rawreport}[cmd](*args)
 except OSError as e:
     print('error: %s' % e, file=sys.stderr); sys.exit(1)
 EOF
@@ -282,7 +302,7 @@ EOF
 	sk_inet "$N" "$PY" "$H" serve tcp 443 inet - $SRV4 $SRV6 &
 	sk_inet "$N" "$PY" "$H" serve tcp 7100 inet - $DIR4 &
 	sk_inet "$N" "$PY" "$H" serve udp 7000 echo - $UDP4 $UDP6 &
-	sk_inet "$N" "$PY" "$H" serve udp 7001 echo - $SRV4 $SRV6 &
+	sk_inet "$N" "$PY" "$H" serve udp 7001 echo - $SRV4 $SRV6 $UDP4 $UDP6 &
 	PROXY_LOG=$SK_TMP/proxy.log
 	touch "$PROXY_LOG"
 	sk_pod "$N" "$PY" "$H" serve tcp 15001 proxy "$PROXY_LOG" 127.0.0.1 ::1 &
@@ -384,13 +404,19 @@ t_agent() {
 	sk_check_eq "agent udp v6 :53 lands on the DNS port" dns "$(as $A udp $SRV6 53)"
 	sk_check_eq "agent tcp v4 :53 lands on the DNS port" dns "$(as $A tcp $SRV4 53)"
 	sk_check_eq "agent tcp v6 :53 lands on the DNS port" dns "$(as $A tcp $SRV6 53)"
+	# each blocked probe's control: the same probe as the sidecar UID is answered (the server is up)
+	sk_check_eq "control: sidecar udp v4 to $SRV4:7001 is answered" echo "$(as $S udp $SRV4 7001)"
 	sk_check_fails "agent udp v4 to another port is blocked" as $A udp $SRV4 7001
+	sk_check_eq "control: sidecar udp v6 to [$SRV6]:7001 is answered" echo "$(as $S udp $SRV6 7001)"
 	sk_check_fails "agent udp v6 to another port is blocked" as $A udp $SRV6 7001
 	sk_check_eq "agent udp v4 to a udp rule passes directly" echo "$(as $A udp $UDP4 7000)"
 	sk_check_eq "agent udp v6 to a udp rule passes directly" echo "$(as $A udp $UDP6 7000)"
+	sk_check_eq "control: sidecar udp to the udp rule's address, port 7001, is answered" echo "$(as $S udp $UDP4 7001)"
 	sk_check_fails "agent udp to a udp rule's address, other port, is blocked" as $A udp $UDP4 7001
 	sk_check_eq "agent tcp to a direct rule bypasses the proxy" inet "$(as $A tcp $DIR4 7100)"
+	sk_check_eq "control: sidecar icmp echo v4 is answered" pong "$(as $S ping $SRV4)"
 	sk_check_fails "agent icmp echo v4 is blocked" as $A ping $SRV4
+	sk_check_eq "control: sidecar icmpv6 echo is answered" pong "$(as $S ping $SRV6)"
 	sk_check_fails "agent icmpv6 echo is blocked" as $A ping $SRV6
 	sk_check_eq "agent loopback tcp allowed (loopback: allow)" local "$(as $A tcp 127.0.0.1 8080)"
 	sk_check_eq "agent loopback udp allowed (loopback: allow)" local "$(as $A udp 127.0.0.1 9999)"
@@ -416,7 +442,9 @@ t_admin_port() {
 t_multicast() {
 	need_table
 	sniff_join after
-	sk_check_eq "agent join after init: no IGMP/MLD packet reaches the peer" "" "$(grep -v '^ready' "$SK_TMP/sniff.after")"
+	sk_check "control: a report sent past the rules (packet socket) is captured" grep -q "^igmp 22 $CTL_GROUP$" "$SK_TMP/sniff.after"
+	sk_check_eq "agent join after init: no IGMP/MLD packet reaches the peer" "" \
+		"$(grep -v -e '^ready' -e " $CTL_GROUP$" "$SK_TMP/sniff.after")"
 	sk_check_fails "agent join after init: nothing names $GROUP4 or $GROUP6" grep -qE "$GROUP4|$GROUP6" "$SK_TMP/sniff.after"
 	cnt=$(sk_pod "$N" nft list counter inet stockade mcast_report_drop | grep -oE 'packets [0-9]+' | awk '{print $2}')
 	sk_check "named counter mcast_report_drop counted the reports" test "${cnt:-0}" -gt 0
@@ -432,6 +460,7 @@ t_multicast() {
 	sk_check_eq "peer pings a fresh pod address (ND through the rules, its MLD dropped)" pong \
 		"$(sk_inet "$N" "$PY" "$H" ping 2001:db8:18::77 2>&1)"
 	wait $snp
+	sk_check "control: that capture ran (its ready line)" grep -qx ready "$SK_TMP/sniff.nd"
 	sk_check_eq "no MLD report for the fresh address's solicited-node group left the pod" "" \
 		"$(grep -v '^ready' "$SK_TMP/sniff.nd")"
 	sk_check "peer's neighbour entry for the pod address resolved" grep -qE "lladdr .*(REACHABLE|STALE|DELAY)" \
@@ -583,6 +612,7 @@ t_loopback() {
 	: >"$PROXY_LOG"
 	sk_check_eq "loopback deny: agent tcp to 127.0.0.1:8080 goes to the proxy" proxy "$(as $A tcp 127.0.0.1 8080)"
 	sk_check_eq "loopback deny: proxy sees the loopback destination" "127.0.0.1 8080" "$(tail -1 "$PROXY_LOG")"
+	sk_check_eq "control: loopback deny: sidecar udp to 127.0.0.1:9999 is answered" local "$(as $S udp 127.0.0.1 9999)"
 	sk_check_fails "loopback deny: agent udp to loopback blocked" as $A udp 127.0.0.1 9999
 	sk_check_eq "loopback deny: sidecar loopback allowed" local "$(as $S tcp 127.0.0.1 8080)"
 	sk_check_eq "loopback deny: agent DNS still redirected" dns "$(as $A udp $SRV4 53)"
@@ -593,6 +623,7 @@ t_loopback() {
 	sk_check "init with loopback: [8080]" sk_pod "$N" "$INIT" --policy "$SK_TMP/ports.yaml"
 	sk_check_eq "loopback ports: agent tcp to a listed port allowed" local "$(as $A tcp 127.0.0.1 8080)"
 	sk_check_eq "loopback ports: agent tcp v6 to a listed port allowed" local "$(as $A tcp ::1 8080)"
+	sk_check_eq "control: loopback ports: sidecar udp to 127.0.0.1:9999 is answered" local "$(as $S udp 127.0.0.1 9999)"
 	sk_check_fails "loopback ports: agent udp to an unlisted port blocked" as $A udp 127.0.0.1 9999
 	sk_check "loopback ports: --check passes" sk_pod "$N" "$INIT" --policy "$SK_TMP/ports.yaml" --check
 	sk_check_eq "loopback ports: sidecar still reaches the admin port" "stockade_up 1" "$(adm $S 127.0.0.1)"

@@ -52,7 +52,15 @@ t_lifecycle() {
 	sk_check_eq "a broken policy fails the round (exit 3, the policy exit code)" 3 "$rc"
 	sk_check "a broken policy is reported with its position" grep -q '"event":"seccomp_install_failed".*policy.yaml:' <<<"$out"
 	sk_check "a broken policy leaves the last profile in place" cmp "$SK_TMP/edited.json" "$d/$name2"
-	sk_check_fails "nested profile names are refused" "$P" seccomp-install --policy="$SK_TMP/policy.yaml" --dir="$d" --name=a/b.json --once
+	# (policy.yaml is the broken one now: these use the example, so only the name can be refused)
+	sk_check "control: a flat --name is installed under that name" \
+		"$P" seccomp-install --policy=policy/examples/agent.yaml --dir="$d" --name=flat.json --once
+	sk_check "... that file is there" test -s "$d/flat.json"
+	out=$("$P" seccomp-install --policy=policy/examples/agent.yaml --dir="$d" --name=a/b.json --once 2>&1); rc=$?
+	sk_check_eq "nested profile names are refused (exit 2, usage)" 2 "$rc"
+	sk_check "... saying why" grep -q -- "--name must be a plain file name" <<<"$out"
+	sk_check "... and nothing is written" test ! -e "$d/a"
+	rm -f "$d/flat.json"
 	sk_check "no temporary file is left behind" test -z "$(find "$d" -name '*.tmp*')"
 }
 
@@ -166,7 +174,10 @@ d = yaml.safe_load(sys.stdin); d["metadata"]["namespace"] = "team-c"; print(json
 	sk_check "log lines are JSON" /usr/bin/python3 -c 'import json,sys; [json.loads(l) for l in sys.argv[1].splitlines()]' "$out"
 	before=$(stat -c %Y.%i "$c/$pa" "$c/$pb")
 	sleep 1
+	sk_check "the first round logged its installs (the control for the second's)" grep -q '"event":"seccomp_installed"' <<<"$out"
 	inst --grace=0
+	sk_check "control: the second round read the listing (exit 3 and the skips again)" \
+		grep -q "^3 .*seccomp_profile_skipped" <<<"$rc $(tr '\n' ' ' <<<"$out")"
 	sk_check_eq "a second round rewrites nothing" "$before" "$(stat -c %Y.%i "$c/$pa" "$c/$pb")"
 	sk_check_fails "... and logs no install" grep -q seccomp_installed <<<"$out"
 

@@ -194,11 +194,35 @@ sk_wait_port() {
 	return 1
 }
 
-# Bookkeeping. sk_check NAME CMD... passes when CMD exits 0; sk_check_fails NAME CMD... when it does not.
+# Bookkeeping. sk_check NAME CMD... passes when CMD exits 0.
+# sk_check_fails NAME [--status=N] CMD... passes when CMD fails the way the check expects, not when it
+# merely exits non-zero: with --status=N only status N counts; a grep only with 1 (no line selected: its 2
+# is an error, such as a log that does not exist); anything else with 1..125 (126/127: the command could
+# not be run; above 128: killed by a signal). A failure proves nothing by itself: a probe that cannot
+# succeed (its server never started, its log never written) fails too, so give each such check its
+# positive control in the same case — the same probe succeeding against something allowed, the log
+# shown to record what it should — so that the case run alone (--only) cannot pass vacuously.
 sk_pass() { SK_PASSED=$((SK_PASSED + 1)); echo "ok   - $1"; }
 sk_fail() { SK_FAILED=$((SK_FAILED + 1)); SK_FAILED_NAMES+=("$1"); echo "FAIL - $1${2:+: $2}"; }
 sk_check() { local name=$1; shift; if "$@" >/dev/null 2>&1; then sk_pass "$name"; else sk_fail "$name"; fi; }
-sk_check_fails() { local name=$1; shift; if "$@" >/dev/null 2>&1; then sk_fail "$name" "unexpectedly succeeded"; else sk_pass "$name"; fi; }
+sk_check_fails() {
+	local name=$1 want='' rc
+	shift
+	case ${1:-} in --status=*) want=${1#--status=}; shift ;; esac
+	"$@" >/dev/null 2>&1
+	rc=$?
+	if [ "$rc" -eq 0 ]; then sk_fail "$name" "unexpectedly succeeded"; return; fi
+	if [ -z "$want" ]; then
+		case $1 in grep | */grep) want=1 ;; esac
+	fi
+	if [ -n "$want" ]; then
+		if [ "$rc" -eq "$want" ]; then sk_pass "$name"; else sk_fail "$name" "exit $rc, not the expected failure $want"; fi
+	elif [ "$rc" -ge 126 ]; then
+		sk_fail "$name" "exit $rc: could not run (or killed), not a refusal"
+	else
+		sk_pass "$name"
+	fi
+}
 # sk_check_eq NAME EXPECTED ACTUAL
 sk_check_eq() { if [ "$2" = "$3" ]; then sk_pass "$1"; else sk_fail "$1" "expected '$2', got '$3'"; fi; }
 # Audit logs the suite collected (SK_AUDIT_LOGS+=(FILE)): sk_summary validates every line of each against

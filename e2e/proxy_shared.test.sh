@@ -71,8 +71,14 @@ aq_all() { "$PY" "$SK_ROOT/e2e/proxy/audit_q.py" "$SK_TMP/audit.log" "$@"; }
 rq() { "$PY" "$SK_ROOT/e2e/proxy/audit_q.py" "$LOGD/requests.log" "$@"; }
 vhost_bytes() { local f="$LOGD/vhost-$1.bin"; if [ -f "$f" ]; then stat -c %s "$f"; else echo 0; fi; }
 total_bytes() { cat "$LOGD"/conn-*.bin 2>/dev/null | wc -c; }
-# never_seen STRING — no server connection ever received STRING (exit 0 when absent)
-never_seen() { ! grep -qaF -- "$1" "$LOGD"/conn-*.bin 2>/dev/null; }
+# never_seen STRING — no server connection ever received STRING (exit 0 when absent): the servers logged
+# connections (a suite whose servers log nothing cannot pass this) and grep read them all and found nothing
+never_seen() {
+	local f=("$LOGD"/conn-*.bin)
+	[ -e "${f[0]}" ] || return 1
+	grep -qaF -- "$1" "${f[@]}" 2>/dev/null
+	[ $? -eq 1 ]
+}
 hp() { case $1 in *:*) echo "[$1]:$2" ;; *) echo "$1:$2" ;; esac; }
 fam_addrs() { if [ "$1" = 4 ]; then s=$S4 g=$G4 x=$X4; else s=$S6 g=$G6 x=$X6; fi; }
 s='' g='' x=''

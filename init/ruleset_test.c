@@ -707,6 +707,114 @@ static void test_text_is_deterministic(void **state)
 	sk_ruleset_free(b);
 }
 
+/* Which socket owner one rule is about, read from its UID matches alone (not from its text). */
+enum uid_scope {
+	UID_NONE,      /* no skuid match: socketless packets, and rules no agent packet reaches */
+	UID_AGENT,     /* exactly one `meta skuid == agent` */
+	UID_SIDECAR,   /* exactly one `meta skuid == sidecar` */
+	UID_EXEMPT,    /* `meta skuid @exempt_uids` */
+	UID_ANY,       /* `meta skuid >= 0`: every socket */
+	UID_NOT_OURS,  /* `meta skuid != sidecar` and `!= @exempt_uids` (spoofed-source) */
+	UID_OTHER,     /* anything else: a mix, a stray UID, a second skuid match */
+};
+
+static enum uid_scope uid_scope(const struct sk_policy *p, const struct sk_rs_rule *r)
+{
+	size_t n = 0, agent = 0, sidecar = 0, set = 0, any = 0, ne = 0, not_set = 0;
+	for (size_t i = 0; i < r->n_m; i++) {
+		const struct sk_rs_match *m = &r->m[i];
+		switch (m->kind) {
+		case SK_RS_M_SKUID:
+			n++;
+			agent += m->val == p->agent_uid;
+			sidecar += m->val == p->sidecar_uid;
+			break;
+		case SK_RS_M_SKUID_NE: n++; ne += m->val == p->sidecar_uid; break;
+		case SK_RS_M_SKUID_ANY: n++; any++; break;
+		case SK_RS_M_SKUID_SET: n++; set += m->set == SK_RS_SET_EXEMPT; break;
+		case SK_RS_M_SKUID_NOT_SET: n++; not_set += m->set == SK_RS_SET_EXEMPT; break;
+		default: break;
+		}
+	}
+	if (n == 0)
+		return UID_NONE;
+	if (n == 1 && agent == 1)
+		return UID_AGENT;
+	if (n == 1 && sidecar == 1)
+		return UID_SIDECAR;
+	if (n == 1 && set == 1)
+		return UID_EXEMPT;
+	if (n == 1 && any == 1)
+		return UID_ANY;
+	if (n == 2 && ne == 1 && not_set == 1)
+		return UID_NOT_OURS;
+	return UID_OTHER;
+}
+
+/* The scope a rule must have: every nat rule (redirects and returns) and every filter rule named agent-*
+ * is the agent's, so a rule that lost its UID match would redirect, pass or reject every UID's packets. */
+static enum uid_scope want_scope(const struct sk_rs_rule *r)
+{
+	static const struct {
+		const char *name;
+		enum uid_scope scope;
+	} filter[] = {
+		{ "igmp-drop", UID_NONE }, { "mld-drop", UID_NONE }, { "spoofed-source", UID_NOT_OURS },
+		{ "established", UID_NONE }, { "loopback", UID_NONE }, { "icmpv6-nd", UID_NONE },
+		{ "sidecar", UID_SIDECAR }, { "exempt-uids", UID_EXEMPT },
+		{ "other-uid-reject-tcp", UID_ANY }, { "other-uid-reject-other", UID_ANY },
+	};
+	if (r->chain == SK_RS_CHAIN_NAT || !strncmp(r->name, "agent-", 6))
+		return UID_AGENT;
+	for (size_t i = 0; i < sizeof(filter) / sizeof(filter[0]); i++)
+		if (!strcmp(r->name, filter[i].name))
+			return filter[i].scope;
+	fail_msg("rule %s: not classified here — say which UID it must match", r->name);
+	return UID_OTHER;
+}
+
+/* Every rule carries the UID match its purpose needs, checked on the model for each policy shape — not
+ * through the golden text, which a re-bless would rewrite along with a dropped match (issue 30 item 6). */
+static void test_every_rule_matches_its_uid(void **state)
+{
+	(void)state;
+	for (int v = 0; v < 4; v++) {
+		struct fixture f;
+		fx_init(&f);
+		f.p.loopback = v == 0 ? SK_LOOPBACK_ALLOW : v == 1 ? SK_LOOPBACK_DENY : SK_LOOPBACK_PORTS;
+		if (v >= 2) {
+			f.lo_ports[0] = 5432;
+			f.p.loopback_ports = f.lo_ports;
+			f.p.n_loopback_ports = 1;
+		}
+		if (v == 3) {
+			f.p.agent_uid = 4242;
+			f.p.sidecar_uid = 999;
+			f.exempt[0] = 1500;
+			f.p.exempt_uids = f.exempt;
+			f.p.n_exempt_uids = 1;
+			fx_cidr(&f, "10.96.0.0/12", SK_PROTO_UDP, true, 8125, 0);
+			fx_cidr(&f, "fd00:10::/64", SK_PROTO_ANY, true, 443, 0);
+		}
+		struct sk_ruleset *rs = build(&f);
+		size_t agent_rules = 0;
+		for (size_t i = 0; i < rs->n_rules; i++) {
+			const struct sk_rs_rule *r = &rs->rules[i];
+			enum uid_scope want = want_scope(r), got = uid_scope(&f.p, r);
+			static const char *const scope_name[] = { "none", "agent", "sidecar", "exempt", "any", "not-ours",
+								   "other" };
+			if (got != want)
+				fail_msg("policy shape %d: rule %s matches UID scope %s, wants %s", v, r->name,
+					 scope_name[got], scope_name[want]);
+			agent_rules += got == UID_AGENT;
+		}
+		/* the agent's rules are there at all: dns ×2, direct ×2, proxy in nat; admin, redirected ×3,
+		 * direct ×2, reject ×2 in filter; plus the loopback ones */
+		assert_true(agent_rules >= 14);
+		sk_ruleset_free(rs);
+	}
+}
+
 /* ---- guard ---- */
 
 static struct sk_netns_facts pod_facts(void)
@@ -801,6 +909,7 @@ int main(void)
 		cmocka_unit_test(test_multicast_reports_dropped),
 		cmocka_unit_test(test_agent_admin_rejected),
 		cmocka_unit_test(test_spoofed_source_dropped),
+		cmocka_unit_test(test_every_rule_matches_its_uid),
 		cmocka_unit_test(test_guard_accepts_a_pod_namespace),
 		cmocka_unit_test(test_guard_refuses_host_signs),
 		cmocka_unit_test(test_guard_probe_runs),

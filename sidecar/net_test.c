@@ -73,7 +73,7 @@ static void test_listener_accepts_and_converts_addresses(void **state)
 	struct sockaddr_storage ss;
 	struct sk_addr back;
 	uint16_t port = 0;
-	(void)sk_sockaddr_from_addr(&lo, 4242, &ss);
+	assert_int_equal(sk_sockaddr_from_addr(&lo, 4242, &ss), sizeof(struct sockaddr_in));
 	sk_addr_from_sockaddr(&ss, &back, &port);
 	assert_true(sk_addr_equal(&back, &lo));
 	assert_int_equal(port, 4242);

@@ -135,14 +135,21 @@ static void spin(struct world *w, int rounds)
 		assert_true(sk_loop_run_once(w->sc.loop, 1, &err) >= 0);
 }
 
-/* A new client connection to dst:port; returns the agent's end. */
-static int client(struct world *w, const struct sk_addr *dst, uint16_t port)
+/* A new client connection to dst:port that the proxy adopted with result `want` (0, or the refusal's
+ * -errno); returns the agent's end. */
+static int client_rc(struct world *w, const struct sk_addr *dst, uint16_t port, int want)
 {
 	int sp[2];
 	struct sk_err err = { 0 };
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sp), 0);
-	(void)sk_proxy_adopt(w->sc.proxy, sp[1], &w->src, 40000, dst, port, &err);
+	assert_int_equal(sk_proxy_adopt(w->sc.proxy, sp[1], &w->src, 40000, dst, port, &err), want);
 	return sp[0];
+}
+
+/* A new client connection to dst:port, adopted; returns the agent's end. */
+static int client(struct world *w, const struct sk_addr *dst, uint16_t port)
+{
+	return client_rc(w, dst, port, 0);
 }
 
 /* Reads whatever audit lines are there; returns the parsed last one (owned) and the count. */
@@ -463,7 +470,7 @@ static void test_source_limit_resets_extra_connections(void **state)
 	w.sc.limits.max_per_src = 2;
 	int c1 = client(&w, &w.lo, w.upstream_port);
 	int c2 = client(&w, &w.lo, w.upstream_port);
-	int c3 = client(&w, &w.lo, w.upstream_port);
+	int c3 = client_rc(&w, &w.lo, w.upstream_port, -EBUSY);
 	assert_int_equal(sk_proxy_active(w.sc.proxy), 2);
 	int count;
 	cJSON *j = last_audit(&w, &count);
@@ -1622,7 +1629,7 @@ static int client_sent(struct world *w, const struct sk_addr *dst, uint16_t port
 	struct sk_err err = { 0 };
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sp), 0);
 	assert_int_equal(send(sp[0], msg, len, 0), (ssize_t)len);
-	(void)sk_proxy_adopt(w->sc.proxy, sp[1], &w->src, 40000, dst, port, &err);
+	assert_int_equal(sk_proxy_adopt(w->sc.proxy, sp[1], &w->src, 40000, dst, port, &err), 0);
 	return sp[0];
 }
 

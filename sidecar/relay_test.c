@@ -476,7 +476,7 @@ static void test_relay_idle_timeout(void **state)
 	for (int i = 0; i < 1000 && w.done.calls == 0 && sk_monotonic_ms() - t0 < 2000; i++) {
 		assert_true(sk_loop_run_once(w.loop, 5, &err) >= 0);
 		if (!sent && sk_monotonic_ms() - t0 >= 30) {
-			(void)send(w.client, "x", 1, 0);
+			assert_int_equal(send(w.client, "x", 1, 0), 1);
 			sent = true;
 		}
 	}
@@ -772,6 +772,92 @@ static void test_relay_budget_spent_elsewhere(void **state)
 	world_down(&w);
 }
 
+/* One direction's budget spent stops the other direction too (issue 30 item 6): the relay takes nothing
+ * more from either side once the entry is spent, delivers what it had already taken and ends as BUDGET.
+ * The other direction is kept busy throughout: its source streams far more than the sockets and the pipe
+ * hold, and its destination does not read until the budget is spent, so the relay holds some of its bytes
+ * when the cut comes (it cannot end before delivering them) and would take more as soon as they drain.
+ * spend_sent: the client spends `sent` while the upstream streams down; else the upstream spends
+ * `received` while the client streams up. */
+static void budget_spent_stops_other_direction(bool spend_sent)
+{
+	const size_t M = 32u << 20, B = 4096;
+	uint8_t *stream = malloc(M), *got = malloc(M), *spend = malloc(B), *sink = malloc(B);
+	assert_non_null(stream);
+	assert_non_null(got);
+	assert_non_null(spend);
+	assert_non_null(sink);
+	fill_pattern(stream, M, 21);
+	fill_pattern(spend, B, 22);
+	struct sk_budget_entry e = { .lim = { .window_ms = 60000 }, .live = true };
+	if (spend_sent)
+		e.lim.sent = B;
+	else
+		e.lim.received = B;
+	const enum sk_budget_dim other = spend_sent ? SK_BUDGET_RECEIVED : SK_BUDGET_SENT;
+	struct world w;
+	struct sk_err err = { 0 };
+	world_up(&w, NULL, 0, 10000);
+	sk_relay_budget(&w.relay, &e, true, on_over);
+	/* s: streams M bytes, reads what comes the other way; d: its peer, spends B, reads nothing yet. */
+	int s_fd = spend_sent ? w.upstream : w.client, d_fd = spend_sent ? w.client : w.upstream;
+	struct sk_relay_dir *od = spend_sent ? &w.relay.b2a : &w.relay.a2b;
+	struct endp s = { .fd = s_fd, .out = stream, .n_out = M, .in = sink, .cap_in = B };
+	struct endp d = { .fd = d_fd, .in = got, .cap_in = 0 };
+	/* The stream flows until the relay holds bytes it cannot deliver (the reader is not reading). */
+	size_t last = (size_t)-1;
+	for (int i = 0; i < 20000 && (od->fill == 0 || e.used[other] != last); i++) {
+		last = e.used[other];
+		endp_step(&s);
+		for (int k = 0; k < 5; k++)
+			assert_true(sk_loop_run_once(w.loop, 1, &err) >= 0);
+	}
+	assert_int_equal(w.done.calls, 0);
+	assert_true(od->fill > 0);
+	assert_true(e.used[other] > 0);
+	assert_true(s.wo < M);   /* the streamer is held back: more is waiting to be taken */
+	/* The reader spends its budget (sending, still not reading). */
+	size_t sent = 0;
+	for (int i = 0; i < 20000 && !sk_budget_spent(&e, sk_loop_now_ms(w.loop)) && w.done.calls == 0; i++) {
+		ssize_t n = sent < B ? send(d_fd, spend + sent, B - sent, MSG_NOSIGNAL) : 0;
+		if (n > 0)
+			sent += (size_t)n;
+		endp_step(&s);
+		assert_true(sk_loop_run_once(w.loop, 1, &err) >= 0);
+	}
+	assert_true(sk_budget_spent(&e, sk_loop_now_ms(w.loop)));
+	const uint64_t taken = e.used[other];
+	/* Now the reader reads: it gets what the relay had taken when the budget was spent, and nothing more. */
+	d.cap_in = M;
+	run_until_done(&w, &s, &d);
+	assert_int_equal(w.done.calls, 1);
+	assert_int_equal(w.done.how, SK_RELAY_BUDGET);
+	assert_int_equal(e.used[other], taken);
+	assert_int_equal(od->bytes, taken);
+	assert_int_equal(d.n_in, taken);
+	assert_memory_equal(got, stream, taken);
+	assert_int_equal(s.n_in, B);   /* the spending direction got its budget, to the byte */
+	assert_memory_equal(sink, spend, B);
+	assert_int_equal(w.pool.live, 0);
+	world_down(&w);
+	free(stream);
+	free(got);
+	free(spend);
+	free(sink);
+}
+
+static void test_relay_budget_sent_spent_stops_received(void **state)
+{
+	(void)state;
+	budget_spent_stops_other_direction(true);
+}
+
+static void test_relay_budget_received_spent_stops_sent(void **state)
+{
+	(void)state;
+	budget_spent_stops_other_direction(false);
+}
+
 /* Not enforced (mode audit): every byte passes, the spent budget is reported once. */
 static void test_relay_budget_audit_only_reports(void **state)
 {
@@ -841,6 +927,8 @@ int main(void)
 		cmocka_unit_test(test_relay_budget_cuts_sent_to_the_byte),
 		cmocka_unit_test(test_relay_budget_cuts_received_to_the_byte),
 		cmocka_unit_test(test_relay_budget_spent_elsewhere),
+		cmocka_unit_test(test_relay_budget_sent_spent_stops_received),
+		cmocka_unit_test(test_relay_budget_received_spent_stops_sent),
 		cmocka_unit_test(test_relay_budget_audit_only_reports),
 		cmocka_unit_test(test_relay_bulk_pipes_grow),
 		cmocka_unit_test(test_relay_bulk_pipes_capped),
