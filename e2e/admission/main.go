@@ -97,8 +97,8 @@ func main() {
 
 	for _, f := range flag.Args() {
 		pods, err := loadPods(f)
-		if err != nil {
-			report(false, "%s: %v", f, err)
+		if err != nil || len(pods) == 0 {
+			report(false, "%s: pods read (%v)", f, err)
 			continue
 		}
 		for _, p := range pods {
