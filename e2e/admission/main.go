@@ -97,8 +97,11 @@ func main() {
 
 	for _, f := range flag.Args() {
 		pods, err := loadPods(f)
-		if err != nil || len(pods) == 0 {
-			report(false, "%s: pods read (%v)", f, err)
+		if err == nil && len(pods) == 0 {
+			err = errors.New("no pod in it")
+		}
+		if err != nil {
+			report(false, "%s: %v", f, err)
 			continue
 		}
 		for _, p := range pods {
