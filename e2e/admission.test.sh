@@ -58,8 +58,8 @@ t_fixtures() {
 	vapcheck "1.29 (v1beta1)" "$SK_TMP/policy-129.yaml" "$a" "$o"
 }
 
-# --- the pods helm/stockade renders (agent and helm test pod, each workload kind and sidecar mode) and the
-# installer helm/stockade-system renders: admitted, with the defaults and with non-default values given
+# --- the pods helm/stockade renders (agent and helm test pod, each workload kind and sidecar mode), those of
+# the example parent chart, and the installer helm/stockade-system renders: admitted, with the defaults and with non-default values given
 # to both charts alike (another sidecar UID, images by digest, API secrets, the installer's options).
 chart_pods() { # chart_pods NAME "STOCKADE ARGS" "STOCKADE-SYSTEM ARGS"
 	local name=$1 sargs=$2 yargs=$3 kind mode extra i=0 files=()
@@ -94,6 +94,9 @@ t_chart_pods() {
 	chart_pods other-values \
 		"--set uids.sidecar=2000 --set images.init.digest=$d --set images.sidecar.digest=$d --set images.policy.digest=$d --set sidecar.apiSecrets[0].name=gh --set sidecar.apiSecrets[0].secretName=gh-token" \
 		"--set admissionPolicy.sidecarUid=2000 --set images.init.digest=$d --set images.sidecar.digest=$d --set images.policy.digest=$d --set images.installer.digest=$d --set seccompInstaller.apiServer=https://10.0.0.1:6443 --set seccompInstaller.intervalSeconds=5 --set seccompInstaller.graceSeconds=0 --set seccompInstaller.labelSelector=team=agents --set seccompInstaller.hostPath=/var/lib/kubelet/seccomp-stockade"
+	# the example parent chart's own workloads, wrapped through helm/stockade's named templates
+	"$HELM" template plat helm/examples/agent-platform --namespace agents --kube-version 1.34.0 >"$SK_TMP/example.yaml" 2>/dev/null
+	vapcheck "example parent chart" "$SK_TMP/policy.yaml" -expect allow "$SK_TMP/example.yaml"
 	# The installer is admitted only as its own release renders it: the same chart with other options gives
 	# a pod this policy holds to the agents' rules (its hostPath first).
 	"$HELM" template s helm/stockade-system --namespace agents --kube-version 1.34.0 --set seccompInstaller.graceSeconds=0 >"$SK_TMP/other-installer.yaml"
