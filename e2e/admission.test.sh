@@ -21,17 +21,18 @@ TAG=$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' helm/stockade/Cha
 sys_policy() { local out=$1; shift
 	"$HELM" template s helm/stockade-system --namespace stockade-system --kube-version 1.34.0 \
 		--set admissionPolicy.enabled=true "$@" >"$out"; }
-# vapcheck NAME POLICY [vapcheck args] FILE... — one check per line the harness writes, its count included.
-vapcheck() { local name=$1 policy=$2 line n=0; shift 2
+# vapcheck NAME POLICY [vapcheck args] FILE... — one check per line the harness writes; one more failed
+# when it judged nothing or did not reach its closing count (a crash, a usage error: printed above).
+vapcheck() { local name=$1 policy=$2 line n=0 end=0; shift 2
 	while IFS= read -r line; do
 		case $line in
 		"ok   - "*) sk_pass "$name: ${line#ok   - }"; n=$((n + 1)) ;;
 		"FAIL - "*) sk_fail "$name: ${line#FAIL - }"; n=$((n + 1)) ;;
-		*" passed, "*" failed") ;;
+		[0-9]*" passed, "*" failed") end=1 ;;
 		*) echo "$line" ;;
 		esac
 	done < <("$SK_TMP/vapcheck" -policy "$policy" "$@" 2>&1)
-	[ "$n" -gt 0 ] || sk_fail "$name: vapcheck judged something"
+	if [ "$n" -eq 0 ] || [ "$end" != 1 ]; then sk_fail "$name: vapcheck judged every pod and ended"; fi
 }
 # fixture NAME — the fixture file with this chart's image tag, in the scratch dir; prints its path.
 fixture() { sed "s/@TAG@/$TAG/g" "$FIX/$1.yaml" >"$SK_TMP/$1.yaml"; echo "$SK_TMP/$1.yaml"; }
