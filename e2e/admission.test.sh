@@ -183,7 +183,9 @@ if t == s: sys.exit('mutation did not apply')
 open(sys.argv[2], 'w').write(t)" "$SK_TMP/policy.yaml" "$SK_TMP/mutant.yaml" 2>"$SK_TMP/err" ||
 		{ sk_fail "mutant $name applies" "$(cat "$SK_TMP/err")"; return; }
 	out=$("$SK_TMP/vapcheck" -policy "$SK_TMP/mutant.yaml" "$SK_TMP/agent-pods.yaml" "$SK_TMP/own-pods.yaml" 2>&1)
-	if grep -q "^FAIL - .* $want: " <<<"$out"; then sk_pass "mutant $name: caught by $want"
+	# a mutant that does not compile, or errs, would fail every fixture: that catches nothing
+	if grep -qE "^FAIL - .*(compiles|evaluation failed)" <<<"$out"; then sk_fail "mutant $name is valid CEL" "$(grep '^FAIL' <<<"$out" | head -2)"
+	elif grep -q "^FAIL - .* $want: " <<<"$out"; then sk_pass "mutant $name: caught by $want"
 	else sk_fail "mutant $name: caught by $want" "$(grep '^FAIL' <<<"$out" | head -3)"; fi
 }
 t_mutants() {
