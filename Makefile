@@ -4,6 +4,7 @@
 #   make e2e        netns integration tests (root)
 #   make fuzz       libFuzzer targets, bounded run (FUZZ_SECONDS each)
 #   make lint       cppcheck + clang-tidy + shellcheck
+#   make admission  the admission policy's CEL against pod fixtures (e2e/admission.test.sh, no root)
 #   make check      everything above, as CI runs it
 #   make bench      benchmarks under bench/
 #   make images     FROM-scratch image tarballs into build/images/
@@ -60,7 +61,7 @@ BINS := $(BUILD)/bin/stockade-policy $(BUILD)/bin/stockade-init $(BUILD)/bin/sto
 TESTS := $(patsubst %.c,$(BUILD)/test/bin/%,$(notdir $(TEST_SRC)))
 FUZZERS := $(patsubst %.c,$(BUILD)/fuzz/bin/%,$(notdir $(FUZZ_SRC)))
 
-.PHONY: all test e2e fuzz lint check bench clean manifests images demo release
+.PHONY: all test e2e fuzz lint admission check bench clean manifests images demo release
 all: $(BINS)
 
 $(BUILD)/rel/%.o: %.c
@@ -140,6 +141,10 @@ fuzz: $(FUZZERS)
 
 lint:
 	@scripts/lint
+
+# The admission policy's CEL against its pod fixtures, the charts' and inject's pods (no root, no cluster).
+admission:
+	@SK_BIN=$(abspath $(BUILD))/bin bash e2e/admission.test.sh
 
 check:
 	@scripts/check

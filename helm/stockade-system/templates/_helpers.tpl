@@ -72,3 +72,19 @@ canonical seccomp section + ".json" (docs/install.md#seccomp-profiles). Usage: {
 {{- define "stockade-system.profilePattern" -}}
 ^stockade-[0-9a-f]{16}[.]json$
 {{- end -}}
+
+{{/*
+stockade-system.installerArgs: the installer container's arguments as a JSON list, rendered once for the
+DaemonSet and for the admission policy, which admits the installer's pod only with exactly these (a JSON
+list of strings is a CEL list literal). Usage: {{ include "stockade-system.installerArgs" . | fromJsonArray | toYaml }}
+*/}}
+{{- define "stockade-system.installerArgs" -}}
+{{- $args := list "seccomp-install" "--from-cluster" "--dir=/host/seccomp"
+  (printf "--selector=%s" .Values.seccompInstaller.labelSelector)
+  (printf "--interval=%d" (int .Values.seccompInstaller.intervalSeconds))
+  (printf "--grace=%d" (int .Values.seccompInstaller.graceSeconds)) -}}
+{{- with .Values.seccompInstaller.apiServer -}}
+{{- $args = append $args (printf "--api-server=%s" .) -}}
+{{- end -}}
+{{- toJson $args -}}
+{{- end -}}
