@@ -33,7 +33,7 @@ setup() {
 	sk_policy policy.yaml <<POL
 egress:
   - host: allowed.example
-    ports: [443, 80]
+    ports: [443, 80, 8443]
   - cidr: $T4/32
     ports: [7000]
   - cidr: $T6/128
@@ -144,6 +144,36 @@ t_sni_spoofing() {
 		"$(aq proto=tls name=allowed.example dst=$D4:443 decision@allow,would_deny)"
 }
 
+# --- TLS 1.3 HelloRetryRequest: a real server (openssl s_server, P-256 only) answers curl's X25519 share with
+# an HRR. The second hello with the same name passes (no false denial); one naming another host is refused
+# by the sidecar (access_denied, tls_second_hello) and never reaches the server ---
+t_tls_hrr() {
+	local log=$SK_TMP/hrr-server.log
+	sk_inet "$NS" openssl s_server -accept "$A4:8443" -cert "$SK_TMP/allowed.pem" -key "$SK_TMP/allowed.key" \
+		-groups P-256 -tls1_3 -msg -www >"$log" 2>&1 &
+	local hrr_srv=$!
+	if ! sk_wait_port "$NS-net" tcp 8443 10; then
+		sk_fail "HRR: openssl s_server did not start ($(tail -3 "$log" | tr '\n' ' '))"
+		kill "$hrr_srv" 2>/dev/null; return
+	fi
+	agent getent ahosts allowed.example >/dev/null
+	out=$(agent "${CURL[@]}" -4 https://allowed.example:8443/ 2>&1 | head -c 200)
+	sk_check "HRR: curl through the proxy to a server that asks for another group works ($(head -c 80 <<<"$out"))" \
+		grep -q "s_server" <<<"$out"
+	# the positive control: the server did see two hellos on that connection (the HRR happened)
+	sk_check_eq "HRR: the server got the hello twice (a HelloRetryRequest happened)" 2 \
+		"$(grep -c 'Handshake \[length [0-9a-f]*\], ClientHello' "$log")"
+	before=$(grep -c 'ClientHello' "$log")
+	out=$(agent "$PY" "$HERE/client.py" hrrswitch "$A4" 8443 "$SK_ROOT/sidecar/testdata/hellos/curl.bin" denied0.example 2>&1)
+	sk_check_eq "HRR: a second hello naming another host gets the sidecar's access_denied alert" \
+		"$(printf 'hrr\nalert:49')" "$out"
+	sleep 0.3
+	sk_check_eq "HRR: the server never saw the second hello" "$((before + 1))" "$(grep -c 'ClientHello' "$log")"
+	sk_check_eq "HRR: the refusal is audited as tls_second_hello with the name asked for" 1 \
+		"$(aq event=deny decision=deny reason=tls_second_hello proto=tls name=denied0.example dst=$A4:8443)"
+	kill "$hrr_srv" 2>/dev/null; wait "$hrr_srv" 2>/dev/null
+}
+
 # --- raw TCP ---
 t_raw_tcp() {
 	sk_check "v4: raw TCP to an allowed address/port is relayed" agent "$PY" "$HERE/client.py" echo "$T4" 7000
@@ -193,5 +223,5 @@ t_end_state() {
 	sk_check_eq "the sidecar wrote no unexpected errors" "" "$(grep -vi 'proxy on\|draining\|dns: upstream resolvers answering' "$SK_TMP/sidecar.err")"
 }
 
-SK_CASES=(tls_allowed http_allowed tls_denied http_denied sni_spoofing raw_tcp loop slowloris concurrent end_state)
+SK_CASES=(tls_allowed http_allowed tls_denied http_denied sni_spoofing tls_hrr raw_tcp loop slowloris concurrent end_state)
 sk_main "$@"

@@ -6,7 +6,12 @@
   client.py slowloris HOST PORT HEX  send HEX bytes and stall; print seconds until the proxy closed
   client.py many HOST PORT N         N concurrent echo connections held open together; print how many worked
   client.py hold HOST PORT N SECS    open N connections (one echo each) and hold them SECS seconds
-  client.py tlslat HOST PORT NAME CA N   N sequential TLS connect+request+first-byte times; print p50/p99 us"""
+  client.py tlslat HOST PORT NAME CA N   N sequential TLS connect+request+first-byte times; print p50/p99 us
+  client.py hrrswitch HOST PORT HELLO NAME   send the ClientHello in file HELLO (SNI allowed.example, an
+                                     X25519 key share only); on the server's HelloRetryRequest send a CCS and
+                                     the same hello naming NAME (15 characters); print "hrr" or "no-hrr",
+                                     then what came back: "alert:N" (the first alert's description), "eof",
+                                     "reset" or "data" """
 import asyncio
 import socket
 import ssl
@@ -125,6 +130,55 @@ def cmd_tlslat(host, port, name, ca, n):
     p50 = lat[len(lat) // 2] * 1e6
     p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1e6
     print("%.0f %.0f" % (p50, p99))
+    return 0
+
+
+HRR_RANDOM = bytes.fromhex("cf21ad74e59a6111be1d8c021e65b891c2a211167abb8c5e079e09e2c8a8339c")
+
+
+def read_record(s):
+    hdr = b""
+    while len(hdr) < 5:
+        b = s.recv(5 - len(hdr))
+        if not b:
+            return None
+        hdr += b
+    n = int.from_bytes(hdr[3:5], "big")
+    body = b""
+    while len(body) < n:
+        b = s.recv(n - len(body))
+        if not b:
+            return None
+        body += b
+    return hdr[0], body
+
+
+def cmd_hrrswitch(host, port, hello_file, name):
+    hello = open(hello_file, "rb").read()
+    assert len(name) == 15 and hello.count(b"allowed.example") == 1
+    second = hello.replace(b"allowed.example", name.encode())
+    s = conn(host, port)
+    s.sendall(hello)
+    rec = read_record(s)
+    hrr = rec is not None and rec[0] == 0x16 and rec[1][:1] == b"\x02" and rec[1][6:38] == HRR_RANDOM
+    print("hrr" if hrr else "no-hrr")
+    try:
+        s.sendall(b"\x14\x03\x03\x00\x01\x01" + second)
+        while True:
+            rec = read_record(s)
+            if rec is None:
+                print("eof")
+                return 0
+            if rec[0] == 0x15:
+                print("alert:%d" % rec[1][1])
+                return 0
+            if rec[0] != 0x14:
+                print("data")
+                return 0
+    except (ConnectionResetError, BrokenPipeError):
+        print("reset")
+    except socket.timeout:
+        print("timeout")
     return 0
 
 
