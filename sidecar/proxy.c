@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <poll.h>
 #include <ifaddrs.h>
 #include <limits.h>
 #include <netinet/in.h>
@@ -1356,8 +1357,14 @@ static bool peek_tls_server(struct sk_relay *r)
 	if (n == 0)
 		return true;                                /* EOF: the relay reads it */
 	enum sk_server_first k = sk_tls_server_first(got, (size_t)n);
-	if (k == SK_SERVER_FIRST_MORE && (size_t)n < sizeof(got))
-		return false;
+	if (k == SK_SERVER_FIRST_MORE && (size_t)n < sizeof(got)) {
+		/* A peek never reads the EOF behind bytes it leaves queued: a server that closes after a
+		 * partial record would be held until the idle timeout. Ask the socket whether the peer is
+		 * done; if so, let the relay deliver what there is (the gate keeps judging the client). */
+		struct pollfd pf = { .fd = r->b->fd, .events = POLLRDHUP };
+		if (poll(&pf, 1, 0) <= 0 || !(pf.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+			return false;
+	}
 	if (k == SK_SERVER_FIRST_HELLO && c->tls_open) {
 		c->tls_open = false;
 		/* Client bytes the gate holds unjudged are judged first (kick); with none, back to splice. */

@@ -1079,6 +1079,35 @@ static void test_second_hello_same_name_then_server_hello_ungates(void **state)
 	world_down(&w);
 }
 
+/* A server that sends part of a first record and closes: the peek that holds the server's side cannot
+ * see that EOF behind the queued bytes, yet the client gets those bytes and the close at once, not at
+ * the idle timeout. */
+static void test_server_closing_after_a_partial_record_is_not_held(void **state)
+{
+	(void)state;
+	struct world w;
+	world_up(&w, "enforce", 5000);
+	uint8_t sh[128], got[128];
+	server_hello_record(false, sh);
+	uint8_t hello[4096];
+	size_t n = hello_named("allowed.example", hello, sizeof(hello));
+	int c = client(&w, &w.lo, w.upstream_port);
+	assert_int_equal(send(c, hello, n, 0), (ssize_t)n);
+	int up = accept_up(&w);
+	assert_true(up >= 0);
+	assert_int_equal(recv_some(&w, up, hello, n), n);
+	assert_int_equal(send(up, sh, 20, 0), 20);   /* the ServerHello's random is cut short */
+	spin(&w, 3);
+	assert_int_equal(shutdown(up, SHUT_WR), 0);
+	assert_int_equal(recv_some(&w, c, got, 20), 20);
+	assert_memory_equal(got, sh, 20);
+	assert_true(wait_eof(&w, c));
+	close(c);
+	close(up);
+	spin(&w, 5);
+	world_down(&w);
+}
+
 /* Before the server has answered, only records that carry no hello pass (CCS, alerts, 0-RTT data); a
  * handshake record that is not a ClientHello, or bytes that are no TLS record, are refused. */
 static void test_before_the_server_answers_only_hellos_are_handshake(void **state)
@@ -1916,6 +1945,7 @@ int main(void)
 		cmocka_unit_test(test_second_hello_after_hrr_naming_another_host_is_denied),
 		cmocka_unit_test(test_second_hello_same_name_then_server_hello_ungates),
 		cmocka_unit_test(test_before_the_server_answers_only_hellos_are_handshake),
+		cmocka_unit_test(test_server_closing_after_a_partial_record_is_not_held),
 		cmocka_unit_test(test_tls_led_by_another_record_or_version_is_denied_as_tls),
 		cmocka_unit_test(test_http_denied_host_gets_403_bytewise),
 		cmocka_unit_test(test_loop_to_own_port_is_denied_before_reading),

@@ -458,10 +458,16 @@ enum sk_server_first sk_tls_server_first(const uint8_t *buf, size_t len)
 
 	struct hs_stream s = { .buf = buf + pos, .len = len - pos };
 	uint8_t b[4 + 2 + 32];   /* msg_type, length, legacy_version, random */
-	if (!hs_read(&s, b, sizeof(b)))
+	/* The header first: another message, or a ServerHello too short to hold a random, is decided
+	 * without waiting for bytes that may never come. */
+	if (!hs_read(&s, b, 4))
 		return s.fail == SK_HELLO_NEED_MORE ? SK_SERVER_FIRST_MORE : SK_SERVER_FIRST_OTHER;
-	if (b[0] != TLS_HS_SERVER_HELLO)
+	size_t msg_len = (size_t)b[1] << 16 | (size_t)b[2] << 8 | b[3];
+	/* legacy_version, random, legacy_session_id's length, cipher_suite, legacy_compression_method */
+	if (b[0] != TLS_HS_SERVER_HELLO || msg_len < 2 + 32 + 1 + 2 + 1)
 		return SK_SERVER_FIRST_OTHER;
+	if (!hs_read(&s, b + 4, sizeof(b) - 4))
+		return s.fail == SK_HELLO_NEED_MORE ? SK_SERVER_FIRST_MORE : SK_SERVER_FIRST_OTHER;
 	return memcmp(b + 6, hrr_random, sizeof(hrr_random)) == 0 ? SK_SERVER_FIRST_HRR
 								  : SK_SERVER_FIRST_HELLO;
 }

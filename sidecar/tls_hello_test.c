@@ -944,6 +944,13 @@ static void test_server_first_records(void **state)
 	assert_int_equal(sk_tls_server_first((const uint8_t *)"\x15\x03\x03\x00\x02\x02\x28", 7),
 			 SK_SERVER_FIRST_OTHER);
 	assert_int_equal(sk_tls_server_first((const uint8_t *)"HTTP/1.1 400", 12), SK_SERVER_FIRST_OTHER);
+	/* A ServerHello too short to hold a random is decided at its header, not waited on. */
+	assert_int_equal(sk_tls_server_first((const uint8_t *)"\x16\x03\x03\x00\x04\x02\x00\x00\x00", 9),
+			 SK_SERVER_FIRST_OTHER);
+	assert_int_equal(sk_tls_server_first((const uint8_t *)"\x16\x03\x03\x00\x29\x02\x00\x00\x25", 9),
+			 SK_SERVER_FIRST_OTHER);
+	assert_int_equal(sk_tls_server_first((const uint8_t *)"\x16\x03\x03\x00\x2a\x02\x00\x00\x26", 9),
+			 SK_SERVER_FIRST_MORE);
 	/* A handshake message that is not a ServerHello (a HelloRequest) is not the end of the hellos. */
 	struct bytes hr = record(22, "\x00\x00\x00\x00\x03\x03\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
 				 "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
