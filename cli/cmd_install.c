@@ -25,7 +25,7 @@
 #include "policy/policy.h"
 #include "policy/seccomp.h"
 #include "policy/seccomp_name.h"
-#include "sidecar/curl_dl.h"
+#include "common/curl_dl.h"
 
 static volatile sig_atomic_t install_stop;
 

@@ -14,7 +14,7 @@
 #include "cli/cli.h"
 #include "policy/policy.h"
 #include "policy/seccomp.h"
-#include "sidecar/curl_dl.h"
+#include "common/curl_dl.h"
 
 int sk_inst_profile_from(const char *source, const char *policy_yaml, size_t len, const char *declared,
 			 struct sk_inst_profile *out, struct sk_err *err)

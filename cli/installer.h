@@ -86,7 +86,7 @@ void sk_inst_gc_free(struct sk_inst_gc *gc);
 /* Where and how to reach the API server. */
 struct sk_curl;
 struct sk_inst_api {
-	const struct sk_curl *curl;  /* libcurl, loaded (sidecar/curl_dl.h: dlopen'd, so stockade-policy's other
+	const struct sk_curl *curl;  /* libcurl, loaded (common/curl_dl.h: dlopen'd, so stockade-policy's other
 	                              * subcommands and the policy image carry none of it) */
 	const char *server;      /* "https://host:port"; "http://" only to 127.0.0.1, [::1] or localhost (tests) */
 	const char *token_file;  /* bearer token, re-read for every request (the kubelet rotates it) */

@@ -14,7 +14,7 @@
 #include "common/util.h"
 #include "sidecar/budget.h"
 #include "sidecar/denials.h"
-#include "sidecar/http1.h"
+#include "common/http1.h"
 #include "sidecar/metrics.h"
 #include "sidecar/net.h"
 

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sidecar/curl_dl.h"
+#include "common/curl_dl.h"
 #include "sidecar/gateway.h"
 #include "sidecar/gw_http.h"
 #include "sidecar/gw_ratelimit.h"

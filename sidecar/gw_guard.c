@@ -8,7 +8,7 @@
 
 #include "common/util.h"
 #include "policy/policy.h"
-#include "sidecar/http1.h"
+#include "common/http1.h"
 
 /* Code points that Unicode compatibility normalisation (NFKC/NFKD, as Java's Normalizer, .NET and some
  * frameworks apply to paths) or "best fit" conversions turn into '.', '/', '\\', ';' or '%': a segment

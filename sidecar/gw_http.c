@@ -11,7 +11,7 @@
 
 #include "common/util.h"
 #include "sidecar/audit.h"
-#include "sidecar/http1.h"
+#include "common/http1.h"
 
 bool sk_gw_name_is(const char *n, size_t len, const char *lit)
 {

@@ -32,7 +32,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "sidecar/http1.h"
+#include "common/http1.h"
 
 #define METHOD_MAX 15
 #define H2C_PREFACE "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"

@@ -27,7 +27,7 @@
 
 #include <string.h>
 
-#include "sidecar/http1.h"
+#include "common/http1.h"
 
 #define DEFAULT_MAX_LINE 4096
 #define CHUNK_SIZE_DIGITS_MAX 16

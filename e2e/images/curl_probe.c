@@ -1,6 +1,6 @@
 /* e2e/images/curl_probe.c — what the libcurl a loader finds can do (e2e/images.test.sh).
  *
- * Loads "libcurl.so.4" with dlopen exactly as the sidecar does (sidecar/curl_dl.c), so run under an
+ * Loads "libcurl.so.4" with dlopen exactly as the sidecar does (common/curl_dl.c), so run under an
  * image's own loader and library dir it reports the image's libcurl, and prints curl_version_info() as
  * one line of key=value words: the TLS backend, HTTP/2, the protocols, and every optional library the
  * image's build must not carry ("-" when absent). Exit 1 with the reason when the library does not load. */

@@ -1,5 +1,5 @@
-/* sidecar/http1.c — see http1.h. */
-#include "sidecar/http1.h"
+/* common/http1.c — see http1.h. */
+#include "common/http1.h"
 
 #include <string.h>
 

@@ -1,4 +1,4 @@
-/* sidecar/curl_dl_test.c — the dlopen'ed libcurl table: every function resolves and works when called
+/* common/curl_dl_test.c — the dlopen'ed libcurl table: every function resolves and works when called
  * through it (the variadic setopt/getinfo included), loading is idempotent, and a library that is
  * missing or is not libcurl fails cleanly with a message and leaves the table unloaded. */
 #include <errno.h>
@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "sidecar/curl_dl.h"
+#include "common/curl_dl.h"
 
 static void test_load_resolves_and_calls(void **state)
 {

@@ -1,4 +1,4 @@
-/* sidecar/http1.h — the one HTTP/1.x head tokenizer under every HTTP/1 reader of the sidecar: the
+/* common/http1.h — the one HTTP/1.x head tokenizer under every HTTP/1 reader of the sidecar: the
  * proxy's request-head parser (http_head.c), the request-boundary tracker (http_track.c), the admin
  * server and the API gateway. Owns the syntax they must agree on: token characters (RFC 9110 §5.6.2,
  * ASCII, no locale), the request line, field lines, and CRLF as the only line end — a bare CR, a bare

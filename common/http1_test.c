@@ -1,4 +1,4 @@
-/* sidecar/http1_test.c — the shared HTTP/1 tokenizer: CRLF the only line end, token rules without
+/* common/http1_test.c — the shared HTTP/1 tokenizer: CRLF the only line end, token rules without
  * locale, versions, and the incremental contract (every prefix of an input is NEED_MORE or already the
  * input's final verdict). */
 #include <setjmp.h>
@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "sidecar/http1.h"
+#include "common/http1.h"
 
 static enum sk_http1_result rline(const char *s, struct sk_http1_request_line *rl)
 {

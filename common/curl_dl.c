@@ -1,5 +1,5 @@
-/* sidecar/curl_dl.c — dlopen of libcurl on first use; see curl_dl.h. */
-#include "sidecar/curl_dl.h"
+/* common/curl_dl.c — dlopen of libcurl on first use; see curl_dl.h. */
+#include "common/curl_dl.h"
 
 #include <dlfcn.h>
 #include <errno.h>
