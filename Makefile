@@ -39,17 +39,21 @@ FUZZ_CFLAGS := $(BASE_CFLAGS) -O1 -g -fsanitize=address,undefined -fno-sanitize-
 
 # Library modules: every .c except main.c, *_test.c and fuzz_*.c (judged on the file name).
 lib_only = $(foreach f,$(1),$(if $(or $(filter %_test.c fuzz_%.c main.c,$(notdir $(f)))),,$(f)))
-COMMON_SRC  := $(call lib_only,$(wildcard common/*.c))
-POLICY_SRC  := $(call lib_only,$(wildcard policy/*.c))
-INIT_SRC    := $(call lib_only,$(wildcard init/*.c))
-SIDECAR_SRC := $(call lib_only,$(wildcard sidecar/*.c))
-INJECTOR_SRC := $(call lib_only,$(wildcard injector/*.c))
-CLI_SRC     := $(filter-out %_test.c,$(wildcard cli/*.c))
+# Components may keep their rooms in subdirectories (sidecar/proxy/, policy/seccomp/, …): sources are
+# found at any depth.
+c_under = $(sort $(shell find $(1) -name '*.c' -not -path '*/fuzz/*' 2>/dev/null))
+COMMON_SRC  := $(call lib_only,$(call c_under,common))
+POLICY_SRC  := $(call lib_only,$(call c_under,policy))
+INIT_SRC    := $(call lib_only,$(call c_under,init))
+SIDECAR_SRC := $(call lib_only,$(call c_under,sidecar))
+INJECTOR_SRC := $(call lib_only,$(call c_under,injector))
+CLI_SRC     := $(filter-out %_test.c,$(call c_under,cli))
 CLI_LIB_SRC := $(call lib_only,$(CLI_SRC))
 LIB_SRC     := $(COMMON_SRC) $(POLICY_SRC) $(INIT_SRC) $(SIDECAR_SRC) $(INJECTOR_SRC)
 
-TEST_SRC    := $(wildcard common/*_test.c policy/*_test.c init/*_test.c sidecar/*_test.c cli/*_test.c injector/*_test.c)
-FUZZ_SRC    := $(wildcard policy/fuzz_*.c sidecar/fuzz_*.c init/fuzz_*.c injector/fuzz_*.c)
+ALL_SRC     := $(call c_under,common policy init sidecar cli injector)
+TEST_SRC    := $(filter %_test.c,$(ALL_SRC))
+FUZZ_SRC    := $(foreach f,$(ALL_SRC),$(if $(filter fuzz_%.c,$(notdir $(f))),$(f)))
 
 rel_obj  = $(patsubst %.c,$(BUILD)/rel/%.o,$(1))
 test_obj = $(patsubst %.c,$(BUILD)/test/%.o,$(1))
@@ -58,7 +62,9 @@ fuzz_obj = $(patsubst %.c,$(BUILD)/fuzz/%.o,$(1))
 BINS := $(BUILD)/bin/stockade-policy $(BUILD)/bin/stockade-init $(BUILD)/bin/stockade-sidecar \
 	$(BUILD)/bin/stockade-injector \
 	$(BUILD)/bin/stockade-installer
-TESTS := $(patsubst %.c,$(BUILD)/test/bin/%,$(notdir $(TEST_SRC)))
+# A suite's binary is named by its path (build/test/bin/sidecar/dns/codec_test), so two rooms may both
+# have a config_test.c. Fuzz targets are named fuzz_<what>, unique over the tree.
+TESTS := $(patsubst %.c,$(BUILD)/test/bin/%,$(TEST_SRC))
 FUZZERS := $(patsubst %.c,$(BUILD)/fuzz/bin/%,$(notdir $(FUZZ_SRC)))
 
 .PHONY: all test e2e fuzz lint admission check bench clean manifests images demo release
@@ -75,7 +81,7 @@ $(BUILD)/fuzz/%.o: %.c
 	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
 # The files that print SK_VERSION are rebuilt when it changes (a commit, the chart's appVersion).
-VERSION_USERS := init/main.c cli/main.c sidecar/main.c sidecar/metrics.c injector/main.c
+VERSION_USERS := init/main.c cli/main.c sidecar/main.c sidecar/core/metrics.c injector/main.c
 .PHONY: FORCE
 $(BUILD)/version.txt: FORCE
 	@mkdir -p $(BUILD) && echo '$(VERSION)' | cmp -s - $@ || echo '$(VERSION)' >$@
@@ -117,7 +123,7 @@ $(SAN_SIDECAR): $(call test_obj,sidecar/main.c) $(BUILD)/test/libstockade.a
 
 # A unit test links the library archive, so a suite may test any module.
 define test_rule
-$(BUILD)/test/bin/$(notdir $(basename $(1))): $(call test_obj,$(1)) $(BUILD)/test/libstockade.a
+$(BUILD)/test/bin/$(basename $(1)): $(call test_obj,$(1)) $(BUILD)/test/libstockade.a
 	@mkdir -p $$(dir $$@)
 	$$(CC) $$(SAN) -o $$@ $$^ $$(PKG_LIBS) -lcmocka
 endef

@@ -12,7 +12,7 @@
 #include "common/err.h"
 #include "cli/cli.h"
 #include "policy/policy.h"
-#include "policy/seccomp.h"
+#include "policy/seccomp/seccomp.h"
 
 /* Loads path; on success *out is the policy (caller frees), diags hold every error otherwise. */
 static int load_checked(const char *path, unsigned flags, struct sk_policy **out, struct sk_diags *diags)

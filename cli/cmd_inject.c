@@ -1,5 +1,5 @@
 /* cli/cmd_inject.c — `stockade-policy inject`: reads manifests (YAML or JSON, several documents, Lists)
- * and writes them with every workload's pod wrapped in stockade (policy/inject.h), the other kinds as
+ * and writes them with every workload's pod wrapped in stockade (policy/k8s/inject.h), the other kinds as
  * they were. YAML in gives YAML out, JSON in gives JSON out. With --check nothing is written: exit 1
  * names each workload that is not wrapped as these options would wrap it.
  *
@@ -19,10 +19,10 @@
 #include "common/err.h"
 #include "common/read_file.h"
 #include "cli/cli.h"
-#include "policy/inject.h"
-#include "policy/manifest.h"
+#include "policy/k8s/inject.h"
+#include "policy/k8s/manifest.h"
 #include "policy/policy.h"
-#include "policy/seccomp_name.h"
+#include "policy/seccomp/name.h"
 
 #define INJECT_MAX_INPUT (64u << 20)
 #define MAX_FILES 64

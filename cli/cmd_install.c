@@ -23,8 +23,8 @@
 #include "cli/cli.h"
 #include "cli/installer.h"
 #include "policy/policy.h"
-#include "policy/seccomp.h"
-#include "policy/seccomp_name.h"
+#include "policy/seccomp/seccomp.h"
+#include "policy/seccomp/name.h"
 #include "common/curl_dl.h"
 
 static volatile sig_atomic_t install_stop;

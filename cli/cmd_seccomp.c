@@ -11,9 +11,9 @@
 #include "common/util.h"
 #include "cli/cli.h"
 #include "policy/policy.h"
-#include "policy/seccomp.h"
-#include "policy/seccomp_apply.h"
-#include "policy/seccomp_name.h"
+#include "policy/seccomp/seccomp.h"
+#include "policy/seccomp/apply.h"
+#include "policy/seccomp/name.h"
 
 static void seccomp_usage(FILE *out)
 {

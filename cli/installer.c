@@ -13,7 +13,7 @@
 
 #include "cli/cli.h"
 #include "policy/policy.h"
-#include "policy/seccomp.h"
+#include "policy/seccomp/seccomp.h"
 #include "common/curl_dl.h"
 
 int sk_inst_profile_from(const char *source, const char *policy_yaml, size_t len, const char *declared,

@@ -3,7 +3,7 @@
  * Kubernetes API, and which profile files on the node have been unneeded long enough to delete.
  *
  * A ConfigMap publishes one profile: data["policy.yaml"] is a policy (helm/stockade renders one holding only
- * its seccomp section), data["profile"] optionally the file name it must hash to (policy/seccomp_name.h). Each
+ * its seccomp section), data["profile"] optionally the file name it must hash to (policy/seccomp/name.h). Each
  * is loaded with the real policy loader and generated with the real generator before it counts; a bad one is
  * reported through the skip callback and never written.
  *
@@ -16,7 +16,7 @@
 #include <time.h>
 
 #include "common/err.h"
-#include "policy/seccomp_name.h"
+#include "policy/seccomp/name.h"
 
 /* At most this many distinct profiles per round: anyone who may create a labelled ConfigMap in some
  * namespace must not be able to fill every node's disk. The rest are skipped, each reported. */

@@ -15,8 +15,8 @@
 
 #include "cli/cli.h"
 #include "cli/installer.h"
-#include "policy/seccomp.h"
-#include "policy/seccomp_name.h"
+#include "policy/seccomp/seccomp.h"
+#include "policy/seccomp/name.h"
 
 struct skips {
 	char src[8][128];

@@ -13,7 +13,7 @@
 #include "common/err.h"
 #include "cli/cli.h"
 #include "policy/policy.h"
-#include "policy/seccomp.h"
+#include "policy/seccomp/seccomp.h"
 
 char *sk_cli_profile_json(const struct sk_scmp_profile *p, struct sk_err *err)
 {

@@ -1,5 +1,5 @@
 /* common/json_str.h — one JSON string escaper for the lines stockade's tools print (the seccomp
- * installer's log, `stockade-policy suggest`, the sidecar's /readyz body). Same rule as the sidecar's audit lines (sidecar/audit.h):
+ * installer's log, `stockade-policy suggest`, the sidecar's /readyz body). Same rule as the sidecar's audit lines (sidecar/core/audit.h):
  * '"' and '\\' are backslash-escaped, control bytes and every byte >= 0x7f become \u00XX, so the output is
  * valid JSON and plain ASCII whatever bytes a path or an error text holds. */
 #ifndef SK_COMMON_JSON_STR_H

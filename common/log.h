@@ -3,7 +3,7 @@
  * {"ts":"<RFC 3339 UTC, ms>","level":"info","prog":"<prog>","msg":"<message>"}.
  * The level, format and program name are set once by main before anything logs (sk_log_init) and never
  * change afterwards: the one process-wide setting besides the policy snapshot. Audit lines are not log
- * lines (they go to stdout, sidecar/audit.h) and are never filtered. */
+ * lines (they go to stdout, sidecar/core/audit.h) and are never filtered. */
 #ifndef SK_COMMON_LOG_H
 #define SK_COMMON_LOG_H
 

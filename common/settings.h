@@ -1,7 +1,7 @@
 /* common/settings.h — a program's run-time settings as one table of rows (flag, STOCKADE_* variable, kind,
  * range, default, help, the field of the program's config struct it lands in), and the one reader of
  * them: defaults, the environment, then argv, so a flag wins over its variable. stockade-sidecar
- * (sidecar/config.c) and stockade-injector (injector/config.c) each keep their table and config struct;
+ * (sidecar/core/config.c) and stockade-injector (injector/config.c) each keep their table and config struct;
  * how a value is read, what an error says and how a row is named in --help are this module's.
  *
  * The conventions, the same for every program:

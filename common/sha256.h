@@ -1,5 +1,5 @@
 /* common/sha256.h — SHA-256 (FIPS 180-4), for names that must equal what Helm's `sha256sum` computes (the
- * seccomp profile's content-hashed file name, policy/seccomp_name.h). Not for secrets: no constant-time
+ * seccomp profile's content-hashed file name, policy/seccomp/name.h). Not for secrets: no constant-time
  * claims, no key material goes through it. */
 #ifndef SK_COMMON_SHA256_H
 #define SK_COMMON_SHA256_H

@@ -164,7 +164,7 @@ t_tls_hrr() {
 	sk_check_eq "HRR: the server got the hello twice (a HelloRetryRequest happened)" 2 \
 		"$(grep -c 'Handshake \[length [0-9a-f]*\], ClientHello' "$log")"
 	before=$(grep -c 'ClientHello' "$log")
-	out=$(agent "$PY" "$HERE/client.py" hrrswitch "$A4" 8443 "$SK_ROOT/sidecar/testdata/hellos/curl.bin" denied0.example 2>&1)
+	out=$(agent "$PY" "$HERE/client.py" hrrswitch "$A4" 8443 "$SK_ROOT/sidecar/proxy/testdata/hellos/curl.bin" denied0.example 2>&1)
 	sk_check_eq "HRR: a second hello naming another host gets the sidecar's access_denied alert" \
 		"$(printf 'hrr\nalert:49')" "$out"
 	sleep 0.3

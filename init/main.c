@@ -17,7 +17,7 @@
 #include "init/nft.h"
 #include "init/ruleset.h"
 #include "policy/policy.h"
-#include "policy/seccomp_name.h"
+#include "policy/seccomp/name.h"
 
 /* fprintf's result: --help checks it (a --help into a closed pipe is an error, not a success) */
 static int usage(FILE *out)

@@ -9,7 +9,7 @@
 #include "common/util.h"
 #include "injector/config.h"
 #include "policy/domain.h"
-#include "policy/seccomp_name.h"
+#include "policy/seccomp/name.h"
 
 /* The injector's own kinds: all text, checked, put into the pod as given. */
 static int check_token(const struct sk_setting *s, const char *value, const char *what, struct sk_err *err);

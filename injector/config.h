@@ -13,7 +13,7 @@
 #include <stdio.h>
 
 #include "common/log.h"
-#include "policy/inject.h"
+#include "policy/k8s/inject.h"
 
 struct sk_err;
 

@@ -21,7 +21,7 @@
 #include "injector/jsonpatch.h"
 #include "injector/review.h"
 #include "injector/test_base64.h"
-#include "policy/inject.h"
+#include "policy/k8s/inject.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -13,7 +13,7 @@
 #include "injector/jsonpatch.h"
 #include "injector/review.h"
 #include "policy/domain.h"
-#include "policy/inject.h"
+#include "policy/k8s/inject.h"
 
 #define REVIEW_API "admission.k8s.io/v1"
 #define SA_VOLUME_PREFIX "kube-api-access-"

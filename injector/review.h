@@ -1,6 +1,6 @@
 /* injector/review.h — one admission request in, one admission response out: the AdmissionReview
  * (admission.k8s.io/v1) the API server POSTs to stockade-injector's /mutate, read strictly, and the
- * AdmissionReview it answers with, carrying a JSON Patch from policy/inject.h's mutation of the pod.
+ * AdmissionReview it answers with, carrying a JSON Patch from policy/k8s/inject.h's mutation of the pod.
  *
  * What it owns: the strictness of the reading (a size cap, JSON with no duplicate key, valid UTF-8, integers
  * exact (|n| <= 2^53), nesting at most SK_REVIEW_MAX_DEPTH, and the fields it reads with their exact types;

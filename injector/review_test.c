@@ -1,5 +1,5 @@
 /* injector/review_test.c — the AdmissionReview in, the response out: a pod in scope gets a JSON Patch that,
- * applied to it, gives exactly what policy/inject.h wraps it into; a wrapped pod gets none (idempotent);
+ * applied to it, gives exactly what policy/k8s/inject.h wraps it into; a wrapped pod gets none (idempotent);
  * a pod that cannot be sandboxed is refused with inject's message; what is out of scope is allowed as it
  * is; a request that cannot be read strictly is an error naming where. */
 #include <setjmp.h>
@@ -19,7 +19,7 @@
 #include "injector/jsonpatch.h"
 #include "injector/review.h"
 #include "injector/test_base64.h"
-#include "policy/inject.h"
+#include "policy/k8s/inject.h"
 
 static struct sk_inject_opts opts;
 static const char *const excl[] = { "kube-system", "stockade-system" };

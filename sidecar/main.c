@@ -15,19 +15,19 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "policy/policy.h"
-#include "sidecar/admin.h"
-#include "sidecar/audit.h"
-#include "sidecar/config.h"
-#include "sidecar/denials.h"
-#include "sidecar/gateway.h"
-#include "sidecar/dns_server.h"
-#include "sidecar/lifecycle.h"
-#include "sidecar/loop.h"
-#include "sidecar/metrics.h"
-#include "sidecar/proxy.h"
-#include "sidecar/reload.h"  /* sk_reload_log_diags */
-#include "sidecar/sidecar.h"
-#include "sidecar/wait_ready.h"  /* the wait-ready subcommand (postStart hook) */
+#include "sidecar/admin/admin.h"
+#include "sidecar/core/audit.h"
+#include "sidecar/core/config.h"
+#include "sidecar/core/denials.h"
+#include "sidecar/gateway/gateway.h"
+#include "sidecar/dns/server.h"
+#include "sidecar/admin/lifecycle.h"
+#include "sidecar/core/loop.h"
+#include "sidecar/core/metrics.h"
+#include "sidecar/proxy/proxy.h"
+#include "sidecar/core/reload.h"  /* sk_reload_log_diags */
+#include "sidecar/core/sidecar.h"
+#include "sidecar/admin/wait_ready.h"  /* the wait-ready subcommand (postStart hook) */
 
 extern char **environ;
 

@@ -98,7 +98,7 @@ for a in agents:
     expect(sc["allowPrivilegeEscalation"] is False, "agent allowPrivilegeEscalation false")
     expect(sc["capabilities"] == {"drop": ["ALL"]}, "agent drops ALL capabilities")
     expect(sc["readOnlyRootFilesystem"] is True, "agent readOnlyRootFilesystem")
-    # the default section's content-hashed name (policy/seccomp_name.h; stockade-policy seccomp --print-name)
+    # the default section's content-hashed name (policy/seccomp/name.h; stockade-policy seccomp --print-name)
     expect(sc["seccompProfile"] == {"type": "Localhost", "localhostProfile": "stockade-4696b6ca6e2d4b5e.json"},
            "agent seccomp Localhost stockade-4696b6ca6e2d4b5e.json")
     expect(not any("stockade-secret" in m["name"] for m in a.get("volumeMounts", [])), "API secrets not mounted in the agent")

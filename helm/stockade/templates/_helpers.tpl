@@ -525,7 +525,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 stockade.seccompProfileName: the agent's Localhost profile file name — seccomp.profileName when set, else
 "stockade-" + the first 16 hex digits of the SHA-256 of the canonical seccomp section + ".json", the name
 `stockade-policy inject`, `stockade-policy seccomp --print-name` and the stockade-system installer compute
-(policy/seccomp_name.h owns the canonical form: sorted, unique, comma-joined names; "/1" the generator's
+(policy/seccomp/name.h owns the canonical form: sorted, unique, comma-joined names; "/1" the generator's
 revision). Different sections get different files, so releases never overwrite each other's profile.
 Usage: {{ include "stockade.seccompProfileName" . }} (or the parent-chart dict)
 */}}
