@@ -883,6 +883,52 @@ int sk_inject_doc(cJSON *doc, const struct sk_inject_opts *o, struct sk_err *err
 	return SK_INJECT_WRAPPED;
 }
 
+/* Fields the API server fills in when an object is created without them (pkg/apis/core/v1/defaults.go):
+ * a live object read back carries them although no manifest wrote them. */
+static bool api_defaulted(const char *key)
+{
+	static const char *const keys[] = {
+		"terminationMessagePath", "terminationMessagePolicy", "imagePullPolicy", "protocol", "scheme",
+		"timeoutSeconds", "periodSeconds", "successThreshold", "failureThreshold", "defaultMode",
+		"restartPolicy", "dnsPolicy", "schedulerName", "terminationGracePeriodSeconds", "securityContext",
+		"resources", "creationTimestamp", "revisionHistoryLimit", "progressDeadlineSeconds", "strategy",
+		"podManagementPolicy", "updateStrategy", "persistentVolumeClaimRetentionPolicy", "minReadySeconds",
+		"serviceAccountName", "serviceAccount",
+	};
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (!strcmp(key, keys[i]))
+			return true;
+	return false;
+}
+
+/* want (what wrapping gives) against have (the object as read back): equal, except that have may carry a key
+ * want lacks when it is one the API server defaults. A key want has must be in have with the same value, so a
+ * flag, an argument, a probe or a volume that differs is still a difference. */
+static bool same_but_defaults(const cJSON *want, const cJSON *have)
+{
+	if (cJSON_IsObject(want) && cJSON_IsObject(have)) {
+		const cJSON *w, *h;
+		cJSON_ArrayForEach(w, want) {
+			h = cJSON_GetObjectItemCaseSensitive(have, w->string);
+			if (!h || !same_but_defaults(w, h))
+				return false;
+		}
+		cJSON_ArrayForEach(h, have) {
+			if (!cJSON_GetObjectItemCaseSensitive(want, h->string) && !api_defaulted(h->string))
+				return false;
+		}
+		return true;
+	}
+	if (cJSON_IsArray(want) && cJSON_IsArray(have)) {
+		const cJSON *w = want->child, *h = have->child;
+		for (; w && h; w = w->next, h = h->next)
+			if (!same_but_defaults(w, h))
+				return false;
+		return !w && !h;
+	}
+	return cJSON_Compare(want, have, 1);
+}
+
 int sk_inject_is_wrapped(const cJSON *doc, const struct sk_inject_opts *o, struct sk_err *err)
 {
 	cJSON *copy = cJSON_Duplicate(doc, 1);
@@ -890,7 +936,7 @@ int sk_inject_is_wrapped(const cJSON *doc, const struct sk_inject_opts *o, struc
 		return sk_err_set(err, ENOMEM, "inject: out of memory");
 	int r = sk_inject_doc(copy, o, err);
 	if (r >= 0)
-		r = cJSON_Compare(doc, copy, 1) ? 1 : 0;
+		r = same_but_defaults(copy, doc) ? 1 : 0;
 	cJSON_Delete(copy);
 	return r;
 }

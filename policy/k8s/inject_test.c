@@ -823,6 +823,85 @@ static void test_writer_edge_cases_read_back(void **state)
 	cJSON_Delete(d);
 }
 
+/* Adds to every object of a list what the API server fills in on create (a live object read back). */
+static void add_api_defaults(cJSON *containers)
+{
+	cJSON *c;
+	cJSON_ArrayForEach(c, containers) {
+		cJSON_AddStringToObject(c, "terminationMessagePath", "/dev/termination-log");
+		cJSON_AddStringToObject(c, "terminationMessagePolicy", "File");
+		cJSON_AddObjectToObject(c, "resources");
+		static const char *const probes[] = { "livenessProbe", "readinessProbe", "startupProbe" };
+		for (size_t i = 0; i < 3; i++) {
+			cJSON *p = cJSON_GetObjectItemCaseSensitive(c, probes[i]);
+			if (!p)
+				continue;
+			if (!cJSON_GetObjectItemCaseSensitive(p, "timeoutSeconds"))
+				cJSON_AddNumberToObject(p, "timeoutSeconds", 1);
+			cJSON_AddNumberToObject(p, "successThreshold", 1);
+			cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(p, "httpGet"), "scheme", "HTTP");
+		}
+		cJSON *ports = cJSON_GetObjectItemCaseSensitive(c, "ports"), *port;
+		cJSON_ArrayForEach(port, ports) {
+			cJSON_AddStringToObject(port, "protocol", "TCP");
+		}
+	}
+}
+
+/* at() for a tree the test changes. */
+static cJSON *mut_at(cJSON *o, const char *path)
+{
+	return (cJSON *)(uintptr_t)at(o, path);
+}
+
+/* `inject --check` against a live Deployment: the API server's defaults (defaultMode 420, the termination
+ * message fields, a probe's scheme and thresholds, a port's protocol, the pod's dnsPolicy…) are no reason to
+ * call it unwrapped; a flag that differs still is. */
+static void test_check_ignores_api_server_defaults(void **state)
+{
+	(void)state;
+	struct sk_inject_opts o;
+	sk_inject_opts_default(&o);
+	struct sk_err err = { 0 };
+	cJSON *d = yaml1("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d, namespace: team}\nspec:\n"
+			 "  template:\n    spec:\n      containers: [{name: c, image: i, ports: [{containerPort: 80}]}]\n"
+			 "      volumes: [{name: cfg, configMap: {name: cfg}}]\n");
+	assert_int_equal(sk_inject_doc(d, &o, &err), SK_INJECT_WRAPPED);
+	assert_int_equal(sk_inject_is_wrapped(d, &o, &err), 1);
+	cJSON *spec = mut_at(d, "spec.template.spec");
+	assert_non_null(spec);
+	add_api_defaults(cJSON_GetObjectItemCaseSensitive(spec, "containers"));
+	add_api_defaults(cJSON_GetObjectItemCaseSensitive(spec, "initContainers"));
+	cJSON_AddStringToObject(spec, "restartPolicy", "Always");
+	cJSON_AddStringToObject(spec, "dnsPolicy", "ClusterFirst");
+	cJSON_AddStringToObject(spec, "schedulerName", "default-scheduler");
+	cJSON_AddNumberToObject(spec, "terminationGracePeriodSeconds", 30);
+	cJSON *v;
+	cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(spec, "volumes")) {
+		cJSON *cm = cJSON_GetObjectItemCaseSensitive(v, "configMap");
+		if (cm && !cJSON_GetObjectItemCaseSensitive(cm, "defaultMode"))
+			cJSON_AddNumberToObject(cm, "defaultMode", 420);
+	}
+	cJSON_AddNumberToObject(mut_at(d, "spec"), "revisionHistoryLimit", 10);
+	cJSON_AddNumberToObject(mut_at(d, "spec"), "progressDeadlineSeconds", 600);
+	assert_int_equal(sk_inject_is_wrapped(d, &o, &err), 1);
+	/* the controls: a stockade flag, a key the API server never adds, a changed default all still count */
+	struct sk_inject_opts other = o;
+	other.log_level = "debug";
+	assert_int_equal(sk_inject_is_wrapped(d, &other, &err), 0);
+	cJSON *copy = cJSON_Duplicate(d, 1);
+	cJSON_AddStringToObject(mut_at(copy, "spec.template.spec.initContainers[1]"), "workingDir", "/x");
+	assert_int_equal(sk_inject_is_wrapped(copy, &o, &err), 0);
+	cJSON_Delete(copy);
+	copy = cJSON_Duplicate(d, 1);
+	cJSON *rp = mut_at(copy, "spec.template.spec.initContainers[1].readinessProbe.periodSeconds");
+	assert_non_null(rp);
+	cJSON_SetNumberValue(rp, rp->valuedouble + 1);
+	assert_int_equal(sk_inject_is_wrapped(copy, &o, &err), 0);
+	cJSON_Delete(copy);
+	cJSON_Delete(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -845,6 +924,7 @@ int main(void)
 		cmocka_unit_test(test_manifest_refusals),
 		cmocka_unit_test(test_streams_and_round_trip),
 		cmocka_unit_test(test_writer_edge_cases_read_back),
+		cmocka_unit_test(test_check_ignores_api_server_defaults),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
