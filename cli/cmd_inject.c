@@ -6,6 +6,7 @@
  * All or nothing: the output is written only once every document has been wrapped, so a refused pod
  * never leaves a half-written stream for `kubectl apply` to act on. Exit 0, 1 refused or not wrapped
  * (--check), 2 usage, 3 invalid policy, 5 I/O. */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 
@@ -26,6 +28,8 @@
 
 #define INJECT_MAX_INPUT (64u << 20)
 #define MAX_FILES 64
+#define MAX_NAMESPACES 64
+#define MAX_EXPANDED 1024
 
 static const char usage_text[] =
 	"usage: stockade-policy inject -f FILE|- [-f FILE]... [--policy FILE] [--check] [options]\n"
@@ -149,10 +153,36 @@ static bool is_list(const cJSON *doc)
 	       cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(doc, "items"));
 }
 
+/* The namespaces the wrapped workloads are in ("" for none given: kubectl's current one), in the order met:
+ * the policy's ConfigMaps go into each, as a pod reads ConfigMaps from its own namespace only. */
+struct namespaces {
+	const char *name[MAX_NAMESPACES];   /* borrowed from the documents */
+	size_t n;
+	bool overflow;
+};
+
+static const char *doc_namespace(const cJSON *doc)
+{
+	const cJSON *ns = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "metadata"),
+							   "namespace");
+	return cJSON_IsString(ns) ? ns->valuestring : "";
+}
+
+static void note_namespace(struct namespaces *nss, const char *ns)
+{
+	for (size_t i = 0; i < nss->n; i++)
+		if (!strcmp(nss->name[i], ns))
+			return;
+	if (nss->n == MAX_NAMESPACES)
+		nss->overflow = true;
+	else
+		nss->name[nss->n++] = ns;
+}
+
 /* Wraps (or with check, judges) one document; a List's items one by one. Returns 0, or 1 when a refusal or
  * an unwrapped workload was reported. */
 static int one_doc(cJSON *doc, const char *file, int idx, const char *item, const struct sk_inject_opts *o,
-		   bool check)
+		   bool check, struct namespaces *nss)
 {
 	if (is_list(doc)) {
 		int bad = 0, i = 0;
@@ -160,7 +190,7 @@ static int one_doc(cJSON *doc, const char *file, int idx, const char *item, cons
 		cJSON *it;
 		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(doc, "items")) {
 			(void)snprintf(at, sizeof(at), "items[%d]", i++);
-			bad |= one_doc(it, file, idx, at, o, check);
+			bad |= one_doc(it, file, idx, at, o, check, nss);
 		}
 		return bad;
 	}
@@ -178,17 +208,21 @@ static int one_doc(cJSON *doc, const char *file, int idx, const char *item, cons
 			file, idx, item ? " " : "", item ? item : "", what);
 		return 1;
 	}
+	if (r == SK_INJECT_WRAPPED)
+		note_namespace(nss, doc_namespace(doc));
 	return 0;
 }
 
 /* The ConfigMap `kubectl apply` needs before the pods: policy.yaml is the file as written. */
-static cJSON *policy_configmap(const char *name, const char *text)
+static cJSON *policy_configmap(const char *name, const char *ns, const char *text)
 {
 	cJSON *cm = cJSON_CreateObject();
 	cJSON_AddStringToObject(cm, "apiVersion", "v1");
 	cJSON_AddStringToObject(cm, "kind", "ConfigMap");
 	cJSON *meta = cJSON_AddObjectToObject(cm, "metadata");
 	cJSON_AddStringToObject(meta, "name", name);
+	if (*ns)
+		cJSON_AddStringToObject(meta, "namespace", ns);
 	cJSON *labels = cJSON_AddObjectToObject(meta, "labels");
 	cJSON_AddStringToObject(labels, "app.kubernetes.io/component", "policy");
 	cJSON_AddStringToObject(cJSON_AddObjectToObject(cm, "data"), "policy.yaml", text);
@@ -197,7 +231,8 @@ static cJSON *policy_configmap(const char *name, const char *text)
 
 /* The ConfigMap the stockade-system installer serves the profile from (as helm/stockade's
  * configmap-seccomp.yaml): the profile's name and a policy holding only the seccomp section. */
-static cJSON *seccomp_configmap(const char *policy_cm, const char *profile, const char *section_yaml)
+static cJSON *seccomp_configmap(const char *policy_cm, const char *ns, const char *profile,
+				const char *section_yaml)
 {
 	cJSON *cm = cJSON_CreateObject();
 	cJSON_AddStringToObject(cm, "apiVersion", "v1");
@@ -211,6 +246,8 @@ static cJSON *seccomp_configmap(const char *policy_cm, const char *profile, cons
 	if (name)
 		cJSON_AddStringToObject(meta, "name", name);
 	free(name);
+	if (*ns)
+		cJSON_AddStringToObject(meta, "namespace", ns);
 	cJSON *labels = cJSON_AddObjectToObject(meta, "labels");
 	cJSON_AddStringToObject(labels, "app.kubernetes.io/component", "seccomp-profile");
 	cJSON_AddStringToObject(labels, "stockade.dev/seccomp-profile", "true");
@@ -240,6 +277,142 @@ out:
 	free(flow);
 	cJSON_Delete(s);
 	return text;
+}
+
+/* -f arguments with each directory replaced by its manifests (*.yaml, *.yml, *.json, not hidden, sorted by
+ * name, not recursive: as `kubectl apply -f DIR` reads a directory). */
+struct file_list {
+	char *path[MAX_EXPANDED];
+	size_t n;
+};
+
+static void file_list_free(struct file_list *fl)
+{
+	for (size_t i = 0; i < fl->n; i++)
+		free(fl->path[i]);
+	fl->n = 0;
+}
+
+static bool manifest_name(const char *n)
+{
+	size_t len = strlen(n);
+	static const char *const ext[] = { ".yaml", ".yml", ".json" };
+	if (n[0] == '.')
+		return false;
+	for (size_t i = 0; i < sizeof(ext) / sizeof(ext[0]); i++) {
+		size_t el = strlen(ext[i]);
+		if (len > el && !strcmp(n + len - el, ext[i]))
+			return true;
+	}
+	return false;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int file_list_add(struct file_list *fl, const char *dir, const char *name)
+{
+	if (fl->n == MAX_EXPANDED) {
+		(void)fprintf(stderr, "stockade-policy inject: more than %d manifest files\n", MAX_EXPANDED);
+		return SK_EXIT_USAGE;
+	}
+	if (dir ? asprintf(&fl->path[fl->n], "%s/%s", dir, name) < 0 : !(fl->path[fl->n] = strdup(name))) {
+		fl->path[fl->n] = NULL;
+		return SK_EXIT_RUNTIME;
+	}
+	fl->n++;
+	return SK_EXIT_OK;
+}
+
+static int expand_files(const char *const *files, size_t n_files, struct file_list *fl)
+{
+	for (size_t i = 0; i < n_files; i++) {
+		struct stat st;
+		int ex;
+		if (strcmp(files[i], "-") && stat(files[i], &st) == 0 && S_ISDIR(st.st_mode)) {
+			DIR *d = opendir(files[i]);
+			if (!d) {
+				(void)fprintf(stderr, "stockade-policy inject: %s: %s\n", files[i], strerror(errno));
+				return SK_EXIT_RUNTIME;
+			}
+			size_t first = fl->n;
+			const struct dirent *e;
+			ex = SK_EXIT_OK;
+			while (ex == SK_EXIT_OK && (e = readdir(d)))
+				if (manifest_name(e->d_name))
+					ex = file_list_add(fl, files[i], e->d_name);
+			(void)closedir(d);
+			if (ex != SK_EXIT_OK)
+				return ex;
+			if (fl->n == first) {
+				(void)fprintf(stderr, "stockade-policy inject: %s: no manifests in this directory (*.yaml, "
+					"*.yml, *.json)\n", files[i]);
+				return SK_EXIT_USAGE;
+			}
+			qsort(&fl->path[first], fl->n - first, sizeof(fl->path[0]), cmp_str);
+		} else if ((ex = file_list_add(fl, NULL, files[i])) != SK_EXIT_OK) {
+			return ex;
+		}
+	}
+	return SK_EXIT_OK;
+}
+
+static bool is_configmap_named(const cJSON *doc, const char *name, const char *ns)
+{
+	const cJSON *k = cJSON_GetObjectItemCaseSensitive(doc, "kind");
+	const cJSON *n = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "metadata"), "name");
+	return cJSON_IsString(k) && !strcmp(k->valuestring, "ConfigMap") && cJSON_IsString(n) &&
+	       !strcmp(n->valuestring, name) && !strcmp(doc_namespace(doc), ns);
+}
+
+/* Puts cm where a ConfigMap of its name and namespace already is in out (a stream inject wrote before,
+ * wrapped again: replaced, not doubled), else at the end of head (which goes before the workloads, for
+ * `kubectl apply`). */
+static int place_configmap(cJSON *out, cJSON *cm, cJSON *head)
+{
+	if (!cm)
+		return SK_EXIT_RUNTIME;
+	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(cm, "metadata");
+	const cJSON *n = cJSON_GetObjectItemCaseSensitive(meta, "name");
+	if (!cJSON_IsString(n)) {
+		cJSON_Delete(cm);
+		return SK_EXIT_RUNTIME;
+	}
+	cJSON *d;
+	cJSON_ArrayForEach(d, out) {
+		if (is_configmap_named(d, n->valuestring, doc_namespace(cm)))
+			return cJSON_ReplaceItemViaPointer(out, d, cm) ? SK_EXIT_OK : SK_EXIT_RUNTIME;
+	}
+	return cJSON_AddItemToArray(head, cm) ? SK_EXIT_OK : SK_EXIT_RUNTIME;
+}
+
+/* The policy's ConfigMap (and its seccomp one) in every namespace a wrapped workload is in. */
+static int add_policy_configmaps(cJSON *out, struct namespaces *nss, const struct sk_inject_opts *o,
+				 const char *policy_text, const char *seccomp_yaml)
+{
+	if (nss->overflow) {
+		(void)fprintf(stderr, "stockade-policy inject: workloads in more than %d namespaces\n", MAX_NAMESPACES);
+		return SK_EXIT_USAGE;
+	}
+	if (nss->n == 0)
+		note_namespace(nss, "");
+	cJSON *head = cJSON_CreateArray();
+	int ex = head ? SK_EXIT_OK : SK_EXIT_RUNTIME;
+	for (size_t i = 0; ex == SK_EXIT_OK && i < nss->n; i++) {
+		ex = place_configmap(out, policy_configmap(o->policy_configmap, nss->name[i], policy_text), head);
+		if (ex == SK_EXIT_OK && o->seccomp_profile)
+			ex = place_configmap(out, seccomp_configmap(o->policy_configmap, nss->name[i], o->seccomp_profile,
+								    seccomp_yaml), head);
+	}
+	/* head, then the documents as they came (cJSON has no splice: move one by one, which cannot fail) */
+	while (ex == SK_EXIT_OK && out->child)
+		cJSON_AddItemToArray(head, cJSON_DetachItemViaPointer(out, out->child));
+	while (ex == SK_EXIT_OK && head->child)
+		cJSON_AddItemToArray(out, cJSON_DetachItemViaPointer(head, head->child));
+	cJSON_Delete(head);
+	return ex;
 }
 
 static int write_out(const cJSON *docs, bool json)
@@ -477,26 +650,25 @@ static int run_inject(struct sk_inject_opts *o_, const char *const *files, size_
 
 	int ex = SK_EXIT_OK;
 	bool json = false;
+	struct namespaces nss = { 0 };
+	struct file_list fl = { 0 };
 	cJSON *out = cJSON_CreateArray();
 	if (!out) {
 		free(policy_text);
 		free(seccomp_yaml);
 		return SK_EXIT_RUNTIME;
 	}
-	if (policy_text && !check) {
-		if (memchr(policy_text, 0, policy_len)) {
-			(void)fprintf(stderr, "stockade-policy inject: %s: a NUL byte in the policy\n", policy_path);
-			ex = SK_EXIT_POLICY;
-			goto out;
-		}
-		cJSON_AddItemToArray(out, policy_configmap(o.policy_configmap, policy_text));
-		if (o.seccomp_profile)
-			cJSON_AddItemToArray(out, seccomp_configmap(o.policy_configmap, o.seccomp_profile, seccomp_yaml));
+	if (policy_text && !check && memchr(policy_text, 0, policy_len)) {
+		(void)fprintf(stderr, "stockade-policy inject: %s: a NUL byte in the policy\n", policy_path);
+		ex = SK_EXIT_POLICY;
+		goto out;
 	}
-	for (size_t i = 0; i < n_files; i++) {
-		const char *name = strcmp(files[i], "-") ? files[i] : "<stdin>";
+	if ((ex = expand_files(files, n_files, &fl)) != SK_EXIT_OK)
+		goto out;
+	for (size_t i = 0; i < fl.n; i++) {
+		const char *name = strcmp(fl.path[i], "-") ? fl.path[i] : "<stdin>";
 		size_t len;
-		char *buf = sk_read_file(files[i], INJECT_MAX_INPUT, &len, &err);
+		char *buf = sk_read_file(fl.path[i], INJECT_MAX_INPUT, &len, &err);
 		if (!buf) {
 			(void)fprintf(stderr, "stockade-policy inject: %s\n", err.msg);
 			ex = SK_EXIT_RUNTIME;
@@ -515,18 +687,21 @@ static int run_inject(struct sk_inject_opts *o_, const char *const *files, size_
 		int idx = 0;
 		while (docs->child) {
 			cJSON *d = cJSON_DetachItemViaPointer(docs, docs->child);
-			if (one_doc(d, name, ++idx, NULL, &o, check))
+			if (one_doc(d, name, ++idx, NULL, &o, check, &nss))
 				ex = SK_EXIT_FAIL;
 			cJSON_AddItemToArray(out, d);
 		}
 		cJSON_Delete(docs);
 	}
+	if (policy_text && !check && ex == SK_EXIT_OK)
+		ex = add_policy_configmaps(out, &nss, &o, policy_text, seccomp_yaml);
 	if (ex == SK_EXIT_OK && !check && write_out(out, json) < 0) {
 		(void)fprintf(stderr, "stockade-policy inject: write stdout failed\n");
 		ex = SK_EXIT_RUNTIME;
 	}
 out:
 	cJSON_Delete(out);
+	file_list_free(&fl);
 	free(policy_text);
 	free(seccomp_yaml);
 	return ex;

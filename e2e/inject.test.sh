@@ -352,5 +352,60 @@ print(cm["kind"], cm["metadata"]["name"], cm["data"]["policy.yaml"] == open(sys.
 	sk_check_eq "an image with a space is a usage error" "2:stockade-policy inject: --init-image: expected a non-empty name of printable ASCII, no spaces" "$rc:$err"
 }
 
-SK_CASES=(same_as_chart seccomp_hashed kinds idempotence refusals lists_json_policy)
+# --- Real workloads: ConfigMaps where the pods are, a directory, wrapping twice, a live object read back ----
+t_real_workloads() {
+	mkdir -p "$SK_TMP/dir"
+	printf 'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: team-a}\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers: [{name: app, image: python:3}]\n' >"$SK_TMP/dir/a.yaml"
+	printf '{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"api","namespace":"team-b"},"spec":{"selector":{"matchLabels":{"app":"api"}},"template":{"metadata":{"labels":{"app":"api"}},"spec":{"containers":[{"name":"app","image":"node"}]}}}}\n' >"$SK_TMP/dir/b.json"
+	echo 'not a manifest' >"$SK_TMP/dir/README.md"
+	printf 'version: 1\negress:\n  - host: api.github.com\n    ports: [443]\n' >"$SK_TMP/rw-policy.yaml"
+	# shellcheck disable=SC2016  # python, not shell
+	local kinds='import sys, yaml
+print(" ".join("%s/%s@%s" % (d["kind"], d["metadata"]["name"], d["metadata"].get("namespace", "-")) for d in yaml.safe_load_all(sys.stdin) if d))'
+	run "$P" inject -f "$SK_TMP/dir" --policy "$SK_TMP/rw-policy.yaml"
+	sk_check_eq "-f DIR reads its manifests by name (not README.md); the policy's ConfigMaps go into each workload's namespace, first" \
+		"0 ConfigMap/stockade-policy@team-a ConfigMap/stockade-policy-seccomp@team-a ConfigMap/stockade-policy@team-b ConfigMap/stockade-policy-seccomp@team-b Deployment/web@team-a Deployment/api@team-b" \
+		"$rc $(python3 -c "$kinds" <<<"$out")"
+	printf '%s\n' "$out" >"$SK_TMP/rw-once.yaml"
+	run "$P" inject -f "$SK_TMP/rw-once.yaml" --policy "$SK_TMP/rw-policy.yaml"
+	sk_check_eq "wrapping inject's own output again with --policy gives the same stream (ConfigMaps replaced, not doubled)" \
+		"0 $(cat "$SK_TMP/rw-once.yaml")" "$rc $out"
+	run "$P" inject -f "$SK_TMP/dir/a.yaml" --policy "$SK_TMP/rw-policy.yaml" --policy-configmap other
+	sk_check_eq "a workload without the ConfigMap in the input still gets it in its namespace" \
+		"0 ConfigMap/other@team-a ConfigMap/other-seccomp@team-a Deployment/web@team-a" "$rc $(python3 -c "$kinds" <<<"$out")"
+	mkdir -p "$SK_TMP/empty"
+	run "$P" inject -f "$SK_TMP/empty"
+	sk_check_eq "-f of a directory with no manifests is a usage error, saying so" \
+		"2:stockade-policy inject: $SK_TMP/empty: no manifests in this directory (*.yaml, *.yml, *.json)" "$rc:$err"
+	# What the API server hands back: its defaults on every container, probe, port and volume.
+	python3 -c '
+import sys, yaml
+out = []
+for d in yaml.safe_load_all(open(sys.argv[1])):
+    if d and d["kind"] == "Deployment":
+        d["metadata"].update({"uid": "0d8a", "resourceVersion": "7", "generation": 1})
+        d["spec"].update({"revisionHistoryLimit": 10, "progressDeadlineSeconds": 600, "replicas": 1,
+                          "strategy": {"type": "RollingUpdate"}})
+        s = d["spec"]["template"]["spec"]
+        s.update({"dnsPolicy": "ClusterFirst", "restartPolicy": "Always", "schedulerName": "default-scheduler",
+                  "terminationGracePeriodSeconds": 30})
+        for c in s.get("initContainers", []) + s["containers"]:
+            c.update({"terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File"})
+            c.setdefault("resources", {})
+            for p in ("livenessProbe", "readinessProbe", "startupProbe"):
+                if p in c:
+                    c[p].setdefault("timeoutSeconds", 1); c[p]["successThreshold"] = 1
+                    if "httpGet" in c[p]: c[p]["httpGet"]["scheme"] = "HTTP"
+            for port in c.get("ports", []): port["protocol"] = "TCP"
+        for v in s.get("volumes", []):
+            if "configMap" in v: v["configMap"].setdefault("defaultMode", 420)
+        out.append(d)
+yaml.safe_dump_all(out, sys.stdout)' "$SK_TMP/rw-once.yaml" >"$SK_TMP/rw-live.yaml"
+	run "$P" inject --check -f "$SK_TMP/rw-live.yaml" --policy "$SK_TMP/rw-policy.yaml"
+	sk_check_eq "--check of live Deployments (the API server's defaults added) says wrapped" "0:" "$rc:$err"
+	run "$P" inject --check -f "$SK_TMP/rw-live.yaml" --policy "$SK_TMP/rw-policy.yaml" --log-level debug
+	sk_check_eq "... and not wrapped when a stockade flag differs (the control)" 1 "$rc"
+}
+
+SK_CASES=(same_as_chart seccomp_hashed kinds idempotence refusals lists_json_policy real_workloads)
 sk_main "$@"
