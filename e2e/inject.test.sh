@@ -367,6 +367,13 @@ print(" ".join("%s/%s@%s" % (d["kind"], d["metadata"]["name"], d["metadata"].get
 		"0 ConfigMap/stockade-policy@team-a ConfigMap/stockade-policy-seccomp@team-a ConfigMap/stockade-policy@team-b ConfigMap/stockade-policy-seccomp@team-b Deployment/web@team-a Deployment/api@team-b" \
 		"$rc $(python3 -c "$kinds" <<<"$out")"
 	printf '%s\n' "$out" >"$SK_TMP/rw-once.yaml"
+	sk_check_eq "the agent's read-only root gets a writable /tmp (an emptyDir of the pod's own)" "agent-tmp:/tmp emptyDir" \
+		"$(python3 -c '
+import sys, yaml
+d = [x for x in yaml.safe_load_all(sys.stdin) if x and x["kind"] == "Deployment"][0]["spec"]["template"]["spec"]
+m = d["containers"][0]["volumeMounts"]
+v = [x for x in d["volumes"] if x["name"] == "agent-tmp"]
+print(" ".join(x["name"] + ":" + x["mountPath"] for x in m), " ".join(k for x in v for k in x if k != "name"))' <<<"$out")"
 	run "$P" inject -f "$SK_TMP/rw-once.yaml" --policy "$SK_TMP/rw-policy.yaml"
 	sk_check_eq "wrapping inject's own output again with --policy gives the same stream (ConfigMaps replaced, not doubled)" \
 		"0 $(cat "$SK_TMP/rw-once.yaml")" "$rc $out"

@@ -21,6 +21,7 @@
 #define VOL_POLICY "stockade-policy"
 #define VOL_RUN "stockade-run"
 #define VOL_SECRET_PREFIX "stockade-secret-"
+#define VOL_AGENT_TMP "agent-tmp"   /* the pod's own once added: see give_tmp */
 
 static int cmp_setting(const void *a, const void *b)
 {
@@ -664,6 +665,38 @@ static bool sandboxed(const cJSON *spec, const struct sk_inject_opts *o)
 }
 
 /* Wraps one pod spec (a private copy: on error the caller drops it). `at` is its path, for messages. */
+/* A read-only root file system leaves a program no /tmp: Python's tempfile fails ("No usable temporary
+ * directory"), as do pip, git and compilers. An agent container whose root is read-only and that mounts
+ * nothing at /tmp gets the emptyDir VOL_AGENT_TMP there (a name of the pod's own, not stockade's, so a
+ * second wrap keeps it as the pod's and adds nothing). Returns whether some container mounts it now. */
+static bool give_tmp(cJSON *containers)
+{
+	bool used = false;
+	cJSON *c;
+	cJSON_ArrayForEach(c, containers) {
+		const cJSON *sc = cJSON_GetObjectItemCaseSensitive(c, "securityContext");
+		cJSON *mounts = cJSON_GetObjectItemCaseSensitive(c, "volumeMounts");
+		bool has_tmp = false;
+		const cJSON *m;
+		cJSON_ArrayForEach(m, mounts) {
+			const cJSON *path = cJSON_GetObjectItemCaseSensitive(m, "mountPath");
+			const cJSON *name = cJSON_GetObjectItemCaseSensitive(m, "name");
+			used |= cJSON_IsString(name) && !strcmp(name->valuestring, VOL_AGENT_TMP);
+			has_tmp |= cJSON_IsString(path) && (!strcmp(path->valuestring, "/tmp") ||
+							    !strcmp(path->valuestring, "/tmp/"));
+		}
+		if (has_tmp || !is_true(sc, "readOnlyRootFilesystem"))
+			continue;
+		if (!cJSON_IsArray(mounts)) {
+			set_item(c, "volumeMounts", cJSON_CreateArray());
+			mounts = cJSON_GetObjectItemCaseSensitive(c, "volumeMounts");
+		}
+		add_mount(mounts, VOL_AGENT_TMP, "/tmp", false);
+		used = true;
+	}
+	return used;
+}
+
 static int wrap_spec(cJSON *spec, const char *at, bool wrapped, bool job, const struct sk_inject_opts *o,
 		     struct sk_err *err)
 {
@@ -726,6 +759,17 @@ static int wrap_spec(cJSON *spec, const char *at, bool wrapped, bool job, const 
 	cJSON_ArrayForEach(c, conts) {
 		harden_agent(c, o);
 	}
+	/* a volume of that name that the pod already has is its own: mounted as it is, not added again */
+	bool has_tmp_vol = false;
+	cJSON_ArrayForEach(c, vols) {
+		const char *n = cname(c);
+		has_tmp_vol |= n && !strcmp(n, VOL_AGENT_TMP);
+	}
+	bool need_tmp_vol = false;
+	if (!has_tmp_vol) {
+		need_tmp_vol |= give_tmp(inits);
+		need_tmp_vol |= give_tmp(conts);
+	}
 
 	/* stockade-init first, then the native sidecar, so both run before any container of the pod's own
 	 * (with init_in_sidecar the sidecar alone, its entry being stockade-init) */
@@ -769,6 +813,12 @@ static int wrap_spec(cJSON *spec, const char *at, bool wrapped, bool job, const 
 	if (vols)
 		while (vols->child)
 			cJSON_AddItemToArray(new_vols, cJSON_DetachItemViaPointer(vols, vols->child));
+	if (need_tmp_vol) {
+		cJSON *tv = cJSON_CreateObject();
+		add_str(tv, "name", VOL_AGENT_TMP);
+		add_obj(tv, "emptyDir");
+		cJSON_AddItemToArray(new_vols, tv);
+	}
 	set_item(spec, "volumes", new_vols);
 	/* cJSON's builders drop what they cannot allocate without saying so: check what the sandbox rests on */
 	if (!sandboxed(spec, o))

@@ -506,12 +506,14 @@ static void test_api_secrets_and_settings(void **state)
 			    "/var/run/stockade/secrets/gh");
 	assert_string_equal(str_at(d, "spec.volumes[2].secret.secretName"), "gh-token");
 	assert_int_equal(at(d, "spec.volumes[2].secret.defaultMode")->valueint, 0444);
-	/* the agent never mounts it, and a re-wrap does not duplicate it */
-	assert_null(at(d, "spec.containers[0].volumeMounts"));
+	/* the agent never mounts it (its one mount is its /tmp), and a re-wrap does not duplicate it */
+	assert_int_equal(cJSON_GetArraySize(at(d, "spec.containers[0].volumeMounts")), 1);
+	assert_string_equal(str_at(d, "spec.containers[0].volumeMounts[0].name"), "agent-tmp");
 	assert_int_equal(sk_inject_is_wrapped(d, &o, &err), 1);
 	o.n_secrets = 0;
 	assert_int_equal(sk_inject_doc(d, &o, &err), SK_INJECT_WRAPPED);
-	assert_int_equal(cJSON_GetArraySize(at(d, "spec.volumes")), 2);
+	assert_int_equal(cJSON_GetArraySize(at(d, "spec.volumes")), 3);   /* policy, run, the agent's /tmp */
+	assert_string_equal(str_at(d, "spec.volumes[2].name"), "agent-tmp");
 	cJSON_Delete(d);
 }
 
@@ -823,6 +825,49 @@ static void test_writer_edge_cases_read_back(void **state)
 	cJSON_Delete(d);
 }
 
+/* A read-only root leaves no /tmp (Python's tempfile: "No usable temporary directory"): an agent container
+ * without a /tmp mount gets the emptyDir agent-tmp there, once; one that has /tmp or a writable root gets
+ * nothing. */
+static void test_agent_gets_a_writable_tmp(void **state)
+{
+	(void)state;
+	struct sk_inject_opts o;
+	sk_inject_opts_default(&o);
+	struct sk_err err = { 0 };
+	cJSON *d = yaml1("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  initContainers: [{name: setup, image: i}]\n"
+			 "  containers:\n  - {name: a, image: i}\n"
+			 "  - {name: b, image: i, volumeMounts: [{name: scratch, mountPath: /tmp}]}\n"
+			 "  - {name: c, image: i, securityContext: {readOnlyRootFilesystem: false}}\n"
+			 "  volumes: [{name: scratch, emptyDir: {}}]\n");
+	assert_int_equal(sk_inject_doc(d, &o, &err), SK_INJECT_WRAPPED);
+	assert_string_equal(str_at(d, "spec.containers[0].volumeMounts[0].name"), "agent-tmp");
+	assert_string_equal(str_at(d, "spec.containers[0].volumeMounts[0].mountPath"), "/tmp");
+	assert_null(at(d, "spec.containers[0].volumeMounts[0].readOnly"));
+	assert_int_equal(cJSON_GetArraySize(at(d, "spec.containers[1].volumeMounts")), 1);
+	assert_string_equal(str_at(d, "spec.containers[1].volumeMounts[0].name"), "scratch");
+	assert_null(at(d, "spec.containers[2].volumeMounts"));
+	/* the pod's own init container is an agent container too (after stockade-init and the sidecar) */
+	assert_string_equal(str_at(d, "spec.initContainers[2].name"), "setup");
+	assert_string_equal(str_at(d, "spec.initContainers[2].volumeMounts[0].name"), "agent-tmp");
+	const cJSON *vols = at(d, "spec.volumes");
+	int n_tmp = 0;
+	const cJSON *v;
+	cJSON_ArrayForEach(v, vols) {
+		const cJSON *n = cJSON_GetObjectItemCaseSensitive(v, "name");
+		if (cJSON_IsString(n) && !strcmp(n->valuestring, "agent-tmp")) {
+			n_tmp++;
+			assert_true(cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(v, "emptyDir")));
+		}
+	}
+	assert_int_equal(n_tmp, 1);
+	cJSON *once = cJSON_Duplicate(d, 1);
+	assert_int_equal(sk_inject_doc(d, &o, &err), SK_INJECT_WRAPPED);
+	assert_true(cJSON_Compare(once, d, 1));   /* wrapping again adds no second mount or volume */
+	assert_int_equal(sk_inject_is_wrapped(d, &o, &err), 1);
+	cJSON_Delete(once);
+	cJSON_Delete(d);
+}
+
 /* Adds to every object of a list what the API server fills in on create (a live object read back). */
 static void add_api_defaults(cJSON *containers)
 {
@@ -925,6 +970,7 @@ int main(void)
 		cmocka_unit_test(test_streams_and_round_trip),
 		cmocka_unit_test(test_writer_edge_cases_read_back),
 		cmocka_unit_test(test_check_ignores_api_server_defaults),
+		cmocka_unit_test(test_agent_gets_a_writable_tmp),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
