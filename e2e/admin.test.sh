@@ -276,8 +276,8 @@ t_reload() {
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
 rel = [(o["trigger"], o["result"], o["reason"]) for o in lines if o["event"] == "reload"]
-want = [("file_changed", "ok", "ok"), ("file_changed", "rejected", "invalid"),
-        ("file_changed", "rejected", "netns_changed"), ("file_changed", "ok", "ok"), ("sighup", "ok", "ok")]
+want = [("file_changed", "ok", "ok"), ("file_changed", "failed", "invalid"),
+        ("file_changed", "failed", "netns_changed"), ("file_changed", "ok", "ok"), ("sighup", "ok", "ok")]
 assert rel == want, rel
 r = [o for o in lines if o["event"] == "reload"]
 assert all(a["policy"] == b["previous"] for a, b in zip(r, r[1:])), r

@@ -70,7 +70,7 @@ struct sk_audit_rec {
 struct sk_audit_reload {
 	const char *previous;       /* content hash in force before */
 	const char *trigger;        /* "sighup" | "file_changed" */
-	const char *result;         /* "ok" | "rejected" */
+	const char *result;         /* "ok" | "failed" (the reloads metric's word) */
 };
 
 #define SK_AUDIT_BATCH_MAX 65536

@@ -266,12 +266,12 @@ static void test_audit_reload_line_exact_bytes(void **state)
 	(void)state;
 	struct timespec wall = { .tv_sec = 1700000000, .tv_nsec = 5000000 };
 	char buf[SK_AUDIT_LINE_MAX];
-	const struct sk_audit_reload rl = { .previous = "fedcba9876543210", .trigger = "sighup", .result = "rejected" };
+	const struct sk_audit_reload rl = { .previous = "fedcba9876543210", .trigger = "sighup", .result = "failed" };
 	struct sk_audit_rec r = { .event = "reload", .rule = -1, .reason = "netns_changed", .reload = &rl };
 	sk_audit_format(&r, "fedcba9876543210", &wall, buf, sizeof(buf));
 	assert_string_equal(buf, "{\"v\":1,\"ts\":\"2023-11-14T22:13:20.005Z\",\"event\":\"reload\","
 			    "\"policy\":\"fedcba9876543210\",\"previous\":\"fedcba9876543210\",\"trigger\":\"sighup\","
-			    "\"result\":\"rejected\",\"reason\":\"netns_changed\"}");
+			    "\"result\":\"failed\",\"reason\":\"netns_changed\"}");
 
 	int p[2];
 	assert_int_equal(pipe(p), 0);

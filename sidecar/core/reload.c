@@ -146,7 +146,7 @@ static void audit_reload(struct sk_reload *r, const char *why, const char *previ
 	if (!r->hooks->audit)
 		return;
 	const struct sk_audit_reload rl = { .previous = previous, .trigger = trigger_token(why),
-					    .result = rc == 0 ? "ok" : "rejected" };
+					    .result = rc == 0 ? "ok" : "failed" };
 	const struct sk_audit_rec rec = { .event = "reload", .rule = -1, .reason = rc == 0 ? "ok" : reject_reason(rc),
 					  .reload = &rl };
 	sk_audit_emit(r->hooks->audit, &rec);

@@ -255,8 +255,8 @@ static void test_watcher_follows_configmap_swap(void **state)
 	close(ap[0]);
 	int w = 0;
 	w += snprintf(want + w, sizeof(want) - (size_t)w, RELOAD_LINE, hash_b, hash_a, "file_changed", "ok", "ok");
-	w += snprintf(want + w, sizeof(want) - (size_t)w, RELOAD_LINE, hash_b, hash_b, "file_changed", "rejected", "invalid");
-	w += snprintf(want + w, sizeof(want) - (size_t)w, RELOAD_LINE, hash_b, hash_b, "file_changed", "rejected",
+	w += snprintf(want + w, sizeof(want) - (size_t)w, RELOAD_LINE, hash_b, hash_b, "file_changed", "failed", "invalid");
+	w += snprintf(want + w, sizeof(want) - (size_t)w, RELOAD_LINE, hash_b, hash_b, "file_changed", "failed",
 		      "netns_changed");
 	w += snprintf(want + w, sizeof(want) - (size_t)w, RELOAD_LINE, hash_a, hash_b, "file_changed", "ok", "ok");
 	(void)snprintf(want + w, sizeof(want) - (size_t)w, RELOAD_LINE, hash_a, hash_a, "sighup", "ok", "ok");
