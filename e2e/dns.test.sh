@@ -127,6 +127,7 @@ t_denials() {
 	sk_check_eq "denied name: NXDOMAIN over UDP (dnsmasq has a record for it)" "NXDOMAIN" \
 		"$(status dg @$RES4 denied.example A)"
 	sk_check_eq "denied name: NXDOMAIN over TCP" "NXDOMAIN" "$(status dg @$RES4 +tcp denied.example A)"
+	sk_check_eq "denied name, AAAA: NXDOMAIN" "NXDOMAIN" "$(status dg @$RES4 denied.example AAAA)"
 	t0=$(date +%s%N); agent getent hosts denied.example >/dev/null 2>&1; rc=$?; t1=$(date +%s%N)
 	sk_check_eq "getent hosts denied.example fails (not found)" "2" "$rc"
 	ms=$(((t1 - t0) / 1000000))
@@ -157,6 +158,9 @@ t_denials() {
 	sk_check_fails "long label never reached dnsmasq" grep -q 'aaaaaaaaaa' "$SK_TMP/dnsmasq.log"
 	sk_check "audit: denied name" grep -q '"event":"dns".*"name":"denied.example".*"decision":"deny","reason":"denied"' "$SK_TMP/audit.log"
 	sk_check "audit: refused type" grep -q '"reason":"refused_type"' "$SK_TMP/audit.log"
+	sk_check_eq "audit: the refused type is named (qtype TXT)" 1 "$([ "$(aq event=dns reason=refused_type qtype=TXT)" -ge 1 ] && echo 1)"
+	sk_check_eq "audit: denied A and AAAA of one name are told apart by qtype" "1 1" \
+		"$([ "$(aq event=dns name=denied.example qtype=A)" -ge 1 ] && echo 1) $([ "$(aq event=dns name=denied.example qtype=AAAA)" -ge 1 ] && echo 1)"
 	sk_check "audit: rebinding" grep -q '"name":"rebind.example".*"reason":"rebinding"' "$SK_TMP/audit.log"
 }
 

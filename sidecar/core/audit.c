@@ -139,6 +139,8 @@ size_t sk_audit_format(const struct sk_audit_rec *r, const char *policy, const s
 		put_field_str(&o, "dst", r->dst ? ep : NULL);
 		put_field_str(&o, "name", r->name);
 		put_field_str(&o, "proto", r->proto);
+		if (r->qtype)
+			put_field_str(&o, "qtype", r->qtype);
 		if (r->rule >= 0 && r->rule_name)
 			put_field_str(&o, "rule", r->rule_name);
 		else if (r->rule >= 0)

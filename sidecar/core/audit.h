@@ -41,6 +41,7 @@ struct sk_audit_rec {
 	uint16_t dst_port;
 	const char *name;           /* SNI / Host / bound name; NULL → null */
 	const char *proto;          /* proxy: "tls" | "http" | "tcp" | NULL; dns: "udp" | "tcp" */
+	const char *qtype;          /* dns: the question's type ("AAAA", "TXT", "TYPE65280"); NULL omits it */
 	int rule;                   /* policy rule index; < 0 → null */
 	const char *rule_name;      /* the rule's name: when it has one: written as "rule":"NAME" instead of
 	                             * the index (stable across edits above it); NULL writes the index */

@@ -613,6 +613,8 @@ static void assert_dns_line(const cJSON *j, const char *name, const char *reason
 	assert_string_equal(jstr(j, "reason"), reason);
 	assert_string_equal(jstr(j, "src"), "(null)");
 	assert_string_equal(jstr(j, "proto"), "udp");
+	/* the sidecar asks A and AAAA: the line says which one was refused */
+	assert_true(!strcmp(jstr(j, "qtype"), "A") || !strcmp(jstr(j, "qtype"), "AAAA"));
 }
 
 /* A wildcard rule's `queries` budget is charged by the sidecar's own resolutions as by the agent's

@@ -173,12 +173,21 @@ static void account(struct sk_dns_srv *s, enum sk_dns_result r, const struct sk_
 	/* The name comes from the policy in force now, as the index always has: a reload between a query
 	 * and its upstream answer (a rebinding denial) can make both name an edited rule. */
 	const struct sk_policy *pol = s->sc->policy;
+	/* the type tells an A from an AAAA denial and shows a tunnel's TXT or NULL queries; a type without a
+	 * name is written as RFC 3597 does */
+	char qtype[16];
+	const char *tn = sk_dns_type_name(q->qtype);
+	if (strcmp(tn, "other") != 0)
+		(void)snprintf(qtype, sizeof(qtype), "%s", tn);
+	else
+		(void)snprintf(qtype, sizeof(qtype), "TYPE%u", (unsigned)q->qtype);
 	struct sk_audit_rec rec = {
 		.event = "dns",
 		.src = src,
 		.src_port = src_port,
 		.name = name,
 		.proto = tcp ? "tcp" : "udp",
+		.qtype = qtype,
 		.rule = q->rule,
 		.rule_name = pol && q->rule >= 0 && (size_t)q->rule < pol->n_rules ? pol->rules[q->rule].name : NULL,
 		.decision = audit ? "would_deny" : "deny",
