@@ -114,6 +114,15 @@ check_image() {
 		sk_fail "$img image has no shell or package manager"
 	else sk_pass "$img image has no shell or package manager"; fi
 	user=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["config"]["User"])' "$dir/$cfg")
+	# A review goes from the image to its source: where, which commit, when, under which licence.
+	sk_check_eq "$img image: OCI labels name the source, the commit, its time and the licence" \
+		"$(sed -n 's/^home: *//p' helm/stockade/Chart.yaml) $(git rev-parse HEAD) Apache-2.0 1" \
+		"$(/usr/bin/python3 -c '
+import json, re, sys
+l = json.load(open(sys.argv[1]))["config"]["Labels"]
+p = "org.opencontainers.image."
+print(l.get(p + "source"), l.get(p + "revision"), l.get(p + "licenses"),
+      int(bool(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", l.get(p + "created", "")))))' "$dir/$cfg")"
 	uid=${user%%:*} gid=${user##*:}
 	case $img in
 	init) sk_check_eq "init image runs as root (NET_ADMIN in its own netns)" 0 "$uid" ;;
