@@ -335,6 +335,21 @@ t_exec_blocked() {
 		sk_check_eq "exec as uid $SK_AGENT_UID blocks: $spec" "$want" \
 			"$(probe_result sk_as "$SK_AGENT_UID" "$POL" exec --seccomp "$PROF" -- "${pa[@]}")"
 	done
+	# Refusals are logged (SECCOMP_FILTER_FLAG_LOG): the kernel writes an audit line (type=1326) per refused
+	# call, naming the command and the syscall, which the operator reads on the node; the control is the
+	# same profile without the flag, which refuses as well but logs nothing.
+	# The generator leaves the flag out (runc 1.1, Debian 12's, refuses to start a container whose profile
+	# has "flags"): the profile with it added by hand is what a runtime that takes it would load.
+	local n0 n1 n2
+	jq '. + {flags: ["SECCOMP_FILTER_FLAG_LOG"]}' "$PROF" >"$SK_TMP/prof-log.json"
+	n0=$(seccomp_log_lines unshare_user 272)
+	probe_result "$POL" exec --seccomp "$SK_TMP/prof-log.json" -- "$PROBES/unshare_user" >/dev/null
+	n1=$(seccomp_log_lines unshare_user 272)
+	sk_check_eq "control: without the log flag the call is refused too" "errno=1" \
+		"$(probe_result "$POL" exec --seccomp "$PROF" -- "$PROBES/unshare_user")"
+	n2=$(seccomp_log_lines unshare_user 272)
+	sk_check_eq "a refused unshare(2) leaves one kernel audit line (comm, syscall 272, errno action); without the flag none" \
+		"1 0" "$((n1 - n0)) $((n2 - n1))"
 	# allowed neighbours of the blocked calls still work
 	sk_check_eq "exec allows NETLINK_ROUTE (getifaddrs)" "errno=0" \
 		"$(probe_result "$POL" exec --seccomp "$PROF" -- "$PROBES/socket_netlink" 0)"
@@ -345,6 +360,11 @@ t_exec_blocked() {
 	sk_check_eq "describe setsockopt" \
 		"setsockopt: allow when !(arg1 & 0xffffffff == 0 && arg2 & 0xffffffff in {35-48}) && !(arg1 & 0xffffffff == 41 && arg2 & 0xffffffff in {20-21,27-28,42-48}); else errno 1" \
 		"$("$POL" seccomp --describe "$PROF" setsockopt)"
+}
+
+# seccomp_log_lines COMM NR — how many kernel audit lines (type=1326, errno action 0x50000) name COMM and NR
+seccomp_log_lines() {
+	dmesg 2>/dev/null | grep -c "type=1326 .*comm=\"$1\" .* syscall=$2 .*code=0x50000" || true
 }
 
 # ---- 3. workload corpus ----

@@ -95,6 +95,10 @@ int sk_seccomp_build(const struct sk_scmp_profile *p, void **ctx_out, struct sk_
 	}
 	if (p->n_rules > 32)
 		(void)seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);  /* older libseccomp: not fatal */
+	if (p->log_denials && (rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_LOG, 1)) < 0) {
+		sk_err_sys(err, -rc, "seccomp: set the log flag (kernel before 4.14?)");
+		goto fail;
+	}
 	for (size_t i = 0; i < p->n_rules; i++) {
 		const struct sk_scmp_rule *r = &p->rules[i];
 		if (to_scmp_action(r->action, r->errno_ret, &act) < 0) {

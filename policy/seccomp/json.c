@@ -60,6 +60,14 @@ char *sk_scmp_profile_to_json(const struct sk_scmp_profile *p, struct sk_err *er
 		goto oom;
 	if (p->default_errno >= 0 && !cJSON_AddNumberToObject(root, "defaultErrnoRet", p->default_errno))
 		goto oom;
+	if (p->log_denials) {
+		cJSON *flags = cJSON_AddArrayToObject(root, "flags");
+		cJSON *f = cJSON_CreateString("SECCOMP_FILTER_FLAG_LOG");
+		if (!flags || !f || !cJSON_AddItemToArray(flags, f)) {
+			cJSON_Delete(f);
+			goto oom;
+		}
+	}
 	cJSON *arches = cJSON_AddArrayToObject(root, "architectures");
 	if (!arches)
 		goto oom;
@@ -300,6 +308,29 @@ static int parse_arches(const cJSON *root, struct sk_scmp_profile *p, const char
 	return 0;
 }
 
+/* The OCI "flags": SECCOMP_FILTER_FLAG_LOG is kept; the others runtimes know (SPEC_ALLOW, TSYNC…) change
+ * nothing a profile's readers compare, and are accepted; anything else is a typo, refused. */
+static int parse_flags(const cJSON *root, struct sk_scmp_profile *p, const char *name, struct sk_err *err)
+{
+	static const char *const known[] = { "SECCOMP_FILTER_FLAG_LOG", "SECCOMP_FILTER_FLAG_SPEC_ALLOW",
+					     "SECCOMP_FILTER_FLAG_TSYNC", "SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV" };
+	const cJSON *flags = cJSON_GetObjectItemCaseSensitive(root, "flags"), *f;
+	if (!flags || cJSON_IsNull(flags))
+		return 0;
+	if (!cJSON_IsArray(flags))
+		return sk_err_set(err, EINVAL, "%s: \"flags\" must be an array of strings", name);
+	cJSON_ArrayForEach(f, flags) {
+		size_t i = 0;
+		while (i < sizeof(known) / sizeof(known[0]) && !(cJSON_IsString(f) && !strcmp(f->valuestring, known[i])))
+			i++;
+		if (i == sizeof(known) / sizeof(known[0]))
+			return sk_err_set(err, EINVAL, "%s: \"flags\": expected SECCOMP_FILTER_FLAG_LOG, _SPEC_ALLOW, "
+					  "_TSYNC or _WAIT_KILLABLE_RECV", name);
+		p->log_denials |= i == 0;
+	}
+	return 0;
+}
+
 int sk_scmp_profile_parse(const char *name, const char *buf, size_t len, struct sk_scmp_profile **out,
 			  struct sk_err *err)
 {
@@ -322,6 +353,7 @@ int sk_scmp_profile_parse(const char *name, const char *buf, size_t len, struct 
 	}
 	if ((r = parse_action(root, "defaultAction", &p->default_action, name, err)) < 0 ||
 	    (r = parse_errno(root, "defaultErrnoRet", &p->default_errno, name, err)) < 0 ||
+	    (r = parse_flags(root, p, name, err)) < 0 ||
 	    (r = parse_arches(root, p, name, err)) < 0)
 		goto out;
 	const cJSON *calls = cJSON_GetObjectItemCaseSensitive(root, "syscalls");

@@ -58,6 +58,10 @@ struct sk_scmp_rule {
 struct sk_scmp_profile {
 	enum sk_scmp_action default_action;
 	int default_errno;      /* -1 = unset */
+	bool log_denials;       /* SECCOMP_FILTER_FLAG_LOG ("flags" in the OCI JSON): the kernel logs every action
+	                         * but allow that is in /proc/sys/kernel/seccomp/actions_logged (errno, kill…),
+	                         * so a refused syscall leaves an audit line (type=1326) on the node, not only
+	                         * an EPERM the agent alone sees */
 	uint32_t *arches;       /* SCMP_ARCH_* tokens, in file order */
 	size_t n_arches;
 	struct sk_scmp_rule *rules;

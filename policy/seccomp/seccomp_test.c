@@ -461,6 +461,9 @@ static void test_parse_errors_name_the_place(void **state)
 		  "x: unknown architecture SCMP_ARCH_VAX" },
 		{ "{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"syscalls\":[{\"action\":\"SCMP_ACT_ALLOW\"}]}",
 		  "x: syscalls[0]: needs \"names\" (array) or \"name\"" },
+		{ "{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"flags\":[\"SECCOMP_FILTER_FLAG_LOGG\"]}", "x: \"flags\": expected" },
+		{ "{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"flags\":\"SECCOMP_FILTER_FLAG_LOG\"}",
+		  "x: \"flags\" must be an array of strings" },
 	};
 	for (size_t i = 0; i < SK_ARRAY_SIZE(cases); i++) {
 		memset(&err, 0, sizeof(err));
@@ -469,6 +472,35 @@ static void test_parse_errors_name_the_place(void **state)
 		if (strncmp(err.msg, cases[i][1], strlen(cases[i][1])) != 0)
 			fail_msg("case %zu: got '%s'", i, err.msg);
 	}
+}
+
+/* SECCOMP_FILTER_FLAG_LOG: read from a profile, written back, off in what the generator makes (runc 1.1
+ * refuses to start a container whose profile has "flags"); the runtimes' other flags are accepted. */
+static void test_log_flag_round_trip(void **state)
+{
+	(void)state;
+	struct sk_err err = { 0 };
+	struct sk_scmp_profile *p = NULL;
+	static const char with[] = "{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"flags\":[\"SECCOMP_FILTER_FLAG_SPEC_ALLOW\","
+				   "\"SECCOMP_FILTER_FLAG_LOG\"],\"syscalls\":[]}";
+	assert_int_equal(sk_scmp_profile_parse("x", with, sizeof(with) - 1, &p, &err), 0);
+	assert_true(p->log_denials);
+	char *json = sk_scmp_profile_to_json(p, &err);
+	assert_non_null(json);
+	assert_non_null(strstr(json, "\"flags\":\t[\"SECCOMP_FILTER_FLAG_LOG\"]"));
+	free(json);
+	sk_scmp_profile_free(p);
+	static const char spec_only[] = "{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"flags\":[\"SECCOMP_FILTER_FLAG_SPEC_ALLOW\"]}";
+	assert_int_equal(sk_scmp_profile_parse("x", spec_only, sizeof(spec_only) - 1, &p, &err), 0);
+	assert_false(p->log_denials);
+	sk_scmp_profile_free(p);
+	p = gen(NULL, 0, NULL, 0);
+	assert_false(p->log_denials);
+	json = sk_scmp_profile_to_json(p, &err);
+	assert_non_null(json);
+	assert_null(strstr(json, "\"flags\""));
+	free(json);
+	sk_scmp_profile_free(p);
 }
 
 static void test_diff_lists_both_sides(void **state)
@@ -605,6 +637,7 @@ int main(void)
 		cmocka_unit_test(test_allow_and_deny_extras),
 		cmocka_unit_test(test_parse_docker_archmap_and_includes),
 		cmocka_unit_test(test_parse_errors_name_the_place),
+		cmocka_unit_test(test_log_flag_round_trip),
 		cmocka_unit_test(test_diff_lists_both_sides),
 		cmocka_unit_test(test_loaded_filter_blocks_and_allows),
 	};
