@@ -29,11 +29,6 @@ int sk_cli_write_atomic(const char *path, const char *text, struct sk_err *err);
 /* main.c: the usage text of subcommand cmd (all of them when cmd is NULL). */
 void sk_cli_usage(const char *cmd, FILE *out);
 
-/* profile.c: runs the seccomp section of p through the profile generator, one name at a time, adding
- * "file:line:col: seccomp.allow[i]: ..." to diags for each it refuses. 0, or -1 when any was refused. */
-struct sk_diags;
-int sk_cli_check_seccomp(const struct sk_policy *p, struct sk_diags *diags);
-
 /* args.c */
 enum sk_cli_fmt { SK_CLI_TEXT = 0, SK_CLI_JSON, SK_CLI_YAML };
 #define SK_CLI_FMT(f) (1u << (f))

@@ -12,6 +12,7 @@
 #include "common/err.h"
 #include "cli/cli.h"
 #include "policy/policy.h"
+#include "policy/seccomp/check.h"
 #include "policy/seccomp/seccomp.h"
 
 /* Loads path; on success *out is the policy (caller frees), diags hold every error otherwise. */
@@ -19,7 +20,7 @@ static int load_checked(const char *path, unsigned flags, struct sk_policy **out
 {
 	if (sk_policy_load_file_ex(path, -1, flags, out, diags) < 0)
 		return -1;
-	if (sk_cli_check_seccomp(*out, diags) < 0) {
+	if (sk_seccomp_check_policy(*out, diags) < 0) {
 		sk_policy_free(*out);
 		*out = NULL;
 		return -1;

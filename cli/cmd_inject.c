@@ -24,6 +24,7 @@
 #include "policy/k8s/inject.h"
 #include "policy/k8s/manifest.h"
 #include "policy/policy.h"
+#include "policy/seccomp/check.h"
 #include "policy/seccomp/name.h"
 
 #define INJECT_MAX_INPUT (64u << 20)
@@ -225,6 +226,8 @@ static cJSON *policy_configmap(const char *name, const char *ns, const char *tex
 		cJSON_AddStringToObject(meta, "namespace", ns);
 	cJSON *labels = cJSON_AddObjectToObject(meta, "labels");
 	cJSON_AddStringToObject(labels, "app.kubernetes.io/component", "policy");
+	/* stockade-system's injector validates what carries this label (injector.validatePolicies) */
+	cJSON_AddStringToObject(labels, "stockade.io/policy", "true");
 	cJSON_AddStringToObject(cJSON_AddObjectToObject(cm, "data"), "policy.yaml", text);
 	return cm;
 }
@@ -606,7 +609,7 @@ static int run_inject(struct sk_inject_opts *o_, const char *const *files, size_
 		}
 		/* The installer skips a section the generator refuses, and the agent would never start: say so
 		 * here, at the policy's line and column, as `check` does. */
-		if (sk_cli_check_seccomp(p, &diags) < 0) {
+		if (sk_seccomp_check_policy(p, &diags) < 0) {
 			sk_diags_print(&diags, stderr);
 			sk_diags_free(&diags);
 			sk_policy_free(p);

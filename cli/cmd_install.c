@@ -23,6 +23,7 @@
 #include "cli/cli.h"
 #include "cli/installer.h"
 #include "policy/policy.h"
+#include "policy/seccomp/check.h"
 #include "policy/seccomp/seccomp.h"
 #include "policy/seccomp/name.h"
 #include "common/curl_dl.h"
@@ -46,7 +47,7 @@ static char *render_profile(const char *policy_path, char name[SK_SCMP_NAME_SIZE
 	/* The API secrets a policy names are mounted into the sidecar only, never into the installer:
 	 * their files are not this process's business, the seccomp section is. */
 	if (sk_policy_load_file_ex(policy_path, -1, SK_LOAD_NO_FILE_CHECKS, &pol, &diags) < 0 ||
-	    sk_cli_check_seccomp(pol, &diags) < 0) {
+	    sk_seccomp_check_policy(pol, &diags) < 0) {
 		if (diags.n > 0)
 			sk_err_set(err, EINVAL, "%s:%u:%u: %s", diags.v[0].file, diags.v[0].line, diags.v[0].col,
 				   diags.v[0].msg);

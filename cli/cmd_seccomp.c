@@ -11,6 +11,7 @@
 #include "common/util.h"
 #include "cli/cli.h"
 #include "policy/policy.h"
+#include "policy/seccomp/check.h"
 #include "policy/seccomp/seccomp.h"
 #include "policy/seccomp/apply.h"
 #include "policy/seccomp/name.h"
@@ -174,7 +175,7 @@ int sk_cmd_seccomp(int argc, char **argv)
 		struct sk_diags diags = { 0 };
 		/* API secret files are the sidecar's: the profile does not depend on them (see profile.h). */
 		if (sk_policy_load_file_ex(policy_path, -1, SK_LOAD_NO_FILE_CHECKS, &pol, &diags) < 0 ||
-		    sk_cli_check_seccomp(pol, &diags) < 0) {
+		    sk_seccomp_check_policy(pol, &diags) < 0) {
 			/* The policy's own names are reported at their file:line:col, as `check` does. */
 			sk_diags_print(&diags, stderr);
 			sk_diags_free(&diags);

@@ -13,6 +13,7 @@
 
 #include "cli/cli.h"
 #include "policy/policy.h"
+#include "policy/seccomp/check.h"
 #include "policy/seccomp/seccomp.h"
 #include "common/curl_dl.h"
 
@@ -38,7 +39,7 @@ int sk_inst_profile_from(const char *source, const char *policy_yaml, size_t len
 	/* The same two steps as `stockade-policy check`: the loader, then each seccomp name through the
 	 * generator, so a refused name is reported at its line and column. Secret files are the sidecar's. */
 	if (sk_policy_load_buffer_ex(file, policy_yaml, len, -1, SK_LOAD_NO_FILE_CHECKS, &pol, &diags) < 0 ||
-	    sk_cli_check_seccomp(pol, &diags) < 0) {
+	    sk_seccomp_check_policy(pol, &diags) < 0) {
 		if (diags.n > 0)
 			sk_err_set(err, EINVAL, "%s:%u:%u: %s", diags.v[0].file, diags.v[0].line, diags.v[0].col,
 				   diags.v[0].msg);

@@ -107,6 +107,25 @@ print(" ".join(sorted(d["kind"] for d in yaml.safe_load_all(sys.stdin) if d and 
 	injtmp=$(mktemp -d)
 	sys_render --kube-version 1.34.0 --set injector.enabled=true --set 'injector.excludeNamespaces={ops}' \
 		>"$injtmp/inj.yaml"
+	sk_check_eq "stockade-system: the policy review webhook: ConfigMaps labelled stockade.io/policy, CREATE and UPDATE, fail closed, /validate-policy, same exclusions" \
+		"policy.validate.stockade.io Fail /validate-policy configmaps CREATE,UPDATE true kube-system,stockade-system,ops" \
+		"$(python3 -c '
+import sys, yaml
+for d in yaml.safe_load_all(open(sys.argv[1])):
+    if d and d["kind"] == "ValidatingWebhookConfiguration":
+        for w in d["webhooks"]:
+            r = w["rules"][0]
+            print(w["name"], w["failurePolicy"], w["clientConfig"]["service"]["path"], ",".join(r["resources"]),
+                  ",".join(r["operations"]), w["objectSelector"]["matchLabels"]["stockade.io/policy"],
+                  ",".join(w["namespaceSelector"]["matchExpressions"][0]["values"]))' "$injtmp/inj.yaml")"
+	sk_check_eq "stockade-system: injector.validatePolicies=false: no policy review webhook" "" \
+		"$(sys_render --kube-version 1.34.0 --set injector.enabled=true --set injector.validatePolicies=false |
+			grep -c '^kind: ValidatingWebhookConfiguration' | grep -v '^0$')"
+	sk_check_eq "helm/stockade: the policy ConfigMap carries the label the review selects" "true" \
+		"$(render --kube-version 1.34.0 | python3 -c '
+import sys, yaml
+print(" ".join(d["metadata"]["labels"].get("stockade.io/policy", "-") for d in yaml.safe_load_all(sys.stdin)
+               if d and d["kind"] == "ConfigMap" and d["metadata"]["labels"].get("app.kubernetes.io/component") == "policy"))')"
 	sk_check_eq "stockade-system: injector webhooks fail closed, pods CREATE, both scopes, exclusions" \
 		"namespace Fail None [CREATE] In [kube-system,stockade-system,ops] -|pod Fail None [CREATE] NotIn [kube-system,stockade-system,ops] enabled|" \
 		"$(python3 -c '

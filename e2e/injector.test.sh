@@ -157,6 +157,35 @@ post "$T/r-sa.json" >/dev/null
 python3 "$T/patched.py" "$T/sa.json" <"$T/resp" >"$T/sa-admitted.json"
 sk_check "ServiceAccount token the pod did not ask for: removed, as inject gives" cmp -s "$T/sa-admitted.json" "$T/cli.json"
 
+# ---- the policy review: an invalid policy never enters the cluster ----
+# cm_review FILE OP — an AdmissionReview of ConfigMap agent-policy (labelled stockade.io/policy) holding FILE
+cm_review() {
+	python3 - "$1" "$2" <<'PY'
+import json, sys
+text = open(sys.argv[1]).read()
+print(json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+    "uid": "e2e-0002", "kind": {"group": "", "version": "v1", "kind": "ConfigMap"},
+    "resource": {"group": "", "version": "v1", "resource": "configmaps"}, "operation": sys.argv[2],
+    "namespace": "agents", "userInfo": {"username": "dev"},
+    "object": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "agent-policy", "namespace": "agents",
+               "labels": {"stockade.io/policy": "true"}}, "data": {"policy.yaml": text}}}}))
+PY
+}
+post_policy() { c -o "$T/resp" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary "@$1" \
+	"https://inj1.example:$PORT/validate-policy"; }
+printf 'version: 1\negress:\n  - host: api.github.com\n    ports: [443]\n' >"$T/good-policy.yaml"
+printf 'version: 1\negress:\n  - host: 1.2.3.4\n    ports: [443]\n' >"$T/bad-policy.yaml"
+cm_review "$T/good-policy.yaml" CREATE >"$T/r-cm-good.json"
+cm_review "$T/bad-policy.yaml" UPDATE >"$T/r-cm-bad.json"
+sk_check_eq "valid policy ConfigMap: 200, allowed" "200 True" "$(post_policy "$T/r-cm-good.json") $(field 'd["allowed"]')"
+sk_check_eq "invalid policy ConfigMap (UPDATE): 200, refused 403" "200 False 403" \
+	"$(post_policy "$T/r-cm-bad.json") $(field 'd["allowed"], d["status"]["code"]' | tr -d "(),'")"
+msg=$(field 'd["status"]["message"]')
+check_out=$("$P" check "$T/bad-policy.yaml" 2>&1 | grep -o ':3:[0-9]*: .*' | head -1)
+sk_check_eq "the refusal carries stockade-policy check's message, at NAME/policy.yaml:LINE:COL" \
+	"agent-policy/policy.yaml$check_out" "$(grep -o 'agent-policy/policy.yaml:3:[0-9]*: .*' <<<"$msg" | head -1)"
+sk_check "the refusal is logged with the object" grep -q "admission e2e-0002: policy agents/agent-policy refused: agent-policy/policy.yaml:3:" "$T/main.log"
+
 # ---- malformed ----
 printf 'not json' >"$T/bad1"
 sk_check_eq "not JSON: 400" 400 "$(post "$T/bad1")"

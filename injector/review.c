@@ -14,6 +14,8 @@
 #include "injector/review.h"
 #include "policy/domain.h"
 #include "policy/k8s/inject.h"
+#include "policy/policy.h"
+#include "policy/seccomp/check.h"
 
 #define REVIEW_API "admission.k8s.io/v1"
 #define SA_VOLUME_PREFIX "kube-api-access-"
@@ -375,10 +377,14 @@ static int wrap_pod(const cJSON *pod, const struct sk_review_cfg *cfg, struct sk
 }
 
 /* The request's fields, each with its exact type; then the scope; then the pod. */
-static int handle_tree(const cJSON *root, const struct sk_review_cfg *cfg, struct sk_review_out *out,
-		       struct sk_err *err)
+/* What every request carries, read with its exact types (the object is read by each handler). */
+struct review_req {
+	const cJSON *req, *op, *sub, *ns, *group, *version, *kind;
+};
+
+static int read_request(const cJSON *root, struct sk_review_out *out, struct review_req *q, struct sk_err *err)
 {
-	const cJSON *api, *kind, *req, *uid, *rkind, *op, *ns, *obj, *sub, *g, *v, *k, *meta, *name;
+	const cJSON *api, *kind, *uid, *rkind;
 	int r;
 	if (!cJSON_IsObject(root))
 		return sk_err_set(err, EINVAL, "request body: expected an AdmissionReview object");
@@ -390,8 +396,8 @@ static int handle_tree(const cJSON *root, const struct sk_review_cfg *cfg, struc
 				  " (the webhook registers admissionReviewVersions: [v1])", sv(api));
 	if (!str_eq(kind, "AdmissionReview"))
 		return sk_err_set(err, EINVAL, "request body: kind '%.64s' is not AdmissionReview", sv(kind));
-	if ((r = field(root, "(review)", "request", cJSON_Object, REQUIRED, &req, err)) < 0 ||
-	    (r = field(req, "request", "uid", cJSON_String, REQUIRED, &uid, err)) < 0)
+	if ((r = field(root, "(review)", "request", cJSON_Object, REQUIRED, &q->req, err)) < 0 ||
+	    (r = field(q->req, "request", "uid", cJSON_String, REQUIRED, &uid, err)) < 0)
 		return r;
 	size_t ulen = strlen(sv(uid));
 	if (ulen == 0 || ulen > SK_REVIEW_UID_MAX)
@@ -401,20 +407,32 @@ static int handle_tree(const cJSON *root, const struct sk_review_cfg *cfg, struc
 		if (sv(uid)[i] <= 0x20 || sv(uid)[i] >= 0x7f)
 			return sk_err_set(err, EINVAL, "request body: request.uid: expected printable ASCII");
 	memcpy(out->uid, sv(uid), ulen + 1);
-	if ((r = field(req, "request", "kind", cJSON_Object, REQUIRED, &rkind, err)) < 0 ||
-	    (r = field(rkind, "request.kind", "group", cJSON_String, REQUIRED, &g, err)) < 0 ||
-	    (r = field(rkind, "request.kind", "version", cJSON_String, REQUIRED, &v, err)) < 0 ||
-	    (r = field(rkind, "request.kind", "kind", cJSON_String, REQUIRED, &k, err)) < 0 ||
-	    (r = field(req, "request", "operation", cJSON_String, REQUIRED, &op, err)) < 0 ||
-	    (r = field(req, "request", "subResource", cJSON_String, OPTIONAL, &sub, err)) < 0 ||
-	    (r = field(req, "request", "namespace", cJSON_String, OPTIONAL, &ns, err)) < 0)
+	if ((r = field(q->req, "request", "kind", cJSON_Object, REQUIRED, &rkind, err)) < 0 ||
+	    (r = field(rkind, "request.kind", "group", cJSON_String, REQUIRED, &q->group, err)) < 0 ||
+	    (r = field(rkind, "request.kind", "version", cJSON_String, REQUIRED, &q->version, err)) < 0 ||
+	    (r = field(rkind, "request.kind", "kind", cJSON_String, REQUIRED, &q->kind, err)) < 0 ||
+	    (r = field(q->req, "request", "operation", cJSON_String, REQUIRED, &q->op, err)) < 0 ||
+	    (r = field(q->req, "request", "subResource", cJSON_String, OPTIONAL, &q->sub, err)) < 0 ||
+	    (r = field(q->req, "request", "namespace", cJSON_String, OPTIONAL, &q->ns, err)) < 0)
 		return r;
-	if (ns) {
-		sanitise(out->ns, sizeof(out->ns), ns->valuestring);
-		if (!sk_dns_label(ns->valuestring, strlen(ns->valuestring)))
+	if (q->ns) {
+		sanitise(out->ns, sizeof(out->ns), q->ns->valuestring);
+		if (!sk_dns_label(q->ns->valuestring, strlen(q->ns->valuestring)))
 			return sk_err_set(err, EINVAL, "request body: request.namespace: '%.64s' is not a namespace "
-					  "name", ns->valuestring);
+					  "name", q->ns->valuestring);
 	}
+	return 0;
+}
+
+static int handle_tree(const cJSON *root, const struct sk_review_cfg *cfg, struct sk_review_out *out,
+		       struct sk_err *err)
+{
+	const cJSON *api, *kind, *obj, *meta, *name;
+	struct review_req q = { 0 };
+	int r = read_request(root, out, &q, err);
+	if (r < 0)
+		return r;
+	const cJSON *sub = q.sub, *op = q.op, *g = q.group, *v = q.version, *k = q.kind, *ns = q.ns, *req = q.req;
 	/* A subresource (binding, eviction, ephemeralcontainers...) creates no pod; anything but CREATE
 	 * adds no container. Neither is registered, but they are not for the injector to refuse. */
 	if ((sub && sub->valuestring[0]) || !str_eq(op, "CREATE")) {
@@ -450,10 +468,11 @@ static int handle_tree(const cJSON *root, const struct sk_review_cfg *cfg, struc
 	return wrap_pod(obj, cfg, out, err);
 }
 
-int sk_review_handle(const char *body, size_t len, const struct sk_review_cfg *cfg, struct sk_review_out *out,
-		     struct sk_err *err)
+/* The body as a JSON tree, read strictly (review.h); *root owned by the caller. */
+static int parse_review(const char *body, size_t len, const struct sk_review_cfg *cfg, cJSON **root,
+			struct sk_err *err)
 {
-	memset(out, 0, sizeof(*out));
+	*root = NULL;
 	if (len > cfg->max_body)
 		return sk_err_set(err, EFBIG, "request body: %zu bytes, more than the %zu allowed", len, cfg->max_body);
 	int r = prescan(body, len, err);
@@ -461,9 +480,9 @@ int sk_review_handle(const char *body, size_t len, const struct sk_review_cfg *c
 		return r;
 	const char *end = NULL;
 	pthread_mutex_lock(&parse_lock);
-	cJSON *root = cJSON_ParseWithLengthOpts(body, len, &end, 0);
+	cJSON *tree = cJSON_ParseWithLengthOpts(body, len, &end, 0);
 	pthread_mutex_unlock(&parse_lock);
-	if (!root) {
+	if (!tree) {
 		size_t off = end && end >= body && end <= body + len ? (size_t)(end - body) : 0;
 		/* cJSON also fails this way when out of memory; a request this small is a syntax error */
 		return at_err(err, body, off, "not JSON");
@@ -471,15 +490,130 @@ int sk_review_handle(const char *body, size_t len, const struct sk_review_cfg *c
 	if (end) {
 		for (size_t off = (size_t)(end - body); off < len; off++) {
 			if (body[off] != ' ' && body[off] != '\t' && body[off] != '\n' && body[off] != '\r') {
-				cJSON_Delete(root);
+				cJSON_Delete(tree);
 				return at_err(err, body, off, "more after the AdmissionReview (expected one JSON value)");
 			}
 		}
 	}
 	char path[512] = "(review)";
-	r = check_tree(root, 0, path, sizeof(path), err);
+	if ((r = check_tree(tree, 0, path, sizeof(path), err)) < 0) {
+		cJSON_Delete(tree);
+		return r;
+	}
+	*root = tree;
+	return 0;
+}
+
+int sk_review_handle(const char *body, size_t len, const struct sk_review_cfg *cfg, struct sk_review_out *out,
+		     struct sk_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	cJSON *root = NULL;
+	int r = parse_review(body, len, cfg, &root, err);
 	if (r == 0)
 		r = handle_tree(root, cfg, out, err);
+	cJSON_Delete(root);
+	if (r < 0)
+		sk_review_out_free(out);
+	return r;
+}
+
+/* ---- a policy object ---- */
+
+/* The policy text checked as `stockade-policy check` does (the files it names live in the sidecar's mounts,
+ * not here: not read), diagnostics named "NAME/policy.yaml". 0 valid; 1 invalid with *message (owned) the
+ * refusal; <0 out of memory. */
+static int check_policy_text(const char *name, const char *text, size_t len, char **message, struct sk_err *err)
+{
+	char file[192];
+	(void)snprintf(file, sizeof(file), "%.160s/policy.yaml", name);
+	struct sk_diags diags = { 0 };
+	struct sk_policy *p = NULL;
+	int r = sk_policy_load_buffer_ex(file, text, len, -1, SK_LOAD_NO_FILE_CHECKS, &p, &diags);
+	if (r == 0 && sk_seccomp_check_policy(p, &diags) < 0)
+		r = -EINVAL;
+	sk_policy_free(p);
+	if (r == 0) {
+		sk_diags_free(&diags);
+		return 0;
+	}
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&buf, &n);
+	if (f) {
+		(void)fprintf(f, "stockade: the policy is invalid (stockade-policy check says the same):\n");
+		sk_diags_print(&diags, f);
+	}
+	sk_diags_free(&diags);
+	if (!f || fclose(f) != 0 || !buf) {
+		free(buf);
+		return sk_err_set(err, ENOMEM, "policy review: out of memory");
+	}
+	while (n > 0 && buf[n - 1] == '\n')   /* the API server prints the message as it is */
+		buf[--n] = '\0';
+	*message = buf;
+	return 1;
+}
+
+static int policy_tree(const cJSON *root, struct sk_review_out *out, struct sk_err *err)
+{
+	struct review_req q = { 0 };
+	const cJSON *obj, *api, *kind, *meta, *name, *data, *text;
+	int r = read_request(root, out, &q, err);
+	if (r < 0)
+		return r;
+	/* DELETE and CONNECT bring no policy; a subresource is no ConfigMap's data */
+	if ((q.sub && q.sub->valuestring[0]) || (!str_eq(q.op, "CREATE") && !str_eq(q.op, "UPDATE"))) {
+		out->verdict = SK_REVIEW_SKIPPED;
+		return respond(out, NULL, NULL, err);
+	}
+	if (!str_eq(q.group, "") || !str_eq(q.version, "v1") || !str_eq(q.kind, "ConfigMap")) {
+		out->verdict = SK_REVIEW_REFUSED;
+		(void)snprintf(out->reason, sizeof(out->reason), "request.kind is not v1 ConfigMap");
+		return respond(out, NULL, "stockade: the policy review reads only v1 ConfigMaps (check the webhook's "
+			       "rules)", err);
+	}
+	if ((r = field(q.req, "request", "object", cJSON_Object, REQUIRED, &obj, err)) < 0 ||
+	    (r = field(obj, "request.object", "apiVersion", cJSON_String, REQUIRED, &api, err)) < 0 ||
+	    (r = field(obj, "request.object", "kind", cJSON_String, REQUIRED, &kind, err)) < 0 ||
+	    (r = field(obj, "request.object", "metadata", cJSON_Object, REQUIRED, &meta, err)) < 0 ||
+	    (r = field(meta, "request.object.metadata", "name", cJSON_String, REQUIRED, &name, err)) < 0 ||
+	    (r = field(obj, "request.object", "data", cJSON_Object, OPTIONAL, &data, err)) < 0 ||
+	    (r = field(data, "request.object.data", SK_REVIEW_POLICY_KEY, cJSON_String, OPTIONAL, &text, err)) < 0)
+		return r;
+	if (!str_eq(api, "v1") || !str_eq(kind, "ConfigMap"))
+		return sk_err_set(err, EINVAL, "request body: request.object: expected apiVersion v1, kind ConfigMap");
+	sanitise(out->pod, sizeof(out->pod), name->valuestring);
+	if (!text) {
+		out->verdict = SK_REVIEW_REFUSED;
+		(void)snprintf(out->reason, sizeof(out->reason), "no data." SK_REVIEW_POLICY_KEY);
+		return respond(out, NULL, "stockade: a ConfigMap labelled " SK_REVIEW_POLICY_LABEL " holds its policy in "
+			       "data." SK_REVIEW_POLICY_KEY ", which is missing", err);
+	}
+	char *message = NULL;
+	r = check_policy_text(out->pod, text->valuestring, strlen(text->valuestring), &message, err);
+	if (r < 0)
+		return r;
+	if (r == 0) {
+		out->verdict = SK_REVIEW_UNCHANGED;
+		return respond(out, NULL, NULL, err);
+	}
+	out->verdict = SK_REVIEW_REFUSED;
+	const char *first = strchr(message, '\n');
+	(void)snprintf(out->reason, sizeof(out->reason), "%s", first ? first + 1 : message);
+	r = respond(out, NULL, message, err);
+	free(message);
+	return r;
+}
+
+int sk_review_handle_policy(const char *body, size_t len, const struct sk_review_cfg *cfg, struct sk_review_out *out,
+			    struct sk_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	cJSON *root = NULL;
+	int r = parse_review(body, len, cfg, &root, err);
+	if (r == 0)
+		r = policy_tree(root, out, err);
 	cJSON_Delete(root);
 	if (r < 0)
 		sk_review_out_free(out);

@@ -57,6 +57,17 @@ int sk_review_handle(const char *body, size_t len, const struct sk_review_cfg *c
 		     struct sk_err *err);
 void sk_review_out_free(struct sk_review_out *out);
 
+/* The policy review (POST /validate-policy): a CREATE or UPDATE of a v1 ConfigMap labelled
+ * SK_REVIEW_POLICY_LABEL is allowed when data[SK_REVIEW_POLICY_KEY] passes the validator
+ * `stockade-policy check` runs (the files it names are not read: they live in the sidecar's mounts), and
+ * refused otherwise with every FILE:LINE:COL diagnostic, the file named NAME/policy.yaml: an invalid policy
+ * never enters the cluster, so `kubectl apply` and `helm install`/`upgrade` fail before anything changes.
+ * Verdicts: SKIPPED (not CREATE/UPDATE), UNCHANGED (valid: allowed), REFUSED. Errors as sk_review_handle. */
+#define SK_REVIEW_POLICY_LABEL "stockade.io/policy"
+#define SK_REVIEW_POLICY_KEY "policy.yaml"
+int sk_review_handle_policy(const char *body, size_t len, const struct sk_review_cfg *cfg, struct sk_review_out *out,
+			    struct sk_err *err);
+
 const char *sk_review_verdict_name(enum sk_review_verdict v);
 
 #endif

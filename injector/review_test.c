@@ -357,6 +357,93 @@ static void test_non_pod_kind_is_refused(void **state)
 	free(body);
 }
 
+/* An AdmissionReview of a ConfigMap (op on kind v1 ConfigMap) holding policy (JSON-escaped already). */
+static char *cm_review(const char *op, const char *policy_json_str)
+{
+	char *s = NULL;
+	if (asprintf(&s, "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"
+		     "\"uid\":\"u-1\",\"kind\":{\"group\":\"\",\"version\":\"v1\",\"kind\":\"ConfigMap\"},"
+		     "\"operation\":\"%s\",\"namespace\":\"team-a\",\"object\":{\"apiVersion\":\"v1\","
+		     "\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"agent-policy\",\"labels\":{\"stockade.io/policy\":"
+		     "\"true\"}},\"data\":{%s%s%s}}}}", op, policy_json_str ? "\"policy.yaml\":\"" : "",
+		     policy_json_str ? policy_json_str : "", policy_json_str ? "\"" : "") < 0)
+		fail();
+	return s;
+}
+
+static const char *status_message(const cJSON *r)
+{
+	const cJSON *st = cJSON_GetObjectItem(cJSON_GetObjectItem(r, "response"), "status");
+	const cJSON *m = cJSON_GetObjectItem(st, "message");
+	return cJSON_IsString(m) ? m->valuestring : "";
+}
+
+/* An invalid policy is refused at admission with the validator's FILE:LINE:COL messages, the file named by
+ * the object; a valid one is allowed; a ConfigMap without policy.yaml is refused; a DELETE is not judged. */
+static void test_policy_review(void **state)
+{
+	(void)state;
+	struct sk_review_out out;
+	struct sk_err err = { 0 };
+	char *b = cm_review("CREATE", "version: 1\\negress:\\n  - host: api.github.com\\n    ports: [443]\\n");
+	assert_int_equal(sk_review_handle_policy(b, strlen(b), &cfg, &out, &err), 0);
+	assert_int_equal(out.verdict, SK_REVIEW_UNCHANGED);
+	cJSON *r = response_of(&out);
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "response"), "allowed")));
+	assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "response"), "patch"));
+	cJSON_Delete(r);
+	sk_review_out_free(&out);
+	free(b);
+
+	/* an IP where a host name goes, and an unknown key: both reported, at their line and column */
+	b = cm_review("UPDATE", "version: 1\\negress:\\n  - host: 1.2.3.4\\n    ports: [443]\\n    hots: x\\n");
+	assert_int_equal(sk_review_handle_policy(b, strlen(b), &cfg, &out, &err), 0);
+	assert_int_equal(out.verdict, SK_REVIEW_REFUSED);
+	r = response_of(&out);
+	assert_true(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "response"), "allowed")));
+	const char *msg = status_message(r);
+	assert_non_null(strstr(msg, "stockade: the policy is invalid"));
+	assert_non_null(strstr(msg, "agent-policy/policy.yaml:3:"));
+	assert_non_null(strstr(msg, "agent-policy/policy.yaml:5:"));
+	assert_non_null(strstr(out.reason, "agent-policy/policy.yaml:"));
+	cJSON_Delete(r);
+	sk_review_out_free(&out);
+	free(b);
+
+	/* the seccomp section is checked as `check` checks it */
+	b = cm_review("CREATE", "version: 1\\nseccomp:\\n  allow: [ptrace]\\n");
+	assert_int_equal(sk_review_handle_policy(b, strlen(b), &cfg, &out, &err), 0);
+	assert_int_equal(out.verdict, SK_REVIEW_REFUSED);
+	r = response_of(&out);
+	assert_non_null(strstr(status_message(r), "agent-policy/policy.yaml:3:"));
+	assert_non_null(strstr(status_message(r), "seccomp.allow[0]"));
+	cJSON_Delete(r);
+	sk_review_out_free(&out);
+	free(b);
+
+	b = cm_review("CREATE", NULL);
+	assert_int_equal(sk_review_handle_policy(b, strlen(b), &cfg, &out, &err), 0);
+	assert_int_equal(out.verdict, SK_REVIEW_REFUSED);
+	r = response_of(&out);
+	assert_non_null(strstr(status_message(r), "data.policy.yaml, which is missing"));
+	cJSON_Delete(r);
+	sk_review_out_free(&out);
+	free(b);
+
+	b = cm_review("DELETE", "not: [valid");
+	assert_int_equal(sk_review_handle_policy(b, strlen(b), &cfg, &out, &err), 0);
+	assert_int_equal(out.verdict, SK_REVIEW_SKIPPED);
+	sk_review_out_free(&out);
+	free(b);
+
+	/* a pod sent to the policy review (a registration mistake) is refused, not let through unread */
+	b = review("team-a", "CREATE", POD);
+	assert_int_equal(sk_review_handle_policy(b, strlen(b), &cfg, &out, &err), 0);
+	assert_int_equal(out.verdict, SK_REVIEW_REFUSED);
+	sk_review_out_free(&out);
+	free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -371,6 +458,7 @@ int main(void)
 		cmocka_unit_test(test_deep_nesting_is_refused),
 		cmocka_unit_test(test_non_pod_kind_is_refused),
 		cmocka_unit_test(test_base64_decoder),
+		cmocka_unit_test(test_policy_review),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -231,28 +231,34 @@ static int dispatch(struct conn *c, const struct sk_http_req *req, const char *b
 					    head_only);
 		return respond_text(c, 200, "ok\n", keep, head_only);
 	}
-	if (strcmp(req->path, "/mutate"))
-		return respond_text(c, 404, "not found (POST /mutate, GET /healthz, GET /readyz)\n", keep, head_only);
+	bool policy = !strcmp(req->path, "/validate-policy");
+	if (!policy && strcmp(req->path, "/mutate"))
+		return respond_text(c, 404, "not found (POST /mutate, POST /validate-policy, GET /healthz, GET /readyz)\n",
+				    keep, head_only);
 	if (req->method != SK_HTTP_POST)
-		return respond_text(c, 405, "POST /mutate with an AdmissionReview\n", keep, head_only);
+		return respond_text(c, 405, policy ? "POST /validate-policy with an AdmissionReview\n" :
+				    "POST /mutate with an AdmissionReview\n", keep, head_only);
 	if (!req->json)
 		return respond_text(c, 415, "Content-Type: application/json expected\n", keep, false);
 
 	struct sk_review_out out;
 	struct sk_err err = { 0 };
-	int r = sk_review_handle(body, req->content_length, cfg->review, &out, &err);
+	int r = policy ? sk_review_handle_policy(body, req->content_length, cfg->review, &out, &err) :
+			 sk_review_handle(body, req->content_length, cfg->review, &out, &err);
 	if (r < 0) {
 		int status = r == -EINVAL ? 400 : r == -EFBIG ? 413 : 500;
-		sk_log(SK_LOG_WARN, "%s: POST /mutate: %d: %s", c->peer, status, err.msg);
+		sk_log(SK_LOG_WARN, "%s: POST %s: %d: %s", c->peer, req->path, status, err.msg);
 		char msg[SK_ERR_MSG_MAX + 2];
 		(void)snprintf(msg, sizeof(msg), "%s\n", err.msg);
 		return respond_text(c, status, msg, keep && status != 500, false);
 	}
+	const char *what = policy ? "policy" : "pod";
 	if (out.verdict == SK_REVIEW_REFUSED)
-		sk_log(SK_LOG_INFO, "admission %s: pod %s/%s refused: %s", out.uid, out.ns, out.pod, out.reason);
+		sk_log(SK_LOG_INFO, "admission %s: %s %s/%s refused: %s", out.uid, what, out.ns, out.pod, out.reason);
 	else
-		sk_log(out.verdict == SK_REVIEW_SKIPPED ? SK_LOG_DEBUG : SK_LOG_INFO, "admission %s: pod %s/%s %s",
-		       out.uid, out.ns, out.pod, sk_review_verdict_name(out.verdict));
+		sk_log(out.verdict == SK_REVIEW_SKIPPED ? SK_LOG_DEBUG : SK_LOG_INFO, "admission %s: %s %s/%s %s",
+		       out.uid, what, out.ns, out.pod,
+		       policy && out.verdict == SK_REVIEW_UNCHANGED ? "valid" : sk_review_verdict_name(out.verdict));
 	r = respond(c, 200, "application/json", out.body, out.body_len, keep, false);
 	sk_review_out_free(&out);
 	return r;
