@@ -3,8 +3,9 @@
  * signature.
  *
  * A leaf carries subjectAltName DNS:<name> (IP:<address> when the name is an IPv4 or IPv6 literal), CN the
- * name when it fits (64 bytes; none for an address), EKU serverAuth, keyUsage digitalSignature, CA:FALSE, and is valid from an
- * hour ago (clocks of the agent's container may lag) for SK_LEAF_LIFETIME_S, never past the CA's notAfter.
+ * name when it fits (64 bytes; none for an address), EKU serverAuth, keyUsage digitalSignature, CA:FALSE,
+ * and is valid from an hour ago (clocks of the agent's container may lag) for SK_LEAF_LIFETIME_S, never
+ * past the CA's notAfter.
  *
  * One P-256 key per cache, generated with it, is the key of every leaf: a leaf's key protects connections
  * between the agent and the sidecar inside one pod, both ends in the same process for the sidecar; a
