@@ -94,7 +94,8 @@ static bool dns_name_ok(const char *n, size_t len)
 	return true;
 }
 
-static int mint(struct sk_leaf_cache *c, const char *name, time_t now, struct leaf **out, struct sk_err *err)
+/* A new leaf for name (owned), or NULL with err. */
+static struct leaf *mint(struct sk_leaf_cache *c, const char *name, time_t now, struct sk_err *err)
 {
 	unsigned char ip[16];
 	size_t ip_len = 0;
@@ -102,8 +103,10 @@ static int mint(struct sk_leaf_cache *c, const char *name, time_t now, struct le
 		ip_len = 4;
 	else if (inet_pton(AF_INET6, name, ip) == 1)
 		ip_len = 16;
-	if (!ip_len && !dns_name_ok(name, strlen(name)))
-		return sk_err_set(err, EINVAL, "leaf for '%.64s': not a host name or IP literal", name);
+	if (!ip_len && !dns_name_ok(name, strlen(name))) {
+		sk_err_set(err, EINVAL, "leaf for '%.64s': not a host name or IP literal", name);
+		return NULL;
+	}
 	struct sk_cert_spec spec = {
 		/* no CN for an address: a host check falls back to the CN when no DNS SAN is present */
 		.subject_cn = !ip_len && strlen(name) <= 64 ? name : NULL,
@@ -115,11 +118,14 @@ static int mint(struct sk_leaf_cache *c, const char *name, time_t now, struct le
 		.san_ip_len = ip_len,
 	};
 	struct leaf *l = calloc(1, sizeof(*l));
-	if (!l)
-		return sk_err_set(err, ENOMEM, "leaf for '%s': out of memory", name);
+	if (!l) {
+		sk_err_set(err, ENOMEM, "leaf for '%s': out of memory", name);
+		return NULL;
+	}
 	if (!(l->cert = sk_cert_build(&spec, c->key, sk_ca_cert(c->ca), sk_ca_key(c->ca), err))) {
 		free(l);
-		return sk_err_prefix(err, "leaf for '%s'", name);
+		sk_err_prefix(err, "leaf for '%s'", name);
+		return NULL;
 	}
 	c->stats.signed_++;
 	/* renew an hour before the end, or at once if the CA's notAfter clamped the leaf shorter than that */
@@ -130,8 +136,7 @@ static int mint(struct sk_leaf_cache *c, const char *name, time_t now, struct le
 		left = (time_t)days * 86400 + secs;
 	ASN1_TIME_free(t_now);
 	l->renew_at = now + (left > SK_LEAF_RENEW_S ? left - SK_LEAF_RENEW_S : 0);
-	*out = l;
-	return 0;
+	return l;
 }
 
 int sk_leaf_get(struct sk_leaf_cache *c, const char *name, time_t now, X509 **out, struct sk_err *err)
@@ -151,9 +156,8 @@ int sk_leaf_get(struct sk_leaf_cache *c, const char *name, time_t now, X509 **ou
 		*out = l->cert;
 		return 0;
 	}
-	int r = mint(c, key, now, &l, err);
-	if (r < 0)
-		return r;
+	if (!(l = mint(c, key, now, err)))
+		return err && err->code ? -err->code : -EIO;
 	X509_up_ref(l->cert);
 	*out = l->cert;
 	/* the table takes l even when the insert fails (out of memory): *out holds its own reference */

@@ -33,7 +33,7 @@ int sk_lru_new(size_t cap, void (*free_value)(void *), struct sk_lru **out, stru
 	while (n < cap * 2)
 		n <<= 1;
 	struct sk_lru *t = calloc(1, sizeof(*t));
-	if (!t || !(t->buckets = calloc(n, sizeof(*t->buckets)))) {
+	if (!t || !(t->buckets = calloc(n, sizeof(struct lru_entry *)))) {
 		free(t);
 		return sk_err_set(err, ENOMEM, "cache: out of memory");
 	}

@@ -33,8 +33,8 @@ int sk_alpn_wire(const char *list, unsigned char *out, size_t cap)
 		if (n + 1 + len > cap)
 			return -ENOSPC;
 		out[n++] = (unsigned char)len;
-		memcpy(out + n, p, len);
-		n += len;
+		for (size_t i = 0; i < len; i++)   /* a length-prefixed field, no terminator */
+			out[n++] = (unsigned char)p[i];
 		p += len + (comma ? 1 : 0);
 		if (comma && !*p)
 			return -EINVAL;   /* a trailing comma: an empty protocol */
@@ -78,8 +78,8 @@ int sk_upstream_new(const struct sk_upstream_opts *opts, struct sk_upstream **ou
 		goto fail;
 	}
 	u->alpn_len = (size_t)r;
-	if ((r = sk_lru_new(opts->session_cap ? opts->session_cap : SK_UPSTREAM_SESSION_CAP, session_free,
-			    &u->sessions, err)) < 0) {
+	if (sk_lru_new(opts->session_cap ? opts->session_cap : SK_UPSTREAM_SESSION_CAP, session_free, &u->sessions,
+		       err) < 0) {
 		r = sk_err_prefix(err, "upstream TLS sessions");
 		goto fail;
 	}
