@@ -113,6 +113,7 @@ struct run {
 struct run_opts {
 	X509 *client_trusts;         /* NULL: the pod CA */
 	const char *client_sni;      /* NULL: "api.up.test" */
+	const char *bridge_sni;      /* what the proxy judged; NULL: "api.up.test" */
 	const unsigned char *client_alpn;   /* wire format with the length byte first; NULL: none */
 	bool bridge_unaware;         /* do not tell the bridge the agent's offer */
 	const struct test_ca *server;       /* NULL: the *.up.test certificate */
@@ -133,7 +134,8 @@ static void run_start(struct fixture *f, struct run *r, const struct run_opts *o
 	test_peer_init(&r->client, r->client_ctx, r->cpair[1], false, sni);
 	test_peer_init(&r->server, r->server_ctx, r->upair[1], true, NULL);
 	r->hook.stop_at = o->stop_at;
-	struct sk_bridge_cfg cfg = { .sni = "api.up.test", .on_client_data = on_data, .ctx = &r->hook };
+	struct sk_bridge_cfg cfg = { .sni = o->bridge_sni ? o->bridge_sni : "api.up.test", .on_client_data = on_data,
+				     .ctx = &r->hook };
 	cfg.client_alpn_known = !o->bridge_unaware;
 	if (o->client_alpn) {
 		cfg.client_alpn = o->client_alpn + 1;
@@ -410,6 +412,33 @@ static void test_alpn_is_what_both_ends_speak(void **state)
 	run_end(&r);
 }
 
+static void test_agent_talking_to_an_address(void **state)
+{
+	struct fixture *f = *state;
+	struct test_ca ip_srv = test_server_cert(&f->up_ca, "192.0.2.10");
+	struct run r;
+	struct run_opts o = { .client_sni = "192.0.2.10", .bridge_sni = "192.0.2.10", .server = &ip_srv };
+	run_start(f, &r, &o);
+	static const unsigned char req[] = "GET / HTTP/1.1\r\n\r\n";
+	r.client.tx = req;
+	r.client.tx_len = sizeof(req) - 1;
+	r.client.close_after_tx = r.server.close_after_tx = true;
+	r.server.rx = malloc(64);
+	r.server.rx_cap = 64;
+	run_drive(&r);
+	if (r.rc != 0)
+		fail_msg("bridge: %s", r.err.msg);
+	assert_int_equal(r.server.rx_len, sizeof(req) - 1);
+	/* the agent verified the leaf as the address (an IP SAN); neither hop carried an SNI */
+	assert_false(r.client.failed);
+	assert_null(SSL_get_servername(r.server.ssl, TLSEXT_NAMETYPE_host_name));
+	X509 *peer = SSL_get1_peer_certificate(r.client.ssl);
+	assert_int_equal(X509_check_ip_asc(peer, "192.0.2.10", 0), 1);
+	X509_free(peer);
+	run_end(&r);
+	test_ca_free(&ip_srv);
+}
+
 static void test_server_bare_close_reaches_the_agent_as_truncation(void **state)
 {
 	struct fixture *f = *state;
@@ -458,6 +487,7 @@ int main(void)
 		cmocka_unit_test(test_hook_stops_the_request_before_it_goes_on),
 		cmocka_unit_test(test_hello_naming_another_host_is_refused),
 		cmocka_unit_test(test_alpn_is_what_both_ends_speak),
+		cmocka_unit_test(test_agent_talking_to_an_address),
 		cmocka_unit_test(test_server_bare_close_reaches_the_agent_as_truncation),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

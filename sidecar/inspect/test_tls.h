@@ -5,6 +5,7 @@
 #ifndef SK_SIDECAR_INSPECT_TEST_TLS_H
 #define SK_SIDECAR_INSPECT_TEST_TLS_H
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -38,14 +39,17 @@ static inline struct test_ca test_ca_new(const char *cn)
 	return ca;
 }
 
-/* A server certificate for dns_name signed by ca, with a fresh key. */
-static inline struct test_ca test_server_cert(const struct test_ca *ca, const char *dns_name)
+/* A server certificate for name (a DNS name, or an IPv4 literal: an IP SAN) signed by ca, with a fresh key. */
+static inline struct test_ca test_server_cert(const struct test_ca *ca, const char *name)
 {
 	struct sk_err err = { 0 };
 	struct test_ca s = { 0 };
+	unsigned char ip[4];
+	bool is_ip = inet_pton(AF_INET, name, ip) == 1;
 	s.key = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
 	struct sk_cert_spec spec = { .subject_cn = NULL, .not_before = -60, .not_after = 86400,
-				     .san_dns = dns_name };
+				     .san_dns = is_ip ? NULL : name, .san_ip = is_ip ? ip : NULL,
+				     .san_ip_len = is_ip ? 4 : 0 };
 	if (s.key)
 		s.cert = sk_cert_build(&spec, s.key, ca->cert, ca->key, &err);
 	if (!s.cert)
@@ -152,7 +156,10 @@ static inline void test_peer_init(struct test_peer *p, SSL_CTX *ctx, int fd, boo
 		SSL_set_accept_state(p->ssl);
 	} else {
 		SSL_set_connect_state(p->ssl);
-		if (host && (SSL_set_tlsext_host_name(p->ssl, host) != 1 || SSL_set1_host(p->ssl, host) != 1))
+		/* an address is checked against IP SANs and, as RFC 6066 says, not sent as SNI */
+		unsigned char ip[16];
+		bool is_ip = host && (inet_pton(AF_INET, host, ip) == 1 || inet_pton(AF_INET6, host, ip) == 1);
+		if (host && ((!is_ip && SSL_set_tlsext_host_name(p->ssl, host) != 1) || SSL_set1_host(p->ssl, host) != 1))
 			abort();
 	}
 }

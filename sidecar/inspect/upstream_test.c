@@ -63,6 +63,7 @@ struct outcome {
 	char alpn[32];
 	bool reused;
 	bool server_failed;
+	bool server_saw_sni;
 };
 
 /* Connects u to host against a server of ctx; after the handshake the server sends one byte, which the
@@ -117,6 +118,7 @@ static struct outcome connect_to(struct sk_upstream *u, SSL_CTX *server_ctx, con
 	}
 	(void)snprintf(o.msg, sizeof(o.msg), "%s", err.msg);
 	o.server_failed = srv.failed;
+	o.server_saw_sni = SSL_get_servername(srv.ssl, TLSEXT_NAMETYPE_host_name) != NULL;
 	/* a clean close: OpenSSL drops the session of a TLS 1.2 connection freed without close_notify */
 	if (o.rc == 0) {
 		(void)SSL_shutdown(ssl);
@@ -240,6 +242,33 @@ static void test_session_cache_is_bounded(void **state)
 	sk_upstream_free(u);
 }
 
+static void test_ip_literal_is_checked_as_an_address_without_sni(void **state)
+{
+	struct fixture *f = *state;
+	struct test_ca ip_srv = test_server_cert(&f->ca, "192.0.2.10");
+	struct sk_upstream *u = upstream(f, NULL, 0);
+	SSL_CTX *ctx = test_server_ctx(&ip_srv, NULL, NULL, 0);
+	struct outcome o = connect_to(u, ctx, "192.0.2.10");
+	assert_int_equal(o.rc, 0);
+	assert_false(o.server_saw_sni);   /* RFC 6066: no address in server_name */
+	assert_int_equal(sk_upstream_sessions(u), 0);
+	o = connect_to(u, ctx, "192.0.2.11");
+	assert_int_equal(o.rc, -EPROTO);
+	assert_string_equal(o.msg, "upstream_cert_invalid: IP address mismatch");
+	/* the DNS name certificate does not pass for an address either */
+	SSL_CTX_free(ctx);
+	ctx = test_server_ctx(&f->srv, NULL, NULL, 0);
+	o = connect_to(u, ctx, "192.0.2.10");
+	assert_int_equal(o.rc, -EPROTO);
+	assert_string_equal(o.msg, "upstream_cert_invalid: IP address mismatch");
+	o = connect_to(u, ctx, "api.up.test");
+	assert_int_equal(o.rc, 0);
+	assert_true(o.server_saw_sni);
+	SSL_CTX_free(ctx);
+	sk_upstream_free(u);
+	test_ca_free(&ip_srv);
+}
+
 static void test_bundle_files_are_checked(void **state)
 {
 	(void)state;
@@ -293,6 +322,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_tls_below_1_2_is_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sessions_resume_per_host, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_session_cache_is_bounded, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ip_literal_is_checked_as_an_address_without_sni, setup, teardown),
 		cmocka_unit_test(test_bundle_files_are_checked),
 		cmocka_unit_test(test_alpn_wire),
 	};
