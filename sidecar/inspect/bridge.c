@@ -40,6 +40,7 @@ struct dir {
 	bool eof;                 /* from said it is done */
 	bool eof_clean;           /* ... with a close_notify */
 	bool closed;              /* the end was passed on to `to` */
+	unsigned reads;           /* in this step, up to SK_BRIDGE_STEP_READS */
 	uint64_t bytes;
 };
 
@@ -221,7 +222,7 @@ static int fail(struct sk_bridge *b, const char *reason, int code, struct sk_err
 	if (!b->reason)
 		b->reason = reason;
 	b->fail_code = code;
-	(void)snprintf(b->fail_msg, sizeof(b->fail_msg), "%s", err->msg);
+	(void)snprintf(b->fail_msg, sizeof(b->fail_msg), "%s", err ? err->msg : b->reason);
 	ERR_clear_error();
 	return -code;
 }
@@ -381,6 +382,12 @@ static bool pump(struct sk_bridge *b, struct dir *d, bool from_client, int *rc, 
 			d->closed = true;
 			return true;
 		}
+		if (d->reads >= SK_BRIDGE_STEP_READS) {
+			/* yield to the loop's other connections; `to` was just writable, so this fires at once */
+			want(b, d->to, SSL_ERROR_WANT_WRITE);
+			return moved;
+		}
+		d->reads++;
 		size_t n = 0;
 		if (SSL_read_ex(d->from, d->buf, sizeof(d->buf), &n) != 1) {
 			int e = SSL_get_error(d->from, 0);
@@ -416,6 +423,7 @@ static int step_relay(struct sk_bridge *b, struct sk_err *err)
 {
 	int rc = 1;
 	bool moved;
+	b->c2u.reads = b->u2c.reads = 0;
 	do {
 		b->want_client = b->want_up = 0;
 		moved = pump(b, &b->c2u, true, &rc, err);

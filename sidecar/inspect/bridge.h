@@ -17,8 +17,9 @@
  * client_data_refused).
  *
  * A pure state machine over two non-blocking fds: the caller's loop calls sk_bridge_step when either fd is
- * ready and registers the epoll interest it returns for each (0: none now). It owns its SSL objects, not
- * the fds. Single-threaded. */
+ * ready and registers the epoll interest it returns for each (0: none now); timeouts are the caller's (a
+ * timer on the loop). It owns its SSL objects, not the fds. Single-threaded; the process must ignore
+ * SIGPIPE, as stockade-sidecar does (a write to a closed peer is then an error, not a death). */
 #ifndef SK_SIDECAR_INSPECT_BRIDGE_H
 #define SK_SIDECAR_INSPECT_BRIDGE_H
 
@@ -35,6 +36,9 @@ struct sk_bridge_env;
 struct sk_bridge;
 
 #define SK_BRIDGE_BUF 16384
+/* Reads per direction in one step: a fast pair of peers cannot hold the loop; a step that stops there asks
+ * for EPOLLOUT on the receiving fd, which is writable, so the loop comes back at once. */
+#define SK_BRIDGE_STEP_READS 16
 
 /* What every bridge shares: the agent-facing SSL_CTX, the leaves, the upstream context (both borrowed;
  * they must outlive the env). *out owned. */

@@ -104,6 +104,7 @@ struct run {
 	int cpair[2], upair[2];
 	struct test_peer client, server;
 	struct sk_bridge *bridge;
+	unsigned steps;
 	int rc;                      /* the bridge's last step: 1 running, 0 done, < 0 failed */
 	struct sk_err err;
 	struct hook hook;
@@ -160,9 +161,15 @@ static void run_drive(struct run *r)
 		test_peer_pump(&r->client);
 		test_peer_pump(&r->server);
 		if (r->rc > 0) {
+			struct sk_bridge_stats before = sk_bridge_stats(r->bridge);
 			r->rc = sk_bridge_step(r->bridge, fd, ev, &w, &r->err);
+			struct sk_bridge_stats after = sk_bridge_stats(r->bridge);
 			if (r->rc > 0)
 				assert_true(w.client || w.upstream);   /* a running bridge always waits for something */
+			/* one step moves a bounded amount each way, so other connections get their turn */
+			assert_true(after.to_upstream - before.to_upstream <= (uint64_t)SK_BRIDGE_STEP_READS * SK_BRIDGE_BUF);
+			assert_true(after.to_client - before.to_client <= (uint64_t)SK_BRIDGE_STEP_READS * SK_BRIDGE_BUF);
+			r->steps++;
 		}
 		if (r->rc <= 0) {
 			w.client = w.upstream = 0;
@@ -412,6 +419,60 @@ static void test_alpn_is_what_both_ends_speak(void **state)
 	run_end(&r);
 }
 
+static bool big_sndbuf(int fd, int want)
+{
+	int got = 0;
+	socklen_t len = sizeof(got);
+	return setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &want, sizeof(want)) == 0 &&
+	       getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &got, &len) == 0 && got >= want;
+}
+
+static void test_one_step_yields_after_its_share(void **state)
+{
+	struct fixture *f = *state;
+	struct run r;
+	struct run_opts o = { 0 };
+	run_start(f, &r, &o);
+	/* room for 2 MiB queued on the server's side and passed on to the agent's in one go */
+	enum { BIG = 2 << 20 };
+	if (!big_sndbuf(r.upair[1], BIG) || !big_sndbuf(r.cpair[0], BIG)) {
+		run_end(&r);
+		skip();   /* net.core.wmem_max below 2 MiB: the server cannot queue enough for the test */
+	}
+	struct sk_bridge_want w;
+	for (int i = 0; i < 2000 && !(r.client.hs_done && r.server.hs_done); i++) {
+		test_peer_pump(&r.client);
+		test_peer_pump(&r.server);
+		assert_int_equal(sk_bridge_step(r.bridge, -1, 0, &w, &r.err), 1);
+	}
+	assert_true(r.client.hs_done && r.server.hs_done);
+	unsigned char *big = calloc(1, BIG);
+	assert_non_null(big);
+	r.server.tx = big;
+	r.server.tx_len = BIG;
+	for (int i = 0; i < 100 && r.server.tx_off < r.server.tx_len; i++)
+		test_peer_pump(&r.server);
+	assert_int_equal(r.server.tx_off, BIG);
+	struct sk_bridge_stats before = sk_bridge_stats(r.bridge);
+	assert_int_equal(sk_bridge_step(r.bridge, -1, 0, &w, &r.err), 1);
+	struct sk_bridge_stats after = sk_bridge_stats(r.bridge);
+	/* exactly its share, then EPOLLOUT on the agent's fd to be called again at once */
+	assert_int_equal(after.to_client - before.to_client, SK_BRIDGE_STEP_READS * SK_BRIDGE_BUF);
+	assert_true(w.client & EPOLLOUT);
+	struct pollfd p = { .fd = r.cpair[0], .events = POLLOUT };
+	assert_int_equal(poll(&p, 1, 0), 1);
+	/* and the rest follows */
+	r.client.rx = malloc(BIG);
+	r.client.rx_cap = BIG;
+	r.client.close_after_tx = r.server.close_after_tx = true;
+	run_drive(&r);
+	assert_int_equal(r.rc, 0);
+	assert_int_equal(r.client.rx_len, BIG);
+	assert_int_equal(sk_bridge_stats(r.bridge).to_client, BIG);
+	free(big);
+	run_end(&r);
+}
+
 static void test_agent_talking_to_an_address(void **state)
 {
 	struct fixture *f = *state;
@@ -487,6 +548,7 @@ int main(void)
 		cmocka_unit_test(test_hook_stops_the_request_before_it_goes_on),
 		cmocka_unit_test(test_hello_naming_another_host_is_refused),
 		cmocka_unit_test(test_alpn_is_what_both_ends_speak),
+		cmocka_unit_test(test_one_step_yields_after_its_share),
 		cmocka_unit_test(test_agent_talking_to_an_address),
 		cmocka_unit_test(test_server_bare_close_reaches_the_agent_as_truncation),
 	};
