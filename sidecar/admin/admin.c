@@ -87,7 +87,7 @@ void sk_admin_error_response(int status, struct sk_admin_response *resp)
 		const char *reason, *text;
 	} canned[] = {
 		{ 400, "Bad Request", "malformed request\n" },
-		{ 404, "Not Found", "no such endpoint; try /healthz /readyz /metrics /denials\n" },
+		{ 404, "Not Found", "no such endpoint; try /healthz /readyz /metrics /denials /ca.pem\n" },
 		{ 405, "Method Not Allowed", "the admin port is read-only: GET or HEAD\n" },
 		{ 408, "Request Timeout", "request not received in time\n" },
 		{ 414, "URI Too Long", "request target too long\n" },
@@ -186,6 +186,17 @@ int sk_admin_handle(const struct sk_admin_view *v, const char *method, const cha
 		resp->status = 200;
 		resp->reason = "OK";
 		resp->content_type = "application/json";
+		return 0;
+	}
+	/* the CA certificate only, never its key: public by nature, the agent's trust store takes it from here */
+	if (strcmp(path, "/ca.pem") == 0 && v->ca_pem) {
+		if (!(resp->body = malloc(v->ca_pem_len ? v->ca_pem_len : 1)))
+			return -ENOMEM;
+		memcpy(resp->body, v->ca_pem, v->ca_pem_len);
+		resp->body_len = v->ca_pem_len;
+		resp->status = 200;
+		resp->reason = "OK";
+		resp->content_type = "application/x-pem-file";
 		return 0;
 	}
 	sk_admin_error_response(404, resp);

@@ -1,5 +1,5 @@
 /* sidecar/admin/admin.h — the admin port (docs/architecture.md#admin-port): a small HTTP/1.1 server in the sidecar's loop serving
- * /healthz, /readyz, /metrics and /denials. Read-only: nothing here changes state.
+ * /healthz, /readyz, /metrics, /denials and /ca.pem (the TLS-inspection CA, when one is configured). Read-only: nothing here changes state.
  *
  * Two layers, so the protocol is unit-testable without sockets:
  *   - sk_admin_parse_head() and sk_admin_handle() are pure: bytes → request line, request → response;
@@ -38,6 +38,8 @@ struct sk_admin_view {
 	struct sk_budget_table *budgets;      /* budget counters for /metrics (budget.h); may be NULL */
 	uint64_t now_ms;                      /* monotonic, same clock as the heartbeat */
 	struct sk_ready_input ready;          /* ready.policy is set from `policy` by the handler */
+	const char *ca_pem;                   /* the inspection CA's certificate PEM; NULL: none (404) */
+	size_t ca_pem_len;
 };
 
 struct sk_admin_response {

@@ -135,6 +135,29 @@ static void test_route_status_codes(void **state)
 	}
 }
 
+static void test_ca_pem_served_only_when_configured(void **state)
+{
+	struct fixture *f = *state;
+	struct sk_admin_response r = handle(f, "GET", "/ca.pem");
+	assert_int_equal(r.status, 404);
+	free(r.body);
+	static const char pem[] = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+	f->v.ca_pem = pem;
+	f->v.ca_pem_len = sizeof(pem) - 1;
+	r = handle(f, "GET", "/ca.pem?fresh=1");
+	assert_int_equal(r.status, 200);
+	assert_string_equal(r.content_type, "application/x-pem-file");
+	assert_int_equal(r.body_len, sizeof(pem) - 1);
+	assert_memory_equal(r.body, pem, sizeof(pem) - 1);
+	free(r.body);
+	r = handle(f, "POST", "/ca.pem");
+	assert_int_equal(r.status, 405);
+	free(r.body);
+	r = handle(f, "GET", "/ca.pem/x");
+	assert_int_equal(r.status, 404);
+	free(r.body);
+}
+
 static void test_healthz_fails_when_heartbeat_stale(void **state)
 {
 	struct fixture *f = *state;
@@ -457,6 +480,7 @@ int main(void)
 		cmocka_unit_test(test_parse_complete_and_partial),
 		cmocka_unit_test(test_parse_malformed),
 		cmocka_unit_test_setup_teardown(test_route_status_codes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ca_pem_served_only_when_configured, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_healthz_fails_when_heartbeat_stale, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_denials_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_metrics_content_type, setup, teardown),
