@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "common/util.h"
-#include "policy/load-internal.h"
+#include "policy/internal.h"
 #include "policy/match.h"
 #include "policy/policy.h"
 

@@ -1,5 +1,5 @@
 /* policy/validate.c — the one validator behind both native formats: walks the position-annotated tree
- * (load-internal.h), checks and normalises every field of docs/policy.md into struct sk_policy, and reports
+ * (internal.h), checks and normalises every field of docs/policy.md into struct sk_policy, and reports
  * every problem it finds as "path: what is wrong, expected what" at the key's or value's line:col.
  * It keeps going after an error so one run shows them all; the caller discards the model if any. */
 #include <ctype.h>
@@ -18,7 +18,7 @@
 #include "common/util.h"
 #include "policy/addr.h"
 #include "policy/domain.h"
-#include "policy/load-internal.h"
+#include "policy/internal.h"
 #include "policy/schema.h"
 
 #define PATHSZ 160
@@ -1558,25 +1558,6 @@ static void check_bypass_rules(struct sk_load_ctx *c, const struct sk_node *egre
 }
 
 /* ---- top level ------------------------------------------------------------------------------------------- */
-
-int sk_policy_dns_defaults(struct sk_policy *p)
-{
-	static const uint16_t def_types[] = { 1, 5, 28, 64, 65 };  /* A CNAME AAAA SVCB HTTPS, sorted */
-	if (!p->dns.upstream) {
-		p->dns.upstream = calloc(1, sizeof(char *));
-		if (!p->dns.upstream || !(p->dns.upstream[0] = strdup("resolv.conf")))
-			return -ENOMEM;
-		p->dns.n_upstream = 1;
-	}
-	if (!p->dns.allow_types) {
-		p->dns.allow_types = malloc(sizeof(def_types));
-		if (!p->dns.allow_types)
-			return -ENOMEM;
-		memcpy(p->dns.allow_types, def_types, sizeof(def_types));
-		p->dns.n_allow_types = SK_ARRAY_SIZE(def_types);
-	}
-	return 0;
-}
 
 void sk_validate_policy(struct sk_load_ctx *c, const struct sk_node *root, struct sk_policy *p)
 {
