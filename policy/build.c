@@ -1,15 +1,21 @@
 /* policy/build.c — building and freeing the model: docs/policy.md's defaults, growing the rule list, the
- * forge import's notes, and freeing a snapshot with everything it owns. The validator and the forge
- * import fill a model through these. */
+ * forge import's notes, a host or cidr rule from its node (the validator's rules and forge's lists),
+ * and freeing a snapshot with everything it owns. The validator and the forge import fill a model
+ * through these. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/socket.h>
+
 #include "common/util.h"
+#include "policy/addr.h"
+#include "policy/domain.h"
 #include "policy/internal.h"
 #include "policy/match.h"
+#include "policy/validate-internal.h"
 
 static void free_strv(char **v, size_t n)
 {
@@ -123,6 +129,114 @@ int sk_policy_dns_defaults(struct sk_policy *p)
 			return -ENOMEM;
 		memcpy(p->dns.allow_types, def_types, sizeof(def_types));
 		p->dns.n_allow_types = SK_ARRAY_SIZE(def_types);
+	}
+	return 0;
+}
+
+/* Validates and normalises a host pattern into norm (SK_DOMAIN_MAX + 1 bytes). */
+int sk_check_host_name(struct sk_load_ctx *c, const struct sk_node *n, const char *path, char *norm,
+		       bool *wildcard)
+{
+	char q[SK_QUOTE_MAX];
+	const char *s = sk_get_str(c, n, path, "a DNS name like api.example.com or *.example.com");
+	if (!s)
+		return -EINVAL;
+	struct sk_addr a;
+	if (sk_addr_parse(s, &a) == 0) {
+		err_at(c, n, "%s: %s is an IP address, expected a name (use cidr: for addresses)", path,
+		       sk_quote(s, q, sizeof(q)));
+		return -EINVAL;
+	}
+	const char *why = NULL;
+	if (sk_domain_normalize(s, strlen(s), SK_DOMAIN_ALLOW_WILDCARD, norm, wildcard, &why) < 0) {
+		err_at(c, n, "%s: invalid name %s: %s, expected a DNS name like api.example.com or *.example.com",
+		       path, sk_quote(s, q, sizeof(q)), why ? why : "not a valid name");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int sk_add_host_rule(struct sk_load_ctx *c, struct sk_policy *p, const struct sk_node *n, const char *path,
+		     const uint16_t *ports, size_t n_ports)
+{
+	char norm[SK_DOMAIN_MAX + 1];
+	bool wildcard = false;
+	if (sk_check_host_name(c, n, path, norm, &wildcard) < 0)
+		return -EINVAL;
+	struct sk_rule *r = sk_policy_add_rule(c, p);
+	if (!r)
+		return -ENOMEM;
+	r->kind = SK_RULE_HOST;
+	r->wildcard = wildcard;
+	r->pos = (struct sk_pos){ n->line, n->col };
+	r->host = strdup(norm);
+	if (n_ports) {
+		r->ports = malloc(n_ports * sizeof(*r->ports));
+		if (r->ports) {
+			memcpy(r->ports, ports, n_ports * sizeof(*r->ports));
+			r->n_ports = n_ports;
+		}
+	}
+	if (!r->host || (n_ports && !r->ports)) {
+		err_at(c, n, "%s: out of memory", path);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int sk_parse_cidr_at(struct sk_load_ctx *c, const struct sk_node *n, const char *path, struct sk_cidr *out)
+{
+	char q[SK_QUOTE_MAX], addr[SK_ADDR_STRLEN + 8];
+	static const char expected[] = "a network like 10.0.0.0/8 or fd00::/8";
+	const char *s = sk_get_str(c, n, path, expected);
+	if (!s)
+		return -EINVAL;
+	/* One parse for a valid network; only a refused one is taken apart again below, for a message that
+	 * says what is wrong with it (every check below is one sk_cidr_parse makes, so a network it accepts
+	 * passes them all). */
+	if (sk_cidr_parse(s, out, NULL) == 0)
+		return 0;
+	const char *slash = strchr(s, '/');
+	size_t alen = slash ? (size_t)(slash - s) : strlen(s);
+	struct sk_addr a;
+	if (alen >= sizeof(addr) || (memcpy(addr, s, alen), addr[alen] = 0, sk_addr_parse(addr, &a) < 0)) {
+		err_at(c, n, "%s: %s is not a valid address/prefix, expected %s", path, sk_quote(s, q, sizeof(q)),
+		       expected);
+		return -EINVAL;
+	}
+	const unsigned maxp = a.family == AF_INET ? 32 : 128;
+	unsigned prefix = maxp;
+	if (slash) {
+		const char *d = slash + 1;
+		size_t dl = strlen(d);
+		bool ok = dl >= 1 && dl <= 3 && !(dl > 1 && d[0] == '0');
+		for (size_t i = 0; i < dl && ok; i++)
+			ok = d[i] >= '0' && d[i] <= '9';
+		if (!ok || (prefix = (unsigned)atoi(d)) > maxp) {
+			err_at(c, n, "%s: %s has an invalid prefix length, expected /0../%u", path,
+			       sk_quote(s, q, sizeof(q)), maxp);
+			return -EINVAL;
+		}
+	}
+	/* Host bits set usually means a typo for a different network: say which network it would be. */
+	struct sk_cidr masked = { .net = a, .prefix = (uint8_t)prefix };
+	const unsigned nbytes = maxp / 8;
+	for (unsigned i = 0; i < nbytes; i++) {
+		unsigned bits = prefix > i * 8 ? prefix - i * 8 : 0;
+		uint8_t mask = bits >= 8 ? 0xff : (uint8_t)(0xff << (8 - bits));
+		masked.net.bytes[i] &= mask;
+	}
+	if (memcmp(masked.net.bytes, a.bytes, sizeof(a.bytes)) != 0) {
+		char net[SK_ADDR_STRLEN + 4];
+		sk_cidr_format(&masked, net);
+		err_at(c, n, "%s: %s has host bits set, expected %s", path, sk_quote(s, q, sizeof(q)), net);
+		return -EINVAL;
+	}
+	const char *why = NULL;
+	if (sk_cidr_parse(s, out, &why) < 0) {
+		err_at(c, n, "%s: %s: %s, expected %s", path, sk_quote(s, q, sizeof(q)), why ? why : "invalid",
+		       expected);
+		return -EINVAL;
 	}
 	return 0;
 }

@@ -1,14 +1,16 @@
 /* policy/internal.h — private to the policy library's loaders (diag.c, tree.c, load_yaml.c, load_json.c,
- * validate.c, forge.c, build.c, load.c; and tests). Both text formats are first turned into the same small position-annotated tree
- * (mapping / sequence / scalar, each with line:col), so one validator serves YAML and JSON and every
- * message carries the position of the key or value it is about.
+ * tree_get.c, build.c, validate*.c, forge.c, load.c; and tests). Both text formats are first turned into
+ * the same small position-annotated tree (mapping / sequence / scalar, each with line:col), so one
+ * validator serves YAML and JSON and every message carries the position of the key or value it is about.
  *
  * Ownership: a tree returned by a loader is owned by the caller (sk_node_free). Nodes own their text and
  * children. The load context borrows the file name and the diags it appends to.
  *
  * The layers, each calling only those below it: diag.c (the diagnostics, the error counter, quoting) <
- * tree.c (nodes) < load_yaml.c, load_json.c (text → tree) and build.c (defaults, adding rules, freeing) <
- * validate.c, forge.c (tree → model) < load.c (the entry points). */
+ * tree.c (nodes) < load_yaml.c, load_json.c (text → tree) and tree_get.c (typed reads of nodes, with
+ * messages) < build.c (defaults, adding rules, freeing) < validate_<section>.c < validate.c (the walk)
+ * and forge.c (tree → model) < load.c (the entry points). The validator's own declarations are in
+ * validate-internal.h. */
 #ifndef SK_POLICY_INTERNAL_H
 #define SK_POLICY_INTERNAL_H
 
@@ -119,13 +121,13 @@ struct sk_rule *sk_policy_add_rule(struct sk_load_ctx *c, struct sk_policy *p);
 /* build.c: appends a formatted import note to p (forge). */
 void sk_policy_add_note(struct sk_policy *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* validate.c, borrowed by forge.c. Appends a host rule for `pattern` ("name" or "*.suffix"); validates
- * and normalises the name and reports errors at node n under `path`. Ports are copied. Returns 0, or <0
- * after reporting. */
+/* build.c, for the validator and forge.c. Appends a host rule for `pattern` ("name" or "*.suffix");
+ * validates and normalises the name and reports errors at node n under `path`. Ports are copied.
+ * Returns 0, or <0 after reporting. */
 int sk_add_host_rule(struct sk_load_ctx *c, struct sk_policy *p, const struct sk_node *n, const char *path,
 		     const uint16_t *ports, size_t n_ports);
-/* validate.c, borrowed by forge.c. Parses a CIDR string, reporting (at n, under path) host bits set with
- * the network that was meant. Returns 0 or <0 after reporting. */
+/* build.c, for the validator and forge.c. Parses a CIDR string, reporting (at n, under path) host bits
+ * set with the network that was meant. Returns 0 or <0 after reporting. */
 int sk_parse_cidr_at(struct sk_load_ctx *c, const struct sk_node *n, const char *path, struct sk_cidr *out);
 
 #endif
