@@ -70,7 +70,7 @@ void sk_validate_seccomp(struct sk_load_ctx *c, const struct sk_node *n, struct 
 		const struct sk_node *x = d->items[i];
 		if (x->kind != SK_NODE_SCALAR)
 			continue;
-		for (size_t j = 0; j < p->seccomp.n_allow; j++)
+		for (size_t j = 0; p->seccomp.allow && j < p->seccomp.n_allow; j++)
 			if (p->seccomp.allow[j] && !strcmp(p->seccomp.allow[j], x->text)) {
 				err_at(c, x, "seccomp.deny[%zu]: %s is also in seccomp.allow, expected each syscall in one "
 					     "list", i, sk_quote(x->text, q, sizeof(q)));
