@@ -59,7 +59,7 @@ bool sk_cidr_is_link_local(const struct sk_cidr *c);
  * (IPv4-mapped, IPv4-compatible, NAT64 64:ff9b::/96 and 64:ff9b:1::/48, 6to4, Teredo). Equivalently:
  * some address a in c has sk_addr_is_private(a) (resp. sk_addr_is_link_local(a)). ::/0, 2002::/16 and
  * 0.0.0.0/0 overlap the link-local class; 10.96.0.0/12 and 198.18.1.20/32 do not. A rule that bypasses
- * the proxy (direct, udp) must not overlap a class it does not lie wholly inside (validate.c). */
+ * the proxy (direct, udp) must not overlap a class it does not lie wholly inside (validate_egress.c). */
 bool sk_cidr_overlaps_private(const struct sk_cidr *c);
 bool sk_cidr_overlaps_link_local(const struct sk_cidr *c);
 /* The same, listing for a message the entries c overlaps: "169.254.0.0/16, 168.63.129.16, ..." (a single

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "common/util.h"
-#include "policy/load-internal.h"
+#include "policy/internal.h"
 
 static const char *const forge_keys[] = { "profile", "mode", "allowed_domains", "tool_domains", "all_domains",
 					  "allow_private_ips", "allowed_private_cidrs" };

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy/load-internal.h"
+#include "policy/internal.h"
 
 struct scan {
 	struct sk_load_ctx *c;

@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "common/util.h"
-#include "policy/load-internal.h"
+#include "policy/internal.h"
 #include "policy/match.h"
 #include "policy/policy.h"
 
@@ -1029,7 +1029,7 @@ static void test_forge_errors(void **state)
 	sk_diags_free(&d);
 }
 
-/* FNV-1a 64 written out here, so the canonical form documented in policy.c is pinned by this test. */
+/* FNV-1a 64 written out here, so the canonical form documented in format.c is pinned by this test. */
 static void fnv_hex(const char *s, char out[17])
 {
 	uint64_t h = 0xcbf29ce484222325ULL;

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <yaml.h>
 
-#include "policy/load-internal.h"
+#include "policy/internal.h"
 
 #define YAML_TAG_PREFIX "tag:yaml.org,2002:"
 

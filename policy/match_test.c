@@ -101,7 +101,7 @@ static void fx_build(struct fixture *f)
 	assert_non_null(f->p.matcher);
 }
 
-/* Local, so the suite does not depend on the loader's policy.c. */
+/* Local, so the suite does not depend on the loader (load.c). */
 static const char *pname(enum sk_proto p)
 {
 	static const char *const n[] = { "any", "tls", "http", "tcp", "udp" };

@@ -1,7 +1,8 @@
 /* policy/policy.h — the policy model: one immutable snapshot of a loaded, validated, normalised policy
- * (docs/policy.md). Owns: the model types, loading (YAML, JSON, forge-supervisor egress_allowlist.json),
- * diagnostics with file:line:col, defaults, the netns-part hash. The matcher lives in match.h, domain
- * names in domain.h, addresses and CIDRs in addr.h.
+ * (docs/policy.md). Owns: the model types, the load entry points (load.c: YAML, JSON, forge-supervisor
+ * egress_allowlist.json), freeing (build.c), the model as text and the netns-part hash (format.c).
+ * Diagnostics with file:line:col are diag.h's, the matcher match.h's, domain names domain.h's,
+ * addresses and CIDRs addr.h's.
  *
  * Ownership: sk_policy_load_* returns an owned snapshot; free it with sk_policy_free(). Everything reached
  * from a snapshot is owned by it and never mutated after load (reload swaps the whole snapshot). */
@@ -12,8 +13,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "policy/addr.h"
 #include "common/util.h"
+#include "policy/addr.h"
+#include "policy/diag.h"
 
 enum sk_mode { SK_MODE_ENFORCE = 0, SK_MODE_AUDIT };
 
@@ -141,22 +143,6 @@ struct sk_policy {
 	char **import_notes;   /* forge import: one line per mapped field, for `check` output */
 	size_t n_import_notes;
 };
-
-/* One diagnostic: "file:line:col: message". */
-struct sk_diag {
-	char *file;
-	unsigned line, col;
-	char *msg;
-};
-struct sk_diags {
-	struct sk_diag *v;
-	size_t n, cap;
-};
-void sk_diags_add(struct sk_diags *d, const char *file, unsigned line, unsigned col, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
-void sk_diags_free(struct sk_diags *d);
-/* Writes every diagnostic as "file:line:col: msg\n". */
-void sk_diags_print(const struct sk_diags *d, void *stdio_file);
 
 /* Loads and validates a policy. Format: forced by `format` unless it is -1, in which case it is
  * detected (JSON if the first non-blank byte is '{', forge shape if a JSON object has any of the keys

@@ -1,5 +1,5 @@
 /* policy/schema.h — the shape of a native policy as data: every mapping's keys, each key's type and
- * bounds, enums and patterns. The validator (validate.c) takes its key lists and enum names from these
+ * bounds, enums and patterns. The validator (validate*.c) takes its key lists and enum names from these
  * tables, and `stockade-policy schema` emits them as a JSON Schema (docs/policy.schema.json, and the
  * chart's values.schema.json policy.spec), so an editor, `helm lint` and `stockade-policy check` agree on
  * which keys exist. The schema is the shape only: cross-field rules (host names that are IP literals,

@@ -1,28 +1,11 @@
-/* policy/tree.c — the position-annotated document tree both loaders produce (see load-internal.h). */
+/* policy/tree.c — the position-annotated document tree both loaders produce (see internal.h): nodes, their
+ * arena, the key lookup and the "got ..." description of a node. Above diag.c only. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy/load-internal.h"
-
-void sk_ctx_error(struct sk_load_ctx *c, unsigned line, unsigned col, const char *fmt, ...)
-{
-	char msg[1024];
-	/* A hostile file can produce an error per byte; nobody reads past the first screenful. */
-	if (c->n_errors++ >= SK_MAX_ERRORS) {
-		if (c->n_errors == SK_MAX_ERRORS + 1)
-			sk_diags_add(c->diags, c->file, line, col, "too many errors, stopped reporting after %d",
-				     SK_MAX_ERRORS);
-		return;
-	}
-	va_list ap;
-	va_start(ap, fmt);
-	(void)vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	sk_diags_add(c->diags, c->file, line, col, "%s", msg);
-}
+#include "policy/internal.h"
 
 /* ---- arena: bump allocation in chunks, freed all at once ---- */
 
@@ -211,33 +194,6 @@ struct sk_node *sk_node_get(const struct sk_node *map, const char *key)
 			return map->items[i + 1];
 	}
 	return NULL;
-}
-
-char *sk_quote(const char *s, char *out, size_t outsz)
-{
-	size_t o = 0;
-	const size_t limit = outsz > 8 ? outsz - 8 : 0;  /* room for an escape, "...'" and NUL */
-	if (outsz < 12) {
-		if (outsz)
-			out[0] = 0;
-		return out;
-	}
-	out[o++] = '\'';
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (o >= limit) {
-			memcpy(out + o, "...", 3);
-			o += 3;
-			break;
-		}
-		if (*p < 0x20 || *p >= 0x7f || *p == '\'' || *p == '\\') {
-			o += (size_t)snprintf(out + o, outsz - o, "\\x%02x", *p);
-		} else {
-			out[o++] = (char)*p;
-		}
-	}
-	out[o++] = '\'';
-	out[o] = 0;
-	return out;
 }
 
 const char *sk_node_describe(const struct sk_node *n, char *buf, size_t bufsz)

@@ -497,7 +497,7 @@ stockade.podRestartPart: what of the policy only a new pod can apply — the ini
 loopback, exempt UIDs, direct and udp cidr rules) and the agent's seccomp profile (loaded when the container
 starts). The pod template's checksum/policy covers this and nothing else, so editing an egress host rule
 reloads live in the running sidecar instead of rolling every pod. A direct rule's position is part of it
-because the sidecar's netns hash (policy.c) counts it: a reload that moves one is refused as needing a pod. Usage: {{ include "stockade.podRestartPart" . | sha256sum }}
+because the sidecar's netns hash (policy/format.c) counts it: a reload that moves one is refused as needing a pod. Usage: {{ include "stockade.podRestartPart" . | sha256sum }}
 */}}
 {{- define "stockade.podRestartPart" -}}
 uids: {{ int .Values.uids.agent }}/{{ int .Values.uids.sidecar }}

@@ -1,12 +1,18 @@
-/* policy/load-internal.h — private to the policy loaders (policy.c, tree.c, load_yaml.c, load_json.c,
- * validate.c, forge.c). Both text formats are first turned into the same small position-annotated tree
- * (mapping / sequence / scalar, each with line:col), so one validator serves YAML and JSON and every
- * message carries the position of the key or value it is about.
+/* policy/internal.h — private to the policy library's loaders (diag.c, tree.c, load_yaml.c, load_json.c,
+ * tree_get.c, build.c, validate*.c, forge.c, load.c; and tests). Both text formats are first turned into
+ * the same small position-annotated tree (mapping / sequence / scalar, each with line:col), so one
+ * validator serves YAML and JSON and every message carries the position of the key or value it is about.
  *
  * Ownership: a tree returned by a loader is owned by the caller (sk_node_free). Nodes own their text and
- * children. The load context borrows the file name and the diags it appends to. */
-#ifndef SK_POLICY_LOAD_INTERNAL_H
-#define SK_POLICY_LOAD_INTERNAL_H
+ * children. The load context borrows the file name and the diags it appends to.
+ *
+ * The layers, each calling only those below it: diag.c (the diagnostics, the error counter, quoting) <
+ * tree.c (nodes) < load_yaml.c, load_json.c (text → tree) and tree_get.c (typed reads of nodes, with
+ * messages) < build.c (defaults, adding rules, freeing) < validate_<section>.c < validate.c (the walk)
+ * and forge.c (tree → model) < load.c (the entry points). The validator's own declarations are in
+ * validate-internal.h. */
+#ifndef SK_POLICY_INTERNAL_H
+#define SK_POLICY_INTERNAL_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -54,8 +60,16 @@ struct sk_load_ctx {
 	struct sk_node *node_next, *node_end;  /* the arena's current block of unused nodes (tree.c) */
 };
 
+/* diag.c. Adds a diagnostic at line:col of the file being loaded and counts it; past SK_MAX_ERRORS only
+ * counts (one line says reporting stopped). */
 void sk_ctx_error(struct sk_load_ctx *c, unsigned line, unsigned col, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+/* Writes a printable, quoted, length-bounded rendering of s into out (never raw control bytes: names
+ * from a hostile file end up in logs and terminals). Returns out. */
+char *sk_quote(const char *s, char *out, size_t outsz);
+#define SK_QUOTE_MAX 96
+/* Sorts the diagnostics from index `from` on (one load's) by position, ties in insertion order. */
+void sk_diags_sort_from(struct sk_diags *d, size_t from);
 
 /* tree.c. Returns owned node or NULL (out of memory). Between sk_tree_begin and sk_tree_end the nodes,
  * their text and their item arrays come from one arena (a long policy is ~10 nodes per rule; one malloc
@@ -77,10 +91,6 @@ int sk_node_push(struct sk_node *parent, struct sk_node *child);
 void sk_node_free(struct sk_node *n);
 /* MAP: the value of the first entry whose key is the scalar `key`, or NULL. Borrowed. */
 struct sk_node *sk_node_get(const struct sk_node *map, const char *key);
-/* Writes a printable, quoted, length-bounded rendering of s into out (never raw control bytes: names
- * from a hostile file end up in logs and terminals). Returns out. */
-char *sk_quote(const char *s, char *out, size_t outsz);
-#define SK_QUOTE_MAX 96
 /* "a mapping", "a list", "a string 'x'", "a number 12", "a boolean", "null": for "got ..." messages. */
 const char *sk_node_describe(const struct sk_node *n, char *buf, size_t bufsz);
 
@@ -100,20 +110,24 @@ void sk_forge_import(struct sk_load_ctx *c, const struct sk_node *root, struct s
 /* forge.c: does this JSON object look like a forge-supervisor file (policy.h's detection rule)? */
 bool sk_forge_detect(const struct sk_node *root);
 
-/* Shared by validate.c and forge.c. */
+/* build.c: docs/policy.md's defaults (dns.upstream and dns.allowTypes excepted: the validator fills
+ * those when absent, so that a present key replaces the default instead of adding to it). */
 void sk_policy_set_defaults(struct sk_policy *p);
-/* Fills dns.upstream [resolv.conf] and dns.allowTypes [A AAAA CNAME HTTPS SVCB] where unset. 0 or -ENOMEM. */
+/* build.c: fills dns.upstream [resolv.conf] and dns.allowTypes [A AAAA CNAME HTTPS SVCB] where unset.
+ * 0 or -ENOMEM. */
 int sk_policy_dns_defaults(struct sk_policy *p);
-/* Appends a host rule for `pattern` ("name" or "*.suffix"); validates and normalises the name and
- * reports errors at node n under `path`. Ports are copied. Returns 0, or <0 after reporting. */
+/* build.c: grows p->rules by one zeroed rule; returns it or NULL (reported as out of memory). */
+struct sk_rule *sk_policy_add_rule(struct sk_load_ctx *c, struct sk_policy *p);
+/* build.c: appends a formatted import note to p (forge). */
+void sk_policy_add_note(struct sk_policy *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* build.c, for the validator and forge.c. Appends a host rule for `pattern` ("name" or "*.suffix");
+ * validates and normalises the name and reports errors at node n under `path`. Ports are copied.
+ * Returns 0, or <0 after reporting. */
 int sk_add_host_rule(struct sk_load_ctx *c, struct sk_policy *p, const struct sk_node *n, const char *path,
 		     const uint16_t *ports, size_t n_ports);
-/* Parses a CIDR string, reporting (at n, under path) host bits set with the network that was meant.
- * Returns 0 or <0 after reporting. */
+/* build.c, for the validator and forge.c. Parses a CIDR string, reporting (at n, under path) host bits
+ * set with the network that was meant. Returns 0 or <0 after reporting. */
 int sk_parse_cidr_at(struct sk_load_ctx *c, const struct sk_node *n, const char *path, struct sk_cidr *out);
-/* Grows p->rules by one zeroed rule; returns it or NULL (reported as out of memory). */
-struct sk_rule *sk_policy_add_rule(struct sk_load_ctx *c, struct sk_policy *p);
-/* Appends a formatted import note to p (forge). */
-void sk_policy_add_note(struct sk_policy *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif
