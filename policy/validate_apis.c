@@ -234,7 +234,11 @@ static void validate_api(struct sk_load_ctx *c, const struct sk_node *n, size_t 
 	}
 	if ((v = sk_node_get(n, "methods"))) {
 		sk_path_key(kp, sizeof(kp), path, "methods");
-		if (sk_want_seq(c, v, kp, "HTTP methods") && (a->methods = calloc(v->n ? v->n : 1, sizeof(char *)))) {
+		/* a list lost to a failed allocation would leave the api open to every method: fail the load */
+		if (sk_want_seq(c, v, kp, "HTTP methods") &&
+		    !(a->methods = calloc(v->n ? v->n : 1, sizeof(char *)))) {
+			err_at(c, v, "%s: out of memory", kp);
+		} else if (a->methods) {
 			for (size_t i = 0; i < v->n; i++) {
 				char ip[PATHSZ];
 				sk_path_idx(ip, sizeof(ip), kp, i);
@@ -256,7 +260,9 @@ static void validate_api(struct sk_load_ctx *c, const struct sk_node *n, size_t 
 				bool dup = false;
 				for (size_t j = 0; m && j < a->n_methods && !dup; j++)
 					dup = a->methods[j] && !strcmp(a->methods[j], m);
-				if (dup || !m)
+				if (!m)
+					err_at(c, v->items[i], "%s: out of memory", ip);
+				else if (dup)
 					free(m);
 				else
 					a->methods[a->n_methods++] = m;
@@ -265,7 +271,9 @@ static void validate_api(struct sk_load_ctx *c, const struct sk_node *n, size_t 
 	}
 	if ((v = sk_node_get(n, "pathPrefixes"))) {
 		sk_path_key(kp, sizeof(kp), path, "pathPrefixes");
-		if (sk_want_seq(c, v, kp, "paths") && (a->path_prefixes = calloc(v->n ? v->n : 1, sizeof(char *)))) {
+		if (sk_want_seq(c, v, kp, "paths") && !(a->path_prefixes = calloc(v->n ? v->n : 1, sizeof(char *)))) {
+			err_at(c, v, "%s: out of memory", kp);
+		} else if (a->path_prefixes) {
 			for (size_t i = 0; i < v->n; i++) {
 				char ip[PATHSZ];
 				sk_path_idx(ip, sizeof(ip), kp, i);
@@ -280,7 +288,10 @@ static void validate_api(struct sk_load_ctx *c, const struct sk_node *n, size_t 
 					       ip, sk_quote(s, q, sizeof(q)));
 					continue;
 				}
-				a->path_prefixes[a->n_path_prefixes++] = strdup(s);
+				if (!(a->path_prefixes[a->n_path_prefixes] = strdup(s)))
+					err_at(c, v->items[i], "%s: out of memory", ip);
+				else
+					a->n_path_prefixes++;
 			}
 		}
 	}

@@ -71,6 +71,8 @@ void sk_validate_dns(struct sk_load_ctx *c, const struct sk_node *n, struct sk_p
 		if (!v->n)
 			err_at(c, v, "dns.upstream: empty list, expected resolv.conf or resolver addresses");
 		p->dns.upstream = calloc(v->n ? v->n : 1, sizeof(char *));
+		if (!p->dns.upstream)
+			err_at(c, v, "dns.upstream: out of memory");
 		for (size_t i = 0; p->dns.upstream && i < v->n; i++) {
 			sk_pathf(path, sizeof(path), "dns.upstream[%zu]", i);
 			const char *s = sk_get_str(c, v->items[i], path, "resolv.conf or an IP address");
@@ -82,7 +84,10 @@ void sk_validate_dns(struct sk_load_ctx *c, const struct sk_node *n, struct sk_p
 				       "port (10.0.0.10, 10.0.0.10:53, [fd00::a]:53)", path, sk_quote(s, q, sizeof(q)));
 				continue;
 			}
-			p->dns.upstream[p->dns.n_upstream++] = strdup(s);
+			if (!(p->dns.upstream[p->dns.n_upstream] = strdup(s)))
+				err_at(c, v->items[i], "%s: out of memory", path);
+			else
+				p->dns.n_upstream++;
 		}
 	}
 	if ((v = sk_node_get(n, "deny"))) {
@@ -97,6 +102,8 @@ void sk_validate_dns(struct sk_load_ctx *c, const struct sk_node *n, struct sk_p
 	}
 	if ((v = sk_node_get(n, "allowTypes")) && sk_want_seq(c, v, "dns.allowTypes", "record type names")) {
 		p->dns.allow_types = calloc(v->n ? v->n : 1, sizeof(uint16_t));
+		if (!p->dns.allow_types)
+			err_at(c, v, "dns.allowTypes: out of memory");
 		for (size_t i = 0; p->dns.allow_types && i < v->n; i++) {
 			sk_pathf(path, sizeof(path), "dns.allowTypes[%zu]", i);
 			const char *s = sk_get_str(c, v->items[i], path, "a record type name like A or AAAA");

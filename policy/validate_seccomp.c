@@ -26,11 +26,16 @@ static void syscall_list(struct sk_load_ctx *c, const struct sk_node *n, const c
 		return;
 	*out = calloc(n->n ? n->n : 1, sizeof(char *));
 	*pos = calloc(n->n ? n->n : 1, sizeof(**pos));
-	if (!*pos) {
+	if (!*pos || !*out) {
 		free(*out);
+		free(*pos);
 		*out = NULL;
+		*pos = NULL;
+		/* a list dropped without a word would load a weaker profile (a deny list lost): fail the load */
+		err_at(c, n, "%s: out of memory", path);
+		return;
 	}
-	for (size_t i = 0; *out && i < n->n; i++) {
+	for (size_t i = 0; i < n->n; i++) {
 		sk_path_idx(ipath, sizeof(ipath), path, i);
 		const char *s = sk_get_str(c, n->items[i], ipath, "a syscall name");
 		if (!s)
