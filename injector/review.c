@@ -598,6 +598,8 @@ static int policy_tree(const cJSON *root, struct sk_review_out *out, struct sk_e
 		out->verdict = SK_REVIEW_UNCHANGED;
 		return respond(out, NULL, NULL, err);
 	}
+	if (!message)
+		return sk_err_set(err, ENOMEM, "policy review: out of memory");
 	out->verdict = SK_REVIEW_REFUSED;
 	const char *first = strchr(message, '\n');
 	(void)snprintf(out->reason, sizeof(out->reason), "%s", first ? first + 1 : message);

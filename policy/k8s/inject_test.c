@@ -941,7 +941,7 @@ static void test_check_ignores_api_server_defaults(void **state)
 	copy = cJSON_Duplicate(d, 1);
 	cJSON *rp = mut_at(copy, "spec.template.spec.initContainers[1].readinessProbe.periodSeconds");
 	assert_non_null(rp);
-	cJSON_SetNumberValue(rp, rp->valuedouble + 1);
+	cJSON_SetNumberValue(rp, cJSON_GetNumberValue(rp) + 1);
 	assert_int_equal(sk_inject_is_wrapped(copy, &o, &err), 0);
 	cJSON_Delete(copy);
 	cJSON_Delete(d);
