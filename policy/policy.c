@@ -17,6 +17,8 @@
 #include "policy/load-internal.h"
 #include "policy/match.h"
 #include "policy/policy.h"
+#include "policy/requests.h"
+#include "policy/schema.h"
 
 void sk_diags_add(struct sk_diags *d, const char *file, unsigned line, unsigned col, const char *fmt, ...)
 {
@@ -89,6 +91,7 @@ void sk_policy_free(struct sk_policy *p)
 		free(p->rules[i].host);
 		free(p->rules[i].ports);
 		free(p->rules[i].name);
+		sk_requests_free(p->rules[i].requests);
 	}
 	free(p->rules);
 	free_strv(p->dns.upstream, p->dns.n_upstream);
@@ -366,6 +369,12 @@ char *sk_rule_format(const struct sk_rule *r, char *out, size_t outsz)
 		sb_printf(out, outsz, &o, " protocol %s", sk_proto_name(r->proto));
 	if (r->direct)
 		sb_printf(out, outsz, &o, " direct");
+	if (r->inspect)
+		sb_printf(out, outsz, &o, " inspect");
+	if (r->requests && r->requests->access != SK_ACCESS_NONE)
+		sb_printf(out, outsz, &o, " access %s", sk_schema_accesses[r->requests->access - 1]);
+	else if (r->requests)
+		sb_printf(out, outsz, &o, " requests %zu", r->requests->n);
 	return out;
 }
 

@@ -19,6 +19,7 @@
 #include "policy/addr.h"
 #include "policy/domain.h"
 #include "policy/load-internal.h"
+#include "policy/requests.h"
 #include "policy/schema.h"
 
 #define PATHSZ 160
@@ -775,6 +776,7 @@ static void validate_rule(struct sk_load_ctx *c, const struct sk_node *n, size_t
 	lp.base = "egress";
 	lp.idx = idx;
 	lp.done = false;
+	const size_t n_before = p->n_rules;  /* the rule this item adds, if any, is the next one */
 	if (n->kind != SK_NODE_MAP) {
 		want_map(c, n, lazy_path(&lp));
 		return;
@@ -894,6 +896,7 @@ static void validate_rule(struct sk_load_ctx *c, const struct sk_node *n, size_t
 	}
 	free(ports);
 	free(name);
+	sk_requests_validate(c, n, lazy_path(&lp), p->n_rules > n_before ? &p->rules[p->n_rules - 1] : NULL);
 }
 
 static void validate_egress(struct sk_load_ctx *c, const struct sk_node *n, struct sk_policy *p)
