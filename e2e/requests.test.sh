@@ -180,19 +180,30 @@ sys.exit(0 if any(o.get("reason")=="request_denied" and o.get("method")=="PATCH"
 }
 
 t_explain() {
-	P=$SK_TMP/policy.yaml
-	out=$("$SK_BIN/stockade-policy" explain --policy "$P" --host github.example --port 80 --protocol http \
+	local P=$SK_TMP/policy.yaml out rc
+	out=$("$SK_BIN/stockade-policy" explain -o text --policy "$P" github.example 80 \
 		--method POST --path /repos/acme/app/pulls 2>&1)
-	sk_check_eq "explain: allowed POST exits 0" 0 $?
-	sk_check "explain: names the request rule that decides" grep -q 'requests\[1\]' <<<"$out"
-	out=$("$SK_BIN/stockade-policy" explain --policy "$P" --host github.example --port 80 --protocol http \
+	rc=$?
+	sk_check_eq "explain: the allowed POST exits 0" 0 "$rc"
+	sk_check "explain: names the request rule that decides, with its position" \
+		grep -qF "by requests[1] POST /repos/acme/*/pulls at $P:" <<<"$out"
+	out=$("$SK_BIN/stockade-policy" explain --policy "$P" github.example 80 \
 		--method POST --path '/repos/acme/app/issues?x=1' 2>&1)
-	sk_check_eq "explain: denied POST exits 1" 1 $?
-	sk_check "explain: says no request rule allows it" grep -q 'no request rule' <<<"$out"
-	out=$("$SK_BIN/stockade-policy" explain --policy "$P" --host github.example --port 80 --protocol http \
+	rc=$?
+	sk_check_eq "explain: the denied POST exits 1" 1 "$rc"
+	sk_check_eq "explain: the denied POST's reason, as the audit line's" request_denied \
+		"$("$PY" -c 'import json,sys; print(json.loads(sys.argv[1])["reason"])' "$out")"
+	sk_check_eq "explain: the path decided without its query" /repos/acme/app/issues \
+		"$("$PY" -c 'import json,sys; print(json.loads(sys.argv[1])["path"])' "$out")"
+	out=$("$SK_BIN/stockade-policy" explain -o text --policy "$P" github.example 80 \
 		--method GET --path '/repos/acme%2Fx' 2>&1)
-	sk_check_eq "explain: a %2F path exits 1" 1 $?
-	sk_check "explain: names the path refusal" grep -q '%2F' <<<"$out"
+	rc=$?
+	sk_check_eq "explain: a %2F path exits 1" 1 "$rc"
+	sk_check "explain: names the path refusal" grep -qF "request_bad_path, GET /repos/acme%2Fx: an encoded '/' (%2F)" <<<"$out"
+	"$SK_BIN/stockade-policy" explain --policy "$P" pypi.example 80 --method GET --path /simple/ >/dev/null 2>&1
+	sk_check_eq "explain: read-only allows GET" 0 $?
+	"$SK_BIN/stockade-policy" explain --policy "$P" pypi.example 80 --method PUT --path /simple/ >/dev/null 2>&1
+	sk_check_eq "explain: read-only denies PUT" 1 $?
 }
 
 SK_CASES=(github_get_allowed github_post_denied read_only_index smuggled_second_request encoded_paths
