@@ -99,6 +99,8 @@ struct conn {
 	size_t held_head;              /* GATE_HTTP: a head already parsed, waiting on a resolution */
 	bool upgrade_wait;             /* GATE_HTTP: a websocket upgrade waits for its status line */
 	struct sk_req_denial *req_denial;  /* GATE_HTTP: the request its request rules denied (owned) */
+	uint64_t rule_gen;             /* the policy_gen rule indexes (set_rule) */
+	bool rule_requests;            /* that rule has request rules (requests_gate.h) */
 	bool tls_open;                 /* GATE_TLS: the server has not yet answered with a non-HRR ServerHello */
 	bool tls_ech;                  /* the allowed hello carried ECH (tls.echGrease: allow): so must the rest */
 	size_t tls_skip;               /* GATE_TLS: bytes of a passing record not yet in the gate's buffer */
@@ -292,6 +294,8 @@ static const char *conn_rule_label(const struct conn *c)
 static void set_rule(struct conn *c, const struct sk_policy *pol, int rule)
 {
 	c->rule = rule;
+	c->rule_gen = c->px->sc->policy_gen;
+	c->rule_requests = rule >= 0 && (size_t)rule < pol->n_rules && pol->rules[rule].requests;
 	c->rule_named = rule >= 0 && (size_t)rule < pol->n_rules && pol->rules[rule].name;
 	char idx[24];
 	const char *l = sk_rule_label(pol, rule, idx);
@@ -1074,7 +1078,25 @@ static enum verdict check_conn_requests(struct conn *c)
 static enum verdict check_request_rules(struct conn *c, const uint8_t *head, size_t n, const struct sk_http_head *h)
 {
 	const struct sk_policy *pol = c->px->sc->policy;
-	if (c->rule < 0 || (size_t)c->rule >= pol->n_rules || !pol->rules[c->rule].requests)
+	if (c->rule_gen != c->px->sc->policy_gen && c->rule >= 0) {
+		/* A reload since the decision: c->rule indexes the old policy. Find this name's rule in the new
+		 * one, so a later request meets the request rules in force. A name the new policy no longer
+		 * allows stays allowed on this connection as before, unless its rule had request rules: those
+		 * fail closed rather than let every later request through. */
+		struct sk_policy enforce = *pol;
+		enforce.mode = SK_MODE_ENFORCE;
+		struct sk_query q = { .host = c->has_name ? c->name : NULL, .dst = &c->dst, .port = c->dport,
+				      .proto = c->match_proto };
+		struct sk_decision d;
+		sk_match(&enforce, &q, &d);
+		if (d.allow)
+			set_rule(c, pol, d.rule);
+		else if (c->rule_requests)
+			return verdict_deny(c, sk_reason_name(d.reason));
+		else
+			return V_ALLOW;   /* the old index stays as it was: nothing of the new policy to apply */
+	}
+	if (!c->rule_requests || c->rule < 0 || (size_t)c->rule >= pol->n_rules || !pol->rules[c->rule].requests)
 		return V_ALLOW;
 	const char *why = sk_req_gate_judge(&pol->rules[c->rule], conn_rule_label(c), head, n, h, &c->req_denial);
 	return why ? verdict_deny(c, why) : V_ALLOW;
