@@ -21,7 +21,7 @@ static struct sk_policy *load(const char *text)
 	int rc = sk_policy_load_buffer_ex("t.yaml", text, strlen(text), -1, SK_LOAD_NO_FILE_CHECKS, &p, &d);
 	if (rc != 0) {
 		for (size_t i = 0; i < d.n; i++)
-			fprintf(stderr, "%u:%u: %s\n", d.v[i].line, d.v[i].col, d.v[i].msg);
+			(void)fprintf(stderr, "%u:%u: %s\n", d.v[i].line, d.v[i].col, d.v[i].msg);
 		fail_msg("load failed");
 	}
 	sk_diags_free(&d);
@@ -41,7 +41,7 @@ static void expect_error(const char *text, unsigned line, unsigned col, const ch
 		found |= d.v[i].line == line && d.v[i].col == col && strstr(d.v[i].msg, want) != NULL;
 	if (!found) {
 		for (size_t i = 0; i < d.n; i++)
-			fprintf(stderr, "%u:%u: %s\n", d.v[i].line, d.v[i].col, d.v[i].msg);
+			(void)fprintf(stderr, "%u:%u: %s\n", d.v[i].line, d.v[i].col, d.v[i].msg);
 		sk_diags_free(&d);
 		fail_msg("no diagnostic at %u:%u containing \"%s\"", line, col, want);
 	}

@@ -76,7 +76,9 @@ struct conn {
 	struct sk_addr src, dst;
 	uint16_t sport, dport;
 	struct src_count *srcent;
+	struct sk_req_denial *req_denial;  /* GATE_HTTP: the request its request rules denied (owned) */
 	uint64_t t0_ms;
+	uint64_t rule_gen;             /* the policy_gen rule indexes (set_rule) */
 	uint8_t *buf;                  /* every byte read from the client before the decision */
 	size_t len, cap;
 	char name[SK_DOMAIN_MAX + 1];
@@ -98,9 +100,7 @@ struct conn {
 	uint32_t request;              /* GATE_HTTP: number of the head being judged (1-based) */
 	size_t held_head;              /* GATE_HTTP: a head already parsed, waiting on a resolution */
 	bool upgrade_wait;             /* GATE_HTTP: a websocket upgrade waits for its status line */
-	struct sk_req_denial *req_denial;  /* GATE_HTTP: the request its request rules denied (owned) */
-	uint64_t rule_gen;             /* the policy_gen rule indexes (set_rule) */
-	bool rule_requests;            /* that rule has request rules (requests_gate.h) */
+	bool rule_requests;            /* the rule (set_rule) has request rules (requests_gate.h) */
 	bool tls_open;                 /* GATE_TLS: the server has not yet answered with a non-HRR ServerHello */
 	bool tls_ech;                  /* the allowed hello carried ECH (tls.echGrease: allow): so must the rest */
 	size_t tls_skip;               /* GATE_TLS: bytes of a passing record not yet in the gate's buffer */
