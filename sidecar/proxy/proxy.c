@@ -1099,7 +1099,19 @@ static enum verdict check_request_rules(struct conn *c, const uint8_t *head, siz
 	if (!c->rule_requests || c->rule < 0 || (size_t)c->rule >= pol->n_rules || !pol->rules[c->rule].requests)
 		return V_ALLOW;
 	const char *why = sk_req_gate_judge(&pol->rules[c->rule], conn_rule_label(c), head, n, h, &c->req_denial);
-	return why ? verdict_deny(c, why) : V_ALLOW;
+	if (!why)
+		return V_ALLOW;
+	enum verdict v = verdict_deny(c, why);
+	if (v == V_ALLOW) {
+		/* mode audit: one would_deny line for this request now (the connection's last line is about
+		 * its last request, so a later allowed one would hide it), and the connection goes on allowed */
+		conn_audit(c, "deny", c->relay.b2a.bytes, c->relay.a2b.bytes);
+		c->decision = "allow";
+		c->reason = "rule";
+		sk_req_denial_free(c->req_denial);
+		c->req_denial = NULL;
+	}
+	return v;
 }
 
 static void act_peek(struct conn *c, enum verdict v)

@@ -2043,6 +2043,61 @@ static void test_request_rules_follow_a_reload_on_a_kept_alive_connection(void *
 	world_down(&w);
 }
 
+/* Mode audit: the request its rules would deny goes upstream, with one would_deny line of its own that a
+ * later allowed request on the connection does not hide. */
+static void test_request_rules_in_mode_audit_report_each_request(void **state)
+{
+	(void)state;
+	struct world w;
+	static const char audit_policy[] =
+		"version: 1\n"
+		"mode: audit\n"
+		"ports: { proxy: 15001, dns: 15053, admin: 15000, api: 15080 }\n"
+		"egress:\n"
+		"  - host: allowed.example\n"
+		"    protocol: http\n"
+		"    requests:\n"
+		"      - { methods: [GET], paths: [\"/a/**\"] }\n"
+		"blockPrivate: false\n";
+	world_up_policy(&w, audit_policy, 5000);
+	bind_fake(&w);
+	static const char r1[] = "DELETE /a/1 HTTP/1.1\r\nHost: allowed.example\r\n\r\n";
+	static const char r2[] = "GET /a/2 HTTP/1.1\r\nHost: allowed.example\r\n\r\n";
+	char both[256];
+	(void)snprintf(both, sizeof(both), "%s%s", r1, r2);
+	int c = client(&w, &w.lo, w.upstream_port);
+	assert_int_equal(send(c, both, strlen(both), 0), (ssize_t)strlen(both));
+	int up = accept_up(&w);
+	assert_true(up >= 0);
+	char got[256] = { 0 };
+	assert_int_equal(recv_some(&w, up, got, strlen(both)), strlen(both));
+	assert_memory_equal(got, both, strlen(both));
+	close(up);
+	close(c);
+	spin(&w, 20);
+	/* every line: the would_deny of request 1 with its method and path, then the connection's allow */
+	char lines[8192] = { 0 };
+	ssize_t n = read(w.audit_r, lines, sizeof(lines) - 1);
+	assert_true(n > 0);
+	char *nl = strchr(lines, '\n');
+	assert_non_null(nl);
+	*nl = '\0';
+	cJSON *j1 = cJSON_Parse(lines), *j2 = cJSON_Parse(nl + 1);
+	assert_non_null(j1);
+	assert_non_null(j2);
+	assert_string_equal(jstr(j1, "event"), "deny");
+	assert_string_equal(jstr(j1, "decision"), "would_deny");
+	assert_string_equal(jstr(j1, "reason"), "request_denied");
+	assert_string_equal(jstr(j1, "method"), "DELETE");
+	assert_string_equal(jstr(j1, "path"), "/a/1");
+	assert_string_equal(jstr(j2, "event"), "conn");
+	assert_string_equal(jstr(j2, "decision"), "allow");
+	assert_null(cJSON_GetObjectItem(j2, "method"));
+	cJSON_Delete(j1);
+	cJSON_Delete(j2);
+	world_down(&w);
+}
+
 /* TLS under a rule with request rules: its requests cannot be read (no TLS termination yet), so the
  * connection is denied rather than every request let through. */
 static void test_tls_under_request_rules_is_denied(void **state)
@@ -2125,6 +2180,7 @@ int main(void)
 		cmocka_unit_test(test_upstream_refused_is_reported_as_refused),
 		cmocka_unit_test(test_request_rule_denies_first_request_with_json_403),
 		cmocka_unit_test(test_request_rules_follow_a_reload_on_a_kept_alive_connection),
+		cmocka_unit_test(test_request_rules_in_mode_audit_report_each_request),
 		cmocka_unit_test(test_tls_under_request_rules_is_denied),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
