@@ -1497,6 +1497,15 @@ static ssize_t gate_http(struct sk_relay *r, const uint8_t *buf, size_t len, boo
 		c->resolved = false;
 		if (c->verdict_after == V_DENY)
 			return -1;
+		/* The held head meets the request rules of the rule the resolution confirmed. */
+		struct sk_http_head hh;
+		enum sk_http_result hr = sk_http_head_parse(buf, c->held_head, &hh);
+		if ((hr != SK_HTTP_OK && c->rule_requests) ||
+		    (hr == SK_HTTP_OK && check_request_rules(c, buf, c->held_head, &hh) == V_DENY)) {
+			c->held_head = 0;
+			r->denied = r->a2b.bytes > 0;
+			return -1;
+		}
 		off = c->held_head;
 		c->held_head = 0;
 	}

@@ -2098,6 +2098,66 @@ static void test_request_rules_in_mode_audit_report_each_request(void **state)
 	world_down(&w);
 }
 
+static bool only_allowed_bound(void *ctx, const struct sk_addr *addr, const char *name)
+{
+	(void)ctx;
+	(void)addr;
+	return strcmp(name, "allowed.example") == 0;
+}
+
+/* A later request for another name that the sidecar must resolve first is held, then meets the request
+ * rules of the rule the resolution confirmed (it was forwarded unjudged before). */
+static void test_request_held_for_a_resolution_meets_request_rules(void **state)
+{
+	(void)state;
+	struct world w;
+	struct fake_resolver f = { 0 };
+	world_up_policy(&w,
+			"version: 1\n"
+			"mode: enforce\n"
+			"ports: { proxy: 15001, dns: 15053, admin: 15000, api: 15080 }\n"
+			"egress:\n"
+			"  - host: allowed.example\n"
+			"  - host: api.example\n"
+			"    protocol: http\n"
+			"    requests:\n"
+			"      - { methods: [GET], paths: [\"/a/**\"] }\n"
+			"blockPrivate: false\n",
+			5000);
+	w.sc.bind.name_bound = only_allowed_bound;
+	w.sc.resolve.ctx = &f;
+	w.sc.resolve.start = fake_resolve_start;
+	w.sc.resolve.cancel = fake_resolve_cancel;
+	static const char r1[] = "GET /1 HTTP/1.1\r\nHost: allowed.example\r\n\r\n";
+	static const char r2[] = "POST /a/x HTTP/1.1\r\nHost: api.example\r\nContent-Length: 0\r\n\r\n";
+	char both[256];
+	(void)snprintf(both, sizeof(both), "%s%s", r1, r2);
+	int c = client(&w, &w.lo, w.upstream_port);
+	assert_int_equal(send(c, both, strlen(both), 0), (ssize_t)strlen(both));
+	int up = accept_up(&w);
+	assert_true(up >= 0);
+	char got[256] = { 0 };
+	assert_int_equal(recv_some(&w, up, got, sizeof(r1) - 1), sizeof(r1) - 1);
+	spin(&w, 5);
+	assert_int_equal(f.starts, 1);
+	assert_string_equal(f.name, "api.example");
+	f.done(f.arg, SK_RESOLVE_MATCH);
+	assert_upstream_got_nothing(&w, up);
+	char back[1024] = { 0 };
+	size_t n = recv_some(&w, c, back, sizeof(back) - 1);
+	assert_true(n > 24);
+	assert_true(strncmp(back, "HTTP/1.1 403 Forbidden\r\n", 24) == 0);
+	assert_non_null(strstr(back, "\"path\":\"/a/x\""));
+	int count;
+	cJSON *j = last_audit(&w, &count);
+	assert_string_equal(jstr(j, "reason"), "request_denied");
+	assert_string_equal(jstr(j, "name"), "api.example");
+	assert_string_equal(jstr(j, "method"), "POST");
+	cJSON_Delete(j);
+	close(c);
+	world_down(&w);
+}
+
 /* TLS under a rule with request rules: its requests cannot be read (no TLS termination yet), so the
  * connection is denied rather than every request let through. */
 static void test_tls_under_request_rules_is_denied(void **state)
@@ -2181,6 +2241,7 @@ int main(void)
 		cmocka_unit_test(test_request_rule_denies_first_request_with_json_403),
 		cmocka_unit_test(test_request_rules_follow_a_reload_on_a_kept_alive_connection),
 		cmocka_unit_test(test_request_rules_in_mode_audit_report_each_request),
+		cmocka_unit_test(test_request_held_for_a_resolution_meets_request_rules),
 		cmocka_unit_test(test_tls_under_request_rules_is_denied),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
