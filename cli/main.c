@@ -20,9 +20,12 @@ static const struct {
 	  "  \"FILE: ok (N rules, mode M)\" per valid file, every error as FILE:LINE:COL on stderr (text) or\n"
 	  "  one JSON array of {file, valid, rules, mode, errors:[{line, col, message}]} (json).\n" },
 	{ "explain", sk_cmd_explain, "print the decision for one connection (exit 0 allow, 1 deny)",
-	  "explain [--no-file-checks] [-o json|text] [--proto tls|http|tcp|udp] (FILE | --policy F) HOST PORT\n"
+	  "explain [--no-file-checks] [-o json|text] [--proto tls|http|tcp|udp] [--method M --path P]\n"
+	  "        (FILE | --policy F) HOST PORT\n"
 	  "  Runs the sidecar's matcher on HOST:PORT; json (the default) prints one object: decision, rule,\n"
-	  "  reason, host, port, proto, rule_text, rule_at, mode.\n" },
+	  "  reason, host, port, proto, rule_text, rule_at, mode. Under a rule with request rules, --method\n"
+	  "  and --path decide one request (method, path, request_rule, request_rule_text, request_rule_at,\n"
+	  "  or request_reason).\n" },
 	{ "rules", sk_cmd_rules, "print the nft ruleset stockade-init would load",
 	  "rules [-o text|json] (FILE | --policy F)\n"
 	  "  text: the nft script (the same as stockade-init --dry-run); json: chains, sets, rules.\n" },

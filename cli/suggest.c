@@ -7,6 +7,8 @@
 #include <sys/socket.h>
 
 #include "cli/suggest.h"
+#include "common/http_path.h"
+#include "common/json_str.h"
 #include "policy/domain.h"
 
 static const char WHY_LITERAL[] = "the name seen (SNI or Host) is an IP literal: an address rule, never a host rule";
@@ -136,6 +138,69 @@ static int add_dns_only(struct sk_suggest *s, const char *name)
 	return 0;
 }
 
+static int cmp_str(const void *a, const void *b);
+
+/* The rule label of a line: "rule" is a name (string) or an index (number). Writes it into buf; NULL when
+ * the line names no rule. */
+static const char *rule_label(const cJSON *o, char *buf, size_t sz)
+{
+	const cJSON *r = cJSON_GetObjectItemCaseSensitive(o, "rule");
+	if (cJSON_IsString(r) && r->valuestring[0])
+		(void)snprintf(buf, sz, "%s", r->valuestring);
+	else if (cJSON_IsNumber(r) && r->valuedouble >= 0 && r->valuedouble < 1e9)
+		(void)snprintf(buf, sz, "%d", (int)r->valuedouble);
+	else
+		return NULL;
+	return buf;
+}
+
+/* A request_denied line: its path joins the (rule, method) entry. */
+static int take_request(struct sk_suggest *s, const cJSON *o)
+{
+	const char *method = str_field(o, "method"), *path = str_field(o, "path"), *name = str_field(o, "name");
+	char label[80];
+	if (!method || !path || path[0] != '/' || strlen(method) >= sizeof(s->reqs[0].method) ||
+	    !rule_label(o, label, sizeof(label)))
+		return add_skip(s, "request_denied");
+	/* Only a path that is a glob matching just itself: a '*' would widen it, '//' is refused in a glob. */
+	if (strchr(path, '*') || !sk_http_glob_check(path, NULL, NULL, 0))
+		return add_skip(s, "request_path_not_a_glob");
+	struct sk_suggest_req *q = NULL;
+	for (size_t i = 0; i < s->n_reqs && !q; i++)
+		if (!strcmp(s->reqs[i].rule, label) && !strcmp(s->reqs[i].method, method))
+			q = &s->reqs[i];
+	if (!q) {
+		struct sk_suggest_req *v = realloc(s->reqs, (s->n_reqs + 1) * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		s->reqs = v;
+		q = &v[s->n_reqs];
+		memset(q, 0, sizeof(*q));
+		q->rule = strdup(label);
+		q->host = strdup(name ? name : "");
+		if (!q->rule || !q->host) {
+			free(q->rule);
+			free(q->host);
+			return -ENOMEM;
+		}
+		(void)snprintf(q->method, sizeof(q->method), "%s", method);
+		s->n_reqs++;
+	}
+	q->count++;
+	s->used++;
+	for (size_t i = 0; i < q->n_paths; i++)
+		if (!strcmp(q->paths[i], path))
+			return 0;
+	char **pv = realloc(q->paths, (q->n_paths + 1) * sizeof(*pv));
+	if (!pv)
+		return -ENOMEM;
+	q->paths = pv;
+	if (!(pv[q->n_paths] = strdup(path)))
+		return -ENOMEM;
+	q->n_paths++;
+	return 0;
+}
+
 static int take(struct sk_suggest *s, const cJSON *o)
 {
 	const char *event = str_field(o, "event"), *decision = str_field(o, "decision");
@@ -163,6 +228,8 @@ static int take(struct sk_suggest *s, const cJSON *o)
 		s->not_denials++;
 		return 0;
 	}
+	if (!strcmp(reason, "request_denied"))
+		return take_request(s, o);
 	bool private = !strcmp(reason, "private");
 	if (strcmp(reason, "no_match") != 0 && !private)
 		return add_skip(s, reason);
@@ -245,8 +312,20 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+static int cmp_req(const void *a, const void *b)
+{
+	const struct sk_suggest_req *x = a, *y = b;
+	int c = strcmp(x->rule, y->rule);
+	return c ? c : strcmp(x->method, y->method);
+}
+
 void sk_suggest_finish(struct sk_suggest *s)
 {
+	if (s->n_reqs)
+		qsort(s->reqs, s->n_reqs, sizeof(*s->reqs), cmp_req);
+	for (size_t i = 0; i < s->n_reqs; i++)
+		if (s->reqs[i].n_paths)
+			qsort(s->reqs[i].paths, s->reqs[i].n_paths, sizeof(char *), cmp_str);
 	if (s->n_rules)
 		qsort(s->rules, s->n_rules, sizeof(*s->rules), cmp_rule);
 	if (s->n_dns_only)
@@ -289,6 +368,17 @@ char *sk_suggest_yaml(const struct sk_suggest *s)
 	}
 	if (any_dns)
 		(void)fprintf(f, "\n");
+	if (s->n_reqs)
+		(void)fprintf(f, "# requests denied by the request rules of existing rules: entries to add to their requests:\n");
+	for (size_t i = 0; i < s->n_reqs; i++) {
+		const struct sk_suggest_req *q = &s->reqs[i];
+		(void)fprintf(f, "#   rule %s (%s): - { methods: [%s], paths: [", q->rule, q->host, q->method);
+		for (size_t k = 0; k < q->n_paths; k++) {
+			(void)fputs(k ? ", " : "", f);
+			(void)sk_json_fputs(f, q->paths[k]);
+		}
+		(void)fprintf(f, "] }  # %u request%s\n", q->count, q->count == 1 ? "" : "s");
+	}
 	(void)fprintf(f, "egress:%s\n", s->n_rules ? "" : " []");
 	for (size_t i = 0; i < s->n_rules; i++) {
 		const struct sk_suggest_rule *r = &s->rules[i];
@@ -339,6 +429,21 @@ char *sk_suggest_json(const struct sk_suggest *s)
 		if (r->why)
 			cJSON_AddStringToObject(j, "comment", r->why);
 	}
+	cJSON *rq = s->n_reqs ? cJSON_AddArrayToObject(o, "requests") : NULL;
+	for (size_t i = 0; rq && i < s->n_reqs; i++) {
+		const struct sk_suggest_req *q = &s->reqs[i];
+		cJSON *j = cJSON_CreateObject();
+		cJSON_AddItemToArray(rq, j);
+		cJSON_AddStringToObject(j, "rule", q->rule);
+		cJSON_AddStringToObject(j, "host", q->host);
+		cJSON *m = cJSON_AddArrayToObject(j, "methods");
+		if (m)
+			cJSON_AddItemToArray(m, cJSON_CreateString(q->method));
+		cJSON *ps = cJSON_AddArrayToObject(j, "paths");
+		for (size_t k = 0; ps && k < q->n_paths; k++)
+			cJSON_AddItemToArray(ps, cJSON_CreateString(q->paths[k]));
+		cJSON_AddNumberToObject(j, "requests", q->count);
+	}
 	cJSON *sk = cJSON_AddObjectToObject(o, "skipped");
 	for (size_t i = 0; sk && i < s->n_skips; i++)
 		cJSON_AddNumberToObject(sk, s->skips[i].reason, s->skips[i].count);
@@ -358,6 +463,14 @@ void sk_suggest_free(struct sk_suggest *s)
 		free(s->rules[i].ports);
 	}
 	free(s->rules);
+	for (size_t i = 0; i < s->n_reqs; i++) {
+		free(s->reqs[i].rule);
+		free(s->reqs[i].host);
+		for (size_t k = 0; k < s->reqs[i].n_paths; k++)
+			free(s->reqs[i].paths[k]);
+		free(s->reqs[i].paths);
+	}
+	free(s->reqs);
 	free(s->skips);
 	for (size_t i = 0; i < s->n_dns_only; i++)
 		free(s->dns_only[i]);

@@ -12,7 +12,13 @@
  * Grouping: one rule per (host or address, protocol), the ports of every line merged. A name that is an
  * IP literal (an SNI or Host header naming an address) never becomes a host rule: it becomes a cidr rule
  * (/32 or /128) with a comment saying why. Output order is stable: host rules by name, then cidr rules by
- * address, each by protocol. */
+ * address, each by protocol.
+ *
+ * Request rules (docs/policy.md "Request rules"): a request_denied line (a request no request rule of its
+ * rule allowed) is not a new egress rule but an entry to add to that rule's `requests`: one per (rule,
+ * method), the paths of every line merged (already normalised by the sidecar), written as YAML comments
+ * naming the rule, and as "requests" in JSON. A request_bad_path line (a path servers read differently)
+ * is never suggested. */
 #ifndef SK_CLI_SUGGEST_H
 #define SK_CLI_SUGGEST_H
 
@@ -33,6 +39,16 @@ struct sk_suggest_rule {
 	const char *why;         /* static: the comment a cidr rule carries, NULL for a host rule */
 };
 
+/* Paths a rule's request rules denied for one method: a `requests` entry to add to the rule. */
+struct sk_suggest_req {
+	char *rule;              /* the rule's label on the line: its name, or its index as text */
+	char *host;              /* the name of the first line, for the comment */
+	char method[16];
+	char **paths;            /* sorted, unique */
+	size_t n_paths;
+	unsigned count;          /* lines folded into it */
+};
+
 struct sk_suggest_skip {
 	char reason[40];
 	unsigned count;
@@ -43,6 +59,8 @@ struct sk_suggest {
 	size_t n_rules;
 	struct sk_suggest_skip *skips;  /* denials no rule changes, by reason */
 	size_t n_skips;
+	struct sk_suggest_req *reqs;    /* request_denied lines, by (rule, method) */
+	size_t n_reqs;
 	char **dns_only;         /* names denied in DNS lines: printed when no rule covers them */
 	size_t n_dns_only;
 	unsigned lines, used, not_json, not_denials;

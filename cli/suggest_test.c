@@ -204,6 +204,58 @@ static void test_yaml_exact_small(void **state)
 	sk_suggest_free(&s);
 }
 
+#define REQ(rule, method, path) \
+	"{\"v\":1,\"ts\":\"t\",\"event\":\"deny\",\"policy\":null,\"src\":\"10.0.0.5:40000\",\"dst\":\"1.2.3.4:80\"," \
+	"\"name\":\"api.example.com\",\"proto\":\"http\",\"rule\":" rule ",\"decision\":\"deny\"," \
+	"\"reason\":\"request_denied\",\"method\":\"" method "\",\"path\":\"" path "\",\"bytes_in\":0," \
+	"\"bytes_out\":0,\"duration_ms\":1}"
+
+/* request_denied lines become entries to add to their rule's requests, one per (rule, method). */
+static void test_request_denied_lines_become_requests_entries(void **state)
+{
+	(void)state;
+	static const char *const req_lines[] = {
+		REQ("\"github\"", "POST", "/repos/acme/app/issues"),
+		REQ("\"github\"", "POST", "/repos/acme/app/comments"),
+		REQ("\"github\"", "POST", "/repos/acme/app/issues"),
+		REQ("\"github\"", "DELETE", "/repos/acme/app"),
+		REQ("1", "GET", "/simple/"),
+		REQ("\"github\"", "GET", "/a//b"),      /* not a glob: skipped */
+		REQ("\"github\"", "GET", "/a/*"),       /* would widen: skipped */
+		"{\"event\":\"deny\",\"decision\":\"deny\",\"reason\":\"request_denied\",\"rule\":\"github\"}",
+		"{\"event\":\"deny\",\"decision\":\"deny\",\"reason\":\"request_bad_path\",\"rule\":\"github\","
+		"\"method\":\"GET\",\"path\":\"/a%2Fb\"}",
+	};
+	struct sk_suggest s = { 0 };
+	for (size_t i = 0; i < sizeof(req_lines) / sizeof(req_lines[0]); i++)
+		assert_int_equal(sk_suggest_line(&s, req_lines[i], strlen(req_lines[i])), 0);
+	sk_suggest_finish(&s);
+	assert_int_equal(s.n_rules, 0);
+	assert_int_equal(s.n_reqs, 3);
+	assert_string_equal(s.reqs[0].rule, "1");
+	assert_string_equal(s.reqs[1].rule, "github");
+	assert_string_equal(s.reqs[1].method, "DELETE");
+	assert_string_equal(s.reqs[2].method, "POST");
+	assert_int_equal(s.reqs[2].count, 3);
+	assert_int_equal(s.reqs[2].n_paths, 2);
+	assert_string_equal(s.reqs[2].paths[0], "/repos/acme/app/comments");
+	assert_string_equal(s.reqs[2].paths[1], "/repos/acme/app/issues");
+	char *y = sk_suggest_yaml(&s);
+	assert_non_null(y);
+	assert_non_null(strstr(y, "#   rule github (api.example.com): - { methods: [POST], paths: "
+				  "[\"/repos/acme/app/comments\", \"/repos/acme/app/issues\"] }  # 3 requests\n"));
+	assert_non_null(strstr(y, "#   rule 1 (api.example.com): - { methods: [GET], paths: [\"/simple/\"] }  # 1 request\n"));
+	assert_non_null(strstr(y, "request_path_not_a_glob 2"));
+	assert_non_null(strstr(y, "request_bad_path 1"));
+	assert_non_null(strstr(y, "request_denied 1"));
+	free(y);
+	char *j = sk_suggest_json(&s);
+	assert_non_null(j);
+	assert_non_null(strstr(j, "\"requests\""));
+	free(j);
+	sk_suggest_free(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -212,6 +264,7 @@ int main(void)
 		cmocka_unit_test(test_never_a_host_rule_for_an_address),
 		cmocka_unit_test(test_yaml_is_a_policy_that_allows_the_lines),
 		cmocka_unit_test(test_yaml_exact_small),
+		cmocka_unit_test(test_request_denied_lines_become_requests_entries),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -362,6 +362,59 @@ t_rule_names() {
 		"$(grep -o '"rule":0.*"rule_name":"[a-z-]*"' <<<"$out")"
 }
 
+# --- request rules: every message at its key, the valid forms loaded --------------------------------------
+t_request_rules() {
+	cat >"$SK_TMP/req-ok.yaml" <<'YAML'
+version: 1
+egress:
+  - host: api.github.com
+    ports: [443]
+    inspect: true
+    requests:
+      - { methods: [GET, HEAD], paths: ["/repos/acme/**", "/user"] }
+      - { methods: [POST], paths: ["/repos/acme/*/pulls"] }
+  - host: pypi.org
+    inspect: true
+    access: read-only
+  - host: plain.example
+    ports: [80]
+    access: read-write
+YAML
+	run "$P" check "$SK_TMP/req-ok.yaml"
+	sk_check_eq "request rules: the issue's example is valid" "0 $SK_TMP/req-ok.yaml: ok (3 rules, mode enforce)" "$rc $out"
+	cat >"$SK_TMP/req-bad.yaml" <<'YAML'
+version: 1
+egress:
+  - host: a.example
+    protocol: http
+    requests:
+      - { methods: [get, FOO], paths: ["repos", "/a**", "/a/../b"] }
+      - { methods: [], paths: ["/x%2Fy"] }
+  - host: b.example
+    protocol: http
+    access: read-only
+    requests: [{ methods: [GET], paths: ["/"] }]
+  - host: c.example
+    access: read-only
+  - host: d.example
+    protocol: tcp
+    access: write
+YAML
+	run "$P" check "$SK_TMP/req-bad.yaml"
+	sk_check_eq "request rules: every error, in file order" "3
+$SK_TMP/req-bad.yaml:6:21: egress[0].requests[0].methods[0]: 'get' is not a method (methods are case-sensitive), expected GET
+$SK_TMP/req-bad.yaml:6:26: egress[0].requests[0].methods[1]: 'FOO' is not a method a request rule can name, expected one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS, TRACE
+$SK_TMP/req-bad.yaml:6:40: egress[0].requests[0].paths[0]: 'repos': a path glob starts with '/', expected a path glob such as \"/repos/acme/**\"
+$SK_TMP/req-bad.yaml:6:49: egress[0].requests[0].paths[1]: '/a**': '**' must be a whole segment (\"/a/**\", not \"/a**\"), expected a path glob such as \"/repos/acme/**\"
+$SK_TMP/req-bad.yaml:6:57: egress[0].requests[0].paths[2]: '/a/../b' is not written as a normalised path, expected '/b' (the path a request is matched on)
+$SK_TMP/req-bad.yaml:7:20: egress[0].requests[1].methods: expected a non-empty list of HTTP methods such as [GET, HEAD], got an empty list
+$SK_TMP/req-bad.yaml:7:32: egress[0].requests[1].paths[0]: '/x%2Fy': an encoded '/' (%2F), expected a path glob such as \"/repos/acme/**\"
+$SK_TMP/req-bad.yaml:10:13: egress[1]: has both access and requests, expected one of them (access is a shorthand for a requests list)
+$SK_TMP/req-bad.yaml:13:13: egress[2].access: the rule allows TLS (any port), whose requests the sidecar can only see by terminating it; expected inspect: true, or protocol: http for plain HTTP only
+$SK_TMP/req-bad.yaml:16:13: egress[3].access: 'write' is not an access, expected read-only or read-write" "$rc
+$err"
+}
+
 # --- the schema: generated from the validator's tables, shipped up to date ----------------------------------
 t_schema() {
 	sk_check "docs/policy.schema.json and the chart's policy.spec are current (scripts/gen-policy-schema)" \
@@ -395,5 +448,6 @@ egress:
 	sk_tbl "suggest: a missing input is a usage error" 2 "$P" suggest "$SK_TMP/none.ndjson"
 }
 
-SK_CASES=(check_valid check_invalid explain explain_metadata bypass_rules conventions seccomp_section rule_names schema suggest)
+SK_CASES=(check_valid check_invalid explain explain_metadata bypass_rules conventions seccomp_section rule_names request_rules
+	schema suggest)
 sk_main "$@"

@@ -15,6 +15,7 @@
 #include "policy/domain.h"
 #include "policy/internal.h"
 #include "policy/match.h"
+#include "policy/requests.h"
 #include "policy/validate-internal.h"
 
 static void free_strv(char **v, size_t n)
@@ -36,6 +37,7 @@ void sk_policy_free(struct sk_policy *p)
 		free(p->rules[i].host);
 		free(p->rules[i].ports);
 		free(p->rules[i].name);
+		sk_requests_free(p->rules[i].requests);
 	}
 	free(p->rules);
 	free_strv(p->dns.upstream, p->dns.n_upstream);

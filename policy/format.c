@@ -9,6 +9,8 @@
 #include "common/util.h"
 #include "policy/addr.h"
 #include "policy/policy.h"
+#include "policy/requests.h"
+#include "policy/schema.h"
 
 const char *sk_rule_label(const struct sk_policy *p, int idx, char buf[24])
 {
@@ -93,6 +95,12 @@ char *sk_rule_format(const struct sk_rule *r, char *out, size_t outsz)
 		sb_printf(out, outsz, &o, " protocol %s", sk_proto_name(r->proto));
 	if (r->direct)
 		sb_printf(out, outsz, &o, " direct");
+	if (r->inspect)
+		sb_printf(out, outsz, &o, " inspect");
+	if (r->requests && r->requests->access != SK_ACCESS_NONE)
+		sb_printf(out, outsz, &o, " access %s", sk_schema_accesses[r->requests->access - 1]);
+	else if (r->requests)
+		sb_printf(out, outsz, &o, " requests %zu", r->requests->n);
 	return out;
 }
 

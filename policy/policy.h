@@ -66,7 +66,12 @@ struct sk_rule {
 	struct sk_budget budget;  /* window_ms == 0: none (own, or budgets.default where it applies) */
 	char *name;            /* optional `name:` ([a-z0-9-]{1,63}, unique), NULL if unset: the stable rule
 	                        * label of metrics and audit lines (sk_rule_label) */
+	bool inspect;          /* host rules: TLS is to be terminated to read its requests (requests.h) */
+	struct sk_requests *requests;  /* owned; NULL: no request rules, every request on an allowed
+	                                * connection passes (policy/requests.h) */
 };
+
+struct sk_requests;
 
 struct sk_api {
 	char *name;            /* [a-z0-9-]{1,63}, unique */

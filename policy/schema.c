@@ -13,6 +13,10 @@ const char *const sk_schema_protos[] = { "any", "tls", "http", "tcp", "udp", NUL
 const char *const sk_schema_modes[] = { "enforce", "audit", NULL };
 const char *const sk_schema_dns_denies[] = { "nxdomain", "refused", NULL };
 const char *const sk_schema_ech_grease[] = { "deny", "allow", NULL };
+/* Bit i of a request rule's method set is sk_schema_methods[i] (policy/requests.h). CONNECT is not one:
+ * the proxy is transparent and denies every tunnel. */
+const char *const sk_schema_methods[] = { "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", NULL };
+const char *const sk_schema_accesses[] = { "read-only", "read-write", NULL };
 
 const struct sk_schema_qtype sk_schema_qtypes[] = {
 	{ "A", 1 },       { "NS", 2 },      { "CNAME", 5 },   { "SOA", 6 },    { "NULL", 10 },  { "PTR", 12 },
@@ -74,6 +78,18 @@ const struct sk_schema_obj sk_schema_budgets = {
 	1, NULL, "budgets for rules that name none",
 };
 
+const struct sk_schema_obj sk_schema_request = {
+	"request rule",
+	(const struct sk_schema_field[]){
+		{ .key = "methods", .type = SK_SCH_LIST, .item = SK_SCH_ENUM, .values = sk_schema_methods, .min = 1,
+		  .required = true, .desc = "HTTP methods, upper case (GET, HEAD, POST, ...)" },
+		{ .key = "paths", .type = SK_SCH_LIST, .item = SK_SCH_STR, .min = 1, .item_min = 1, .item_max = 1024,
+		  .pattern = "^/", .required = true,
+		  .desc = "path globs: '*' within one segment, '**' any number of whole segments; the query is not matched" },
+	},
+	2, NULL, "requests this rule allows: a method among methods and a path matching one of paths",
+};
+
 const struct sk_schema_obj sk_schema_rule = {
 	"egress rule",
 	(const struct sk_schema_field[]){
@@ -91,8 +107,16 @@ const struct sk_schema_obj sk_schema_rule = {
 		  .desc = "how much this rule may carry per window" },
 		{ .key = "name", .type = SK_SCH_STR, .min = 1, .max = 63, .pattern = NAME_PATTERN,
 		  .desc = "a stable name, unique in the policy: the rule label of metrics and audit lines" },
+		{ .key = "inspect", .type = SK_SCH_BOOL,
+		  .desc = "host rules: the sidecar terminates TLS to decide each request (enforced once TLS "
+			  "termination lands; until then a TLS connection under requests or access is denied)" },
+		{ .key = "requests", .type = SK_SCH_LIST, .item = SK_SCH_OBJ, .obj = &sk_schema_request, .min = 1,
+		  .desc = "per-request rules, first match wins; a request none matches is answered 403" },
+		{ .key = "access", .type = SK_SCH_ENUM, .values = sk_schema_accesses,
+		  .desc = "shorthand for requests: read-only (GET, HEAD, OPTIONS on any path) or read-write (any "
+			  "method); not with requests" },
 	},
-	7, (const char *const[]){ "host", "cidr", NULL }, "one allowed destination: exactly one of host and cidr",
+	10, (const char *const[]){ "host", "cidr", NULL }, "one allowed destination: exactly one of host and cidr",
 };
 
 const struct sk_schema_obj sk_schema_dns = {

@@ -52,12 +52,14 @@ struct sk_schema_obj {
 
 extern const struct sk_schema_obj sk_schema_policy, sk_schema_rule, sk_schema_uid, sk_schema_ports,
 	sk_schema_dns, sk_schema_tls, sk_schema_seccomp, sk_schema_api, sk_schema_api_header, sk_schema_api_rate,
-	sk_schema_budget, sk_schema_budgets;
+	sk_schema_budget, sk_schema_budgets, sk_schema_request;
 
 /* Enum spellings, in the order of the model's enums (enum sk_proto, sk_mode, sk_dns_deny; echGrease
  * deny = 0, allow = 1). NULL-terminated. */
 extern const char *const sk_schema_protos[], *const sk_schema_modes[], *const sk_schema_dns_denies[],
 	*const sk_schema_ech_grease[];
+/* Request rules' methods (bit i of a method set is entry i) and access shorthands (enum sk_access - 1). */
+extern const char *const sk_schema_methods[], *const sk_schema_accesses[];
 
 /* DNS record types dns.allowTypes may name (matched case-insensitively). */
 struct sk_schema_qtype {

@@ -10,6 +10,7 @@
 #include "policy/addr.h"
 #include "policy/domain.h"
 #include "policy/internal.h"
+#include "policy/requests.h"
 #include "policy/schema.h"
 #include "policy/validate-internal.h"
 
@@ -93,6 +94,7 @@ static void validate_rule(struct sk_load_ctx *c, const struct sk_node *n, size_t
 	lp.base = "egress";
 	lp.idx = idx;
 	lp.done = false;
+	const size_t n_before = p->n_rules;  /* the rule this item adds, if any, is the next one */
 	if (n->kind != SK_NODE_MAP) {
 		sk_want_map(c, n, sk_lazy_path(&lp));
 		return;
@@ -212,6 +214,7 @@ static void validate_rule(struct sk_load_ctx *c, const struct sk_node *n, size_t
 	}
 	free(ports);
 	free(name);
+	sk_requests_validate(c, n, sk_lazy_path(&lp), p->n_rules > n_before ? &p->rules[p->n_rules - 1] : NULL);
 }
 
 void sk_validate_egress(struct sk_load_ctx *c, const struct sk_node *n, struct sk_policy *p)

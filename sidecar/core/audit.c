@@ -156,6 +156,11 @@ size_t sk_audit_format(const struct sk_audit_rec *r, const char *policy, const s
 		puts_(&o, ",\"late\":true");
 	if (r->request > 0)
 		put_field_u64(&o, "request", r->request);
+	if (!r->api && r->method) {
+		/* a plain-HTTP request its rule's request rules decided (sidecar/proxy/requests_gate.h) */
+		put_field_str(&o, "method", r->method);
+		put_field_str_n(&o, "path", r->path, SK_AUDIT_PATH_MAX);
+	}
 	put_field_u64(&o, "bytes_in", r->bytes_in);
 	put_field_u64(&o, "bytes_out", r->bytes_out);
 	put_field_u64(&o, "duration_ms", r->duration_ms);

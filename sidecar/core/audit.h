@@ -59,7 +59,7 @@ struct sk_audit_rec {
 	 * (NULL → null) and status are written after event, and src, dst, name, proto and rule are left out
 	 * (they describe a proxied connection). NULL, as every proxy record leaves it, changes nothing. */
 	const char *api;            /* the api name from the target; "" when it named none */
-	const char *method;
+	const char *method;         /* also on a proxy line: the plain-HTTP request its request rules denied */
 	const char *path;           /* query values dropped (sk_gw_audit_path); cut at SK_AUDIT_PATH_MAX */
 	int status;                 /* the HTTP status the agent got */
 	/* A policy reload (event "reload"): reload != NULL makes the line a reload line: previous, trigger

@@ -26,6 +26,7 @@
 #include "sidecar/dns/bind.h"
 #include "sidecar/proxy/http_head.h"
 #include "sidecar/proxy/http_track.h"
+#include "sidecar/proxy/requests_gate.h"
 #include "sidecar/core/metrics.h"
 #include "sidecar/core/net.h"
 #include "sidecar/core/relay.h"
@@ -75,7 +76,9 @@ struct conn {
 	struct sk_addr src, dst;
 	uint16_t sport, dport;
 	struct src_count *srcent;
+	struct sk_req_denial *req_denial;  /* GATE_HTTP: the request its request rules denied (owned) */
 	uint64_t t0_ms;
+	uint64_t rule_gen;             /* the policy_gen rule indexes (set_rule) */
 	uint8_t *buf;                  /* every byte read from the client before the decision */
 	size_t len, cap;
 	char name[SK_DOMAIN_MAX + 1];
@@ -97,6 +100,7 @@ struct conn {
 	uint32_t request;              /* GATE_HTTP: number of the head being judged (1-based) */
 	size_t held_head;              /* GATE_HTTP: a head already parsed, waiting on a resolution */
 	bool upgrade_wait;             /* GATE_HTTP: a websocket upgrade waits for its status line */
+	bool rule_requests;            /* the rule (set_rule) has request rules (requests_gate.h) */
 	bool tls_open;                 /* GATE_TLS: the server has not yet answered with a non-HRR ServerHello */
 	bool tls_ech;                  /* the allowed hello carried ECH (tls.echGrease: allow): so must the rest */
 	size_t tls_skip;               /* GATE_TLS: bytes of a passing record not yet in the gate's buffer */
@@ -290,6 +294,8 @@ static const char *conn_rule_label(const struct conn *c)
 static void set_rule(struct conn *c, const struct sk_policy *pol, int rule)
 {
 	c->rule = rule;
+	c->rule_gen = c->px->sc->policy_gen;
+	c->rule_requests = rule >= 0 && (size_t)rule < pol->n_rules && pol->rules[rule].requests;
 	c->rule_named = rule >= 0 && (size_t)rule < pol->n_rules && pol->rules[rule].name;
 	char idx[24];
 	const char *l = sk_rule_label(pol, rule, idx);
@@ -308,6 +314,7 @@ static void conn_audit(struct conn *c, const char *event, uint64_t bytes_in, uin
 		/* request: only on the deny of a later request (docs/operating.md); the final allow line of a
 		 * kept-alive connection does not carry the count. */
 		.late = c->late, .request = strcmp(event, "deny") == 0 && c->request > 1 ? c->request : 0,
+		.method = c->req_denial ? c->req_denial->method : NULL, .path = c->req_denial ? c->req_denial->path : NULL,
 		.bytes_in = bytes_in, .bytes_out = bytes_out,
 		.duration_ms = sk_loop_now_ms(sc->loop) - c->t0_ms,
 	};
@@ -349,6 +356,7 @@ static void conn_free(struct conn *c)
 		sk_metrics_conn_active(sc->metrics, -1);
 	if (c->budget)
 		sk_budget_unref(&sc->budgets, c->budget);
+	sk_req_denial_free(c->req_denial);
 	free(c->buf);
 	free(c);
 }
@@ -434,6 +442,8 @@ static void conn_deny(struct conn *c, const char *reason)
 {
 	if (c->proto && strcmp(c->proto, "tls") == 0) {
 		conn_deny_answer(c, reason, SK_TLS_ALERT_ACCESS_DENIED, sizeof(SK_TLS_ALERT_ACCESS_DENIED) - 1);
+	} else if (c->req_denial && c->req_denial->answer) {
+		conn_deny_answer(c, reason, c->req_denial->answer, c->req_denial->answer_len);
 	} else if (c->proto && strcmp(c->proto, "http") == 0) {
 		char body[160], msg[400];
 		int bl = snprintf(body, sizeof(body), "stockade: egress denied (%s)\n", reason);
@@ -1054,6 +1064,56 @@ static enum classify classify_bytes(struct conn *c, const uint8_t *b, size_t len
 
 /* ---- deciding before the upstream connect (peek) ---- */
 
+/* A rule with request rules admits plain HTTP only, until TLS termination reads inside TLS
+ * (requests_gate.h). */
+static enum verdict check_conn_requests(struct conn *c)
+{
+	const struct sk_policy *pol = c->px->sc->policy;
+	const struct sk_rule *ru = c->rule >= 0 && (size_t)c->rule < pol->n_rules ? &pol->rules[c->rule] : NULL;
+	const char *why = sk_req_gate_conn(ru, c->match_proto);
+	return why ? verdict_deny(c, why) : V_ALLOW;
+}
+
+/* Every head on a connection whose rule has request rules: its method and path (requests_gate.h). */
+static enum verdict check_request_rules(struct conn *c, const uint8_t *head, size_t n, const struct sk_http_head *h)
+{
+	const struct sk_policy *pol = c->px->sc->policy;
+	if (c->rule_gen != c->px->sc->policy_gen && c->rule >= 0) {
+		/* A reload since the decision: c->rule indexes the old policy. Find this name's rule in the new
+		 * one, so a later request meets the request rules in force. A name the new policy no longer
+		 * allows stays allowed on this connection as before, unless its rule had request rules: those
+		 * fail closed rather than let every later request through. */
+		struct sk_policy enforce = *pol;
+		enforce.mode = SK_MODE_ENFORCE;
+		struct sk_query q = { .host = c->has_name ? c->name : NULL, .dst = &c->dst, .port = c->dport,
+				      .proto = c->match_proto };
+		struct sk_decision d;
+		sk_match(&enforce, &q, &d);
+		if (d.allow)
+			set_rule(c, pol, d.rule);
+		else if (c->rule_requests)
+			return verdict_deny(c, sk_reason_name(d.reason));
+		else
+			return V_ALLOW;   /* the old index stays as it was: nothing of the new policy to apply */
+	}
+	if (!c->rule_requests || c->rule < 0 || (size_t)c->rule >= pol->n_rules || !pol->rules[c->rule].requests)
+		return V_ALLOW;
+	const char *why = sk_req_gate_judge(&pol->rules[c->rule], conn_rule_label(c), head, n, h, &c->req_denial);
+	if (!why)
+		return V_ALLOW;
+	enum verdict v = verdict_deny(c, why);
+	if (v == V_ALLOW) {
+		/* mode audit: one would_deny line for this request now (the connection's last line is about
+		 * its last request, so a later allowed one would hide it), and the connection goes on allowed */
+		conn_audit(c, "deny", c->relay.b2a.bytes, c->relay.a2b.bytes);
+		c->decision = "allow";
+		c->reason = "rule";
+		sk_req_denial_free(c->req_denial);
+		c->req_denial = NULL;
+	}
+	return v;
+}
+
 static void act_peek(struct conn *c, enum verdict v)
 {
 	if (v == V_PENDING) {
@@ -1065,6 +1125,8 @@ static void act_peek(struct conn *c, enum verdict v)
 		return;
 	}
 	decision_latency(c);
+	if (v == V_ALLOW)
+		v = check_conn_requests(c);
 	if (v == V_ALLOW) {
 		if (c->match_proto == SK_PROTO_HTTP) {
 			c->gate = GATE_HTTP;
@@ -1237,6 +1299,8 @@ static ssize_t gate_first(struct sk_relay *r, const uint8_t *buf, size_t len, bo
 	sk_timer_cancel(l, &c->timer);
 	c->first_done = true;
 	decision_latency(c);
+	if (v == V_ALLOW)
+		v = check_conn_requests(c);
 	if (v == V_DENY)
 		return -1;
 	if (c->match_proto == SK_PROTO_HTTP) {
@@ -1433,6 +1497,15 @@ static ssize_t gate_http(struct sk_relay *r, const uint8_t *buf, size_t len, boo
 		c->resolved = false;
 		if (c->verdict_after == V_DENY)
 			return -1;
+		/* The held head meets the request rules of the rule the resolution confirmed. */
+		struct sk_http_head hh;
+		enum sk_http_result hr = sk_http_head_parse(buf, c->held_head, &hh);
+		if ((hr != SK_HTTP_OK && c->rule_requests) ||
+		    (hr == SK_HTTP_OK && check_request_rules(c, buf, c->held_head, &hh) == V_DENY)) {
+			c->held_head = 0;
+			r->denied = r->a2b.bytes > 0;
+			return -1;
+		}
 		off = c->held_head;
 		c->held_head = 0;
 	}
@@ -1448,7 +1521,11 @@ static ssize_t gate_http(struct sk_relay *r, const uint8_t *buf, size_t len, boo
 			continue;
 		case SK_TRACK_HEAD: {
 			c->request++;
+			sk_req_denial_free(c->req_denial);   /* a line is about this request from here on */
+			c->req_denial = NULL;
 			enum verdict v = check_request(c, &h);
+			if (v == V_ALLOW)
+				v = check_request_rules(c, buf + off, n, &h);
 			if (v == V_ALLOW) {
 				if (c->decision && strcmp(c->decision, "would_deny") == 0 && c->request > 1)
 					conn_audit(c, "deny", r->b2a.bytes, r->a2b.bytes);

@@ -1937,6 +1937,264 @@ static void test_upstream_refused_is_reported_as_refused(void **state)
 	}
 }
 
+/* ---- request rules (requests_gate.h) ---- */
+
+#define REQ_POLICY(paths) \
+	"version: 1\n" \
+	"mode: enforce\n" \
+	"ports: { proxy: 15001, dns: 15053, admin: 15000, api: 15080 }\n" \
+	"egress:\n" \
+	"  - host: allowed.example\n" \
+	"    protocol: http\n" \
+	"    name: gh\n" \
+	"    requests:\n" \
+	"      - { methods: [GET], paths: [\"" paths "\"] }\n" \
+	"blockPrivate: false\n"
+
+static void test_request_rule_denies_first_request_with_json_403(void **state)
+{
+	(void)state;
+	struct world w;
+	world_up_policy(&w, REQ_POLICY("/a/**"), 5000);
+	bind_fake(&w);
+	static const char req[] = "POST /a/x?t=s3cret HTTP/1.1\r\nHost: allowed.example\r\nContent-Length: 0\r\n\r\n";
+	int c = client(&w, &w.lo, w.upstream_port);
+	feed_bytewise(&w, c, (const uint8_t *)req, sizeof(req) - 1);
+	char got[1024] = { 0 };
+	size_t n = recv_some(&w, c, got, sizeof(got) - 1);
+	assert_true(n > 24);
+	assert_true(strncmp(got, "HTTP/1.1 403 Forbidden\r\n", 24) == 0);
+	assert_non_null(strstr(got, "\r\nx-stockade-reason: no_request_rule\r\n"));
+	cJSON *b = cJSON_Parse(strstr(got, "\r\n\r\n") + 4);
+	assert_non_null(b);
+	assert_string_equal(jstr(b, "reason"), "no_request_rule");
+	assert_string_equal(jstr(b, "rule"), "gh");
+	assert_string_equal(jstr(b, "path"), "/a/x");
+	cJSON_Delete(b);
+	assert_nothing_upstream(&w);
+	int count;
+	cJSON *j = last_audit(&w, &count);
+	assert_int_equal(count, 1);
+	assert_string_equal(jstr(j, "decision"), "deny");
+	assert_string_equal(jstr(j, "reason"), "request_denied");
+	assert_string_equal(jstr(j, "rule"), "gh");
+	assert_string_equal(jstr(j, "method"), "POST");
+	assert_string_equal(jstr(j, "path"), "/a/x");
+	cJSON_Delete(j);
+	close(c);
+	world_down(&w);
+}
+
+/* A reload between two requests of one kept-alive connection: the second meets the request rules in
+ * force, found by name though the rule moved to another index. */
+static void test_request_rules_follow_a_reload_on_a_kept_alive_connection(void **state)
+{
+	(void)state;
+	struct world w;
+	world_up_policy(&w, REQ_POLICY("/a/**"), 5000);
+	bind_fake(&w);
+	static const char r1[] = "GET /a/1 HTTP/1.1\r\nHost: allowed.example\r\n\r\n";
+	static const char r2[] = "GET /a/2 HTTP/1.1\r\nHost: allowed.example\r\n\r\n";
+	int c = client(&w, &w.lo, w.upstream_port);
+	assert_int_equal(send(c, r1, sizeof(r1) - 1, 0), (ssize_t)sizeof(r1) - 1);
+	int up = accept_up(&w);
+	assert_true(up >= 0);
+	char got[512] = { 0 };
+	assert_int_equal(recv_some(&w, up, got, sizeof(r1) - 1), sizeof(r1) - 1);
+	static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+	assert_int_equal(send(up, resp, sizeof(resp) - 1, MSG_NOSIGNAL), (ssize_t)sizeof(resp) - 1);
+	char back[1024] = { 0 };
+	assert_int_equal(recv_some(&w, c, back, sizeof(resp) - 1), sizeof(resp) - 1);
+
+	static const char next[] =
+		"version: 1\n"
+		"mode: enforce\n"
+		"ports: { proxy: 15001, dns: 15053, admin: 15000, api: 15080 }\n"
+		"egress:\n"
+		"  - host: other.example\n"
+		"  - host: allowed.example\n"
+		"    protocol: http\n"
+		"    requests:\n"
+		"      - { methods: [GET], paths: [\"/b/**\"] }\n"
+		"blockPrivate: false\n";
+	struct sk_policy *np = NULL;
+	struct sk_diags diags = { 0 };
+	assert_int_equal(sk_policy_load_buffer("<next>", next, sizeof(next) - 1, -1, &np, &diags), 0);
+	sk_diags_free(&diags);
+	sk_policy_free(sk_sidecar_swap_policy(&w.sc, np));
+
+	assert_int_equal(send(c, r2, sizeof(r2) - 1, 0), (ssize_t)sizeof(r2) - 1);
+	/* The upstream is shut for writing without the second request; once it is done answering what it
+	 * got (it closes), the agent gets the 403. */
+	assert_upstream_got_nothing(&w, up);
+	memset(back, 0, sizeof(back));
+	size_t n = recv_some(&w, c, back, sizeof(back) - 1);
+	assert_true(n > 24);
+	assert_true(strncmp(back, "HTTP/1.1 403 Forbidden\r\n", 24) == 0);
+	assert_non_null(strstr(back, "\"rule\":\"1\""));
+	int count;
+	cJSON *j = last_audit(&w, &count);
+	assert_string_equal(jstr(j, "reason"), "request_denied");
+	assert_string_equal(jstr(j, "path"), "/a/2");
+	assert_int_equal(cJSON_GetObjectItem(j, "rule")->valueint, 1);
+	assert_int_equal(cJSON_GetObjectItem(j, "request")->valueint, 2);
+	cJSON_Delete(j);
+	close(c);
+	world_down(&w);
+}
+
+/* Mode audit: the request its rules would deny goes upstream, with one would_deny line of its own that a
+ * later allowed request on the connection does not hide. */
+static void test_request_rules_in_mode_audit_report_each_request(void **state)
+{
+	(void)state;
+	struct world w;
+	static const char audit_policy[] =
+		"version: 1\n"
+		"mode: audit\n"
+		"ports: { proxy: 15001, dns: 15053, admin: 15000, api: 15080 }\n"
+		"egress:\n"
+		"  - host: allowed.example\n"
+		"    protocol: http\n"
+		"    requests:\n"
+		"      - { methods: [GET], paths: [\"/a/**\"] }\n"
+		"blockPrivate: false\n";
+	world_up_policy(&w, audit_policy, 5000);
+	bind_fake(&w);
+	static const char r1[] = "DELETE /a/1 HTTP/1.1\r\nHost: allowed.example\r\n\r\n";
+	static const char r2[] = "GET /a/2 HTTP/1.1\r\nHost: allowed.example\r\n\r\n";
+	char both[256];
+	(void)snprintf(both, sizeof(both), "%s%s", r1, r2);
+	int c = client(&w, &w.lo, w.upstream_port);
+	assert_int_equal(send(c, both, strlen(both), 0), (ssize_t)strlen(both));
+	int up = accept_up(&w);
+	assert_true(up >= 0);
+	char got[256] = { 0 };
+	assert_int_equal(recv_some(&w, up, got, strlen(both)), strlen(both));
+	assert_memory_equal(got, both, strlen(both));
+	close(up);
+	close(c);
+	spin(&w, 20);
+	/* every line: the would_deny of request 1 with its method and path, then the connection's allow */
+	char lines[8192] = { 0 };
+	ssize_t n = read(w.audit_r, lines, sizeof(lines) - 1);
+	assert_true(n > 0);
+	char *nl = strchr(lines, '\n');
+	assert_non_null(nl);
+	*nl = '\0';
+	cJSON *j1 = cJSON_Parse(lines), *j2 = cJSON_Parse(nl + 1);
+	assert_non_null(j1);
+	assert_non_null(j2);
+	assert_string_equal(jstr(j1, "event"), "deny");
+	assert_string_equal(jstr(j1, "decision"), "would_deny");
+	assert_string_equal(jstr(j1, "reason"), "request_denied");
+	assert_string_equal(jstr(j1, "method"), "DELETE");
+	assert_string_equal(jstr(j1, "path"), "/a/1");
+	assert_string_equal(jstr(j2, "event"), "conn");
+	assert_string_equal(jstr(j2, "decision"), "allow");
+	assert_null(cJSON_GetObjectItem(j2, "method"));
+	cJSON_Delete(j1);
+	cJSON_Delete(j2);
+	world_down(&w);
+}
+
+static bool only_allowed_bound(void *ctx, const struct sk_addr *addr, const char *name)
+{
+	(void)ctx;
+	(void)addr;
+	return strcmp(name, "allowed.example") == 0;
+}
+
+/* A later request for another name that the sidecar must resolve first is held, then meets the request
+ * rules of the rule the resolution confirmed (it was forwarded unjudged before). */
+static void test_request_held_for_a_resolution_meets_request_rules(void **state)
+{
+	(void)state;
+	struct world w;
+	struct fake_resolver f = { 0 };
+	world_up_policy(&w,
+			"version: 1\n"
+			"mode: enforce\n"
+			"ports: { proxy: 15001, dns: 15053, admin: 15000, api: 15080 }\n"
+			"egress:\n"
+			"  - host: allowed.example\n"
+			"  - host: api.example\n"
+			"    protocol: http\n"
+			"    requests:\n"
+			"      - { methods: [GET], paths: [\"/a/**\"] }\n"
+			"blockPrivate: false\n",
+			5000);
+	w.sc.bind.name_bound = only_allowed_bound;
+	w.sc.resolve.ctx = &f;
+	w.sc.resolve.start = fake_resolve_start;
+	w.sc.resolve.cancel = fake_resolve_cancel;
+	static const char r1[] = "GET /1 HTTP/1.1\r\nHost: allowed.example\r\n\r\n";
+	static const char r2[] = "POST /a/x HTTP/1.1\r\nHost: api.example\r\nContent-Length: 0\r\n\r\n";
+	char both[256];
+	(void)snprintf(both, sizeof(both), "%s%s", r1, r2);
+	int c = client(&w, &w.lo, w.upstream_port);
+	assert_int_equal(send(c, both, strlen(both), 0), (ssize_t)strlen(both));
+	int up = accept_up(&w);
+	assert_true(up >= 0);
+	char got[256] = { 0 };
+	assert_int_equal(recv_some(&w, up, got, sizeof(r1) - 1), sizeof(r1) - 1);
+	spin(&w, 5);
+	assert_int_equal(f.starts, 1);
+	assert_string_equal(f.name, "api.example");
+	f.done(f.arg, SK_RESOLVE_MATCH);
+	assert_upstream_got_nothing(&w, up);
+	char back[1024] = { 0 };
+	size_t n = recv_some(&w, c, back, sizeof(back) - 1);
+	assert_true(n > 24);
+	assert_true(strncmp(back, "HTTP/1.1 403 Forbidden\r\n", 24) == 0);
+	assert_non_null(strstr(back, "\"path\":\"/a/x\""));
+	int count;
+	cJSON *j = last_audit(&w, &count);
+	assert_string_equal(jstr(j, "reason"), "request_denied");
+	assert_string_equal(jstr(j, "name"), "api.example");
+	assert_string_equal(jstr(j, "method"), "POST");
+	cJSON_Delete(j);
+	close(c);
+	world_down(&w);
+}
+
+/* TLS under a rule with request rules: its requests cannot be read (no TLS termination yet), so the
+ * connection is denied rather than every request let through. */
+static void test_tls_under_request_rules_is_denied(void **state)
+{
+	(void)state;
+	struct world w;
+	world_up_policy(&w,
+			"version: 1\n"
+			"mode: enforce\n"
+			"ports: { proxy: 15001, dns: 15053, admin: 15000, api: 15080 }\n"
+			"egress:\n"
+			"  - host: allowed.example\n"
+			"    inspect: true\n"
+			"    access: read-only\n"
+			"blockPrivate: false\n",
+			5000);
+	bind_fake(&w);
+	uint8_t hello[4096];
+	size_t n = hello_named("allowed.example", hello, sizeof(hello));
+	int c = client(&w, &w.lo, w.upstream_port);
+	assert_int_equal(send(c, hello, n, 0), (ssize_t)n);
+	char got[64];
+	ssize_t r = (ssize_t)recv_some(&w, c, got, 7);
+	assert_int_equal(r, 7);
+	assert_int_equal((uint8_t)got[0], 0x15);   /* an alert record */
+	assert_nothing_upstream(&w);
+	int count;
+	cJSON *j = last_audit(&w, &count);
+	assert_int_equal(count, 1);
+	assert_string_equal(jstr(j, "reason"), "request_unreadable");
+	assert_string_equal(jstr(j, "proto"), "tls");
+	assert_null(cJSON_GetObjectItem(j, "method"));
+	cJSON_Delete(j);
+	close(c);
+	world_down(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1980,6 +2238,11 @@ int main(void)
 		cmocka_unit_test(test_upstream_connect_timeout_while_relay_waits),
 		cmocka_unit_test(test_client_eof_while_upstream_connects_is_passed_on_after_connect),
 		cmocka_unit_test(test_upstream_refused_is_reported_as_refused),
+		cmocka_unit_test(test_request_rule_denies_first_request_with_json_403),
+		cmocka_unit_test(test_request_rules_follow_a_reload_on_a_kept_alive_connection),
+		cmocka_unit_test(test_request_rules_in_mode_audit_report_each_request),
+		cmocka_unit_test(test_request_held_for_a_resolution_meets_request_rules),
+		cmocka_unit_test(test_tls_under_request_rules_is_denied),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
