@@ -23,7 +23,6 @@
 #include "common/util.h"
 #include "policy/match.h"
 #include "policy/policy.h"
-#include "sidecar/dns/bind.h"
 #include "sidecar/proxy/http_head.h"
 #include "sidecar/proxy/http_track.h"
 #include "sidecar/proxy/requests_gate.h"
@@ -137,64 +136,6 @@ struct sk_proxy {
 	uint8_t tcp_only[65536 / 8];
 	bool budget_sweeping;          /* closing the other relays of a spent budget (no nesting) */
 };
-
-/* ---- binding hooks over dns_bind.h ---- */
-
-static bool table_name_bound(void *ctx, const struct sk_addr *addr, const char *name)
-{
-	struct sk_sidecar *sc = ctx;
-	return sc->bindings && sk_bind_has(sc->bindings, addr, name, sk_loop_now_ms(sc->loop));
-}
-
-struct names_adapter {
-	sk_bind_name_fn cb;
-	void *arg;
-};
-
-static bool names_adapter_cb(const char *name, uint64_t expires_ms, void *arg)
-{
-	(void)expires_ms;
-	struct names_adapter *a = arg;
-	return a->cb(name, a->arg);
-}
-
-static void table_names(void *ctx, const struct sk_addr *addr, sk_bind_name_fn cb, void *arg)
-{
-	struct sk_sidecar *sc = ctx;
-	struct names_adapter a = { cb, arg };
-	if (sc->bindings)
-		sk_bind_names(sc->bindings, addr, sk_loop_now_ms(sc->loop), names_adapter_cb, &a);
-}
-
-void sk_sidecar_attach_bindings(struct sk_sidecar *sc, struct sk_bind_table *t)
-{
-	sc->bindings = t;
-	sc->bind.ctx = sc;
-	sc->bind.name_bound = table_name_bound;
-	sc->bind.names = table_names;
-}
-
-struct sk_budget_table *sk_sidecar_budgets(struct sk_sidecar *sc)
-{
-	if (!sc->budgets_synced || sc->budgets_gen != sc->policy_gen) {
-		struct sk_err err = { 0 };
-		if (sk_budget_table_sync(&sc->budgets, sc->policy, &err) < 0)
-			sk_log(SK_LOG_ERROR, "%s: rules with a budget are refused until a policy loads", err.msg);
-		sc->budgets_gen = sc->policy_gen;
-		sc->budgets_synced = true;
-	}
-	return &sc->budgets;
-}
-
-struct sk_policy *sk_sidecar_swap_policy(struct sk_sidecar *sc, struct sk_policy *p)
-{
-	struct sk_policy *old = sc->policy;
-	sc->policy = p;
-	sc->policy_gen++;
-	/* From the next line on, the audit trail names the policy that decides it. */
-	sk_audit_set_policy(&sc->audit, p ? p->content_hash : NULL);
-	return old;
-}
 
 /* ---- per-source counts ---- */
 
@@ -1872,6 +1813,7 @@ int sk_proxy_new(struct sk_sidecar *sc, bool no_listen, struct sk_proxy **out, s
 	if (!px)
 		return sk_err_set(err, ENOMEM, "proxy: allocate");
 	px->sc = sc;
+	sc->proxy_listen_fd = sk_proxy_listen_fd;   /* the admin port's readiness asks through it */
 	px->l4.io.fd = px->l6.io.fd = -1;
 	sk_pipe_pool_init(&px->pipes, 256, sc->limits.pipe_size);
 	if (!no_listen) {
@@ -1933,3 +1875,9 @@ int sk_proxy_listen_fd(const struct sk_proxy *p, int family)
 	const struct sk_listener *ls = family == AF_INET ? &p->l4 : &p->l6;
 	return sk_listener_ok(ls) ? ls->io.fd : -1;
 }
+
+/* The proxy's entry in the sidecar's server list (core/server.h); main.c registers it. */
+static void server_stop(void *s) { sk_proxy_stop_accepting(s); }
+static size_t server_active(const void *s) { return sk_proxy_active(s); }
+static void server_free(void *s) { sk_proxy_free(s); }
+const struct sk_server_ops sk_server_proxy = { "proxy", server_stop, server_active, server_free };

@@ -40,6 +40,9 @@ size_t sk_proxy_active(const struct sk_proxy *p);
 /* The listening fds (-1 when absent), for readiness checks. */
 int sk_proxy_listen_fd(const struct sk_proxy *p, int family);
 
+/* The proxy's entry for the sidecar's server list (core/server.h): srv is a struct sk_proxy. */
+extern const struct sk_server_ops sk_server_proxy;
+
 /* Takes an accepted, connected socket (ownership passes to the proxy even on failure) whose original
  * destination is already known, and runs it through the state machine. The accept path uses this; unit
  * tests use it with socketpairs. Returns 0 or < 0 when the connection was refused (limits) or failed. */
