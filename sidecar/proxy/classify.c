@@ -60,8 +60,8 @@ enum classify classify_bytes(struct conn *c, const uint8_t *b, size_t len, bool 
 				    const char **why)
 {
 	size_t cap = c->px->sc->limits.peek_cap;
-	c->has_name = false;
-	c->tls_ech = false;
+	conn_set(c, CF_HAS_NAME, false);
+	conn_set(c, CF_TLS_ECH, false);
 	if (sk_tls_content_type(b[0])) {
 		/* Every TLS content type first, with any record version: servers take a hello behind an alert
 		 * or a change_cipher_spec record, or under another legacy version — relayed as TCP, its SNI
@@ -75,14 +75,14 @@ enum classify classify_bytes(struct conn *c, const uint8_t *b, size_t len, bool 
 			/* tls.echGrease: allow — decide on the outer SNI (docs/threat-model.md: the inner name
 			 * is unseen; our DNS never hands out ECH configs). */
 			r = SK_HELLO_OK;
-			c->tls_ech = true;
+			conn_set(c, CF_TLS_ECH, true);
 		}
 		if (r == SK_HELLO_OK) {
-			c->has_name = true;
+			conn_set(c, CF_HAS_NAME, true);
 			return CL_NAMED;
 		}
 		/* For the audit line only: the outer name of an ECH hello, the literal of an IP SNI. */
-		c->has_name = c->name[0] != '\0' && (r == SK_HELLO_ECH || r == SK_HELLO_SNI_IP);
+		conn_set(c, CF_HAS_NAME, c->name[0] != '\0' && (r == SK_HELLO_ECH || r == SK_HELLO_SNI_IP));
 		*why = hello_reason(r);
 		return CL_PARSE_DENY;
 	}
@@ -112,7 +112,7 @@ enum classify classify_bytes(struct conn *c, const uint8_t *b, size_t len, bool 
 		enum sk_track_result tr = sk_http_track_next(&t, b, len, &n, &h, &reason);
 		if (!h.host_is_ip && h.host[0]) {
 			(void)snprintf(c->name, sizeof(c->name), "%s", h.host);
-			c->has_name = true;   /* also on a framing deny: the audit line names the host asked for */
+			conn_set(c, CF_HAS_NAME, true);   /* also on a framing deny: the audit line names the host asked for */
 		}
 		if (tr == SK_TRACK_ERROR) {
 			*why = reason ? reason : "http_malformed";
@@ -161,18 +161,18 @@ enum verdict check_request_rules(struct conn *c, const uint8_t *head, size_t n, 
 		 * fail closed rather than let every later request through. */
 		struct sk_policy enforce = *pol;
 		enforce.mode = SK_MODE_ENFORCE;
-		struct sk_query q = { .host = c->has_name ? c->name : NULL, .dst = &c->dst, .port = c->dport,
+		struct sk_query q = { .host = conn_has(c, CF_HAS_NAME) ? c->name : NULL, .dst = &c->dst, .port = c->dport,
 				      .proto = c->match_proto };
 		struct sk_decision d;
 		sk_match(&enforce, &q, &d);
 		if (d.allow)
 			set_rule(c, pol, d.rule);
-		else if (c->rule_requests)
+		else if (conn_has(c, CF_RULE_REQUESTS))
 			return verdict_deny(c, sk_reason_name(d.reason));
 		else
 			return V_ALLOW;   /* the old index stays as it was: nothing of the new policy to apply */
 	}
-	if (!c->rule_requests || c->rule < 0 || (size_t)c->rule >= pol->n_rules || !pol->rules[c->rule].requests)
+	if (!conn_has(c, CF_RULE_REQUESTS) || c->rule < 0 || (size_t)c->rule >= pol->n_rules || !pol->rules[c->rule].requests)
 		return V_ALLOW;
 	const char *why = sk_req_gate_judge(&pol->rules[c->rule], conn_rule_label(c), head, n, h, &c->req_denial);
 	if (!why)
@@ -206,10 +206,10 @@ void act_peek(struct conn *c, enum verdict v)
 	if (v == V_ALLOW) {
 		if (c->match_proto == SK_PROTO_HTTP) {
 			c->gate = GATE_HTTP;
-			c->http_first_ok = true;
+			conn_set(c, CF_HTTP_FIRST_OK, true);
 		} else if (c->match_proto == SK_PROTO_TLS) {
 			c->gate = GATE_TLS;
-			c->tls_open = true;
+			conn_set(c, CF_TLS_OPEN, true);
 		}
 		conn_connect(c);
 		return;
@@ -241,14 +241,14 @@ static void silent_start(struct conn *c)
 {
 	c->proto = "tcp";
 	c->match_proto = SK_PROTO_TCP;
-	c->has_name = false;
+	conn_set(c, CF_HAS_NAME, false);
 	enum verdict v = decide(c);
 	decision_latency(c);
 	if (v != V_ALLOW) {
 		conn_deny_rst(c, c->reason);
 		return;
 	}
-	c->late = true;
+	conn_set(c, CF_LATE, true);
 	c->gate = GATE_FIRST;
 	conn_connect(c);
 }
@@ -275,7 +275,7 @@ void peek_io(struct sk_loop *l, struct sk_io *io, uint32_t events)
 		ssize_t n = recv(c->cfd, c->buf + c->len, c->cap - c->len, 0);
 		if (n < 0) {
 			if (errno == EAGAIN) {
-				c->c_rd = false;
+				conn_set(c, CF_C_RD, false);
 				break;
 			}
 			if (errno == EINTR)
@@ -288,7 +288,7 @@ void peek_io(struct sk_loop *l, struct sk_io *io, uint32_t events)
 				conn_deny_rst(c, "client_closed");
 				return;
 			}
-			c->c_rd = true;   /* the relay reads the EOF again */
+			conn_set(c, CF_C_RD, true);   /* the relay reads the EOF again */
 			peek_decide(c, true);
 			return;
 		}
@@ -296,11 +296,11 @@ void peek_io(struct sk_loop *l, struct sk_io *io, uint32_t events)
 		/* Edge-triggered: a short read drained the socket (new bytes bring a new edge), unless a FIN
 		 * is queued behind them, which only the next read shows. */
 		if (c->len < c->cap && !(events & (EPOLLRDHUP | EPOLLHUP))) {
-			c->c_rd = false;
+			conn_set(c, CF_C_RD, false);
 			break;
 		}
 		if (c->len >= cap) {
-			c->c_rd = true;   /* stopped at the cap, not drained */
+			conn_set(c, CF_C_RD, true);   /* stopped at the cap, not drained */
 			break;
 		}
 	}

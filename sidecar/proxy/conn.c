@@ -101,8 +101,8 @@ void set_rule(struct conn *c, const struct sk_policy *pol, int rule)
 {
 	c->rule = rule;
 	c->rule_gen = c->px->sc->policy_gen;
-	c->rule_requests = rule >= 0 && (size_t)rule < pol->n_rules && pol->rules[rule].requests;
-	c->rule_named = rule >= 0 && (size_t)rule < pol->n_rules && pol->rules[rule].name;
+	conn_set(c, CF_RULE_REQUESTS, rule >= 0 && (size_t)rule < pol->n_rules && pol->rules[rule].requests);
+	conn_set(c, CF_RULE_NAMED, rule >= 0 && (size_t)rule < pol->n_rules && pol->rules[rule].name);
 	char idx[24];
 	const char *l = sk_rule_label(pol, rule, idx);
 	/* fits: rule names are [a-z0-9-]{1,63} (validate.c), an index far shorter */
@@ -114,12 +114,12 @@ void conn_audit(struct conn *c, const char *event, uint64_t bytes_in, uint64_t b
 	struct sk_sidecar *sc = c->px->sc;
 	struct sk_audit_rec r = {
 		.event = event, .src = &c->src, .src_port = c->sport, .dst = &c->dst, .dst_port = c->dport,
-		.name = c->has_name ? c->name : NULL, .proto = c->proto, .rule = c->rule,
-		.rule_name = c->rule >= 0 && c->rule_named ? c->rule_label : NULL,
+		.name = conn_has(c, CF_HAS_NAME) ? c->name : NULL, .proto = c->proto, .rule = c->rule,
+		.rule_name = c->rule >= 0 && conn_has(c, CF_RULE_NAMED) ? c->rule_label : NULL,
 		.decision = c->decision, .reason = c->reason, .binding = c->binding,
 		/* request: only on the deny of a later request (docs/operating.md); the final allow line of a
 		 * kept-alive connection does not carry the count. */
-		.late = c->late, .request = strcmp(event, "deny") == 0 && c->request > 1 ? c->request : 0,
+		.late = conn_has(c, CF_LATE), .request = strcmp(event, "deny") == 0 && c->request > 1 ? c->request : 0,
 		.method = c->req_denial ? c->req_denial->method : NULL, .path = c->req_denial ? c->req_denial->path : NULL,
 		.bytes_in = bytes_in, .bytes_out = bytes_out,
 		.duration_ms = sk_loop_now_ms(sc->loop) - c->t0_ms,
@@ -132,11 +132,45 @@ static const char *metrics_proto(const struct conn *c)
 	return c->proto ? c->proto : "tcp";
 }
 
+const char *conn_flags_str(uint32_t flags, char *buf, size_t size)
+{
+	static const char *const names[] = {
+		"has_name", "rule_named", "late", "first_done", "http_first_ok", "upgrade_wait", "rule_requests",
+		"tls_open", "tls_ech", "resolved", "budget_counted", "early", "early_up", "c_rd", "u_rd",
+	};
+	size_t off = 0;
+	if (size == 0)
+		return buf;
+	buf[0] = '\0';
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (!(flags & (1u << i)))
+			continue;
+		int w = snprintf(buf + off, size - off, "%s%s", off ? "," : "", names[i]);
+		if (w < 0 || (size_t)w >= size - off)
+			break;   /* CONN_FLAGS_STR_MAX holds them all; a shorter buf keeps the names that fit */
+		off += (size_t)w;
+	}
+	if (off == 0)
+		(void)snprintf(buf, size, "-");   /* "-" always fits a non-empty buf */
+	return buf;
+}
+
+static const char *conn_state_name(enum conn_state st)
+{
+	static const char *const names[] = { "peek", "resolve", "connect", "relay", "closing" };
+	return (size_t)st < sizeof(names) / sizeof(names[0]) ? names[st] : "?";
+}
+
 void conn_free(struct conn *c)
 {
 	struct sk_proxy *px = c->px;
 	struct sk_sidecar *sc = px->sc;
 	struct sk_loop *l = sc->loop;
+	if (sk_log_enabled(SK_LOG_DEBUG)) {
+		char fl[CONN_FLAGS_STR_MAX];
+		sk_log(SK_LOG_DEBUG, "proxy: connection to port %u freed in state %s, rule %d, flags %s",
+		       (unsigned)c->dport, conn_state_name(c->st), c->rule, conn_flags_str(c->flags, fl, sizeof(fl)));
+	}
 	if (c->st == CS_RELAY)
 		sk_relay_stop(&c->relay);
 	if (c->resolving && sc->resolve.cancel)
@@ -213,7 +247,7 @@ void ignore_io(struct sk_loop *l, struct sk_io *io, uint32_t events)
 	(void)l;
 	struct conn *c = io->ctx;
 	if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
-		c->c_rd = true;
+		conn_set(c, CF_C_RD, true);
 }
 
 /* Deny with a protocol-level answer (TLS alert, HTTP 403), then drain the client until EOF or a short
@@ -377,14 +411,14 @@ enum verdict budget_admit(struct conn *c)
 	}
 	conn_set_budget(c, e);
 	uint64_t now = sk_loop_now_ms(sc->loop);
-	bool ok = c->budget_counted ? !sk_budget_spent(e, now) : sk_budget_admits(e, now);
+	bool ok = conn_has(c, CF_BUDGET_COUNTED) ? !sk_budget_spent(e, now) : sk_budget_admits(e, now);
 	if (!ok) {
 		e->refused++;
 		if (verdict_deny(c, "budget_exhausted") == V_DENY)
 			return V_DENY;
 	}
-	if (!c->budget_counted) {
-		c->budget_counted = true;
+	if (!conn_has(c, CF_BUDGET_COUNTED)) {
+		conn_set(c, CF_BUDGET_COUNTED, true);
 		sk_budget_charge(e, SK_BUDGET_CONNS, 1, now);
 	}
 	return V_ALLOW;
@@ -498,7 +532,7 @@ static void connect_done(struct conn *c, bool connecting)
 	}
 	/* Edges seen before were not acted on: move what is pending now (the prefix first); a side known
 	 * to be drained costs no read that could only say EAGAIN. */
-	sk_relay_set_ready(&c->relay, c->c_rd, c->u_rd);
+	sk_relay_set_ready(&c->relay, conn_has(c, CF_C_RD), conn_has(c, CF_U_RD));
 	sk_relay_begin(&c->relay);
 }
 
@@ -510,7 +544,7 @@ static void connect_io(struct sk_loop *l, struct sk_io *io, uint32_t events)
 	int e = 0;
 	if (!(events & (EPOLLERR | EPOLLHUP))) {
 		if (events & (EPOLLIN | EPOLLRDHUP))
-			c->u_rd = true;
+			conn_set(c, CF_U_RD, true);
 		if (!(events & EPOLLOUT))
 			return;
 		/* Writable without an error or hang-up: the connect completed; no SO_ERROR round trip. */
@@ -570,12 +604,12 @@ void conn_connect(struct conn *c)
 		connect_failed(c, "internal_error");
 		return;
 	}
-	if (c->early) {
+	if (conn_has(c, CF_EARLY)) {
 		/* Connected (or connecting) since the accept: the handshake overlapped the client's first
 		 * flight. From here on it is an ordinary upstream connect. */
-		c->early = false;
+		conn_set(c, CF_EARLY, false);
 		c->uio.cb = connect_io;
-		connect_wait(c, c->early_up);
+		connect_wait(c, conn_has(c, CF_EARLY_UP));
 		return;
 	}
 	/* The sidecar's UID is exempt in nftables, so this connect goes straight out (no redirect loop). */

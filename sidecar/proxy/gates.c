@@ -23,8 +23,8 @@ ssize_t gate_first(struct sk_relay *r, const uint8_t *buf, size_t len, bool eof,
 	enum verdict v;
 	if (c->resolving)
 		return 0;
-	if (c->resolved) {
-		c->resolved = false;
+	if (conn_has(c, CF_RESOLVED)) {
+		conn_set(c, CF_RESOLVED, false);
 		v = c->verdict_after;
 	} else {
 		if (!sk_timer_armed(&c->timer)) {
@@ -52,7 +52,7 @@ ssize_t gate_first(struct sk_relay *r, const uint8_t *buf, size_t len, bool eof,
 	if (v == V_PENDING)
 		return 0;
 	sk_timer_cancel(l, &c->timer);
-	c->first_done = true;
+	conn_set(c, CF_FIRST_DONE, true);
 	decision_latency(c);
 	if (v == V_ALLOW)
 		v = check_conn_requests(c);
@@ -60,7 +60,7 @@ ssize_t gate_first(struct sk_relay *r, const uint8_t *buf, size_t len, bool eof,
 		return -1;
 	if (c->match_proto == SK_PROTO_HTTP) {
 		c->gate = GATE_HTTP;
-		c->http_first_ok = true;
+		conn_set(c, CF_HTTP_FIRST_OK, true);
 		r->gate = gate_http;
 		return gate_http(r, buf, len, eof, full);
 	}
@@ -68,7 +68,7 @@ ssize_t gate_first(struct sk_relay *r, const uint8_t *buf, size_t len, bool eof,
 		/* The late hello is judged again by the TLS gate (the same name, so it passes) and every
 		 * hello after it, until the server's answer shows the handshake is past them. */
 		c->gate = GATE_TLS;
-		c->tls_open = true;
+		conn_set(c, CF_TLS_OPEN, true);
 		r->gate = gate_tls;
 		sk_relay_hold_b(r, peek_tls_server);
 		return gate_tls(r, buf, len, eof, full);
@@ -88,7 +88,7 @@ static bool same_hello(const struct conn *c, enum sk_hello_result r, const char 
 	bool ech = r == SK_HELLO_ECH && c->px->sc->policy->tls.ech_grease_allow && name[0];
 	if (r != SK_HELLO_OK && !ech)
 		return false;
-	return ech == c->tls_ech && strcmp(name, c->name) == 0;
+	return ech == conn_has(c, CF_TLS_ECH) && strcmp(name, c->name) == 0;
 }
 
 /* Refuses the connection for a later hello (or a record that cannot be judged) with the name it asked
@@ -102,7 +102,7 @@ static ssize_t tls_refuse(struct sk_relay *r, const char *name, size_t off, size
 		conn_audit(c, "deny", r->b2a.bytes, r->a2b.bytes);
 		c->decision = "allow";
 		c->gate = GATE_NONE;
-		c->tls_open = false;
+		conn_set(c, CF_TLS_OPEN, false);
 		sk_relay_ungate(r);
 		return (ssize_t)len;
 	}
@@ -130,7 +130,7 @@ ssize_t gate_tls(struct sk_relay *r, const uint8_t *buf, size_t len, bool eof, b
 			if (c->tls_skip > 0)
 				return (ssize_t)off;
 		}
-		if (!c->tls_open) {
+		if (!conn_has(c, CF_TLS_OPEN)) {
 			/* The server answered with a ServerHello: the client's records from here on are its
 			 * encrypted flight (1.3) or key exchange (1.2); no hello can follow in clear. */
 			c->gate = GATE_NONE;
@@ -184,8 +184,8 @@ bool peek_tls_server(struct sk_relay *r)
 		if (poll(&pf, 1, 0) <= 0 || !(pf.revents & (POLLRDHUP | POLLHUP | POLLERR)))
 			return false;
 	}
-	if (k == SK_SERVER_FIRST_HELLO && c->tls_open) {
-		c->tls_open = false;
+	if (k == SK_SERVER_FIRST_HELLO && conn_has(c, CF_TLS_OPEN)) {
+		conn_set(c, CF_TLS_OPEN, false);
 		/* Client bytes the gate holds unjudged are judged first (kick); with none, back to splice. */
 		if (r->glen == r->gout) {
 			c->gate = GATE_NONE;
@@ -220,7 +220,7 @@ static bool peek_upgrade(struct sk_relay *r)
 			return false;   /* a prefix of a 101 so far: wait for more */
 		switched = m == sizeof(got);
 	}
-	c->upgrade_wait = false;
+	conn_set(c, CF_UPGRADE_WAIT, false);
 	sk_http_track_upgrade_result(&c->track, switched);
 	sk_relay_kick(r);
 	return true;
@@ -228,15 +228,15 @@ static bool peek_upgrade(struct sk_relay *r)
 
 static enum verdict check_request(struct conn *c, const struct sk_http_head *h)
 {
-	if (c->request == 1 && c->http_first_ok)
+	if (c->request == 1 && conn_has(c, CF_HTTP_FIRST_OK))
 		return V_ALLOW;   /* the head the connection was decided on */
-	if (!h->host_is_ip && h->host[0] && c->has_name && strcmp(h->host, c->name) == 0 &&
+	if (!h->host_is_ip && h->host[0] && conn_has(c, CF_HAS_NAME) && strcmp(h->host, c->name) == 0 &&
 	    c->decision && strcmp(c->decision, "allow") == 0)
 		return V_ALLOW;   /* the same name as the request before: already allowed for this address */
 	c->proto = "http";
 	c->match_proto = SK_PROTO_HTTP;
-	c->has_name = !h->host_is_ip && h->host[0];
-	if (c->has_name)
+	conn_set(c, CF_HAS_NAME, !h->host_is_ip && h->host[0]);
+	if (conn_has(c, CF_HAS_NAME))
 		(void)snprintf(c->name, sizeof(c->name), "%s", h->host);
 	return decide(c);
 }
@@ -249,7 +249,7 @@ ssize_t gate_http(struct sk_relay *r, const uint8_t *buf, size_t len, bool eof, 
 	if (c->held_head) {
 		if (c->resolving)
 			return 0;
-		c->resolved = false;
+		conn_set(c, CF_RESOLVED, false);
 		if (c->verdict_after == V_DENY)
 			return -1;
 		off = c->held_head;
@@ -286,8 +286,8 @@ ssize_t gate_http(struct sk_relay *r, const uint8_t *buf, size_t len, bool eof, 
 			return off > 0 ? (ssize_t)off : -1;
 		}
 		case SK_TRACK_HOLD:
-			if (!c->upgrade_wait) {
-				c->upgrade_wait = true;
+			if (!conn_has(c, CF_UPGRADE_WAIT)) {
+				conn_set(c, CF_UPGRADE_WAIT, true);
 				sk_relay_hold_b(r, peek_upgrade);
 			}
 			return (ssize_t)off;

@@ -20,6 +20,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -75,6 +76,32 @@ struct src_count {
 	uint32_t n;
 };
 
+/* struct conn's yes/no facts, one bit each of conn->flags (conn_has, conn_set; conn_flags_str names
+ * them for the debug log). */
+enum conn_flag {
+	CF_HAS_NAME = 1u << 0,       /* c->name holds the SNI / Host the connection is decided on */
+	CF_RULE_NAMED = 1u << 1,     /* the deciding rule has a name (rule_label is it, else its index) */
+	CF_LATE = 1u << 2,           /* connected on a silent start: the first flight came (or comes) late */
+	CF_FIRST_DONE = 1u << 3,     /* GATE_FIRST: the first flight was classified and decided */
+	CF_HTTP_FIRST_OK = 1u << 4,  /* the first request head was the one decided before connecting */
+	CF_UPGRADE_WAIT = 1u << 5,   /* GATE_HTTP: a websocket upgrade waits for its status line */
+	CF_RULE_REQUESTS = 1u << 6,  /* the rule (set_rule) has request rules (requests_gate.h) */
+	CF_TLS_OPEN = 1u << 7,       /* GATE_TLS: the server has not yet answered with a non-HRR ServerHello */
+	CF_TLS_ECH = 1u << 8,        /* the allowed hello carried ECH (tls.echGrease: allow): so must the rest */
+	CF_RESOLVED = 1u << 9,       /* a resolution finished; verdict_after holds its outcome */
+	CF_BUDGET_COUNTED = 1u << 10, /* charged as one of the rule's connections */
+	/* early connect (see early_connect): ufd was opened at accept, before the decision; not one byte
+	 * goes to it until the decision allows (the relay starts only then) */
+	CF_EARLY = 1u << 11,
+	CF_EARLY_UP = 1u << 12,      /* its connect completed */
+	/* What the relay must look at when it starts (edges consumed before it are not reported again): the
+	 * client may have bytes or EOF not yet read (the peek stopped without draining it, or an edge came
+	 * while resolving or connecting); the upstream may have bytes (a greeting before the decision). */
+	CF_C_RD = 1u << 13,
+	CF_U_RD = 1u << 14,
+};
+#define CONN_FLAGS_STR_MAX 192   /* every flag's name, comma-separated, and the NUL */
+
 struct conn {
 	struct sk_proxy *px;
 	struct conn *prev, *next;      /* every live connection, for shutdown */
@@ -85,6 +112,7 @@ struct conn {
 	struct sk_relay relay;
 	struct sk_addr src, dst;
 	uint16_t sport, dport;
+	uint32_t flags;                /* enum conn_flag */
 	struct src_count *srcent;
 	struct sk_req_denial *req_denial;  /* GATE_HTTP: the request its request rules denied (owned) */
 	uint64_t t0_ms;
@@ -95,41 +123,22 @@ struct conn {
 	/* The deciding rule's label, copied at the decision (a reload may free the policy before the
 	 * connection ends): its name: when it has one, else its index. Meaningful while rule >= 0. */
 	char rule_label[64];
-	bool has_name;
-	bool rule_named;
 	const char *proto;             /* "tls" | "http" | "tcp"; NULL before classification */
 	enum sk_proto match_proto;
 	int rule;
 	const char *decision, *reason, *binding;
 	/* after the decision */
 	enum gate_kind gate;
-	bool late;                     /* connected on a silent start: the first flight came (or comes) late */
-	bool first_done;               /* GATE_FIRST: the first flight was classified and decided */
-	bool http_first_ok;            /* the first request head was the one decided before connecting */
 	struct sk_http_track track;    /* GATE_HTTP */
 	uint32_t request;              /* GATE_HTTP: number of the head being judged (1-based) */
 	size_t held_head;              /* GATE_HTTP: a head already parsed, waiting on a resolution */
-	bool upgrade_wait;             /* GATE_HTTP: a websocket upgrade waits for its status line */
-	bool rule_requests;            /* the rule (set_rule) has request rules (requests_gate.h) */
-	bool tls_open;                 /* GATE_TLS: the server has not yet answered with a non-HRR ServerHello */
-	bool tls_ech;                  /* the allowed hello carried ECH (tls.echGrease: allow): so must the rest */
 	size_t tls_skip;               /* GATE_TLS: bytes of a passing record not yet in the gate's buffer */
 	/* fallback resolution */
 	struct sk_resolve_req *resolving;
-	bool resolved;                 /* a resolution finished; verdict_after holds its outcome */
 	enum verdict verdict_after;
 	uint64_t bytes_in, bytes_out;  /* when the relay ended */
 	/* budget of the rule that allowed it (budget.h): a reference held until the connection is freed */
 	struct sk_budget_entry *budget;
-	bool budget_counted;           /* charged as one of the rule's connections */
-	/* early connect (see early_connect): ufd was opened at accept, before the decision; not one byte goes
-	 * to it until the decision allows (the relay starts only then) */
-	bool early;
-	bool early_up;                 /* its connect completed */
-	/* What the relay must look at when it starts (edges consumed before it are not reported again):
-	 * the client may have bytes or EOF not yet read (the peek stopped without draining it, or an edge
-	 * came while resolving or connecting); the upstream may have bytes (a greeting before the decision). */
-	bool c_rd, u_rd;
 	unsigned flush_polls;          /* budget cut: looks left at the upstream's send queue before its reset */
 };
 
@@ -167,6 +176,8 @@ enum classify {
 };
 
 /* conn.c */
+/* The names of flags' set bits, comma-separated ("-" for none), into buf (CONN_FLAGS_STR_MAX bytes). */
+const char *conn_flags_str(uint32_t flags, char *buf, size_t size);
 struct src_count *src_get(struct sk_proxy *px, const struct sk_addr *a, bool create);
 void close_rst(int fd);
 bool is_loop(const struct sk_proxy *px, const struct sk_addr *dst, uint16_t port);
@@ -198,5 +209,18 @@ ssize_t gate_first(struct sk_relay *r, const uint8_t *buf, size_t len, bool eof,
 ssize_t gate_tls(struct sk_relay *r, const uint8_t *buf, size_t len, bool eof, bool full);
 bool peek_tls_server(struct sk_relay *r);
 ssize_t gate_http(struct sk_relay *r, const uint8_t *buf, size_t len, bool eof, bool full);
+
+static inline bool conn_has(const struct conn *c, uint32_t f)
+{
+	return (c->flags & f) != 0;
+}
+
+static inline void conn_set(struct conn *c, uint32_t f, bool on)
+{
+	if (on)
+		c->flags |= f;
+	else
+		c->flags &= ~f;
+}
 
 #endif

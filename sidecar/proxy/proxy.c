@@ -59,11 +59,11 @@ enum verdict decide(struct conn *c)
 	 * reason; mode audit is applied once, in verdict_deny, to policy and parse denials alike. */
 	struct sk_policy enforce = *pol;
 	enforce.mode = SK_MODE_ENFORCE;
-	struct sk_query q = { .host = c->has_name ? c->name : NULL, .dst = &c->dst, .port = c->dport,
+	struct sk_query q = { .host = conn_has(c, CF_HAS_NAME) ? c->name : NULL, .dst = &c->dst, .port = c->dport,
 			      .proto = c->match_proto };
 	struct sk_decision d;
 	c->binding = NULL;
-	if (!c->has_name && sc->bind.names && c->match_proto == SK_PROTO_TCP) {
+	if (!conn_has(c, CF_HAS_NAME) && sc->bind.names && c->match_proto == SK_PROTO_TCP) {
 		/* Plain TCP carries no name: use the names the DNS filter bound to this address. An HTTP
 		 * request whose Host is an IP literal is connect-by-IP (IP rules only): lending it a bound name
 		 * would let `Host: <shared CDN address>` reach whatever default site that address serves. */
@@ -71,7 +71,7 @@ enum verdict decide(struct conn *c)
 		sc->bind.names(sc->bind.ctx, &c->dst, name_pick_cb, &np);
 		if (np.found) {
 			(void)snprintf(c->name, sizeof(c->name), "%s", np.name);
-			c->has_name = true;
+			conn_set(c, CF_HAS_NAME, true);
 			c->binding = "ok";
 			set_rule(c, pol, np.d.rule);
 			c->decision = "allow";
@@ -83,7 +83,7 @@ enum verdict decide(struct conn *c)
 	set_rule(c, pol, d.rule);
 	if (!d.allow)
 		return verdict_deny(c, sk_reason_name(d.reason));
-	if (c->has_name && d.rule >= 0 && pol->rules[d.rule].kind == SK_RULE_HOST) {
+	if (conn_has(c, CF_HAS_NAME) && d.rule >= 0 && pol->rules[d.rule].kind == SK_RULE_HOST) {
 		if (!sc->bind.name_bound) {
 			c->binding = "unchecked";
 		} else if (sc->bind.name_bound(sc->bind.ctx, &c->dst, c->name)) {
@@ -93,7 +93,7 @@ enum verdict decide(struct conn *c)
 			 * --resolve, an old cache). Resolve it ourselves; only its own answers can bind. */
 			int rc = sc->resolve.start(sc->resolve.ctx, c->name, &c->dst, resolved_cb, c, &c->resolving);
 			if (rc == 0) {
-				c->resolved = false;
+				conn_set(c, CF_RESOLVED, false);
 				return V_PENDING;
 			}
 			c->resolving = NULL;
@@ -123,15 +123,15 @@ static void resolved_cb(void *arg, enum sk_resolve_result res)
 		c->binding = res == SK_RESOLVE_MISMATCH ? "mismatch" : "unresolved";
 		c->verdict_after = verdict_deny(c, "sni_ip_mismatch");
 	}
-	c->resolved = true;
+	conn_set(c, CF_RESOLVED, true);
 	if (c->st == CS_RESOLVE) {
-		c->resolved = false;
+		conn_set(c, CF_RESOLVED, false);
 		c->st = CS_PEEK;
 		act_peek(c, c->verdict_after);
 		return;
 	}
 	if (c->st == CS_RELAY)
-		sk_relay_kick(&c->relay);   /* the gate sees c->resolved */
+		sk_relay_kick(&c->relay);   /* the gate sees CF_RESOLVED */
 }
 
 /* ---- accepting ---- */
@@ -228,14 +228,14 @@ static void early_io(struct sk_loop *l, struct sk_io *io, uint32_t events)
 		sk_loop_forget(l, &c->uio);
 		close(c->ufd);
 		c->ufd = -1;
-		c->early = c->early_up = false;
+		conn_set(c, CF_EARLY | CF_EARLY_UP, false);
 		sk_io_init(&c->uio, -1, NULL, c);
 		return;
 	}
 	if (events & EPOLLOUT)
-		c->early_up = true;
+		conn_set(c, CF_EARLY_UP, true);
 	if (events & (EPOLLIN | EPOLLRDHUP))
-		c->u_rd = true;
+		conn_set(c, CF_U_RD, true);
 }
 
 static void early_connect(struct conn *c)
@@ -266,8 +266,8 @@ static void early_connect(struct conn *c)
 		return;
 	}
 	c->ufd = sk_steal_fd(&fd);
-	c->early = true;
-	c->early_up = crc == 0;
+	conn_set(c, CF_EARLY, true);
+	conn_set(c, CF_EARLY_UP, crc == 0);
 }
 
 int sk_proxy_adopt(struct sk_proxy *px, int fd, const struct sk_addr *src, uint16_t src_port,
@@ -283,7 +283,7 @@ int sk_proxy_adopt(struct sk_proxy *px, int fd, const struct sk_addr *src, uint1
 	c->cfd = fd;
 	c->ufd = -1;
 	c->rule = -1;
-	c->c_rd = true;   /* nothing read yet */
+	conn_set(c, CF_C_RD, true);   /* nothing read yet */
 	c->src = *src;
 	c->sport = src_port;
 	c->dst = *dst;
