@@ -16,15 +16,23 @@ void sk_sidecar_attach_bindings(struct sk_sidecar *sc, struct sk_bind_table *t, 
 	sc->bind = *hooks;
 }
 
+/* Makes the budget table follow the policy in force (a failed sync is logged and leaves every budgeted
+ * rule refused: budget.h). */
+static void budgets_follow(struct sk_sidecar *sc)
+{
+	struct sk_err err = { 0 };
+	if (sk_budget_table_sync(&sc->budgets, sc->policy, &err) < 0)
+		sk_log(SK_LOG_ERROR, "%s: rules with a budget are refused until a policy loads", err.msg);
+	sc->budgets_gen = sc->policy_gen;
+	sc->budgets_synced = true;
+}
+
 struct sk_budget_table *sk_sidecar_budgets(struct sk_sidecar *sc)
 {
-	if (!sc->budgets_synced || sc->budgets_gen != sc->policy_gen) {
-		struct sk_err err = { 0 };
-		if (sk_budget_table_sync(&sc->budgets, sc->policy, &err) < 0)
-			sk_log(SK_LOG_ERROR, "%s: rules with a budget are refused until a policy loads", err.msg);
-		sc->budgets_gen = sc->policy_gen;
-		sc->budgets_synced = true;
-	}
+	/* A swap syncs the table at once; this catches the first policy, which main (and a unit test) sets
+	 * on the struct before anything runs, and any policy set there since. */
+	if (!sc->budgets_synced || sc->budgets_gen != sc->policy_gen)
+		budgets_follow(sc);
 	return &sc->budgets;
 }
 
@@ -35,6 +43,10 @@ struct sk_policy *sk_sidecar_swap_policy(struct sk_sidecar *sc, struct sk_policy
 	sc->policy_gen++;
 	/* From the next line on, the audit trail names the policy that decides it. */
 	sk_audit_set_policy(&sc->audit, p ? p->content_hash : NULL);
+	/* The budget table follows here, not in the first verdict after the reload: the DNS server and the
+	 * admin port read it as well. */
+	if (p)
+		budgets_follow(sc);
 	return old;
 }
 

@@ -84,7 +84,7 @@ struct sk_sidecar {
 	struct sk_gateway_limits api_limits;
 	struct sk_dns_settings dns_cfg;
 	/* Budget counters (budget.h), shared by the proxy and the DNS server; follow the policy in force
-	 * lazily (sk_sidecar_budgets). A zeroed table is a valid empty one; main frees it at exit. */
+	 * (sk_sidecar_swap_policy, sk_sidecar_budgets). A zeroed table is a valid empty one; main frees it at exit. */
 	struct sk_budget_table budgets;
 	uint64_t budgets_gen;            /* policy_gen the table last followed */
 	bool budgets_synced;
@@ -106,10 +106,12 @@ struct sk_sidecar {
 /* Installs the binding hooks (copied; their ctx is the sidecar, so they read sc->bindings) and
  * sc->bindings = t (borrowed). */
 void sk_sidecar_attach_bindings(struct sk_sidecar *sc, struct sk_bind_table *t, const struct sk_bind_hooks *hooks);
-/* The budget table, synced to the policy in force first when a swap happened since (a failed sync is
- * logged and leaves every budgeted rule refused: budget.h). Borrowed. */
+/* The budget table, following the policy in force (synced by sk_sidecar_swap_policy, or here first for a
+ * policy set on the struct directly, as main sets the first; a failed sync is logged and leaves every
+ * budgeted rule refused: budget.h). Borrowed. */
 struct sk_budget_table *sk_sidecar_budgets(struct sk_sidecar *sc);
-/* Makes p the snapshot in force and returns the previous one (owned by the caller, to free). */
+/* Makes p the snapshot in force, the audit trail name it and the budget table follow it; returns the
+ * previous one (owned by the caller, to free). */
 struct sk_policy *sk_sidecar_swap_policy(struct sk_sidecar *sc, struct sk_policy *p);
 
 /* The server list (sidecar.c). add: sc owns srv from now on (on failure it is freed at once; a NULL srv
