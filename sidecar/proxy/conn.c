@@ -400,27 +400,25 @@ enum verdict budget_admit(struct conn *c)
 {
 	struct sk_sidecar *sc = c->px->sc;
 	const struct sk_policy *pol = sc->policy;
-	if (c->rule < 0 || (size_t)c->rule >= pol->n_rules || !pol->rules[c->rule].budget.window_ms) {
-		conn_set_budget(c, NULL);
-		return V_ALLOW;
-	}
-	struct sk_budget_entry *e = sk_budget_for_rule(sk_sidecar_budgets(sc), c->rule);
-	if (!e) {
-		conn_set_budget(c, NULL);
-		return verdict_deny(c, "budget_unavailable");   /* the table could not follow the policy */
-	}
+	bool counted = conn_has(c, CF_BUDGET_COUNTED);
+	struct sk_budget_entry *e;
+	enum sk_budget_admission a = sk_budget_admit_conn(sk_sidecar_budgets(sc), pol, c->rule, counted,
+							   pol->mode == SK_MODE_AUDIT, sk_loop_now_ms(sc->loop), &e);
 	conn_set_budget(c, e);
-	uint64_t now = sk_loop_now_ms(sc->loop);
-	bool ok = conn_has(c, CF_BUDGET_COUNTED) ? !sk_budget_spent(e, now) : sk_budget_admits(e, now);
-	if (!ok) {
-		e->refused++;
+	switch (a) {
+	case SK_BUDGET_FREE:
+		return V_ALLOW;
+	case SK_BUDGET_UNAVAILABLE:
+		return verdict_deny(c, "budget_unavailable");   /* the table could not follow the policy */
+	case SK_BUDGET_REFUSED:
+		/* mode audit: would_deny, and the connection was counted (charge_refused) */
 		if (verdict_deny(c, "budget_exhausted") == V_DENY)
 			return V_DENY;
+		break;
+	case SK_BUDGET_ADMITTED:
+		break;
 	}
-	if (!conn_has(c, CF_BUDGET_COUNTED)) {
-		conn_set(c, CF_BUDGET_COUNTED, true);
-		sk_budget_charge(e, SK_BUDGET_CONNS, 1, now);
-	}
+	conn_set(c, CF_BUDGET_COUNTED, true);
 	return V_ALLOW;
 }
 

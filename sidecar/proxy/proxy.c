@@ -48,10 +48,11 @@ enum verdict verdict_deny(struct conn *c, const char *reason)
 
 static void resolved_cb(void *arg, enum sk_resolve_result res);
 
-/* Decides what c is known to be now (c->proto/match_proto, c->name when has_name) against the policy in
- * force and the bindings. Sets c->rule, c->decision, c->reason, c->binding. V_PENDING: the name is
- * allowed but not bound to the destination, and the sidecar is resolving it (resolved_cb goes on). */
-enum verdict decide(struct conn *c)
+/* The decision proper: matches what c is known to be now (c->proto/match_proto, c->name when has_name)
+ * against the policy in force and checks the binding. Sets c->rule, c->decision, c->reason, c->binding;
+ * *by_rule when a rule allows c (its budget is then still to ask). V_PENDING: the name is allowed but
+ * not bound to the destination, and the sidecar is resolving it (resolved_cb goes on). */
+static enum verdict match_and_bind(struct conn *c, bool *by_rule)
 {
 	struct sk_sidecar *sc = c->px->sc;
 	const struct sk_policy *pol = sc->policy;
@@ -76,7 +77,8 @@ enum verdict decide(struct conn *c)
 			set_rule(c, pol, np.d.rule);
 			c->decision = "allow";
 			c->reason = "rule";
-			return budget_admit(c);
+			*by_rule = true;
+			return V_ALLOW;
 		}
 	}
 	sk_match(&enforce, &q, &d);
@@ -107,7 +109,17 @@ enum verdict decide(struct conn *c)
 	}
 	c->decision = "allow";
 	c->reason = "rule";
-	return budget_admit(c);
+	*by_rule = true;
+	return V_ALLOW;
+}
+
+/* Decides c: the match and the binding first, then, when a rule allows c, its budget in one call
+ * (budget_admit). Same contract as match_and_bind, with the budget's refusal as a deny. */
+enum verdict decide(struct conn *c)
+{
+	bool by_rule = false;
+	enum verdict v = match_and_bind(c, &by_rule);
+	return by_rule ? budget_admit(c) : v;
 }
 
 static void resolved_cb(void *arg, enum sk_resolve_result res)
