@@ -13,7 +13,6 @@
 #include "sidecar/core/denials.h"
 #include "sidecar/admin/health.h"
 #include "sidecar/core/metrics.h"
-#include "sidecar/proxy/proxy.h"
 #include "sidecar/core/reload.h"
 
 struct sk_lifecycle {
@@ -38,8 +37,9 @@ static void gather(void *ctx, struct sk_admin_view *v)
 	v->health = &lc->health;
 	v->budgets = sk_sidecar_budgets(sc);
 	v->now_ms = sk_monotonic_ms();
-	lc->proxy_fds[0] = sc->proxy ? sk_proxy_listen_fd(sc->proxy, AF_INET) : -1;
-	lc->proxy_fds[1] = sc->proxy ? sk_proxy_listen_fd(sc->proxy, AF_INET6) : -1;
+	bool px = sc->proxy && sc->proxy_listen_fd;
+	lc->proxy_fds[0] = px ? sc->proxy_listen_fd(sc->proxy, AF_INET) : -1;
+	lc->proxy_fds[1] = px ? sc->proxy_listen_fd(sc->proxy, AF_INET6) : -1;
 	v->ready.proxy_fds = lc->proxy_fds;
 	v->ready.n_proxy_fds = 2;
 	v->ready.dns_fds = sc->dns_fds;
@@ -137,3 +137,8 @@ void sk_lifecycle_free(struct sk_lifecycle *lc)
 		sk_health_stop(&lc->health, lc->sc->loop);
 	free(lc);
 }
+
+/* The admin port's entry in the sidecar's server list (core/server.h); main.c registers it. No
+ * stop_accepting: kubelet must still read "draining" from /readyz through the drain. */
+static void server_free(void *s) { sk_lifecycle_free(s); }
+const struct sk_server_ops sk_server_admin = { "admin", NULL, NULL, server_free };

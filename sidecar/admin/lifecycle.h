@@ -24,4 +24,8 @@ int sk_lifecycle_reload(struct sk_lifecycle *lc, const char *why);
 void sk_lifecycle_set_draining(struct sk_lifecycle *lc);
 void sk_lifecycle_free(struct sk_lifecycle *lc);
 
+/* The admin port's entry for the sidecar's server list (core/server.h): srv is a struct sk_lifecycle
+ * (admin port, heartbeat, policy watcher). */
+extern const struct sk_server_ops sk_server_admin;
+
 #endif

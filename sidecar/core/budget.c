@@ -277,6 +277,28 @@ bool sk_budget_admits(struct sk_budget_entry *e, uint64_t now_ms)
 	return !sk_budget_spent(e, now_ms) && !reached(e, SK_BUDGET_CONNS);
 }
 
+enum sk_budget_admission sk_budget_admit_conn(struct sk_budget_table *t, const struct sk_policy *p, int rule,
+					      bool counted, bool charge_refused, uint64_t now_ms,
+					      struct sk_budget_entry **entry)
+{
+	*entry = NULL;
+	if (rule < 0 || (size_t)rule >= p->n_rules || !p->rules[rule].budget.window_ms)
+		return SK_BUDGET_FREE;
+	struct sk_budget_entry *e = sk_budget_for_rule(t, rule);
+	if (!e)
+		return SK_BUDGET_UNAVAILABLE;
+	*entry = e;
+	bool ok = counted ? !sk_budget_spent(e, now_ms) : sk_budget_admits(e, now_ms);
+	if (!ok) {
+		e->refused++;
+		if (!charge_refused)
+			return SK_BUDGET_REFUSED;
+	}
+	if (!counted)
+		sk_budget_charge(e, SK_BUDGET_CONNS, 1, now_ms);
+	return ok ? SK_BUDGET_ADMITTED : SK_BUDGET_REFUSED;
+}
+
 const char *sk_budget_dim_name(enum sk_budget_dim d)
 {
 	switch (d) {

@@ -88,6 +88,22 @@ bool sk_budget_charge(struct sk_budget_entry *e, enum sk_budget_dim d, uint64_t 
 bool sk_budget_spent(struct sk_budget_entry *e, uint64_t now_ms);
 /* A new connection may be accepted: not spent, and the connections limit not reached. */
 bool sk_budget_admits(struct sk_budget_entry *e, uint64_t now_ms);
+/* A connection allowed by rule `rule` of p (the policy the table last followed) asks its budget in, in one
+ * call. FREE: the rule has no budget (*entry NULL). UNAVAILABLE: it has one but the table has no entry
+ * (a failed sync: refuse; *entry NULL). Otherwise *entry is the rule's entry (borrowed) and: a
+ * connection not yet `counted` is checked against the bytes and the connections limit, one already
+ * counted (a later decision on it) against the bytes only; a refusal counts in e->refused. A new
+ * connection is charged as one of the window's connections when ADMITTED, and when REFUSED too if
+ * charge_refused (mode audit: it goes on). */
+enum sk_budget_admission {
+	SK_BUDGET_FREE = 0,
+	SK_BUDGET_ADMITTED,
+	SK_BUDGET_REFUSED,
+	SK_BUDGET_UNAVAILABLE,
+};
+enum sk_budget_admission sk_budget_admit_conn(struct sk_budget_table *t, const struct sk_policy *p, int rule,
+					      bool counted, bool charge_refused, uint64_t now_ms,
+					      struct sk_budget_entry **entry);
 const char *sk_budget_dim_name(enum sk_budget_dim d);   /* "sent", "received", "connections", "queries" */
 
 /* Appends the table's Prometheus text for the live entries to out: per rule, bytes and counts used in the

@@ -1,7 +1,7 @@
 /* sidecar/core/server.h — the one interface every server in the sidecar (proxy, DNS filter, admin port with
  * its heartbeat and policy watcher, API gateway) offers to the process around it: stop accepting, how
  * much in-flight work a drain must wait for, and free. Each server starts with its own function (its
- * arguments differ) and then registers itself with the sidecar (sidecar.c), which owns the list from
+ * arguments differ) and then main.c registers it with the sidecar (sidecar.c), which owns the list from
  * then on: main.c only wires, the drain and the teardown are written once. */
 #ifndef SK_SIDECAR_SERVER_H
 #define SK_SIDECAR_SERVER_H
@@ -25,8 +25,8 @@ struct sk_server {
 
 #define SK_SIDECAR_SERVERS_MAX 8
 
-/* The entries of the sidecar's servers (sidecar.c): srv is a struct sk_proxy, struct sk_dns_srv, struct
- * sk_lifecycle (admin port, heartbeat, policy watcher) and struct sk_gateway respectively. */
-extern const struct sk_server_ops sk_server_proxy, sk_server_dns, sk_server_admin, sk_server_api;
+/* Each server's entry is defined in its own room, next to the functions it names (sk_server_proxy in
+ * proxy/proxy.h, sk_server_dns in dns/server.h, sk_server_admin in admin/lifecycle.h, sk_server_api in
+ * gateway/gateway.h); main.c registers them. */
 
 #endif

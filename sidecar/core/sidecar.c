@@ -1,15 +1,54 @@
-/* sidecar/core/sidecar.c — the sidecar's list of running servers (server.h): registration, the drain's two
- * questions (stop accepting, anything still in flight?) and the teardown, in one place. */
+/* sidecar/core/sidecar.c — the process object's own functions (sidecar.h): the policy swap, the budget table
+ * following the policy in force, the binding hooks, and the list of running servers (server.h):
+ * registration, the drain's two questions (stop accepting, anything still in flight?) and the teardown.
+ * It knows no server: each room defines its own struct sk_server_ops and main.c registers them. */
 #include "sidecar/core/sidecar.h"
 
 #include <errno.h>
 #include <stdio.h>
 
 #include "common/log.h"
-#include "sidecar/dns/server.h"
-#include "sidecar/gateway/gateway.h"
-#include "sidecar/admin/lifecycle.h"
-#include "sidecar/proxy/proxy.h"
+#include "policy/policy.h"
+
+void sk_sidecar_attach_bindings(struct sk_sidecar *sc, struct sk_bind_table *t, const struct sk_bind_hooks *hooks)
+{
+	sc->bindings = t;
+	sc->bind = *hooks;
+}
+
+/* Makes the budget table follow the policy in force (a failed sync is logged and leaves every budgeted
+ * rule refused: budget.h). */
+static void budgets_follow(struct sk_sidecar *sc)
+{
+	struct sk_err err = { 0 };
+	if (sk_budget_table_sync(&sc->budgets, sc->policy, &err) < 0)
+		sk_log(SK_LOG_ERROR, "%s: rules with a budget are refused until a policy loads", err.msg);
+	sc->budgets_gen = sc->policy_gen;
+	sc->budgets_synced = true;
+}
+
+struct sk_budget_table *sk_sidecar_budgets(struct sk_sidecar *sc)
+{
+	/* A swap syncs the table at once; this catches the first policy, which main (and a unit test) sets
+	 * on the struct before anything runs, and any policy set there since. */
+	if (!sc->budgets_synced || sc->budgets_gen != sc->policy_gen)
+		budgets_follow(sc);
+	return &sc->budgets;
+}
+
+struct sk_policy *sk_sidecar_swap_policy(struct sk_sidecar *sc, struct sk_policy *p)
+{
+	struct sk_policy *old = sc->policy;
+	sc->policy = p;
+	sc->policy_gen++;
+	/* From the next line on, the audit trail names the policy that decides it. */
+	sk_audit_set_policy(&sc->audit, p ? p->content_hash : NULL);
+	/* The budget table follows here, not in the first verdict after the reload: the DNS server and the
+	 * admin port read it as well. */
+	if (p)
+		budgets_follow(sc);
+	return old;
+}
 
 int sk_sidecar_add_server(struct sk_sidecar *sc, const struct sk_server_ops *ops, void *srv, struct sk_err *err)
 {
@@ -66,24 +105,3 @@ void sk_sidecar_free_servers(struct sk_sidecar *sc)
 		s->srv = NULL;
 	}
 }
-
-/* ---- the servers' entries (each module keeps its own start function) ---- */
-
-static void proxy_stop(void *s) { sk_proxy_stop_accepting(s); }
-static size_t proxy_active(const void *s) { return sk_proxy_active(s); }
-static void proxy_free(void *s) { sk_proxy_free(s); }
-const struct sk_server_ops sk_server_proxy = { "proxy", proxy_stop, proxy_active, proxy_free };
-
-static void dns_stop(void *s) { sk_dns_server_stop_accepting(s); }
-static void dns_free(void *s) { sk_dns_server_free(s); }
-/* active NULL: stop_accepting closes the listeners and the exchanges in flight are answered within the
- * upstream timeout; nothing longer for a drain to wait for */
-const struct sk_server_ops sk_server_dns = { "dns", dns_stop, NULL, dns_free };
-
-static void admin_free(void *s) { sk_lifecycle_free(s); }
-const struct sk_server_ops sk_server_admin = { "admin", NULL, NULL, admin_free };
-
-static void api_stop(void *s) { sk_gateway_stop_accepting(s); }
-static size_t api_active(const void *s) { return sk_gateway_active(s); }
-static void api_free(void *s) { sk_gateway_free(s); }
-const struct sk_server_ops sk_server_api = { "api", api_stop, api_active, api_free };

@@ -1,7 +1,10 @@
 /* sidecar/core/sidecar.h — the sidecar process as one object, passed explicitly to every server in it (no
  * globals): the event loop, the policy snapshot in force, metrics, the denials ring, the name↔IP binding
- * table, the audit sink and the servers' settings (config.h). main.c builds it; each server (proxy.c now; the DNS filter,
- * admin and API gateway from their own modules) borrows it for its whole life.
+ * table, the audit sink and the servers' settings (config.h). main.c builds it; each server (the proxy, the DNS
+ * filter, the admin port, the API gateway, each in its own room) borrows it for its whole life. Its
+ * functions are sidecar.c's; it knows no server, and where one server needs another (the proxy asks the
+ * DNS filter for bindings and for fallback resolution) it goes through the hooks below, which the
+ * serving room fills in.
  *
  * Policy: `policy` is an immutable snapshot. A reload swaps the pointer whole (sk_sidecar_swap_policy)
  * and frees the old one at once: no connection keeps a pointer into a snapshot past the synchronous
@@ -27,8 +30,8 @@ struct sk_bind_table;
 struct sk_proxy;
 struct sk_gateway;
 
-/* The name↔IP binding check, filled by the DNS filter (sk_sidecar_attach_bindings does it for a
- * struct sk_bind_table). While name_bound is NULL the proxy does not check bindings: a HOST rule's
+/* The name↔IP binding check, filled by the DNS filter (dns/server.c, through sk_sidecar_attach_bindings,
+ * with hooks over its struct sk_bind_table). While name_bound is NULL the proxy does not check bindings: a HOST rule's
  * allow then stands on the SNI/Host alone and the audit line says "binding":"unchecked". */
 typedef bool (*sk_bind_name_fn)(const char *name, void *arg);
 struct sk_bind_hooks {
@@ -42,7 +45,7 @@ struct sk_bind_hooks {
 /* Fallback resolution (docs/architecture.md#transparent-proxy "or the sidecar's own resolution of it"): when a connection's
  * name is allowed but not bound to its destination (a client that resolved outside the filter: /etc/hosts,
  * curl --resolve, a JVM cache older than the binding), the proxy asks the DNS server to resolve the name
- * itself. Filled by the DNS server (dns_server.c); while start is NULL the proxy denies a miss at once. */
+ * itself. Filled by the DNS server (dns/server.c); while start is NULL the proxy denies a miss at once. */
 enum sk_resolve_result {
 	SK_RESOLVE_MATCH = 0,   /* addr is among the name's A/AAAA answers (now bound in the table) */
 	SK_RESOLVE_MISMATCH,    /* the name resolved, but not to addr (or recently did not: negative cache) */
@@ -81,11 +84,14 @@ struct sk_sidecar {
 	struct sk_gateway_limits api_limits;
 	struct sk_dns_settings dns_cfg;
 	/* Budget counters (budget.h), shared by the proxy and the DNS server; follow the policy in force
-	 * lazily (sk_sidecar_budgets). A zeroed table is a valid empty one; main frees it at exit. */
+	 * (sk_sidecar_swap_policy, sk_sidecar_budgets). A zeroed table is a valid empty one; main frees it at exit. */
 	struct sk_budget_table budgets;
 	uint64_t budgets_gen;            /* policy_gen the table last followed */
 	bool budgets_synced;
 	struct sk_proxy *proxy;          /* owned; NULL until started */
+	/* Its listening fd per family (-1 when not listening), for the admin port's readiness; set by
+	 * sk_proxy_new, so the admin room asks without knowing the proxy's. */
+	int (*proxy_listen_fd)(const struct sk_proxy *p, int family);
 	struct sk_gateway *gateway;      /* owned; the API gateway (gateway.h); NULL until started */
 	/* Readiness inputs the DNS server sets for /readyz (lifecycle.c reads them): its listening
 	 * sockets (UDP and TCP, -1 unused) and whether an upstream resolver has answered yet. */
@@ -97,12 +103,15 @@ struct sk_sidecar {
 	size_t n_servers;
 };
 
-/* Installs hooks that consult t with the loop's clock; sc->bindings = t (borrowed). */
-void sk_sidecar_attach_bindings(struct sk_sidecar *sc, struct sk_bind_table *t);
-/* The budget table, synced to the policy in force first when a swap happened since (a failed sync is
- * logged and leaves every budgeted rule refused: budget.h). Borrowed. */
+/* Installs the binding hooks (copied; their ctx is the sidecar, so they read sc->bindings) and
+ * sc->bindings = t (borrowed). */
+void sk_sidecar_attach_bindings(struct sk_sidecar *sc, struct sk_bind_table *t, const struct sk_bind_hooks *hooks);
+/* The budget table, following the policy in force (synced by sk_sidecar_swap_policy, or here first for a
+ * policy set on the struct directly, as main sets the first; a failed sync is logged and leaves every
+ * budgeted rule refused: budget.h). Borrowed. */
 struct sk_budget_table *sk_sidecar_budgets(struct sk_sidecar *sc);
-/* Makes p the snapshot in force and returns the previous one (owned by the caller, to free). */
+/* Makes p the snapshot in force, the audit trail name it and the budget table follow it; returns the
+ * previous one (owned by the caller, to free). */
 struct sk_policy *sk_sidecar_swap_policy(struct sk_sidecar *sc, struct sk_policy *p);
 
 /* The server list (sidecar.c). add: sc owns srv from now on (on failure it is freed at once; a NULL srv

@@ -1088,6 +1088,34 @@ static int open_sock(int family, int type, const struct sk_addr *a, uint16_t por
 	return fd;
 }
 
+/* ---- the binding hooks the proxy checks (sidecar.h), over this server's table, on the loop's clock ---- */
+
+static bool table_name_bound(void *ctx, const struct sk_addr *addr, const char *name)
+{
+	struct sk_sidecar *sc = ctx;
+	return sc->bindings && sk_bind_has(sc->bindings, addr, name, sk_loop_now_ms(sc->loop));
+}
+
+struct names_adapter {
+	sk_bind_name_fn cb;
+	void *arg;
+};
+
+static bool names_adapter_cb(const char *name, uint64_t expires_ms, void *arg)
+{
+	(void)expires_ms;
+	struct names_adapter *a = arg;
+	return a->cb(name, a->arg);
+}
+
+static void table_names(void *ctx, const struct sk_addr *addr, sk_bind_name_fn cb, void *arg)
+{
+	struct sk_sidecar *sc = ctx;
+	struct names_adapter a = { cb, arg };
+	if (sc->bindings)
+		sk_bind_names(sc->bindings, addr, sk_loop_now_ms(sc->loop), names_adapter_cb, &a);
+}
+
 int sk_dns_server_start(struct sk_sidecar *sc, struct sk_dns_srv **out, struct sk_err *err)
 {
 	*out = NULL;
@@ -1159,7 +1187,7 @@ int sk_dns_server_start(struct sk_sidecar *sc, struct sk_dns_srv **out, struct s
 		if (s->tcp[i].io.fd >= 0)
 			sc->dns_fds[sc->n_dns_fds++] = s->tcp[i].io.fd;
 	}
-	sk_sidecar_attach_bindings(sc, s->binds);
+	sk_sidecar_attach_bindings(sc, s->binds, &(struct sk_bind_hooks){ sc, table_name_bound, table_names });
 	sc->resolve.ctx = s;
 	sc->resolve.start = resolve_start;
 	sc->resolve.cancel = resolve_cancel;
@@ -1240,3 +1268,10 @@ void sk_dns_server_free(struct sk_dns_srv *s)
 	sk_dns_ptable_free(s->pt);
 	free(s);
 }
+
+/* The DNS server's entry in the sidecar's server list (core/server.h); main.c registers it. active NULL:
+ * stop_accepting closes the listeners and the exchanges in flight are answered within the upstream
+ * timeout; nothing longer for a drain to wait for. */
+static void server_stop(void *s) { sk_dns_server_stop_accepting(s); }
+static void server_free(void *s) { sk_dns_server_free(s); }
+const struct sk_server_ops sk_server_dns = { "dns", server_stop, NULL, server_free };

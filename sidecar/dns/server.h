@@ -61,4 +61,7 @@ int sk_dns_server_start(struct sk_sidecar *sc, struct sk_dns_srv **out, struct s
 void sk_dns_server_stop_accepting(struct sk_dns_srv *s);
 void sk_dns_server_free(struct sk_dns_srv *s);
 
+/* The DNS server's entry for the sidecar's server list (core/server.h): srv is a struct sk_dns_srv. */
+extern const struct sk_server_ops sk_server_dns;
+
 #endif

@@ -553,3 +553,8 @@ void sk_gateway_free(struct sk_gateway *g)
 	free(g);
 }
 
+/* The API gateway's entry in the sidecar's server list (core/server.h); main.c registers it. */
+static void server_stop(void *s) { sk_gateway_stop_accepting(s); }
+static size_t server_active(const void *s) { return sk_gateway_active(s); }
+static void server_free(void *s) { sk_gateway_free(s); }
+const struct sk_server_ops sk_server_api = { "api", server_stop, server_active, server_free };

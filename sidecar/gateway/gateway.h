@@ -52,5 +52,8 @@ void sk_gateway_free(struct sk_gateway *g);              /* aborts transfers, cl
  * forwarded or being answered, heads half read): main.c's drain waits until it is 0 (or the grace ends). */
 size_t sk_gateway_active(const struct sk_gateway *g);
 
+/* The API gateway's entry for the sidecar's server list (core/server.h): srv is a struct sk_gateway. */
+extern const struct sk_server_ops sk_server_api;
+
 
 #endif
