@@ -536,5 +536,44 @@ print("; ".join(bad) or "%d alerts, %d metrics" % (len(alerts), len(used))); sys
 	else sk_fail "monitoring values off: no PodMonitor, PrometheusRule or dashboard even with the CRDs" "$out"; fi
 }
 
-SK_CASES=(lint kubeconform system_chart security start_gate init_in_sidecar values_schema rendered_policy seccomp_profiles as_dependency drift upgrades standard_settings monitoring)
+# --- nameOverride and fullnameOverride (both charts, the usual semantics): fullnameOverride is the base of
+# every object's name, nameOverride replaces the chart name in names and in the app.kubernetes.io/name label
+# (selectors included), and a name the schema's DNS-label pattern refuses fails the render.
+t_name_overrides() {
+	local all=(--kube-version 1.34.0 --set workload.kind=Deployment --set networkPolicy.enabled=true)
+	local sys=(--kube-version 1.34.0 --set admissionPolicy.enabled=true --set injector.enabled=true)
+	local chk='
+import sys, yaml
+prefix, name = sys.argv[1], sys.argv[2]
+docs = [d for d in yaml.safe_load_all(sys.stdin) if d]
+bad = []
+def walk(o, at):
+    if isinstance(o, dict):
+        for k, v in o.items():
+            if k == "app.kubernetes.io/name" and v != name: bad.append("%s: %s" % (at, v))
+            walk(v, at + "." + str(k))
+    elif isinstance(o, list):
+        for i, v in enumerate(o): walk(v, "%s[%d]" % (at, i))
+for d in docs:
+    n = d["metadata"]["name"]
+    if not n.startswith(prefix): bad.append("%s %s" % (d["kind"], n))
+    walk(d, d["kind"])
+print("; ".join(bad) or "%d objects" % len(docs)); sys.exit(1 if bad else 0)'
+	local c what
+	for c in "render;stockade" "sys_render;stockade-system"; do
+		local r=${c%%;*} chart=${c#*;} args=("${all[@]}")
+		[ "$r" = sys_render ] && args=("${sys[@]}")
+		what="$chart: fullnameOverride names every object, nameOverride the name label"
+		if out=$($r "${args[@]}" --set fullnameOverride=box --set nameOverride=agentbox | python3 -c "$chk" box- agentbox 2>&1); then
+			sk_pass "$what ($out)"
+		else sk_fail "$what" "$out"; fi
+		what="$chart: nameOverride gives <release>-<name>"
+		if out=$($r "${args[@]}" --set nameOverride=agentbox | python3 -c "$chk" "$([ "$r" = render ] && echo stockade || echo stockade-system)-agentbox-" agentbox 2>&1); then
+			sk_pass "$what ($out)"
+		else sk_fail "$what" "$out"; fi
+		refused "$chart: a fullnameOverride that is no DNS label is refused" "/fullnameOverride" "$r" "${args[@]}" --set fullnameOverride=Bad_Name
+	done
+}
+
+SK_CASES=(lint kubeconform system_chart security start_gate init_in_sidecar values_schema rendered_policy seccomp_profiles as_dependency drift upgrades standard_settings monitoring name_overrides)
 sk_main "$@"
