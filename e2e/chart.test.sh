@@ -460,6 +460,9 @@ if (sc["runAsUser"], sc["readOnlyRootFilesystem"], sc["capabilities"], "privileg
 side = next(c for c in ps["initContainers"] + ps["containers"] if c["name"] == "stockade-sidecar")
 if not side["image"].endswith("stockade-sidecar@sha256:" + "0123456789abcdef" * 4): bad.append("digest: " + side["image"])
 if {"name": "STOCKADE_PEEK_TIMEOUT_MS", "value": "2000"} not in side["env"]: bad.append("sidecar.extraEnv")
+tp = next(d for d in docs if d["kind"] == "Pod" and d["metadata"]["name"].endswith("-test-policy"))["spec"]
+for k in ("imagePullSecrets", "nodeSelector", "tolerations"):
+    if not ps.get(k) or tp.get(k) != ps.get(k): bad.append("helm test pod %s: %r" % (k, tp.get(k)))
 pm = [d for d in docs if d["kind"] == "PodMonitor"]
 if not pm or pm[0]["spec"]["podMetricsEndpoints"][0]["port"] != "admin" or pm[0]["metadata"]["labels"].get("release") != "prom":
     bad.append("PodMonitor")
