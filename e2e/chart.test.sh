@@ -578,5 +578,21 @@ print("; ".join(bad) or "%d objects" % len(docs)); sys.exit(1 if bad else 0)'
 	done
 }
 
-SK_CASES=(lint kubeconform system_chart security start_gate init_in_sidecar values_schema rendered_policy seccomp_profiles as_dependency drift upgrades standard_settings monitoring name_overrides)
+# --- Chart metadata: both charts name the project's real home and sources (no placeholder), in the
+# `home: URL` line scripts/oci-labels reads for the images' source and url labels.
+t_chart_metadata() {
+	local c out
+	for c in "$CHART" "$SYS"; do
+		if out=$("$HELM" show chart "$c" | python3 -c '
+import sys, yaml
+m = yaml.safe_load(sys.stdin)
+want = "https://github.com/stockade-dev/stockade"
+bad = [k for k, v in (("home", m.get("home")), ("sources", m.get("sources"))) if v not in (want, [want])]
+print(", ".join(bad)); sys.exit(1 if bad else 0)' 2>&1) && [ "$(sed -n 's/^home: *//p' "$c/Chart.yaml")" = https://github.com/stockade-dev/stockade ]; then
+			sk_pass "$c: home and sources are the project's repository, home on its own line"
+		else sk_fail "$c: home and sources are the project's repository, home on its own line" "$out"; fi
+	done
+}
+
+SK_CASES=(lint kubeconform system_chart security start_gate init_in_sidecar values_schema rendered_policy seccomp_profiles as_dependency drift upgrades standard_settings monitoring name_overrides chart_metadata)
 sk_main "$@"
