@@ -443,7 +443,7 @@ t_standard_settings() {
 	if out=$(render --kube-version 1.34.0 -f "$std" --set podMonitor.enabled=false | conform 1.34.0 2>&1) &&
 		echo "$out" | grep -qE 'Invalid: 0, Errors: 0'; then sk_pass "kubeconform with every standard setting"
 	else sk_fail "kubeconform with every standard setting" "$out"; fi
-	if out=$(render --kube-version 1.34.0 -f "$std" | python3 -c '
+	if out=$(render --kube-version 1.34.0 -f "$std" --api-versions monitoring.coreos.com/v1 | python3 -c '
 import sys, yaml
 docs = [d for d in yaml.safe_load_all(sys.stdin) if d]
 ps = next(d for d in docs if d["kind"] == "Deployment")["spec"]["template"]["spec"]
@@ -460,6 +460,9 @@ if (sc["runAsUser"], sc["readOnlyRootFilesystem"], sc["capabilities"], "privileg
 side = next(c for c in ps["initContainers"] + ps["containers"] if c["name"] == "stockade-sidecar")
 if not side["image"].endswith("stockade-sidecar@sha256:" + "0123456789abcdef" * 4): bad.append("digest: " + side["image"])
 if {"name": "STOCKADE_PEEK_TIMEOUT_MS", "value": "2000"} not in side["env"]: bad.append("sidecar.extraEnv")
+tp = next(d for d in docs if d["kind"] == "Pod" and d["metadata"]["name"].endswith("-test-policy"))["spec"]
+for k in ("imagePullSecrets", "nodeSelector", "tolerations"):
+    if not ps.get(k) or tp.get(k) != ps.get(k): bad.append("helm test pod %s: %r" % (k, tp.get(k)))
 pm = [d for d in docs if d["kind"] == "PodMonitor"]
 if not pm or pm[0]["spec"]["podMetricsEndpoints"][0]["port"] != "admin" or pm[0]["metadata"]["labels"].get("release") != "prom":
     bad.append("PodMonitor")
@@ -469,5 +472,127 @@ print(", ".join(bad)); sys.exit(1 if bad else 0)' 2>&1); then sk_pass "standard 
 		render --kube-version 1.34.0 --set images.init.digest=sha256:abc
 }
 
-SK_CASES=(lint kubeconform system_chart security start_gate init_in_sidecar values_schema rendered_policy seccomp_profiles as_dependency drift upgrades standard_settings)
+# --- Observability (issue 36 item 6): the PodMonitors and the PrometheusRule render only where the cluster
+# serves monitoring.coreos.com/v1, so an install without the Prometheus Operator's CRDs does not fail; with
+# it, every metric the alerts and the dashboard name is one docs/metrics.md lists, each alert has a summary,
+# a description and a runbook_url whose anchor is a docs/troubleshooting.md heading.
+t_monitoring() {
+	local mon=(--set monitoring.podMonitor.enabled=true --set monitoring.prometheusRule.enabled=true --set monitoring.dashboard.enabled=true)
+	if out=$({ sys_render --kube-version 1.34.0 "${mon[@]}" --api-versions monitoring.coreos.com/v1; echo ---;
+		render --kube-version 1.34.0 --set podMonitor.enabled=true --api-versions monitoring.coreos.com/v1; } | python3 -c '
+import json, re, sys, yaml
+docs = [d for d in yaml.safe_load_all(sys.stdin) if d]
+known = set(re.findall(r"^\| \x60([a-z_]+)\x60 \|", open("docs/metrics.md").read(), re.M))
+anchors = set()
+for h in re.findall(r"^#+ (.+)", open("docs/troubleshooting.md").read(), re.M):
+    anchors.add(re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-"))
+bad = []
+kinds = [(d["kind"], d["metadata"]["name"]) for d in docs]
+pms = [d for d in docs if d["kind"] == "PodMonitor"]
+if len(pms) != 2: bad.append("want 2 PodMonitors (system and release): %r" % kinds)
+for pm in pms:
+    ep = pm["spec"]["podMetricsEndpoints"][0]
+    if (ep["port"], ep["path"]) != ("admin", "/metrics") or pm["spec"]["selector"]["matchLabels"].get("stockade.io/wrapped") != "true":
+        bad.append("PodMonitor %s: %r" % (pm["metadata"]["name"], pm["spec"]))
+sysm = [p for p in pms if p["metadata"]["name"].endswith("-sidecars")]
+if not sysm or sysm[0]["spec"].get("namespaceSelector") != {"any": True}: bad.append("system PodMonitor selects every namespace")
+def metrics(expr):
+    names = set(re.findall(r"\b((?:stockade|process)_[a-z_]+)", expr))
+    return {re.sub(r"_(bucket|sum|count)\Z", "", n) if re.sub(r"_(bucket|sum|count)\Z", "", n) in known else n for n in names}
+rules = [d for d in docs if d["kind"] == "PrometheusRule"]
+alerts = {r["alert"]: r for d in rules for g in d["spec"]["groups"] for r in g["rules"]}
+want = {"StockadeSidecarNotReady", "StockadePolicyReloadFailed", "StockadeDenialRateHigh", "StockadeBudgetExhausted"}
+if set(alerts) != want: bad.append("alerts %r" % sorted(alerts))
+if "stockade_policy_reloads_total{result=\"failed\"}" not in alerts.get("StockadePolicyReloadFailed", {}).get("expr", ""): bad.append("reload alert does not read result=failed")
+used = set()
+for name, r in alerts.items():
+    ms = metrics(r["expr"]); used |= ms
+    if not ms: bad.append(name + ": no metric")
+    a = r.get("annotations", {})
+    if not a.get("summary") or not a.get("description"): bad.append(name + ": summary/description")
+    url = a.get("runbook_url", "")
+    if "/docs/troubleshooting.md#" not in url or url.split("#")[1] not in anchors: bad.append(name + ": runbook " + url)
+cms = [d for d in docs if d["kind"] == "ConfigMap" and d["metadata"].get("labels", {}).get("grafana_dashboard") == "1"]
+if len(cms) != 1: bad.append("one dashboard ConfigMap labelled grafana_dashboard=1")
+else:
+    dash = json.loads(next(iter(cms[0]["data"].values())))
+    exprs = [t["expr"] for p in dash["panels"] for t in p["targets"]]
+    for e in exprs:
+        ms = metrics(e); used |= ms
+        if not ms: bad.append("dashboard panel without a metric: " + e)
+    for m in ("stockade_connections_total", "stockade_dns_queries_total", "stockade_budget_used", "stockade_policy_reloads_total",
+              "process_cpu_seconds_total", "process_resident_memory_bytes"):
+        if not any(m in e for e in exprs): bad.append("dashboard lacks " + m)
+unknown = sorted(used - known)
+if unknown: bad.append("metrics not in docs/metrics.md: %r" % unknown)
+print("; ".join(bad) or "%d alerts, %d metrics" % (len(alerts), len(used))); sys.exit(1 if bad else 0)' 2>&1); then
+		sk_pass "with monitoring.coreos.com/v1: PodMonitors, alerts and dashboard render with documented metrics and runbooks ($out)"
+	else sk_fail "with monitoring.coreos.com/v1: PodMonitors, alerts and dashboard render with documented metrics and runbooks" "$out"; fi
+	if out=$({ sys_render --kube-version 1.34.0 "${mon[@]}" && echo --- && render --kube-version 1.34.0 --set podMonitor.enabled=true; } 2>&1) &&
+		! echo "$out" | grep -qE '^kind: (PodMonitor|PrometheusRule)$'; then
+		sk_pass "without monitoring.coreos.com/v1 the render succeeds with no PodMonitor or PrometheusRule"
+	else sk_fail "without monitoring.coreos.com/v1 the render succeeds with no PodMonitor or PrometheusRule" "$(echo "$out" | grep -E '^kind:|rror' | head -20)"; fi
+	if out=$(sys_render --kube-version 1.34.0 "${mon[@]}" --api-versions monitoring.coreos.com/v1 --set monitoring.podMonitor.enabled=false \
+		--set monitoring.prometheusRule.enabled=false --set monitoring.dashboard.enabled=false 2>&1) &&
+		! echo "$out" | grep -qE '^kind: (PodMonitor|PrometheusRule)$|grafana_dashboard'; then
+		sk_pass "monitoring values off: no PodMonitor, PrometheusRule or dashboard even with the CRDs"
+	else sk_fail "monitoring values off: no PodMonitor, PrometheusRule or dashboard even with the CRDs" "$out"; fi
+}
+
+# --- nameOverride and fullnameOverride (both charts, the usual semantics): fullnameOverride is the base of
+# every object's name, nameOverride replaces the chart name in names and in the app.kubernetes.io/name label
+# (selectors included), and a name the schema's DNS-label pattern refuses fails the render.
+t_name_overrides() {
+	local all=(--kube-version 1.34.0 --set workload.kind=Deployment --set networkPolicy.enabled=true)
+	local sys=(--kube-version 1.34.0 --set admissionPolicy.enabled=true --set injector.enabled=true)
+	local chk='
+import sys, yaml
+prefix, name = sys.argv[1], sys.argv[2]
+docs = [d for d in yaml.safe_load_all(sys.stdin) if d]
+bad = []
+def walk(o, at):
+    if isinstance(o, dict):
+        for k, v in o.items():
+            if k == "app.kubernetes.io/name" and v != name: bad.append("%s: %s" % (at, v))
+            walk(v, at + "." + str(k))
+    elif isinstance(o, list):
+        for i, v in enumerate(o): walk(v, "%s[%d]" % (at, i))
+for d in docs:
+    n = d["metadata"]["name"]
+    if not n.startswith(prefix): bad.append("%s %s" % (d["kind"], n))
+    walk(d, d["kind"])
+print("; ".join(bad) or "%d objects" % len(docs)); sys.exit(1 if bad else 0)'
+	local c what
+	for c in "render;stockade" "sys_render;stockade-system"; do
+		local r=${c%%;*} chart=${c#*;} args=("${all[@]}")
+		[ "$r" = sys_render ] && args=("${sys[@]}")
+		what="$chart: fullnameOverride names every object, nameOverride the name label"
+		if out=$($r "${args[@]}" --set fullnameOverride=box --set nameOverride=agentbox | python3 -c "$chk" box- agentbox 2>&1); then
+			sk_pass "$what ($out)"
+		else sk_fail "$what" "$out"; fi
+		what="$chart: nameOverride gives <release>-<name>"
+		if out=$($r "${args[@]}" --set nameOverride=agentbox | python3 -c "$chk" "$([ "$r" = render ] && echo stockade || echo stockade-system)-agentbox-" agentbox 2>&1); then
+			sk_pass "$what ($out)"
+		else sk_fail "$what" "$out"; fi
+		refused "$chart: a fullnameOverride that is no DNS label is refused" "/fullnameOverride" "$r" "${args[@]}" --set fullnameOverride=Bad_Name
+	done
+}
+
+# --- Chart metadata: both charts name the project's real home and sources (no placeholder), in the
+# `home: URL` line scripts/oci-labels reads for the images' source and url labels.
+t_chart_metadata() {
+	local c out
+	for c in "$CHART" "$SYS"; do
+		if out=$("$HELM" show chart "$c" | python3 -c '
+import sys, yaml
+m = yaml.safe_load(sys.stdin)
+want = "https://github.com/stockade-dev/stockade"
+bad = [k for k, v in (("home", m.get("home")), ("sources", m.get("sources"))) if v not in (want, [want])]
+print(", ".join(bad)); sys.exit(1 if bad else 0)' 2>&1) && [ "$(sed -n 's/^home: *//p' "$c/Chart.yaml")" = https://github.com/stockade-dev/stockade ]; then
+			sk_pass "$c: home and sources are the project's repository, home on its own line"
+		else sk_fail "$c: home and sources are the project's repository, home on its own line" "$out"; fi
+	done
+}
+
+SK_CASES=(lint kubeconform system_chart security start_gate init_in_sidecar values_schema rendered_policy seccomp_profiles as_dependency drift upgrades standard_settings monitoring name_overrides chart_metadata)
 sk_main "$@"

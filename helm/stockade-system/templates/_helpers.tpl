@@ -5,21 +5,34 @@ templates are global across a chart and its subcharts.
 */}}
 
 {{/*
-stockade-system.fullname: release-scoped base name of every object. Usage: {{ include "stockade-system.fullname" . }}
+stockade-system.fullname: release-scoped base name of every object: fullnameOverride, else the release name when it
+contains the name (nameOverride or the chart name), else "<release>-<name>"; 63 characters at most. Usage: {{ include "stockade-system.fullname" . }}
 */}}
 {{- define "stockade-system.fullname" -}}
-{{- if contains .Chart.Name .Release.Name -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := include "stockade-system.name" . -}}
+{{- if contains $name .Release.Name -}}
 {{- .Release.Name | trunc 63 | trimSuffix "-" -}}
 {{- else -}}
-{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+stockade-system.name: the chart name, or nameOverride (the app.kubernetes.io/name label). Usage: {{ include "stockade-system.name" . }}
+*/}}
+{{- define "stockade-system.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
 {{/*
 stockade-system.labels: the app.kubernetes.io/* labels of every object. Usage: {{ include "stockade-system.labels" . | nindent 4 }}
 */}}
 {{- define "stockade-system.labels" -}}
-app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/name: {{ include "stockade-system.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
@@ -33,7 +46,7 @@ it would roll every pod on each chart upgrade). Usage: {{ include "stockade-syst
 */}}
 {{- define "stockade-system.selectorLabels" -}}
 {{- $root := index . 0 -}}
-app.kubernetes.io/name: {{ $root.Chart.Name }}
+app.kubernetes.io/name: {{ include "stockade-system.name" $root }}
 app.kubernetes.io/instance: {{ $root.Release.Name }}
 app.kubernetes.io/component: {{ index . 1 }}
 {{- end -}}

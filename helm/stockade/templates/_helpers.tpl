@@ -31,20 +31,26 @@ Usage: {{- $c := dict -}}{{- include "stockade.ctx" (list . $c) -}} then $c.Valu
 {{- end -}}
 
 {{/*
-stockade.name: the chart name. Usage: {{ include "stockade.name" . }}
+stockade.name: the chart name, or nameOverride (the app.kubernetes.io/name label). Usage: {{ include "stockade.name" . }}
 */}}
 {{- define "stockade.name" -}}
-{{- .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
 {{/*
-stockade.fullname: release-scoped base name for every object. Usage: {{ include "stockade.fullname" . }}
+stockade.fullname: release-scoped base name for every object: fullnameOverride, else the release name when it
+contains the name (nameOverride or the chart name), else "<release>-<name>"; 63 characters at most. Usage: {{ include "stockade.fullname" . }}
 */}}
 {{- define "stockade.fullname" -}}
-{{- if contains .Chart.Name .Release.Name -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
 {{- .Release.Name | trunc 63 | trimSuffix "-" -}}
 {{- else -}}
-{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 
