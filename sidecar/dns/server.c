@@ -122,40 +122,6 @@ struct sk_dns_srv {
 
 static uint64_t now_ms(const struct sk_dns_srv *s) { return sk_loop_now_ms(s->sc->loop); }
 
-static void to_sockaddr(const struct sk_addr *a, uint16_t port, struct sockaddr_storage *ss, socklen_t *len)
-{
-	memset(ss, 0, sizeof(*ss));
-	if (a->family == AF_INET) {
-		struct sockaddr_in *in = (struct sockaddr_in *)ss;
-		in->sin_family = AF_INET;
-		in->sin_port = htons(port);
-		memcpy(&in->sin_addr, a->bytes, 4);
-		*len = sizeof(*in);
-	} else {
-		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
-		in6->sin6_family = AF_INET6;
-		in6->sin6_port = htons(port);
-		memcpy(&in6->sin6_addr, a->bytes, 16);
-		*len = sizeof(*in6);
-	}
-}
-
-static void from_sockaddr(const struct sockaddr_storage *ss, struct sk_addr *a, uint16_t *port)
-{
-	memset(a, 0, sizeof(*a));
-	if (ss->ss_family == AF_INET) {
-		const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
-		a->family = AF_INET;
-		memcpy(a->bytes, &in->sin_addr, 4);
-		*port = ntohs(in->sin_port);
-	} else {
-		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
-		a->family = AF_INET6;
-		memcpy(a->bytes, &in6->sin6_addr, 16);
-		*port = ntohs(in6->sin6_port); /* NOLINT(clang-analyzer-core.CallAndMessage): callers pass a filled or zeroed ss */
-	}
-}
-
 /* ---- audit and metrics ---- */
 
 static void account(struct sk_dns_srv *s, enum sk_dns_result r, const struct sk_dns_fquery *q, bool audit,
@@ -342,8 +308,7 @@ static struct usock *usock_get(struct sk_dns_srv *s, struct dq *d)
 	 * from ip_local_port_range (as an explicit bind to port 0 would); from then on the kernel delivers
 	 * only datagrams from the server's address and port. */
 	struct sockaddr_storage ss;
-	socklen_t sl;
-	to_sockaddr(&up->addr, up->port, &ss, &sl);
+	socklen_t sl = sk_sockaddr_from_addr(&up->addr, up->port, &ss);
 	struct usock *u = calloc(1, sizeof(*u));
 	struct sk_err err;
 	if (!u || connect(fd, (struct sockaddr *)&ss, sl) < 0) {
@@ -387,7 +352,7 @@ static void peer_of(const struct dq *d, struct sk_addr *a, uint16_t *port)
 		*a = d->tc->peer;
 		*port = d->tc->peer_port;
 	} else {
-		from_sockaddr(&d->peer, a, port);
+		sk_addr_from_sockaddr(&d->peer, a, port);
 	}
 }
 
@@ -715,8 +680,7 @@ static void utcp_start(struct sk_dns_srv *s, struct dq *d)
 	u->wbuf[1] = (uint8_t)n;
 	u->wlen = (size_t)n + 2;
 	struct sockaddr_storage ss;
-	socklen_t sl;
-	to_sockaddr(&up->addr, up->port, &ss, &sl);
+	socklen_t sl = sk_sockaddr_from_addr(&up->addr, up->port, &ss);
 	if (connect(fd, (struct sockaddr *)&ss, sl) < 0 && errno != EINPROGRESS) {
 		close(fd);
 		free(u->rbuf);
@@ -944,7 +908,7 @@ static void dns_accept(struct sk_listener *ls, int fd, const struct sockaddr_sto
 		return;
 	}
 	c->srv = s;
-	from_sockaddr(ss, &c->peer, &c->peer_port);
+	sk_addr_from_sockaddr(ss, &c->peer, &c->peer_port);
 	sk_io_init(&c->io, fd, on_tcl, c);
 	sk_timer_init(&c->idle, on_tcl_idle, c);
 	struct sk_err err;
@@ -980,7 +944,7 @@ static void on_usock(struct sk_loop *l, struct sk_io *io, uint32_t events)
 		}
 		struct sk_addr from;
 		uint16_t port;
-		from_sockaddr(&ss, &from, &port);
+		sk_addr_from_sockaddr(&ss, &from, &port);
 		if (port != up->port || !sk_addr_equal(&from, &up->addr))
 			continue;
 		if (d->p->tcp || !sk_dns_pend_answers(s->pt, d->p, u->server, s->in, (size_t)n))
@@ -1070,8 +1034,7 @@ static int open_sock(int family, int type, const struct sk_addr *a, uint16_t por
 		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
 	if (a) {
 		struct sockaddr_storage ss;
-		socklen_t sl;
-		to_sockaddr(a, port, &ss, &sl);
+		socklen_t sl = sk_sockaddr_from_addr(a, port, &ss);
 		char txt[SK_ADDR_STRLEN];
 		sk_addr_format(a, txt);
 		if (bind(fd, (struct sockaddr *)&ss, sl) < 0) {
