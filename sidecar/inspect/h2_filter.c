@@ -77,6 +77,7 @@ struct h2f {
 	uint8_t shdr[FRAME_HDR];
 	size_t shdr_have;
 	bool s_in_frame;
+	bool s_started;             /* the server's first frame (its SETTINGS, RFC 9113 §3.4) went by */
 	uint32_t srem;
 	bool s_settings;            /* a SETTINGS (not ACK) is being read */
 	uint8_t sparam[6];
@@ -323,9 +324,11 @@ static int stream_add(struct h2f *f, const struct sk_h2_request *rq)
 /* ---------------------------------------------------------------------------------------------------- */
 /* Toward the agent */
 
+/* Where a frame of ours may go into the server→client stream: between two of the server's frames, and
+ * after its first (the agent must read the server's SETTINGS first). */
 static bool server_at_boundary(const struct h2f *f)
 {
-	return f->shdr_have == 0 && !f->s_in_frame;
+	return f->s_started && f->shdr_have == 0 && !f->s_in_frame;
 }
 
 /* Our frames go to the agent now if the server's stream is between frames, else from_server puts them
@@ -958,6 +961,7 @@ static void server_param(struct h2f *f)
 static bool server_frame_end(struct h2f *f)
 {
 	f->s_in_frame = false;
+	f->s_started = true;
 	if (!f->s_settings)
 		return true;
 	f->s_settings = false;
