@@ -382,6 +382,42 @@ static void test_authority_mismatch_421(void **state)
 	world_free(&w);
 }
 
+/* An answer of ours made while the server's stream is inside a frame waits for that frame's end. */
+static void test_answer_between_server_frames(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w, 0, false);
+	int32_t a = request(&w, "GET", "api.example.com", "/v1/a", NULL, 0, NULL);
+	assert_true(pump_one(&w, true));
+	struct sk_strbuf srv = { 0 };
+	for (;;) {
+		const uint8_t *p;
+		ssize_t n = nghttp2_session_mem_send(w.srv.s, &p);
+		assert_true(n >= 0);
+		if (n == 0)
+			break;
+		assert_int_equal(sk_strbuf_put(&srv, p, (size_t)n), 0);
+	}
+	assert_true(srv.len > 5);
+	feed(&w, false, (const uint8_t *)srv.p, srv.len - 5);  /* ends inside the DATA frame "ok" */
+	int32_t d = request(&w, "GET", "api.example.com", "/forbidden", NULL, 0, NULL);
+	assert_true(pump_one(&w, true));
+	assert_false(w.failed);
+	assert_string_equal(heads(&w.cli, d), "");  /* held back */
+	sk_pt_out_reset(&w.out);
+	assert_int_equal(w.f->ops->from_server(w.f, (const uint8_t *)srv.p + srv.len - 5, 5, &w.out), SK_PT_EMIT);
+	recv_all(&w, &w.cli, w.out.to_peer.p, w.out.to_peer.len);
+	assert_string_equal(body_of(&w.cli, a), "ok");
+	assert_non_null(strstr(heads(&w.cli, d), ":status: 403\n"));
+	assert_non_null(strstr(body_of(&w.cli, d), "\"path\":\"/forbidden\""));
+	pump(&w);
+	assert_false(w.failed);
+	assert_false(w.cli.goaway);
+	sk_strbuf_free(&srv);
+	world_free(&w);
+}
+
 struct upload {
 	size_t left;
 };
@@ -426,6 +462,51 @@ static void test_denied_upload_returns_window(void **state)
 	assert_string_equal(heads(&w.srv, d), "");
 	assert_int_equal(slot(w.srv.body, a)->len, 50000);
 	assert_string_equal(body_of(&w.cli, a), "ok");
+	world_free(&w);
+}
+
+static ssize_t body_then_trailers(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len, uint32_t *flags,
+				  nghttp2_data_source *src, void *ud)
+{
+	(void)src;
+	(void)ud;
+	assert_true(len >= 4);
+	memcpy(buf, "data", 4);
+	*flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
+	const nghttp2_nv tr[] = { { (uint8_t *)"x-checksum", (uint8_t *)"abc", 10, 3, 0 },
+				  { (uint8_t *)"authorization", (uint8_t *)"Bearer placeholder", 13, 18, 0 } };
+	assert_int_equal(nghttp2_submit_trailer(s, id, tr, 2), 0);
+	return 4;
+}
+
+/* Trailers are decoded, shown to the hook and re-encoded; a server that wants no dynamic table gets
+ * none (its SETTINGS_HEADER_TABLE_SIZE 0 is followed by our encoder). */
+static void test_trailers_and_server_table_size(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w, 0, true);
+	const nghttp2_settings_entry se[] = { { NGHTTP2_SETTINGS_HEADER_TABLE_SIZE, 0 } };
+	assert_int_equal(nghttp2_submit_settings(w.srv.s, NGHTTP2_FLAG_NONE, se, 1), 0);
+	pump(&w);
+	const nghttp2_nv x[] = { { (uint8_t *)"x-same", (uint8_t *)"value-repeated", 6, 14, 0 } };
+	for (int i = 0; i < 3; i++) {
+		int32_t id = request(&w, "GET", "api.example.com", "/v1/again", x, 1, NULL);
+		pump(&w);
+		assert_false(w.failed);
+		assert_false(w.cli.goaway);
+		assert_non_null(strstr(heads(&w.srv, id), "x-same: value-repeated\n"));
+		assert_string_equal(body_of(&w.cli, id), "ok");
+	}
+	nghttp2_data_provider dp = { .read_callback = body_then_trailers };
+	int32_t t = request(&w, "POST", "api.example.com", "/v1/upload", NULL, 0, &dp);
+	pump(&w);
+	assert_false(w.failed);
+	assert_non_null(strstr(heads(&w.srv, t), "x-checksum: abc\nauthorization: Bearer real-secret\n"));
+	assert_true(w.srv.auth_never_indexed);
+	assert_string_equal(body_of(&w.srv, t), "data");
+	assert_string_equal(body_of(&w.cli, t), "ok");
+	assert_int_equal(w.srv.requests, 4);
 	world_free(&w);
 }
 
@@ -677,9 +758,11 @@ int main(void)
 		cmocka_unit_test(test_allowed_denied_allowed),
 		cmocka_unit_test(test_one_byte_chunks),
 		cmocka_unit_test(test_authority_mismatch_421),
+		cmocka_unit_test(test_answer_between_server_frames),
 		cmocka_unit_test(test_denied_upload_returns_window),
 		cmocka_unit_test(test_rewrite_hook_never_indexed),
 		cmocka_unit_test(test_malformed_reset),
+		cmocka_unit_test(test_trailers_and_server_table_size),
 		cmocka_unit_test(test_path_in_continuation),
 		cmocka_unit_test(test_frame_inside_header_block_fails),
 		cmocka_unit_test(test_hpack_garbage_goaway),
