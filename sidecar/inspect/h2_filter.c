@@ -18,7 +18,7 @@ enum {
 };
 enum { SET_HEADER_TABLE_SIZE = 0x1, SET_MAX_FRAME_SIZE = 0x5 };
 
-#define PREFACE "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 #define PREFACE_LEN 24
 #define FRAME_HDR 9
 #define DEFAULT_FRAME 16384u
@@ -886,7 +886,7 @@ static enum sk_pt_verdict h2_from_client(struct sk_pt_filter *pf, const uint8_t 
 	while (i < len) {
 		if (f->preface_have < PREFACE_LEN) {
 			size_t n = len - i < PREFACE_LEN - f->preface_have ? len - i : PREFACE_LEN - f->preface_have;
-			if (memcmp(buf + i, PREFACE + f->preface_have, n) != 0)
+			if (memcmp(buf + i, &preface[f->preface_have], n) != 0)
 				return conn_error(f, out, E_PROTOCOL, "h2_bad_preface");
 			em_pass(&e, i, n);
 			f->preface_have += n;
