@@ -26,6 +26,7 @@ static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 #define HPACK_DEFAULT_TABLE 4096u
 #define PENDING_SETTINGS 8
 #define NO_HTS UINT32_MAX
+#define MAX_HELD_ANSWERS (1u << 20)
 
 /* One open request the server has: allowed, its client side not ended. Its fields are kept for the
  * header hook of its trailers. */
@@ -788,8 +789,9 @@ static bool start_frame(struct h2f *f, struct emit *e, const uint8_t *hdr_in_chu
 		return false;
 	case FT_RST_STREAM:
 	case FT_WINDOW_UPDATE:
-		/* about a stream the server never saw (idle to it: a connection error there): dropped */
-		f->mode = f->sid > f->server_max_id ? C_DROP : C_PASS;
+		/* about a stream of the agent's that the server never saw (idle to it: a connection error
+		 * there): dropped; even ids are the server's pushed streams, its business */
+		f->mode = (f->sid & 1) && f->sid > f->server_max_id ? C_DROP : C_PASS;
 		if (f->type == FT_RST_STREAM && f->mode == C_PASS)
 			stream_remove(f, f->sid);
 		break;
@@ -813,8 +815,16 @@ static bool start_frame(struct h2f *f, struct emit *e, const uint8_t *hdr_in_chu
 		else
 			em_bytes(e, f->hdr, FRAME_HDR);
 	}
-	if (f->mode == C_COLLECT)
+	if (f->mode == C_COLLECT) {
+		/* refused before it is collected: a frame may be as large as the server allows (16 MiB);
+		 * the slack is a HEADERS frame's padding and priority */
+		size_t have = f->type == FT_CONTINUATION ? f->block.len : 0;
+		if (have + f->flen > f->cfg.max_block + 1 + 5 + 255) {
+			*v = conn_error(f, out, E_CALM, "h2_header_block_too_large");
+			return false;
+		}
 		sk_strbuf_reset(&f->payload);
+	}
 	return true;
 }
 
@@ -923,6 +933,10 @@ static enum sk_pt_verdict h2_from_client(struct sk_pt_filter *pf, const uint8_t 
 		f->window_back = 0;
 	}
 	flush_to_client(f, out);
+	/* answers wait while the server is inside a frame; an agent that piles up more than this many
+	 * while it does is not answered but cut off */
+	if (f->to_client.len > MAX_HELD_ANSWERS)
+		return conn_error(f, out, E_CALM, "h2_answers_backlog");
 	if (sk_strbuf_ok(&f->to_client) < 0 || sk_strbuf_ok(&out->to_sender) < 0 || sk_strbuf_ok(&out->to_peer) < 0)
 		return conn_error(f, out, E_INTERNAL, "h2_out_of_memory");
 	if (!e.copying && e.passed == len && out->to_sender.len == 0)

@@ -697,6 +697,37 @@ static void test_frame_inside_header_block_fails(void **state)
 	world_free(&w);
 }
 
+/* A header block that never ends (CONTINUATION after CONTINUATION) is cut off at the bound, before it is
+ * decoded; a frame larger than the server allows is refused from its header. */
+static void test_block_and_frame_bounds(void **state)
+{
+	(void)state;
+	struct world w;
+	raw_world(&w);
+	struct sk_strbuf b = { 0 };
+	static uint8_t junk[16000];
+	memset(junk, 0x40, sizeof(junk));
+	raw_frame(&b, NGHTTP2_HEADERS, 0, 1, junk, sizeof(junk));
+	for (int i = 0; i < 6; i++)
+		raw_frame(&b, NGHTTP2_CONTINUATION, 0, 1, junk, sizeof(junk));
+	feed(&w, true, (const uint8_t *)b.p, b.len);
+	assert_true(w.failed);
+	assert_string_equal(w.fail_reason, "h2_header_block_too_large");
+	assert_int_equal(w.jc.calls, 0);
+	assert_int_equal(w.srv.requests, 0);
+	world_free(&w);
+
+	raw_world(&w);
+	sk_strbuf_reset(&b);
+	const uint8_t big[9] = { 0x00, 0x40, 0x01, NGHTTP2_DATA, 0, 0, 0, 0, 1 };  /* 16385 bytes */
+	assert_int_equal(sk_strbuf_put(&b, big, sizeof(big)), 0);
+	feed(&w, true, (const uint8_t *)b.p, b.len);
+	assert_true(w.failed);
+	assert_string_equal(w.fail_reason, "h2_frame_size");
+	sk_strbuf_free(&b);
+	world_free(&w);
+}
+
 static void test_hpack_garbage_goaway(void **state)
 {
 	(void)state;
@@ -765,6 +796,7 @@ int main(void)
 		cmocka_unit_test(test_trailers_and_server_table_size),
 		cmocka_unit_test(test_path_in_continuation),
 		cmocka_unit_test(test_frame_inside_header_block_fails),
+		cmocka_unit_test(test_block_and_frame_bounds),
 		cmocka_unit_test(test_hpack_garbage_goaway),
 		cmocka_unit_test(test_truncated_at_close),
 		cmocka_unit_test(test_bad_preface),
