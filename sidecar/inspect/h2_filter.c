@@ -44,51 +44,58 @@ struct field {
 	bool never_index;
 };
 
+/* Ordered by size (no padding), grouped by direction within that. */
 struct h2f {
 	struct sk_pt_filter base;
-	struct sk_h2_filter_cfg cfg;
 	nghttp2_hd_inflater *inf;   /* the agent's encoder's peer */
 	nghttp2_hd_deflater *def;   /* ours, toward the server */
-	bool failed;
 
 	/* client → server */
 	size_t preface_have;
-	uint8_t hdr[FRAME_HDR];
 	size_t hdr_have;
-	bool in_frame;              /* a header was read, its payload (frem bytes) not all */
-	uint8_t type, flags;
-	int32_t sid;
-	uint32_t flen, frem;
-	enum cmode mode;
-	bool remove_at_end;         /* DATA with END_STREAM of an open stream */
-	struct sk_strbuf payload;   /* the HEADERS or CONTINUATION frame being collected */
-	struct sk_strbuf block;     /* the header block so far */
-	bool in_block;
-	int32_t block_sid;
-	uint8_t block_flags;        /* END_STREAM, PRIORITY of its HEADERS */
-	uint8_t block_prio[5];
-	int32_t client_max_id;      /* highest stream id the agent opened */
-	int32_t server_max_id;      /* highest stream id sent to the server */
 	uint64_t window_back;       /* DATA bytes dropped, not yet given back */
 	struct stream *streams;
 	size_t nstreams, capstreams;
-	uint32_t client_max_frame;  /* the largest SETTINGS_MAX_FRAME_SIZE the server announced */
-
 	/* server → client */
-	uint8_t shdr[FRAME_HDR];
 	size_t shdr_have;
+	size_t sparam_have;
+	size_t pend_head, pend_n;
+
+	struct sk_strbuf payload;   /* the HEADERS or CONTINUATION frame being collected */
+	struct sk_strbuf block;     /* the header block so far */
+	struct sk_strbuf to_client; /* our frames, waiting for a boundary between the server's */
+	struct sk_h2_filter_cfg cfg;
+
+	/* client → server */
+	int32_t sid;
+	uint32_t flen, frem;
+	enum cmode mode;
+	int32_t block_sid;
+	int32_t client_max_id;      /* highest stream id the agent opened */
+	int32_t server_max_id;      /* highest stream id sent to the server */
+	uint32_t client_max_frame;  /* the largest SETTINGS_MAX_FRAME_SIZE the server announced */
+	/* server → client */
+	uint32_t srem;
+	uint32_t s_hts;             /* the SETTINGS being read: its HEADER_TABLE_SIZE, NO_HTS when absent */
+	uint32_t srv_max_frame;     /* the server's SETTINGS_MAX_FRAME_SIZE: our HEADERS are cut to it */
+	uint32_t inf_hts;           /* the inflater's setting */
+	uint32_t pend_hts[PENDING_SETTINGS];  /* each server SETTINGS the agent has not acknowledged */
+
+	bool failed;
+	/* client → server */
+	bool in_frame;              /* a header was read, its payload (frem bytes) not all */
+	uint8_t type, flags;
+	bool remove_at_end;         /* DATA with END_STREAM of an open stream */
+	bool in_block;
+	uint8_t block_flags;        /* END_STREAM, PRIORITY of its HEADERS */
+	/* server → client */
 	bool s_in_frame;
 	bool s_started;             /* the server's first frame (its SETTINGS, RFC 9113 §3.4) went by */
-	uint32_t srem;
 	bool s_settings;            /* a SETTINGS (not ACK) is being read */
+	uint8_t block_prio[5];
 	uint8_t sparam[6];
-	size_t sparam_have;
-	uint32_t s_hts;             /* its SETTINGS_HEADER_TABLE_SIZE, NO_HTS when absent */
-	uint32_t srv_max_frame;     /* the server's SETTINGS_MAX_FRAME_SIZE: our HEADERS are cut to it */
-	uint32_t pend_hts[PENDING_SETTINGS];  /* each server SETTINGS the agent has not acknowledged */
-	size_t pend_head, pend_n;
-	uint32_t inf_hts;           /* the inflater's setting */
-	struct sk_strbuf to_client; /* our frames, waiting for a boundary between the server's */
+	uint8_t hdr[FRAME_HDR];
+	uint8_t shdr[FRAME_HDR];
 };
 
 /* ---------------------------------------------------------------------------------------------------- */
