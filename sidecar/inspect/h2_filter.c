@@ -92,6 +92,7 @@ struct h2f {
 	bool s_in_frame;
 	bool s_started;             /* the server's first frame (its SETTINGS, RFC 9113 §3.4) went by */
 	bool s_settings;            /* a SETTINGS (not ACK) is being read */
+	bool s_in_block;            /* inside a header block of the server's (no END_HEADERS yet) */
 	uint8_t block_prio[5];
 	uint8_t sparam[6];
 	uint8_t hdr[FRAME_HDR];
@@ -332,11 +333,12 @@ static int stream_add(struct h2f *f, const struct sk_h2_request *rq)
 /* ---------------------------------------------------------------------------------------------------- */
 /* Toward the agent */
 
-/* Where a frame of ours may go into the server→client stream: between two of the server's frames, and
- * after its first (the agent must read the server's SETTINGS first). */
+/* Where a frame of ours may go into the server→client stream: between two of the server's frames, not
+ * inside one of its header blocks (HEADERS and its CONTINUATION frames admit nothing in between), and
+ * after its first frame (the agent must read the server's SETTINGS first). */
 static bool server_at_boundary(const struct h2f *f)
 {
-	return f->s_started && f->shdr_have == 0 && !f->s_in_frame;
+	return f->s_started && f->shdr_have == 0 && !f->s_in_frame && !f->s_in_block;
 }
 
 /* Our frames go to the agent now if the server's stream is between frames, else from_server puts them
@@ -1019,6 +1021,9 @@ static enum sk_pt_verdict h2_from_server(struct sk_pt_filter *pf, const uint8_t 
 			f->s_settings = f->shdr[3] == FT_SETTINGS && !(f->shdr[4] & FL_ACK) && sid == 0;
 			f->sparam_have = 0;
 			f->s_hts = NO_HTS;
+			uint8_t type = f->shdr[3];
+			if (type == FT_HEADERS || type == FT_PUSH_PROMISE || type == FT_CONTINUATION)
+				f->s_in_block = !(f->shdr[4] & FL_END_HEADERS);
 			/* the server reset a stream: the agent's DATA for it is dropped from now on */
 			if (f->shdr[3] == FT_RST_STREAM)
 				stream_remove(f, (int32_t)sid);
@@ -1040,7 +1045,7 @@ static enum sk_pt_verdict h2_from_server(struct sk_pt_filter *pf, const uint8_t 
 				out->reason = "h2_settings_flood";
 				return SK_PT_FAIL;
 			}
-			if (f->to_client.len > 0 && !insert) {
+			if (f->to_client.len > 0 && !insert && server_at_boundary(f)) {
 				insert = true;
 				cut = i;
 			}

@@ -145,15 +145,22 @@ static ssize_t ok_body(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len,
 	return 2;
 }
 
+static const char *heads(struct end *e, int32_t id);
+
 static int srv_on_frame(nghttp2_session *s, const nghttp2_frame *fr, void *ud)
 {
 	struct end *e = ud;
 	if (fr->hd.type == NGHTTP2_HEADERS && fr->headers.cat == NGHTTP2_HCAT_REQUEST)
 		e->requests++;
 	if ((fr->hd.type == NGHTTP2_HEADERS || fr->hd.type == NGHTTP2_DATA) && (fr->hd.flags & NGHTTP2_FLAG_END_STREAM)) {
-		const nghttp2_nv nv[] = { { (uint8_t *)":status", (uint8_t *)"200", 7, 3, 0 } };
+		/* /v1/big: a response header block in HEADERS and CONTINUATION */
+		static char big[20000];
+		memset(big, 'v', sizeof(big));
+		const nghttp2_nv nv[] = { { (uint8_t *)":status", (uint8_t *)"200", 7, 3, 0 },
+					  { (uint8_t *)"x-big", (uint8_t *)big, 5, sizeof(big), 0 } };
+		bool is_big = strstr(heads(e, fr->hd.stream_id), ":path: /v1/big\n") != NULL;
 		nghttp2_data_provider dp = { .read_callback = ok_body };
-		assert_int_equal(nghttp2_submit_response(s, fr->hd.stream_id, nv, 1, &dp), 0);
+		assert_int_equal(nghttp2_submit_response(s, fr->hd.stream_id, nv, is_big ? 2 : 1, &dp), 0);
 	}
 	return 0;
 }
@@ -412,6 +419,53 @@ static void test_answer_between_server_frames(void **state)
 	assert_string_equal(body_of(&w.cli, a), "ok");
 	assert_non_null(strstr(heads(&w.cli, d), ":status: 403\n"));
 	assert_non_null(strstr(body_of(&w.cli, d), "\"path\":\"/forbidden\""));
+	pump(&w);
+	assert_false(w.failed);
+	assert_false(w.cli.goaway);
+	sk_strbuf_free(&srv);
+	world_free(&w);
+}
+
+/* Nor inside a header block of the server's: between its HEADERS and CONTINUATION nothing may go. */
+static void test_answer_not_inside_server_header_block(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w, 0, false);
+	int32_t a = request(&w, "GET", "api.example.com", "/v1/big", NULL, 0, NULL);
+	assert_true(pump_one(&w, true));
+	struct sk_strbuf srv = { 0 };
+	for (;;) {
+		const uint8_t *p;
+		ssize_t n = nghttp2_session_mem_send(w.srv.s, &p);
+		assert_true(n >= 0);
+		if (n == 0)
+			break;
+		assert_int_equal(sk_strbuf_put(&srv, p, (size_t)n), 0);
+	}
+	/* cut right after the response's HEADERS frame, before its CONTINUATION */
+	const uint8_t *p = (const uint8_t *)srv.p;
+	size_t cut = 0;
+	while (cut + 9 <= srv.len) {
+		size_t len = (size_t)p[cut] << 16 | (size_t)p[cut + 1] << 8 | p[cut + 2];
+		uint8_t type = p[cut + 3], flags = p[cut + 4];
+		cut += 9 + len;
+		if (type == NGHTTP2_HEADERS) {
+			assert_false(flags & NGHTTP2_FLAG_END_HEADERS);
+			break;
+		}
+	}
+	assert_int_equal(p[cut + 3], NGHTTP2_CONTINUATION);
+	feed(&w, false, p, cut);
+	int32_t d = request(&w, "GET", "api.example.com", "/forbidden", NULL, 0, NULL);
+	assert_true(pump_one(&w, true));
+	assert_false(w.failed);
+	assert_string_equal(heads(&w.cli, d), "");  /* held back */
+	feed(&w, false, p + cut, srv.len - cut);
+	assert_false(w.cli.goaway);
+	assert_string_equal(body_of(&w.cli, a), "ok");
+	assert_non_null(strstr(heads(&w.cli, a), "x-big: vvvv"));
+	assert_non_null(strstr(heads(&w.cli, d), ":status: 403\n"));
 	pump(&w);
 	assert_false(w.failed);
 	assert_false(w.cli.goaway);
@@ -792,6 +846,7 @@ int main(void)
 		cmocka_unit_test(test_one_byte_chunks),
 		cmocka_unit_test(test_authority_mismatch_421),
 		cmocka_unit_test(test_answer_between_server_frames),
+		cmocka_unit_test(test_answer_not_inside_server_header_block),
 		cmocka_unit_test(test_denied_upload_returns_window),
 		cmocka_unit_test(test_rewrite_hook_never_indexed),
 		cmocka_unit_test(test_malformed_reset),
