@@ -60,6 +60,9 @@ struct h2f {
 	size_t shdr_have;
 	size_t sparam_have;
 	size_t pend_head, pend_n;
+	/* the agent's own SETTINGS_HEADER_TABLE_SIZE (its decoder's), for the answers we put before it */
+	size_t c_sparam_have;
+	size_t c_pend_head, c_pend_n;
 
 	struct sk_strbuf payload;   /* the HEADERS or CONTINUATION frame being collected */
 	struct sk_strbuf block;     /* the header block so far */
@@ -80,6 +83,9 @@ struct h2f {
 	uint32_t srv_max_frame;     /* the server's SETTINGS_MAX_FRAME_SIZE: our HEADERS are cut to it */
 	uint32_t inf_hts;           /* the inflater's setting */
 	uint32_t pend_hts[PENDING_SETTINGS];  /* each server SETTINGS the agent has not acknowledged */
+	uint32_t c_hts;             /* the agent's SETTINGS being read: its HEADER_TABLE_SIZE or NO_HTS */
+	uint32_t c_acked;           /* the agent's table size the server acknowledged last */
+	uint32_t c_pend[PENDING_SETTINGS];    /* each agent SETTINGS the server has not acknowledged */
 
 	bool failed;
 	/* client → server */
@@ -93,6 +99,9 @@ struct h2f {
 	bool s_started;             /* the server's first frame (its SETTINGS, RFC 9113 §3.4) went by */
 	bool s_settings;            /* a SETTINGS (not ACK) is being read */
 	bool s_in_block;            /* inside a header block of the server's (no END_HEADERS yet) */
+	bool c_settings;            /* an agent SETTINGS (not ACK) is being read */
+	bool c_expect;              /* the agent's decoder wants a size update before the next block */
+	uint8_t c_sparam[6];
 	uint8_t block_prio[5];
 	uint8_t sparam[6];
 	uint8_t hdr[FRAME_HDR];
@@ -341,14 +350,51 @@ static bool server_at_boundary(const struct h2f *f)
 	return f->s_started && f->shdr_have == 0 && !f->s_in_frame && !f->s_in_block;
 }
 
+/* Moves our frames for the agent to dst, at the place in the server's stream where they go. Once the
+ * server acknowledged an agent's smaller header table, the agent's decoder wants the next header block
+ * to begin with a dynamic table size update (RFC 7541 §4.2); if that block is an answer of ours, it
+ * carries one, to the acknowledged size: the server's encoder already uses no more than that (it applied
+ * the setting before acknowledging it), so the agent's table stays a superset of the encoder's and every
+ * index the server sends still means the same. */
+static void take_to_client(struct h2f *f, struct sk_strbuf *dst)
+{
+	const uint8_t *p = (const uint8_t *)f->to_client.p;
+	size_t n = f->to_client.len;
+	for (size_t off = 0; f->c_expect && off + FRAME_HDR <= n;) {
+		size_t len = (size_t)p[off] << 16 | (size_t)p[off + 1] << 8 | p[off + 2];
+		if (p[off + 3] != FT_HEADERS) {
+			off += FRAME_HDR + len;
+			continue;
+		}
+		struct sk_strbuf upd = { 0 };
+		hpack_int(&upd, 0x20, 5, f->c_acked);
+		(void)sk_strbuf_put(dst, p, off);
+		if (sk_strbuf_ok(&upd) < 0) {
+			dst->oom = true;
+		} else {
+			/* our HEADERS are one frame with END_HEADERS, a few hundred bytes */
+			put_frame_hdr(dst, (uint32_t)(len + upd.len), FT_HEADERS, p[off + 4],
+				      (int32_t)(((uint32_t)p[off + 5] & 0x7f) << 24 | (uint32_t)p[off + 6] << 16 |
+						(uint32_t)p[off + 7] << 8 | p[off + 8]));
+			(void)sk_strbuf_put(dst, upd.p, upd.len);
+		}
+		sk_strbuf_free(&upd);
+		(void)sk_strbuf_put(dst, p + off + FRAME_HDR, n - off - FRAME_HDR);
+		f->c_expect = false;
+		sk_strbuf_reset(&f->to_client);
+		return;
+	}
+	(void)sk_strbuf_put(dst, p, n);
+	sk_strbuf_reset(&f->to_client);
+}
+
 /* Our frames go to the agent now if the server's stream is between frames, else from_server puts them
  * in at its next boundary. */
 static void flush_to_client(struct h2f *f, struct sk_pt_out *out)
 {
 	if (f->to_client.len == 0 || !server_at_boundary(f))
 		return;
-	(void)sk_strbuf_put(&out->to_sender, f->to_client.p, f->to_client.len);
-	sk_strbuf_reset(&f->to_client);
+	take_to_client(f, &out->to_sender);
 }
 
 /* A connection error (RFC 9113 §5.4.1): GOAWAY to the agent, nothing more to the server. */
@@ -359,7 +405,7 @@ static enum sk_pt_verdict conn_error(struct h2f *f, struct sk_pt_out *out, uint3
 	sk_strbuf_reset(&out->to_sender);
 	/* inside a server frame, a GOAWAY would be garbage to the agent: it sees the close alone */
 	if (server_at_boundary(f)) {
-		(void)sk_strbuf_put(&out->to_sender, f->to_client.p, f->to_client.len);
+		take_to_client(f, &out->to_sender);
 		put_goaway(&out->to_sender, f->client_max_id, code);
 		if (sk_strbuf_ok(&out->to_sender) < 0)
 			sk_strbuf_reset(&out->to_sender);
@@ -807,6 +853,9 @@ static bool start_frame(struct h2f *f, struct emit *e, const uint8_t *hdr_in_chu
 	case FT_SETTINGS:
 		if ((f->flags & FL_ACK) && f->sid == 0)
 			apply_acked_settings(f);
+		f->c_settings = !(f->flags & FL_ACK) && f->sid == 0;
+		f->c_sparam_have = 0;
+		f->c_hts = NO_HTS;
 		f->mode = C_PASS;
 		break;
 	case FT_PRIORITY:
@@ -843,6 +892,15 @@ static bool end_frame(struct h2f *f, struct emit *e, struct sk_pt_out *out, enum
 	f->in_frame = false;
 	if (f->remove_at_end)
 		stream_remove(f, f->sid);
+	if (f->c_settings) {
+		f->c_settings = false;
+		if (f->c_pend_n == PENDING_SETTINGS) {
+			*v = conn_error(f, out, E_CALM, "h2_settings_flood");
+			return false;
+		}
+		f->c_pend[(f->c_pend_head + f->c_pend_n) % PENDING_SETTINGS] = f->c_hts;
+		f->c_pend_n++;
+	}
 	if (f->mode != C_COLLECT)
 		return true;
 	const uint8_t *p = (const uint8_t *)f->payload.p;
@@ -928,6 +986,15 @@ static enum sk_pt_verdict h2_from_client(struct sk_pt_filter *pf, const uint8_t 
 			continue;
 		}
 		size_t n = len - i < f->frem ? len - i : f->frem;
+		for (size_t k = 0; f->c_settings && k < n; k++) {
+			f->c_sparam[f->c_sparam_have++] = buf[i + k];
+			if (f->c_sparam_have == 6) {
+				f->c_sparam_have = 0;
+				if (f->c_sparam[0] == 0 && f->c_sparam[1] == SET_HEADER_TABLE_SIZE)
+					f->c_hts = (uint32_t)f->c_sparam[2] << 24 | (uint32_t)f->c_sparam[3] << 16 |
+						   (uint32_t)f->c_sparam[4] << 8 | f->c_sparam[5];
+			}
+		}
 		if (f->mode == C_PASS)
 			em_pass(&e, i, n);
 		else if (f->mode == C_COLLECT && sk_strbuf_put(&f->payload, buf + i, n) < 0)
@@ -981,6 +1048,21 @@ static void server_param(struct h2f *f)
 	}
 }
 
+/* The server acknowledged the agent's oldest SETTINGS: the agent's decoder now uses its table size. */
+static void client_settings_acked(struct h2f *f)
+{
+	if (f->c_pend_n == 0)
+		return;
+	uint32_t hts = f->c_pend[f->c_pend_head];
+	f->c_pend_head = (f->c_pend_head + 1) % PENDING_SETTINGS;
+	f->c_pend_n--;
+	if (hts == NO_HTS)
+		return;
+	if (hts < f->c_acked)
+		f->c_expect = true;
+	f->c_acked = hts;
+}
+
 static bool server_frame_end(struct h2f *f)
 {
 	f->s_in_frame = false;
@@ -1004,7 +1086,10 @@ static enum sk_pt_verdict h2_from_server(struct sk_pt_filter *pf, const uint8_t 
 		return SK_PT_FAIL;
 	}
 	size_t i = 0, cut = 0;
+	struct sk_strbuf ins = { 0 };  /* ours, taken where they go: the state there decides their shape */
 	bool insert = f->to_client.len > 0 && server_at_boundary(f);
+	if (insert)
+		take_to_client(f, &ins);
 	while (i < len) {
 		if (!f->s_in_frame) {
 			size_t n = len - i < FRAME_HDR - f->shdr_have ? len - i : FRAME_HDR - f->shdr_have;
@@ -1024,6 +1109,10 @@ static enum sk_pt_verdict h2_from_server(struct sk_pt_filter *pf, const uint8_t 
 			uint8_t type = f->shdr[3];
 			if (type == FT_HEADERS || type == FT_PUSH_PROMISE || type == FT_CONTINUATION)
 				f->s_in_block = !(f->shdr[4] & FL_END_HEADERS);
+			if (type == FT_HEADERS || type == FT_PUSH_PROMISE)
+				f->c_expect = false;  /* the server's block carries the update itself */
+			if (type == FT_SETTINGS && (f->shdr[4] & FL_ACK) && sid == 0)
+				client_settings_acked(f);
 			/* the server reset a stream: the agent's DATA for it is dropped from now on */
 			if (f->shdr[3] == FT_RST_STREAM)
 				stream_remove(f, (int32_t)sid);
@@ -1041,6 +1130,7 @@ static enum sk_pt_verdict h2_from_server(struct sk_pt_filter *pf, const uint8_t 
 		}
 		if (f->s_in_frame && f->srem == 0) {
 			if (!server_frame_end(f)) {
+				sk_strbuf_free(&ins);
 				f->failed = true;
 				out->reason = "h2_settings_flood";
 				return SK_PT_FAIL;
@@ -1048,16 +1138,18 @@ static enum sk_pt_verdict h2_from_server(struct sk_pt_filter *pf, const uint8_t 
 			if (f->to_client.len > 0 && !insert && server_at_boundary(f)) {
 				insert = true;
 				cut = i;
+				take_to_client(f, &ins);
 			}
 		}
 	}
 	if (!insert)
 		return SK_PT_PASS;
 	(void)sk_strbuf_put(&out->to_peer, buf, cut);
-	(void)sk_strbuf_put(&out->to_peer, f->to_client.p, f->to_client.len);
+	(void)sk_strbuf_put(&out->to_peer, ins.p, ins.len);
 	(void)sk_strbuf_put(&out->to_peer, buf + cut, len - cut);
-	sk_strbuf_reset(&f->to_client);
-	if (sk_strbuf_ok(&out->to_peer) < 0) {
+	bool oom = sk_strbuf_ok(&ins) < 0;
+	sk_strbuf_free(&ins);
+	if (oom || sk_strbuf_ok(&out->to_peer) < 0) {
 		f->failed = true;
 		out->reason = "h2_out_of_memory";
 		return SK_PT_FAIL;
@@ -1125,6 +1217,7 @@ int sk_h2_filter_new(const struct sk_h2_filter_cfg *cfg, struct sk_pt_filter **o
 	f->client_max_frame = DEFAULT_FRAME;
 	f->srv_max_frame = DEFAULT_FRAME;
 	f->inf_hts = HPACK_DEFAULT_TABLE;
+	f->c_acked = HPACK_DEFAULT_TABLE;
 	if (nghttp2_hd_inflate_new(&f->inf) != 0 || nghttp2_hd_deflate_new(&f->def, HPACK_DEFAULT_TABLE) != 0) {
 		h2_free(&f->base);
 		return sk_err_sys(err, ENOMEM, "h2 filter: hpack");

@@ -27,9 +27,9 @@
  * DATA of a refused stream is dropped and the connection window it took is given back to the agent
  * (WINDOW_UPDATE on stream 0), so a refused upload cannot stall the connection.
  *
- * Known limit: an agent that shrinks its own SETTINGS_HEADER_TABLE_SIZE and then is answered by the
- * filter before the server's next header block will see a block without the size update its decoder
- * expects (RFC 7541 §4.2) and end the connection: it fails closed.
+ * The one exception to "not changed": an agent that shrank its own SETTINGS_HEADER_TABLE_SIZE wants the
+ * next block after the server's acknowledgement to begin with a size update (RFC 7541 §4.2); when that
+ * block is ours it carries one, to the acknowledged size (see take_to_client for why that is safe).
  *
  * Single-threaded, one per connection; the judge and the hook are called from the filter's calls. */
 #ifndef SK_SIDECAR_INSPECT_H2_FILTER_H

@@ -566,6 +566,31 @@ static void test_trailers_and_server_table_size(void **state)
 	world_free(&w);
 }
 
+/* The agent shrinks its decoder's table: once the server acknowledged that, the agent's decoder wants a
+ * size update first in the next header block, which may be an answer of ours. */
+static void test_agent_shrinks_its_table(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w, 0, false);
+	int32_t a = request(&w, "GET", "api.example.com", "/v1/a", NULL, 0, NULL);
+	pump(&w);  /* the server's encoder has entries in the agent's table now */
+	assert_string_equal(body_of(&w.cli, a), "ok");
+	const nghttp2_settings_entry se[] = { { NGHTTP2_SETTINGS_HEADER_TABLE_SIZE, 0 } };
+	assert_int_equal(nghttp2_submit_settings(w.cli.s, NGHTTP2_FLAG_NONE, se, 1), 0);
+	pump(&w);
+	int32_t d = request(&w, "GET", "api.example.com", "/forbidden", NULL, 0, NULL);
+	pump(&w);
+	assert_false(w.cli.goaway);
+	assert_non_null(strstr(heads(&w.cli, d), ":status: 403\n"));
+	int32_t b = request(&w, "GET", "api.example.com", "/v1/b", NULL, 0, NULL);
+	pump(&w);
+	assert_false(w.cli.goaway);
+	assert_false(w.failed);
+	assert_string_equal(body_of(&w.cli, b), "ok");
+	world_free(&w);
+}
+
 static void test_rewrite_hook_never_indexed(void **state)
 {
 	(void)state;
@@ -849,6 +874,7 @@ int main(void)
 		cmocka_unit_test(test_answer_not_inside_server_header_block),
 		cmocka_unit_test(test_denied_upload_returns_window),
 		cmocka_unit_test(test_rewrite_hook_never_indexed),
+		cmocka_unit_test(test_agent_shrinks_its_table),
 		cmocka_unit_test(test_malformed_reset),
 		cmocka_unit_test(test_trailers_and_server_table_size),
 		cmocka_unit_test(test_path_in_continuation),
