@@ -6,7 +6,9 @@
  * SETTINGS are read and answers are put between its frames). Invariants: no crash or sanitizer report;
  * every request header block the server decodes belongs to a stream the judge allowed, with the same
  * :method, :path and :authority the judge saw (a denied, malformed or never-judged request never
- * reaches the server); the header hook's rewrite is what the server sees; a FAIL is final.
+ * reaches the server); the header hook's rewrite is what the server sees; a FAIL is final; what the agent
+ * receives (the server's frames and the filter's own) is a whole sequence of frames, nothing inside a
+ * header block of the server's.
  * Seeds: sidecar/inspect/fuzz/fuzz_h2_filter/. */
 #include <nghttp2/nghttp2.h>
 #include <stdint.h>
@@ -31,7 +33,49 @@ struct judged {
 	bool allowed;
 };
 
+/* The agent-bound stream's frame boundaries. */
+struct framer {
+	uint8_t h[9];
+	size_t have;     /* header bytes read; 9 while in the payload */
+	size_t rem;
+	bool in_block;
+	uint32_t block_sid;
+};
+
+static void frames(struct framer *fr, const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		if (fr->have < 9) {
+			fr->h[fr->have++] = p[i++];
+			if (fr->have < 9)
+				continue;
+			size_t len = (size_t)fr->h[0] << 16 | (size_t)fr->h[1] << 8 | fr->h[2];
+			uint8_t type = fr->h[3], flags = fr->h[4];
+			uint32_t sid = ((uint32_t)fr->h[5] & 0x7f) << 24 | (uint32_t)fr->h[6] << 16 |
+				       (uint32_t)fr->h[7] << 8 | fr->h[8];
+			if (fr->in_block)
+				CHECK(type == 9 && sid == fr->block_sid);
+			if (type == 1 || type == 5 || type == 9) {
+				fr->in_block = !(flags & 4);
+				fr->block_sid = sid;
+			}
+			fr->rem = len;
+			if (len == 0)
+				fr->have = 0;
+			continue;
+		}
+		size_t k = n - i < fr->rem ? n - i : fr->rem;
+		i += k;
+		fr->rem -= k;
+		if (fr->rem == 0)
+			fr->have = 0;
+	}
+}
+
 struct run {
+	struct framer to_agent;
+	struct sk_strbuf backlog;  /* the server's bytes not yet through the filter */
+	bool aligned;              /* the backlog begins with a frame (the server's output is whole frames) */
 	struct judged j[MAXJ];
 	size_t nj;
 	bool overflow;            /* more judged than recorded: checks of later streams are skipped */
@@ -137,7 +181,6 @@ static int on_header(nghttp2_session *s, const nghttp2_frame *fr, const uint8_t 
 
 static int on_frame(nghttp2_session *s, const nghttp2_frame *fr, void *ud)
 {
-	(void)s;
 	struct run *r = ud;
 	if (fr->hd.type != NGHTTP2_HEADERS)
 		return 0;
@@ -156,6 +199,15 @@ static int on_frame(nghttp2_session *s, const nghttp2_frame *fr, void *ud)
 		if (r->have_authority)
 			CHECK(strncmp(r->authority, j->authority, 31) == 0);
 	}
+	if (fr->hd.flags & NGHTTP2_FLAG_END_STREAM) {
+		/* answered, sometimes with a header block in CONTINUATION frames, for the filter's own
+		 * answers to find their place among */
+		static char big[20000];
+		memset(big, 'v', sizeof(big));
+		const nghttp2_nv nv[] = { { (uint8_t *)":status", (uint8_t *)"200", 7, 3, 0 },
+					  { (uint8_t *)"x-big", (uint8_t *)big, 5, sizeof(big), 0 } };
+		(void)nghttp2_submit_response(s, fr->hd.stream_id, nv, strchr(j->path, 'b') ? 2 : 1, NULL);
+	}
 	return 0;
 }
 
@@ -167,19 +219,65 @@ static void to_server(struct run *r, const uint8_t *p, size_t n)
 		r->srv_dead = true;  /* the agent's own protocol errors passed on: the server gives up */
 }
 
-/* The server's output through the filter, in one piece; what reaches the agent is dropped. */
-static bool from_server(struct run *r, struct sk_pt_filter *f, struct sk_pt_out *out)
+static uint32_t next_cut(uint32_t *seed, size_t left)
+{
+	*seed = *seed * 1103515245u + 12345u;
+	size_t n = 1 + (*seed >> 16) % 64;
+	if (*seed & 0x80000000u)
+		n = left;  /* often all the rest at once */
+	return (uint32_t)(n < left ? n : left);
+}
+
+/* The server's output through the filter, in pieces, some of it (all when `all`) — the rest waits for
+ * the next round, so the agent's next bytes may come while the server is inside a frame or a header
+ * block; what reaches the agent is only framed. */
+static bool from_server(struct run *r, struct sk_pt_filter *f, struct sk_pt_out *out, uint32_t *seed, bool all)
 {
 	for (int k = 0; k < 16 && !r->srv_dead; k++) {
 		const uint8_t *p;
 		ssize_t n = nghttp2_session_mem_send(r->srv, &p);
 		if (n <= 0)
 			break;
+		CHECK(sk_strbuf_put(&r->backlog, p, (size_t)n) == 0);
+	}
+	size_t give = r->backlog.len;
+	const uint8_t *p = (const uint8_t *)r->backlog.p;
+	if (!all && give > 0) {
+		*seed = *seed * 1103515245u + 12345u;
+		if ((*seed >> 8 & 1) && r->aligned) {
+			/* at a frame boundary: between a server HEADERS and its CONTINUATION, say */
+			size_t nb = 0;
+			for (size_t off = 0; off + 9 <= r->backlog.len;) {
+				off += 9 + ((size_t)p[off] << 16 | (size_t)p[off + 1] << 8 | p[off + 2]);
+				nb++;
+			}
+			size_t pick = (*seed >> 9) % (nb + 1), off = 0;
+			for (size_t b = 0; b < pick; b++)
+				off += 9 + ((size_t)p[off] << 16 | (size_t)p[off + 1] << 8 | p[off + 2]);
+			give = off;
+		} else {
+			give = (*seed >> 9) % (give + 1);  /* anywhere, inside a frame too */
+			r->aligned = give == r->backlog.len;
+		}
+	}
+	if (give == r->backlog.len)
+		r->aligned = true;
+	for (size_t off = 0; off < give;) {
+		size_t c = next_cut(seed, give - off);
 		sk_pt_out_reset(out);
-		enum sk_pt_verdict v = f->ops->from_server(f, p, (size_t)n, out);
+		enum sk_pt_verdict v = f->ops->from_server(f, p + off, c, out);
 		if (v == SK_PT_FAIL)
 			return false;
 		CHECK(v == SK_PT_EMIT || (out->to_peer.len == 0 && out->to_sender.len == 0));
+		if (v == SK_PT_PASS)
+			frames(&r->to_agent, p + off, c);
+		else
+			frames(&r->to_agent, (const uint8_t *)out->to_peer.p, out->to_peer.len);
+		off += c;
+	}
+	if (give > 0) {
+		memmove(r->backlog.p, r->backlog.p + give, r->backlog.len - give);
+		r->backlog.len -= give;
 	}
 	return true;
 }
@@ -195,6 +293,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	struct run *r = calloc(1, sizeof(*r));
 	CHECK(r);
+	r->aligned = true;
 	struct sk_h2_filter_cfg cfg = { .judge = judge, .header = hook, .ctx = r };
 	struct sk_pt_filter *f = NULL;
 	struct sk_err err = { 0 };
@@ -215,7 +314,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	CHECK(nghttp2_submit_settings(r->srv, NGHTTP2_FLAG_NONE, se, nse) == 0);
 
 	struct sk_pt_out out = { 0 };
-	bool failed = !from_server(r, f, &out);
+	bool failed = !from_server(r, f, &out, &seed, true);
 	struct sk_strbuf in = { 0 };
 	if (mode & 1)
 		(void)sk_strbuf_puts(&in, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
@@ -223,12 +322,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	CHECK(sk_strbuf_ok(&in) == 0);
 
 	for (size_t off = 0; off < in.len && !failed;) {
-		seed = seed * 1103515245u + 12345u;
-		size_t n = 1 + (seed >> 16) % 64;
-		if (seed & 0x80000000u)
-			n = in.len;  /* often all the rest at once */
-		if (n > in.len - off)
-			n = in.len - off;
+		size_t n = next_cut(&seed, in.len - off);
 		const uint8_t *p = (const uint8_t *)in.p + off;
 		sk_pt_out_reset(&out);
 		enum sk_pt_verdict v = f->ops->from_client(f, p, n, &out);
@@ -237,8 +331,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			to_server(r, p, n);
 		} else if (v == SK_PT_EMIT) {
 			to_server(r, (const uint8_t *)out.to_peer.p, out.to_peer.len);
+			frames(&r->to_agent, (const uint8_t *)out.to_sender.p, out.to_sender.len);
 		} else {
 			CHECK(out.reason);
+			frames(&r->to_agent, (const uint8_t *)out.to_sender.p, out.to_sender.len);
 			failed = true;
 			/* a FAIL is final */
 			sk_pt_out_reset(&out);
@@ -246,9 +342,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		}
 		off += n;
-		if (!from_server(r, f, &out))
+		if (!from_server(r, f, &out, &seed, false))
 			failed = true;
 	}
+	if (!failed && !from_server(r, f, &out, &seed, true))
+		failed = true;
 	if (!failed) {
 		sk_pt_out_reset(&out);
 		(void)f->ops->closed(f, true, &out);  /* either verdict is right; it must not crash */
@@ -257,6 +355,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	sk_pt_out_free(&out);
 	f->ops->free(f);
 	nghttp2_session_del(r->srv);
+	sk_strbuf_free(&r->backlog);
 	free(r);
 	return 0;
 }
