@@ -50,6 +50,7 @@ struct world {
 	const char *fail_reason;
 	struct sk_strbuf to_client_raw; /* what the filter sent toward the agent, for raw-client tests */
 	bool raw_client;                /* the agent's bytes are hand-made: no client session */
+	int client_passes;              /* from_client calls answered SK_PT_PASS */
 };
 
 static enum sk_h2_decision judge(void *ctx, const struct sk_h2_request *rq, int *status, struct sk_strbuf *body,
@@ -239,6 +240,8 @@ static void through(struct world *w, bool from_client, const uint8_t *p, size_t 
 	struct end *peer = from_client ? &w->srv : &w->cli, *sender = from_client ? &w->cli : &w->srv;
 	switch (v) {
 	case SK_PT_PASS:
+		if (from_client)
+			w->client_passes++;
 		assert_int_equal(o->to_peer.len, 0);
 		assert_int_equal(o->to_sender.len, 0);
 		recv_all(w, peer, p, n);
@@ -591,6 +594,84 @@ static void test_agent_shrinks_its_table(void **state)
 	world_free(&w);
 }
 
+struct deferred {
+	bool ready;
+	size_t left;
+};
+
+static ssize_t deferred_body(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len, uint32_t *flags,
+			     nghttp2_data_source *src, void *ud)
+{
+	(void)s;
+	(void)id;
+	(void)ud;
+	struct deferred *d = src->ptr;
+	if (!d->ready)
+		return NGHTTP2_ERR_DEFERRED;
+	size_t n = len < d->left ? len : d->left;
+	memset(buf, 'd', n);
+	d->left -= n;
+	if (d->left == 0)
+		*flags |= NGHTTP2_DATA_FLAG_EOF;
+	return (ssize_t)n;
+}
+
+/* The hot path: a chunk of only an allowed stream's DATA, or of control frames, is passed as it is. */
+static void test_data_and_control_pass_without_copy(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w, 0, false);
+	struct deferred d = { .left = 40000 };
+	nghttp2_data_provider dp = { .source.ptr = &d, .read_callback = deferred_body };
+	int32_t id = request(&w, "POST", "api.example.com", "/v1/upload", NULL, 0, &dp);
+	pump(&w);
+	assert_int_equal(w.srv.requests, 1);
+	int before = w.client_passes;
+	d.ready = true;
+	assert_int_equal(nghttp2_session_resume_data(w.cli.s, id), 0);
+	assert_true(pump_one(&w, true));  /* DATA frames only */
+	assert_int_equal(w.client_passes, before + 1);
+	assert_int_equal(nghttp2_submit_ping(w.cli.s, NGHTTP2_FLAG_NONE, NULL), 0);
+	assert_true(pump_one(&w, true));
+	assert_int_equal(w.client_passes, before + 2);
+	pump(&w);
+	assert_false(w.failed);
+	assert_int_equal(slot(w.srv.body, id)->len, 40000);
+	assert_string_equal(body_of(&w.cli, id), "ok");
+	world_free(&w);
+}
+
+/* Open requests are bounded: one more is refused with REFUSED_STREAM (the agent may retry it). */
+static void test_open_streams_bounded(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w, 0, false);
+	w.f->ops->free(w.f);
+	struct sk_h2_filter_cfg cfg = { .judge = judge, .ctx = &w.jc, .max_streams = 1 };
+	struct sk_err err = { 0 };
+	assert_int_equal(sk_h2_filter_new(&cfg, &w.f, &err), 0);
+	struct deferred d1 = { .left = 10 }, d2 = { .left = 10 };
+	nghttp2_data_provider dp1 = { .source.ptr = &d1, .read_callback = deferred_body };
+	nghttp2_data_provider dp2 = { .source.ptr = &d2, .read_callback = deferred_body };
+	int32_t a = request(&w, "POST", "api.example.com", "/v1/a", NULL, 0, &dp1);
+	int32_t b = request(&w, "POST", "api.example.com", "/v1/b", NULL, 0, &dp2);
+	int32_t c = request(&w, "GET", "api.example.com", "/v1/c", NULL, 0, NULL);  /* ends at once: not held */
+	pump(&w);
+	assert_false(w.failed);
+	assert_int_equal(w.srv.requests, 2);
+	assert_true(w.cli.closed[b / 2]);
+	assert_int_equal(w.cli.close_code[b / 2], NGHTTP2_REFUSED_STREAM);
+	assert_string_equal(body_of(&w.cli, c), "ok");
+	d1.ready = true;
+	assert_int_equal(nghttp2_session_resume_data(w.cli.s, a), 0);
+	pump(&w);
+	assert_string_equal(body_of(&w.srv, a), "dddddddddd");
+	assert_string_equal(body_of(&w.cli, a), "ok");
+	world_free(&w);
+}
+
 static void test_rewrite_hook_never_indexed(void **state)
 {
 	(void)state;
@@ -875,6 +956,8 @@ int main(void)
 		cmocka_unit_test(test_denied_upload_returns_window),
 		cmocka_unit_test(test_rewrite_hook_never_indexed),
 		cmocka_unit_test(test_agent_shrinks_its_table),
+		cmocka_unit_test(test_data_and_control_pass_without_copy),
+		cmocka_unit_test(test_open_streams_bounded),
 		cmocka_unit_test(test_malformed_reset),
 		cmocka_unit_test(test_trailers_and_server_table_size),
 		cmocka_unit_test(test_path_in_continuation),
