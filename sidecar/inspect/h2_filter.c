@@ -632,7 +632,7 @@ static int encode_block(struct h2f *f, const struct fields *fl, const struct sk_
 	}
 	size_t bound = nghttp2_hd_deflate_bound(f->def, nva, fl->n);
 	sk_strbuf_reset(enc);
-	/* grow enc to bound bytes, then let the deflater write into it */
+	/* the deflater writes into room for its bound; enc takes what it wrote */
 	void *room = calloc(1, bound ? bound : 1);
 	if (!room) {
 		rc = -ENOMEM;
@@ -671,7 +671,8 @@ static void emit_headers(struct h2f *f, struct emit *e, int32_t sid, const struc
 		if (head)
 			memcpy(hdr + FRAME_HDR, prio, 5);
 		em_bytes(e, hdr, FRAME_HDR + head);
-		em_bytes(e, enc->p + off, n);
+		if (n)
+			em_bytes(e, enc->p + off, n);
 		off += n;
 		first = false;
 	} while (off < enc->len);
