@@ -676,6 +676,49 @@ static void test_open_streams_bounded(void **state)
 	world_free(&w);
 }
 
+/* DATA the agent sent before it read the server's RST_STREAM is dropped (the server has closed the
+ * stream) and its window given back; a request naming its host only in `host` is judged by it. */
+static void test_data_after_server_reset_and_host_only(void **state)
+{
+	(void)state;
+	struct world w;
+	world_init(&w, 0, false);
+	struct deferred d = { .left = 30000 };
+	nghttp2_data_provider dp = { .source.ptr = &d, .read_callback = deferred_body };
+	int32_t id = request(&w, "POST", "api.example.com", "/v1/upload", NULL, 0, &dp);
+	pump(&w);
+	assert_int_equal(w.srv.requests, 1);
+	d.ready = true;
+	assert_int_equal(nghttp2_session_resume_data(w.cli.s, id), 0);
+	struct sk_strbuf data = { 0 };
+	for (;;) {  /* the agent's DATA, still on its way */
+		const uint8_t *p;
+		ssize_t n = nghttp2_session_mem_send(w.cli.s, &p);
+		assert_true(n >= 0);
+		if (n == 0)
+			break;
+		assert_int_equal(sk_strbuf_put(&data, p, (size_t)n), 0);
+	}
+	assert_int_equal(nghttp2_submit_rst_stream(w.srv.s, NGHTTP2_FLAG_NONE, id, NGHTTP2_CANCEL), 0);
+	assert_true(pump_one(&w, false));
+	feed(&w, true, (const uint8_t *)data.p, data.len);
+	assert_false(w.failed);
+	assert_int_equal(slot(w.srv.body, id)->len, 0);
+	assert_int_equal(nghttp2_session_get_remote_window_size(w.cli.s), 65535);
+
+	nghttp2_nv nv[] = { { (uint8_t *)":method", (uint8_t *)"GET", 7, 3, 0 },
+			    { (uint8_t *)":scheme", (uint8_t *)"https", 7, 5, 0 },
+			    { (uint8_t *)":path", (uint8_t *)"/v1/h", 5, 5, 0 },
+			    { (uint8_t *)"host", (uint8_t *)"evil.example.net", 4, 16, 0 } };
+	int32_t h = nghttp2_submit_request(w.cli.s, NULL, nv, 4, NULL, NULL);
+	assert_true(h > 0);
+	pump(&w);
+	assert_non_null(strstr(heads(&w.cli, h), ":status: 421\n"));
+	assert_int_equal(w.srv.requests, 1);
+	sk_strbuf_free(&data);
+	world_free(&w);
+}
+
 static void test_rewrite_hook_never_indexed(void **state)
 {
 	(void)state;
@@ -962,6 +1005,7 @@ int main(void)
 		cmocka_unit_test(test_agent_shrinks_its_table),
 		cmocka_unit_test(test_data_and_control_pass_without_copy),
 		cmocka_unit_test(test_open_streams_bounded),
+		cmocka_unit_test(test_data_after_server_reset_and_host_only),
 		cmocka_unit_test(test_malformed_reset),
 		cmocka_unit_test(test_trailers_and_server_table_size),
 		cmocka_unit_test(test_path_in_continuation),
