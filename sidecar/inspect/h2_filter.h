@@ -31,6 +31,10 @@
  * next block after the server's acknowledgement to begin with a size update (RFC 7541 §4.2); when that
  * block is ours it carries one, to the acknowledged size (see take_to_client for why that is safe).
  *
+ * What it needs of the bridge: every server chunk goes through from_server (the filter puts its held
+ * answers in there), and a call's to_sender reaches the agent after everything passed before it and
+ * before the server's next chunk (the filter places its frames by that order).
+ *
  * Single-threaded, one per connection; the judge and the hook are called from the filter's calls. */
 #ifndef SK_SIDECAR_INSPECT_H2_FILTER_H
 #define SK_SIDECAR_INSPECT_H2_FILTER_H
