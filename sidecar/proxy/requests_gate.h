@@ -9,6 +9,7 @@
 #ifndef SK_SIDECAR_REQUESTS_GATE_H
 #define SK_SIDECAR_REQUESTS_GATE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,5 +43,12 @@ const char *sk_req_gate_judge(const struct sk_rule *r, const char *rule_label, c
 const char *sk_req_gate_conn(const struct sk_rule *r, enum sk_proto seen);
 
 void sk_req_denial_free(struct sk_req_denial *d);
+
+/* A whole refusal: "HTTP/1.1 <status> <status_text>", the JSON body of a denial ({"error":
+ * "stockade_denied","reason":detail,"rule","method","host","path"}, every string escaped), the reason
+ * in x-stockade-reason too, and Connection: close when close. Owned (its length in *len); NULL when out
+ * of memory. The 403 of a denied request and the inspected connection's 421 and 400 share it. */
+char *sk_req_answer(int status, const char *status_text, const char *detail, const char *rule_label,
+		    const char *method, const char *host, const char *path, bool close, size_t *len);
 
 #endif
