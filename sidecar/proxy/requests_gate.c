@@ -115,9 +115,11 @@ const char *sk_req_gate_judge(const struct sk_rule *r, const char *rule_label, c
 
 const char *sk_req_gate_conn(const struct sk_rule *r, enum sk_proto seen)
 {
-	if (!r || !r->requests || seen == SK_PROTO_HTTP)
+	if (!r || seen == SK_PROTO_HTTP)
 		return NULL;
-	return "request_unreadable";
+	if (r->inspect)
+		return seen == SK_PROTO_TLS ? NULL : "request_unreadable";   /* TLS: the bridge reads it */
+	return r->requests ? "request_unreadable" : NULL;
 }
 
 void sk_req_denial_free(struct sk_req_denial *d)

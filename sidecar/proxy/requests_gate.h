@@ -37,9 +37,9 @@ const char *sk_req_gate_judge(const struct sk_rule *r, const char *rule_label, c
 			      const struct sk_http_head *h, struct sk_req_denial **out);
 
 /* A connection of kind seen (SK_PROTO_TLS, _HTTP, _TCP) allowed by r: NULL when r has no request rules or
- * the connection is plain HTTP (its requests are judged one by one); else the audit reason to deny it
- * ("request_unreadable": TLS, whose requests are read only once TLS termination lands, or a stream that
- * is not HTTP). */
+ * the connection is plain HTTP (its requests are judged one by one), or TLS on an `inspect: true` rule (the
+ * proxy terminates it and judges every request inside); else the audit reason to deny it
+ * ("request_unreadable": TLS on a rule that does not inspect, or a stream that is not HTTP). */
 const char *sk_req_gate_conn(const struct sk_rule *r, enum sk_proto seen);
 
 void sk_req_denial_free(struct sk_req_denial *d);
