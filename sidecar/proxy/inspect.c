@@ -127,6 +127,11 @@ static void bridge_end(struct conn *c, const char *event, bool reset)
 	if (strcmp(event, "deny") == 0 && sc->metrics)
 		sk_metrics_conn(sc->metrics, "deny", c->reason, conn_rule_label(c), metrics_proto(c));
 	c->request = 0;
+	/* the last refused request's method and path belong to its own line, not the connection's */
+	if (strcmp(event, "conn") == 0) {
+		sk_req_denial_free(c->req_denial);
+		c->req_denial = NULL;
+	}
 	conn_audit(c, event, c->bytes_in, c->bytes_out);
 	if (reset) {
 		sk_loop_forget(sc->loop, &c->cio);
