@@ -112,6 +112,8 @@ t_post_denied() {
 		"$(aq event=deny decision=deny reason=request_denied proto=tls rule=github inspected=True \
 			method=POST path=/repos/acme/app/issues)"
 	sk_check_eq "the query is never written to the audit log" 0 "$(grep -c s3cret "$SK_TMP/audit.log")"
+	sk_check_eq "the connection's own allow line does not carry the refused request" 0 \
+		"$(aq event=conn name=github.example method=POST)"
 }
 
 t_read_only() {
