@@ -195,6 +195,31 @@ t_no_inspect_untouched() {
 	sk_check_eq "its audit line does not say inspected" 0 "$(aq name=open.example inspected=True)"
 }
 
+# Last: SIGTERM while an inspected connection is open (idle between requests): the drain waits for it, the
+# shutdown ends it with its line, the sidecar exits 0 (an ASan build, SK_BIN pointing at one: no report).
+t_sigterm_with_a_bridge_open() {
+	local before held rc=0
+	before=$(aq event=conn name=github.example inspected=True)
+	agent "$PY" -c '
+import socket, ssl, sys, time
+ctx = ssl.create_default_context(cafile=sys.argv[1])
+s = ctx.wrap_socket(socket.create_connection(("github.example", 443), timeout=10), server_hostname="github.example")
+s.sendall(b"GET /repos/acme/held HTTP/1.1\r\nHost: github.example\r\n\r\n")
+s.recv(4096)
+time.sleep(30)' "$SK_TMP/podca.pem" >/dev/null 2>&1 &
+	held=$!
+	sleep 1
+	sk_check_eq "the held connection's request went through" 1 "$(seen "GET /repos/acme/held github.example")"
+	kill -TERM "$SK_SIDECAR_PID"
+	wait "$SK_SIDECAR_PID" || rc=$?
+	sk_check_eq "SIGTERM with an inspected connection open: exit 0 after the drain" 0 "$rc"
+	sk_check_eq "its connection got its line at shutdown" $((before + 1)) "$(aq event=conn name=github.example inspected=True)"
+	# grep -c, not a failing grep: a missing file is an error here, not a pass
+	sk_check_eq "no sanitizer report or crash in the sidecar's stderr" 0 "$(grep -cE 'Sanitizer|runtime error' "$SK_TMP/sidecar.err")"
+	kill "$held" 2>/dev/null
+	wait "$held" 2>/dev/null
+}
+
 SK_CASES=(get_allowed post_denied read_only host_not_sni smuggled_second_request upstream_cert_invalid
-	ca_key_out_of_reach no_inspect_untouched)
+	ca_key_out_of_reach no_inspect_untouched sigterm_with_a_bridge_open)
 sk_main "$@"
