@@ -91,6 +91,8 @@ t_get_allowed() {
 	sk_check_eq "the query is not matched" "ok GET /repos/acme/app?page=2" \
 		"$(agent "${CURL[@]}" 'https://github.example/repos/acme/app?page=2' 2>&1)"
 	sk_check_eq "the upstream got it" 1 "$(seen "GET /repos/acme/app github.example")"
+	sk_check_eq "an agent offering h2 and http/1.1 speaks HTTP/1.1 through the sidecar" 1.1 \
+		"$(agent "${CURL[@]}" --http2 -o /dev/null -w '%{http_version}' https://github.example/repos/acme/alpn 2>&1)"
 	# the agent was shown a leaf of the pod CA, not the server's certificate
 	sk_check_fails "the test CA alone does not verify what the agent sees" \
 		agent curl -sS --max-time 10 --cacert "$SK_TMP/ca.pem" https://github.example/repos/acme/app

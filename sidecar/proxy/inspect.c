@@ -77,14 +77,31 @@ static bool h1_refuse(void *ctx, uint32_t request, const char *reason, const cha
 	return v == V_DENY;
 }
 
-/* The protocol the agent and the server agreed on picks the filter; only HTTP/1 is read so far (the
- * server is offered http/1.1 alone, so an agent that asks h2 falls back or fails its handshake). */
+/* The name the bridge and the filter check against: the SNI (an address when there was none). */
+static const char *conn_sni(const struct conn *c, char addr[SK_ADDR_STRLEN])
+{
+	if (conn_has(c, CF_HAS_NAME) && c->name[0])
+		return c->name;
+	sk_addr_format(&c->dst, addr);
+	return addr;
+}
+
+/* The protocol the agent and the server agreed on picks the filter, made here (the connection owns it,
+ * the bridge borrows it). Only HTTP/1 is read so far: main offers the server http/1.1 alone, so an agent
+ * that asks for h2 falls back to HTTP/1.1 or fails its handshake; an HTTP/2 filter is one more branch. */
 static struct sk_pt_filter *select_filter(void *ctx, const char *alpn)
 {
 	struct conn *c = ctx;
-	if (!alpn[0] || strcmp(alpn, "http/1.1") == 0)
-		return c->filter;
-	return NULL;
+	struct sk_err err = { 0 };
+	char addr[SK_ADDR_STRLEN];
+	if (alpn[0] && strcmp(alpn, "http/1.1") != 0)
+		return NULL;
+	struct sk_h1_hooks hooks = { .ctx = c, .judge = h1_judge, .refuse = h1_refuse };
+	if (sk_h1_filter_new(conn_sni(c, addr), c->rule_label, &hooks, &c->filter, &err) < 0) {
+		sk_log(SK_LOG_WARN, "proxy: inspected connection to %s: %s", c->name, err.msg);
+		return NULL;
+	}
+	return c->filter;
 }
 
 void bridge_free(struct conn *c)
@@ -226,17 +243,11 @@ void bridge_start(struct conn *c)
 		bridge_end(c, "deny", true);
 		return;
 	}
-	struct sk_h1_hooks hooks = { .ctx = c, .judge = h1_judge, .refuse = h1_refuse };
 	char addr[SK_ADDR_STRLEN];
-	const char *sni = c->name;
-	if (!conn_has(c, CF_HAS_NAME) || !c->name[0]) {
-		sk_addr_format(&c->dst, addr);
-		sni = addr;
-	}
+	const char *sni = conn_sni(c, addr);
 	struct sk_bridge_cfg cfg = { .sni = sni, .client_prefix = c->buf, .client_prefix_len = c->len,
 				     .select_filter = select_filter, .ctx = c };
-	if (sk_h1_filter_new(sni, c->rule_label, &hooks, &c->filter, &err) < 0 ||
-	    sk_bridge_new(sc->inspect_env, &cfg, c->cfd, c->ufd, &c->bridge, &err) < 0) {
+	if (sk_bridge_new(sc->inspect_env, &cfg, c->cfd, c->ufd, &c->bridge, &err) < 0) {
 		sk_log(SK_LOG_WARN, "proxy: inspected connection to %s: %s", sni, err.msg);
 		c->decision = "deny";
 		c->reason = "inspect_unavailable";
