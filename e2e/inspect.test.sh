@@ -14,7 +14,7 @@ set -uo pipefail
 NS=skinsp
 HERE=$SK_ROOT/e2e/inspect
 PY=/usr/bin/python3
-GH4=198.18.8.10 PYPI4=198.18.8.20 OPEN4=198.18.8.30 BAD4=198.18.8.40 SELF4=198.18.8.50
+GH4=198.18.8.10 PYPI4=198.18.8.20 OPEN4=198.18.8.30 BAD4=198.18.8.40 SELF4=198.18.8.50 BUD4=198.18.8.60
 
 agent() { sk_pod_as "$NS" "$SK_AGENT_UID" "$@"; }
 aq() { "$PY" "$SK_ROOT/e2e/proxy/audit_q.py" "$SK_TMP/audit.log" "$@"; }
@@ -27,7 +27,7 @@ field() { "$PY" -c 'import json,sys; print(json.loads(sys.stdin.read().splitline
 setup() {
 	sk_require_root
 	sk_tmp skinsp
-	sk_ca "stockade e2e upstream CA" github pypi open wrong
+	sk_ca "stockade e2e upstream CA" github pypi open wrong budget
 	# a self-signed certificate for self.example: no CA the sidecar trusts signed it
 	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$SK_TMP/self.key" \
 		-out "$SK_TMP/self.pem" -days 2 -subj "/CN=self.example" -addext "subjectAltName=DNS:self.example" \
@@ -53,6 +53,10 @@ egress:
   - host: self.example
     ports: [443]
     inspect: true
+  - host: budget.example
+    ports: [443]
+    inspect: true
+    budget: { sent: 8Ki, window: 1h }
 tls:
   upstreamCAFile: $SK_TMP/ca.pem
 dns:
@@ -60,16 +64,18 @@ dns:
 blockPrivate: true
 POL
 	sk_net_up "$NS" || { echo "netns setup failed"; exit 1; }
-	for ip in $GH4 $PYPI4 $OPEN4 $BAD4 $SELF4; do sk_net_add_ip "$NS" "$ip"; done
+	for ip in $GH4 $PYPI4 $OPEN4 $BAD4 $SELF4 $BUD4; do sk_net_add_ip "$NS" "$ip"; done
 	: >"$SK_TMP/upstream.log"
 	chmod 666 "$SK_TMP/upstream.log"
 	local T=$SK_TMP
 	sk_inet "$NS" "$PY" "$HERE/upstream.py" "$T/upstream.log" "$GH4:443:$T/github.pem:$T/github.key" \
 		"$PYPI4:443:$T/pypi.pem:$T/pypi.key" "$OPEN4:443:$T/open.pem:$T/open.key" \
-		"$BAD4:443:$T/wrong.pem:$T/wrong.key" "$SELF4:443:$T/self.pem:$T/self.key" >"$T/upstream.out" 2>&1 &
+		"$BAD4:443:$T/wrong.pem:$T/wrong.key" "$SELF4:443:$T/self.pem:$T/self.key" \
+		"$BUD4:443:$T/budget.pem:$T/budget.key" >"$T/upstream.out" 2>&1 &
 	sk_inet "$NS" "$PY" "$SK_ROOT/e2e/proxy/servers.py" --files "$T" --dns "$SK_NET_IP4:53" \
 		--record "github.example=$GH4" --record "pypi.example=$PYPI4" --record "open.example=$OPEN4" \
-		--record "bad.example=$BAD4" --record "self.example=$SELF4" >"$T/dns.log" 2>&1 &
+		--record "bad.example=$BAD4" --record "self.example=$SELF4" \
+		--record "budget.example=$BUD4" >"$T/dns.log" 2>&1 &
 	if ! sk_wait_port "$NS-net" tcp 443 10 || ! sk_wait_port "$NS-net" udp 53 10; then
 		echo "test servers did not start"; cat "$T/upstream.out" "$T/dns.log"; exit 1
 	fi
@@ -185,7 +191,7 @@ t_ca_key_out_of_reach() {
 	# positive control: UID 1000 reads its own, so the refusals above are about the sidecar
 	sk_check "UID 1000 reads its own /proc/self/environ" agent cat /proc/self/environ
 	sk_check_eq "the CA key was written to no file of the scratch dir" 0 \
-		"$(grep -rl 'PRIVATE KEY' "$SK_TMP" 2>/dev/null | grep -vcE '/(ca|github|pypi|open|wrong|self)\.key$')"
+		"$(grep -rl 'PRIVATE KEY' "$SK_TMP" 2>/dev/null | grep -vcE '/(ca|github|pypi|open|wrong|self|budget)\.key$')"
 }
 
 t_no_inspect_untouched() {
@@ -195,6 +201,19 @@ t_no_inspect_untouched() {
 		agent "${CURL[@]}" https://open.example/plain
 	settle
 	sk_check_eq "its audit line does not say inspected" 0 "$(aq name=open.example inspected=True)"
+}
+
+# A budget counts the plaintext: an upload past `sent` ends the inspected connection (budget_exhausted).
+t_budget_counts_plaintext() {
+	sk_check_eq "a small request within the budget passes" "ok GET /small" \
+		"$(agent "${CURL[@]}" https://budget.example/small 2>&1)"
+	head -c 200000 /dev/zero >"$SK_TMP/big-upload"
+	chmod 644 "$SK_TMP/big-upload"
+	sk_check_fails "an upload past sent: 8Ki is cut" agent "${CURL[@]}" -f -X POST --data-binary "@$SK_TMP/big-upload" \
+		https://budget.example/upload
+	settle
+	sk_check_eq "audit: deny budget_exhausted on the inspected connection" 1 \
+		"$(aq event=deny reason=budget_exhausted name=budget.example inspected=True)"
 }
 
 # Last: SIGTERM while an inspected connection is open (idle between requests): the drain waits for it, the
@@ -223,5 +242,5 @@ time.sleep(30)' "$SK_TMP/podca.pem" >/dev/null 2>&1 &
 }
 
 SK_CASES=(get_allowed post_denied read_only host_not_sni smuggled_second_request upstream_cert_invalid
-	ca_key_out_of_reach no_inspect_untouched sigterm_with_a_bridge_open)
+	ca_key_out_of_reach no_inspect_untouched budget_counts_plaintext sigterm_with_a_bridge_open)
 sk_main "$@"
