@@ -131,7 +131,21 @@ static bool bridge_charge(struct conn *c)
 		(void)sk_budget_charge(c->budget, SK_BUDGET_SENT, up, now);
 	if (down)
 		(void)sk_budget_charge(c->budget, SK_BUDGET_RECEIVED, down, now);
-	return sc->policy->mode == SK_MODE_ENFORCE && sk_budget_spent(c->budget, now);
+	if (!sk_budget_spent(c->budget, now))
+		return false;
+	if (sc->policy->mode == SK_MODE_ENFORCE)
+		return true;
+	if (!conn_has(c, CF_BUDGET_OVER)) {
+		/* mode audit: what enforce would have done, once; the connection goes on (as the relay's) */
+		conn_set(c, CF_BUDGET_OVER, true);
+		c->decision = "would_deny";
+		c->reason = "budget_exhausted";
+		c->budget->refused++;
+		if (sc->metrics)
+			sk_metrics_conn(sc->metrics, "would_deny", c->reason, conn_rule_label(c), metrics_proto(c));
+		conn_audit(c, "deny", s.to_client, s.to_upstream);
+	}
+	return false;
 }
 
 /* The end of a bridged connection; frees c. reset: both sides get a reset (a cut stream must not look
