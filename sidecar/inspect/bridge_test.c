@@ -85,6 +85,7 @@ struct hook {
 	size_t len, cap;
 	const char *stop_at;
 	const char *answer_at;   /* answered with "HTTP/1.1 403 ..." and close_after; never goes on */
+	const char *fail_at;     /* answered likewise, but as a FAIL with a reason of its own */
 	bool upcase;             /* EMIT the agent's bytes upper-cased */
 	unsigned calls;
 	size_t from_server;      /* server bytes seen */
@@ -100,6 +101,11 @@ static enum sk_pt_verdict hook_client(struct sk_pt_filter *f, const uint8_t *buf
 	assert_true(len > 0 && len <= SK_BRIDGE_BUF);
 	if (h->stop_at && memmem(buf, len, h->stop_at, strlen(h->stop_at)))
 		return SK_PT_FAIL;
+	if (h->fail_at && memmem(buf, len, h->fail_at, strlen(h->fail_at))) {
+		assert_int_equal(sk_strbuf_puts(&out->to_sender, hook_answer), 0);
+		out->reason = "test_refused";
+		return SK_PT_FAIL;
+	}
 	if (h->answer_at && memmem(buf, len, h->answer_at, strlen(h->answer_at))) {
 		assert_int_equal(sk_strbuf_puts(&out->to_sender, hook_answer), 0);
 		out->close_after = true;
@@ -167,6 +173,7 @@ struct run_opts {
 	const struct test_ca *server;       /* NULL: the *.up.test certificate */
 	const char *stop_at;
 	const char *answer_at;
+	const char *fail_at;
 	bool upcase;
 	bool prefix;                 /* the test reads the agent's hello off the socket: the bridge gets it
 	                              * as bytes already read */
@@ -188,6 +195,7 @@ static void run_start(struct fixture *f, struct run *r, const struct run_opts *o
 	r->hook.f.ops = &hook_ops;
 	r->hook.stop_at = o->stop_at;
 	r->hook.answer_at = o->answer_at;
+	r->hook.fail_at = o->fail_at;
 	r->hook.upcase = o->upcase;
 	struct sk_bridge_cfg cfg = { .sni = o->bridge_sni ? o->bridge_sni : "api.up.test", .filter = &r->hook.f };
 	unsigned char hello[4096];
@@ -444,6 +452,30 @@ static void test_filter_answers_the_agent_and_closes(void **state)
 	run_end(&r);
 }
 
+static void test_filter_failure_answers_first(void **state)
+{
+	struct fixture *f = *state;
+	struct run r;
+	struct run_opts o = { .fail_at = "TRACE" };
+	run_start(f, &r, &o);
+	static const unsigned char req[] = "TRACE / HTTP/1.1\r\nHost: api.up.test\r\n\r\n";
+	r.client.tx = req;
+	r.client.tx_len = sizeof(req) - 1;
+	r.client.rx = malloc(256);
+	r.client.rx_cap = 256;
+	r.server.rx = malloc(256);
+	r.server.rx_cap = 256;
+	run_drive(&r);
+	/* the bridge fails with the filter's reason, after the agent got the answer */
+	assert_int_equal(r.rc, -EPERM);
+	assert_string_equal(sk_bridge_reason(r.bridge), "test_refused");
+	assert_string_equal(r.err.msg, "test_refused: the plaintext filter stopped the connection");
+	assert_int_equal(r.client.rx_len, sizeof(hook_answer) - 1);
+	assert_memory_equal(r.client.rx, hook_answer, sizeof(hook_answer) - 1);
+	assert_int_equal(r.server.rx_len, 0);
+	run_end(&r);
+}
+
 static void test_filter_rewrites_what_goes_on(void **state)
 {
 	struct fixture *f = *state;
@@ -669,6 +701,7 @@ int main(void)
 		cmocka_unit_test(test_prefix_read_by_the_caller_starts_the_handshake),
 		cmocka_unit_test(test_filter_answers_the_agent_and_closes),
 		cmocka_unit_test(test_filter_rewrites_what_goes_on),
+		cmocka_unit_test(test_filter_failure_answers_first),
 		cmocka_unit_test(test_hello_naming_another_host_is_refused),
 		cmocka_unit_test(test_alpn_is_what_both_ends_speak),
 		cmocka_unit_test(test_one_step_yields_after_its_share),
