@@ -120,7 +120,9 @@ void conn_audit(struct conn *c, const char *event, uint64_t bytes_in, uint64_t b
 		.decision = c->decision, .reason = c->reason, .binding = c->binding,
 		/* request: only on the deny of a later request (docs/operating.md); the final allow line of a
 		 * kept-alive connection does not carry the count. */
-		.late = conn_has(c, CF_LATE), .inspected = conn_has(c, CF_BRIDGED), .request = strcmp(event, "deny") == 0 && c->request > 1 ? c->request : 0,
+		.late = conn_has(c, CF_LATE), .request = strcmp(event, "deny") == 0 && c->request > 1 ? c->request : 0,
+		/* only once the bridge has the connection: a connect that failed before it terminated nothing */
+		.inspected = c->st == CS_BRIDGE,
 		.method = c->req_denial ? c->req_denial->method : NULL, .path = c->req_denial ? c->req_denial->path : NULL,
 		.bytes_in = bytes_in, .bytes_out = bytes_out,
 		.duration_ms = sk_loop_now_ms(sc->loop) - c->t0_ms,
