@@ -331,7 +331,9 @@ static enum sk_pt_verdict from_client(struct sk_pt_filter *f, const uint8_t *buf
 	bool stop = false;
 	while (off < dlen && !stop && !h->ended) {
 		size_t n = 0;
-		struct sk_http_head hd;
+		/* zeroed: after an ERROR the tracker fills it only as far as it parsed, and the answer and the
+		 * audit line read its method */
+		struct sk_http_head hd = { 0 };
 		const char *why = NULL;
 		int rc;
 		switch (sk_http_track_next(&h->track, data + off, dlen - off, &n, &hd, &why)) {

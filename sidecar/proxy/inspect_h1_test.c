@@ -269,6 +269,28 @@ static void test_ambiguous_framing_is_refused(void **state)
 	sk_strbuf_free(&down);
 }
 
+/* A framing error outside a head (a bad trailer of an allowed request): the 400 names no method (the
+ * tracker parsed no head for it; found by fuzz_inspect_h1 as an answer carrying stack bytes). */
+static void test_framing_error_in_a_body_names_no_method(void **state)
+{
+	struct fx *x = *state;
+	struct sk_strbuf up = { 0 }, down = { 0 };
+	const char *req = "GET /repos/acme/x HTTP/1.1\r\nHost: api.example.com\r\nTransfer-Encoding: chunked\r\n\r\n";
+	assert_int_equal(client(x, req, &up, &down), SK_PT_PASS);
+	assert_int_equal(client(x, "0\r\nX: a\rb\r\n\r\n", &up, &down), SK_PT_EMIT);
+	/* the last-chunk line went on (framing is passed element by element), the bad trailer never */
+	assert_int_equal(up.len, strlen(req) + 3);
+	assert_null(strstr(str(&up), "X: a"));
+	assert_string_equal(x->reasons, "http_bad_chunk#2");
+	assert_int_equal(down.len, 0);        /* the GET's response first */
+	assert_int_equal(server(x, RESP_OK, &down), SK_PT_EMIT);
+	assert_non_null(strstr(str(&down), RESP_OK "HTTP/1.1 400 Bad Request\r\n"));
+	assert_non_null(strstr(str(&down), "\"method\":\"\""));
+	assert_true(x->out.close_after);
+	sk_strbuf_free(&up);
+	sk_strbuf_free(&down);
+}
+
 static void test_head_cut_short_never_goes_on(void **state)
 {
 	struct fx *x = *state;
@@ -319,6 +341,7 @@ int main(void)
 		T(test_host_other_than_sni_is_misdirected),
 		T(test_denied_request_with_a_body_ends_the_connection),
 		T(test_ambiguous_framing_is_refused),
+		T(test_framing_error_in_a_body_names_no_method),
 		T(test_head_cut_short_never_goes_on),
 		T(test_websocket_upgrade_is_refused),
 		T(test_mode_audit_lets_it_through),
