@@ -6,8 +6,8 @@
  *
  * Order, so nothing is decided on an unverified server and no leaf is shown for one:
  *   1. upstream handshake (SSL_connect, SNI = the agent's, the server's chain and name verified);
- *   2. the agent's handshake (SSL_accept on the client fd, whose ClientHello is still unread in the
- *      socket: the caller only peeked it), with the leaf for the SNI; ALPN answered with the protocol the
+ *   2. the agent's handshake (SSL_accept on the client fd; the bytes of its hello the caller already
+ *      read are given as client_prefix and read first), with the leaf for the SNI; ALPN answered with the protocol the
  *      server chose, and only if the agent offered it (else no_application_protocol: the two ends would
  *      speak different protocols); a ClientHello naming another host than `sni` is refused;
  *   3. relay: 16 KiB reads, each judged by the filter and written out before the next read on that side
@@ -15,7 +15,8 @@
  *      queues behind what that side already owes, so answers never overtake bytes before them),
  *      close_notify passed on as close_notify, a bare TCP close as a bare close (a truncated stream stays
  *      visibly truncated). A filter's close_after stops reading both ways; once everything queued is
- *      written both sides get close_notify.
+ *      written both sides get close_notify. Which filter: cfg's, or the one select_filter picks once
+ *      the protocol is agreed (sk_bridge_alpn), so HTTP/1 and HTTP/2 each get theirs.
  * A failure fails closed, never falls back to passthrough: an upstream failure answers the agent with a
  * fatal handshake_failure alert before its hello is read; sk_bridge_reason says what failed, for the audit
  * line (upstream_cert_invalid, upstream_tls, client_tls, client_sni_mismatch, alpn_mismatch,
