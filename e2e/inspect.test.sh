@@ -88,7 +88,8 @@ POL
 	else
 		sk_fail "the admin port serves the pod CA at /ca.pem"
 	fi
-	CURL=(curl -sS --max-time 20 --cacert "$T/podca.pem")
+	# HTTP/1.1 unless a case asks for HTTP/2 (t_http2): the HTTP/1 filter's cases say what they test
+	CURL=(curl -sS --max-time 20 --cacert "$T/podca.pem" --http1.1)
 }
 
 t_get_allowed() {
@@ -97,8 +98,9 @@ t_get_allowed() {
 	sk_check_eq "the query is not matched" "ok GET /repos/acme/app?page=2" \
 		"$(agent "${CURL[@]}" 'https://github.example/repos/acme/app?page=2' 2>&1)"
 	sk_check_eq "the upstream got it" 1 "$(seen "GET /repos/acme/app github.example")"
-	sk_check_eq "an agent offering h2 and http/1.1 speaks HTTP/1.1 through the sidecar" 1.1 \
-		"$(agent "${CURL[@]}" --http2 -o /dev/null -w '%{http_version}' https://github.example/repos/acme/alpn 2>&1)"
+	sk_check_eq "an agent offering only http/1.1 is offered to the server as such (HTTP/1.1)" 1.1 \
+		"$(agent "${CURL[@]}" --http1.1 -o /dev/null -w '%{http_version}' https://github.example/repos/acme/alpn 2>&1)"
+	sk_check_eq "the upstream got that one over HTTP/1.1" 1 "$(seen "GET /repos/acme/alpn github.example")"
 	# the agent was shown a leaf of the pod CA, not the server's certificate
 	sk_check_fails "the test CA alone does not verify what the agent sees" \
 		agent curl -sS --max-time 10 --cacert "$SK_TMP/ca.pem" https://github.example/repos/acme/app
@@ -165,6 +167,39 @@ import sys; s=sys.argv[1]; a=s.find("ok GET /repos/acme/smuggle"); b=s.find("403
 	settle
 	sk_check_eq "audit: the second request's deny names it (request 2)" 1 \
 		"$(aq event=deny reason=request_denied request=2 rule=github method=DELETE)"
+}
+
+# HTTP/2 inside inspected TLS: every stream's :method, :path and :authority judged; a refused stream is
+# answered by the sidecar and the connection goes on for the next one.
+t_http2() {
+	sk_check_eq "an agent offering h2 speaks HTTP/2 through the sidecar (the server chose h2)" 2 \
+		"$(agent "${CURL[@]}" --http2 -o /dev/null -w '%{http_version}' https://github.example/repos/acme/h2 2>&1)"
+	sk_check_eq "the upstream got it over HTTP/2" 1 "$(seen "GET /repos/acme/h2 github.example h2")"
+	local h2=(-sS --max-time 20 --cacert "$SK_TMP/podca.pem" --http2)
+	out=$(agent curl "${h2[@]}" -v https://github.example/repos/acme/one \
+		--next "${h2[@]}" -i -X POST -d '{"t":1}' https://github.example/repos/acme/app/pulls \
+		--next "${h2[@]}" https://github.example/repos/acme/three 2>&1)
+	sk_check "HTTP/2: the first stream passes" grep -q '^ok GET /repos/acme/one' <<<"$out"
+	sk_check "HTTP/2: the POST is answered 403 by the sidecar" grep -q '^HTTP/2 403' <<<"$out"
+	sk_check "HTTP/2: the 403 carries x-stockade-reason: no_request_rule" grep -qi '^x-stockade-reason: no_request_rule' <<<"$out"
+	sk_check "HTTP/2: the 403 body names the method and the path" grep -q '"method":"POST".*"path":"/repos/acme/app/pulls"' <<<"$out"
+	sk_check "HTTP/2: the stream after the refused one passes on the same connection" grep -q '^ok GET /repos/acme/three' <<<"$out"
+	sk_check "HTTP/2: one connection for the three" grep -q 'Re-using existing connection' <<<"$out"
+	sk_check_eq "HTTP/2: the upstream never got the POST" 0 "$(grep -c '^POST /repos/acme/app/pulls' "$SK_TMP/upstream.log")"
+	head -c 300000 /dev/zero >"$SK_TMP/upload.bin"
+	chmod 644 "$SK_TMP/upload.bin"
+	sk_check_eq "HTTP/2: a refused 300 KB upload still gets its 403 (the rest dropped, the agent not reset)" 403 \
+		"$(agent curl "${h2[@]}" -o /dev/null -w '%{http_code}' --data-binary @"$SK_TMP/upload.bin" \
+			https://github.example/repos/acme/app/releases 2>&1)"
+	out=$(agent "${CURL[@]}" --http2 -i -H 'Host: pypi.example' https://github.example/repos/acme/app 2>&1)
+	sk_check "HTTP/2: :authority naming another host than the SNI is answered 421" grep -q '^HTTP/2 421' <<<"$out"
+	sk_check "HTTP/2: the 421 says host_sni_mismatch" grep -qi '^x-stockade-reason: host_sni_mismatch' <<<"$out"
+	sk_check_eq "HTTP/2: read-only refuses a DELETE" 403 \
+		"$(agent "${CURL[@]}" --http2 -o /dev/null -w '%{http_code}' -X DELETE https://pypi.example/simple/x 2>&1)"
+	settle
+	sk_check_eq "HTTP/2: one audit line for the refused POST" 1 \
+		"$(aq event=deny reason=request_denied rule=github inspected=True method=POST path=/repos/acme/app/pulls)"
+	sk_check "HTTP/2: one audit line for the 421" test "$(aq event=deny reason=host_sni_mismatch name=github.example)" -ge 1
 }
 
 t_upstream_cert_invalid() {
@@ -241,6 +276,6 @@ time.sleep(30)' "$SK_TMP/podca.pem" >/dev/null 2>&1 &
 	wait "$held" 2>/dev/null
 }
 
-SK_CASES=(get_allowed post_denied read_only host_not_sni smuggled_second_request upstream_cert_invalid
+SK_CASES=(get_allowed post_denied read_only host_not_sni smuggled_second_request http2 upstream_cert_invalid
 	ca_key_out_of_reach no_inspect_untouched budget_counts_plaintext sigterm_with_a_bridge_open)
 sk_main "$@"

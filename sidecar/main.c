@@ -147,7 +147,7 @@ static int inspect_start(struct sk_sidecar *sc, const struct sk_config *cfg, str
 				  : sk_ca_generate(NULL, &in->ca, err);
 	if (rc < 0)
 		return rc;
-	struct sk_upstream_opts o = { .ca_file = sc->policy->tls.upstream_ca_file, .alpn = "http/1.1" };
+	struct sk_upstream_opts o = { .ca_file = sc->policy->tls.upstream_ca_file, .alpn = "h2,http/1.1" };
 	if ((rc = sk_leaf_cache_new(in->ca, 0, &in->leaves, err)) < 0 || (rc = sk_upstream_new(&o, &in->upstream, err)) < 0 ||
 	    (rc = sk_bridge_env_new(in->leaves, in->upstream, &in->env, err)) < 0)
 		return rc;

@@ -1,14 +1,21 @@
 #!/usr/bin/env python3
-"""upstream.py LOG IP:PORT:CERT:KEY... — an HTTPS/1.1 upstream for e2e/inspect.test.sh: on each address,
-TLS with that certificate (ALPN http/1.1), every method on every path answered 200 "ok METHOD TARGET",
-connections kept alive; each request line it receives ("METHOD TARGET Host") is appended to LOG, so the
-suite can show a denied request never arrived."""
+"""upstream.py LOG IP:PORT:CERT:KEY... — an HTTPS upstream for e2e/inspect.test.sh: on each address,
+TLS with that certificate (ALPN h2 and http/1.1), every method on every path answered 200
+"ok METHOD TARGET", connections kept alive; each request it receives ("METHOD TARGET Host", over HTTP/2
+"METHOD TARGET :authority h2") is appended to LOG, so the suite can show a denied request never arrived."""
 import http.server
 import socket
 import socketserver
 import ssl
 import sys
 import threading
+
+try:
+    import h2.config
+    import h2.connection
+    import h2.events
+except ImportError:  # HTTP/2 is then not offered
+    h2 = None
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -36,6 +43,50 @@ class Handler(http.server.BaseHTTPRequestHandler):
     do_GET = do_HEAD = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = handle_any
 
 
+def log_request(line):
+    with Handler.lock, open(Handler.log_path, "a", encoding="utf-8") as f:
+        f.write(line + "\n")
+
+
+def serve_h2(sock):
+    """One HTTP/2 connection (python3-h2): each request answered once its stream ends."""
+    conn = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=False, header_encoding="utf-8"))
+    conn.initiate_connection()
+    sock.sendall(conn.data_to_send())
+    heads = {}
+    while True:
+        try:
+            data = sock.recv(65536)
+        except (ssl.SSLError, OSError):
+            return
+        if not data:
+            return
+        try:
+            events = conn.receive_data(data)
+        except Exception:  # a protocol error: the suite sees the connection end
+            return
+        for ev in events:
+            if isinstance(ev, h2.events.RequestReceived):
+                heads[ev.stream_id] = dict(ev.headers)
+            elif isinstance(ev, h2.events.DataReceived):
+                conn.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+            elif isinstance(ev, h2.events.StreamEnded):
+                hd = heads.pop(ev.stream_id, None)
+                if hd is None:
+                    continue
+                method, path = hd.get(":method", ""), hd.get(":path", "")
+                log_request("%s %s %s h2" % (method, path, hd.get(":authority", "")))
+                body = ("ok %s %s\n" % (method, path)).encode()
+                conn.send_headers(ev.stream_id, [(":status", "200"), ("content-type", "text/plain"),
+                                                 ("content-length", str(len(body)))], end_stream=method == "HEAD")
+                if method != "HEAD":
+                    conn.send_data(ev.stream_id, body, end_stream=True)
+        try:
+            sock.sendall(conn.data_to_send())
+        except (ssl.SSLError, OSError):
+            return
+
+
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
     allow_reuse_address = True
@@ -49,6 +100,12 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
             sock.close()
             raise
 
+    def finish_request(self, request, client_address):
+        if h2 is not None and request.selected_alpn_protocol() == "h2":
+            serve_h2(request)
+        else:
+            super().finish_request(request, client_address)
+
 
 def main():
     Handler.log_path = sys.argv[1]
@@ -57,7 +114,7 @@ def main():
         host, port, cert, key = spec.split(":")
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(cert, key)
-        ctx.set_alpn_protocols(["http/1.1"])
+        ctx.set_alpn_protocols(["h2", "http/1.1"] if h2 is not None else ["http/1.1"])
         srv = Server((host, int(port)), Handler)
         srv.ctx = ctx
         servers.append(srv)

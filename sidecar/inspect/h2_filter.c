@@ -233,8 +233,11 @@ static void put_answer(struct sk_strbuf *b, int32_t sid, int status, const char 
 		(void)sk_strbuf_put(b, body->p + off, n);
 		off += n;
 	}
-	if (!request_ended)  /* RFC 9113 §8.1: answered before the request ended; the rest is not wanted */
-		put_rst(b, sid, E_NO_ERROR);
+	/* An answer before the request ended is not followed by RST_STREAM NO_ERROR, which RFC 9113 §8.1
+	 * allows: curl (7.88) then fails the transfer while it still uploads ("Stream error in the HTTP/2
+	 * framing layer"), and the agent would never read its 403. The rest of the upload is dropped here
+	 * instead, its window given back (drop_data). */
+	(void)request_ended;
 }
 
 void sk_h2_denial_body(struct sk_strbuf *body, const char *reason, const char *rule,

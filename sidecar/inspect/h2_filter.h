@@ -14,8 +14,8 @@
  *
  * A request is refused three ways:
  *   - the judge denies it: the agent gets HEADERS (:status from the judge, content-type
- *     application/json, x-stockade-reason) and the judge's body in DATA with END_STREAM (and RST_STREAM
- *     NO_ERROR when its request was not complete), encoded so the agent's HPACK decoder, which belongs to
+ *     application/json, x-stockade-reason) and the judge's body in DATA with END_STREAM (no RST_STREAM:
+ *     the rest of an unfinished upload is dropped, see put_answer()), encoded so the agent's HPACK decoder, which belongs to
  *     the server's encoder, is not changed; the server never sees the stream id (RFC 9113 §5.1.1);
  *   - it is malformed (RFC 9113 §8.1.1: pseudo-headers missing, repeated, unknown or after a regular
  *     field, upper-case or invalid names, invalid values, connection-specific fields, te other than
