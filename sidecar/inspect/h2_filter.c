@@ -681,6 +681,18 @@ static void emit_headers(struct h2f *f, struct emit *e, int32_t sid, const struc
 	} while (off < enc->len);
 }
 
+static void tell_refused(struct h2f *f, const struct sk_h2_request *rq, const char *reason)
+{
+	if (!f->cfg.refused)
+		return;
+	struct sk_h2_request shown = *rq;
+	shown.method = rq->method ? rq->method : "";
+	shown.authority = rq->authority ? rq->authority : "";
+	shown.path = rq->path ? rq->path : "";
+	shown.scheme = rq->scheme ? rq->scheme : "";
+	f->cfg.refused(f->cfg.ctx, &shown, reason);
+}
+
 /* Judges, answers or sends on one whole header block. false after a connection error (its verdict in *v). */
 static bool process_block(struct h2f *f, struct emit *e, struct sk_pt_out *out, enum sk_pt_verdict *v)
 {
@@ -706,6 +718,7 @@ static bool process_block(struct h2f *f, struct emit *e, struct sk_pt_out *out, 
 		struct sk_h2_request rq = { .method = s->method, .authority = s->authority, .path = s->path,
 					    .scheme = s->scheme, .stream_id = sid };
 		if (fl.too_large || !end_stream || !check_trailers(&fl)) {
+			tell_refused(f, &rq, "h2_malformed_trailers");
 			put_rst(&f->to_client, sid, E_PROTOCOL);
 			em_copy(e);
 			put_rst(e->out, sid, E_CANCEL);
@@ -714,6 +727,7 @@ static bool process_block(struct h2f *f, struct emit *e, struct sk_pt_out *out, 
 		}
 		rc = encode_block(f, &fl, &rq, &enc);
 		if (rc == 1) {
+			tell_refused(f, &rq, "h2_header_refused");
 			put_rst(&f->to_client, sid, E_INTERNAL);
 			em_copy(e);
 			put_rst(e->out, sid, E_CANCEL);
@@ -736,6 +750,7 @@ static bool process_block(struct h2f *f, struct emit *e, struct sk_pt_out *out, 
 	struct sk_h2_request rq = { .stream_id = sid };
 	enum req_check chk = fl.too_large ? RQ_MALFORMED : check_request(&fl, &rq);
 	if (chk != RQ_OK) {
+		tell_refused(f, &rq, chk == RQ_TUNNEL ? "h2_tunnel" : "h2_malformed_request");
 		put_rst(&f->to_client, sid, E_PROTOCOL);
 		goto out;
 	}
@@ -762,6 +777,7 @@ static bool process_block(struct h2f *f, struct emit *e, struct sk_pt_out *out, 
 	}
 	rc = encode_block(f, &fl, &rq, &enc);
 	if (rc == 1) {
+		tell_refused(f, &rq, "h2_header_refused");
 		put_rst(&f->to_client, sid, E_INTERNAL);
 		goto out;
 	}

@@ -153,6 +153,14 @@ static enum sk_h2_decision h2_judge(void *ctx, const struct sk_h2_request *rq, i
 	return SK_H2_DENY;
 }
 
+/* A stream the HTTP/2 filter reset without judging it (malformed, a tunnel): its deny line. The stream
+ * is reset in mode audit too (it cannot be sent on); the line then says would_deny like every other. */
+static void h2_refused(void *ctx, const struct sk_h2_request *rq, const char *reason)
+{
+	struct conn *c = ctx;
+	(void)h1_refuse(c, c->request + 1, reason, rq->method[0] ? rq->method : NULL, rq->path[0] ? rq->path : NULL);
+}
+
 /* The protocol the agent and the server agreed on picks the filter, made here (the connection owns it,
  * the bridge borrows it): HTTP/2 or HTTP/1 (also when nothing was agreed); anything else has no reader,
  * and the bridge fails it (alpn_mismatch). */
@@ -162,7 +170,7 @@ static struct sk_pt_filter *select_filter(void *ctx, const char *alpn)
 	struct sk_err err = { 0 };
 	char addr[SK_ADDR_STRLEN];
 	if (strcmp(alpn, "h2") == 0) {
-		struct sk_h2_filter_cfg cfg = { .judge = h2_judge, .ctx = c };
+		struct sk_h2_filter_cfg cfg = { .judge = h2_judge, .refused = h2_refused, .ctx = c };
 		if (sk_h2_filter_new(&cfg, &c->filter, &err) < 0) {
 			sk_log(SK_LOG_WARN, "proxy: inspected connection to %s: %s", c->name, err.msg);
 			return NULL;
