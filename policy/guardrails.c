@@ -389,7 +389,10 @@ static int walk(const struct sk_policy *p, const struct sk_guardrails *g, violat
 		}
 		if (!removed && g->max_budget.window_ms && proxied(rule) && !budget_within(rule, &g->max_budget)) {
 			v = (struct violation){ .rule = i, .pos = rule->pos, .what = V_BUDGET };
-			sk_budget_format(&rule->budget, budget, sizeof(budget));
+			if (rule->budget.window_ms)
+				sk_budget_format(&rule->budget, budget, sizeof(budget));
+			else
+				(void)snprintf(budget, sizeof(budget), "none (unlimited)");
 			sk_budget_format(&g->max_budget, mbudget, sizeof(mbudget));
 			(void)snprintf(v.msg, sizeof(v.msg), "egress[%zu]: budget %s%s exceeds %s, at most %s", i, budget,
 				       rule->budget.from_default ? " (budgets.default)" : "",
@@ -441,7 +444,9 @@ static int check_one(void *ctx, const struct violation *v)
 size_t sk_guardrails_check(const struct sk_policy *p, const struct sk_guardrails *g, struct sk_diags *diags)
 {
 	struct check_ctx c = { .p = p, .diags = diags };
+	const size_t first = diags->n;
 	(void)walk(p, g, check_one, &c);  /* check_one never fails: sk_diags_add keeps its own count */
+	sk_diags_sort_from(diags, first);
 	return c.n;
 }
 
