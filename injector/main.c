@@ -1,6 +1,6 @@
 /* injector/main.c — stockade-injector: the mutating admission webhook that wraps pods in stockade as they
  * are created (review.h), over HTTPS (server.h, tls.h). Settings: config.h (--help). Exit codes:
- * common/err.h (2: bad flags, or the certificate files do not load; 5: cannot serve). */
+ * common/err.h (2: bad flags, the certificate files or the guardrails do not load; 5: cannot serve). */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -14,6 +14,7 @@
 #include "injector/review.h"
 #include "injector/server.h"
 #include "injector/tls.h"
+#include "policy/guardrails.h"
 
 #ifndef SK_VERSION
 #define SK_VERSION "dev"
@@ -54,6 +55,7 @@ int main(int argc, char **argv)
 	int ex = SK_EXIT_OK;
 	struct sk_tls *tls = NULL;
 	int sfd = -1;
+	struct sk_guardrails *guardrails = NULL;
 	struct sk_server_cfg scfg = {
 		.threads = cfg.threads,
 		.max_queue = cfg.max_queue,
@@ -76,6 +78,23 @@ int main(int argc, char **argv)
 	}
 	scfg.tls = tls;
 	scfg.review = &rcfg;
+	if (cfg.guardrails) {
+		/* Read once: the chart rolls the injector when they change (a checksum annotation), so every
+		 * thread reads one immutable model and a half-written file is never judged against. */
+		struct sk_diags gd = { 0 };
+		if (sk_guardrails_load_file(cfg.guardrails, &guardrails, &gd) < 0) {
+			for (size_t i = 0; i < gd.n; i++)
+				sk_log(SK_LOG_ERROR, "guardrails: %s:%u:%u: %s", gd.v[i].file, gd.v[i].line, gd.v[i].col,
+				       gd.v[i].msg);
+			sk_diags_free(&gd);
+			ex = SK_EXIT_USAGE;
+			goto out;
+		}
+		sk_diags_free(&gd);
+		rcfg.guardrails = guardrails;
+		sk_log(SK_LOG_INFO, "guardrails %s (%s) applied to every policy reviewed", cfg.guardrails,
+		       guardrails->content_hash);
+	}
 
 	/* Signals are read from a descriptor by the acceptor; blocked before any thread starts, so every
 	 * worker inherits the mask. A peer that closes mid-write must not kill the process. */
@@ -107,6 +126,7 @@ out:
 	if (sfd >= 0)
 		close(sfd);
 	sk_tls_free(tls);
+	sk_guardrails_free(guardrails);
 	sk_injector_config_free(&cfg);
 	return ex;
 }

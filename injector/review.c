@@ -14,6 +14,7 @@
 #include "injector/review.h"
 #include "policy/domain.h"
 #include "policy/k8s/inject.h"
+#include "policy/guardrails.h"
 #include "policy/policy.h"
 #include "policy/seccomp/check.h"
 
@@ -523,7 +524,8 @@ int sk_review_handle(const char *body, size_t len, const struct sk_review_cfg *c
 /* The policy text checked as `stockade-policy check` does (the files it names live in the sidecar's mounts,
  * not here: not read), diagnostics named "NAME/policy.yaml". 0 valid; 1 invalid with *message (owned) the
  * refusal; <0 out of memory. */
-static int check_policy_text(const char *name, const char *text, size_t len, char **message, struct sk_err *err)
+static int check_policy_text(const char *name, const char *text, size_t len, const struct sk_guardrails *g,
+			     char **message, struct sk_err *err)
 {
 	char file[192];
 	(void)snprintf(file, sizeof(file), "%.160s/policy.yaml", name);
@@ -532,7 +534,11 @@ static int check_policy_text(const char *name, const char *text, size_t len, cha
 	int r = sk_policy_load_buffer_ex(file, text, len, -1, SK_LOAD_NO_FILE_CHECKS, &p, &diags);
 	if (r == 0 && sk_seccomp_check_policy(p, &diags) < 0)
 		r = -EINVAL;
+	/* Only a valid policy is held to the guardrails: an invalid one's model is not there to compare. */
+	const bool exceeds = r == 0 && g && sk_guardrails_check(p, g, &diags) > 0;
 	sk_policy_free(p);
+	if (exceeds)
+		r = -EPERM;
 	if (r == 0) {
 		sk_diags_free(&diags);
 		return 0;
@@ -541,7 +547,9 @@ static int check_policy_text(const char *name, const char *text, size_t len, cha
 	size_t n = 0;
 	FILE *f = open_memstream(&buf, &n);
 	if (f) {
-		(void)fprintf(f, "stockade: the policy is invalid (stockade-policy check says the same):\n");
+		(void)fprintf(f, r == -EPERM ? "stockade: the policy exceeds the cluster guardrails (stockade-policy check "
+				 "--guardrails says the same):\n" : "stockade: the policy is invalid (stockade-policy check says "
+				 "the same):\n");
 		sk_diags_print(&diags, f);
 	}
 	sk_diags_free(&diags);
@@ -555,7 +563,8 @@ static int check_policy_text(const char *name, const char *text, size_t len, cha
 	return 1;
 }
 
-static int policy_tree(const cJSON *root, struct sk_review_out *out, struct sk_err *err)
+static int policy_tree(const cJSON *root, const struct sk_review_cfg *cfg, struct sk_review_out *out,
+		       struct sk_err *err)
 {
 	struct review_req q = { 0 };
 	const cJSON *obj, *api, *kind, *meta, *name, *data, *text;
@@ -591,7 +600,7 @@ static int policy_tree(const cJSON *root, struct sk_review_out *out, struct sk_e
 			       "data." SK_REVIEW_POLICY_KEY ", which is missing", err);
 	}
 	char *message = NULL;
-	r = check_policy_text(out->pod, text->valuestring, strlen(text->valuestring), &message, err);
+	r = check_policy_text(out->pod, text->valuestring, strlen(text->valuestring), cfg->guardrails, &message, err);
 	if (r < 0)
 		return r;
 	if (r == 0) {
@@ -615,7 +624,7 @@ int sk_review_handle_policy(const char *body, size_t len, const struct sk_review
 	cJSON *root = NULL;
 	int r = parse_review(body, len, cfg, &root, err);
 	if (r == 0)
-		r = policy_tree(root, out, err);
+		r = policy_tree(root, cfg, out, err);
 	cJSON_Delete(root);
 	if (r < 0)
 		sk_review_out_free(out);

@@ -23,6 +23,7 @@
 #include "common/err.h"
 
 struct sk_inject_opts;
+struct sk_guardrails;
 
 #define SK_REVIEW_MAX_DEPTH 100
 #define SK_REVIEW_UID_MAX 128
@@ -32,6 +33,8 @@ struct sk_review_cfg {
 	const char *const *exclude_ns;         /* borrows: namespaces never wrapped (kube-system, stockade's own) */
 	size_t n_exclude;
 	size_t max_body;                       /* bytes; a longer body is refused before it is parsed */
+	const struct sk_guardrails *guardrails; /* borrows; NULL: none. The policy review refuses a policy that
+	                                         * exceeds them (policy/guardrails.h) */
 };
 
 enum sk_review_verdict {
@@ -60,8 +63,9 @@ void sk_review_out_free(struct sk_review_out *out);
 /* The policy review (POST /validate-policy): a CREATE or UPDATE of a v1 ConfigMap labelled
  * SK_REVIEW_POLICY_LABEL is allowed when data[SK_REVIEW_POLICY_KEY] passes the validator
  * `stockade-policy check` runs (the files it names are not read: they live in the sidecar's mounts), and
- * refused otherwise with every FILE:LINE:COL diagnostic, the file named NAME/policy.yaml: an invalid policy
- * never enters the cluster, so `kubectl apply` and `helm install`/`upgrade` fail before anything changes.
+ * refused otherwise with every FILE:LINE:COL diagnostic, the file named NAME/policy.yaml; a valid policy that
+ * exceeds cfg->guardrails is refused with each violation, naming the guardrail (FILE:LINE:COL and key) it
+ * exceeds, as `stockade-policy check --guardrails` does: an invalid policy never enters the cluster, so `kubectl apply` and `helm install`/`upgrade` fail before anything changes.
  * Verdicts: SKIPPED (not CREATE/UPDATE), UNCHANGED (valid: allowed), REFUSED. Errors as sk_review_handle. */
 #define SK_REVIEW_POLICY_LABEL "stockade.io/policy"
 #define SK_REVIEW_POLICY_KEY "policy.yaml"
