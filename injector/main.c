@@ -10,6 +10,7 @@
 
 #include "common/err.h"
 #include "common/log.h"
+#include "common/read_file.h"
 #include "injector/config.h"
 #include "injector/review.h"
 #include "injector/server.h"
@@ -56,6 +57,7 @@ int main(int argc, char **argv)
 	struct sk_tls *tls = NULL;
 	int sfd = -1;
 	struct sk_guardrails *guardrails = NULL;
+	char *guardrails_text = NULL;
 	struct sk_server_cfg scfg = {
 		.threads = cfg.threads,
 		.max_queue = cfg.max_queue,
@@ -80,9 +82,17 @@ int main(int argc, char **argv)
 	scfg.review = &rcfg;
 	if (cfg.guardrails) {
 		/* Read once: the chart rolls the injector when they change (a checksum annotation), so every
-		 * thread reads one immutable model and a half-written file is never judged against. */
+		 * thread reads one immutable model and a half-written file is never judged against. The same
+		 * bytes go into every wrapped pod, for its sidecar (inject.h: opts.guardrails); an annotation
+		 * holds at most 256 KiB. */
+		size_t glen = 0;
 		struct sk_diags gd = { 0 };
-		if (sk_guardrails_load_file(cfg.guardrails, &guardrails, &gd) < 0) {
+		if (!(guardrails_text = sk_read_file(cfg.guardrails, 256u << 10, &glen, &err))) {
+			sk_log(SK_LOG_ERROR, "guardrails: %s", err.msg);
+			ex = SK_EXIT_USAGE;
+			goto out;
+		}
+		if (sk_guardrails_load_buffer(cfg.guardrails, guardrails_text, glen, &guardrails, &gd) < 0) {
 			for (size_t i = 0; i < gd.n; i++)
 				sk_log(SK_LOG_ERROR, "guardrails: %s:%u:%u: %s", gd.v[i].file, gd.v[i].line, gd.v[i].col,
 				       gd.v[i].msg);
@@ -92,7 +102,8 @@ int main(int argc, char **argv)
 		}
 		sk_diags_free(&gd);
 		rcfg.guardrails = guardrails;
-		sk_log(SK_LOG_INFO, "guardrails %s (%s) applied to every policy reviewed", cfg.guardrails,
+		cfg.inject.guardrails = guardrails_text;
+		sk_log(SK_LOG_INFO, "guardrails %s (%s): every policy reviewed is held to them, every pod wrapped carries them", cfg.guardrails,
 		       guardrails->content_hash);
 	}
 
@@ -127,6 +138,7 @@ out:
 		close(sfd);
 	sk_tls_free(tls);
 	sk_guardrails_free(guardrails);
+	free(guardrails_text);
 	sk_injector_config_free(&cfg);
 	return ex;
 }

@@ -499,6 +499,37 @@ static void test_policy_review_guardrails(void **state)
 	sk_diags_free(&gd);
 }
 
+/* With guardrails configured, the pod's patch carries them (annotation, downwardAPI volume, the sidecar's
+ * --guardrails), and the pod patched with it is wrapped: sent again it gets no patch. */
+static void test_pod_carries_the_guardrails(void **state)
+{
+	(void)state;
+	static const char gtext[] = "version: 1\ndeniedHosts: [pastebin.com]\n";
+	opts.guardrails = gtext;
+	char *body = review("agents", "CREATE", POD);
+	cJSON *r = handle_ok(body, SK_REVIEW_PATCHED);
+	cJSON *patch = decode_patch(cJSON_GetObjectItem(r, "response"));
+	cJSON *pod = cJSON_Parse(POD);
+	struct sk_err err = { 0 };
+	assert_int_equal(sk_jsonpatch_apply(&pod, patch, &err), 0);
+	const cJSON *anns = cJSON_GetObjectItem(cJSON_GetObjectItem(pod, "metadata"), "annotations");
+	const cJSON *g = cJSON_GetObjectItemCaseSensitive(anns, "stockade.io/guardrails");
+	assert_true(cJSON_IsString(g));
+	assert_string_equal(g->valuestring, gtext);
+	char *text = cJSON_PrintUnformatted(pod);
+	assert_non_null(strstr(text, "\"--guardrails=/etc/stockade-guardrails/guardrails.yaml\""));
+	assert_non_null(strstr(text, "\"fieldPath\":\"metadata.annotations['stockade.io/guardrails']\""));
+	char *again = review("agents", "CREATE", text);
+	cJSON_Delete(handle_ok(again, SK_REVIEW_UNCHANGED));
+	free(again);
+	free(text);
+	cJSON_Delete(pod);
+	cJSON_Delete(patch);
+	cJSON_Delete(r);
+	free(body);
+	opts.guardrails = NULL;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -515,6 +546,7 @@ int main(void)
 		cmocka_unit_test(test_base64_decoder),
 		cmocka_unit_test(test_policy_review),
 		cmocka_unit_test(test_policy_review_guardrails),
+		cmocka_unit_test(test_pod_carries_the_guardrails),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }
