@@ -425,8 +425,8 @@ static int read_request(const cJSON *root, struct sk_review_out *out, struct rev
 	return 0;
 }
 
-static int handle_tree(const cJSON *root, const struct sk_review_cfg *cfg, struct sk_review_out *out,
-		       struct sk_err *err)
+static int handle_tree(const cJSON *root, const struct sk_review_cfg *cfg, const char *pod_security,
+		       struct sk_review_out *out, struct sk_err *err)
 {
 	const cJSON *api, *kind, *obj, *meta, *name;
 	struct review_req q = { 0 };
@@ -465,6 +465,28 @@ static int handle_tree(const cJSON *root, const struct sk_review_cfg *cfg, struc
 			out->verdict = SK_REVIEW_SKIPPED;
 			return respond(out, NULL, NULL, err);
 		}
+	}
+	/* the per-pod opt-out: only the exact "false", any other value (or none) is wrapped */
+	const cJSON *anns = cJSON_GetObjectItemCaseSensitive(meta, "annotations");
+	const cJSON *opt = cJSON_IsObject(anns) ? cJSON_GetObjectItemCaseSensitive(anns, SK_REVIEW_OPT_OUT_ANNOTATION)
+						: NULL;
+	if (cJSON_IsString(opt) && !strcmp(opt->valuestring, "false")) {
+		out->verdict = SK_REVIEW_SKIPPED;
+		(void)snprintf(out->reason, sizeof(out->reason), "opted out (" SK_REVIEW_OPT_OUT_ANNOTATION ": false)");
+		return respond(out, NULL, NULL, err);
+	}
+	if (pod_security) {
+		char msg[768];
+		out->verdict = SK_REVIEW_REFUSED;
+		(void)snprintf(out->reason, sizeof(out->reason), "namespace enforces Pod Security %s", pod_security);
+		(void)snprintf(msg, sizeof(msg),
+			       "stockade: namespace %s enforces Pod Security \"%s\" (label pod-security.kubernetes.io/enforce), "
+			       "which forbids the NET_ADMIN capability stockade-init needs to program the pod's network "
+			       "rules, so the wrapped pod could not start: label the namespace "
+			       "pod-security.kubernetes.io/enforce=privileged (stockade's admission policy holds its pods to "
+			       "baseline's other rules), or annotate the pod " SK_REVIEW_OPT_OUT_ANNOTATION ": \"false\" to "
+			       "leave it unwrapped", out->ns, pod_security);
+		return respond(out, NULL, msg, err);
 	}
 	return wrap_pod(obj, cfg, out, err);
 }
@@ -505,6 +527,20 @@ static int parse_review(const char *body, size_t len, const struct sk_review_cfg
 	return 0;
 }
 
+int sk_review_handle_pod_security(const char *body, size_t len, const struct sk_review_cfg *cfg,
+				  const char *pod_security, struct sk_review_out *out, struct sk_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	cJSON *root = NULL;
+	int r = parse_review(body, len, cfg, &root, err);
+	if (r == 0)
+		r = handle_tree(root, cfg, pod_security, out, err);
+	cJSON_Delete(root);
+	if (r < 0)
+		sk_review_out_free(out);
+	return r;
+}
+
 int sk_review_handle(const char *body, size_t len, const struct sk_review_cfg *cfg, struct sk_review_out *out,
 		     struct sk_err *err)
 {
@@ -512,7 +548,7 @@ int sk_review_handle(const char *body, size_t len, const struct sk_review_cfg *c
 	cJSON *root = NULL;
 	int r = parse_review(body, len, cfg, &root, err);
 	if (r == 0)
-		r = handle_tree(root, cfg, out, err);
+		r = handle_tree(root, cfg, NULL, out, err);
 	cJSON_Delete(root);
 	if (r < 0)
 		sk_review_out_free(out);

@@ -58,6 +58,17 @@ struct sk_review_out {
  * (413), -ENOMEM (500). Borrows everything. */
 int sk_review_handle(const char *body, size_t len, const struct sk_review_cfg *cfg, struct sk_review_out *out,
 		     struct sk_err *err);
+
+/* A pod annotated SK_REVIEW_OPT_OUT_ANNOTATION: "false" is not wrapped (SKIPPED), as Istio's
+ * sidecar.istio.io/inject: "false": the admission policy still judges it where it is bound. */
+#define SK_REVIEW_OPT_OUT_ANNOTATION "stockade.io/inject"
+
+/* As sk_review_handle, for a namespace whose Pod Security `enforce` level is pod_security ("baseline",
+ * "restricted": the webhook registration's namespaceSelector knows it, the injector has no API access): a
+ * pod in scope is refused with a message stating the level and what to do, instead of being wrapped and then
+ * refused by Pod Security for the init's NET_ADMIN with a message that does not say why it is there. */
+int sk_review_handle_pod_security(const char *body, size_t len, const struct sk_review_cfg *cfg,
+				  const char *pod_security, struct sk_review_out *out, struct sk_err *err);
 void sk_review_out_free(struct sk_review_out *out);
 
 /* The policy review (POST /validate-policy): a CREATE or UPDATE of a v1 ConfigMap labelled

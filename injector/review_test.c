@@ -530,6 +530,52 @@ static void test_pod_carries_the_guardrails(void **state)
 	opts.guardrails = NULL;
 }
 
+/* stockade.io/inject: "false" on the pod: not wrapped, as Istio's opt-out; any other value is wrapped. */
+static void test_pod_opt_out(void **state)
+{
+	(void)state;
+	static const char out_pod[] = "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"db\","
+				      "\"annotations\":{\"stockade.io/inject\":\"false\"}},\"spec\":{\"containers\":"
+				      "[{\"name\":\"db\",\"image\":\"postgres\"}]}}";
+	char *body = review("agents", "CREATE", out_pod);
+	cJSON *r = handle_ok(body, SK_REVIEW_SKIPPED);
+	cJSON *resp = cJSON_GetObjectItem(r, "response");
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(resp, "allowed")));
+	assert_null(cJSON_GetObjectItem(resp, "patch"));
+	cJSON_Delete(r);
+	free(body);
+	static const char in_pod[] = "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"a\","
+				     "\"annotations\":{\"stockade.io/inject\":\"no\"}},\"spec\":{\"containers\":"
+				     "[{\"name\":\"a\",\"image\":\"x\"}]}}";
+	body = review("agents", "CREATE", in_pod);
+	cJSON_Delete(handle_ok(body, SK_REVIEW_PATCHED));
+	free(body);
+}
+
+/* Through the webhook registered for namespaces enforcing Pod Security baseline: the pod is refused with
+ * the namespace's level and what to do; an opted-out pod is still let through unwrapped. */
+static void test_pod_security_refusal_states_the_level(void **state)
+{
+	(void)state;
+	struct sk_review_out out;
+	struct sk_err err = { 0 };
+	char *body = review("agents", "CREATE", POD);
+	assert_int_equal(sk_review_handle_pod_security(body, strlen(body), &cfg, "baseline", &out, &err), 0);
+	assert_int_equal(out.verdict, SK_REVIEW_REFUSED);
+	cJSON *r = response_of(&out);
+	assert_true(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "response"), "allowed")));
+	assert_non_null(strstr(status_message(r), "stockade: namespace agents enforces Pod Security \"baseline\""));
+	assert_non_null(strstr(status_message(r), "pod-security.kubernetes.io/enforce=privileged"));
+	cJSON_Delete(r);
+	sk_review_out_free(&out);
+	free(body);
+	body = review("kube-system", "CREATE", POD);   /* excluded namespaces stay out of it */
+	assert_int_equal(sk_review_handle_pod_security(body, strlen(body), &cfg, "restricted", &out, &err), 0);
+	assert_int_equal(out.verdict, SK_REVIEW_SKIPPED);
+	sk_review_out_free(&out);
+	free(body);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -547,6 +593,8 @@ int main(void)
 		cmocka_unit_test(test_policy_review),
 		cmocka_unit_test(test_policy_review_guardrails),
 		cmocka_unit_test(test_pod_carries_the_guardrails),
+		cmocka_unit_test(test_pod_opt_out),
+		cmocka_unit_test(test_pod_security_refusal_states_the_level),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }
