@@ -470,7 +470,7 @@ static int handle_tree(const cJSON *root, const struct sk_review_cfg *cfg, const
 	const cJSON *anns = cJSON_GetObjectItemCaseSensitive(meta, "annotations");
 	const cJSON *opt = cJSON_IsObject(anns) ? cJSON_GetObjectItemCaseSensitive(anns, SK_REVIEW_OPT_OUT_ANNOTATION)
 						: NULL;
-	if (cJSON_IsString(opt) && !strcmp(opt->valuestring, "false")) {
+	if (opt && cJSON_IsString(opt) && !strcmp(opt->valuestring, "false")) {
 		out->verdict = SK_REVIEW_SKIPPED;
 		(void)snprintf(out->reason, sizeof(out->reason), "opted out (" SK_REVIEW_OPT_OUT_ANNOTATION ": false)");
 		return respond(out, NULL, NULL, err);

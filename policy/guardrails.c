@@ -530,15 +530,10 @@ static int narrow_one(void *ctx, const struct violation *v)
 	return record(c, v, SK_GR_KEPT, "kept");
 }
 
-int sk_guardrails_narrow(struct sk_policy *p, const struct sk_guardrails *g, struct sk_gr_changes *out)
+/* Drops the rules flagged in drop (freeing what they own), keeping the others in order; rebuilds the
+ * matcher when one went. 0 or -ENOMEM. */
+static int drop_rules(struct sk_policy *p, const bool *drop)
 {
-	sk_autofree bool *drop = p->n_rules ? calloc(p->n_rules, sizeof(bool)) : NULL;
-	if (p->n_rules && !drop)
-		return -ENOMEM;
-	struct narrow_ctx c = { .p = p, .g = g, .out = out, .drop = drop };
-	int r = walk(p, g, narrow_one, &c);
-	if (r < 0)
-		return r;
 	size_t o = 0;
 	for (size_t i = 0; i < p->n_rules; i++) {
 		struct sk_rule *rule = &p->rules[i];
@@ -558,4 +553,18 @@ int sk_guardrails_narrow(struct sk_policy *p, const struct sk_guardrails *g, str
 	p->n_rules = o;
 	/* The matcher indexes rules by position and borrows their names: it must follow the new list. */
 	return p->matcher ? sk_matcher_build(p) : 0;
+}
+
+int sk_guardrails_narrow(struct sk_policy *p, const struct sk_guardrails *g, struct sk_gr_changes *out)
+{
+	/* one flag per rule (at least one, so an empty policy needs no special case) */
+	bool *drop = calloc(p->n_rules ? p->n_rules : 1, sizeof(bool));
+	if (!drop)
+		return -ENOMEM;
+	struct narrow_ctx c = { .p = p, .g = g, .out = out, .drop = drop };
+	int r = walk(p, g, narrow_one, &c);
+	if (r == 0)
+		r = drop_rules(p, drop);
+	free(drop);
+	return r;
 }

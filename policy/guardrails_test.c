@@ -154,7 +154,7 @@ static void test_check(void **state)
 	struct sk_diags d = { 0 };
 	size_t n = sk_guardrails_check(p, g, &d);
 	for (size_t i = 0; i < d.n; i++)
-		fprintf(stderr, "  %s:%u:%u: %s\n", d.v[i].file, d.v[i].line, d.v[i].col, d.v[i].msg);
+		(void)fprintf(stderr, "  %s:%u:%u: %s\n", d.v[i].file, d.v[i].line, d.v[i].col, d.v[i].msg);
 	assert_int_equal(n, d.n);
 	assert_true(has(&d, 6, "egress[0]: host pastebin.com allows pastebin.com, denied by guardrail g.yaml:3:5 deniedHosts[0]"));
 	assert_true(has(&d, 8, "egress[1]: host *.io allows *.ngrok.io, denied by guardrail g.yaml:4:5 deniedHosts[1]"));
