@@ -566,5 +566,9 @@ int sk_guardrails_narrow(struct sk_policy *p, const struct sk_guardrails *g, str
 	if (r == 0)
 		r = drop_rules(p, drop);
 	free(drop);
-	return r;
+	/* maxBudget gives a budget to every proxied rule: the sidecar counts at most SK_BUDGET_MAX_RULES */
+	size_t budgeted = 0;
+	for (size_t i = 0; r == 0 && i < p->n_rules; i++)
+		budgeted += p->rules[i].budget.window_ms != 0;
+	return r == 0 && budgeted > SK_BUDGET_MAX_RULES ? -E2BIG : r;
 }

@@ -83,7 +83,8 @@ void sk_gr_changes_free(struct sk_gr_changes *c);
 /* Narrows p to g: rules allowing a denied host, overlapping a denied cidr (proxied ones) or using inspect
  * when it is denied are removed; budgets are lowered to maxBudget (a proxied rule with none gets it);
  * blockPrivate is turned on; a mode not allowed becomes the first allowed one. Every change is one entry
- * of out. The matcher is rebuilt when a rule went. 0; -ENOMEM (p is then unusable: free it). */
+ * of out. The matcher is rebuilt when a rule went. 0; -ENOMEM (p is then unusable: free it); -E2BIG when
+ * more than SK_BUDGET_MAX_RULES rules would then carry a budget (the sidecar's table: refuse the policy). */
 SK_MUST_USE int sk_guardrails_narrow(struct sk_policy *p, const struct sk_guardrails *g, struct sk_gr_changes *out);
 
 #endif

@@ -241,6 +241,26 @@ static void test_narrow_budget_default(void **state)
 	sk_guardrails_free(g);
 }
 
+/* maxBudget would give more rules a budget than the sidecar's table counts: refused, not half applied. */
+static void test_narrow_budget_cap(void **state)
+{
+	(void)state;
+	struct sk_guardrails *g = load_gr("version: 1\nmaxBudget: {sent: 1Mi, window: 10m}\n");
+	size_t n = SK_BUDGET_MAX_RULES + 1, cap = 32 + n * 40, o = 0;
+	char *text = malloc(cap);
+	assert_non_null(text);
+	o += (size_t)snprintf(text + o, cap - o, "version: 1\negress:\n");
+	for (size_t i = 0; i < n; i++)
+		o += (size_t)snprintf(text + o, cap - o, "  - host: h%zu.example\n", i);
+	struct sk_policy *p = load_policy(text);
+	free(text);
+	struct sk_gr_changes ch = { 0 };
+	assert_int_equal(sk_guardrails_narrow(p, g, &ch), -E2BIG);
+	sk_gr_changes_free(&ch);
+	sk_policy_free(p);
+	sk_guardrails_free(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -249,6 +269,7 @@ int main(void)
 		cmocka_unit_test(test_check),
 		cmocka_unit_test(test_narrow),
 		cmocka_unit_test(test_narrow_budget_default),
+		cmocka_unit_test(test_narrow_budget_cap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

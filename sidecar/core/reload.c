@@ -128,6 +128,9 @@ int sk_reload_guard(struct sk_policy *p, const char *gpath, FILE *log, struct sk
 	(void)snprintf(ghash, 17, "%s", g->content_hash);
 	r = sk_guardrails_narrow(p, g, changes);
 	sk_guardrails_free(g);
+	if (r == -E2BIG)
+		return sk_err_set(err, E2BIG, "guardrails %s: policy %s narrowed to maxBudget would have more than %d "
+				  "rules with a budget (the sidecar's table)", gpath, p->source, SK_BUDGET_MAX_RULES);
 	if (r < 0)
 		return sk_err_sys(err, -r, "guardrails %s: narrowing policy %s", gpath, p->source);
 	for (size_t i = 0; i < changes->d.n; i++) {
