@@ -669,6 +669,7 @@ static int run_inject(struct sk_inject_opts *o_, const char *const *files, size_
 		o.agent_uid = p->agent_uid;
 		o.sidecar_uid = p->sidecar_uid;
 		o.admin_port = p->ports.admin;
+		o.policy_fixed = true;   /* the ConfigMap written below is the pod's policy */
 		if (o.seccomp_profile) {
 			o.seccomp_profile = profile_name;
 			o.profile_fixed = true;

@@ -874,7 +874,8 @@ static int annotated_profile(const cJSON *meta, const char *meta_at, const struc
 
 /* The policy ConfigMap a pod's SK_INJECT_POLICY_ANNOTATION names, into *name (borrowing from meta); left
  * alone without one. */
-static int annotated_policy(const cJSON *meta, const char *meta_at, const char **name, struct sk_err *err)
+static int annotated_policy(const cJSON *meta, const char *meta_at, const struct sk_inject_opts *o, const char **name,
+			    struct sk_err *err)
 {
 	cJSON *anns;
 	char p[256];
@@ -892,6 +893,10 @@ static int annotated_policy(const cJSON *meta, const char *meta_at, const char *
 	if (!ok)
 		return bad(err, p, "expected the name of a policy ConfigMap in the pod's namespace (lower case "
 			   "letters, digits, '-' and '.')");
+	if (o->policy_fixed && strcmp(a->valuestring, o->policy_configmap) != 0)
+		return bad(err, p, "names policy ConfigMap '%s', but the pod gets '%s', the one written with it "
+			   "(inject --policy): remove the annotation or leave out --policy", a->valuestring,
+			   o->policy_configmap);
 	*name = a->valuestring;
 	return 0;
 }
@@ -953,7 +958,7 @@ int sk_inject_doc(cJSON *doc, const struct sk_inject_opts *o, struct sk_err *err
 	bool wrapped = cJSON_IsString(mark) && !strcmp(mark->valuestring, "true");
 	struct sk_inject_opts eo = *o;
 	if ((r = annotated_profile(meta_in, meta_at, o, &eo.seccomp_profile, err)) < 0 ||
-	    (r = annotated_policy(meta_in, meta_at, &eo.policy_configmap, err)) < 0)
+	    (r = annotated_policy(meta_in, meta_at, o, &eo.policy_configmap, err)) < 0)
 		return r;
 	o = &eo;
 

@@ -73,6 +73,8 @@ struct sk_inject_opts {
 	size_t n_settings;
 	const struct sk_inject_secret *secrets;  /* borrows */
 	size_t n_secrets;
+	bool policy_fixed;             /* policy_configmap is the one `inject --policy` writes: a pod whose
+	                                * SK_INJECT_POLICY_ANNOTATION names another is refused */
 	const char *guardrails;        /* borrows: the cluster guardrails' text, or NULL: put into the pod as
 	                                * SK_INJECT_GUARDRAILS_ANNOTATION, a downwardAPI volume
 	                                * stockade-guardrails and the sidecar's --guardrails */

@@ -972,6 +972,10 @@ static void test_policy_annotation(void **state)
 		       &o, "metadata.annotations[stockade.io/policy]: expected the name of a policy ConfigMap");
 	expect_refused("kind: Pod\nmetadata: {annotations: {stockade.io/policy: \"\"}}\nspec: {containers: [{name: c}]}\n",
 		       &o, "metadata.annotations[stockade.io/policy]: expected the name of a policy ConfigMap");
+	/* inject --policy writes the pod's policy ConfigMap: an annotation naming another is refused */
+	o.policy_fixed = true;
+	expect_refused(dep, &o, "spec.template.metadata.annotations[stockade.io/policy]: names policy ConfigMap "
+		       "'team-b-policy', but the pod gets 'stockade-policy'");
 }
 
 /* With guardrails, the pod carries them as an annotation, projected by a downwardAPI volume into the
