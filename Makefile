@@ -20,7 +20,7 @@ CLANG    ?= clang
 BUILD    ?= build
 FUZZ_SECONDS ?= 20
 
-PKGS     := libnftnl libmnl libseccomp libcurl yaml-0.1 libcjson openssl
+PKGS     := libnftnl libmnl libseccomp libcurl yaml-0.1 libcjson openssl libnghttp2
 PKG_CONFIG ?= pkg-config
 PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)

@@ -43,6 +43,7 @@ void sk_policy_free(struct sk_policy *p)
 	free_strv(p->dns.upstream, p->dns.n_upstream);
 	free(p->dns.allow_types);
 	free(p->loopback_ports);
+	free(p->tls.upstream_ca_file);
 	for (size_t i = 0; i < p->n_apis; i++) {
 		struct sk_api *a = &p->apis[i];
 		free(a->name);

@@ -335,6 +335,12 @@ static const struct bad_case bad_cases[] = {
 	{ "tls_ech_grease_bool", SK_FORMAT_YAML,
 	  "version: 1\ntls:\n  echGrease: true\n",
 	  3, 14, "tls.echGrease: expected allow or deny, got boolean true" },
+	{ "tls_upstream_ca_spaces", SK_FORMAT_YAML,
+	  "version: 1\ntls:\n  upstreamCAFile: 'a b.pem'\n",
+	  3, 19, "tls.upstreamCAFile: 'a b.pem' is not a usable path, expected a file path without spaces or control bytes" },
+	{ "tls_upstream_ca_list", SK_FORMAT_YAML,
+	  "version: 1\ntls:\n  upstreamCAFile: [a.pem]\n",
+	  3, 19, "tls.upstreamCAFile: expected a file path, got a list" },
 	{ "tls_ech_grease_null", SK_FORMAT_YAML,
 	  "version: 1\ntls:\n  echGrease:\n",
 	  3, 13, "tls.echGrease: expected allow or deny, got null" },
@@ -856,6 +862,33 @@ static void test_api_files_checked(void **state)
 	/* Off-node (and in the fuzzers) the same file is valid. */
 	p = load_ok("policy/testdata/api-missing-secret.yaml", SK_LOAD_NO_FILE_CHECKS);
 	sk_policy_free(p);
+}
+
+/* tls.upstreamCAFile: kept as given; checked to be readable where the policy is enforced (file:line:col),
+ * not off-node. */
+static void test_tls_upstream_ca_file(void **state)
+{
+	(void)state;
+	static const char ok[] = "version: 1\ntls:\n  upstreamCAFile: policy/testdata/secret.txt\n";
+	static const char missing[] = "version: 1\ntls:\n  echGrease: deny\n  upstreamCAFile: policy/testdata/no-such-ca.pem\n";
+	struct sk_diags d = { 0 };
+	struct sk_policy *p = NULL;
+	assert_int_equal(sk_policy_load_buffer_ex("t.yaml", ok, sizeof(ok) - 1, -1, 0, &p, &d), 0);
+	assert_string_equal(p->tls.upstream_ca_file, "policy/testdata/secret.txt");
+	sk_policy_free(p);
+	p = NULL;
+	assert_int_equal(sk_policy_load_buffer_ex("t.yaml", missing, sizeof(missing) - 1, -1, 0, &p, &d), -EINVAL);
+	assert_null(p);
+	assert_int_equal(d.n, 1);
+	assert_int_equal(d.v[0].line, 4);
+	assert_int_equal(d.v[0].col, 19);
+	assert_string_equal(d.v[0].msg, "tls.upstreamCAFile: cannot read 'policy/testdata/no-such-ca.pem': No such file or "
+					"directory, expected a readable file");
+	sk_diags_free(&d);
+	assert_int_equal(sk_policy_load_buffer_ex("t.yaml", missing, sizeof(missing) - 1, -1, SK_LOAD_NO_FILE_CHECKS, &p, &d), 0);
+	assert_string_equal(p->tls.upstream_ca_file, "policy/testdata/no-such-ca.pem");
+	sk_policy_free(p);
+	sk_diags_free(&d);
 }
 
 static void test_all_errors_collected_in_order(void **state)
@@ -1530,6 +1563,7 @@ int main(void)
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_normalisation),
 		cmocka_unit_test(test_api_files_checked),
+		cmocka_unit_test(test_tls_upstream_ca_file),
 		cmocka_unit_test(test_all_errors_collected_in_order),
 		cmocka_unit_test(test_too_many_errors_capped),
 		cmocka_unit_test(test_unreadable_file),

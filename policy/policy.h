@@ -109,6 +109,8 @@ struct sk_policy_seccomp {
 
 /* tls: what the proxy accepts in a ClientHello beyond the strict default. */
 struct sk_policy_tls {
+	char *upstream_ca_file; /* tls.upstreamCAFile: the PEM bundle inspected connections verify servers
+	                         * against (NULL: the system's); owned */
 	bool ech_grease_allow; /* tls.echGrease: allow — a hello with an encrypted_client_hello extension
 	                        * passes when its outer SNI is allowed and bound (default false: deny) */
 };

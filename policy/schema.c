@@ -140,8 +140,10 @@ const struct sk_schema_obj sk_schema_tls = {
 	(const struct sk_schema_field[]){
 		{ .key = "echGrease", .type = SK_SCH_ENUM, .values = sk_schema_ech_grease,
 		  .desc = "allow: a hello with an encrypted_client_hello extension passes on its outer SNI (deny)" },
+		{ .key = "upstreamCAFile", .type = SK_SCH_STR,
+		  .desc = "PEM trust bundle the servers of inspected rules are verified against (the system's)" },
 	},
-	1, NULL, "what the proxy accepts in a ClientHello beyond the strict default",
+	2, NULL, "what the proxy accepts in a ClientHello beyond the strict default",
 };
 
 const struct sk_schema_obj sk_schema_seccomp = {

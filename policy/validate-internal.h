@@ -61,6 +61,9 @@ int sk_get_uint(struct sk_load_ctx *c, const struct sk_node *n, const char *path
 		unsigned long long max, const char *what, unsigned long long *out);
 /* A string's text (pointing into n), or NULL after the message. */
 const char *sk_get_str(struct sk_load_ctx *c, const struct sk_node *n, const char *path, const char *what);
+/* A file path (printable ASCII, no spaces), readable unless SK_LOAD_NO_FILE_CHECKS: an owned copy, or NULL
+ * with the error at n (validate_apis.c: the secret and CA files, tls.upstreamCAFile). */
+char *sk_get_file(struct sk_load_ctx *c, const struct sk_node *n, const char *path);
 int sk_get_bool(struct sk_load_ctx *c, const struct sk_node *n, const char *path, bool *out);
 /* The index of s among names[], or -1; quiet. */
 int sk_enum_index(const char *s, const char *const *names, size_t n_names);

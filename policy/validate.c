@@ -145,7 +145,8 @@ static void validate_loopback(struct sk_load_ctx *c, const struct sk_node *n, st
 	err_at(c, n, "loopback: expected allow, deny or a list of ports, got %s", sk_node_describe(n, d, sizeof(d)));
 }
 
-/* tls: {echGrease: allow | deny}. Proxy-only (not in the netns hash): a live reload may change it. */
+/* tls: {echGrease: allow | deny, upstreamCAFile: PATH}. Proxy-only (not in the netns hash): a live reload
+ * may change echGrease; the inspection's trust bundle is read once, at sidecar start. */
 static void validate_tls(struct sk_load_ctx *c, const struct sk_node *n, struct sk_policy *p)
 {
 	const char *const *grease = sk_schema_ech_grease;
@@ -158,6 +159,10 @@ static void validate_tls(struct sk_load_ctx *c, const struct sk_node *n, struct 
 				 "allow or deny");
 		if (g >= 0)
 			p->tls.ech_grease_allow = g == 1;
+	}
+	if ((v = sk_node_get(n, "upstreamCAFile"))) {
+		free(p->tls.upstream_ca_file);
+		p->tls.upstream_ca_file = sk_get_file(c, v, "tls.upstreamCAFile");
 	}
 }
 

@@ -112,7 +112,7 @@ static bool http_token(const char *s)
 }
 
 /* A path the sidecar will open: must be readable now (unless the caller checks policies off-node). */
-static char *get_file(struct sk_load_ctx *c, const struct sk_node *n, const char *path)
+char *sk_get_file(struct sk_load_ctx *c, const struct sk_node *n, const char *path)
 {
 	char q[SK_QUOTE_MAX];
 	const char *s = sk_get_str(c, n, path, "a file path");
@@ -207,16 +207,16 @@ static void validate_api(struct sk_load_ctx *c, const struct sk_node *n, size_t 
 				a->header_name = strdup(s);
 			sk_path_key(hp, sizeof(hp), kp, "valueFile");
 			if (hf)
-				a->value_file = get_file(c, hf, hp);
+				a->value_file = sk_get_file(c, hf, hp);
 		}
 	}
 	if ((v = sk_node_get(n, "callerToken"))) {
 		sk_path_key(kp, sizeof(kp), path, "callerToken");
-		a->caller_token_file = get_file(c, v, kp);
+		a->caller_token_file = sk_get_file(c, v, kp);
 	}
 	if ((v = sk_node_get(n, "caFile"))) {
 		sk_path_key(kp, sizeof(kp), path, "caFile");
-		a->ca_file = get_file(c, v, kp);
+		a->ca_file = sk_get_file(c, v, kp);
 	}
 	if ((v = sk_node_get(n, "rateLimit"))) {
 		sk_path_key(kp, sizeof(kp), path, "rateLimit");

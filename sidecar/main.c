@@ -29,6 +29,10 @@
 #include "sidecar/core/reload.h"  /* sk_reload_log_diags */
 #include "sidecar/core/sidecar.h"
 #include "sidecar/admin/wait_ready.h"  /* the wait-ready subcommand (postStart hook) */
+#include "sidecar/inspect/bridge.h"
+#include "sidecar/inspect/ca.h"
+#include "sidecar/inspect/leaf.h"
+#include "sidecar/inspect/upstream.h"
 
 extern char **environ;
 
@@ -113,6 +117,46 @@ static int run_loop(struct run *r, struct sk_err *err)
 
 static void audit_flush_cb(void *ctx) { sk_audit_flush(ctx); }
 
+/* TLS inspection's shared parts (inspect/): the pod's CA, its leaves, the verified upstream context and
+ * the bridge env over them; freed after the servers. */
+struct inspect {
+	struct sk_ca *ca;
+	struct sk_leaf_cache *leaves;
+	struct sk_upstream *upstream;
+	struct sk_bridge_env *env;
+};
+
+static void inspect_free(struct inspect *in)
+{
+	sk_bridge_env_free(in->env);
+	sk_upstream_free(in->upstream);
+	sk_leaf_cache_free(in->leaves);
+	sk_ca_free(in->ca);
+}
+
+/* The CA (the operator's, or generated with its key in memory only), the process made non-dumpable so no
+ * other UID in the pod reads that key out of /proc/PID/mem, and what every bridge shares. The server is
+ * offered http/1.1 only: the HTTP/1 filter is the one that reads inspected connections so far. */
+static int inspect_start(struct sk_sidecar *sc, const struct sk_config *cfg, struct inspect *in, struct sk_err *err)
+{
+	if (!cfg->inspect_ca_cert != !cfg->inspect_ca_key)
+		return sk_err_set(err, EINVAL, "--inspect-ca-cert and --inspect-ca-key go together");
+	int rc = sk_process_harden(err);
+	if (rc < 0)
+		return rc;
+	rc = cfg->inspect_ca_cert ? sk_ca_load(cfg->inspect_ca_cert, cfg->inspect_ca_key, &in->ca, err)
+				  : sk_ca_generate(NULL, &in->ca, err);
+	if (rc < 0)
+		return rc;
+	struct sk_upstream_opts o = { .ca_file = sc->policy->tls.upstream_ca_file, .alpn = "http/1.1" };
+	if ((rc = sk_leaf_cache_new(in->ca, 0, &in->leaves, err)) < 0 || (rc = sk_upstream_new(&o, &in->upstream, err)) < 0 ||
+	    (rc = sk_bridge_env_new(in->leaves, in->upstream, &in->env, err)) < 0)
+		return rc;
+	sc->inspect_env = in->env;
+	sc->inspect_ca_pem = sk_ca_pem(in->ca, &sc->inspect_ca_pem_len);
+	return 0;
+}
+
 /* --help, --help-settings-md and --version print to stdout, leaving the error indicator to stick: a failed
  * write (a closed pipe, a full disk) is an error, not a success (docs/operating.md is made from this output). */
 static int stdout_done(const char *what)
@@ -129,6 +173,7 @@ int main(int argc, char **argv)
 	struct sk_err err = { 0 };
 	struct sk_sidecar sc = { 0 };
 	struct run r = { .sc = &sc, .cfg = &cfg };
+	struct inspect in = { 0 };
 	sigset_t mask;
 	int code = SK_EXIT_RUNTIME;
 
@@ -181,6 +226,16 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	raise_nofile();
+	if (inspect_start(&sc, &cfg, &in, &err) < 0) {
+		/* an operator's CA that does not load is a configuration error; otherwise the sidecar runs and
+		 * an inspect rule's TLS is denied (inspect_unavailable), never passed through */
+		sk_log(cfg.inspect_ca_cert ? SK_LOG_ERROR : SK_LOG_WARN, "TLS inspection: %s", err.msg);
+		if (cfg.inspect_ca_cert)
+			goto out;
+		sc.inspect_env = NULL;
+		sc.inspect_ca_pem = NULL;
+		err = (struct sk_err){ 0 };
+	}
 
 	if (sk_loop_new(&sc.loop, &err) < 0 || sk_metrics_new(&sc.metrics) < 0 ||
 	    sk_denials_new(SK_ADMIN_DENIALS_DEFAULT, &sc.denials) < 0) {
@@ -267,6 +322,7 @@ int main(int argc, char **argv)
 	close(sfd);
 out:
 	sk_sidecar_free_servers(&sc);
+	inspect_free(&in);           /* after the proxy: no bridge borrows it any more */
 	sk_audit_flush(&sc.audit);   /* the lines the shutdown itself wrote */
 	if (sc.loop)
 		sk_timer_cancel(sc.loop, &r.drain);

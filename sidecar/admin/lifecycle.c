@@ -47,6 +47,8 @@ static void gather(void *ctx, struct sk_admin_view *v)
 	v->ready.marker_path = lc->cfg->marker_path;
 	v->ready.dns_upstream_ok = sc->dns_upstream_ok;
 	v->ready.draining = lc->draining;
+	v->ca_pem = sc->inspect_ca_pem;
+	v->ca_pem_len = sc->inspect_ca_pem_len;
 }
 
 static const struct sk_policy *current_policy(void *ctx)

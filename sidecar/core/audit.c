@@ -162,6 +162,8 @@ size_t sk_audit_format(const struct sk_audit_rec *r, const char *policy, const s
 		put_field_str(&o, "binding", r->binding);
 	if (r->late)
 		puts_(&o, ",\"late\":true");
+	if (r->inspected)
+		puts_(&o, ",\"inspected\":true");
 	if (r->request > 0)
 		put_field_u64(&o, "request", r->request);
 	if (!r->api && r->method) {

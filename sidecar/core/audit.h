@@ -50,6 +50,8 @@ struct sk_audit_rec {
 	const char *binding;        /* "ok" | "resolved" | "mismatch" | "unchecked"; NULL omits the field */
 	bool late;                  /* the client's first flight came after a silent start (server-first
 	                             * connect): "late":true; false omits the field */
+	bool inspected;             /* the proxy terminated the agent's TLS (an inspect: true rule) and read
+	                             * it: "inspected":true; false omits the field */
 	uint32_t request;           /* plain HTTP: the 1-based request the line is about when it is not the
 	                             * first (a later request denied): "request":N; 0 omits the field */
 	uint64_t bytes_in;          /* upstream → agent */

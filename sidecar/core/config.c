@@ -49,6 +49,13 @@ static const struct sk_setting settings[] = {
 	  "proxy: connections at once from one source address", F(proxy.max_per_src), false },
 	{ "pipe-size", "STOCKADE_PIPE_SIZE", SK_SET_UINT, 4096, 1u << 20, "65536",
 	  "proxy: relay pipe size in bytes (F_SETPIPE_SZ)", F(proxy.pipe_size), false },
+	/* TLS inspection */
+	{ "inspect-ca-cert", "STOCKADE_INSPECT_CA_CERT", SK_SET_PATH, 0, 0, NULL,
+	  "inspection: the operator's CA certificate (PEM) leaves are signed with; unset: a CA generated at start, "
+	  "its key in memory only", F(inspect_ca_cert), false },
+	{ "inspect-ca-key", "STOCKADE_INSPECT_CA_KEY", SK_SET_PATH, 0, 0, NULL,
+	  "inspection: that CA's private key (PEM); given with --inspect-ca-cert, read once at start",
+	  F(inspect_ca_key), false },
 	/* API gateway */
 	{ "api-connect-timeout-ms", "STOCKADE_API_CONNECT_TIMEOUT_MS", SK_SET_UINT, 1, 600000, "10000",
 	  "gateway: upstream connect deadline (then 504)", F(api.connect_timeout_ms), false },

@@ -67,6 +67,8 @@ struct sk_config {
 	enum sk_log_format log_format; /* --log-format */
 	const char *admin_addr;      /* --admin-addr; NULL = all interfaces, the policy's admin port */
 	unsigned drain_seconds;      /* --drain-seconds */
+	const char *inspect_ca_cert; /* --inspect-ca-cert: an operator's inspection CA; NULL = generated */
+	const char *inspect_ca_key;  /* --inspect-ca-key */
 	struct sk_proxy_limits proxy;
 	struct sk_gateway_limits api;
 	struct sk_dns_settings dns;

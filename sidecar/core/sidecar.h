@@ -29,6 +29,7 @@ struct sk_denials;
 struct sk_bind_table;
 struct sk_proxy;
 struct sk_gateway;
+struct sk_bridge_env;
 
 /* The name↔IP binding check, filled by the DNS filter (dns/server.c, through sk_sidecar_attach_bindings,
  * with hooks over its struct sk_bind_table). While name_bound is NULL the proxy does not check bindings: a HOST rule's
@@ -93,6 +94,12 @@ struct sk_sidecar {
 	 * sk_proxy_new, so the admin room asks without knowing the proxy's. */
 	int (*proxy_listen_fd)(const struct sk_proxy *p, int family);
 	struct sk_gateway *gateway;      /* owned; the API gateway (gateway.h); NULL until started */
+	/* TLS inspection (inspect/): what every bridge shares (main builds it with the CA, the leaf cache
+	 * and the upstream context, and frees them after the servers); NULL when it could not be built
+	 * (then a connection an inspect rule allows is denied, never passed through). Borrowed here. */
+	struct sk_bridge_env *inspect_env;
+	const char *inspect_ca_pem;      /* the CA certificate for the admin port's /ca.pem; NULL: none */
+	size_t inspect_ca_pem_len;
 	/* Readiness inputs the DNS server sets for /readyz (lifecycle.c reads them): its listening
 	 * sockets (UDP and TCP, -1 unused) and whether an upstream resolver has answered yet. */
 	int dns_fds[4];

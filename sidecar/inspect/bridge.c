@@ -11,7 +11,9 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include "common/strbuf.h"
 #include "sidecar/inspect/bridge.h"
+#include "sidecar/inspect/filter.h"
 #include "sidecar/inspect/leaf.h"
 #include "sidecar/inspect/ossl.h"
 #include "sidecar/inspect/upstream.h"
@@ -20,6 +22,7 @@ struct sk_bridge_env {
 	SSL_CTX *ctx;                 /* the agent-facing side */
 	struct sk_leaf_cache *leaves;
 	struct sk_upstream *upstream;
+	BIO_METHOD *prefix_bio;       /* the agent's side: bytes the caller already read, then the fd */
 };
 
 /* Connection states; each moves only forward. */
@@ -36,7 +39,9 @@ struct dir {
 	SSL *from, *to;
 	int to_fd;
 	unsigned char buf[SK_BRIDGE_BUF];
-	size_t off, len;          /* buf[off, len) still to write */
+	size_t off, len;          /* buf[off, len) still to write (a chunk the filter passed) */
+	struct sk_strbuf q;       /* then q[q_off, q.len): what filters emitted toward `to` */
+	size_t q_off;
 	bool eof;                 /* from said it is done */
 	bool eof_clean;           /* ... with a close_notify */
 	bool closed;              /* the end was passed on to `to` */
@@ -54,8 +59,14 @@ struct sk_bridge {
 	const char *reason;
 	int fail_code;
 	char fail_msg[SK_ERR_MSG_MAX];
-	sk_bridge_data_fn on_client_data;
+	struct sk_pt_filter *filter;
+	struct sk_pt_filter *(*select_filter)(void *ctx, const char *alpn);
 	void *ctx;
+	struct sk_pt_out out;          /* the filter's scratch, emptied after each call */
+	bool closing;                  /* a filter's close_after or FAIL: no more reads, flush, then close */
+	const char *fail_reason;       /* a FAIL: the reason the bridge fails with once flushed */
+	unsigned char *prefix;         /* owned: the agent's bytes the caller read, served first */
+	size_t prefix_len, prefix_off;
 	struct dir c2u, u2c;
 	uint32_t want_client, want_up;  /* collected during one step */
 };
@@ -102,6 +113,50 @@ static int on_alpn(SSL *ssl, const unsigned char **out, unsigned char *outlen, c
 	return SSL_TLSEXT_ERR_ALERT_FATAL;
 }
 
+/* ---- the agent's fd as a BIO: what the caller's peek already read, then the socket ---- */
+
+static int prefix_read(BIO *bio, char *out, int n)
+{
+	struct sk_bridge *b = BIO_get_data(bio);
+	BIO_clear_retry_flags(bio);
+	if (n <= 0)
+		return 0;
+	if (b->prefix_off < b->prefix_len) {
+		size_t k = b->prefix_len - b->prefix_off < (size_t)n ? b->prefix_len - b->prefix_off : (size_t)n;
+		memcpy(out, b->prefix + b->prefix_off, k);
+		b->prefix_off += k;
+		return (int)k;
+	}
+	ssize_t r = recv(b->client_fd, out, (size_t)n, 0);
+	if (r < 0 && (errno == EAGAIN || errno == EINTR))
+		BIO_set_retry_read(bio);
+	return (int)r;
+}
+
+static int prefix_write(BIO *bio, const char *in, int n)
+{
+	struct sk_bridge *b = BIO_get_data(bio);
+	BIO_clear_retry_flags(bio);
+	ssize_t r = send(b->client_fd, in, (size_t)n, MSG_NOSIGNAL);
+	if (r < 0 && (errno == EAGAIN || errno == EINTR))
+		BIO_set_retry_write(bio);
+	return (int)r;
+}
+
+static long prefix_ctrl(BIO *bio, int cmd, long num, void *ptr)
+{
+	(void)bio;
+	(void)num;
+	(void)ptr;
+	return cmd == BIO_CTRL_FLUSH ? 1 : 0;
+}
+
+static int prefix_create(BIO *bio)
+{
+	BIO_set_init(bio, 1);
+	return 1;
+}
+
 int sk_bridge_env_new(struct sk_leaf_cache *leaves, struct sk_upstream *upstream, struct sk_bridge_env **out,
 		      struct sk_err *err)
 {
@@ -111,7 +166,11 @@ int sk_bridge_env_new(struct sk_leaf_cache *leaves, struct sk_upstream *upstream
 		return sk_err_set(err, ENOMEM, "TLS bridge: out of memory");
 	e->leaves = leaves;
 	e->upstream = upstream;
-	if (!(e->ctx = SSL_CTX_new(TLS_server_method()))) {
+	e->prefix_bio = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "stockade agent fd");
+	if (!e->prefix_bio || BIO_meth_set_read(e->prefix_bio, prefix_read) != 1 ||
+	    BIO_meth_set_write(e->prefix_bio, prefix_write) != 1 || BIO_meth_set_ctrl(e->prefix_bio, prefix_ctrl) != 1 ||
+	    BIO_meth_set_create(e->prefix_bio, prefix_create) != 1 || !(e->ctx = SSL_CTX_new(TLS_server_method()))) {
+		BIO_meth_free(e->prefix_bio);
 		free(e);
 		return sk_err_set(err, ENOMEM, "TLS bridge context: %s", sk_ossl_reason(why, sizeof(why)));
 	}
@@ -131,6 +190,7 @@ void sk_bridge_env_free(struct sk_bridge_env *env)
 	if (!env)
 		return;
 	SSL_CTX_free(env->ctx);
+	BIO_meth_free(env->prefix_bio);
 	free(env);
 }
 
@@ -171,8 +231,17 @@ int sk_bridge_new(struct sk_bridge_env *env, const struct sk_bridge_cfg *cfg, in
 	b->client_fd = client_fd;
 	b->upstream_fd = upstream_fd;
 	(void)snprintf(b->sni, sizeof(b->sni), "%s", cfg->sni);
-	b->on_client_data = cfg->on_client_data;
+	b->filter = cfg->filter;
+	b->select_filter = cfg->select_filter;
 	b->ctx = cfg->ctx;
+	if (cfg->client_prefix_len) {
+		if (!(b->prefix = malloc(cfg->client_prefix_len))) {
+			free(b);
+			return sk_err_set(err, ENOMEM, "TLS bridge: out of memory");
+		}
+		memcpy(b->prefix, cfg->client_prefix, cfg->client_prefix_len);
+		b->prefix_len = cfg->client_prefix_len;
+	}
 	unsigned char alpn[256];
 	size_t alpn_len = 0;
 	if (cfg->client_alpn_known && cfg->client_alpn)
@@ -180,6 +249,7 @@ int sk_bridge_new(struct sk_bridge_env *env, const struct sk_bridge_cfg *cfg, in
 	b->up = sk_upstream_ssl(env->upstream, b->sni, upstream_fd, cfg->client_alpn_known ? alpn : NULL, alpn_len,
 				err);
 	if (!b->up) {
+		free(b->prefix);
 		free(b);
 		return -EINVAL;
 	}
@@ -198,6 +268,10 @@ void sk_bridge_free(struct sk_bridge *b)
 		return;
 	SSL_free(b->client);
 	SSL_free(b->up);
+	sk_pt_out_free(&b->out);
+	sk_strbuf_free(&b->c2u.q);
+	sk_strbuf_free(&b->u2c.q);
+	free(b->prefix);
 	free(b);
 }
 
@@ -283,7 +357,12 @@ static int step_upstream_hs(struct sk_bridge *b, struct sk_err *err)
 		return fail(b, "client_tls", EINVAL, err);
 	}
 	b->client = SSL_new(b->env->ctx);
-	if (!b->client || SSL_set_fd(b->client, b->client_fd) != 1 || SSL_use_certificate(b->client, leaf) != 1 ||
+	BIO *cbio = b->client ? BIO_new(b->env->prefix_bio) : NULL;
+	if (cbio) {
+		BIO_set_data(cbio, b);
+		SSL_set_bio(b->client, cbio, cbio);   /* the SSL owns it from here */
+	}
+	if (!cbio || SSL_use_certificate(b->client, leaf) != 1 ||
 	    SSL_use_PrivateKey(b->client, sk_leaf_key(b->env->leaves)) != 1) {
 		X509_free(leaf);
 		sk_err_set(err, ENOMEM, "client_tls: setting up '%s': %s", b->sni, sk_ossl_reason(why, sizeof(why)));
@@ -314,6 +393,10 @@ static int step_client_hs(struct sk_bridge *b, struct sk_err *err)
 				   b->alpn);
 			return fail(b, "alpn_mismatch", EPROTO, err);
 		}
+		if (b->select_filter && !(b->filter = b->select_filter(b->ctx, b->alpn))) {
+			sk_err_set(err, EPROTO, "alpn_mismatch: no filter reads the protocol '%s'", b->alpn);
+			return fail(b, "alpn_mismatch", EPROTO, err);
+		}
 		b->state = B_RELAY;
 		return 1;
 	}
@@ -337,33 +420,114 @@ static int step_client_hs(struct sk_bridge *b, struct sk_err *err)
 	return fail(b, "client_tls", EPROTO, err);
 }
 
+static struct dir *other_dir(struct sk_bridge *b, struct dir *d)
+{
+	return d == &b->c2u ? &b->u2c : &b->c2u;
+}
+
+/* Queues n bytes toward d's `to`, behind what it is already owed. A side that was closed gets nothing
+ * (its end already went out). */
+static int enqueue(struct dir *d, const char *p, size_t n)
+{
+	if (!n || d->closed)
+		return 0;
+	return sk_strbuf_put(&d->q, p, n);
+}
+
+/* Acts on the filter's verdict for what d read (n bytes in d->buf; 0 for the end of `from`). */
+static int apply_verdict(struct sk_bridge *b, struct dir *d, enum sk_pt_verdict v, size_t n, struct sk_err *err)
+{
+	struct sk_pt_out *o = &b->out;
+	if (v == SK_PT_PASS) {
+		d->off = 0;
+		d->len = n;
+	} else if (v == SK_PT_EMIT && enqueue(d, o->to_peer.p, o->to_peer.len) < 0) {
+		sk_err_set(err, ENOMEM, "client_data_refused: out of memory queueing the filter's output");
+		return fail(b, "client_data_refused", ENOMEM, err);
+	}
+	if (enqueue(other_dir(b, d), o->to_sender.p, o->to_sender.len) < 0) {
+		sk_err_set(err, ENOMEM, "client_data_refused: out of memory queueing the filter's answer");
+		return fail(b, "client_data_refused", ENOMEM, err);
+	}
+	if (v == SK_PT_FAIL) {
+		b->closing = true;
+		b->fail_reason = o->reason ? o->reason : "client_data_refused";
+	}
+	if (o->close_after)
+		b->closing = true;
+	sk_pt_out_reset(o);
+	return 1;
+}
+
+/* Shows the filter what d just read (n bytes) or, n == 0 and d->eof, that `from` ended. */
+static int filter_chunk(struct sk_bridge *b, struct dir *d, bool from_client, size_t n, struct sk_err *err)
+{
+	struct sk_pt_filter *f = b->filter;
+	if (!f) {
+		d->off = 0;
+		d->len = n;
+		return 1;
+	}
+	sk_pt_out_reset(&b->out);
+	enum sk_pt_verdict v;
+	if (n == 0)
+		v = f->ops->closed ? f->ops->closed(f, from_client, &b->out) : SK_PT_PASS;
+	else if (from_client)
+		v = f->ops->from_client(f, d->buf, n, &b->out);
+	else
+		v = f->ops->from_server(f, d->buf, n, &b->out);
+	return apply_verdict(b, d, v, n, err);
+}
+
+/* Writes p[*off, len) to d->to. 1: all written; 0: it would block (want set); < 0 failed. */
+static int write_out(struct sk_bridge *b, struct dir *d, bool from_client, const unsigned char *p, size_t len,
+		     size_t *off, bool *moved, struct sk_err *err)
+{
+	char why[256];
+	while (*off < len) {
+		size_t n = 0;
+		if (SSL_write_ex(d->to, p + *off, len - *off, &n) != 1) {
+			int e = SSL_get_error(d->to, 0);
+			if (is_want(e)) {
+				want(b, d->to, e);
+				return 0;
+			}
+			sk_err_set(err, EPROTO, "%s: write: %s", from_client ? "upstream_tls" : "client_tls",
+				   e == SSL_ERROR_SYSCALL && !ERR_peek_error() ? "connection closed"
+									     : sk_ossl_reason(why, sizeof(why)));
+			return fail(b, from_client ? "upstream_tls" : "client_tls", EPROTO, err);
+		}
+		*off += n;
+		d->bytes += n;
+		*moved = true;
+	}
+	return 1;
+}
+
+static bool dir_flushed(const struct dir *d)
+{
+	return d->off == d->len && d->q_off == d->q.len;
+}
+
 /* Moves one direction as far as it goes; true when anything moved. < 0 via *rc on a failure. */
 static bool pump(struct sk_bridge *b, struct dir *d, bool from_client, int *rc, struct sk_err *err)
 {
 	char why[256];
 	bool moved = false;
 	for (;;) {
-		if (d->off < d->len) {
-			size_t n = 0;
-			if (SSL_write_ex(d->to, d->buf + d->off, d->len - d->off, &n) != 1) {
-				int e = SSL_get_error(d->to, 0);
-				if (is_want(e)) {
-					want(b, d->to, e);
-					return moved;
-				}
-				sk_err_set(err, EPROTO, "%s: write: %s", from_client ? "upstream_tls" : "client_tls",
-					   e == SSL_ERROR_SYSCALL && !ERR_peek_error() ? "connection closed"
-										     : sk_ossl_reason(why, sizeof(why)));
-				*rc = fail(b, from_client ? "upstream_tls" : "client_tls", EPROTO, err);
-				return moved;
-			}
-			d->off += n;
-			d->bytes += n;
-			moved = true;
-			if (d->off < d->len)
-				continue;
-			d->off = d->len = 0;
+		int w = write_out(b, d, from_client, d->buf, d->len, &d->off, &moved, err);
+		if (w <= 0) {
+			*rc = w < 0 ? w : *rc;
+			return moved;
 		}
+		d->off = d->len = 0;
+		w = write_out(b, d, from_client, (const unsigned char *)d->q.p, d->q.len, &d->q_off, &moved, err);
+		if (w <= 0) {
+			*rc = w < 0 ? w : *rc;
+			return moved;
+		}
+		d->q_off = 0;
+		sk_strbuf_reset(&d->q);
 		if (d->eof) {
 			if (d->closed)
 				return moved;
@@ -382,6 +546,8 @@ static bool pump(struct sk_bridge *b, struct dir *d, bool from_client, int *rc, 
 			d->closed = true;
 			return true;
 		}
+		if (b->closing)
+			return moved;   /* the filter ended the stream: nothing more is read */
 		if (d->reads >= SK_BRIDGE_STEP_READS) {
 			/* yield to the loop's other connections; `to` was just writable, so this fires at once */
 			want(b, d->to, SSL_ERROR_WANT_WRITE);
@@ -402,6 +568,9 @@ static bool pump(struct sk_bridge *b, struct dir *d, bool from_client, int *rc, 
 				d->eof_clean = e == SSL_ERROR_ZERO_RETURN;
 				ERR_clear_error();
 				moved = true;
+				/* the filter may owe the other side a last word (a head cut short) */
+				if ((*rc = filter_chunk(b, d, from_client, 0, err)) < 0)
+					return moved;
 				continue;
 			}
 			sk_err_set(err, EPROTO, "%s: read: %s", from_client ? "client_tls" : "upstream_tls",
@@ -409,14 +578,38 @@ static bool pump(struct sk_bridge *b, struct dir *d, bool from_client, int *rc, 
 			*rc = fail(b, from_client ? "client_tls" : "upstream_tls", EPROTO, err);
 			return moved;
 		}
-		if (from_client && b->on_client_data && b->on_client_data(b->ctx, d->buf, n) == SK_BRIDGE_STOP) {
-			sk_err_set(err, EPERM, "client_data_refused: the request checker stopped the connection");
-			*rc = fail(b, "client_data_refused", EPERM, err);
-			return moved;
-		}
-		d->len = n;
 		moved = true;
+		if ((*rc = filter_chunk(b, d, from_client, n, err)) < 0)
+			return moved;
 	}
+}
+
+/* A filter ended the stream (close_after or FAIL) and everything it queued is out: close_notify both ways
+ * (best effort on a failure, whose fds the caller closes at once). 1 while a close_notify waits to be
+ * written, 0 done, < 0 the filter's failure. */
+static int finish_closing(struct sk_bridge *b, struct sk_err *err)
+{
+	struct dir *ds[2] = { &b->c2u, &b->u2c };
+	for (int i = 0; i < 2; i++) {
+		struct dir *d = ds[i];
+		if (d->closed)
+			continue;
+		int r = SSL_shutdown(d->to);
+		if (r < 0 && is_want(SSL_get_error(d->to, r)) && !b->fail_reason) {
+			want(b, d->to, SSL_get_error(d->to, r));
+			continue;
+		}
+		ERR_clear_error();
+		d->closed = true;
+	}
+	if (b->fail_reason) {
+		sk_err_set(err, EPERM, "%s: the plaintext filter stopped the connection", b->fail_reason);
+		return fail(b, b->fail_reason, EPERM, err);
+	}
+	if (!b->c2u.closed || !b->u2c.closed)
+		return 1;
+	b->state = B_DONE;
+	return 0;
 }
 
 static int step_relay(struct sk_bridge *b, struct sk_err *err)
@@ -433,6 +626,8 @@ static int step_relay(struct sk_bridge *b, struct sk_err *err)
 		if (rc < 0)
 			return rc;
 	} while (moved);
+	if (b->closing && dir_flushed(&b->c2u) && dir_flushed(&b->u2c))
+		return finish_closing(b, err);
 	if (b->c2u.closed && b->u2c.closed) {
 		b->state = B_DONE;
 		return 0;

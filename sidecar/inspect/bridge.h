@@ -1,20 +1,26 @@
 /* sidecar/inspect/bridge.h — the TLS bridge of one inspected connection: terminates the agent's TLS with
  * a leaf for its SNI (leaf.h), opens TLS to the real server (upstream.h), and moves the plaintext between
- * them, showing every byte the agent sends to a hook before it goes on (the request checker plugs in there).
+ * them through a plaintext filter (filter.h): every chunk, both ways, is shown to it before anything of it
+ * goes on, and the bridge sends what it says (PASS: the chunk, written straight from the read buffer;
+ * EMIT: its out buffers; FAIL: its answer to the sender, then both sides closed).
  *
  * Order, so nothing is decided on an unverified server and no leaf is shown for one:
  *   1. upstream handshake (SSL_connect, SNI = the agent's, the server's chain and name verified);
- *   2. the agent's handshake (SSL_accept on the client fd, whose ClientHello is still unread in the
- *      socket: the caller only peeked it), with the leaf for the SNI; ALPN answered with the protocol the
+ *   2. the agent's handshake (SSL_accept on the client fd; the bytes of its hello the caller already
+ *      read are given as client_prefix and read first), with the leaf for the SNI; ALPN answered with the protocol the
  *      server chose, and only if the agent offered it (else no_application_protocol: the two ends would
  *      speak different protocols); a ClientHello naming another host than `sni` is refused;
- *   3. relay: 16 KiB reads, each written out before the next read on that side (one buffer per direction,
- *      nothing copied beyond OpenSSL's own), close_notify passed on as close_notify, a bare TCP close as
- *      a bare close (a truncated stream stays visibly truncated).
+ *   3. relay: 16 KiB reads, each judged by the filter and written out before the next read on that side
+ *      (one buffer per direction, nothing copied beyond OpenSSL's own for a PASS; what a filter emits
+ *      queues behind what that side already owes, so answers never overtake bytes before them),
+ *      close_notify passed on as close_notify, a bare TCP close as a bare close (a truncated stream stays
+ *      visibly truncated). A filter's close_after stops reading both ways; once everything queued is
+ *      written both sides get close_notify. Which filter: cfg's, or the one select_filter picks once
+ *      the protocol is agreed (sk_bridge_alpn), so HTTP/1 and HTTP/2 each get theirs.
  * A failure fails closed, never falls back to passthrough: an upstream failure answers the agent with a
  * fatal handshake_failure alert before its hello is read; sk_bridge_reason says what failed, for the audit
  * line (upstream_cert_invalid, upstream_tls, client_tls, client_sni_mismatch, alpn_mismatch,
- * client_data_refused).
+ * or the filter's FAIL reason, client_data_refused when it gave none).
  *
  * A pure state machine over two non-blocking fds: the caller's loop calls sk_bridge_step when either fd is
  * ready and registers the epoll interest it returns for each (0: none now); timeouts are the caller's (a
@@ -46,12 +52,7 @@ SK_MUST_USE int sk_bridge_env_new(struct sk_leaf_cache *leaves, struct sk_upstre
 				  struct sk_bridge_env **out, struct sk_err *err);
 void sk_bridge_env_free(struct sk_bridge_env *env);
 
-enum sk_bridge_verdict {
-	SK_BRIDGE_CONTINUE,   /* pass these bytes on */
-	SK_BRIDGE_STOP,       /* refuse: the bridge fails with client_data_refused, nothing of buf goes on */
-};
-/* Sees each chunk of the agent's plaintext before it is sent (buf borrowed for the call). */
-typedef enum sk_bridge_verdict (*sk_bridge_data_fn)(void *ctx, const unsigned char *buf, size_t len);
+struct sk_pt_filter;
 
 struct sk_bridge_cfg {
 	const char *sni;                   /* the agent's SNI, or the destination address as text (copied) */
@@ -60,7 +61,16 @@ struct sk_bridge_cfg {
 	                                    * list); false: the configured list is offered */
 	const unsigned char *client_alpn;  /* that offer (wire format), NULL/0 when the hello had none */
 	size_t client_alpn_len;
-	sk_bridge_data_fn on_client_data;  /* NULL: everything passes */
+	/* The bytes of the agent's TLS the caller already read off client_fd (its peek consumed the
+	 * ClientHello): the agent's handshake reads them first (copied). */
+	const unsigned char *client_prefix;
+	size_t client_prefix_len;
+	/* The plaintext filter (filter.h, borrowed: it must outlive the bridge); NULL: everything passes. */
+	struct sk_pt_filter *filter;
+	/* When set, called once both handshakes are done with the protocol the ends agreed on
+	 * (sk_bridge_alpn, "" for none); what it returns replaces filter (borrowed likewise), and NULL fails
+	 * the bridge with alpn_mismatch (a protocol nobody can check). */
+	struct sk_pt_filter *(*select_filter)(void *ctx, const char *alpn);
 	void *ctx;
 };
 
@@ -71,8 +81,10 @@ struct sk_bridge_want {
 };
 
 struct sk_bridge_stats {
-	uint64_t to_upstream;    /* plaintext bytes the agent sent that went on */
-	uint64_t to_client;      /* plaintext bytes the server sent that went on */
+	uint64_t to_upstream;    /* plaintext bytes written to the server (the agent's that went on, and
+	                          * what the filter emitted toward it) */
+	uint64_t to_client;      /* plaintext bytes written to the agent (the server's, and the filter's
+	                          * answers) */
 };
 
 /* A bridge for the two connected non-blocking fds (borrowed: the caller closes them after

@@ -1,7 +1,9 @@
 /* sidecar/inspect/bridge_test.c — the TLS bridge between a real OpenSSL client (trusting the pod CA) and a
  * real OpenSSL server (with a certificate from a test upstream CA), over socket pairs, the bridge driven
  * like the sidecar's loop would: poll on the interest it returns. Bytes arrive intact both ways (up to
- * 1 MiB each way), the hook sees every byte the agent sends and can stop it, an upstream certificate for
+ * 1 MiB each way), the plaintext filter (filter.h) sees every byte both ways and can stop the stream,
+ * rewrite it, answer the sender and end the connection, the agent's bytes the caller already read are
+ * its handshake's first, an upstream certificate for
  * another name fails the bridge with upstream_cert_invalid and the agent with an alert (nothing passes
  * through), an agent not trusting the CA fails closed, a hello naming another host is refused, ALPN is
  * what both ends can speak. */
@@ -24,6 +26,7 @@
 
 #include "sidecar/inspect/bridge.h"
 #include "sidecar/inspect/ca.h"
+#include "sidecar/inspect/filter.h"
 #include "sidecar/inspect/leaf.h"
 #include "sidecar/inspect/test_tls.h"
 #include "sidecar/inspect/upstream.h"
@@ -74,21 +77,40 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* What the hook saw, and a byte sequence that makes it stop. */
+/* A filter recording what it saw; a byte sequence that makes it fail the stream, one that it answers
+ * itself (to_sender, then close_after), and an upper-casing rewrite of the agent's bytes. */
 struct hook {
+	struct sk_pt_filter f;   /* first: the bridge's handle */
 	unsigned char *seen;
 	size_t len, cap;
 	const char *stop_at;
+	const char *answer_at;   /* answered with "HTTP/1.1 403 ..." and close_after; never goes on */
+	const char *fail_at;     /* answered likewise, but as a FAIL with a reason of its own */
+	bool upcase;             /* EMIT the agent's bytes upper-cased */
 	unsigned calls;
+	size_t from_server;      /* server bytes seen */
+	unsigned closed_client, closed_server;
 };
 
-static enum sk_bridge_verdict on_data(void *ctx, const unsigned char *buf, size_t len)
+static const char hook_answer[] = "HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n";
+
+static enum sk_pt_verdict hook_client(struct sk_pt_filter *f, const uint8_t *buf, size_t len, struct sk_pt_out *out)
 {
-	struct hook *h = ctx;
+	struct hook *h = (struct hook *)f;
 	h->calls++;
 	assert_true(len > 0 && len <= SK_BRIDGE_BUF);
 	if (h->stop_at && memmem(buf, len, h->stop_at, strlen(h->stop_at)))
-		return SK_BRIDGE_STOP;
+		return SK_PT_FAIL;
+	if (h->fail_at && memmem(buf, len, h->fail_at, strlen(h->fail_at))) {
+		assert_int_equal(sk_strbuf_puts(&out->to_sender, hook_answer), 0);
+		out->reason = "test_refused";
+		return SK_PT_FAIL;
+	}
+	if (h->answer_at && memmem(buf, len, h->answer_at, strlen(h->answer_at))) {
+		assert_int_equal(sk_strbuf_puts(&out->to_sender, hook_answer), 0);
+		out->close_after = true;
+		return SK_PT_EMIT;
+	}
 	if (h->len + len > h->cap) {
 		h->cap = (h->len + len) * 2;
 		h->seen = realloc(h->seen, h->cap);
@@ -96,8 +118,39 @@ static enum sk_bridge_verdict on_data(void *ctx, const unsigned char *buf, size_
 	}
 	memcpy(h->seen + h->len, buf, len);
 	h->len += len;
-	return SK_BRIDGE_CONTINUE;
+	if (h->upcase) {
+		for (size_t i = 0; i < len; i++) {
+			char ch = (char)(buf[i] >= 'a' && buf[i] <= 'z' ? buf[i] - 32 : buf[i]);
+			assert_int_equal(sk_strbuf_put(&out->to_peer, &ch, 1), 0);
+		}
+		return SK_PT_EMIT;
+	}
+	return SK_PT_PASS;
 }
+
+static enum sk_pt_verdict hook_server(struct sk_pt_filter *f, const uint8_t *buf, size_t len, struct sk_pt_out *out)
+{
+	(void)buf;
+	(void)out;
+	struct hook *h = (struct hook *)f;
+	h->from_server += len;
+	return SK_PT_PASS;
+}
+
+static enum sk_pt_verdict hook_closed(struct sk_pt_filter *f, bool client_side, struct sk_pt_out *out)
+{
+	(void)out;
+	struct hook *h = (struct hook *)f;
+	if (client_side)
+		h->closed_client++;
+	else
+		h->closed_server++;
+	return SK_PT_PASS;
+}
+
+static const struct sk_pt_filter_ops hook_ops = {
+	.name = "test", .from_client = hook_client, .from_server = hook_server, .closed = hook_closed,
+};
 
 /* One bridged connection: the agent's client, the real server, the bridge between. */
 struct run {
@@ -119,6 +172,11 @@ struct run_opts {
 	bool bridge_unaware;         /* do not tell the bridge the agent's offer */
 	const struct test_ca *server;       /* NULL: the *.up.test certificate */
 	const char *stop_at;
+	const char *answer_at;
+	const char *fail_at;
+	bool upcase;
+	bool prefix;                 /* the test reads the agent's hello off the socket: the bridge gets it
+	                              * as bytes already read */
 };
 
 static void run_start(struct fixture *f, struct run *r, const struct run_opts *o)
@@ -134,9 +192,23 @@ static void run_start(struct fixture *f, struct run *r, const struct run_opts *o
 	const char *sni = o->client_sni ? o->client_sni : "api.up.test";
 	test_peer_init(&r->client, r->client_ctx, r->cpair[1], false, sni);
 	test_peer_init(&r->server, r->server_ctx, r->upair[1], true, NULL);
+	r->hook.f.ops = &hook_ops;
 	r->hook.stop_at = o->stop_at;
-	struct sk_bridge_cfg cfg = { .sni = o->bridge_sni ? o->bridge_sni : "api.up.test", .on_client_data = on_data,
-				     .ctx = &r->hook };
+	r->hook.answer_at = o->answer_at;
+	r->hook.fail_at = o->fail_at;
+	r->hook.upcase = o->upcase;
+	struct sk_bridge_cfg cfg = { .sni = o->bridge_sni ? o->bridge_sni : "api.up.test", .filter = &r->hook.f };
+	unsigned char hello[4096];
+	if (o->prefix) {
+		/* as the proxy's peek does: the hello is read, not peeked */
+		test_peer_pump(&r->client);
+		struct pollfd p = { .fd = r->cpair[0], .events = POLLIN };
+		assert_int_equal(poll(&p, 1, 2000), 1);
+		ssize_t n = recv(r->cpair[0], hello, sizeof(hello), 0);
+		assert_true(n > 5);
+		cfg.client_prefix = hello;
+		cfg.client_prefix_len = (size_t)n;
+	}
 	cfg.client_alpn_known = !o->bridge_unaware;
 	if (o->client_alpn) {
 		cfg.client_alpn = o->client_alpn + 1;
@@ -252,9 +324,12 @@ static void exchange(struct fixture *f, const struct run_opts *o, size_t up_len,
 	assert_memory_equal(r.server.rx, up, up_len);
 	assert_int_equal(r.client.rx_len, down_len);
 	assert_memory_equal(r.client.rx, down, down_len);
-	/* the hook saw exactly what went up, in order */
+	/* the filter saw exactly what went up, in order, and all that came down, and both ends */
 	assert_int_equal(r.hook.len, up_len);
 	assert_memory_equal(r.hook.seen, up, up_len);
+	assert_int_equal(r.hook.from_server, down_len);
+	assert_int_equal(r.hook.closed_client, 1);
+	assert_int_equal(r.hook.closed_server, 1);
 	struct sk_bridge_stats s = sk_bridge_stats(r.bridge);
 	assert_int_equal(s.to_upstream, up_len);
 	assert_int_equal(s.to_client, down_len);
@@ -340,6 +415,83 @@ static void test_client_not_trusting_the_ca_fails_closed(void **state)
 	assert_int_equal(r.client.verify, X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY);
 	assert_int_equal(r.server.rx_len, 0);
 	assert_int_equal(r.hook.calls, 0);
+	run_end(&r);
+}
+
+static void test_prefix_read_by_the_caller_starts_the_handshake(void **state)
+{
+	struct run_opts o = { .prefix = true };
+	exchange(*state, &o, 5000, 7000);
+}
+
+static void test_filter_answers_the_agent_and_closes(void **state)
+{
+	struct fixture *f = *state;
+	struct run r;
+	struct run_opts o = { .answer_at = "POST" };
+	run_start(f, &r, &o);
+	static const unsigned char req[] = "POST /repo HTTP/1.1\r\nHost: api.up.test\r\n\r\n";
+	r.client.tx = req;
+	r.client.tx_len = sizeof(req) - 1;
+	r.client.rx = malloc(256);
+	r.client.rx_cap = 256;
+	r.server.rx = malloc(256);
+	r.server.rx_cap = 256;
+	run_drive(&r);
+	if (r.rc != 0)
+		fail_msg("bridge: rc %d: %s", r.rc, r.err.msg);
+	/* the agent got the answer and a clean end; the server nothing but a close_notify */
+	assert_int_equal(r.client.rx_len, sizeof(hook_answer) - 1);
+	assert_memory_equal(r.client.rx, hook_answer, sizeof(hook_answer) - 1);
+	assert_true(r.client.eof);
+	assert_false(r.client.failed);
+	assert_int_equal(r.server.rx_len, 0);
+	assert_true(r.server.eof);
+	assert_int_equal(sk_bridge_stats(r.bridge).to_client, sizeof(hook_answer) - 1);
+	assert_int_equal(sk_bridge_stats(r.bridge).to_upstream, 0);
+	run_end(&r);
+}
+
+static void test_filter_failure_answers_first(void **state)
+{
+	struct fixture *f = *state;
+	struct run r;
+	struct run_opts o = { .fail_at = "TRACE" };
+	run_start(f, &r, &o);
+	static const unsigned char req[] = "TRACE / HTTP/1.1\r\nHost: api.up.test\r\n\r\n";
+	r.client.tx = req;
+	r.client.tx_len = sizeof(req) - 1;
+	r.client.rx = malloc(256);
+	r.client.rx_cap = 256;
+	r.server.rx = malloc(256);
+	r.server.rx_cap = 256;
+	run_drive(&r);
+	/* the bridge fails with the filter's reason, after the agent got the answer */
+	assert_int_equal(r.rc, -EPERM);
+	assert_string_equal(sk_bridge_reason(r.bridge), "test_refused");
+	assert_string_equal(r.err.msg, "test_refused: the plaintext filter stopped the connection");
+	assert_int_equal(r.client.rx_len, sizeof(hook_answer) - 1);
+	assert_memory_equal(r.client.rx, hook_answer, sizeof(hook_answer) - 1);
+	assert_int_equal(r.server.rx_len, 0);
+	run_end(&r);
+}
+
+static void test_filter_rewrites_what_goes_on(void **state)
+{
+	struct fixture *f = *state;
+	struct run r;
+	struct run_opts o = { .upcase = true };
+	run_start(f, &r, &o);
+	static const unsigned char req[] = "get /x http/1.1\r\n\r\n";
+	r.client.tx = req;
+	r.client.tx_len = sizeof(req) - 1;
+	r.client.close_after_tx = r.server.close_after_tx = true;
+	r.server.rx = malloc(64);
+	r.server.rx_cap = 64;
+	run_drive(&r);
+	assert_int_equal(r.rc, 0);
+	assert_int_equal(r.server.rx_len, sizeof(req) - 1);
+	assert_memory_equal(r.server.rx, "GET /X HTTP/1.1\r\n\r\n", sizeof(req) - 1);
 	run_end(&r);
 }
 
@@ -546,6 +698,10 @@ int main(void)
 		cmocka_unit_test(test_upstream_cert_for_another_name_fails_closed),
 		cmocka_unit_test(test_client_not_trusting_the_ca_fails_closed),
 		cmocka_unit_test(test_hook_stops_the_request_before_it_goes_on),
+		cmocka_unit_test(test_prefix_read_by_the_caller_starts_the_handshake),
+		cmocka_unit_test(test_filter_answers_the_agent_and_closes),
+		cmocka_unit_test(test_filter_rewrites_what_goes_on),
+		cmocka_unit_test(test_filter_failure_answers_first),
 		cmocka_unit_test(test_hello_naming_another_host_is_refused),
 		cmocka_unit_test(test_alpn_is_what_both_ends_speak),
 		cmocka_unit_test(test_one_step_yields_after_its_share),

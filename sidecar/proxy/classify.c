@@ -203,8 +203,20 @@ void act_peek(struct conn *c, enum verdict v)
 	decision_latency(c);
 	if (v == V_ALLOW)
 		v = check_conn_requests(c);
+	bool inspect = v == V_ALLOW && c->match_proto == SK_PROTO_TLS && conn_has(c, CF_RULE_INSPECT);
+	if (inspect && !c->px->sc->inspect_env) {
+		/* no CA or trust bundle (the start said why): refused before any connect, never spliced unread
+		 * (mode audit: would_deny, and the TLS goes on as a rule without inspect would) */
+		v = verdict_deny(c, "inspect_unavailable");
+		inspect = false;
+	}
 	if (v == V_ALLOW) {
-		if (c->match_proto == SK_PROTO_HTTP) {
+		if (inspect) {
+			/* terminated and read (inspect.c) instead of spliced: every hello after this one is the
+			 * bridge's own OpenSSL's to refuse, every request the filter's */
+			c->gate = GATE_NONE;
+			conn_set(c, CF_BRIDGED, true);
+		} else if (c->match_proto == SK_PROTO_HTTP) {
 			c->gate = GATE_HTTP;
 			conn_set(c, CF_HTTP_FIRST_OK, true);
 		} else if (c->match_proto == SK_PROTO_TLS) {

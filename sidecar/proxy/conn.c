@@ -103,6 +103,7 @@ void set_rule(struct conn *c, const struct sk_policy *pol, int rule)
 	c->rule_gen = c->px->sc->policy_gen;
 	conn_set(c, CF_RULE_REQUESTS, rule >= 0 && (size_t)rule < pol->n_rules && pol->rules[rule].requests);
 	conn_set(c, CF_RULE_NAMED, rule >= 0 && (size_t)rule < pol->n_rules && pol->rules[rule].name);
+	conn_set(c, CF_RULE_INSPECT, rule >= 0 && (size_t)rule < pol->n_rules && pol->rules[rule].inspect);
 	char idx[24];
 	const char *l = sk_rule_label(pol, rule, idx);
 	/* fits: rule names are [a-z0-9-]{1,63} (validate.c), an index far shorter */
@@ -120,6 +121,8 @@ void conn_audit(struct conn *c, const char *event, uint64_t bytes_in, uint64_t b
 		/* request: only on the deny of a later request (docs/operating.md); the final allow line of a
 		 * kept-alive connection does not carry the count. */
 		.late = conn_has(c, CF_LATE), .request = strcmp(event, "deny") == 0 && c->request > 1 ? c->request : 0,
+		/* only once the bridge has the connection: a connect that failed before it terminated nothing */
+		.inspected = c->st == CS_BRIDGE,
 		.method = c->req_denial ? c->req_denial->method : NULL, .path = c->req_denial ? c->req_denial->path : NULL,
 		.bytes_in = bytes_in, .bytes_out = bytes_out,
 		.duration_ms = sk_loop_now_ms(sc->loop) - c->t0_ms,
@@ -137,6 +140,7 @@ const char *conn_flags_str(uint32_t flags, char *buf, size_t size)
 	static const char *const names[] = {
 		"has_name", "rule_named", "late", "first_done", "http_first_ok", "upgrade_wait", "rule_requests",
 		"tls_open", "tls_ech", "resolved", "budget_counted", "early", "early_up", "c_rd", "u_rd",
+		"rule_inspect", "bridged", "budget_over",
 	};
 	size_t off = 0;
 	if (size == 0)
@@ -157,7 +161,7 @@ const char *conn_flags_str(uint32_t flags, char *buf, size_t size)
 
 static const char *conn_state_name(enum conn_state st)
 {
-	static const char *const names[] = { "peek", "resolve", "connect", "relay", "closing" };
+	static const char *const names[] = { "peek", "resolve", "connect", "relay", "closing", "bridge" };
 	return (size_t)st < sizeof(names) / sizeof(names[0]) ? names[st] : "?";
 }
 
@@ -173,6 +177,7 @@ void conn_free(struct conn *c)
 	}
 	if (c->st == CS_RELAY)
 		sk_relay_stop(&c->relay);
+	bridge_free(c);
 	if (c->resolving && sc->resolve.cancel)
 		sc->resolve.cancel(sc->resolve.ctx, c->resolving);
 	c->resolving = NULL;
@@ -492,6 +497,10 @@ static void connect_done(struct conn *c, bool connecting)
 	const struct sk_proxy_limits *lim = &c->px->sc->limits;
 	struct sk_err err = { 0 };
 	sk_timer_cancel(l, &c->timer);
+	if (conn_has(c, CF_BRIDGED)) {
+		bridge_start(c);
+		return;
+	}
 	bool gated = c->gate != GATE_NONE;
 	/* The relay takes over both registrations as they are: no epoll_ctl from here to close. */
 	if (sk_relay_start_on(&c->relay, l, &c->px->pipes, &c->cio, &c->uio, gated ? NULL : c->buf,
@@ -579,7 +588,9 @@ static void connect_timer(struct sk_loop *l, struct sk_timer *t)
 static void connect_wait(struct conn *c, bool up)
 {
 	struct sk_loop *l = c->px->sc->loop;
-	if (up || c->gate != GATE_FIRST) {
+	/* The TLS bridge's first write is a ClientHello: it waits for the connect, so a refused upstream is
+	 * audited as one, not as a TLS failure. */
+	if (up || (c->gate != GATE_FIRST && !conn_has(c, CF_BRIDGED))) {
 		connect_done(c, !up);
 		return;
 	}

@@ -56,6 +56,8 @@ ssize_t gate_first(struct sk_relay *r, const uint8_t *buf, size_t len, bool eof,
 	decision_latency(c);
 	if (v == V_ALLOW)
 		v = check_conn_requests(c);
+	if (v == V_ALLOW && c->match_proto == SK_PROTO_TLS && conn_has(c, CF_RULE_INSPECT))
+		v = verdict_deny(c, "request_unreadable");   /* the relay is running: too late to terminate */
 	if (v == V_DENY)
 		return -1;
 	if (c->match_proto == SK_PROTO_HTTP) {

@@ -6,7 +6,9 @@
  *               upstream connect and the relay
  *   classify.c  the peek: classifying the first flight and deciding before the connect
  *   gates.c     judging client bytes while relaying (server-first flights, every TLS ClientHello, every
- *               HTTP request head) */
+ *               HTTP request head)
+ *   inspect.c   a TLS connection an `inspect: true` rule allowed: the TLS bridge (inspect/bridge.h) with
+ *               the HTTP/1 filter (inspect_h1.h) in place of the relay, its audit lines and budgets */
 #ifndef SK_SIDECAR_PROXY_INTERNAL_H
 #define SK_SIDECAR_PROXY_INTERNAL_H
 
@@ -43,6 +45,9 @@
 #include "sidecar/core/relay.h"
 #include "sidecar/proxy/tls_hello.h"
 
+struct sk_bridge;
+struct sk_pt_filter;
+
 /* linux/netfilter_ipv4.h and linux/netfilter_ipv6/ip6_tables.h: both are 80, on SOL_IP / SOL_IPV6. */
 #define SK_SO_ORIGINAL_DST 80
 #define SK_IP6T_SO_ORIGINAL_DST 80
@@ -55,7 +60,7 @@
 /* Each connection's two fds are registered once, edge-triggered, for everything the relay needs. */
 #define CONN_EVENTS (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)
 
-enum conn_state { CS_PEEK = 0, CS_RESOLVE, CS_CONNECT, CS_RELAY, CS_CLOSING };
+enum conn_state { CS_PEEK = 0, CS_RESOLVE, CS_CONNECT, CS_RELAY, CS_CLOSING, CS_BRIDGE };
 
 /* What the client→upstream gate of a relaying connection is doing (see relay.h, sk_relay_gate). */
 enum gate_kind {
@@ -99,6 +104,9 @@ enum conn_flag {
 	 * while resolving or connecting); the upstream may have bytes (a greeting before the decision). */
 	CF_C_RD = 1u << 13,
 	CF_U_RD = 1u << 14,
+	CF_RULE_INSPECT = 1u << 15,  /* the rule (set_rule) says inspect: true: its TLS is terminated */
+	CF_BRIDGED = 1u << 16,       /* connecting for, or running, the TLS bridge (inspect.c) */
+	CF_BUDGET_OVER = 1u << 17,   /* mode audit: the bridge's budget was found spent and reported once */
 };
 #define CONN_FLAGS_STR_MAX 192   /* every flag's name, comma-separated, and the NUL */
 
@@ -140,6 +148,11 @@ struct conn {
 	/* budget of the rule that allowed it (budget.h): a reference held until the connection is freed */
 	struct sk_budget_entry *budget;
 	unsigned flush_polls;          /* budget cut: looks left at the upstream's send queue before its reset */
+	/* CS_BRIDGE (inspect.c): the bridge (owned) and the filter it borrows (owned, freed after it) */
+	struct sk_bridge *bridge;
+	struct sk_pt_filter *filter;
+	uint64_t br_up, br_down;       /* the bridge's plaintext counts already charged to the budget */
+	uint32_t want_c, want_u;       /* the epoll interest last registered for the bridge */
 };
 
 struct sk_proxy {
@@ -203,6 +216,11 @@ enum verdict check_request_rules(struct conn *c, const uint8_t *head, size_t n, 
 void act_peek(struct conn *c, enum verdict v);
 void peek_io(struct sk_loop *l, struct sk_io *io, uint32_t events);
 void peek_timer(struct sk_loop *l, struct sk_timer *t);
+
+/* inspect.c */
+void bridge_start(struct conn *c);
+void bridge_free(struct conn *c);
+void bridge_shutdown(struct conn *c);
 
 /* gates.c */
 ssize_t gate_first(struct sk_relay *r, const uint8_t *buf, size_t len, bool eof, bool full);

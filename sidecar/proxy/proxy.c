@@ -463,6 +463,8 @@ void sk_proxy_free(struct sk_proxy *p)
 			c->reason = c->reason ? c->reason : "shutdown";
 			conn_audit(c, "conn", c->relay.b2a.bytes, c->relay.a2b.bytes);
 			c->st = CS_CLOSING;
+		} else if (c->st == CS_BRIDGE) {
+			bridge_shutdown(c);
 		} else if (c->st == CS_PEEK || c->st == CS_RESOLVE) {
 			c->decision = "deny";
 			c->reason = "shutdown";

@@ -2160,20 +2160,24 @@ static void test_request_held_for_a_resolution_meets_request_rules(void **state)
 
 /* TLS under a rule with request rules: its requests cannot be read (no TLS termination yet), so the
  * connection is denied rather than every request let through. */
-static void test_tls_under_request_rules_is_denied(void **state)
+/* TLS on a rule with request rules: an inspect rule terminates it, but not without the inspection's CA and
+ * trust bundle (this world has none: inspect_unavailable, refused before any connect): an alert, nothing
+ * upstream, never spliced unread. (A rule that does not inspect cannot carry request rules for TLS: the
+ * validator refuses it.) */
+static void tls_under_request_rules(const char *rule, const char *reason)
 {
-	(void)state;
+	char pol[512];
+	(void)snprintf(pol, sizeof(pol),
+		       "version: 1\n"
+		       "mode: enforce\n"
+		       "ports: { proxy: 15001, dns: 15053, admin: 15000, api: 15080 }\n"
+		       "egress:\n"
+		       "  - host: allowed.example\n"
+		       "%s"
+		       "    access: read-only\n"
+		       "blockPrivate: false\n", rule);
 	struct world w;
-	world_up_policy(&w,
-			"version: 1\n"
-			"mode: enforce\n"
-			"ports: { proxy: 15001, dns: 15053, admin: 15000, api: 15080 }\n"
-			"egress:\n"
-			"  - host: allowed.example\n"
-			"    inspect: true\n"
-			"    access: read-only\n"
-			"blockPrivate: false\n",
-			5000);
+	world_up_policy(&w, pol, 5000);
 	bind_fake(&w);
 	uint8_t hello[4096];
 	size_t n = hello_named("allowed.example", hello, sizeof(hello));
@@ -2187,12 +2191,19 @@ static void test_tls_under_request_rules_is_denied(void **state)
 	int count;
 	cJSON *j = last_audit(&w, &count);
 	assert_int_equal(count, 1);
-	assert_string_equal(jstr(j, "reason"), "request_unreadable");
+	assert_string_equal(jstr(j, "reason"), reason);
 	assert_string_equal(jstr(j, "proto"), "tls");
 	assert_null(cJSON_GetObjectItem(j, "method"));
+	assert_null(cJSON_GetObjectItem(j, "inspected"));
 	cJSON_Delete(j);
 	close(c);
 	world_down(&w);
+}
+
+static void test_tls_under_request_rules_is_denied(void **state)
+{
+	(void)state;
+	tls_under_request_rules("    inspect: true\n", "inspect_unavailable");
 }
 
 int main(void)

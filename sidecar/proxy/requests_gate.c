@@ -27,33 +27,42 @@ static void target_of(const uint8_t *head, size_t n, const char **t, size_t *len
 	*len = sp2 ? (size_t)(sp2 - start) : line - (size_t)(start - head);
 }
 
-/* The 403: JSON body (every string escaped: method, host and path come from the agent), the reason in a
- * header too, and Connection: close (the proxy ends the connection after a denied request). */
-static void build_answer(struct sk_req_denial *d, const char *rule_label, const char *host)
+char *sk_req_answer(int status, const char *status_text, const char *detail, const char *rule_label,
+		    const char *method, const char *host, const char *path, bool close, size_t *len)
 {
 	struct sk_strbuf body = { 0 }, msg = { 0 };
+	char *out = NULL;
 	(void)sk_strbuf_puts(&body, "{\"error\":\"stockade_denied\",\"reason\":");
-	(void)sk_json_str_buf(&body, d->detail);
+	(void)sk_json_str_buf(&body, detail);
 	(void)sk_strbuf_puts(&body, ",\"rule\":");
 	(void)sk_json_str_buf(&body, rule_label ? rule_label : "");
 	(void)sk_strbuf_puts(&body, ",\"method\":");
-	(void)sk_json_str_buf(&body, d->method);
+	(void)sk_json_str_buf(&body, method ? method : "");
 	(void)sk_strbuf_puts(&body, ",\"host\":");
-	(void)sk_json_str_buf(&body, host);
+	(void)sk_json_str_buf(&body, host ? host : "");
 	(void)sk_strbuf_puts(&body, ",\"path\":");
-	(void)sk_json_str_buf(&body, d->path);
+	(void)sk_json_str_buf(&body, path ? path : "");
 	(void)sk_strbuf_puts(&body, "}\n");
 	if (sk_strbuf_ok(&body) == 0) {
 		/* detail is one of our own tokens ([a-z_]), safe in a header as it is */
 		(void)sk_strbuf_printf(&msg,
-				       "HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\n"
-				       "Content-Length: %zu\r\nx-stockade-reason: %s\r\nConnection: close\r\n\r\n",
-				       body.len, d->detail);
+				       "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
+				       "Content-Length: %zu\r\nx-stockade-reason: %s\r\n%s\r\n",
+				       status, status_text, body.len, detail, close ? "Connection: close\r\n" : "");
 		(void)sk_strbuf_put(&msg, body.p, body.len);
-		d->answer = sk_strbuf_steal(&msg, &d->answer_len);
+		out = sk_strbuf_steal(&msg, len);
 	}
 	sk_strbuf_free(&body);
 	sk_strbuf_free(&msg);
+	return out;
+}
+
+/* The 403: JSON body (every string escaped: method, host and path come from the agent), the reason in a
+ * header too, and Connection: close (the proxy ends the connection after a denied request). */
+static void build_answer(struct sk_req_denial *d, const char *rule_label, const char *host)
+{
+	d->answer = sk_req_answer(403, "Forbidden", d->detail, rule_label, d->method, host, d->path, true,
+				  &d->answer_len);
 }
 
 /* dst[0..cap) = src[0..n) cut to fit, NUL-terminated. */
@@ -106,9 +115,11 @@ const char *sk_req_gate_judge(const struct sk_rule *r, const char *rule_label, c
 
 const char *sk_req_gate_conn(const struct sk_rule *r, enum sk_proto seen)
 {
-	if (!r || !r->requests || seen == SK_PROTO_HTTP)
+	if (!r || seen == SK_PROTO_HTTP)
 		return NULL;
-	return "request_unreadable";
+	if (r->inspect)
+		return seen == SK_PROTO_TLS ? NULL : "request_unreadable";   /* TLS: the bridge reads it */
+	return r->requests ? "request_unreadable" : NULL;
 }
 
 void sk_req_denial_free(struct sk_req_denial *d)

@@ -9,6 +9,7 @@
 #ifndef SK_SIDECAR_REQUESTS_GATE_H
 #define SK_SIDECAR_REQUESTS_GATE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -36,11 +37,18 @@ const char *sk_req_gate_judge(const struct sk_rule *r, const char *rule_label, c
 			      const struct sk_http_head *h, struct sk_req_denial **out);
 
 /* A connection of kind seen (SK_PROTO_TLS, _HTTP, _TCP) allowed by r: NULL when r has no request rules or
- * the connection is plain HTTP (its requests are judged one by one); else the audit reason to deny it
- * ("request_unreadable": TLS, whose requests are read only once TLS termination lands, or a stream that
- * is not HTTP). */
+ * the connection is plain HTTP (its requests are judged one by one), or TLS on an `inspect: true` rule (the
+ * proxy terminates it and judges every request inside); else the audit reason to deny it
+ * ("request_unreadable": TLS on a rule that does not inspect, or a stream that is not HTTP). */
 const char *sk_req_gate_conn(const struct sk_rule *r, enum sk_proto seen);
 
 void sk_req_denial_free(struct sk_req_denial *d);
+
+/* A whole refusal: "HTTP/1.1 <status> <status_text>", the JSON body of a denial ({"error":
+ * "stockade_denied","reason":detail,"rule","method","host","path"}, every string escaped), the reason
+ * in x-stockade-reason too, and Connection: close when close. Owned (its length in *len); NULL when out
+ * of memory. The 403 of a denied request and the inspected connection's 421 and 400 share it. */
+char *sk_req_answer(int status, const char *status_text, const char *detail, const char *rule_label,
+		    const char *method, const char *host, const char *path, bool close, size_t *len);
 
 #endif

@@ -24,7 +24,13 @@ static const char policy_text[] =
 	"    requests:\n"
 	"      - { methods: [GET, HEAD], paths: [\"/repos/acme/**\", \"/user\"] }\n"
 	"      - { methods: [POST], paths: [\"/repos/acme/*/pulls\"] }\n"
-	"  - host: plain.example.com\n";
+	"  - host: plain.example.com\n"
+	"  - host: inspected.example.com\n"
+	"    inspect: true\n"
+	"    access: read-only\n"
+	"  - host: fronted.example.com\n"
+	"    protocol: tls\n"
+	"    inspect: true\n";
 
 static struct sk_policy *pol;
 
@@ -158,6 +164,13 @@ static void test_which_connections(void **state)
 	assert_null(sk_req_gate_conn(&pol->rules[1], SK_PROTO_TLS));
 	assert_null(sk_req_gate_conn(&pol->rules[1], SK_PROTO_TCP));
 	assert_null(sk_req_gate_conn(NULL, SK_PROTO_TCP));
+	/* inspect: true: its TLS is terminated and read, plain HTTP judged as ever, anything else unreadable,
+	 * with request rules or without (the Host check needs HTTP too) */
+	for (size_t r = 2; r <= 3; r++) {
+		assert_null(sk_req_gate_conn(&pol->rules[r], SK_PROTO_TLS));
+		assert_null(sk_req_gate_conn(&pol->rules[r], SK_PROTO_HTTP));
+		assert_string_equal(sk_req_gate_conn(&pol->rules[r], SK_PROTO_TCP), "request_unreadable");
+	}
 	struct sk_req_denial *d = (void *)1;
 	char head[] = "POST /x HTTP/1.1\r\nHost: plain.example.com\r\n\r\n";
 	struct sk_http_head h;

@@ -1,0 +1,246 @@
+#!/usr/bin/env bash
+# e2e/inspect.test.sh — TLS inspection end to end (docs/policy.md "Inspecting TLS"): the real init and
+# sidecar, an agent (UID 1000) trusting the pod CA from the admin port's /ca.pem, HTTPS upstreams in the
+# internet netns with certificates from a test CA the sidecar trusts through tls.upstreamCAFile, each
+# logging every request line it gets. On inspect rules: GET allowed and POST denied with the JSON 403 and
+# its audit line; access: read-only; Host != SNI answered 421 (host_sni_mismatch); a request smuggled
+# behind an allowed one on one keep-alive connection denied while the first passes; an upstream whose
+# certificate names another host, or is self-signed, refused with upstream_cert_invalid (never passed
+# through); the CA key out of UID 1000's reach (the sidecar is not dumpable). A rule without inspect
+# still passes TLS untouched: the agent sees the real server's certificate.
+set -uo pipefail
+# shellcheck source=e2e/lib.sh
+. "$(dirname "$0")/lib.sh"
+NS=skinsp
+HERE=$SK_ROOT/e2e/inspect
+PY=/usr/bin/python3
+GH4=198.18.8.10 PYPI4=198.18.8.20 OPEN4=198.18.8.30 BAD4=198.18.8.40 SELF4=198.18.8.50 BUD4=198.18.8.60
+
+agent() { sk_pod_as "$NS" "$SK_AGENT_UID" "$@"; }
+aq() { "$PY" "$SK_ROOT/e2e/proxy/audit_q.py" "$SK_TMP/audit.log" "$@"; }
+# how many times an upstream got this request line ("METHOD TARGET HOST")
+seen() { grep -cxF -- "$1" "$SK_TMP/upstream.log"; }
+settle() { sleep 0.3; }
+# the refusal body's field K (the body is the last line of curl -i output)
+field() { "$PY" -c 'import json,sys; print(json.loads(sys.stdin.read().splitlines()[-1]).get(sys.argv[1]))' "$1"; }
+
+setup() {
+	sk_require_root
+	sk_tmp skinsp
+	sk_ca "stockade e2e upstream CA" github pypi open wrong budget
+	# a self-signed certificate for self.example: no CA the sidecar trusts signed it
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$SK_TMP/self.key" \
+		-out "$SK_TMP/self.pem" -days 2 -subj "/CN=self.example" -addext "subjectAltName=DNS:self.example" \
+		>>"$SK_TMP/ca.log" 2>&1 || { echo "certificate setup failed"; exit 1; }
+	chmod 644 "$SK_TMP"/self.*
+	sk_policy policy.yaml <<POL
+egress:
+  - host: github.example
+    ports: [443]
+    name: github
+    inspect: true
+    requests:
+      - { methods: [GET, HEAD], paths: ["/repos/acme/**"] }
+  - host: pypi.example
+    ports: [443]
+    inspect: true
+    access: read-only
+  - host: open.example
+    ports: [443]
+  - host: bad.example
+    ports: [443]
+    inspect: true
+  - host: self.example
+    ports: [443]
+    inspect: true
+  - host: budget.example
+    ports: [443]
+    inspect: true
+    budget: { sent: 8Ki, window: 1h }
+tls:
+  upstreamCAFile: $SK_TMP/ca.pem
+dns:
+  upstream: ["$SK_NET_IP4"]
+blockPrivate: true
+POL
+	sk_net_up "$NS" || { echo "netns setup failed"; exit 1; }
+	for ip in $GH4 $PYPI4 $OPEN4 $BAD4 $SELF4 $BUD4; do sk_net_add_ip "$NS" "$ip"; done
+	: >"$SK_TMP/upstream.log"
+	chmod 666 "$SK_TMP/upstream.log"
+	local T=$SK_TMP
+	sk_inet "$NS" "$PY" "$HERE/upstream.py" "$T/upstream.log" "$GH4:443:$T/github.pem:$T/github.key" \
+		"$PYPI4:443:$T/pypi.pem:$T/pypi.key" "$OPEN4:443:$T/open.pem:$T/open.key" \
+		"$BAD4:443:$T/wrong.pem:$T/wrong.key" "$SELF4:443:$T/self.pem:$T/self.key" \
+		"$BUD4:443:$T/budget.pem:$T/budget.key" >"$T/upstream.out" 2>&1 &
+	sk_inet "$NS" "$PY" "$SK_ROOT/e2e/proxy/servers.py" --files "$T" --dns "$SK_NET_IP4:53" \
+		--record "github.example=$GH4" --record "pypi.example=$PYPI4" --record "open.example=$OPEN4" \
+		--record "bad.example=$BAD4" --record "self.example=$SELF4" \
+		--record "budget.example=$BUD4" >"$T/dns.log" 2>&1 &
+	if ! sk_wait_port "$NS-net" tcp 443 10 || ! sk_wait_port "$NS-net" udp 53 10; then
+		echo "test servers did not start"; cat "$T/upstream.out" "$T/dns.log"; exit 1
+	fi
+	sk_pod_up "$NS" "$T/policy.yaml"
+	# the agent's trust: the pod CA, as an init container or the agent's image would fetch it
+	if sk_pod "$NS" curl -sS --max-time 5 -o "$T/podca.pem" http://127.0.0.1:15000/ca.pem &&
+		grep -q 'BEGIN CERTIFICATE' "$T/podca.pem"; then
+		chmod 644 "$T/podca.pem"
+		sk_pass "the admin port serves the pod CA at /ca.pem"
+	else
+		sk_fail "the admin port serves the pod CA at /ca.pem"
+	fi
+	CURL=(curl -sS --max-time 20 --cacert "$T/podca.pem")
+}
+
+t_get_allowed() {
+	sk_check_eq "GET under /repos/acme/** passes, inside TLS" "ok GET /repos/acme/app" \
+		"$(agent "${CURL[@]}" https://github.example/repos/acme/app 2>&1)"
+	sk_check_eq "the query is not matched" "ok GET /repos/acme/app?page=2" \
+		"$(agent "${CURL[@]}" 'https://github.example/repos/acme/app?page=2' 2>&1)"
+	sk_check_eq "the upstream got it" 1 "$(seen "GET /repos/acme/app github.example")"
+	sk_check_eq "an agent offering h2 and http/1.1 speaks HTTP/1.1 through the sidecar" 1.1 \
+		"$(agent "${CURL[@]}" --http2 -o /dev/null -w '%{http_version}' https://github.example/repos/acme/alpn 2>&1)"
+	# the agent was shown a leaf of the pod CA, not the server's certificate
+	sk_check_fails "the test CA alone does not verify what the agent sees" \
+		agent curl -sS --max-time 10 --cacert "$SK_TMP/ca.pem" https://github.example/repos/acme/app
+	settle
+	sk_check "the connection's audit line says inspected" test "$(aq event=conn decision=allow name=github.example inspected=True)" -ge 2
+}
+
+t_post_denied() {
+	out=$(agent "${CURL[@]}" -i -X POST -d '{"title":"x"}' 'https://github.example/repos/acme/app/issues?token=s3cret' 2>&1)
+	sk_check "POST is answered 403" grep -q '^HTTP/1.1 403' <<<"$out"
+	sk_check "the 403 carries x-stockade-reason: no_request_rule" grep -qi '^x-stockade-reason: no_request_rule' <<<"$out"
+	sk_check_eq "body: reason" no_request_rule "$(field reason <<<"$out")"
+	sk_check_eq "body: rule" github "$(field rule <<<"$out")"
+	sk_check_eq "body: method" POST "$(field method <<<"$out")"
+	sk_check_eq "body: path (no query)" /repos/acme/app/issues "$(field path <<<"$out")"
+	sk_check_eq "the upstream never got the POST" 0 "$(grep -c '^POST /repos/acme/app/issues' "$SK_TMP/upstream.log")"
+	settle
+	sk_check_eq "one audit line: deny request_denied, inspected, with method and path" 1 \
+		"$(aq event=deny decision=deny reason=request_denied proto=tls rule=github inspected=True \
+			method=POST path=/repos/acme/app/issues)"
+	sk_check_eq "the query is never written to the audit log" 0 "$(grep -c s3cret "$SK_TMP/audit.log")"
+	sk_check_eq "the connection's own allow line does not carry the refused request" 0 \
+		"$(aq event=conn name=github.example method=POST)"
+}
+
+t_read_only() {
+	sk_check_eq "read-only: GET passes" "ok GET /simple/requests/" \
+		"$(agent "${CURL[@]}" https://pypi.example/simple/requests/ 2>&1)"
+	sk_check_eq "read-only: HEAD passes" 200 \
+		"$(agent "${CURL[@]}" -o /dev/null -w '%{http_code}' -I https://pypi.example/simple/ 2>&1)"
+	sk_check_eq "read-only: an upload is answered 403" 403 \
+		"$(agent "${CURL[@]}" -o /dev/null -w '%{http_code}' -X POST -d name=evil https://pypi.example/legacy/ 2>&1)"
+	sk_check_eq "read-only: the upstream never got the upload" 0 "$(seen "POST /legacy/ pypi.example")"
+}
+
+t_host_not_sni() {
+	out=$(agent "${CURL[@]}" -i -H 'Host: pypi.example' https://github.example/repos/acme/app 2>&1)
+	sk_check "Host naming another allowed host than the SNI is answered 421" grep -q '^HTTP/1.1 421' <<<"$out"
+	sk_check_eq "421 body: reason" host_sni_mismatch "$(field reason <<<"$out")"
+	sk_check_eq "421 body: host (the Host asked for)" pypi.example "$(field host <<<"$out")"
+	sk_check_eq "no upstream got it" 0 "$(grep -c 'pypi.example$' <(grep '^GET /repos/acme/app ' "$SK_TMP/upstream.log"))"
+	settle
+	sk_check_eq "audit: deny host_sni_mismatch on the SNI's name" 1 \
+		"$(aq event=deny reason=host_sni_mismatch name=github.example method=GET path=/repos/acme/app)"
+}
+
+# Two requests in one write on one keep-alive TLS connection: the allowed GET's answer comes back, the
+# DELETE behind it never reaches the upstream and is answered 403 after it.
+t_smuggled_second_request() {
+	out=$(agent "$PY" "$HERE/raw_tls.py" github.example 443 "$SK_TMP/podca.pem" <<'REQ'
+GET /repos/acme/smuggle HTTP/1.1
+Host: github.example
+
+DELETE /repos/acme/smuggle HTTP/1.1
+Host: github.example
+
+REQ
+	)
+	sk_check "the first (allowed) request is answered by the upstream" grep -q '^ok GET /repos/acme/smuggle' <<<"$out"
+	sk_check "the smuggled DELETE is answered 403 by the sidecar" grep -q '"method":"DELETE"' <<<"$out"
+	sk_check "the 403 comes after the GET's response" "$PY" -c '
+import sys; s=sys.argv[1]; a=s.find("ok GET /repos/acme/smuggle"); b=s.find("403 Forbidden"); sys.exit(0 if 0 <= a < b else 1)' "$out"
+	sk_check_eq "the upstream never got the DELETE" 0 "$(seen "DELETE /repos/acme/smuggle github.example")"
+	settle
+	sk_check_eq "audit: the second request's deny names it (request 2)" 1 \
+		"$(aq event=deny reason=request_denied request=2 rule=github method=DELETE)"
+}
+
+t_upstream_cert_invalid() {
+	sk_check_fails "an upstream with a certificate for another name: the agent's TLS fails" \
+		agent "${CURL[@]}" https://bad.example/x
+	sk_check_fails "a self-signed upstream: the agent's TLS fails" agent "${CURL[@]}" https://self.example/x
+	sk_check_eq "neither upstream got a request" 0 "$(grep -c '^GET /x ' "$SK_TMP/upstream.log")"
+	settle
+	sk_check_eq "audit: deny upstream_cert_invalid for the wrong name" 1 \
+		"$(aq event=deny decision=deny reason=upstream_cert_invalid name=bad.example inspected=True)"
+	sk_check_eq "audit: deny upstream_cert_invalid for the self-signed one" 1 \
+		"$(aq event=deny decision=deny reason=upstream_cert_invalid name=self.example)"
+	sk_check_eq "never an allowed line for them (no passthrough)" 0 \
+		"$(aq event=conn name@bad.example,self.example)"
+}
+
+t_ca_key_out_of_reach() {
+	local pid=$SK_SIDECAR_PID
+	sk_check "the sidecar runs" test -d "/proc/$pid"
+	sk_check_eq "the sidecar is not dumpable: its /proc/PID/environ is root's" 0 "$(stat -c %u "/proc/$pid/environ")"
+	sk_check_eq "... and /proc/PID/mem too" 0 "$(stat -c %u "/proc/$pid/mem")"
+	sk_check_fails "UID 1000 cannot read /proc/PID/environ" agent cat "/proc/$pid/environ"
+	sk_check_fails "UID 1000 cannot open /proc/PID/mem" agent "$PY" -c 'open("/proc/'"$pid"'/mem","rb").read(1)'
+	# positive control: UID 1000 reads its own, so the refusals above are about the sidecar
+	sk_check "UID 1000 reads its own /proc/self/environ" agent cat /proc/self/environ
+	sk_check_eq "the CA key was written to no file of the scratch dir" 0 \
+		"$(grep -rl 'PRIVATE KEY' "$SK_TMP" 2>/dev/null | grep -vcE '/(ca|github|pypi|open|wrong|self|budget)\.key$')"
+}
+
+t_no_inspect_untouched() {
+	sk_check_eq "a rule without inspect: the real server's certificate verifies with the test CA" "ok GET /plain" \
+		"$(agent curl -sS --max-time 20 --cacert "$SK_TMP/ca.pem" https://open.example/plain 2>&1)"
+	sk_check_fails "... and the pod CA does not verify it (nothing terminated)" \
+		agent "${CURL[@]}" https://open.example/plain
+	settle
+	sk_check_eq "its audit line does not say inspected" 0 "$(aq name=open.example inspected=True)"
+}
+
+# A budget counts the plaintext: an upload past `sent` ends the inspected connection (budget_exhausted).
+t_budget_counts_plaintext() {
+	sk_check_eq "a small request within the budget passes" "ok GET /small" \
+		"$(agent "${CURL[@]}" https://budget.example/small 2>&1)"
+	head -c 200000 /dev/zero >"$SK_TMP/big-upload"
+	chmod 644 "$SK_TMP/big-upload"
+	sk_check_fails "an upload past sent: 8Ki is cut" agent "${CURL[@]}" -f -X POST --data-binary "@$SK_TMP/big-upload" \
+		https://budget.example/upload
+	settle
+	sk_check_eq "audit: deny budget_exhausted on the inspected connection" 1 \
+		"$(aq event=deny reason=budget_exhausted name=budget.example inspected=True)"
+}
+
+# Last: SIGTERM while an inspected connection is open (idle between requests): the drain waits for it, the
+# shutdown ends it with its line, the sidecar exits 0 (an ASan build, SK_BIN pointing at one: no report).
+t_sigterm_with_a_bridge_open() {
+	local before held rc=0
+	before=$(aq event=conn name=github.example inspected=True)
+	agent "$PY" -c '
+import socket, ssl, sys, time
+ctx = ssl.create_default_context(cafile=sys.argv[1])
+s = ctx.wrap_socket(socket.create_connection(("github.example", 443), timeout=10), server_hostname="github.example")
+s.sendall(b"GET /repos/acme/held HTTP/1.1\r\nHost: github.example\r\n\r\n")
+s.recv(4096)
+time.sleep(30)' "$SK_TMP/podca.pem" >/dev/null 2>&1 &
+	held=$!
+	sleep 1
+	sk_check_eq "the held connection's request went through" 1 "$(seen "GET /repos/acme/held github.example")"
+	kill -TERM "$SK_SIDECAR_PID"
+	wait "$SK_SIDECAR_PID" || rc=$?
+	sk_check_eq "SIGTERM with an inspected connection open: exit 0 after the drain" 0 "$rc"
+	sk_check_eq "its connection got its line at shutdown" $((before + 1)) "$(aq event=conn name=github.example inspected=True)"
+	# grep -c, not a failing grep: a missing file is an error here, not a pass
+	sk_check_eq "no sanitizer report or crash in the sidecar's stderr" 0 "$(grep -cE 'Sanitizer|runtime error' "$SK_TMP/sidecar.err")"
+	kill "$held" 2>/dev/null
+	wait "$held" 2>/dev/null
+}
+
+SK_CASES=(get_allowed post_denied read_only host_not_sni smuggled_second_request upstream_cert_invalid
+	ca_key_out_of_reach no_inspect_untouched budget_counts_plaintext sigterm_with_a_bridge_open)
+sk_main "$@"

@@ -1,0 +1,278 @@
+/* sidecar/proxy/inspect.c — a TLS connection an `inspect: true` rule allowed (internal.h): instead of the
+ * relay, the TLS bridge (inspect/bridge.h) terminates the agent's TLS and opens verified TLS to the
+ * server, and the HTTP/1 filter (inspect_h1.h) judges every request inside. The connection keeps its one
+ * allow line (with "inspected":true) at its end; each refused request gets a deny line of its own; a
+ * bridge that fails (the server's certificate, the agent's TLS) ends with a deny line naming the bridge's
+ * reason, never with the bytes passed through. Budgets count plaintext bytes. */
+#include "sidecar/proxy/internal.h"
+
+#include "sidecar/inspect/bridge.h"
+#include "sidecar/inspect/filter.h"
+#include "sidecar/proxy/inspect_h1.h"
+
+static const char *metrics_proto(const struct conn *c)
+{
+	return c->proto ? c->proto : "tcp";
+}
+
+static uint64_t up_bytes(const struct conn *c)
+{
+	return c->bridge ? sk_bridge_stats(c->bridge).to_upstream : c->bytes_out;
+}
+
+static uint64_t down_bytes(const struct conn *c)
+{
+	return c->bridge ? sk_bridge_stats(c->bridge).to_client : c->bytes_in;
+}
+
+/* One deny line about request `request` while the connection itself stays allowed (its own line comes at
+ * its end): decision and reason are put back after. */
+static void request_line(struct conn *c, uint32_t request)
+{
+	struct sk_sidecar *sc = c->px->sc;
+	c->request = request;
+	if (sc->metrics)
+		sk_metrics_conn(sc->metrics, c->decision, c->reason, conn_rule_label(c), metrics_proto(c));
+	conn_audit(c, "deny", down_bytes(c), up_bytes(c));
+	c->decision = "allow";
+	c->reason = "rule";
+}
+
+/* The filter's judge (inspect_h1.h): the rule's request rules, as on plain HTTP (a reload re-matches the
+ * name; mode audit writes its would_deny line and allows). */
+static const char *h1_judge(void *ctx, uint32_t request, const uint8_t *head, size_t n, const struct sk_http_head *h,
+			    const struct sk_req_denial **d)
+{
+	struct conn *c = ctx;
+	c->request = request;
+	sk_req_denial_free(c->req_denial);
+	c->req_denial = NULL;
+	if (check_request_rules(c, head, n, h) == V_ALLOW)
+		return NULL;
+	const char *why = c->reason;
+	request_line(c, request);
+	*d = c->req_denial;
+	return why;
+}
+
+static void copy_cut(char *dst, size_t cap, const char *src)
+{
+	(void)snprintf(dst, cap, "%s", src ? src : "");
+}
+
+/* The filter's own refusals (Host != SNI, framing): a deny line each; mode audit lets them through. */
+static bool h1_refuse(void *ctx, uint32_t request, const char *reason, const char *method, const char *path)
+{
+	struct conn *c = ctx;
+	sk_req_denial_free(c->req_denial);
+	c->req_denial = calloc(1, sizeof(*c->req_denial));   /* the line's method and path; NULL: without */
+	if (c->req_denial) {
+		copy_cut(c->req_denial->method, sizeof(c->req_denial->method), method);
+		copy_cut(c->req_denial->path, sizeof(c->req_denial->path), path);
+	}
+	enum verdict v = verdict_deny(c, reason);
+	request_line(c, request);
+	sk_req_denial_free(c->req_denial);
+	c->req_denial = NULL;
+	return v == V_DENY;
+}
+
+/* The name the bridge and the filter check against: the SNI (an address when there was none). */
+static const char *conn_sni(const struct conn *c, char addr[SK_ADDR_STRLEN])
+{
+	if (conn_has(c, CF_HAS_NAME) && c->name[0])
+		return c->name;
+	sk_addr_format(&c->dst, addr);
+	return addr;
+}
+
+/* The protocol the agent and the server agreed on picks the filter, made here (the connection owns it,
+ * the bridge borrows it). Only HTTP/1 is read so far: main offers the server http/1.1 alone, so an agent
+ * that asks for h2 falls back to HTTP/1.1 or fails its handshake; an HTTP/2 filter is one more branch. */
+static struct sk_pt_filter *select_filter(void *ctx, const char *alpn)
+{
+	struct conn *c = ctx;
+	struct sk_err err = { 0 };
+	char addr[SK_ADDR_STRLEN];
+	if (alpn[0] && strcmp(alpn, "http/1.1") != 0)
+		return NULL;
+	struct sk_h1_hooks hooks = { .ctx = c, .judge = h1_judge, .refuse = h1_refuse };
+	if (sk_h1_filter_new(conn_sni(c, addr), c->rule_label, &hooks, &c->filter, &err) < 0) {
+		sk_log(SK_LOG_WARN, "proxy: inspected connection to %s: %s", c->name, err.msg);
+		return NULL;
+	}
+	return c->filter;
+}
+
+void bridge_free(struct conn *c)
+{
+	sk_bridge_free(c->bridge);   /* first: it borrows the filter */
+	c->bridge = NULL;
+	if (c->filter)
+		c->filter->ops->free(c->filter);
+	c->filter = NULL;
+}
+
+/* Charges the plaintext moved since the last look to the rule's budget; true when an enforced budget is
+ * spent (the connection then ends). */
+static bool bridge_charge(struct conn *c)
+{
+	struct sk_sidecar *sc = c->px->sc;
+	struct sk_bridge_stats s = sk_bridge_stats(c->bridge);
+	uint64_t up = s.to_upstream - c->br_up, down = s.to_client - c->br_down;
+	c->br_up = s.to_upstream;
+	c->br_down = s.to_client;
+	if (sc->metrics && (up || down))
+		sk_metrics_bytes(sc->metrics, up, down);
+	if (!c->budget)
+		return false;
+	uint64_t now = sk_loop_now_ms(sc->loop);
+	if (up)
+		(void)sk_budget_charge(c->budget, SK_BUDGET_SENT, up, now);
+	if (down)
+		(void)sk_budget_charge(c->budget, SK_BUDGET_RECEIVED, down, now);
+	if (!sk_budget_spent(c->budget, now))
+		return false;
+	if (sc->policy->mode == SK_MODE_ENFORCE)
+		return true;
+	if (!conn_has(c, CF_BUDGET_OVER)) {
+		/* mode audit: what enforce would have done, once; the connection goes on (as the relay's) */
+		conn_set(c, CF_BUDGET_OVER, true);
+		c->decision = "would_deny";
+		c->reason = "budget_exhausted";
+		c->budget->refused++;
+		if (sc->metrics)
+			sk_metrics_conn(sc->metrics, "would_deny", c->reason, conn_rule_label(c), metrics_proto(c));
+		conn_audit(c, "deny", s.to_client, s.to_upstream);
+	}
+	return false;
+}
+
+/* The end of a bridged connection; frees c. reset: both sides get a reset (a cut stream must not look
+ * whole). */
+static void bridge_end(struct conn *c, const char *event, bool reset)
+{
+	struct sk_sidecar *sc = c->px->sc;
+	c->bytes_in = down_bytes(c);
+	c->bytes_out = up_bytes(c);
+	if (strcmp(event, "deny") == 0 && sc->metrics)
+		sk_metrics_conn(sc->metrics, "deny", c->reason, conn_rule_label(c), metrics_proto(c));
+	c->request = 0;
+	/* the last refused request's method and path belong to its own line, not the connection's */
+	if (strcmp(event, "conn") == 0) {
+		sk_req_denial_free(c->req_denial);
+		c->req_denial = NULL;
+	}
+	conn_audit(c, event, c->bytes_in, c->bytes_out);
+	if (reset) {
+		sk_loop_forget(sc->loop, &c->cio);
+		sk_loop_forget(sc->loop, &c->uio);
+		close_rst(c->cfd);
+		close_rst(c->ufd);
+		c->cfd = c->ufd = -1;
+	}
+	c->st = CS_CLOSING;
+	conn_free(c);
+}
+
+void bridge_shutdown(struct conn *c)
+{
+	c->reason = c->reason ? c->reason : "shutdown";
+	c->bytes_in = down_bytes(c);
+	c->bytes_out = up_bytes(c);
+	conn_audit(c, "conn", c->bytes_in, c->bytes_out);
+	c->st = CS_CLOSING;
+}
+
+static uint32_t interest(uint32_t want)
+{
+	return want | EPOLLET | (want & EPOLLIN ? EPOLLRDHUP : 0);
+}
+
+static void bridge_run(struct conn *c, int fd, uint32_t events)
+{
+	struct sk_sidecar *sc = c->px->sc;
+	struct sk_loop *l = sc->loop;
+	struct sk_bridge_want w = { 0 };
+	struct sk_err err = { 0 };
+	int rc = sk_bridge_step(c->bridge, fd, events, &w, &err);
+	bool spent = bridge_charge(c);
+	if (rc < 0) {
+		/* fails closed: the agent got an alert (or the filter's answer), the server nothing more */
+		const char *why = sk_bridge_reason(c->bridge);
+		sk_log(SK_LOG_DEBUG, "proxy: inspected connection to %s: %s", c->name, err.msg);
+		c->decision = "deny";
+		c->reason = why ? why : "client_tls";
+		bridge_end(c, "deny", false);
+		return;
+	}
+	if (rc == 0) {
+		bridge_end(c, "conn", false);
+		return;
+	}
+	if (spent) {
+		c->decision = "deny";
+		c->reason = "budget_exhausted";
+		c->budget->refused++;
+		bridge_end(c, "deny", true);
+		return;
+	}
+	/* Edge-triggered, re-armed after every step: a MOD looks at the fd's readiness again, so a step that
+	 * yielded with EPOLLOUT on a writable fd is called again at once. */
+	if (sk_loop_mod(l, &c->cio, interest(w.client), NULL) < 0 || sk_loop_mod(l, &c->uio, interest(w.upstream), NULL) < 0) {
+		c->reason = "internal_error";
+		bridge_end(c, "conn", true);
+		return;
+	}
+	if (sc->limits.idle_timeout_ms)
+		(void)sk_timer_arm(l, &c->timer, sc->limits.idle_timeout_ms);
+}
+
+static void bridge_io(struct sk_loop *l, struct sk_io *io, uint32_t events)
+{
+	(void)l;
+	bridge_run(io->ctx, io->fd, events);
+}
+
+/* No byte either way for the idle timeout: the same end as an idle relay's. */
+static void bridge_idle(struct sk_loop *l, struct sk_timer *t)
+{
+	(void)l;
+	bridge_end(t->ctx, "conn", true);
+}
+
+/* The upstream connect completed: the bridge takes both fds (the agent's ClientHello, read by the peek,
+ * is handed to it). */
+void bridge_start(struct conn *c)
+{
+	struct sk_sidecar *sc = c->px->sc;
+	struct sk_loop *l = sc->loop;
+	struct sk_err err = { 0 };
+	sk_timer_cancel(l, &c->timer);
+	c->st = CS_BRIDGE;
+	if (!sc->inspect_env) {
+		/* no CA or no trust bundle at start: refused, never spliced unread */
+		c->decision = "deny";
+		c->reason = "inspect_unavailable";
+		bridge_end(c, "deny", true);
+		return;
+	}
+	char addr[SK_ADDR_STRLEN];
+	const char *sni = conn_sni(c, addr);
+	struct sk_bridge_cfg cfg = { .sni = sni, .client_prefix = c->buf, .client_prefix_len = c->len,
+				     .select_filter = select_filter, .ctx = c };
+	if (sk_bridge_new(sc->inspect_env, &cfg, c->cfd, c->ufd, &c->bridge, &err) < 0) {
+		sk_log(SK_LOG_WARN, "proxy: inspected connection to %s: %s", sni, err.msg);
+		c->decision = "deny";
+		c->reason = "inspect_unavailable";
+		bridge_end(c, "deny", true);
+		return;
+	}
+	free(c->buf);
+	c->buf = NULL;
+	c->len = c->cap = 0;
+	c->cio.cb = bridge_io;
+	c->uio.cb = bridge_io;
+	sk_timer_init(&c->timer, bridge_idle, c);
+	bridge_run(c, -1, 0);
+}

@@ -1,0 +1,637 @@
+/* sidecar/proxy/inspect_h1.c — the HTTP/1 filter of an inspected connection (inspect_h1.h). */
+#include "sidecar/proxy/inspect_h1.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/strbuf.h"
+#include "policy/addr.h"
+#include "sidecar/proxy/http_track.h"
+
+/* What the agent is owed, in the order of its requests: a server's response, or an answer of ours. */
+struct owed {
+	bool local;
+	bool head_method;    /* a HEAD request: its response has no body whatever it says */
+	bool close;          /* local: the connection ends after it */
+	char *answer;        /* local: owned */
+	size_t len;
+};
+
+/* Where the server's response stream is (enough framing to know where one response ends). */
+enum resp_state {
+	RS_HEAD = 0,     /* a status line and fields, up to the blank line (collected in `line`) */
+	RS_BODY,         /* `remaining` bytes of a Content-Length body */
+	RS_CHUNK_SIZE,   /* a chunk-size line (in `line`) */
+	RS_CHUNK_DATA,   /* `remaining` bytes of chunk data */
+	RS_CHUNK_CRLF,   /* the line end after chunk data */
+	RS_TRAILERS,     /* trailer lines up to the empty one */
+	RS_UNTIL_CLOSE,  /* a body delimited by the server's close, or framing we cannot follow: nothing
+			  * of ours can go after it any more */
+};
+
+struct h1 {
+	struct sk_pt_filter f;   /* first */
+	char sni[256];
+	bool sni_is_ip;
+	struct sk_addr sni_ip;
+	char rule_label[64];
+	struct sk_h1_hooks hooks;
+	struct sk_http_track track;
+	struct sk_strbuf pend, pend2;   /* the agent's bytes not yet decided (an unfinished head or line) */
+	uint32_t request;
+	bool ended;              /* a refusal closes the connection: nothing more of the agent's is read */
+	bool unjudged;           /* mode audit after a framing error: everything passes */
+	/* the owed queue, a ring */
+	struct owed *q;
+	size_t q_head, q_len, q_cap;
+	/* responses */
+	enum resp_state rs;
+	struct sk_strbuf line;
+	uint64_t remaining;
+	/* one call's output: while everything so far goes on unchanged from the start of the input, only
+	 * its end is counted (a PASS); once not, it is copied into to_peer */
+	bool contig;
+	size_t fwd_end;
+};
+
+static struct h1 *h1_of(struct sk_pt_filter *f)
+{
+	return (struct h1 *)f;
+}
+
+/* ---- output of one call ---- */
+
+static void out_begin(struct h1 *h)
+{
+	h->contig = true;
+	h->fwd_end = 0;
+}
+
+/* data[from, to) goes on. */
+static void out_range(struct h1 *h, struct sk_pt_out *o, const uint8_t *data, size_t from, size_t to)
+{
+	if (from == to)
+		return;
+	if (h->contig && from == h->fwd_end) {
+		h->fwd_end = to;
+		return;
+	}
+	if (h->contig) {
+		h->contig = false;
+		(void)sk_strbuf_put(&o->to_peer, data, h->fwd_end);
+	}
+	(void)sk_strbuf_put(&o->to_peer, data + from, to - from);
+}
+
+/* Bytes of ours go on at this point of the stream (to_peer: the server→agent direction inserting an
+ * answer between responses). */
+static void out_insert(struct h1 *h, struct sk_pt_out *o, const uint8_t *data, const char *p, size_t n)
+{
+	if (h->contig) {
+		h->contig = false;
+		(void)sk_strbuf_put(&o->to_peer, data, h->fwd_end);
+	}
+	(void)sk_strbuf_put(&o->to_peer, p, n);
+}
+
+/* PASS when everything went on unchanged and nothing else was said. */
+static enum sk_pt_verdict out_end(struct h1 *h, struct sk_pt_out *o, bool whole_chunk, size_t len,
+				  const uint8_t *data)
+{
+	if (h->contig && whole_chunk && h->fwd_end == len && o->to_sender.len == 0 && !o->close_after)
+		return SK_PT_PASS;
+	if (h->contig)
+		(void)sk_strbuf_put(&o->to_peer, data, h->fwd_end);
+	if (sk_strbuf_ok(&o->to_peer) < 0 || sk_strbuf_ok(&o->to_sender) < 0) {
+		sk_strbuf_reset(&o->to_peer);
+		sk_strbuf_reset(&o->to_sender);
+		o->reason = "client_data_refused";
+		return SK_PT_FAIL;
+	}
+	return SK_PT_EMIT;
+}
+
+/* ---- what the agent is owed ---- */
+
+static struct owed *q_front(struct h1 *h)
+{
+	return h->q_len ? &h->q[h->q_head] : NULL;
+}
+
+static void q_pop(struct h1 *h)
+{
+	free(h->q[h->q_head].answer);
+	h->q[h->q_head] = (struct owed){ 0 };
+	h->q_head = (h->q_head + 1) % h->q_cap;
+	h->q_len--;
+}
+
+static int q_push(struct h1 *h, struct owed e)
+{
+	if (h->q_len == h->q_cap) {
+		if (h->q_cap >= SK_H1_PIPELINE_MAX)
+			return -ENOSPC;
+		size_t ncap = h->q_cap ? h->q_cap * 2 : 8;
+		struct owed *nq = calloc(ncap, sizeof(*nq));
+		if (!nq)
+			return -ENOMEM;
+		for (size_t i = 0; i < h->q_len; i++)
+			nq[i] = h->q[(h->q_head + i) % h->q_cap];
+		free(h->q);
+		h->q = nq;
+		h->q_head = 0;
+		h->q_cap = ncap;
+	}
+	h->q[(h->q_head + h->q_len) % h->q_cap] = e;
+	h->q_len++;
+	return 0;
+}
+
+/* Between two responses, our answers at the front of the queue go out (into buf); true when one of them
+ * ends the connection. */
+static bool flush_local(struct h1 *h, struct sk_strbuf *buf, bool *closed)
+{
+	bool any = false;
+	while (h->rs == RS_HEAD && h->line.len == 0 && q_front(h) && q_front(h)->local) {
+		struct owed *e = q_front(h);
+		(void)sk_strbuf_put(buf, e->answer, e->len);
+		any = true;
+		if (e->close) {
+			*closed = true;
+			q_pop(h);
+			return any;
+		}
+		q_pop(h);
+	}
+	return any;
+}
+
+/* ---- the agent's requests ---- */
+
+static bool host_is_sni(const struct h1 *h, const struct sk_http_head *hd)
+{
+	if (hd->host_is_ip)
+		return h->sni_is_ip && sk_addr_equal(&hd->ip, &h->sni_ip);
+	return !h->sni_is_ip && strcasecmp(hd->host, h->sni) == 0;
+}
+
+/* The request-target without its query (a path as sent: the audit line's and the answer's). */
+static void target_path(const uint8_t *head, size_t n, char *out, size_t cap)
+{
+	const uint8_t *eol = memchr(head, '\r', n);
+	size_t line = eol ? (size_t)(eol - head) : n;
+	const uint8_t *sp1 = memchr(head, ' ', line);
+	out[0] = '\0';
+	if (!sp1)
+		return;
+	const uint8_t *start = sp1 + 1;
+	size_t rest = line - (size_t)(start - head);
+	const uint8_t *sp2 = memchr(start, ' ', rest);
+	size_t len = sp2 ? (size_t)(sp2 - start) : rest;
+	const uint8_t *qm = memchr(start, '?', len);
+	if (qm)
+		len = (size_t)(qm - start);
+	if (len >= cap)
+		len = cap - 1;
+	memcpy(out, start, len);
+	out[len] = '\0';
+}
+
+/* Queues a refusal (answer owned by the entry; NULL: out of memory, the connection just ends). */
+static int owe_answer(struct h1 *h, char *answer, size_t len, bool close)
+{
+	if (!answer) {
+		answer = strdup("");
+		len = 0;
+		close = true;
+		if (!answer)
+			return -ENOMEM;
+	}
+	int rc = q_push(h, (struct owed){ .local = true, .close = close, .answer = answer, .len = len });
+	if (rc < 0)
+		free(answer);
+	if (close)
+		h->ended = true;
+	return rc;
+}
+
+/* A Connection: close answer made keep-alive (the request had no body: framing allows going on). */
+static char *keep_alive_copy(const struct sk_req_denial *d, size_t *len)
+{
+	static const char hdr[] = "Connection: close\r\n";
+	if (!d || !d->answer)
+		return NULL;
+	const char *at = strstr(d->answer, hdr);
+	char *a = malloc(d->answer_len + 1);
+	if (!a)
+		return NULL;
+	if (!at) {
+		memcpy(a, d->answer, d->answer_len + 1);
+		*len = d->answer_len;
+		return a;
+	}
+	size_t pre = (size_t)(at - d->answer), skip = sizeof(hdr) - 1;
+	memcpy(a, d->answer, pre);
+	memcpy(a + pre, at + skip, d->answer_len - pre - skip + 1);
+	*len = d->answer_len - skip;
+	return a;
+}
+
+static const char *host_text(const struct sk_http_head *hd, char ip[SK_ADDR_STRLEN])
+{
+	if (!hd->host_is_ip)
+		return hd->host;
+	sk_addr_format(&hd->ip, ip);
+	return ip;
+}
+
+/* One complete head: 1 goes on, 0 refused (its bytes dropped), < 0 the filter cannot go on. */
+static int judge_head(struct h1 *h, const uint8_t *head, size_t n, const struct sk_http_head *hd)
+{
+	h->request++;
+	char path[SK_AUDIT_PATH_MAX], ip[SK_ADDR_STRLEN];
+	bool body = hd->te_count > 0 || (hd->cl_count > 0 && hd->content_length > 0);
+	bool close_after = body || hd->version_minor == 0;
+	target_path(head, n, path, sizeof(path));
+	if (!host_is_sni(h, hd) &&
+	    (!h->hooks.refuse || h->hooks.refuse(h->hooks.ctx, h->request, "host_sni_mismatch", hd->method, path))) {
+		size_t len = 0;
+		char *a = sk_req_answer(421, "Misdirected Request", "host_sni_mismatch", h->rule_label, hd->method,
+					host_text(hd, ip), path, close_after, &len);
+		return owe_answer(h, a, len, close_after) < 0 ? -ENOMEM : 0;
+	}
+	if (hd->upgrade) {
+		/* a switched protocol would be read by no one: refused rather than passed unread */
+		if (h->hooks.refuse &&
+		    !h->hooks.refuse(h->hooks.ctx, h->request, "http_upgrade_unsupported", hd->method, path)) {
+			h->unjudged = true;   /* mode audit: the switched protocol passes unread */
+			goto allowed;
+		}
+		size_t len = 0;
+		char *a = sk_req_answer(403, "Forbidden", "http_upgrade_unsupported", h->rule_label, hd->method,
+					host_text(hd, ip), path, true, &len);
+		return owe_answer(h, a, len, true) < 0 ? -ENOMEM : 0;
+	}
+	if (h->hooks.judge) {
+		const struct sk_req_denial *d = NULL;
+		const char *why = h->hooks.judge(h->hooks.ctx, h->request, head, n, hd, &d);
+		if (why) {
+			size_t len = 0;
+			char *a = NULL;
+			if (!close_after)
+				a = keep_alive_copy(d, &len);
+			else if (d && d->answer && (a = malloc(d->answer_len + 1)))
+				memcpy(a, d->answer, (len = d->answer_len) + 1);
+			return owe_answer(h, a, len, close_after || !a) < 0 ? -ENOMEM : 0;
+		}
+	}
+allowed:
+	if (q_push(h, (struct owed){ .head_method = strcmp(hd->method, "HEAD") == 0 }) < 0)
+		return -ENOSPC;
+	return 1;
+}
+
+/* A framing error or an oversized head: refused with a 400 that ends the connection. */
+static int refuse_framing(struct h1 *h, const char *why, const struct sk_http_head *hd)
+{
+	h->request++;
+	const char *method = hd && hd->method[0] ? hd->method : NULL;
+	if (h->hooks.refuse && !h->hooks.refuse(h->hooks.ctx, h->request, why, method, NULL)) {
+		h->unjudged = true;   /* mode audit: framing is lost, nothing more can be judged */
+		return 1;
+	}
+	size_t len = 0;
+	char *a = sk_req_answer(400, "Bad Request", why, h->rule_label, method, h->sni, "", true, &len);
+	return owe_answer(h, a, len, true) < 0 ? -ENOMEM : 0;
+}
+
+static enum sk_pt_verdict from_client(struct sk_pt_filter *f, const uint8_t *buf, size_t len, struct sk_pt_out *o)
+{
+	struct h1 *h = h1_of(f);
+	if (h->unjudged)
+		return SK_PT_PASS;
+	if (h->ended)
+		return SK_PT_EMIT;   /* refused and closing: nothing more goes on */
+	const uint8_t *data = buf;
+	size_t dlen = len;
+	bool whole = h->pend.len == 0;
+	if (!whole) {
+		if (sk_strbuf_put(&h->pend, buf, len) < 0) {
+			o->reason = "client_data_refused";
+			return SK_PT_FAIL;
+		}
+		data = (const uint8_t *)h->pend.p;
+		dlen = h->pend.len;
+	}
+	out_begin(h);
+	size_t off = 0;
+	bool stop = false;
+	while (off < dlen && !stop && !h->ended) {
+		size_t n = 0;
+		/* zeroed: after an ERROR the tracker fills it only as far as it parsed, and the answer and the
+		 * audit line read its method */
+		struct sk_http_head hd = { 0 };
+		const char *why = NULL;
+		int rc;
+		switch (sk_http_track_next(&h->track, data + off, dlen - off, &n, &hd, &why)) {
+		case SK_TRACK_FORWARD:
+			out_range(h, o, data, off, off + n);
+			off += n;
+			break;
+		case SK_TRACK_HEAD:
+			rc = judge_head(h, data + off, n, &hd);
+			if (rc < 0) {
+				o->reason = "client_data_refused";
+				return SK_PT_FAIL;
+			}
+			if (rc > 0)
+				out_range(h, o, data, off, off + n);
+			off += n;
+			if (h->unjudged) {
+				out_range(h, o, data, off, dlen);
+				off = dlen;
+			}
+			break;
+		case SK_TRACK_NEED_MORE:
+			if (dlen - off > SK_H1_HEAD_MAX) {
+				if (refuse_framing(h, "http_head_too_big", NULL) < 0) {
+					o->reason = "client_data_refused";
+					return SK_PT_FAIL;
+				}
+				if (h->unjudged)
+					out_range(h, o, data, off, dlen);
+				off = dlen;
+			}
+			stop = true;
+			break;
+		case SK_TRACK_HOLD:
+		case SK_TRACK_OPAQUE:
+		case SK_TRACK_ERROR:
+			/* HOLD/OPAQUE cannot come (upgrades are refused at their head) */
+			if (refuse_framing(h, why ? why : "http_malformed", &hd) < 0) {
+				o->reason = "client_data_refused";
+				return SK_PT_FAIL;
+			}
+			if (h->unjudged)
+				out_range(h, o, data, off, dlen);
+			off = dlen;
+			stop = true;
+			break;
+		}
+	}
+	/* what is left waits for more (a head split over records): kept, sent once judged */
+	size_t left = h->ended || h->unjudged ? 0 : dlen - off;
+	bool closed = false;
+	(void)flush_local(h, &o->to_sender, &closed);
+	if (closed)
+		o->close_after = true;
+	enum sk_pt_verdict v = out_end(h, o, whole, len, data);
+	sk_strbuf_reset(&h->pend2);
+	if (left && sk_strbuf_put(&h->pend2, data + off, left) < 0) {
+		o->reason = "client_data_refused";
+		return SK_PT_FAIL;
+	}
+	struct sk_strbuf t = h->pend;
+	h->pend = h->pend2;
+	h->pend2 = t;
+	return v;
+}
+
+/* ---- the server's responses ---- */
+
+/* The status code of a complete response head, or -1. */
+static int status_of(const char *p, size_t n)
+{
+	if (n < 12 || strncmp(p, "HTTP/1.", 7) != 0 || p[8] != ' ')
+		return -1;
+	int s = 0;
+	for (int i = 9; i < 12; i++) {
+		if (p[i] < '0' || p[i] > '9')
+			return -1;
+		s = s * 10 + (p[i] - '0');
+	}
+	return s;
+}
+
+/* The value of field `name` in a response head (the last one), or NULL; *vlen its length. */
+static const char *field(const char *p, size_t n, const char *name, size_t *vlen)
+{
+	const char *found = NULL;
+	size_t nl = strlen(name);
+	for (const char *l = memchr(p, '\n', n); l && (size_t)(l + 1 - p) < n;) {
+		const char *s = l + 1, *e = memchr(s, '\n', n - (size_t)(s - p));
+		if (!e)
+			break;
+		if ((size_t)(e - s) > nl && strncasecmp(s, name, nl) == 0 && s[nl] == ':') {
+			const char *v = s + nl + 1, *ve = e;
+			while (v < ve && (*v == ' ' || *v == '\t'))
+				v++;
+			while (ve > v && (ve[-1] == '\r' || ve[-1] == ' ' || ve[-1] == '\t'))
+				ve--;
+			found = v;
+			*vlen = (size_t)(ve - v);
+		}
+		l = e;
+	}
+	return found;
+}
+
+/* A complete response head in h->line: where its body goes. */
+static void response_head(struct h1 *h)
+{
+	const char *p = h->line.p;
+	size_t n = h->line.len;
+	int status = status_of(p, n);
+	if (status < 0 || status == 101) {
+		h->rs = RS_UNTIL_CLOSE;   /* not a response we can follow: nothing of ours after it */
+		return;
+	}
+	if (status < 200)
+		return;   /* interim: the final response is still owed */
+	struct owed *e = q_front(h);
+	bool head_method = e && !e->local && e->head_method;
+	if (e && !e->local)
+		q_pop(h);
+	h->rs = RS_HEAD;
+	if (head_method || status == 204 || status == 304)
+		return;
+	size_t vl = 0;
+	const char *te = field(p, n, "transfer-encoding", &vl);
+	if (te) {
+		h->rs = vl >= 7 && strncasecmp(te + vl - 7, "chunked", 7) == 0 ? RS_CHUNK_SIZE : RS_UNTIL_CLOSE;
+		return;
+	}
+	const char *cl = field(p, n, "content-length", &vl);
+	if (!cl) {
+		h->rs = RS_UNTIL_CLOSE;
+		return;
+	}
+	uint64_t v = 0;
+	for (size_t i = 0; i < vl; i++) {
+		if (cl[i] < '0' || cl[i] > '9' || v > UINT64_MAX / 10 - 1) {
+			h->rs = RS_UNTIL_CLOSE;
+			return;
+		}
+		v = v * 10 + (uint64_t)(cl[i] - '0');
+	}
+	h->remaining = v;
+	h->rs = v ? RS_BODY : RS_HEAD;
+}
+
+/* The byte at index k of what is collected followed by p (-1 before the start). */
+static int at(const struct h1 *h, const uint8_t *p, size_t old, long k)
+{
+	if (k < 0)
+		return -1;
+	return (size_t)k < old ? (unsigned char)h->line.p[k] : p[(size_t)k - old];
+}
+
+/* Collects a line (or, whole_head, a head up to its empty line) into h->line; returns the bytes consumed
+ * from p[0..n). *done when it is complete. */
+static size_t collect(struct h1 *h, const uint8_t *p, size_t n, bool whole_head, bool *done)
+{
+	size_t old = h->line.len;
+	*done = false;
+	for (size_t i = 0; i < n; i++) {
+		if (p[i] != '\n')
+			continue;
+		long k = (long)(old + i);
+		int c1 = at(h, p, old, k - 1), c2 = at(h, p, old, k - 2);
+		if (!whole_head || c1 == '\n' || (c1 == '\r' && c2 == '\n')) {
+			(void)sk_strbuf_put(&h->line, p, i + 1);
+			*done = true;
+			return i + 1;
+		}
+	}
+	(void)sk_strbuf_put(&h->line, p, n);
+	if (h->line.len > SK_H1_HEAD_MAX || sk_strbuf_ok(&h->line) < 0) {
+		h->rs = RS_UNTIL_CLOSE;   /* beyond what we follow: nothing of ours after it */
+		sk_strbuf_reset(&h->line);
+	}
+	return n;
+}
+
+static enum sk_pt_verdict from_server(struct sk_pt_filter *f, const uint8_t *buf, size_t len, struct sk_pt_out *o)
+{
+	struct h1 *h = h1_of(f);
+	out_begin(h);
+	size_t off = 0;
+	bool closed = false;
+	struct sk_strbuf ours = { 0 };
+	while (off < len && !closed) {
+		if (flush_local(h, &ours, &closed)) {
+			out_insert(h, o, buf, ours.p, ours.len);
+			sk_strbuf_reset(&ours);
+			if (closed)
+				break;
+		}
+		size_t n = len - off;
+		bool done = false;
+		switch (h->rs) {
+		case RS_HEAD:
+			n = collect(h, buf + off, len - off, true, &done);
+			if (done) {
+				response_head(h);
+				sk_strbuf_reset(&h->line);
+			}
+			break;
+		case RS_BODY:
+		case RS_CHUNK_DATA:
+			if (n > h->remaining)
+				n = (size_t)h->remaining;
+			h->remaining -= n;
+			if (!h->remaining)
+				h->rs = h->rs == RS_BODY ? RS_HEAD : RS_CHUNK_CRLF;
+			break;
+		case RS_CHUNK_SIZE:
+		case RS_CHUNK_CRLF:
+		case RS_TRAILERS:
+			n = collect(h, buf + off, len - off, false, &done);
+			if (!done)
+				break;
+			if (h->rs == RS_CHUNK_CRLF) {
+				h->rs = RS_CHUNK_SIZE;
+			} else if (h->rs == RS_TRAILERS) {
+				if (h->line.len <= 2)
+					h->rs = RS_HEAD;
+			} else {
+				char *end = NULL;
+				unsigned long long v = strtoull(h->line.p, &end, 16);
+				if (end == h->line.p)
+					h->rs = RS_UNTIL_CLOSE;
+				else if (v == 0)
+					h->rs = RS_TRAILERS;
+				else {
+					h->remaining = v;
+					h->rs = RS_CHUNK_DATA;
+				}
+			}
+			sk_strbuf_reset(&h->line);
+			break;
+		case RS_UNTIL_CLOSE:
+			break;
+		}
+		out_range(h, o, buf, off, off + n);
+		off += n;
+	}
+	if (!closed && flush_local(h, &ours, &closed))
+		out_insert(h, o, buf, ours.p, ours.len);
+	sk_strbuf_free(&ours);
+	if (closed)
+		o->close_after = true;
+	return out_end(h, o, true, len, buf);
+}
+
+static enum sk_pt_verdict on_closed(struct sk_pt_filter *f, bool client_side, struct sk_pt_out *o)
+{
+	(void)o;
+	struct h1 *h = h1_of(f);
+	if (client_side)
+		sk_strbuf_reset(&h->pend);   /* a head cut short never goes on */
+	return SK_PT_PASS;
+}
+
+static void h1_free(struct sk_pt_filter *f)
+{
+	struct h1 *h = h1_of(f);
+	if (!h)
+		return;
+	while (h->q_len)
+		q_pop(h);
+	free(h->q);
+	sk_strbuf_free(&h->pend);
+	sk_strbuf_free(&h->pend2);
+	sk_strbuf_free(&h->line);
+	free(h);
+}
+
+static const struct sk_pt_filter_ops h1_ops = {
+	.name = "http1", .from_client = from_client, .from_server = from_server, .closed = on_closed, .free = h1_free,
+};
+
+int sk_h1_filter_new(const char *sni, const char *rule_label, const struct sk_h1_hooks *hooks,
+		     struct sk_pt_filter **out, struct sk_err *err)
+{
+	if (!sni || !*sni || strlen(sni) >= sizeof(((struct h1 *)0)->sni))
+		return sk_err_set(err, EINVAL, "HTTP/1 filter: no usable server name");
+	struct h1 *h = calloc(1, sizeof(*h));
+	if (!h)
+		return sk_err_set(err, ENOMEM, "HTTP/1 filter: out of memory");
+	h->f.ops = &h1_ops;
+	(void)snprintf(h->sni, sizeof(h->sni), "%s", sni);
+	h->sni_is_ip = sk_addr_parse(sni, &h->sni_ip) == 0;
+	(void)snprintf(h->rule_label, sizeof(h->rule_label), "%s", rule_label ? rule_label : "");
+	if (hooks)
+		h->hooks = *hooks;
+	sk_http_track_init(&h->track);
+	*out = &h->f;
+	return 0;
+}
+
+uint32_t sk_h1_filter_requests(const struct sk_pt_filter *f)
+{
+	return ((const struct h1 *)f)->request;
+}

@@ -1,0 +1,56 @@
+/* sidecar/proxy/inspect_h1.h — the HTTP/1 plaintext filter of an inspected connection (inspect/filter.h):
+ * every request the agent sends inside TLS is found (the same framing tracker as plain HTTP, http_track.h:
+ * keep-alive, pipelining, heads split over records, Content-Length and chunked bodies, its fail-closed
+ * rules) and judged before a byte of it goes to the server:
+ *   - its Host must name the TLS server name the connection was decided on (else 421 Misdirected Request,
+ *     reason host_sni_mismatch: an inspected rule closes domain fronting);
+ *   - the owner's judge (the rule's request rules, requests_gate.h) must allow it (else 403).
+ * A refusal is an answer in the agent's own stream, in the order of its requests: the responses to the
+ * requests before it are tracked (status line, Content-Length, chunked, no-body statuses and HEAD) so the
+ * answer goes out between responses, never inside one. A refused request without a body leaves the
+ * connection going; one with a body, a framing error (400) or a websocket upgrade ends it (Connection:
+ * close). Nothing the filter did not judge reaches the server: a head cut short at the end is dropped.
+ *
+ * Owns: the framing state both ways and the bytes of an unfinished head. The owner (the proxy's
+ * connection) owns the audit lines: judge and refuse write them. Pure (no I/O); single-threaded. */
+#ifndef SK_SIDECAR_PROXY_INSPECT_H1_H
+#define SK_SIDECAR_PROXY_INSPECT_H1_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "common/util.h"
+#include "sidecar/inspect/filter.h"
+#include "sidecar/proxy/http_head.h"
+#include "sidecar/proxy/requests_gate.h"
+
+#define SK_H1_HEAD_MAX 65536      /* an unfinished head (or chunk line) held for more than this: refused */
+#define SK_H1_PIPELINE_MAX 1024   /* requests awaiting their responses */
+
+struct sk_h1_hooks {
+	void *ctx;
+	/* Judges request number `request` (head[0..n), parsed as h) by the rule's request rules and writes
+	 * the audit line of a denial (a would_deny one in mode audit, and allows). NULL: it may go on. Else
+	 * the audit reason, with *d the denial for the answer (borrowed until the next call; NULL when out
+	 * of memory). NULL judge: every request passes this check. */
+	const char *(*judge)(void *ctx, uint32_t request, const uint8_t *head, size_t n, const struct sk_http_head *h,
+			     const struct sk_req_denial **d);
+	/* The filter refuses request number `request` for `reason` (host_sni_mismatch, a framing error such
+	 * as http_te_cl, http_upgrade_unsupported); method and path may be NULL. The owner writes the audit
+	 * line and says whether to enforce it (false: mode audit, the request goes on; after a framing
+	 * error nothing more is judged on the connection). */
+	bool (*refuse)(void *ctx, uint32_t request, const char *reason, const char *method, const char *path);
+};
+
+/* A filter for a connection whose TLS names sni (a DNS name, or the destination address as text when the
+ * agent sent none), allowed by the rule labelled rule_label. hooks copied. *out owned: free it with its
+ * ops->free. */
+SK_MUST_USE int sk_h1_filter_new(const char *sni, const char *rule_label, const struct sk_h1_hooks *hooks,
+				 struct sk_pt_filter **out, struct sk_err *err);
+
+/* Requests seen on the connection so far. */
+uint32_t sk_h1_filter_requests(const struct sk_pt_filter *f);
+
+#endif
