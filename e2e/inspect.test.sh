@@ -238,6 +238,47 @@ t_no_inspect_untouched() {
 	sk_check_eq "its audit line does not say inspected" 0 "$(aq name=open.example inspected=True)"
 }
 
+# A client that pins the real server's key (as some SDKs and package managers do) meets the pod CA's leaf:
+# its own TLS fails, closed, and the audit line says why; nothing reaches the server.
+t_pinned_client_fails_closed() {
+	local pin
+	pin=$(openssl x509 -in "$SK_TMP/github.pem" -pubkey -noout | openssl pkey -pubin -outform der |
+		openssl dgst -sha256 -binary | base64)
+	sk_check_fails "a client pinning the server's key refuses the pod CA's leaf" \
+		agent "${CURL[@]}" --pinnedpubkey "sha256//$pin" https://github.example/repos/acme/pinned
+	sk_check_eq "the pinned request never reached the server" 0 "$(seen "GET /repos/acme/pinned github.example")"
+	settle
+	sk_check_eq "audit: its line says the agent closed without a request after its handshake (client_no_request)" 1 \
+		"$(aq event=conn reason=client_no_request name=github.example inspected=True)"
+}
+
+# A reload turns inspection on and off for new connections: open.example gains `inspect: true`, then
+# loses it again; each new connection follows the policy in force when it was decided.
+t_reload_toggles_inspection() {
+	local ok0
+	metric() { sk_pod "$NS" curl -s --max-time 5 http://127.0.0.1:15000/metrics | awk -v k="$1" '$1 == k { print $2 }'; }
+	reloaded() { for _ in $(seq 1 50); do [ "$(metric 'stockade_policy_reloads_total{result="ok"}')" = "$1" ] && return 0; sleep 0.1; done; return 1; }
+	ok0=$(metric 'stockade_policy_reloads_total{result="ok"}')
+	cp "$SK_TMP/policy.yaml" "$SK_TMP/policy.orig"
+	"$PY" - "$SK_TMP/policy.orig" "$SK_TMP/policy.on" <<'PYEDIT'
+import sys
+s = open(sys.argv[1]).read()
+s = s.replace("  - host: open.example\n    ports: [443]\n", "  - host: open.example\n    ports: [443]\n    inspect: true\n")
+open(sys.argv[2], "w").write(s)
+PYEDIT
+	# whole files, renamed into place (sk_policy would add its header a second time)
+	install -m 644 "$SK_TMP/policy.on" "$SK_TMP/policy.new" && mv -f "$SK_TMP/policy.new" "$SK_TMP/policy.yaml"
+	sk_check "the policy with open.example inspected is loaded" reloaded $((ok0 + 1))
+	sk_check_eq "after the reload a new connection to open.example is inspected (the pod CA verifies it)" \
+		"ok GET /toggled-on" "$(agent "${CURL[@]}" https://open.example/toggled-on 2>&1)"
+	install -m 644 "$SK_TMP/policy.orig" "$SK_TMP/policy.new" && mv -f "$SK_TMP/policy.new" "$SK_TMP/policy.yaml"
+	sk_check "the policy without it is loaded again" reloaded $((ok0 + 2))
+	sk_check_eq "after the second reload the real server's certificate is seen again" "ok GET /toggled-off" \
+		"$(agent curl -sS --max-time 20 --cacert "$SK_TMP/ca.pem" https://open.example/toggled-off 2>&1)"
+	settle
+	sk_check_eq "audit: the connection in between says inspected" 1 "$(aq event=conn name=open.example inspected=True)"
+}
+
 # A budget counts the plaintext: an upload past `sent` ends the inspected connection (budget_exhausted).
 t_budget_counts_plaintext() {
 	sk_check_eq "a small request within the budget passes" "ok GET /small" \
@@ -277,5 +318,5 @@ time.sleep(30)' "$SK_TMP/podca.pem" >/dev/null 2>&1 &
 }
 
 SK_CASES=(get_allowed post_denied read_only host_not_sni smuggled_second_request http2 upstream_cert_invalid
-	ca_key_out_of_reach no_inspect_untouched budget_counts_plaintext sigterm_with_a_bridge_open)
+	pinned_client_fails_closed ca_key_out_of_reach no_inspect_untouched reload_toggles_inspection budget_counts_plaintext sigterm_with_a_bridge_open)
 sk_main "$@"

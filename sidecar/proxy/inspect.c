@@ -290,6 +290,11 @@ static void bridge_run(struct conn *c, int fd, uint32_t events)
 		return;
 	}
 	if (rc == 0) {
+		/* Shaken hands and gone without a request: a client pinning the real server's key does this
+		 * (curl's --pinnedpubkey, SDKs with pinned certificates). Its line says so, for the operator
+		 * who wonders why that tool fails. */
+		if (sk_bridge_stats(c->bridge).to_upstream == 0 && c->request == 0)
+			c->reason = "client_no_request";
 		bridge_end(c, "conn", false);
 		return;
 	}
