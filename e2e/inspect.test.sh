@@ -252,12 +252,21 @@ t_pinned_client_fails_closed() {
 		"$(aq event=conn reason=client_no_request name=github.example inspected=True)"
 }
 
+metric() { sk_pod "$NS" curl -s --max-time 5 http://127.0.0.1:15000/metrics | awk -v k="$1" '$1 == k { print $2 }'; }
+# reloaded N: waits (5 s at most) for the ok-reload counter to read N
+# shellcheck disable=SC2317  # invoked through sk_check
+reloaded() {
+	for _ in $(seq 1 50); do
+		[ "$(metric 'stockade_policy_reloads_total{result="ok"}')" = "$1" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # A reload turns inspection on and off for new connections: open.example gains `inspect: true`, then
 # loses it again; each new connection follows the policy in force when it was decided.
 t_reload_toggles_inspection() {
 	local ok0
-	metric() { sk_pod "$NS" curl -s --max-time 5 http://127.0.0.1:15000/metrics | awk -v k="$1" '$1 == k { print $2 }'; }
-	reloaded() { for _ in $(seq 1 50); do [ "$(metric 'stockade_policy_reloads_total{result="ok"}')" = "$1" ] && return 0; sleep 0.1; done; return 1; }
 	ok0=$(metric 'stockade_policy_reloads_total{result="ok"}')
 	cp "$SK_TMP/policy.yaml" "$SK_TMP/policy.orig"
 	"$PY" - "$SK_TMP/policy.orig" "$SK_TMP/policy.on" <<'PYEDIT'
