@@ -7,7 +7,9 @@
 # behind an allowed one on one keep-alive connection denied while the first passes; an upstream whose
 # certificate names another host, or is self-signed, refused with upstream_cert_invalid (never passed
 # through); the CA key out of UID 1000's reach (the sidecar is not dumpable). A rule without inspect
-# still passes TLS untouched: the agent sees the real server's certificate.
+# still passes TLS untouched: the agent sees the real server's certificate. HTTP/2 streams judged one by
+# one; real git (clone, fetch allowed; push refused) over HTTP/1.1 and HTTP/2; a pinning client fails
+# closed with its line; a reload turning inspection on and off.
 set -uo pipefail
 # shellcheck source=e2e/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -15,6 +17,7 @@ NS=skinsp
 HERE=$SK_ROOT/e2e/inspect
 PY=/usr/bin/python3
 GH4=198.18.8.10 PYPI4=198.18.8.20 OPEN4=198.18.8.30 BAD4=198.18.8.40 SELF4=198.18.8.50 BUD4=198.18.8.60
+GIT4=198.18.8.70
 
 agent() { sk_pod_as "$NS" "$SK_AGENT_UID" "$@"; }
 aq() { "$PY" "$SK_ROOT/e2e/proxy/audit_q.py" "$SK_TMP/audit.log" "$@"; }
@@ -27,7 +30,7 @@ field() { "$PY" -c 'import json,sys; print(json.loads(sys.stdin.read().splitline
 setup() {
 	sk_require_root
 	sk_tmp skinsp
-	sk_ca "stockade e2e upstream CA" github pypi open wrong budget
+	sk_ca "stockade e2e upstream CA" github pypi open wrong budget git
 	# a self-signed certificate for self.example: no CA the sidecar trusts signed it
 	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$SK_TMP/self.key" \
 		-out "$SK_TMP/self.pem" -days 2 -subj "/CN=self.example" -addext "subjectAltName=DNS:self.example" \
@@ -57,6 +60,13 @@ egress:
     ports: [443]
     inspect: true
     budget: { sent: 8Ki, window: 1h }
+  - host: git.example
+    ports: [443]
+    name: git
+    inspect: true
+    requests:
+      - { methods: [GET], paths: ["/git/acme/*/info/refs"] }
+      - { methods: [POST], paths: ["/git/acme/*/git-upload-pack"] }
 tls:
   upstreamCAFile: $SK_TMP/ca.pem
 dns:
@@ -64,18 +74,26 @@ dns:
 blockPrivate: true
 POL
 	sk_net_up "$NS" || { echo "netns setup failed"; exit 1; }
-	for ip in $GH4 $PYPI4 $OPEN4 $BAD4 $SELF4 $BUD4; do sk_net_add_ip "$NS" "$ip"; done
+	for ip in $GH4 $PYPI4 $OPEN4 $BAD4 $SELF4 $BUD4 $GIT4; do sk_net_add_ip "$NS" "$ip"; done
+	# a bare repository with one commit, served by git http-backend (read-only for the agent by policy)
+	mkdir -p "$SK_TMP/git/acme" "$SK_TMP/gitwork" "$SK_TMP/agenthome"
+	(
+		cd "$SK_TMP/gitwork" && git init -q -b main && echo hello >README &&
+			git add README && git -c user.name=e2e -c user.email=e2e@example.invalid commit -qm first &&
+			git clone -q --bare "$SK_TMP/gitwork" "$SK_TMP/git/acme/app.git"
+	) >>"$SK_TMP/ca.log" 2>&1 || { echo "git repository setup failed"; exit 1; }
+	chmod 777 "$SK_TMP/agenthome"
 	: >"$SK_TMP/upstream.log"
 	chmod 666 "$SK_TMP/upstream.log"
 	local T=$SK_TMP
-	sk_inet "$NS" "$PY" "$HERE/upstream.py" "$T/upstream.log" "$GH4:443:$T/github.pem:$T/github.key" \
+	sk_inet "$NS" env SK_GIT_ROOT="$T/git" "$PY" "$HERE/upstream.py" "$T/upstream.log" "$GH4:443:$T/github.pem:$T/github.key" \
 		"$PYPI4:443:$T/pypi.pem:$T/pypi.key" "$OPEN4:443:$T/open.pem:$T/open.key" \
 		"$BAD4:443:$T/wrong.pem:$T/wrong.key" "$SELF4:443:$T/self.pem:$T/self.key" \
-		"$BUD4:443:$T/budget.pem:$T/budget.key" >"$T/upstream.out" 2>&1 &
+		"$BUD4:443:$T/budget.pem:$T/budget.key" "$GIT4:443:$T/git.pem:$T/git.key" >"$T/upstream.out" 2>&1 &
 	sk_inet "$NS" "$PY" "$SK_ROOT/e2e/proxy/servers.py" --files "$T" --dns "$SK_NET_IP4:53" \
 		--record "github.example=$GH4" --record "pypi.example=$PYPI4" --record "open.example=$OPEN4" \
 		--record "bad.example=$BAD4" --record "self.example=$SELF4" \
-		--record "budget.example=$BUD4" >"$T/dns.log" 2>&1 &
+		--record "budget.example=$BUD4" --record "git.example=$GIT4" >"$T/dns.log" 2>&1 &
 	if ! sk_wait_port "$NS-net" tcp 443 10 || ! sk_wait_port "$NS-net" udp 53 10; then
 		echo "test servers did not start"; cat "$T/upstream.out" "$T/dns.log"; exit 1
 	fi
@@ -226,7 +244,7 @@ t_ca_key_out_of_reach() {
 	# positive control: UID 1000 reads its own, so the refusals above are about the sidecar
 	sk_check "UID 1000 reads its own /proc/self/environ" agent cat /proc/self/environ
 	sk_check_eq "the CA key was written to no file of the scratch dir" 0 \
-		"$(grep -rl 'PRIVATE KEY' "$SK_TMP" 2>/dev/null | grep -vcE '/(ca|github|pypi|open|wrong|self|budget)\.key$')"
+		"$(grep -rl 'PRIVATE KEY' "$SK_TMP" 2>/dev/null | grep -vcE '/(ca|github|pypi|open|wrong|self|budget|git)\.key$')"
 }
 
 t_no_inspect_untouched() {
@@ -236,6 +254,33 @@ t_no_inspect_untouched() {
 		agent "${CURL[@]}" https://open.example/plain
 	settle
 	sk_check_eq "its audit line does not say inspected" 0 "$(aq name=open.example inspected=True)"
+}
+
+# git itself over inspected HTTPS, on both protocols: the read-only recipe (docs/recipes.md) lets a clone
+# and a fetch through and refuses the push's POST to git-receive-pack, which never reaches the server.
+t_git_read_only() {
+	local v dir
+	for v in HTTP/1.1 HTTP/2; do
+		dir=$SK_TMP/agenthome/clone-${v//\//}
+		sk_check "git over $v: clone through inspection" agent env HOME="$SK_TMP/agenthome" GIT_SSL_CAINFO="$SK_TMP/podca.pem" \
+			git -c http.version="$v" clone -q https://git.example/git/acme/app.git "$dir"
+		sk_check_eq "git over $v: the clone has the commit's file" hello "$(cat "$dir/README" 2>&1)"
+		sk_check "git over $v: fetch" agent env HOME="$SK_TMP/agenthome" GIT_SSL_CAINFO="$SK_TMP/podca.pem" \
+			git -C "$dir" -c http.version="$v" fetch -q origin
+		agent sh -c "cd '$dir' && echo change >>README && git -c user.name=a -c user.email=a@example.invalid commit -qam change" \
+			>/dev/null 2>&1
+		out=$(agent env HOME="$SK_TMP/agenthome" GIT_SSL_CAINFO="$SK_TMP/podca.pem" \
+			git -C "$dir" -c http.version="$v" push -q origin main 2>&1)
+		rc=$?
+		sk_check "git over $v: the push fails" test "$rc" -ne 0
+		sk_check "git over $v: git shows the 403" grep -q 403 <<<"$out"
+	done
+	sk_check_eq "the server never got a git-receive-pack POST" 0 "$(grep -c '^POST /git/acme/app.git/git-receive-pack' "$SK_TMP/upstream.log")"
+	sk_check "the server got the upload-pack POSTs (clone, fetch)" test "$(grep -c '^POST /git/acme/app.git/git-upload-pack' "$SK_TMP/upstream.log")" -ge 2
+	sk_check "git's HTTP/2 run spoke HTTP/2 to the server" grep -q '^POST /git/acme/app.git/git-upload-pack git.example h2$' "$SK_TMP/upstream.log"
+	settle
+	sk_check "audit: the push's POST denied, request_denied, rule git" \
+		test "$(aq event=deny reason=request_denied rule=git method=POST path=/git/acme/app.git/git-receive-pack)" -ge 2
 }
 
 # A client that pins the real server's key (as some SDKs and package managers do) meets the pod CA's leaf:
@@ -327,5 +372,5 @@ time.sleep(30)' "$SK_TMP/podca.pem" >/dev/null 2>&1 &
 }
 
 SK_CASES=(get_allowed post_denied read_only host_not_sni smuggled_second_request http2 upstream_cert_invalid
-	pinned_client_fails_closed ca_key_out_of_reach no_inspect_untouched reload_toggles_inspection budget_counts_plaintext sigterm_with_a_bridge_open)
+	git_read_only pinned_client_fails_closed ca_key_out_of_reach no_inspect_untouched reload_toggles_inspection budget_counts_plaintext sigterm_with_a_bridge_open)
 sk_main "$@"
