@@ -629,7 +629,12 @@ int sk_ruleset_build(const struct sk_policy *p, struct sk_ruleset **out, struct 
 	struct sk_ruleset *rs = calloc(1, sizeof(*rs));
 	if (!rs)
 		return sk_err_sys(err, ENOMEM, "ruleset");
-	rs->chains[SK_RS_CHAIN_NAT] = (struct sk_rs_chain){ "nat_output", "nat", -100 };
+	/* One below NF_IP_PRI_NAT_DST (-100), where iptables' nat OUTPUT and a mesh's redirect (istio-iptables,
+	 * linkerd's proxy-init, through iptables-nft or nft) sit: the first nat chain that maps a connection
+	 * decides it, so the agent's connections are ours whatever registered first. At an equal priority
+	 * the order is the registration order, and a mesh installed first would take the agent's traffic
+	 * past the sidecar (docs/compatibility.md, "With a service mesh"). */
+	rs->chains[SK_RS_CHAIN_NAT] = (struct sk_rs_chain){ "nat_output", "nat", -101 };
 	rs->chains[SK_RS_CHAIN_FILTER] = (struct sk_rs_chain){ "filter_output", "filter", 0 };
 	for (size_t i = 0; i < SK_RS_N_SETS; i++) {
 		rs->sets[i].name = set_names[i];

@@ -144,7 +144,7 @@ static void test_default_policy_chains_and_order(void **state)
 
 	assert_string_equal(rs->chains[SK_RS_CHAIN_NAT].name, "nat_output");
 	assert_string_equal(rs->chains[SK_RS_CHAIN_NAT].type, "nat");
-	assert_int_equal(rs->chains[SK_RS_CHAIN_NAT].priority, -100);
+	assert_int_equal(rs->chains[SK_RS_CHAIN_NAT].priority, -101);   /* before a mesh's nat at -100 */
 	assert_string_equal(rs->chains[SK_RS_CHAIN_FILTER].name, "filter_output");
 	assert_int_equal(rs->chains[SK_RS_CHAIN_FILTER].priority, 0);
 
@@ -204,7 +204,7 @@ static void test_default_policy_text(void **state)
 	assert_true(!strncmp(t, "table inet stockade\ndelete table inet stockade\ntable inet stockade {\n", 67));
 	assert_contains(t, "\tcounter agent_reject_tcp {\n\t}\n");
 	assert_contains(t, "\tcounter other_uid_reject_other {\n\t}\n");
-	assert_contains(t, "\tchain nat_output {\n\t\ttype nat hook output priority -100; policy accept;\n");
+	assert_contains(t, "\tchain nat_output {\n\t\ttype nat hook output priority -101; policy accept;\n");
 	assert_contains(t, "\tchain filter_output {\n\t\ttype filter hook output priority 0; policy accept;\n");
 	assert_contains(t, "meta skuid 1000 meta l4proto udp th dport 53 redirect to :15053 comment \"agent-dns-udp\"\n");
 	assert_contains(t, "meta skuid 1000 meta l4proto tcp th dport 53 redirect to :15053 comment \"agent-dns-tcp\"\n");
