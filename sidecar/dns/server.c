@@ -131,7 +131,7 @@ static void account(struct sk_dns_srv *s, enum sk_dns_result r, const struct sk_
 		sk_metrics_dns(s->sc->metrics, sk_dns_result_name(r), sk_dns_type_name(q->qtype));
 	bool denial = r == SK_DNS_R_DENIED || r == SK_DNS_R_BAD_NAME || r == SK_DNS_R_TOO_LONG ||
 		      r == SK_DNS_R_REFUSED_TYPE || r == SK_DNS_R_REFUSED_CLASS || r == SK_DNS_R_REBINDING ||
-		      r == SK_DNS_R_BUDGET_EXHAUSTED || r == SK_DNS_R_BUDGET_UNAVAILABLE;
+		      r == SK_DNS_R_BUDGET_EXHAUSTED || r == SK_DNS_R_BUDGET_UNAVAILABLE || r == SK_DNS_R_CREDENTIAL_MISUSE;
 	if (!denial)
 		return;
 	char text[SK_DNS_NAME_TEXT_MAX];
