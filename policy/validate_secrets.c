@@ -90,7 +90,7 @@ static char **str_list(struct sk_load_ctx *c, const struct sk_node *n, const cha
 			continue;
 		bool dup = false;
 		for (size_t j = 0; j < *n_out && !dup; j++)
-			dup = !strcmp(v[j], s);
+			dup = v[j] && !strcmp(v[j], s);
 		if (dup)
 			free(s);
 		else

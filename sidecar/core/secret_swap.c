@@ -109,7 +109,7 @@ static void hay_decode(struct hay *h)
 	h->tried = true;
 	if (!memchr(h->p, '%', h->len))
 		return;
-	if (!(h->dec = malloc(h->len + 1))) {
+	if (!(h->dec = calloc(1, h->len + 1))) {
 		h->nomem = true;
 		return;
 	}
@@ -151,8 +151,8 @@ static bool carries(struct hay *h, const char *x, size_t n, bool encoded)
 	if (!encoded)
 		return false;
 	size_t cap = 2 * n + 8 > 4 * ((n + 2) / 3 + 1) + 8 ? 2 * n + 8 : 4 * ((n + 2) / 3 + 1) + 8;
-	char *buf = malloc(cap);
-	uint8_t *pre = malloc(n + 2);
+	char *buf = calloc(1, cap);
+	uint8_t *pre = calloc(1, n + 2);
 	bool found = false;
 	if (!buf || !pre) {
 		found = true;
@@ -308,7 +308,7 @@ static bool basic_swap(struct sk_strbuf *out, const char *v, size_t vl, const ch
 		b++;
 	if (b == a)
 		return false;
-	uint8_t *dec = malloc(3 * (b - a) / 4 + 3);
+	uint8_t *dec = calloc(1, 3 * (b - a) / 4 + 3);
 	struct sk_strbuf sw = { 0 };
 	char *enc = NULL;
 	bool done = false;
@@ -320,7 +320,7 @@ static bool basic_swap(struct sk_strbuf *out, const char *v, size_t vl, const ch
 	if (dl < 0 || !find_ci(dec, (size_t)dl, (const uint8_t *)ph, pl))
 		goto out;
 	replace_all(&sw, (const char *)dec, (size_t)dl, ph, pl, val, vall);
-	if (sk_strbuf_ok(&sw) < 0 || !(enc = malloc(4 * (sw.len / 3 + 1) + 1))) {
+	if (sk_strbuf_ok(&sw) < 0 || !(enc = calloc(1, 4 * (sw.len / 3 + 1) + 1))) {
 		*nomem = true;
 		goto out;
 	}
@@ -660,7 +660,7 @@ int sk_swap_mask_run(struct sk_swap_mask *m, const uint8_t *in, size_t len, bool
 	size_t cap = len;
 	for (size_t i = 0; i < m->n; i++)
 		cap += m->r[i].n_hold;
-	uint8_t *a = malloc(cap + 1), *b = malloc(cap + 1);
+	uint8_t *a = calloc(1, cap + 1), *b = calloc(1, cap + 1);
 	int r = 0;
 	if (!a || !b) {
 		r = -ENOMEM;

@@ -96,7 +96,7 @@ static void test_basic(void **state)
 	/* git over HTTPS: x-access-token:PLACEHOLDER */
 	const char *user = "x-access-token:" PH, *nouser = PH ":", *want_user = "x-access-token:" VALUE,
 		   *want_nouser = VALUE ":";
-	char enc[256], head[512], want[512], wenc[256];
+	char enc[256] = "", head[512], want[512], wenc[256] = "";
 	const char *cases[][2] = { { user, want_user }, { nouser, want_nouser } };
 	for (size_t i = 0; i < 2; i++) {
 		/* base64 by hand via the swap's own output would be circular: use a fixed encoder */
@@ -223,20 +223,23 @@ static void test_scan(void **state)
 {
 	(void)state;
 	struct sk_swap_misuse m;
-	const char *yes[] = {
-		"stockade-secret-github.attacker.example",          /* DNS name, lower-cased */
-		"x " VALUE " y",                                       /* the value */
-		"ghp_realvalue0123456789abcdef",                       /* folded */
-		"Z2hwX1JFQUx2YWx1ZTAxMjM0NTY3ODlhYmNkZWY=",           /* base64 of the value */
-		"eGdocF9SRUFMdmFsdWUwMTIzNDU2Nzg5YWJjZGVm",           /* base64 of "x" + value (shifted) */
-		"67687025f5245414c76616c7565303132333435363738396162636465",  /* hex, shifted by a nibble: no */
-		"676870255f5245414c76616c756530313233343536373839616263646566", /* hex with %-escaped byte */
-		"ghp%5FREALvalue0123456789abcdef",                     /* percent */
+	static const struct {
+		const char *text;
+		bool want;
+	} cases[] = {
+		{ "stockade-secret-github.attacker.example", true },   /* DNS name, lower-cased */
+		{ "x " VALUE " y", true },                             /* the value */
+		{ "ghp_realvalue0123456789abcdef", true },             /* folded */
+		{ "Z2hwX1JFQUx2YWx1ZTAxMjM0NTY3ODlhYmNkZWY=", true },  /* base64 of the value */
+		{ "eGdocF9SRUFMdmFsdWUwMTIzNDU2Nzg5YWJjZGVm", true },  /* base64 of "x" + value (shifted) */
+		{ "67687025f5245414c76616c7565303132333435363738396162636465", false }, /* hex shifted a nibble */
+		{ "676870255f5245414c76616c756530313233343536373839616263646566", false }, /* hex of a %-escape */
+		{ "ghp%5FREALvalue0123456789abcdef", true },           /* percent */
 	};
-	bool want[] = { true, true, true, true, true, false, false, true };
-	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
-		if (sk_swap_scan(&set, (const uint8_t *)yes[i], strlen(yes[i]), SK_SWAP_AT_BODY, &m) != want[i])
-			fail_msg("scan of %s: expected %d", yes[i], want[i]);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		if (sk_swap_scan(&set, (const uint8_t *)cases[i].text, strlen(cases[i].text), SK_SWAP_AT_BODY, &m) !=
+		    cases[i].want)
+			fail_msg("scan of %s: expected %d", cases[i].text, cases[i].want);
 	assert_true(sk_swap_scan(&set, (const uint8_t *)"bnBtX3NlY3JldF92YWx1ZV94eXo", 27, SK_SWAP_AT_DNS, &m));
 	assert_int_equal(m.secret, 1);
 	assert_true(m.value);
