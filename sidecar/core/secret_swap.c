@@ -511,7 +511,7 @@ enum sk_swap_result sk_swap_h1_head(const struct sk_swap_set *s, const char *hos
 			res = SK_SWAP_MALFORMED;
 			goto out;
 		}
-		char lname[256];
+		char lname[256] = "";
 		lower_name(lname, sizeof(lname), p, (size_t)(colon - p));
 		const char *vs = colon + 1, *ve = p + l;
 		while (vs < ve && (*vs == ' ' || *vs == '\t'))
@@ -556,7 +556,7 @@ enum sk_swap_result sk_swap_h2_header(const struct sk_swap_set *s, const char *h
 				      struct sk_strbuf *out, bool *never_index, struct sk_swap_misuse *m)
 {
 	*never_index = false;
-	char lname[256];
+	char lname[256] = "";
 	lower_name(lname, sizeof(lname), name, nlen);
 	char *norm = malloc(SK_HTTP_PATH_MAX);
 	if (!norm)
