@@ -14,7 +14,18 @@
  * Rules, per secret: the swap happens only in a header listed in `in`, on a request toward a listed host
  * and a path matching `paths`. Anything else that carries the placeholder — another header, the request
  * line's path or query, a request to another host or path — is misuse, and so is the value itself
- * anywhere in a request (the agent never holds it). No message or verdict here carries a value. */
+ * anywhere in a request (the agent never holds it). No message or verdict here carries a value.
+ *
+ * Wiring (the inspected connections; values from sk_sidecar_secrets, the set {policy->secrets,
+ * policy->n_secrets, values}, host = the SNI the connection was allowed for):
+ *   - HTTP/1 (proxy/inspect_h1): one sk_swap_h1_head per allowed head, sending out instead on SWAPPED;
+ *     MISUSE, MALFORMED and NOMEM deny the request (audit reason credential_misuse, the where token and
+ *     sk_swap_misuse_text for the log, never the head);
+ *   - HTTP/2 (inspect/h2_filter): the judge passes ":path" through sk_swap_h2_header, and the header hook
+ *     (sk_h2_header_fn) calls it per field: SWAPPED → return 1 with new_value and *never_index set,
+ *     MISUSE/NOMEM → < 0 (the stream refused, a deny line), NONE → 0;
+ *   - the body prefix a filter holds: sk_swap_scan with SK_SWAP_AT_BODY;
+ *   - responses: one sk_swap_mask per connection, every response byte through sk_swap_mask_run. */
 #ifndef SK_SIDECAR_CORE_SECRET_SWAP_H
 #define SK_SIDECAR_CORE_SECRET_SWAP_H
 
