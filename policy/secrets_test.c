@@ -130,7 +130,27 @@ static void test_refusals(void **state)
 		     10, "not a lower-case header name");
 	expect_error(HEAD "  - name: a\n    valueFile: /f\n    hosts: [api.github.com]\n    in: [host]\n", 12, 10,
 		     "decides where or how the request goes");
+	expect_error(HEAD "  - name: a\n    valueFile: /f\n    hosts: [api.github.com]\n    in: []\n", 12, 9, "empty list");
+	expect_error(HEAD "  - name: a\n    valueFile: /f\n    hosts: [api.github.com]\n    paths: []\n", 12, 12,
+		     "empty list");
 	expect_error(HEAD "  - 3\n", 9, 5, "secrets[0]");
+	expect_error(HEAD "  name: a\n", 9, 3, "secrets");
+}
+
+/* Without SK_LOAD_NO_FILE_CHECKS the value file must be readable now (the message names the file only). */
+static void test_value_file_checked(void **state)
+{
+	(void)state;
+	const char *text = HEAD "  - name: a\n    valueFile: /nonexistent/stockade/token\n    hosts: [api.github.com]\n";
+	struct sk_diags d = { 0 };
+	struct sk_policy *p = NULL;
+	assert_int_equal(sk_policy_load_buffer_ex("t.yaml", text, strlen(text), -1, 0, &p, &d), -22);
+	assert_null(p);
+	assert_int_equal(d.n, 1);
+	assert_int_equal(d.v[0].line, 10);
+	assert_int_equal(d.v[0].col, 16);
+	assert_non_null(strstr(d.v[0].msg, "cannot read '/nonexistent/stockade/token'"));
+	sk_diags_free(&d);
 }
 
 int main(void)
@@ -138,6 +158,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_valid_and_defaults),
 		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_value_file_checked),
 	};
 	return cmocka_run_group_tests_name("policy_secrets", tests, NULL, NULL);
 }
