@@ -22,6 +22,7 @@ D4=198.18.1.12                      # denied.example, and the SNI/Host spoofing 
 H4=198.18.1.40                      # doh.example (not in the policy)
 RES4=$SK_NET_IP4 RES6=$SK_NET_IP6   # the "internet" resolver (dnsmasq listens on RES4 only)
 PEEK_MS=1500
+SECRET_VALUE=ghp_e2eREALvalue0123456789abcdef   # secrets: gh (placeholder stockade-secret-gh)
 
 agent() { sk_pod_as "$N" "$SK_AGENT_UID" "$@"; }
 dg() { agent dig +time=2 +tries=1 "$@"; }
@@ -44,10 +45,16 @@ setup() {
 	# proxy's binding check can stop the connection ---
 	sk_ca stockade-test-ca allowed doh
 
+	# secrets (issue 33): a value file only the sidecar reads in a pod (here: world-readable scratch)
+	printf '%s\n' "$SECRET_VALUE" >"$SK_TMP/secret-token" && chmod 644 "$SK_TMP/secret-token"
+
 	sk_policy policy.yaml <<YAML
 egress:
   - host: allowed.example
     ports: [443, 80, 22]
+  - host: secret.example
+    ports: [443]
+    inspect: true
   - host: "*.cdn.example"
     ports: [443]
   - host: rebind.example
@@ -63,6 +70,10 @@ dns:
   allowTypes: [A, AAAA, CNAME, HTTPS, SVCB]
 blockPrivate: true
 loopback: allow
+secrets:
+  - name: gh
+    valueFile: $SK_TMP/secret-token
+    hosts: [secret.example]
 YAML
 
 	sk_net_up "$N" || { echo "netns setup failed"; exit 1; }
@@ -256,6 +267,43 @@ t_raw_tcp() {
 		"$(sk_pod_as "$N" "$SK_SIDECAR_UID" "$PY" "$HERE/dns/raw.py" ssh "$D4" 22) $(grep -c "^$D4:22" "$RAW_LOG")"
 }
 
+# --- issue 33: a secret's placeholder or value in a DNS name or a plain-HTTP request is credential_misuse ---
+t_credentials() {
+	local hex
+	hex=$(printf '%s' "$SECRET_VALUE" | od -An -tx1 | tr -d ' \n')
+	sk_check_eq "placeholder in a name under an allowed wildcard: REFUSED" "REFUSED" \
+		"$(status dg @$RES4 stockade-secret-gh.cdn.example A)"
+	sk_check_eq "placeholder, upper case, over TCP: REFUSED" "REFUSED" \
+		"$(status dg @$RES4 +tcp x.STOCKADE-SECRET-GH.cdn.example A)"
+	sk_check_eq "the value in a label: REFUSED" "REFUSED" "$(status dg @$RES4 "$SECRET_VALUE.cdn.example" A)"
+	sk_check_eq "the value in hex, cut across two labels: REFUSED" "REFUSED" \
+		"$(status dg @$RES4 "${hex:0:32}.${hex:32}.cdn.example" A)"
+	sk_check_eq "control: an allowed name still answers" "198.18.1.11" "$(dg @$RES4 +short www.cdn.example A)"
+	# plain HTTP is never a swap target, whatever the host
+	local url=http://allowed.example/ok
+	sk_check_eq "control: plain HTTP without a secret passes" 200 \
+		"$(agent curl -4 -s -o /dev/null -m 5 -w '%{http_code}' "$url")"
+	local code
+	code=$(agent curl -4 -s -o /dev/null -m 5 -w '%{http_code}' -H 'Authorization: Bearer stockade-secret-gh' "$url")
+	sk_check "plain HTTP with the placeholder in Authorization is denied (got $code)" test "$code" != 200
+	code=$(agent curl -4 -s -o /dev/null -m 5 -w '%{http_code}' "${url}?t=$SECRET_VALUE")
+	sk_check "plain HTTP with the value in the query is denied (got $code)" test "$code" != 200
+	sleep 0.3
+	sk_check_fails "no misuse name reached dnsmasq" grep -qiE "stockade-secret|$SECRET_VALUE|${hex:0:32}" "$SK_TMP/dnsmasq.log"
+	sk_check_eq "audit: four DNS lines, credential_misuse, the name replaced" 4 \
+		"$(grep -c '"event":"dns".*"name":"(credential)".*"decision":"deny","reason":"credential_misuse"' "$SK_TMP/audit.log")"
+	sk_check_eq "audit: two plain-HTTP denials, credential_misuse" 2 \
+		"$(grep -v '"event":"dns"' "$SK_TMP/audit.log" | grep -c '"decision":"deny","reason":"credential_misuse"')"
+	local metric
+	metric=$(sk_pod "$N" curl -s -m 5 http://127.0.0.1:15000/metrics |
+		awk '/^stockade_dns_queries_total\{/ && /result="credential_misuse"/ { n += $2 } END { print n + 0 }')
+	sk_check_eq "metric: stockade_dns_queries_total{result=credential_misuse}" 4 "$metric"
+	sk_pod "$N" curl -s -m 5 http://127.0.0.1:15000/denials >"$SK_TMP/denials.json"
+	sk_check "/denials lists credential_misuse" grep -q credential_misuse "$SK_TMP/denials.json"
+	sk_check_fails "the value is in no audit line, log line or /denials entry" \
+		grep -qiF -e "$SECRET_VALUE" -e "${hex:0:32}" "$SK_TMP/audit.log" "$SK_TMP/sidecar.err" "$SK_TMP/denials.json"
+}
+
 # --- malformed input does not kill the filter ---
 t_end_state() {
 	sk_pod "$N" sh -c 'head -c 300 /dev/urandom >/dev/udp/127.0.0.1/15053; printf "\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x01\x61\xc0\x0c\x00\x01\x00\x01" >/dev/udp/127.0.0.1/15053' 2>/dev/null
@@ -265,5 +313,5 @@ t_end_state() {
 	sk_check "the init's table is still intact" sk_pod "$N" "$SK_BIN/stockade-init" --policy "$SK_TMP/policy.yaml" --check
 }
 
-SK_CASES=(answered denials upstream dot_doh spoofing ip_literal_host raw_tcp end_state)
+SK_CASES=(answered denials upstream dot_doh spoofing ip_literal_host raw_tcp credentials end_state)
 sk_main "$@"

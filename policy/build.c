@@ -56,6 +56,16 @@ void sk_policy_free(struct sk_policy *p)
 		free_strv(a->path_prefixes, a->n_path_prefixes);
 	}
 	free(p->apis);
+	for (size_t i = 0; i < p->n_secrets; i++) {
+		struct sk_secret *sec = &p->secrets[i];
+		free(sec->name);
+		free(sec->value_file);
+		free(sec->placeholder);
+		free_strv(sec->hosts, sec->n_hosts);
+		free_strv(sec->paths, sec->n_paths);
+		free_strv(sec->in, sec->n_in);
+	}
+	free(p->secrets);
 	free_strv(p->seccomp.allow, p->seccomp.n_allow);
 	free_strv(p->seccomp.deny, p->seccomp.n_deny);
 	free(p->seccomp.allow_pos);

@@ -89,6 +89,25 @@ struct sk_api {
 	struct sk_pos pos;
 };
 
+/* A credential the agent never holds (docs/policy.md "Secrets"): the agent sends the placeholder, the
+ * sidecar swaps in the value read from value_file, only in the listed headers of requests toward the listed
+ * hosts (inspected rules) and paths; anywhere else the placeholder (or the value) is credential_misuse. */
+struct sk_secret {
+	char *name;            /* [a-z0-9-]{1,63}, unique */
+	char *value_file;      /* path of the real value (mounted into the sidecar only) */
+	char *placeholder;     /* SK_SECRET_PLACEHOLDER_MIN.. bytes of [A-Za-z0-9._-]; default "stockade-secret-NAME";
+	                        * unique, and none contains another (case-insensitively) */
+	char **hosts;          /* normalised exact host names, each under an inspect: true rule */
+	size_t n_hosts;
+	char **paths;          /* path globs (common/http_path.h); n_paths == 0 = any path */
+	size_t n_paths;
+	char **in;             /* lower-case header names the swap may happen in (default: authorization) */
+	size_t n_in;
+	struct sk_pos pos;
+};
+#define SK_SECRET_PLACEHOLDER_MIN 16
+#define SK_SECRET_PLACEHOLDER_MAX 128
+
 struct sk_policy_dns {
 	char **upstream;       /* "resolv.conf" or IP literals with optional port ("10.0.0.10", "[fd00::a]:53") */
 	size_t n_upstream;
@@ -142,6 +161,8 @@ struct sk_policy {
 	size_t n_loopback_ports;
 	struct sk_api *apis;
 	size_t n_apis;
+	struct sk_secret *secrets;
+	size_t n_secrets;
 	struct sk_policy_seccomp seccomp;
 	struct sk_policy_tls tls;
 	struct sk_budget budget_default;  /* budgets.default; window_ms == 0: none. Already copied into every

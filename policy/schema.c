@@ -197,6 +197,26 @@ const struct sk_schema_obj sk_schema_api = {
 	8, NULL, "an API gateway route: the sidecar adds the secret, the agent never sees it",
 };
 
+const struct sk_schema_obj sk_schema_secret = {
+	"secret",
+	(const struct sk_schema_field[]){
+		{ .key = "name", .type = SK_SCH_STR, .min = 1, .max = 63, .pattern = NAME_PATTERN, .required = true,
+		  .desc = "unique; names the secret in audit lines and metrics" },
+		{ .key = "valueFile", .type = SK_SCH_STR, .min = 1, .required = true,
+		  .desc = "the file holding the real value (mounted into the sidecar only; re-read when rotated)" },
+		{ .key = "placeholder", .type = SK_SCH_STR, .min = 16, .max = 128, .pattern = "^[A-Za-z0-9._-]+$",
+		  .desc = "what the agent sends instead (stockade-secret-NAME); unique, none inside another" },
+		{ .key = "hosts", .type = SK_SCH_LIST, .item = SK_SCH_STR, .min = 1, .item_min = 1, .item_max = 253,
+		  .required = true, .desc = "host names the value may go to, each under an inspect: true rule" },
+		{ .key = "paths", .type = SK_SCH_LIST, .item = SK_SCH_STR, .min = 1, .item_min = 1, .item_max = 1024,
+		  .pattern = "^/", .desc = "path globs as in request rules (any path)" },
+		{ .key = "in", .type = SK_SCH_LIST, .item = SK_SCH_STR, .min = 1, .item_min = 1, .item_max = 64,
+		  .pattern = "^[!#$%&'*+.^_`|~0-9a-z-]+$",
+		  .desc = "lower-case header names where the placeholder is swapped (authorization)" },
+	},
+	6, NULL, "a credential the agent never holds: the sidecar swaps its placeholder for the value",
+};
+
 const struct sk_schema_obj sk_schema_policy = {
 	"policy",
 	(const struct sk_schema_field[]){
@@ -216,11 +236,13 @@ const struct sk_schema_obj sk_schema_policy = {
 		{ .key = "loopback", .type = SK_SCH_LOOPBACK, .desc = "the agent's loopback: allow (default), deny or ports" },
 		{ .key = "apis", .type = SK_SCH_LIST, .item = SK_SCH_OBJ, .obj = &sk_schema_api,
 		  .desc = "API gateway routes" },
+		{ .key = "secrets", .type = SK_SCH_LIST, .item = SK_SCH_OBJ, .obj = &sk_schema_secret,
+		  .desc = "credentials swapped into inspected requests" },
 		{ .key = "seccomp", .type = SK_SCH_OBJ, .obj = &sk_schema_seccomp, .desc = "seccomp profile changes" },
 		{ .key = "tls", .type = SK_SCH_OBJ, .obj = &sk_schema_tls, .desc = "ClientHello settings" },
 		{ .key = "budgets", .type = SK_SCH_OBJ, .obj = &sk_schema_budgets, .desc = "default budgets" },
 	},
-	14, NULL, "a stockade policy (docs/policy.md)",
+	15, NULL, "a stockade policy (docs/policy.md)",
 };
 
 const struct sk_schema_field *sk_schema_field(const struct sk_schema_obj *o, const char *key)

@@ -52,7 +52,7 @@ struct sk_schema_obj {
 
 extern const struct sk_schema_obj sk_schema_policy, sk_schema_rule, sk_schema_uid, sk_schema_ports,
 	sk_schema_dns, sk_schema_tls, sk_schema_seccomp, sk_schema_api, sk_schema_api_header, sk_schema_api_rate,
-	sk_schema_budget, sk_schema_budgets, sk_schema_request;
+	sk_schema_budget, sk_schema_budgets, sk_schema_request, sk_schema_secret;
 
 /* Enum spellings, in the order of the model's enums (enum sk_proto, sk_mode, sk_dns_deny; echGrease
  * deny = 0, allow = 1). NULL-terminated. */

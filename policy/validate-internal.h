@@ -106,5 +106,7 @@ void sk_apply_default_budget(struct sk_load_ctx *c, const struct sk_node *root, 
 void sk_validate_dns(struct sk_load_ctx *c, const struct sk_node *n, struct sk_policy *p);
 void sk_validate_apis(struct sk_load_ctx *c, const struct sk_node *n, struct sk_policy *p);
 void sk_validate_seccomp(struct sk_load_ctx *c, const struct sk_node *n, struct sk_policy *p);
+/* validate_secrets.c: the secrets section; after egress (its hosts must be under inspect rules). */
+void sk_validate_secrets(struct sk_load_ctx *c, const struct sk_node *n, struct sk_policy *p);
 
 #endif

@@ -219,6 +219,8 @@ void sk_validate_policy(struct sk_load_ctx *c, const struct sk_node *root, struc
 		validate_loopback(c, v, p);
 	if ((v = sk_node_get(root, "apis")))
 		sk_validate_apis(c, v, p);
+	if ((v = sk_node_get(root, "secrets")))
+		sk_validate_secrets(c, v, p);
 	if ((v = sk_node_get(root, "seccomp")))
 		sk_validate_seccomp(c, v, p);
 	if ((v = sk_node_get(root, "tls")))

@@ -220,6 +220,8 @@ int main(int argc, char **argv)
 		sk_config_free(&cfg);
 		return SK_EXIT_POLICY;
 	}
+	/* secrets: read once at start so an unreadable valueFile is in the log before the first request */
+	(void)sk_sidecar_secrets(&sc);
 	/* without it a write to a peer that has closed kills the whole sidecar */
 	if (signal(SIGPIPE, SIG_IGN) == SIG_ERR) {
 		sk_log(SK_LOG_ERROR, "ignore SIGPIPE: %s", strerror(errno));
@@ -329,6 +331,7 @@ out:
 	sk_denials_free(sc.denials);
 	sk_metrics_free(sc.metrics);
 	sk_budget_table_fini(&sc.budgets);   /* after the proxy: no relay holds an entry any more */
+	sk_sidecar_free_secrets(&sc);
 	sk_policy_free(sc.policy);
 	sk_loop_free(sc.loop);
 	sk_config_free(&cfg);

@@ -6,6 +6,8 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "common/log.h"
 #include "policy/policy.h"
@@ -47,7 +49,41 @@ struct sk_policy *sk_sidecar_swap_policy(struct sk_sidecar *sc, struct sk_policy
 	 * admin port read it as well. */
 	if (p)
 		budgets_follow(sc);
+	/* the new policy's secret files are read now, so an unreadable one is logged with the reload */
+	(void)sk_sidecar_secrets(sc);
 	return old;
+}
+
+const struct sk_secret_value *sk_sidecar_secrets(struct sk_sidecar *sc)
+{
+	const struct sk_policy *p = sc->policy;
+	if (!p || !p->n_secrets)
+		return NULL;
+	if (p->n_secrets > sc->secret_values_cap) {
+		struct sk_secret_value *v = realloc(sc->secret_values, p->n_secrets * sizeof(*v));
+		if (!v)
+			return NULL;
+		sc->secret_values = v;
+		sc->secret_values_cap = p->n_secrets;
+	}
+	struct sk_err err = { 0 };
+	if (sk_secret_store_sync(&sc->secret_store, p, sc->secret_values, &err) < 0) {
+		if (strcmp(err.msg, sc->secret_err) != 0) {
+			sk_log(SK_LOG_ERROR, "%s: its placeholder is not swapped until the file can be read", err.msg);
+			(void)snprintf(sc->secret_err, sizeof(sc->secret_err), "%s", err.msg);
+		}
+	} else {
+		sc->secret_err[0] = '\0';
+	}
+	return sc->secret_values;
+}
+
+void sk_sidecar_free_secrets(struct sk_sidecar *sc)
+{
+	sk_secret_store_free(&sc->secret_store);
+	free(sc->secret_values);
+	sc->secret_values = NULL;
+	sc->secret_values_cap = 0;
 }
 
 int sk_sidecar_add_server(struct sk_sidecar *sc, const struct sk_server_ops *ops, void *srv, struct sk_err *err)

@@ -21,6 +21,7 @@
 #include "sidecar/core/budget.h"
 #include "sidecar/core/config.h"  /* the settings groups: struct sk_proxy_limits, sk_gateway_limits, sk_dns_settings */
 #include "sidecar/core/loop.h"
+#include "sidecar/core/secret_store.h"
 #include "sidecar/core/server.h"
 
 struct sk_policy;
@@ -89,6 +90,12 @@ struct sk_sidecar {
 	struct sk_budget_table budgets;
 	uint64_t budgets_gen;            /* policy_gen the table last followed */
 	bool budgets_synced;
+	/* The `secrets:` values (secret_store.h), read at start and on each use (a stat per secret: a rotated
+	 * file takes effect without a restart; a reload's secrets are followed by index and path). */
+	struct sk_secret_store secret_store;
+	struct sk_secret_value *secret_values;   /* owned; policy->n_secrets entries after sk_sidecar_secrets */
+	size_t secret_values_cap;
+	char secret_err[SK_ERR_MSG_MAX];         /* the last failure logged (logged again only when it changes) */
 	struct sk_proxy *proxy;          /* owned; NULL until started */
 	/* Its listening fd per family (-1 when not listening), for the admin port's readiness; set by
 	 * sk_proxy_new, so the admin room asks without knowing the proxy's. */
@@ -120,6 +127,11 @@ struct sk_budget_table *sk_sidecar_budgets(struct sk_sidecar *sc);
 /* Makes p the snapshot in force, the audit trail name it and the budget table follow it; returns the
  * previous one (owned by the caller, to free). */
 struct sk_policy *sk_sidecar_swap_policy(struct sk_sidecar *sc, struct sk_policy *p);
+/* The values of the policy's `secrets:` now, by index (NULL when it has none, or on out of memory: then
+ * only placeholders are looked for). Borrowed until the next call. A file that cannot be read is logged
+ * (its path, never bytes) and its value is NULL: its placeholder is never swapped. */
+const struct sk_secret_value *sk_sidecar_secrets(struct sk_sidecar *sc);
+void sk_sidecar_free_secrets(struct sk_sidecar *sc);   /* wipes them (main, at exit) */
 
 /* The server list (sidecar.c). add: sc owns srv from now on (on failure it is freed at once; a NULL srv
  * is a server that is not running and is skipped). */

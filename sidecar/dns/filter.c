@@ -2,10 +2,12 @@
 #include "sidecar/dns/filter.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 
 #include "policy/match.h"
+#include "sidecar/core/secret_swap.h"
 #include "sidecar/dns/bind.h"
 
 #define UDP_LIMIT_MAX 4096u
@@ -54,8 +56,39 @@ static void answer_formerr(const uint8_t *msg, size_t len, enum sk_dns_result r,
 	v->len = (size_t)n;
 }
 
+/* Whether the question name carries a secret: its text (labels joined by dots) and its labels joined
+ * without them (a value cut across labels), both as they came (binary labels included). */
+static bool name_misuse(const struct sk_policy *p, const struct sk_secret_value *values, const struct sk_dns_name *n)
+{
+	if (!p->n_secrets)
+		return false;
+	struct sk_swap_set set = { p->secrets, p->n_secrets, values };
+	struct sk_swap_misuse m;
+	uint8_t dotted[SK_DNS_NAME_WIRE_MAX], joined[SK_DNS_NAME_WIRE_MAX];
+	size_t dl = 0, jl = 0;
+	for (size_t i = 0; i < n->len && n->wire[i];) {
+		size_t l = n->wire[i++];
+		if (l > (size_t)n->len - i)
+			l = (size_t)n->len - i;
+		if (dl)
+			dotted[dl++] = '.';
+		memcpy(dotted + dl, n->wire + i, l);
+		memcpy(joined + jl, n->wire + i, l);
+		dl += l;
+		jl += l;
+		i += l;
+	}
+	return sk_swap_scan(&set, dotted, dl, SK_SWAP_AT_DNS, &m) || sk_swap_scan(&set, joined, jl, SK_SWAP_AT_DNS, &m);
+}
+
 void sk_dns_filter_query(const struct sk_policy *p, const uint8_t *msg, size_t len, bool tcp,
 			 uint8_t *out, size_t cap, struct sk_dns_qverdict *v)
+{
+	sk_dns_filter_query_ex(p, NULL, msg, len, tcp, out, cap, v);
+}
+
+void sk_dns_filter_query_ex(const struct sk_policy *p, const struct sk_secret_value *values, const uint8_t *msg,
+			    size_t len, bool tcp, uint8_t *out, size_t cap, struct sk_dns_qverdict *v)
 {
 	memset(v, 0, sizeof(*v));
 	v->q.rule = -1;
@@ -107,6 +140,13 @@ void sk_dns_filter_query(const struct sk_policy *p, const uint8_t *msg, size_t l
 	enum sk_dns_result deny = SK_DNS_R_FORWARDED;
 	int rcode = SK_DNS_RC_NOERROR;
 	char text[SK_DNS_NAME_TEXT_MAX];
+	/* First, and in every mode: a credential in a name is never forwarded, and never written. */
+	if (name_misuse(p, values, &m.qname)) {
+		answer_local(&m, SK_DNS_RC_REFUSED, SK_DNS_R_CREDENTIAL_MISUSE, out, cap, v);
+		(void)snprintf(q->name, sizeof(q->name), "%s", SK_DNS_MISUSE_NAME);
+		(void)sk_dns_name_from_text("credential.invalid", &q->qname);
+		return;
+	}
 	if (m.qclass != SK_DNS_CLASS_IN) {
 		deny = SK_DNS_R_REFUSED_CLASS;
 		rcode = SK_DNS_RC_REFUSED;
@@ -524,6 +564,7 @@ const char *sk_dns_result_name(enum sk_dns_result r)
 	case SK_DNS_R_TIMEOUT: return "timeout";
 	case SK_DNS_R_BUDGET_EXHAUSTED: return "budget_exhausted";
 	case SK_DNS_R_BUDGET_UNAVAILABLE: return "budget_unavailable";
+	case SK_DNS_R_CREDENTIAL_MISUSE: return "credential_misuse";
 	}
 	return "unknown";
 }

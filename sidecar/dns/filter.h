@@ -42,6 +42,7 @@
 #include "policy/addr.h"
 #include "policy/domain.h"
 #include "policy/policy.h"
+#include "sidecar/core/secret_store.h"
 #include "sidecar/dns/codec.h"
 
 #define SK_DNS_CHAIN_MAX 16
@@ -76,7 +77,13 @@ enum sk_dns_result {
 	 * budget is spent, or whose counters could not follow the policy → REFUSED */
 	SK_DNS_R_BUDGET_EXHAUSTED,
 	SK_DNS_R_BUDGET_UNAVAILABLE,
+	/* the name carries a `secrets:` placeholder or value (core/secret_swap.h: any label, the labels
+	 * joined, the encodings it looks for) → REFUSED in every mode (forwarding it would send the
+	 * credential out: audit mode too), and the fquery's name is replaced by SK_DNS_MISUSE_NAME so that
+	 * no audit line or /denials entry carries it */
+	SK_DNS_R_CREDENTIAL_MISUSE,
 };
+#define SK_DNS_MISUSE_NAME "(credential)"
 
 struct sk_dns_filter_opts {
 	bool strict_chain;        /* see the top comment */
@@ -123,6 +130,10 @@ struct sk_dns_averdict {
  * 512 recommended) receives a local answer. p may not be NULL. */
 void sk_dns_filter_query(const struct sk_policy *p, const uint8_t *msg, size_t len, bool tcp,
 			 uint8_t *out, size_t cap, struct sk_dns_qverdict *v);
+/* The same, also looking for the secrets' values: values[0..p->n_secrets) from the store
+ * (sidecar/core/secret_store.h; NULL: placeholders only, which is what sk_dns_filter_query looks for). */
+void sk_dns_filter_query_ex(const struct sk_policy *p, const struct sk_secret_value *values, const uint8_t *msg,
+			    size_t len, bool tcp, uint8_t *out, size_t cap, struct sk_dns_qverdict *v);
 
 /* Builds the upstream query for q with upstream ID id: lower-cased name, flags RD only, an OPT with
  * SK_DNS_EDNS_SIZE, DO=0 and no options. Returns its length or -ENOSPC. */

@@ -538,6 +538,55 @@ static void test_audit_mode_forwards_denials(void **state)
 	f->p.mode = SK_MODE_ENFORCE;
 }
 
+/* issue 33: a placeholder or value of a secret in a name is credential_misuse, REFUSED in every mode, and
+ * the name the audit line would write is replaced */
+static void test_credential_misuse(void **state)
+{
+	struct pol *f = *state;
+	uint8_t msg[512], out[512];
+	struct sk_dns_qverdict v;
+	char *hosts[] = { "api.github.com" };
+	struct sk_secret sec = { .name = "github", .placeholder = "stockade-secret-github", .hosts = hosts, .n_hosts = 1 };
+	f->p.secrets = &sec;
+	f->p.n_secrets = 1;
+	const struct sk_secret_value val = { "ghp_realVALUE0123456789", 23 };
+	const char *bad[] = { "stockade-secret-github.api.github.com", "x.STOCKADE-SECRET-GITHUB.evil.example",
+			      "stockade-secret.github.evil.example" /* not it: placeholder with a dot */ };
+	for (int audit = 0; audit < 2; audit++) {
+		f->p.mode = audit ? SK_MODE_AUDIT : SK_MODE_ENFORCE;
+		for (size_t i = 0; i < 2; i++) {
+			size_t n = query(msg, sizeof(msg), 1, bad[i], SK_DNS_T_A, SK_DNS_CLASS_IN, 0);
+			sk_dns_filter_query(&f->p, msg, n, false, out, sizeof(out), &v);
+			assert_int_equal(v.action, SK_DNS_ACT_ANSWER);
+			assert_int_equal(v.result, SK_DNS_R_CREDENTIAL_MISUSE);
+			assert_int_equal(v.rcode, SK_DNS_RC_REFUSED);
+			assert_string_equal(v.q.name, SK_DNS_MISUSE_NAME);
+			assert_string_equal(sk_dns_result_name(v.result), "credential_misuse");
+		}
+	}
+	f->p.mode = SK_MODE_ENFORCE;
+	size_t n = query(msg, sizeof(msg), 1, bad[2], SK_DNS_T_A, SK_DNS_CLASS_IN, 0);
+	sk_dns_filter_query(&f->p, msg, n, false, out, sizeof(out), &v);
+	assert_int_equal(v.result, SK_DNS_R_DENIED);
+	/* the value, split across labels and in hex, is found only when the values are given */
+	const char *vnames[] = { "ghp_realvalue0.123456789.evil.example",
+				 "676870.5f7265616c56414c5545303132333435363738.39.evil.example" };
+	for (size_t i = 0; i < 2; i++) {
+		n = query(msg, sizeof(msg), 1, vnames[i], SK_DNS_T_A, SK_DNS_CLASS_IN, 0);
+		sk_dns_filter_query(&f->p, msg, n, false, out, sizeof(out), &v);
+		assert_int_not_equal(v.result, SK_DNS_R_CREDENTIAL_MISUSE);
+		sk_dns_filter_query_ex(&f->p, &val, msg, n, false, out, sizeof(out), &v);
+		assert_int_equal(v.result, SK_DNS_R_CREDENTIAL_MISUSE);
+		assert_null(strstr(v.q.name, "123456789"));
+	}
+	/* an allowed name is untouched by the check */
+	n = query(msg, sizeof(msg), 1, "api.github.com", SK_DNS_T_A, SK_DNS_CLASS_IN, 0);
+	sk_dns_filter_query_ex(&f->p, &val, msg, n, false, out, sizeof(out), &v);
+	assert_int_equal(v.action, SK_DNS_ACT_FORWARD);
+	f->p.secrets = NULL;
+	f->p.n_secrets = 0;
+}
+
 static void test_udp_limit(void **state)
 {
 	struct pol *f = *state;
@@ -1251,6 +1300,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_deny_refused_mode_and_long_names, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_allow_types_from_policy, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_audit_mode_forwards_denials, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_credential_misuse, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_udp_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_answer_simple_binds_and_caps_ttl, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_answer_cname_chain, setup, teardown),

@@ -131,7 +131,7 @@ static void account(struct sk_dns_srv *s, enum sk_dns_result r, const struct sk_
 		sk_metrics_dns(s->sc->metrics, sk_dns_result_name(r), sk_dns_type_name(q->qtype));
 	bool denial = r == SK_DNS_R_DENIED || r == SK_DNS_R_BAD_NAME || r == SK_DNS_R_TOO_LONG ||
 		      r == SK_DNS_R_REFUSED_TYPE || r == SK_DNS_R_REFUSED_CLASS || r == SK_DNS_R_REBINDING ||
-		      r == SK_DNS_R_BUDGET_EXHAUSTED || r == SK_DNS_R_BUDGET_UNAVAILABLE;
+		      r == SK_DNS_R_BUDGET_EXHAUSTED || r == SK_DNS_R_BUDGET_UNAVAILABLE || r == SK_DNS_R_CREDENTIAL_MISUSE;
 	if (!denial)
 		return;
 	char text[SK_DNS_NAME_TEXT_MAX];
@@ -426,7 +426,8 @@ static int resolve_filter(struct sk_dns_srv *s, const char *name, int family, st
 		return -EINVAL;
 	struct sk_dns_qverdict v;
 	/* tcp: no UDP size limit (the resolution has no client to truncate for); out is scratch here */
-	sk_dns_filter_query(s->sc->policy, msg, (size_t)len, true, s->out, SK_DNS_MSG_MAX, &v);
+	sk_dns_filter_query_ex(s->sc->policy, sk_sidecar_secrets(s->sc), msg, (size_t)len, true, s->out,
+			       SK_DNS_MSG_MAX, &v);
 	if (v.action == SK_DNS_ACT_ANSWER) {
 		account(s, v.result, &v.q, false, NULL, 0, false);
 		return -EPERM;
@@ -770,7 +771,9 @@ static void handle_query(struct sk_dns_srv *s, const uint8_t *msg, size_t len, s
 {
 	struct sk_dns_qverdict v;
 	const struct sk_policy *p = s->sc->policy;
-	sk_dns_filter_query(p, msg, len, proto->client_tcp, s->out, proto->client_tcp ? SK_DNS_MSG_MAX : 4096, &v);
+	/* the secrets' values too (the store stats each file: a rotated one counts at once) */
+	sk_dns_filter_query_ex(p, sk_sidecar_secrets(s->sc), msg, len, proto->client_tcp, s->out,
+			       proto->client_tcp ? SK_DNS_MSG_MAX : 4096, &v);
 	struct sk_addr src;
 	uint16_t sport;
 	peer_of(proto, &src, &sport);

@@ -13,7 +13,7 @@
 #include "sidecar/gateway/gateway.h"
 #include "sidecar/gateway/http.h"
 #include "sidecar/gateway/ratelimit.h"
-#include "sidecar/gateway/secret.h"
+#include "sidecar/core/secret_store.h"
 #include "sidecar/core/loop.h"
 #include "sidecar/core/net.h"
 
@@ -26,7 +26,7 @@
 struct gw_api_state {             /* per api name; survives policy reloads (the bucket keeps its tokens) */
 	char name[64];
 	struct sk_gw_bucket bucket;
-	struct sk_gw_file secret, token;
+	struct sk_secret_file secret, token;
 	struct gw_api_state *next;
 };
 
@@ -65,7 +65,7 @@ struct gw_conn {
 	int status;
 	bool head_sent, in_1xx, resp_chunked, resp_no_body, resp_close;
 	struct sk_strbuf rhead;        /* upstream header lines, until the blank line */
-	struct sk_gw_redact redact;
+	struct sk_secret_redact redact;
 	char *secret_copy;             /* owned copy for redact (the cache may rotate mid-stream) */
 	uint64_t bytes_in, bytes_out;  /* to the agent (whole response), to the upstream (body) */
 	int fail_status;

@@ -10,7 +10,7 @@
 #include "common/log.h"
 #include "policy/policy.h"
 #include "sidecar/gateway/guard.h"
-#include "sidecar/gateway/secret.h"
+#include "sidecar/core/secret_store.h"
 
 void gw_detach_easy(struct gw_conn *c)
 {
@@ -25,8 +25,8 @@ void gw_detach_easy(struct gw_conn *c)
 		c->gw->curl.slist_free_all(c->hdrs);
 	c->hdrs = NULL;
 	size_t sl = c->redact.slen;
-	sk_gw_redact_free(&c->redact);
-	sk_gw_wipe_free(c->secret_copy, sl);
+	sk_secret_redact_free(&c->redact);
+	sk_secret_wipe_free(c->secret_copy, sl);
 	c->secret_copy = NULL;
 	sk_strbuf_free(&c->rhead);
 }
@@ -91,11 +91,11 @@ static size_t read_cb(char *buf, size_t size, size_t nitems, void *ud)
 /* Queues response body bytes for the agent (redacted, chunk-framed when chunked). */
 static int queue_body(struct gw_conn *c, const uint8_t *d, size_t n, bool final)
 {
-	uint8_t tmp[16384 + SK_GW_SECRET_MAX];   /* room for a chunk + what the redactor holds (< the secret) */
+	uint8_t tmp[16384 + SK_SECRET_MAX];   /* room for a chunk + what the redactor holds (< the secret) */
 	while (n > 0 || final) {
 		size_t take = n > 16384 ? 16384 : n;
 		bool last = final && take == n;
-		size_t m = sk_gw_redact_run(&c->redact, d, take, last, tmp);
+		size_t m = sk_secret_redact_run(&c->redact, d, take, last, tmp);
 		d += take;
 		n -= take;
 		if (m && !c->resp_no_body) {
@@ -156,7 +156,7 @@ static int emit_response_head(struct gw_conn *c)
 	/* A reflected key in a response header is masked too (same length, so nothing else shifts). A fresh
 	 * matcher state over the body's table: the head is judged on its own. */
 	if (c->redact.secret && c->redact.slen && c->out.p) {
-		struct sk_gw_redact r = c->redact;
+		struct sk_secret_redact r = c->redact;
 		r.n_hold = r.masked = 0;
 		size_t n = c->out.len - head_start;
 		uint8_t *tmp = malloc(n + 1);
@@ -167,7 +167,7 @@ static int emit_response_head(struct gw_conn *c)
 			sk_strbuf_free(&c->rhead);
 			return -1;
 		}
-		size_t m = sk_gw_redact_run(&r, (const uint8_t *)c->out.p + head_start, n, true, tmp);
+		size_t m = sk_secret_redact_run(&r, (const uint8_t *)c->out.p + head_start, n, true, tmp);
 		memcpy(c->out.p + head_start, tmp, m);
 		free(tmp);
 	}
@@ -469,7 +469,7 @@ int gw_start_transfer(struct gw_conn *c, const struct sk_gw_req *req, const stru
 	if (asprintf(&sline, "%s: %.*s", api->header_name, (int)slen, secret) < 0)
 		goto oom;
 	struct curl_slist *s = g->curl.slist_append(acc.list, sline);
-	sk_gw_wipe_free(sline, strlen(sline));
+	sk_secret_wipe_free(sline, strlen(sline));
 	if (!s)
 		goto oom;
 	acc.list = s;
@@ -480,7 +480,7 @@ int gw_start_transfer(struct gw_conn *c, const struct sk_gw_req *req, const stru
 		goto oom;
 	memcpy(c->secret_copy, secret, slen);
 	c->secret_copy[slen] = 0;
-	if (sk_gw_redact_init(&c->redact, c->secret_copy, slen) < 0)
+	if (sk_secret_redact_init(&c->redact, c->secret_copy, slen) < 0)
 		goto oom;
 
 	char *url = NULL;

@@ -40,7 +40,7 @@
 #include "sidecar/gateway/guard.h"
 #include "sidecar/gateway/http.h"
 #include "sidecar/gateway/ratelimit.h"
-#include "sidecar/gateway/secret.h"
+#include "sidecar/core/secret_store.h"
 #include "sidecar/core/metrics.h"
 #include "sidecar/core/net.h"
 
@@ -277,7 +277,7 @@ static int process_head(struct gw_conn *c)
 		size_t wl = 0, gl = 0;
 		bool via_auth = false;
 		struct sk_err err = { 0 };
-		if (sk_gw_file_get(&as->token, api->caller_token_file, &want, &wl, &err) < 0) {
+		if (sk_secret_file_get(&as->token, api->caller_token_file, &want, &wl, &err) < 0) {
 			sk_log(SK_LOG_ERROR, "gateway: api %s: caller token: %s", api->name, err.msg);
 			gw_respond_local(c, 502, "caller token unavailable", "token_unreadable", 0);
 			return 0;
@@ -304,7 +304,7 @@ static int process_head(struct gw_conn *c)
 	const char *secret = NULL;
 	size_t slen = 0;
 	struct sk_err err = { 0 };
-	if (sk_gw_file_get(&as->secret, api->value_file, &secret, &slen, &err) < 0) {
+	if (sk_secret_file_get(&as->secret, api->value_file, &secret, &slen, &err) < 0) {
 		sk_log(SK_LOG_ERROR, "gateway: api %s: secret: %s", api->name, err.msg);
 		gw_respond_local(c, 502, "api secret unavailable", "secret_unreadable", 0);
 		return 0;
@@ -546,8 +546,8 @@ void sk_gateway_free(struct sk_gateway *g)
 	while (g->apis) {
 		struct gw_api_state *s = g->apis;
 		g->apis = s->next;
-		sk_gw_file_clear(&s->secret);
-		sk_gw_file_clear(&s->token);
+		sk_secret_file_clear(&s->secret);
+		sk_secret_file_clear(&s->token);
 		free(s);
 	}
 	free(g);

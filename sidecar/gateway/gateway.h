@@ -35,7 +35,7 @@
 #include "sidecar/gateway/guard.h"
 #include "sidecar/gateway/http.h"
 #include "sidecar/gateway/ratelimit.h"
-#include "sidecar/gateway/secret.h"
+#include "sidecar/core/secret_store.h"
 #include "sidecar/core/sidecar.h"
 
 struct sk_api;

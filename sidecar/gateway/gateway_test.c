@@ -599,9 +599,9 @@ static void test_audit_path(void **state)
 /* Runs in through a redactor in pieces of `step` bytes; out gets the whole output, NUL-terminated. */
 static void redact_stream(const char *secret, const char *in, size_t step, char *out, size_t *olen)
 {
-	struct sk_gw_redact r;
+	struct sk_secret_redact r;
 	size_t sl = strlen(secret);
-	assert_int_equal(sk_gw_redact_init(&r, secret, sl), 0);
+	assert_int_equal(sk_secret_redact_init(&r, secret, sl), 0);
 	size_t len = strlen(in);
 	uint8_t *buf = malloc(step + sl + 1);   /* exactly the room the contract asks: len + n_hold */
 	assert_non_null(buf);
@@ -609,17 +609,17 @@ static void redact_stream(const char *secret, const char *in, size_t step, char 
 	for (size_t off = 0; off < len; off += step) {
 		size_t n = len - off < step ? len - off : step;
 		assert_true(r.n_hold < (sl ? sl : 1));
-		size_t m = sk_gw_redact_run(&r, (const uint8_t *)in + off, n, false, buf);
+		size_t m = sk_secret_redact_run(&r, (const uint8_t *)in + off, n, false, buf);
 		memcpy(out + o, buf, m);
 		o += m;
 	}
-	size_t m = sk_gw_redact_run(&r, NULL, 0, true, buf);
+	size_t m = sk_secret_redact_run(&r, NULL, 0, true, buf);
 	memcpy(out + o, buf, m);
 	o += m;
 	out[o] = 0;
 	*olen = o;
 	free(buf);
-	sk_gw_redact_free(&r);
+	sk_secret_redact_free(&r);
 	assert_null(r.fail);
 }
 

@@ -190,6 +190,15 @@ enum verdict check_request_rules(struct conn *c, const uint8_t *head, size_t n, 
 	return v;
 }
 
+enum verdict check_credentials(struct conn *c, const uint8_t *head, size_t n)
+{
+	struct sk_sidecar *sc = c->px->sc;
+	if (!sc->policy || !sc->policy->n_secrets)
+		return V_ALLOW;
+	const char *why = sk_req_gate_credentials(sc->policy, sk_sidecar_secrets(sc), head, n);
+	return why ? verdict_deny(c, why) : V_ALLOW;
+}
+
 void act_peek(struct conn *c, enum verdict v)
 {
 	if (v == V_PENDING) {

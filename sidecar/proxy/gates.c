@@ -258,6 +258,7 @@ ssize_t gate_http(struct sk_relay *r, const uint8_t *buf, size_t len, bool eof, 
 		struct sk_http_head hh;
 		enum sk_http_result hr = sk_http_head_parse(buf, c->held_head, &hh);
 		if ((hr != SK_HTTP_OK && conn_has(c, CF_RULE_REQUESTS)) ||
+		    check_credentials(c, buf, c->held_head) == V_DENY ||
 		    (hr == SK_HTTP_OK && check_request_rules(c, buf, c->held_head, &hh) == V_DENY)) {
 			c->held_head = 0;
 			r->denied = r->a2b.bytes > 0;
@@ -281,6 +282,8 @@ ssize_t gate_http(struct sk_relay *r, const uint8_t *buf, size_t len, bool eof, 
 			sk_req_denial_free(c->req_denial);   /* a line is about this request from here on */
 			c->req_denial = NULL;
 			enum verdict v = check_request(c, &h);
+			if (v == V_ALLOW)
+				v = check_credentials(c, buf + off, n);
 			if (v == V_ALLOW)
 				v = check_request_rules(c, buf + off, n, &h);
 			if (v == V_ALLOW) {

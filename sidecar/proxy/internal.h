@@ -213,6 +213,8 @@ enum verdict decide(struct conn *c);
 enum classify classify_bytes(struct conn *c, const uint8_t *b, size_t len, bool final, const char **why);
 enum verdict check_conn_requests(struct conn *c);
 enum verdict check_request_rules(struct conn *c, const uint8_t *head, size_t n, const struct sk_http_head *h);
+/* A plain-HTTP head carrying a `secrets:` placeholder or value: credential_misuse (classify.c). */
+enum verdict check_credentials(struct conn *c, const uint8_t *head, size_t n);
 void act_peek(struct conn *c, enum verdict v);
 void peek_io(struct sk_loop *l, struct sk_io *io, uint32_t events);
 void peek_timer(struct sk_loop *l, struct sk_timer *t);

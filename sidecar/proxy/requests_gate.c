@@ -9,6 +9,7 @@
 #include "common/json_str.h"
 #include "common/strbuf.h"
 #include "policy/requests.h"
+#include "sidecar/core/secret_swap.h"
 
 /* The request-target of a head whose request line the head parser accepted: between the first two
  * spaces of the first line. */
@@ -120,6 +121,16 @@ const char *sk_req_gate_conn(const struct sk_rule *r, enum sk_proto seen)
 	if (r->inspect)
 		return seen == SK_PROTO_TLS ? NULL : "request_unreadable";   /* TLS: the bridge reads it */
 	return r->requests ? "request_unreadable" : NULL;
+}
+
+const char *sk_req_gate_credentials(const struct sk_policy *p, const struct sk_secret_value *values,
+				    const uint8_t *head, size_t n)
+{
+	if (!p || !p->n_secrets)
+		return NULL;
+	struct sk_swap_set set = { p->secrets, p->n_secrets, values };
+	struct sk_swap_misuse m;
+	return sk_swap_scan(&set, head, n, SK_SWAP_AT_PLAIN_HTTP, &m) ? "credential_misuse" : NULL;
 }
 
 void sk_req_denial_free(struct sk_req_denial *d)

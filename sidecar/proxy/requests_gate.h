@@ -15,6 +15,7 @@
 
 #include "policy/policy.h"
 #include "sidecar/core/audit.h"
+#include "sidecar/core/secret_store.h"
 #include "sidecar/proxy/http_head.h"
 
 /* What a denied request leaves for the audit line and the answer. */
@@ -41,6 +42,13 @@ const char *sk_req_gate_judge(const struct sk_rule *r, const char *rule_label, c
  * proxy terminates it and judges every request inside); else the audit reason to deny it
  * ("request_unreadable": TLS on a rule that does not inspect, or a stream that is not HTTP). */
 const char *sk_req_gate_conn(const struct sk_rule *r, enum sk_proto seen);
+
+/* A plain-HTTP request head head[0..n) that carries a `secrets:` placeholder or value anywhere (issue 33:
+ * plain HTTP is never a swap target, whatever the host): "credential_misuse", else NULL. values: the
+ * store's, p->n_secrets entries, or NULL (placeholders only). The denial builds no answer naming the
+ * path: nothing of the head reaches a log. */
+const char *sk_req_gate_credentials(const struct sk_policy *p, const struct sk_secret_value *values,
+				    const uint8_t *head, size_t n);
 
 void sk_req_denial_free(struct sk_req_denial *d);
 

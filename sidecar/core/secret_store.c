@@ -1,5 +1,5 @@
-/* sidecar/gateway/secret.c — secret files and the redaction matcher; see gw_secret.h. */
-#include "sidecar/gateway/secret.h"
+/* sidecar/core/secret_store.c — secret files, the secrets table and the redaction matcher; see secret_store.h. */
+#include "sidecar/core/secret_store.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -9,8 +9,9 @@
 #include <unistd.h>
 
 #include "common/util.h"
+#include "policy/policy.h"
 
-int sk_gw_redact_init(struct sk_gw_redact *r, const char *secret, size_t slen)
+int sk_secret_redact_init(struct sk_secret_redact *r, const char *secret, size_t slen)
 {
 	memset(r, 0, sizeof(*r));
 	if (!secret || slen == 0)
@@ -32,7 +33,7 @@ int sk_gw_redact_init(struct sk_gw_redact *r, const char *secret, size_t slen)
 	return 0;
 }
 
-void sk_gw_redact_free(struct sk_gw_redact *r)
+void sk_secret_redact_free(struct sk_secret_redact *r)
 {
 	if (!r)
 		return;
@@ -57,7 +58,7 @@ static size_t redact_release(const uint8_t *s, size_t q, size_t m, int c, size_t
 	return n;
 }
 
-size_t sk_gw_redact_run(struct sk_gw_redact *r, const uint8_t *in, size_t len, bool final, uint8_t *out)
+size_t sk_secret_redact_run(struct sk_secret_redact *r, const uint8_t *in, size_t len, bool final, uint8_t *out)
 {
 	const uint8_t *s = (const uint8_t *)r->secret;
 	size_t sl = r->slen, o = 0;
@@ -106,7 +107,7 @@ size_t sk_gw_redact_run(struct sk_gw_redact *r, const uint8_t *in, size_t len, b
 	return o;
 }
 
-void sk_gw_wipe_free(char *p, size_t n)
+void sk_secret_wipe_free(char *p, size_t n)
 {
 	if (p) {
 		explicit_bzero(p, n);
@@ -114,9 +115,9 @@ void sk_gw_wipe_free(char *p, size_t n)
 	}
 }
 
-void sk_gw_file_clear(struct sk_gw_file *f)
+void sk_secret_file_clear(struct sk_secret_file *f)
 {
-	sk_gw_wipe_free(f->val, f->len);
+	sk_secret_wipe_free(f->val, f->len);
 	f->val = NULL;
 	f->len = 0;
 	free(f->path);
@@ -126,7 +127,7 @@ void sk_gw_file_clear(struct sk_gw_file *f)
 /* Returns the file's value (trimmed of trailing whitespace; borrowed from the cache), re-reading it when
  * the path, inode, size, mtime or ctime changed. A value with a control byte inside is refused: it would
  * split the header line. */
-int sk_gw_file_get(struct sk_gw_file *f, const char *path, const char **val, size_t *len, struct sk_err *err)
+int sk_secret_file_get(struct sk_secret_file *f, const char *path, const char **val, size_t *len, struct sk_err *err)
 {
 	struct stat st;
 	if (stat(path, &st) < 0)
@@ -143,8 +144,8 @@ int sk_gw_file_get(struct sk_gw_file *f, const char *path, const char **val, siz
 		return sk_err_sys(err, errno, "open %s", path);
 	if (fstat(fd, &st) < 0)
 		return sk_err_sys(err, errno, "stat %s", path);
-	if (!S_ISREG(st.st_mode) || st.st_size > SK_GW_SECRET_MAX)
-		return sk_err_set(err, EINVAL, "%s: not a regular file of at most %d bytes", path, SK_GW_SECRET_MAX);
+	if (!S_ISREG(st.st_mode) || st.st_size > SK_SECRET_MAX)
+		return sk_err_set(err, EINVAL, "%s: not a regular file of at most %d bytes", path, SK_SECRET_MAX);
 	char *v = malloc((size_t)st.st_size + 1);
 	if (!v)
 		return sk_err_set(err, ENOMEM, "read %s", path);
@@ -164,14 +165,14 @@ int sk_gw_file_get(struct sk_gw_file *f, const char *path, const char **val, siz
 	for (size_t i = 0; i < n && ok; i++)
 		ok = (unsigned char)v[i] >= 0x20 && v[i] != 0x7f;
 	if (!ok) {
-		sk_gw_wipe_free(v, (size_t)st.st_size + 1);
+		sk_secret_wipe_free(v, (size_t)st.st_size + 1);
 		/* The message names the file, never its bytes. */
 		return sk_err_set(err, EINVAL, "%s: empty or contains control bytes", path);
 	}
-	sk_gw_file_clear(f);
+	sk_secret_file_clear(f);
 	f->path = strdup(path);
 	if (!f->path) {
-		sk_gw_wipe_free(v, n + 1);
+		sk_secret_wipe_free(v, n + 1);
 		return sk_err_set(err, ENOMEM, "read %s", path);
 	}
 	f->val = v;
@@ -184,4 +185,48 @@ int sk_gw_file_get(struct sk_gw_file *f, const char *path, const char **val, siz
 	*val = v;
 	*len = n;
 	return 0;
+}
+
+int sk_secret_store_sync(struct sk_secret_store *st, const struct sk_policy *p, struct sk_secret_value *vals,
+			 struct sk_err *err)
+{
+	size_t n = p->n_secrets;
+	for (size_t i = n; i < st->n; i++)
+		sk_secret_file_clear(&st->files[i]);
+	if (n > st->n) {
+		struct sk_secret_file *f = realloc(st->files, n * sizeof(*f));
+		if (!f) {
+			for (size_t i = 0; i < n; i++)
+				vals[i] = (struct sk_secret_value){ NULL, 0 };
+			return sk_err_set(err, ENOMEM, "secrets: grow the store to %zu", n);
+		}
+		memset(f + st->n, 0, (n - st->n) * sizeof(*f));
+		st->files = f;
+	}
+	st->n = n;
+	int first = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct sk_err e = { 0 };
+		vals[i] = (struct sk_secret_value){ NULL, 0 };
+		const char *path = p->secrets[i].value_file;
+		int r = path ? sk_secret_file_get(&st->files[i], path, &vals[i].val, &vals[i].len, &e)
+			     : sk_err_set(&e, EINVAL, "secret %s: no valueFile", p->secrets[i].name ? p->secrets[i].name : "?");
+		if (r < 0) {
+			vals[i] = (struct sk_secret_value){ NULL, 0 };
+			if (!first) {
+				first = r;
+				(void)sk_err_set(err, -r, "secret %s: %s", p->secrets[i].name ? p->secrets[i].name : "?", e.msg);
+			}
+		}
+	}
+	return first;
+}
+
+void sk_secret_store_free(struct sk_secret_store *st)
+{
+	for (size_t i = 0; i < st->n; i++)
+		sk_secret_file_clear(&st->files[i]);
+	free(st->files);
+	st->files = NULL;
+	st->n = 0;
 }

@@ -1,0 +1,119 @@
+/* sidecar/core/secret_swap.h — the placeholder swap of `secrets:` (issue 33; docs/policy.md "Secrets"). Owns:
+ * deciding, for one request, where each secret's placeholder may be replaced by its value and doing it
+ * (an HTTP/1 head in one call, an HTTP/2 header in one call), finding a placeholder or a value anywhere
+ * else (credential_misuse), and masking values a response echoes. Pure: no I/O, no loop; the values come
+ * from the store (secret_store.h), the verdicts go to the caller's audit line.
+ *
+ * What is looked for, always case-insensitively (DNS names arrive lower-cased), for each secret: its
+ * placeholder, and its value when known, each raw, percent-decoded, in base64 or base64url at any of the
+ * three alignments, and in hex. Values shorter than SK_SWAP_ENCODED_MIN bytes are looked for raw only (an
+ * encoding of a few bytes turns up by chance). The swap itself replaces the exact placeholder: raw (Bearer,
+ * an API key header) and inside `Basic` credentials (base64 of `user:placeholder` or `placeholder:`,
+ * decoded, swapped, encoded again). A placeholder left after that (another spelling) is misuse.
+ *
+ * Rules, per secret: the swap happens only in a header listed in `in`, on a request toward a listed host
+ * and a path matching `paths`. Anything else that carries the placeholder — another header, the request
+ * line's path or query, a request to another host or path — is misuse, and so is the value itself
+ * anywhere in a request (the agent never holds it). No message or verdict here carries a value.
+ *
+ * Wiring (the inspected connections; values from sk_sidecar_secrets, the set {policy->secrets,
+ * policy->n_secrets, values}, host = the SNI the connection was allowed for):
+ *   - HTTP/1 (proxy/inspect_h1): one sk_swap_h1_head per allowed head, sending out instead on SWAPPED;
+ *     MISUSE, MALFORMED and NOMEM deny the request (audit reason credential_misuse, the where token and
+ *     sk_swap_misuse_text for the log, never the head);
+ *   - HTTP/2 (inspect/h2_filter): the judge passes ":path" through sk_swap_h2_header, and the header hook
+ *     (sk_h2_header_fn) calls it per field: SWAPPED → return 1 with new_value and *never_index set,
+ *     MISUSE/NOMEM → < 0 (the stream refused, a deny line), NONE → 0;
+ *   - the body prefix a filter holds: sk_swap_scan with SK_SWAP_AT_BODY;
+ *   - responses: one sk_swap_mask per connection, every response byte through sk_swap_mask_run. */
+#ifndef SK_SIDECAR_CORE_SECRET_SWAP_H
+#define SK_SIDECAR_CORE_SECRET_SWAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/strbuf.h"
+#include "policy/policy.h"
+#include "sidecar/core/secret_store.h"
+
+#define SK_SWAP_ENCODED_MIN 8
+
+/* The secrets of the policy in force and their values (values NULL: none known; only placeholders are
+ * looked for). Borrowed. */
+struct sk_swap_set {
+	const struct sk_secret *secrets;
+	size_t n;
+	const struct sk_secret_value *values;   /* n entries or NULL */
+};
+
+enum sk_swap_result {
+	SK_SWAP_NONE = 0,     /* nothing to change and no misuse: send as it is (out untouched) */
+	SK_SWAP_SWAPPED,      /* out holds what to send instead */
+	SK_SWAP_MISUSE,       /* deny (credential_misuse); m says which secret and where */
+	SK_SWAP_MALFORMED,    /* refused: obsolete line folding, a bare CR, no end of head, a header line
+	                       * without ':' — a head whose header boundaries a server could read otherwise */
+	SK_SWAP_NOMEM,        /* fail closed: deny */
+};
+
+enum sk_swap_where {
+	SK_SWAP_AT_HEADER = 0,  /* a header the secret is not allowed in (or the value itself, any header) */
+	SK_SWAP_AT_PATH,        /* the request line (method, path, version) */
+	SK_SWAP_AT_QUERY,       /* the request target's query */
+	SK_SWAP_AT_HOST,        /* an allowed header, toward a host the secret does not list */
+	SK_SWAP_AT_PATH_RULE,   /* an allowed header and host, on a path none of the secret's paths match */
+	SK_SWAP_AT_BODY,        /* the body bytes the caller scanned */
+	SK_SWAP_AT_DNS,         /* a DNS query name */
+	SK_SWAP_AT_PLAIN_HTTP,  /* a plain-HTTP request (never a swap target) */
+};
+
+struct sk_swap_misuse {
+	size_t secret;          /* index into the set */
+	enum sk_swap_where where;
+	bool value;             /* the real value was seen, not the placeholder */
+	char header[64];        /* AT_HEADER/HOST/PATH_RULE: the header's name (lower case, cut), else "" */
+};
+
+/* One HTTP/1 request head head[0..len) (request line to the empty line, CRLF or LF; nothing after it)
+ * going to host (normalised, as the connection was allowed: SNI = Host). SWAPPED: out gets the whole
+ * head rewritten (each swapped header's value replaced, every other byte as it was). The caller sends
+ * out, or head on NONE, and denies on MISUSE, MALFORMED and NOMEM. */
+enum sk_swap_result sk_swap_h1_head(const struct sk_swap_set *s, const char *host, const uint8_t *head,
+				    size_t len, struct sk_strbuf *out, struct sk_swap_misuse *m);
+
+/* One HTTP/2 header field (name lower case as HPACK gives it; pseudo-headers too: ":path" is judged as
+ * the request target) of a request toward host whose :path is path[0..plen) (as sent, query included).
+ * SWAPPED: out gets the new value and *never_index is set: the field must be sent never-indexed so the
+ * value stays out of every HPACK table. */
+enum sk_swap_result sk_swap_h2_header(const struct sk_swap_set *s, const char *host, const char *path,
+				      size_t plen, const char *name, size_t nlen, const char *value, size_t vlen,
+				      struct sk_strbuf *out, bool *never_index, struct sk_swap_misuse *m);
+
+/* Whether buf[0..len) carries any secret's placeholder or value in any spelling above (the body prefix
+ * the sidecar read, a DNS name as text, a plain-HTTP head). true fills m (where = `where`, header ""). A
+ * failed allocation counts as found (fail closed). */
+bool sk_swap_scan(const struct sk_swap_set *s, const uint8_t *buf, size_t len, enum sk_swap_where where,
+		  struct sk_swap_misuse *m);
+
+/* "placeholder of secret github in header x-foo" etc. into out (never a value): for logs and tests. */
+const char *sk_swap_misuse_text(const struct sk_swap_set *s, const struct sk_swap_misuse *m, char *out,
+				size_t cap);
+/* The where as an audit token: "header", "path", "query", "host", "path_rule", "body", "dns", "plain_http". */
+const char *sk_swap_where_name(enum sk_swap_where w);
+
+/* Masking a response stream that echoes values: every known value (raw, as the gateway masks) becomes '*'
+ * bytes of its length, across chunk boundaries (each value has its own streaming matcher, chained; what
+ * one holds back is at most its value's length minus one). Guarantee: no raw value reaches out, whatever
+ * the cut; lengths are kept (Content-Length holds). Encoded echoes are not masked. */
+struct sk_swap_mask {
+	struct sk_secret_redact *r;   /* owned, one per known value */
+	size_t n;
+};
+/* 0 or -ENOMEM (m then empty: the caller must not relay a response it cannot mask). The values are
+ * borrowed and must outlive m. */
+int sk_swap_mask_init(struct sk_swap_mask *m, const struct sk_swap_set *s);
+/* Appends the bytes released for in[0..len) to out; final releases what is held. 0 or -ENOMEM. */
+int sk_swap_mask_run(struct sk_swap_mask *m, const uint8_t *in, size_t len, bool final, struct sk_strbuf *out);
+void sk_swap_mask_free(struct sk_swap_mask *m);
+
+#endif
