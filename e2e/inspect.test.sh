@@ -18,6 +18,7 @@ HERE=$SK_ROOT/e2e/inspect
 PY=/usr/bin/python3
 GH4=198.18.8.10 PYPI4=198.18.8.20 OPEN4=198.18.8.30 BAD4=198.18.8.40 SELF4=198.18.8.50 BUD4=198.18.8.60
 GIT4=198.18.8.70
+TOKEN=ghp_e2eRealTokenNeverSeenByTheAgent0123 PH=stockade-secret-github-e2e
 
 agent() { sk_pod_as "$NS" "$SK_AGENT_UID" "$@"; }
 aq() { "$PY" "$SK_ROOT/e2e/proxy/audit_q.py" "$SK_TMP/audit.log" "$@"; }
@@ -36,6 +37,12 @@ setup() {
 		-out "$SK_TMP/self.pem" -days 2 -subj "/CN=self.example" -addext "subjectAltName=DNS:self.example" \
 		>>"$SK_TMP/ca.log" 2>&1 || { echo "certificate setup failed"; exit 1; }
 	chmod 644 "$SK_TMP"/self.*
+	# the real token: the sidecar's alone (mode 0400, its UID), never the agent's
+	mkdir -p "$SK_TMP/secret"
+	printf '%s' "$TOKEN" >"$SK_TMP/secret/token"
+	chown -R "$SK_SIDECAR_UID" "$SK_TMP/secret"
+	chmod 700 "$SK_TMP/secret"
+	chmod 400 "$SK_TMP/secret/token"
 	sk_policy policy.yaml <<POL
 egress:
   - host: github.example
@@ -67,6 +74,13 @@ egress:
     requests:
       - { methods: [GET], paths: ["/git/acme/*/info/refs"] }
       - { methods: [POST], paths: ["/git/acme/*/git-upload-pack"] }
+secrets:
+  - name: github
+    valueFile: $SK_TMP/secret/token
+    placeholder: stockade-secret-github-e2e
+    hosts: [github.example]
+    paths: ["/repos/acme/**"]
+    in: [authorization]
 tls:
   upstreamCAFile: $SK_TMP/ca.pem
 dns:
@@ -283,6 +297,37 @@ t_git_read_only() {
 		test "$(aq event=deny reason=request_denied rule=git method=POST path=/git/acme/app.git/git-receive-pack)" -ge 2
 }
 
+# Credentials the agent never holds (secrets:): the placeholder is swapped for the real token toward the
+# host and paths the secret lists, in Bearer and in Basic, over HTTP/1.1 and HTTP/2; sent anywhere else it
+# is credential_misuse; the agent cannot read the token, and no log line carries it.
+t_secret_swap() {
+	: >"$SK_TMP/upstream.log.auth"
+	chmod 666 "$SK_TMP/upstream.log.auth"
+	sk_check_eq "Bearer placeholder: the request passes" "ok GET /repos/acme/app" \
+		"$(agent "${CURL[@]}" -H "Authorization: Bearer $PH" https://github.example/repos/acme/app 2>&1)"
+	sk_check "... and the server got the real token" grep -qxF "/repos/acme/app Bearer $TOKEN" "$SK_TMP/upstream.log.auth"
+	agent "${CURL[@]}" -o /dev/null -u "x-access-token:$PH" https://github.example/repos/acme/basic >/dev/null 2>&1
+	sk_check "Basic user:placeholder (git's credential helper): the server got user:token" \
+		grep -qxF "/repos/acme/basic Basic $(printf 'x-access-token:%s' "$TOKEN" | base64 -w0)" "$SK_TMP/upstream.log.auth"
+	agent "${CURL[@]}" --http2 -o /dev/null -H "Authorization: Bearer $PH" https://github.example/repos/acme/h2auth >/dev/null 2>&1
+	sk_check "HTTP/2: the server got the real token" grep -qxF "/repos/acme/h2auth Bearer $TOKEN" "$SK_TMP/upstream.log.auth"
+	out=$(agent "${CURL[@]}" -i -H "Authorization: Bearer $PH" https://pypi.example/simple/ 2>&1)
+	sk_check "the placeholder toward another (inspected, allowed) host: 403 credential_misuse" \
+		grep -qi '^x-stockade-reason: credential_misuse' <<<"$out"
+	sk_check_eq "... which never got it" 0 "$(grep -c "$PH\|$TOKEN" <(grep -v '^/repos/acme/' "$SK_TMP/upstream.log.auth"))"
+	sk_check_eq "the placeholder in the query: 403" 403 \
+		"$(agent "${CURL[@]}" -o /dev/null -w '%{http_code}' "https://github.example/repos/acme/app?t=$PH" 2>&1)"
+	sk_check_eq "HTTP/2: the placeholder toward another host: 403" 403 \
+		"$(agent "${CURL[@]}" --http2 -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $PH" https://pypi.example/simple/ 2>&1)"
+	sk_check_eq "the placeholder in another header: 403" 403 \
+		"$(agent "${CURL[@]}" -o /dev/null -w '%{http_code}' -H "X-Token: $PH" https://github.example/repos/acme/app 2>&1)"
+	settle
+	sk_check "audit: credential_misuse lines" test "$(aq event=deny reason=credential_misuse)" -ge 4
+	sk_check_fails "the agent cannot read the token file" agent cat "$SK_TMP/secret/token"
+	sk_check_eq "the token is in no audit line and no sidecar log" 0 \
+		"$(cat "$SK_TMP/audit.log" "$SK_TMP/sidecar.err" | grep -c "$TOKEN")"
+}
+
 # A client that pins the real server's key (as some SDKs and package managers do) meets the pod CA's leaf:
 # its own TLS fails, closed, and the audit line says why; nothing reaches the server.
 t_pinned_client_fails_closed() {
@@ -372,5 +417,5 @@ time.sleep(30)' "$SK_TMP/podca.pem" >/dev/null 2>&1 &
 }
 
 SK_CASES=(get_allowed post_denied read_only host_not_sni smuggled_second_request http2 upstream_cert_invalid
-	git_read_only pinned_client_fails_closed ca_key_out_of_reach no_inspect_untouched reload_toggles_inspection budget_counts_plaintext sigterm_with_a_bridge_open)
+	git_read_only secret_swap pinned_client_fails_closed ca_key_out_of_reach no_inspect_untouched reload_toggles_inspection budget_counts_plaintext sigterm_with_a_bridge_open)
 sk_main "$@"

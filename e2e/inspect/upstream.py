@@ -61,6 +61,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def handle_any(self):
         with self.lock, open(self.log_path, "a", encoding="utf-8") as f:
             f.write("%s %s %s\n" % (self.command, self.path, self.headers.get("Host", "")))
+        if self.headers.get("Authorization"):
+            log_auth(self.path, self.headers["Authorization"])
         n = int(self.headers.get("Content-Length") or 0)
         data = self.rfile.read(n) if n else b""
         if GIT_ROOT and self.path.startswith("/git/"):
@@ -81,6 +83,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(body)
 
     do_GET = do_HEAD = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = handle_any
+
+
+def log_auth(path, value):
+    """The Authorization a request arrived with, into LOG.auth: the suite checks the swap there."""
+    with Handler.lock, open(Handler.log_path + ".auth", "a", encoding="utf-8") as f:
+        f.write("%s %s\n" % (path, value))
 
 
 def log_request(line):
@@ -117,6 +125,8 @@ def serve_h2(sock):
                     continue
                 method, path = hd.get(":method", ""), hd.get(":path", "")
                 log_request("%s %s %s h2" % (method, path, hd.get(":authority", "")))
+                if hd.get("authorization"):
+                    log_auth(path, hd["authorization"])
                 data = bodies.pop(ev.stream_id, b"")
                 if GIT_ROOT and path.startswith("/git/"):
                     status, fields, out = git_cgi(method, path, hd, data)

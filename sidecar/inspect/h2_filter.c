@@ -778,7 +778,18 @@ static bool process_block(struct h2f *f, struct emit *e, struct sk_pt_out *out, 
 	rc = encode_block(f, &fl, &rq, &enc);
 	if (rc == 1) {
 		tell_refused(f, &rq, "h2_header_refused");
-		put_rst(&f->to_client, sid, E_INTERNAL);
+		if (f->cfg.header_refusal_status) {
+			sk_h2_denial_body(&body, f->cfg.header_refusal_reason, NULL, &rq);
+			if (sk_strbuf_ok(&body) < 0) {
+				*v = conn_error(f, out, E_INTERNAL, "h2_out_of_memory");
+				ok = false;
+				goto out;
+			}
+			put_answer(&f->to_client, sid, f->cfg.header_refusal_status, f->cfg.header_refusal_reason, &body,
+				   end_stream);
+		} else {
+			put_rst(&f->to_client, sid, E_INTERNAL);
+		}
 		goto out;
 	}
 	if (rc < 0 || (!end_stream && stream_add(f, &rq) < 0)) {

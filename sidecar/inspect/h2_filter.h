@@ -87,6 +87,11 @@ struct sk_h2_filter_cfg {
 	sk_h2_judge_fn judge;        /* required */
 	sk_h2_header_fn header;      /* NULL: headers go out as they came */
 	sk_h2_refused_fn refused;    /* NULL: not told */
+	/* A request whose header the hook refused: answered with this status and reason (the judge's answer
+	 * shape) instead of RST_STREAM INTERNAL_ERROR when set (the credential swap's 403
+	 * credential_misuse, which the agent can read). Trailers refused are reset either way. */
+	int header_refusal_status;
+	const char *header_refusal_reason;
 	void *ctx;                   /* for all three */
 	size_t max_block;            /* 0: the defaults above */
 	size_t max_list;

@@ -140,7 +140,7 @@ const char *conn_flags_str(uint32_t flags, char *buf, size_t size)
 	static const char *const names[] = {
 		"has_name", "rule_named", "late", "first_done", "http_first_ok", "upgrade_wait", "rule_requests",
 		"tls_open", "tls_ech", "resolved", "budget_counted", "early", "early_up", "c_rd", "u_rd",
-		"rule_inspect", "bridged", "budget_over",
+		"rule_inspect", "bridged", "budget_over", "h2_line_done",
 	};
 	size_t off = 0;
 	if (size == 0)

@@ -8,6 +8,7 @@
 #include "sidecar/proxy/internal.h"
 
 #include "common/http_path.h"
+#include "sidecar/core/secret_swap.h"
 #include "sidecar/inspect/bridge.h"
 #include "sidecar/inspect/filter.h"
 #include "sidecar/inspect/h2_filter.h"
@@ -102,6 +103,26 @@ static bool host_is_sni(const struct conn *c, const struct sk_http_head *h)
 	return !h->host_is_ip && strcasecmp(h->host, sni) == 0;
 }
 
+/* The policy's secrets and their values now (core/secret_swap.h); n 0 when it has none. */
+static struct sk_swap_set swap_set(struct conn *c)
+{
+	struct sk_sidecar *sc = c->px->sc;
+	struct sk_swap_set s = { .secrets = sc->policy->secrets, .n = sc->policy->n_secrets };
+	if (s.n)
+		s.values = sk_sidecar_secrets(sc);
+	return s;
+}
+
+/* A request carrying a secret's placeholder (or value) where the secret may not go: its deny line, and a
+ * log line saying which secret and where (never the value). true: refuse it (mode enforce). */
+static bool misuse(struct conn *c, uint32_t request, const struct sk_swap_set *s, const struct sk_swap_misuse *m,
+		   const char *method)
+{
+	char text[256];
+	sk_log(SK_LOG_WARN, "proxy: credential_misuse on %s: %s", c->name, sk_swap_misuse_text(s, m, text, sizeof(text)));
+	return h1_refuse(c, request, "credential_misuse", method, NULL);
+}
+
 /* The HTTP/2 filter's judge. The request is written as the HTTP/1 head it stands for and read back by the
  * HTTP/1 head parser, so that one parser, one path normaliser and one rule check decide both protocols:
  * nothing an HTTP/2 client sends can be read more leniently than the same request over HTTP/1.1. */
@@ -141,8 +162,19 @@ static enum sk_h2_decision h2_judge(void *ctx, const struct sk_h2_request *rq, i
 	}
 	const struct sk_req_denial *d = NULL;
 	const char *why = h1_judge(c, request, (const uint8_t *)head, (size_t)n, &h, &d);
-	if (!why)
+	if (!why) {
+		/* a secret's placeholder or value in the path or query is never swapped: misuse */
+		struct sk_swap_set s = swap_set(c);
+		struct sk_swap_misuse m = { 0 };
+		if (s.n && sk_swap_scan(&s, (const uint8_t *)rq->path, strlen(rq->path), SK_SWAP_AT_PATH, &m) &&
+		    misuse(c, request, &s, &m, rq->method)) {
+			*status = 403;
+			*reason = "credential_misuse";
+			sk_h2_denial_body(body, *reason, c->rule_label, rq);
+			return SK_H2_DENY;
+		}
 		return SK_H2_ALLOW;
+	}
 	*status = 403;
 	*reason = d && d->detail ? d->detail : why;
 	/* the body names the path as it was judged (normalised; a refused one without its query) */
@@ -153,11 +185,63 @@ static enum sk_h2_decision h2_judge(void *ctx, const struct sk_h2_request *rq, i
 	return SK_H2_DENY;
 }
 
+/* The HTTP/1 filter's rewrite hook: the placeholders of `secrets:` swapped for their values in the
+ * headers and toward the hosts and paths each secret lists; anything else carrying one is refused. */
+static int h1_rewrite(void *ctx, uint32_t request, const uint8_t *head, size_t n, const struct sk_http_head *h,
+		      struct sk_strbuf *out, const char **reason)
+{
+	struct conn *c = ctx;
+	struct sk_swap_set s = swap_set(c);
+	if (!s.n)
+		return 0;
+	char addr[SK_ADDR_STRLEN];
+	struct sk_swap_misuse m = { 0 };
+	enum sk_swap_result r = sk_swap_h1_head(&s, conn_sni(c, addr), head, n, out, &m);
+	if (r == SK_SWAP_NONE)
+		return 0;
+	if (r == SK_SWAP_SWAPPED)
+		return 1;
+	*reason = "credential_misuse";
+	if (r != SK_SWAP_MISUSE)   /* a head the swap cannot read safely, or out of memory: refused all the same */
+		return h1_refuse(c, request, "credential_misuse", h->method, NULL) ? -1 : 0;
+	return misuse(c, request, &s, &m, h->method) ? -1 : 0;
+}
+
+/* The HTTP/2 filter's header hook: the same swap, one field at a time; a swapped field goes out
+ * never-indexed (no HPACK table keeps the value). A refusal writes its credential_misuse line here, so
+ * the filter's own report of the reset (h2_refused) is not written twice. */
+static int h2_header(void *ctx, const struct sk_h2_request *rq, const uint8_t *name, size_t namelen,
+		     const uint8_t *value, size_t valuelen, struct sk_strbuf *new_value, bool *never_index)
+{
+	struct conn *c = ctx;
+	struct sk_swap_set s = swap_set(c);
+	if (!s.n)
+		return 0;
+	char addr[SK_ADDR_STRLEN];
+	struct sk_swap_misuse m = { 0 };
+	enum sk_swap_result r = sk_swap_h2_header(&s, conn_sni(c, addr), rq->path, strlen(rq->path), (const char *)name,
+						  namelen, (const char *)value, valuelen, new_value, never_index, &m);
+	if (r == SK_SWAP_NONE)
+		return 0;
+	if (r == SK_SWAP_SWAPPED)
+		return 1;
+	bool enforce = r == SK_SWAP_MISUSE ? misuse(c, c->request + 1, &s, &m, rq->method)
+					   : h1_refuse(c, c->request + 1, "credential_misuse", rq->method, NULL);
+	if (!enforce)
+		return 0;
+	conn_set(c, CF_H2_LINE_DONE, true);
+	return -1;
+}
+
 /* A stream the HTTP/2 filter reset without judging it (malformed, a tunnel): its deny line. The stream
  * is reset in mode audit too (it cannot be sent on); the line then says would_deny like every other. */
 static void h2_refused(void *ctx, const struct sk_h2_request *rq, const char *reason)
 {
 	struct conn *c = ctx;
+	if (conn_has(c, CF_H2_LINE_DONE)) {   /* the header hook's refusal: its line is written */
+		conn_set(c, CF_H2_LINE_DONE, false);
+		return;
+	}
 	(void)h1_refuse(c, c->request + 1, reason, rq->method[0] ? rq->method : NULL, rq->path[0] ? rq->path : NULL);
 }
 
@@ -170,7 +254,9 @@ static struct sk_pt_filter *select_filter(void *ctx, const char *alpn)
 	struct sk_err err = { 0 };
 	char addr[SK_ADDR_STRLEN];
 	if (strcmp(alpn, "h2") == 0) {
-		struct sk_h2_filter_cfg cfg = { .judge = h2_judge, .refused = h2_refused, .ctx = c };
+		struct sk_h2_filter_cfg cfg = { .judge = h2_judge, .header = h2_header, .refused = h2_refused, .ctx = c,
+						 .header_refusal_status = 403,
+						 .header_refusal_reason = "credential_misuse" };
 		if (sk_h2_filter_new(&cfg, &c->filter, &err) < 0) {
 			sk_log(SK_LOG_WARN, "proxy: inspected connection to %s: %s", c->name, err.msg);
 			return NULL;
@@ -179,7 +265,7 @@ static struct sk_pt_filter *select_filter(void *ctx, const char *alpn)
 	}
 	if (alpn[0] && strcmp(alpn, "http/1.1") != 0)
 		return NULL;
-	struct sk_h1_hooks hooks = { .ctx = c, .judge = h1_judge, .refuse = h1_refuse };
+	struct sk_h1_hooks hooks = { .ctx = c, .judge = h1_judge, .refuse = h1_refuse, .rewrite = h1_rewrite };
 	if (sk_h1_filter_new(conn_sni(c, addr), c->rule_label, &hooks, &c->filter, &err) < 0) {
 		sk_log(SK_LOG_WARN, "proxy: inspected connection to %s: %s", c->name, err.msg);
 		return NULL;

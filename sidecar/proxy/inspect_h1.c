@@ -50,6 +50,7 @@ struct h1 {
 	/* responses */
 	enum resp_state rs;
 	struct sk_strbuf line;
+	struct sk_strbuf swapped;       /* the head the rewrite hook sent instead (judge_head's 2) */
 	uint64_t remaining;
 	/* one call's output: while everything so far goes on unchanged from the start of the input, only
 	 * its end is counted (a PASS); once not, it is copied into to_peer */
@@ -248,11 +249,13 @@ static const char *host_text(const struct sk_http_head *hd, char ip[SK_ADDR_STRL
 	return ip;
 }
 
-/* One complete head: 1 goes on, 0 refused (its bytes dropped), < 0 the filter cannot go on. */
+/* One complete head: 1 goes on, 2 goes on as h->swapped, 0 refused (its bytes dropped), < 0 the filter
+ * cannot go on. */
 static int judge_head(struct h1 *h, const uint8_t *head, size_t n, const struct sk_http_head *hd)
 {
 	h->request++;
 	char path[SK_AUDIT_PATH_MAX], ip[SK_ADDR_STRLEN];
+	int sent = 1;
 	bool body = hd->te_count > 0 || (hd->cl_count > 0 && hd->content_length > 0);
 	bool close_after = body || hd->version_minor == 0;
 	target_path(head, n, path, sizeof(path));
@@ -288,10 +291,26 @@ static int judge_head(struct h1 *h, const uint8_t *head, size_t n, const struct 
 			return owe_answer(h, a, len, close_after || !a) < 0 ? -ENOMEM : 0;
 		}
 	}
+	if (h->hooks.rewrite) {
+		const char *why = NULL;
+		sk_strbuf_reset(&h->swapped);
+		int rc = h->hooks.rewrite(h->hooks.ctx, h->request, head, n, hd, &h->swapped, &why);
+		if (rc < 0) {
+			size_t len = 0;
+			char *a = sk_req_answer(403, "Forbidden", why ? why : "credential_misuse", h->rule_label,
+						hd->method, host_text(hd, ip), path, true, &len);
+			return owe_answer(h, a, len, true) < 0 ? -ENOMEM : 0;
+		}
+		if (rc == 1) {
+			if (sk_strbuf_ok(&h->swapped) < 0)
+				return -ENOMEM;
+			sent = 2;
+		}
+	}
 allowed:
 	if (q_push(h, (struct owed){ .head_method = strcmp(hd->method, "HEAD") == 0 }) < 0)
 		return -ENOSPC;
-	return 1;
+	return sent;
 }
 
 /* A framing error or an oversized head: refused with a 400 that ends the connection. */
@@ -347,7 +366,9 @@ static enum sk_pt_verdict from_client(struct sk_pt_filter *f, const uint8_t *buf
 				o->reason = "client_data_refused";
 				return SK_PT_FAIL;
 			}
-			if (rc > 0)
+			if (rc == 2)
+				out_insert(h, o, data, h->swapped.p, h->swapped.len);
+			else if (rc > 0)
 				out_range(h, o, data, off, off + n);
 			off += n;
 			if (h->unjudged) {
@@ -605,6 +626,7 @@ static void h1_free(struct sk_pt_filter *f)
 	sk_strbuf_free(&h->pend);
 	sk_strbuf_free(&h->pend2);
 	sk_strbuf_free(&h->line);
+	sk_strbuf_free(&h->swapped);
 	free(h);
 }
 

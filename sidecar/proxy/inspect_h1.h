@@ -42,6 +42,11 @@ struct sk_h1_hooks {
 	 * line and says whether to enforce it (false: mode audit, the request goes on; after a framing
 	 * error nothing more is judged on the connection). */
 	bool (*refuse)(void *ctx, uint32_t request, const char *reason, const char *method, const char *path);
+	/* Sees every head the checks above let go on, last (the credential swap, core/secret_swap.h): 0 sends
+	 * it as it is, 1 sends out's bytes (a whole head) instead, < 0 refuses the request with *reason
+	 * (static; the owner wrote its audit line), answered 403 and the connection closed. NULL: none. */
+	int (*rewrite)(void *ctx, uint32_t request, const uint8_t *head, size_t n, const struct sk_http_head *h,
+		       struct sk_strbuf *out, const char **reason);
 };
 
 /* A filter for a connection whose TLS names sni (a DNS name, or the destination address as text when the

@@ -107,6 +107,7 @@ enum conn_flag {
 	CF_RULE_INSPECT = 1u << 15,  /* the rule (set_rule) says inspect: true: its TLS is terminated */
 	CF_BRIDGED = 1u << 16,       /* connecting for, or running, the TLS bridge (inspect.c) */
 	CF_BUDGET_OVER = 1u << 17,   /* mode audit: the bridge's budget was found spent and reported once */
+	CF_H2_LINE_DONE = 1u << 18,  /* the HTTP/2 header hook wrote the deny line of the stream it refused */
 };
 #define CONN_FLAGS_STR_MAX 192   /* every flag's name, comma-separated, and the NUL */
 
