@@ -100,7 +100,7 @@ stockade.validate: fails the render with a clear message on values the schema ca
 {{- if and (not .Values.policy.existingConfigMap) (not .Values.policy.spec) -}}
 {{- fail "set policy.spec (inline policy) or policy.existingConfigMap" -}}
 {{- end -}}
-{{- /* 0.2 moved the cluster-wide pieces to helm/stockade-system: say so instead of ignoring old values */ -}}
+{{- /* 0.3 moved the cluster-wide pieces to helm/stockade-system: say so instead of ignoring old values */ -}}
 {{- if hasKey .Values "admissionPolicy" -}}
 {{- fail "admissionPolicy: the admission policy moved to the stockade-system chart (one per cluster: helm install stockade-system helm/stockade-system --set admissionPolicy.enabled=true); remove admissionPolicy from this release's values (docs/upgrading.md)" -}}
 {{- end -}}
