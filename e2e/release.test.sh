@@ -45,10 +45,13 @@ setup() {
 	trap '[ -z "$REGISTRY_PID" ] || kill "$REGISTRY_PID" 2>/dev/null; sk_cleanup_on_exit' EXIT
 	local t0=$SECONDS
 	# the release key (ECDSA P-256) and a stranger's, for the signature cases
-	openssl ecparam -name prime256v1 -genkey -noout -out "$SK_TMP/key.pem" 2>/dev/null &&
-		openssl pkey -in "$SK_TMP/key.pem" -pubout -out "$SK_TMP/key.pub.pem" &&
-		openssl ecparam -name prime256v1 -genkey -noout -out "$SK_TMP/other.pem" 2>/dev/null &&
-		openssl pkey -in "$SK_TMP/other.pem" -pubout -out "$SK_TMP/other.pub.pem" || sk_fail "signing keys"
+	local k
+	for k in key other; do
+		if ! { openssl ecparam -name prime256v1 -genkey -noout -out "$SK_TMP/$k.pem" 2>/dev/null &&
+			openssl pkey -in "$SK_TMP/$k.pem" -pubout -out "$SK_TMP/$k.pub.pem"; }; then
+			sk_fail "signing key $k"
+		fi
+	done
 	if make -s release BUILD="$BUILD" SK_SIGNING_KEY="$SK_TMP/key.pem" >"$SK_TMP/release.log" 2>&1; then
 		sk_pass "make release ($((SECONDS - t0)) s)"
 	else
@@ -318,10 +321,12 @@ t_signatures() {
 	if out=$(make -s verify-release BUILD="$BUILD" SK_VERIFY_KEY="$SK_TMP/key.pub.pem" 2>&1); then
 		sk_pass "verify-release with the release key ($(grep -c '^ok ' <<<"$out") checks)"
 	else sk_fail "verify-release with the release key" "$(grep FAIL <<<"$out" | head -5)"; fi
-	sk_check "verify-release without a key is a usage error" sh -c \
-		'! make -s verify-release BUILD="$1" SK_VERIFY_KEY= >/dev/null 2>&1' _ "$BUILD"
-	out=$(make -s verify-release BUILD="$BUILD" SK_VERIFY_KEY="$SK_TMP/other.pub.pem" 2>&1) &&
-		sk_fail "verify-release accepts another key" || sk_pass "verify-release refuses another key"
+	if make -s verify-release BUILD="$BUILD" SK_VERIFY_KEY= >/dev/null 2>&1; then
+		sk_fail "verify-release without a key is a usage error"
+	else sk_pass "verify-release without a key is a usage error"; fi
+	if make -s verify-release BUILD="$BUILD" SK_VERIFY_KEY="$SK_TMP/other.pub.pem" >/dev/null 2>&1; then
+		sk_fail "verify-release accepts another key"
+	else sk_pass "verify-release refuses another key"; fi
 	sk_check "the chart is an OCI artifact in the layout, tagged $VERSION" /usr/bin/python3 -c '
 import json, sys
 i = json.load(open(sys.argv[1] + "/index.json"))
@@ -334,7 +339,7 @@ assert any(m.get("annotations", {}).get("org.opencontainers.image.ref.name") == 
 		if /usr/bin/python3 scripts/release-oci verify --key "$SK_TMP/key.pub.pem" "$copy/release" >"$SK_TMP/tamper.out" 2>&1
 		then sk_fail "verify-release accepts $name"; else sk_pass "verify-release refuses $name: $(grep -m1 FAIL "$SK_TMP/tamper.out" | cut -c1-100)"; fi
 	}
-	f=$(ls "$REL"/oci/stockade-sidecar/blobs/sha256/ | head -1)
+	f=$(find "$REL/oci/stockade-sidecar/blobs/sha256" -type f -printf '%f\n' | sort | head -1)
 	tamper "a changed blob" sh -c "printf x >>oci/stockade-sidecar/blobs/sha256/$f"
 	tamper "a changed chart package" sh -c 'printf x >>charts/stockade-'"$VERSION"'.tgz'
 	tamper "a tag moved to an unsigned index" /usr/bin/python3 -c '
