@@ -1,6 +1,8 @@
-/* cli/cmd_check.c — `stockade-policy check [--no-file-checks] [-o text|json] FILE...`: loads each policy,
- * runs its seccomp section through the profile generator the installer uses (so a name the generator
- * refuses fails here, at its file:line:col, not later on the node), and reports "FILE: ok (N rules, mode
+/* cli/cmd_check.c — `stockade-policy check [--no-file-checks] [--guardrails G] [-o text|json] FILE...`: loads
+ * each policy, runs its seccomp section through the profile generator the installer uses (so a name the
+ * generator refuses fails here, at its file:line:col, not later on the node), with --guardrails checks it
+ * against the cluster guardrails as admission does (policy/guardrails.h: each violation at the policy's
+ * position naming the guardrail's; an invalid guardrails file is exit 2), and reports "FILE: ok (N rules, mode
  * M[, tls.echGrease allow])" (plus forge import notes) on stdout, or every diagnostic on stderr; with
  * -o json one array of per-file objects on stdout instead. Exit 0 when every file is valid, 3 when any is
  * not (or cannot be read), 2 on bad usage. */
@@ -11,16 +13,18 @@
 
 #include "common/err.h"
 #include "cli/cli.h"
+#include "policy/guardrails.h"
 #include "policy/policy.h"
 #include "policy/seccomp/check.h"
 #include "policy/seccomp/seccomp.h"
 
 /* Loads path; on success *out is the policy (caller frees), diags hold every error otherwise. */
-static int load_checked(const char *path, unsigned flags, struct sk_policy **out, struct sk_diags *diags)
+static int load_checked(const char *path, unsigned flags, const struct sk_guardrails *g, struct sk_policy **out,
+			struct sk_diags *diags)
 {
 	if (sk_policy_load_file_ex(path, -1, flags, out, diags) < 0)
 		return -1;
-	if (sk_seccomp_check_policy(*out, diags) < 0) {
+	if (sk_seccomp_check_policy(*out, diags) < 0 || (g && sk_guardrails_check(*out, g, diags) > 0)) {
 		sk_policy_free(*out);
 		*out = NULL;
 		return -1;
@@ -28,11 +32,11 @@ static int load_checked(const char *path, unsigned flags, struct sk_policy **out
 	return 0;
 }
 
-static int check_text(const char *path, unsigned flags)
+static int check_text(const char *path, unsigned flags, const struct sk_guardrails *g)
 {
 	struct sk_diags diags = { 0 };
 	struct sk_policy *p = NULL;
-	int r = load_checked(path, flags, &p, &diags);
+	int r = load_checked(path, flags, g, &p, &diags);
 	/* Read errors come back as a position-less diagnostic: "FILE: cannot read: <strerror>". */
 	sk_diags_print(&diags, stderr);
 	sk_diags_free(&diags);
@@ -47,11 +51,11 @@ static int check_text(const char *path, unsigned flags)
 	return SK_EXIT_OK;
 }
 
-static cJSON *check_json(const char *path, unsigned flags, int *rc)
+static cJSON *check_json(const char *path, unsigned flags, const struct sk_guardrails *g, int *rc)
 {
 	struct sk_diags diags = { 0 };
 	struct sk_policy *p = NULL;
-	int r = load_checked(path, flags, &p, &diags);
+	int r = load_checked(path, flags, g, &p, &diags);
 	cJSON *o = cJSON_CreateObject(), *errs = cJSON_CreateArray();
 	if (!o || !errs) {
 		cJSON_Delete(o);
@@ -89,6 +93,8 @@ static cJSON *check_json(const char *path, unsigned flags, int *rc)
 int sk_cmd_check(int argc, char **argv)
 {
 	unsigned flags = 0;
+	const char *gr_path = NULL;
+	struct sk_guardrails *g = NULL;
 	enum sk_cli_fmt fmt = SK_CLI_TEXT;
 	const char **files = calloc((size_t)argc, sizeof(*files));
 	size_t n = 0;
@@ -111,6 +117,10 @@ int sk_cmd_check(int argc, char **argv)
 			if (m < 0)
 				goto usage;
 			files[n++] = v;
+		} else if ((m = sk_cli_opt(argc, argv, &i, "--guardrails", NULL, &v)) != 0) {
+			if (m < 0)
+				goto usage;
+			gr_path = v;
 		} else if ((m = sk_cli_opt(argc, argv, &i, "--output", "-o", &v)) != 0) {
 			if (m < 0 || sk_cli_format(argv[0], v, SK_CLI_FMT(SK_CLI_TEXT) | SK_CLI_FMT(SK_CLI_JSON), &fmt) < 0)
 				goto usage;
@@ -123,15 +133,26 @@ int sk_cmd_check(int argc, char **argv)
 		rc = sk_cli_usage_error(argv[0], "%s", "no policy file given");
 		goto out;
 	}
+	if (gr_path) {
+		struct sk_diags gd = { 0 };
+		if (sk_guardrails_load_file(gr_path, &g, &gd) < 0) {
+			/* Not the policy's fault: the guardrails are an input of their own (exit 2, like a profile). */
+			sk_diags_print(&gd, stderr);
+			sk_diags_free(&gd);
+			rc = SK_EXIT_USAGE;
+			goto out;
+		}
+		sk_diags_free(&gd);
+	}
 	if (fmt == SK_CLI_TEXT) {
 		for (size_t i = 0; i < n; i++)
-			if (check_text(files[i], flags) != SK_EXIT_OK)
+			if (check_text(files[i], flags, g) != SK_EXIT_OK)
 				rc = SK_EXIT_POLICY;
 		goto out;
 	}
 	cJSON *all = cJSON_CreateArray();
 	for (size_t i = 0; all && i < n; i++) {
-		cJSON *o = check_json(files[i], flags, &rc);
+		cJSON *o = check_json(files[i], flags, g, &rc);
 		if (!o) {
 			cJSON_Delete(all);
 			all = NULL;
@@ -153,6 +174,7 @@ usage:
 	sk_cli_usage(argv[0], stderr);
 	rc = SK_EXIT_USAGE;
 out:
+	sk_guardrails_free(g);
 	free(files);
 	return rc;
 }

@@ -1,9 +1,9 @@
 /* cli/cmd_explain.c — `stockade-policy explain FILE HOST PORT [--proto tls|http|tcp|udp] [--method M
  * --path P]`: runs the matcher the sidecar uses on one connection and prints the decision as one JSON line.
  * When the deciding rule has request rules (requests, access), the connection alone is not the whole
- * answer: a plain-HTTP request is decided on --method and --path as the sidecar does (the path normalised,
- * first request rule that matches), and a TLS or TCP connection under such a rule is denied
- * (request_unreadable) as the sidecar denies it until TLS termination lands. HOST is a
+ * answer: a plain-HTTP request, or one inside the TLS of an `inspect: true` rule, is decided on --method
+ * and --path as the sidecar does (the path normalised, first request rule that matches); any other
+ * stream under such a rule is denied (request_unreadable), as the sidecar denies it. HOST is a
  * name (normalised as the proxy would) or an IP literal; without --proto the protocol is guessed from
  * the port as a client would speak it (443 tls, 80 http, else tcp) and printed, so it is never hidden.
  * A rule with a budget adds "budget" (as text) and "budget_from" (rule or budgets.default).
@@ -74,12 +74,14 @@ static void judge_request(const struct sk_policy *p, const struct sk_query *q, c
 	rv->on = true;
 	rv->asked = method && path;
 	rv->method = method;
-	if (q->proto != SK_PROTO_HTTP) {
-		/* as sidecar/proxy/requests_gate.c's sk_req_gate_conn */
+	/* as sidecar/proxy/requests_gate.c's sk_req_gate_conn: plain HTTP, and TLS of an inspect rule (the
+	 * sidecar terminates it and reads every request), are decided request by request */
+	bool readable = q->proto == SK_PROTO_HTTP || (q->proto == SK_PROTO_TLS && p->rules[d->rule].inspect);
+	if (!readable) {
 		rv->allow = false;
 		rv->reason = "request_unreadable";
-		rv->why = q->proto == SK_PROTO_TLS ? "its requests are in TLS, which the sidecar does not terminate yet"
-						   : "a stream that is not plain HTTP has no requests to decide";
+		rv->why = q->proto == SK_PROTO_TLS ? "its requests are in TLS, and the rule does not inspect it"
+						   : "a stream that is not HTTP has no requests to decide";
 		return;
 	}
 	if (!rv->asked)

@@ -21,6 +21,7 @@
 #include "common/err.h"
 #include "common/read_file.h"
 #include "cli/cli.h"
+#include "policy/guardrails.h"
 #include "policy/k8s/inject.h"
 #include "policy/k8s/manifest.h"
 #include "policy/policy.h"
@@ -62,12 +63,15 @@ static const char usage_text[] =
 	"  --ready-timeout S       seconds the sidecar may take to become ready (default 30)\n"
 	"  --sidecar-setting N=V   extra sidecar flag --N=V (repeatable; the chart's sidecar.settings)\n"
 	"  --api-secret NAME=SECRET  mount Secret SECRET into the sidecar at /var/run/stockade/secrets/NAME/\n"
-	"                          (repeatable; the chart's sidecar.apiSecrets)\n";
+	"                          (repeatable; the chart's sidecar.apiSecrets)\n"
+	"  --guardrails FILE       the cluster guardrails, as stockade-injector puts them into a pod: the\n"
+	"                          annotation stockade.io/guardrails, read by the sidecar (docs/governance.md);\n"
+	"                          with --policy, the policy must be within them (exit 3 otherwise)\n";
 
 enum {
 	OPT_POLICY = 256, OPT_CHECK, OPT_CM, OPT_INIT_IMG, OPT_SIDECAR_IMG, OPT_PULL, OPT_AGENT_UID, OPT_SIDECAR_UID,
 	OPT_ADMIN, OPT_SECCOMP, OPT_NO_SECCOMP, OPT_CLASSIC, OPT_STARTUP, OPT_FIRST, OPT_IN_SIDECAR, OPT_LOG, OPT_READY,
-	OPT_SETTING, OPT_SECRET,
+	OPT_SETTING, OPT_SECRET, OPT_GUARDRAILS,
 };
 
 #define MAX_EXTRA 64
@@ -93,6 +97,7 @@ static const struct option long_opts[] = {
 	{ "ready-timeout", required_argument, NULL, OPT_READY },
 	{ "sidecar-setting", required_argument, NULL, OPT_SETTING },
 	{ "api-secret", required_argument, NULL, OPT_SECRET },
+	{ "guardrails", required_argument, NULL, OPT_GUARDRAILS },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -437,13 +442,13 @@ static int write_out(const cJSON *docs, bool json)
 }
 
 static int run_inject(struct sk_inject_opts *o_, const char *const *files, size_t n_files, const char *policy_path,
-		      bool check, bool uid_flag, bool admin_flag, bool seccomp_flag);
+		      const struct sk_guardrails *g, bool check, bool uid_flag, bool admin_flag, bool seccomp_flag);
 
 int sk_cmd_inject(int argc, char **argv)
 {
 	struct sk_inject_opts o;
 	sk_inject_opts_default(&o);
-	const char *files[MAX_FILES], *policy_path = NULL;
+	const char *files[MAX_FILES], *policy_path = NULL, *guardrails_path = NULL;
 	size_t n_files = 0;
 	bool check = false, uid_flag = false, admin_flag = false, seccomp_flag = false;
 	unsigned long v;
@@ -452,6 +457,8 @@ int sk_cmd_inject(int argc, char **argv)
 	struct sk_inject_secret secrets[MAX_EXTRA];
 	size_t n_settings = 0, n_secrets = 0;
 	int ex = SK_EXIT_OK;
+	char *guardrails_text = NULL;
+	struct sk_guardrails *guardrails = NULL;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "f:h", long_opts, NULL)) != -1) {
 		switch (c) {
@@ -467,6 +474,7 @@ int sk_cmd_inject(int argc, char **argv)
 			(void)fputs(usage_text, stdout);   /* main checks stdout once at exit */
 			goto out_opts;
 		case OPT_POLICY: policy_path = optarg; break;
+		case OPT_GUARDRAILS: guardrails_path = optarg; break;
 		case OPT_CHECK: check = true; break;
 		case OPT_CM: o.policy_configmap = optarg; break;
 		case OPT_INIT_IMG: o.init_image = optarg; break;
@@ -564,8 +572,30 @@ int sk_cmd_inject(int argc, char **argv)
 	o.n_settings = n_settings;
 	o.secrets = secrets;
 	o.n_secrets = n_secrets;
-	ex = run_inject(&o, files, n_files, policy_path, check, uid_flag, admin_flag, seccomp_flag);
+	if (guardrails_path) {
+		/* loaded to be validated (exit 2 when they are not guardrails), put into the pod as text */
+		size_t glen = 0;
+		struct sk_err gerr = { 0 };
+		struct sk_diags gd = { 0 };
+		guardrails_text = sk_read_file(guardrails_path, 256u << 10, &glen, &gerr);
+		if (!guardrails_text) {
+			(void)fprintf(stderr, "stockade-policy inject: --guardrails: %s\n", gerr.msg);
+			ex = SK_EXIT_USAGE;
+			goto out_opts;
+		}
+		if (sk_guardrails_load_buffer(guardrails_path, guardrails_text, glen, &guardrails, &gd) < 0) {
+			sk_diags_print(&gd, stderr);
+			sk_diags_free(&gd);
+			ex = SK_EXIT_USAGE;
+			goto out_opts;
+		}
+		sk_diags_free(&gd);
+		o.guardrails = guardrails_text;
+	}
+	ex = run_inject(&o, files, n_files, policy_path, guardrails, check, uid_flag, admin_flag, seccomp_flag);
 out_opts:
+	sk_guardrails_free(guardrails);
+	free(guardrails_text);
 	for (size_t i = 0; i < n_settings; i++)
 		free(settings[i]);
 	for (size_t i = 0; i < n_secrets; i++)
@@ -575,7 +605,7 @@ out_opts:
 
 /* Everything after the options: the policy, the files, the output. */
 static int run_inject(struct sk_inject_opts *o_, const char *const *files, size_t n_files, const char *policy_path,
-		      bool check, bool uid_flag, bool admin_flag, bool seccomp_flag)
+		      const struct sk_guardrails *g, bool check, bool uid_flag, bool admin_flag, bool seccomp_flag)
 {
 	struct sk_inject_opts o = *o_;
 	if (!token_ok("--init-image", o.init_image) || !token_ok("--sidecar-image", o.sidecar_image) ||
@@ -616,6 +646,14 @@ static int run_inject(struct sk_inject_opts *o_, const char *const *files, size_
 			(void)fprintf(stderr, "stockade-policy inject: %s: invalid policy\n", policy_path);
 			return SK_EXIT_POLICY;
 		}
+		/* admission would refuse the ConfigMap this writes: say so now, as check --guardrails does */
+		if (g && sk_guardrails_check(p, g, &diags) > 0) {
+			sk_diags_print(&diags, stderr);
+			sk_diags_free(&diags);
+			sk_policy_free(p);
+			(void)fprintf(stderr, "stockade-policy inject: %s: exceeds the guardrails\n", policy_path);
+			return SK_EXIT_POLICY;
+		}
 		sk_diags_free(&diags);
 		const char *const *allow = (const char *const *)p->seccomp.allow;
 		const char *const *deny = (const char *const *)p->seccomp.deny;
@@ -631,6 +669,7 @@ static int run_inject(struct sk_inject_opts *o_, const char *const *files, size_
 		o.agent_uid = p->agent_uid;
 		o.sidecar_uid = p->sidecar_uid;
 		o.admin_port = p->ports.admin;
+		o.policy_fixed = true;   /* the ConfigMap written below is the pod's policy */
 		if (o.seccomp_profile) {
 			o.seccomp_profile = profile_name;
 			o.profile_fixed = true;

@@ -15,7 +15,7 @@ static const struct {
 	const char *usage;  /* after "usage: stockade-policy " */
 } commands[] = {
 	{ "check", sk_cmd_check, "validate policies (exit 0 valid, 3 invalid)",
-	  "check [--no-file-checks] [-o text|json] FILE...   (FILE - is stdin; --policy F is FILE)\n"
+	  "check [--no-file-checks] [--guardrails G] [-o text|json] FILE...   (FILE - is stdin; --policy F is FILE)\n"
 	  "  Loads each policy and checks its seccomp section against the profile generator. Prints\n"
 	  "  \"FILE: ok (N rules, mode M)\" per valid file, every error as FILE:LINE:COL on stderr (text) or\n"
 	  "  one JSON array of {file, valid, rules, mode, errors:[{line, col, message}]} (json).\n" },

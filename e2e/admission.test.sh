@@ -143,7 +143,8 @@ t_inject_pods() {
 	EOF
 	cat "$SK_TMP/app-nojob.yaml" <(echo ---) "$SK_TMP/app-job.yaml" >"$SK_TMP/app.yaml"
 	local mode args i=0 files=()
-	for mode in "" "--init-in-sidecar" "--startup-probe" "--api-secret gh=gh-token" "--sidecar-uid 2000"; do
+	for mode in "" "--init-in-sidecar" "--startup-probe" "--api-secret gh=gh-token" "--sidecar-uid 2000" \
+		"--guardrails policy/examples/guardrails.yaml"; do
 		i=$((i + 1))
 		args=$mode
 		# shellcheck disable=SC2086  # word-split argument list

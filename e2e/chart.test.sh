@@ -108,16 +108,17 @@ print(" ".join(sorted(d["kind"] for d in yaml.safe_load_all(sys.stdin) if d and 
 	sys_render --kube-version 1.34.0 --set injector.enabled=true --set 'injector.excludeNamespaces={ops}' \
 		>"$injtmp/inj.yaml"
 	sk_check_eq "stockade-system: the policy review webhook: ConfigMaps labelled stockade.io/policy, CREATE and UPDATE, fail closed, /validate-policy, same exclusions" \
-		"policy.validate.stockade.io Fail /validate-policy configmaps CREATE,UPDATE true kube-system,stockade-system,ops" \
+		"policy.validate.stockade.io Fail /validate-policy configmaps CREATE,UPDATE true kube-system,stockade-system,ops DoesNotExist" \
 		"$(python3 -c '
 import sys, yaml
 for d in yaml.safe_load_all(open(sys.argv[1])):
     if d and d["kind"] == "ValidatingWebhookConfiguration":
         for w in d["webhooks"]:
             r = w["rules"][0]
+            e = {x["key"]: x for x in w["namespaceSelector"]["matchExpressions"]}
             print(w["name"], w["failurePolicy"], w["clientConfig"]["service"]["path"], ",".join(r["resources"]),
                   ",".join(r["operations"]), w["objectSelector"]["matchLabels"]["stockade.io/policy"],
-                  ",".join(w["namespaceSelector"]["matchExpressions"][0]["values"]))' "$injtmp/inj.yaml")"
+                  ",".join(e["kubernetes.io/metadata.name"]["values"]), e["stockade.io/rev"]["operator"])' "$injtmp/inj.yaml")"
 	sk_check_eq "stockade-system: injector.validatePolicies=false: no policy review webhook" "" \
 		"$(sys_render --kube-version 1.34.0 --set injector.enabled=true --set injector.validatePolicies=false |
 			grep -c '^kind: ValidatingWebhookConfiguration' | grep -v '^0$')"
@@ -126,17 +127,24 @@ for d in yaml.safe_load_all(open(sys.argv[1])):
 import sys, yaml
 print(" ".join(d["metadata"]["labels"].get("stockade.io/policy", "-") for d in yaml.safe_load_all(sys.stdin)
                if d and d["kind"] == "ConfigMap" and d["metadata"]["labels"].get("app.kubernetes.io/component") == "policy"))')"
+	# (issue 35) the namespace scope leaves namespaces labelled stockade.io/rev to their revision and those
+	# enforcing Pod Security baseline/restricted to the two webhooks that refuse there, naming the level.
 	sk_check_eq "stockade-system: injector webhooks fail closed, pods CREATE, both scopes, exclusions" \
-		"namespace Fail None [CREATE] In [kube-system,stockade-system,ops] -|pod Fail None [CREATE] NotIn [kube-system,stockade-system,ops] enabled|" \
+		"namespace Fail None [CREATE] In [kube-system,stockade-system,ops] - rev:DoesNotExist ps:NotIn[baseline,restricted] /mutate|pod Fail None [CREATE] NotIn [kube-system,stockade-system,ops] In[enabled],rev:DoesNotExist rev:- ps:- /mutate|baseline Fail None [CREATE] In [kube-system,stockade-system,ops] - rev:DoesNotExist ps:In[baseline] /mutate/pod-security/baseline|restricted Fail None [CREATE] In [kube-system,stockade-system,ops] - rev:DoesNotExist ps:In[restricted] /mutate/pod-security/restricted|" \
 		"$(python3 -c '
 import sys, yaml
+def ex(e, k):
+    return "%s%s" % (e[k]["operator"], "[%s]" % ",".join(e[k]["values"]) if "values" in e[k] else "") if k in e else "-"
 for d in yaml.safe_load_all(open(sys.argv[1])):
     if d and d["kind"] == "MutatingWebhookConfiguration":
         for w in d["webhooks"]:
             e = {x["key"]: x for x in w["namespaceSelector"]["matchExpressions"]}
+            o = {x["key"]: x for x in w.get("objectSelector", {}).get("matchExpressions", [])}
             print(w["name"].split(".")[0], w["failurePolicy"], w["sideEffects"], "[%s]" % ",".join(w["rules"][0]["operations"]),
                   e["stockade.io/inject"]["operator"], "[%s]" % ",".join(e["kubernetes.io/metadata.name"]["values"]),
-                  w.get("objectSelector", {}).get("matchLabels", {}).get("stockade.io/inject", "-"), end="|")' "$injtmp/inj.yaml")"
+                  ",".join("%s" % (ex(o, "stockade.io/inject") if k == "stockade.io/inject" else "rev:" + ex(o, k)) for k in o) or "-",
+                  "rev:" + ex(e, "stockade.io/rev"), "ps:" + ex(e, "pod-security.kubernetes.io/enforce"),
+                  w["clientConfig"]["service"]["path"], end="|")' "$injtmp/inj.yaml")"
 	python3 -c '
 import base64, sys, yaml
 for d in yaml.safe_load_all(open(sys.argv[1])):
@@ -594,5 +602,68 @@ print(", ".join(bad)); sys.exit(1 if bad else 0)' 2>&1) && [ "$(sed -n 's/^home:
 	done
 }
 
-SK_CASES=(lint kubeconform system_chart security start_gate init_in_sidecar values_schema rendered_policy seccomp_profiles as_dependency drift upgrades standard_settings monitoring name_overrides chart_metadata)
+# --- Governance (issue 35): guardrails from values into the injector, a canary revision's selectors, one
+# namespace label binding the admission policy too.
+t_governance() {
+	local g
+	g=$(mktemp -d)
+	sys_render --kube-version 1.34.0 --set injector.enabled=true \
+		--set-json 'guardrails={"deniedHosts":["pastebin.com"],"blockPrivate":true,"maxBudget":{"sent":"1Gi","window":"1h"}}' >"$g/r.yaml"
+	python3 -c '
+import sys, yaml
+ds = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+cm = [d for d in ds if d["kind"] == "ConfigMap" and d["metadata"]["name"].endswith("-injector-guardrails")][0]
+open(sys.argv[2], "w").write(cm["data"]["guardrails.yaml"])
+dep = [d for d in ds if d["kind"] == "Deployment"][0]
+t = dep["spec"]["template"]
+c = t["spec"]["containers"][0]
+print([a for a in c["args"] if a.startswith("--guardrails")][0],
+      [m["mountPath"] for m in c["volumeMounts"] if m["name"] == "guardrails"][0],
+      [v["configMap"]["name"] for v in t["spec"]["volumes"] if v["name"] == "guardrails"][0],
+      "checksum/guardrails" in t["metadata"].get("annotations", {}))' "$g/r.yaml" "$g/guardrails.yaml" >"$g/out" 2>&1
+	sk_check_eq "guardrails: the injector reads them from the ConfigMap the values render, rolled on change" \
+		"--guardrails=/etc/stockade-injector/guardrails/guardrails.yaml /etc/stockade-injector/guardrails stockade-system-injector-guardrails True" \
+		"$(cat "$g/out")"
+	sk_check "guardrails: the rendered file is valid guardrails (version 1 added) and agent.yaml within them but for budgets" \
+		bash -c "'$SK_BIN/stockade-policy' check --guardrails '$g/guardrails.yaml' policy/examples/agent.yaml 2>&1 | grep -q 'exceeds guardrail $g/guardrails.yaml:[0-9]*:[0-9]* maxBudget'"
+	sk_check_eq "guardrails: none by default (no ConfigMap, no flag)" "0" \
+		"$(sys_render --kube-version 1.34.0 --set injector.enabled=true | grep -c -- 'guardrails' )"
+	refused "guardrails: an unknown key is refused by the schema" "additional properties 'deniedHost' not allowed" \
+		sys_render --kube-version 1.34.0 --set injector.enabled=true --set-json 'guardrails={"deniedHost":["a"]}'
+	# a canary revision: only namespaces and pods labelled stockade.io/rev=canary, its own policy review
+	sk_check_eq "revision canary: webhooks select stockade.io/rev=canary" \
+		"namespace rev:In[canary] obj:- /mutate|pod rev:NotIn[canary] obj:In[canary] /mutate|baseline rev:In[canary] obj:- /mutate/pod-security/baseline|restricted rev:In[canary] obj:- /mutate/pod-security/restricted|policy rev:In[canary] obj:- /validate-policy|" \
+		"$(sys_render --kube-version 1.34.0 --set injector.enabled=true --set revision=canary | python3 -c '
+import sys, yaml
+for d in yaml.safe_load_all(sys.stdin):
+    if d and d["kind"] in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        for w in d["webhooks"]:
+            e = {x["key"]: x for x in w["namespaceSelector"]["matchExpressions"]}
+            o = {x["key"]: x for x in w.get("objectSelector", {}).get("matchExpressions", [])}
+            assert "stockade.io/inject" not in e, w["name"]
+            r = e["stockade.io/rev"]
+            print(w["name"].split(".")[0], "rev:%s%s" % (r["operator"], "[%s]" % ",".join(r["values"])),
+                  "obj:" + ("%s[%s]" % (o["stockade.io/rev"]["operator"], ",".join(o["stockade.io/rev"]["values"])) if o else "-"),
+                  w["clientConfig"]["service"]["path"], end="|")')"
+	refused "revision: not a DNS label refused" "at '/revision': 'Canary_1' does not match pattern" \
+		sys_render --kube-version 1.34.0 --set injector.enabled=true --set revision=Canary_1
+	# one namespace label: the admission policy is bound where the injector wraps, unless told not to
+	sk_check_eq "admissionPolicy.bindInjected: bindings for the enforce label, the inject label and any revision" \
+		"stockade.io/enforce=true stockade.io/inject:In[enabled] stockade.io/rev:Exists" \
+		"$(sys_render --kube-version 1.34.0 --set injector.enabled=true --set admissionPolicy.enabled=true | python3 -c '
+import sys, yaml
+out = []
+for d in yaml.safe_load_all(sys.stdin):
+    if d and d["kind"] == "ValidatingAdmissionPolicyBinding":
+        s = d["spec"]["matchResources"]["namespaceSelector"]
+        for k, v in s.get("matchLabels", {}).items(): out.append("%s=%s" % (k, v))
+        for x in s.get("matchExpressions", []): out.append("%s:%s%s" % (x["key"], x["operator"], "[%s]" % ",".join(x["values"]) if "values" in x else ""))
+print(" ".join(out))')"
+	sk_check_eq "admissionPolicy.bindInjected=false: the enforce label's binding only" "1" \
+		"$(sys_render --kube-version 1.34.0 --set injector.enabled=true --set admissionPolicy.enabled=true \
+			--set admissionPolicy.bindInjected=false | grep -c '^kind: ValidatingAdmissionPolicyBinding')"
+	rm -rf "$g"
+}
+
+SK_CASES=(lint kubeconform system_chart governance security start_gate init_in_sidecar values_schema rendered_policy seccomp_profiles as_dependency drift upgrades standard_settings monitoring name_overrides chart_metadata)
 sk_main "$@"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # e2e/docs.test.sh — the docs against the real binaries (no namespaces needed): every policy block in
-# docs/recipes.md passes `stockade-policy check`, and every "# explain: HOST PORT PROTO -> allow|deny" line
-# under it is the decision `stockade-policy explain` gives; docs/metrics.md and the audit section of
+# docs/recipes.md passes `stockade-policy check`, and every "# explain: HOST PORT PROTO [METHOD PATH] ->
+# allow|deny" line under it is the decision `stockade-policy explain` gives; docs/metrics.md and the audit section of
 # docs/operating.md are what their generators make of the current code.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -34,13 +34,17 @@ PYEOF
 		name=$(basename "$f" .yaml)
 		if out=$("$POL" check --no-file-checks "$f" 2>&1); then sk_pass "recipe $name: stockade-policy check ($out)"
 		else sk_fail "recipe $name: stockade-policy check" "$out"; fi
-		while read -r host port proto want; do
-			got=$("$POL" explain --no-file-checks "$f" "$host" "$port" --proto "$proto" 2>&1 |
+		# "# explain: HOST PORT PROTO [METHOD PATH] -> DECISION": a request under request rules too
+		while read -r host port proto method path want; do
+			req=()
+			[ "$method" = - ] || req=(--method "$method" --path "$path")
+			got=$("$POL" explain --no-file-checks "$f" "$host" "$port" --proto "$proto" "${req[@]}" 2>&1 |
 				sed -n 's/^{"decision":"\([a-z_]*\)".*/\1/p')
-			sk_check_eq "recipe $name: explain $host $port $proto" "$want" "$got"
-		done < <(sed -n 's/^# explain: \([^ ]*\) \([0-9]*\) \([a-z]*\) -> \([a-z]*\)$/\1 \2 \3 \4/p' "$f")
+			sk_check_eq "recipe $name: explain $host $port $proto${req[*]:+ ${req[*]}}" "$want" "$got"
+		done < <(sed -n -e 's/^# explain: \([^ ]*\) \([0-9]*\) \([a-z]*\) -> \([a-z]*\)$/\1 \2 \3 - - \4/p' \
+			-e 's/^# explain: \([^ ]*\) \([0-9]*\) \([a-z]*\) \([A-Z]*\) \([^ ]*\) -> \([a-z]*\)$/\1 \2 \3 \4 \5 \6/p' "$f")
 	done
-	if [ "$n" -ge 9 ]; then sk_pass "recipes.md has $n policy blocks"; else sk_fail "recipes.md policy blocks" "found $n, expected at least 9"; fi
+	if [ "$n" -ge 12 ]; then sk_pass "recipes.md has $n policy blocks"; else sk_fail "recipes.md policy blocks" "found $n, expected at least 12"; fi
 }
 
 # Generated docs are current.

@@ -414,5 +414,31 @@ yaml.safe_dump_all(out, sys.stdout)' "$SK_TMP/rw-once.yaml" >"$SK_TMP/rw-live.ya
 	sk_check_eq "... and not wrapped when a stockade flag differs (the control)" 1 "$rc"
 }
 
-SK_CASES=(same_as_chart seccomp_hashed kinds idempotence refusals lists_json_policy real_workloads)
+# --- Governance (issue 35): the guardrails into the pod as the injector puts them, held against --policy;
+# a pod's own policy ConfigMap by annotation.
+t_governance() {
+	local G=policy/examples/guardrails.yaml
+	printf 'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata:\n      labels: {app: web}\n      annotations: {stockade.io/policy: web-policy}\n    spec:\n      containers: [{name: web, image: app}]\n' >"$SK_TMP/gov.yaml"
+	run "$P" inject -f "$SK_TMP/gov.yaml" --guardrails "$G"
+	sk_check_eq "inject --guardrails exits 0" 0 "$rc"
+	sk_check_eq "the pod carries the guardrails' bytes, the sidecar reads them, the annotated policy is mounted" \
+		"True --guardrails=/etc/stockade-guardrails/guardrails.yaml metadata.annotations['stockade.io/guardrails'] web-policy" \
+		"$(python3 -c '
+import sys, yaml
+d = yaml.safe_load(sys.stdin)
+t = d["spec"]["template"]
+side = [c for c in t["spec"]["initContainers"] if c["name"] == "stockade-sidecar"][0]
+vols = {v["name"]: v for v in t["spec"]["volumes"]}
+print(t["metadata"]["annotations"]["stockade.io/guardrails"] == open(sys.argv[1]).read(),
+      [a for a in side["args"] if a.startswith("--guardrails")][0],
+      vols["stockade-guardrails"]["downwardAPI"]["items"][0]["fieldRef"]["fieldPath"],
+      vols["stockade-policy"]["configMap"]["name"])' "$G" <<<"$out")"
+	run "$P" inject -f "$SK_TMP/gov.yaml" --guardrails "$G" --policy policy/testdata/guardrails-violated.yaml
+	sk_check_eq "inject --policy beyond the guardrails exits 3" 3 "$rc"
+	sk_check "and says where, as check --guardrails" grep -q "guardrails-violated.yaml:4:5: egress\[0\]: host pastebin.com allows pastebin.com, denied by guardrail $G:5:5 deniedHosts\[0\]" <<<"$err"
+	run "$P" inject -f "$SK_TMP/gov.yaml" --guardrails policy/testdata/guardrails-violated.yaml
+	sk_check_eq "inject --guardrails with a file that is not guardrails exits 2" 2 "$rc"
+}
+
+SK_CASES=(same_as_chart seccomp_hashed kinds idempotence refusals lists_json_policy real_workloads governance)
 sk_main "$@"

@@ -222,6 +222,30 @@ stop
 sk_check "SIGTERM: stopped cleanly" grep -q "stockade-injector: stopped" "$T/main.log"
 cp "$T/inj1.pem" "$T/tls.pem"; cp "$T/inj1.key" "$T/tls.key"
 
+# ---- cluster guardrails (issue 35): refused at admission naming the guardrail, carried into the pod ----
+printf 'version: 1\ndeniedHosts: [api.github.com]\nblockPrivate: true\n' >"$T/guardrails.yaml"
+start guardrails --guardrails "$T/guardrails.yaml"
+sk_check "guardrails: loaded at start, named with their hash" grep -q "guardrails $T/guardrails.yaml ([0-9a-f]\{16\})" "$T/guardrails.log"
+sk_check_eq "guardrails: a valid policy exceeding them is refused (403)" "200 False 403" \
+	"$(post_policy "$T/r-cm-good.json") $(field 'd["allowed"], d["status"]["code"]' | tr -d "(),'")"
+msg=$(field 'd["status"]["message"]')
+sk_check_eq "guardrails: the refusal names the policy position and the guardrail, as check --guardrails does" \
+	"$("$P" check --guardrails "$T/guardrails.yaml" "$T/good-policy.yaml" 2>&1 | sed "s#^$T/good-policy.yaml#agent-policy/policy.yaml#")" \
+	"$(grep '^agent-policy/policy.yaml:' <<<"$msg")"
+sk_check_eq "guardrails: the wrapped pod carries them for its sidecar" "True --guardrails=/etc/stockade-guardrails/guardrails.yaml" \
+	"$(post "$T/r-pod.json" >/dev/null; python3 "$T/patched.py" "$T/pod.json" <"$T/resp" | python3 -c '
+import json, sys
+p = json.load(sys.stdin)
+side = [c for c in p["spec"]["initContainers"] if c["name"] == "stockade-sidecar"][0]
+print(p["metadata"]["annotations"]["stockade.io/guardrails"] == open(sys.argv[1]).read(),
+      [a for a in side["args"] if a.startswith("--guardrails")][0])' "$T/guardrails.yaml")"
+stop
+printf 'version: 1\ndeniedHost: [a.example]\n' >"$T/bad-guardrails.yaml"
+ip netns exec "$N-pod" "$INJ" --listen "127.0.0.1:$PORT" --tls-cert "$T/tls.pem" --tls-key "$T/tls.key" \
+	--guardrails "$T/bad-guardrails.yaml" >"$T/badg.log" 2>&1
+sk_check_eq "guardrails that do not load: exit 2" 2 "$?"
+sk_check "and the error says where" grep -q "guardrails: $T/bad-guardrails.yaml:2:1: guardrails: unknown key 'deniedHost'" "$T/badg.log"
+
 # ---- bounds ----
 # slow CLIENTS: opens CLIENTS TCP connections that send nothing and prints, for each, "closed" when the
 # server closed it or "open" when it was still open after 15 s; `hold FILE` keeps waiting until FILE exists.

@@ -7,7 +7,9 @@
 # behind an allowed one on one keep-alive connection denied while the first passes; an upstream whose
 # certificate names another host, or is self-signed, refused with upstream_cert_invalid (never passed
 # through); the CA key out of UID 1000's reach (the sidecar is not dumpable). A rule without inspect
-# still passes TLS untouched: the agent sees the real server's certificate.
+# still passes TLS untouched: the agent sees the real server's certificate. HTTP/2 streams judged one by
+# one; real git (clone, fetch allowed; push refused) over HTTP/1.1 and HTTP/2; a pinning client fails
+# closed with its line; a reload turning inspection on and off.
 set -uo pipefail
 # shellcheck source=e2e/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -15,6 +17,7 @@ NS=skinsp
 HERE=$SK_ROOT/e2e/inspect
 PY=/usr/bin/python3
 GH4=198.18.8.10 PYPI4=198.18.8.20 OPEN4=198.18.8.30 BAD4=198.18.8.40 SELF4=198.18.8.50 BUD4=198.18.8.60
+GIT4=198.18.8.70
 
 agent() { sk_pod_as "$NS" "$SK_AGENT_UID" "$@"; }
 aq() { "$PY" "$SK_ROOT/e2e/proxy/audit_q.py" "$SK_TMP/audit.log" "$@"; }
@@ -27,7 +30,7 @@ field() { "$PY" -c 'import json,sys; print(json.loads(sys.stdin.read().splitline
 setup() {
 	sk_require_root
 	sk_tmp skinsp
-	sk_ca "stockade e2e upstream CA" github pypi open wrong budget
+	sk_ca "stockade e2e upstream CA" github pypi open wrong budget git
 	# a self-signed certificate for self.example: no CA the sidecar trusts signed it
 	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$SK_TMP/self.key" \
 		-out "$SK_TMP/self.pem" -days 2 -subj "/CN=self.example" -addext "subjectAltName=DNS:self.example" \
@@ -57,6 +60,13 @@ egress:
     ports: [443]
     inspect: true
     budget: { sent: 8Ki, window: 1h }
+  - host: git.example
+    ports: [443]
+    name: git
+    inspect: true
+    requests:
+      - { methods: [GET], paths: ["/git/acme/*/info/refs"] }
+      - { methods: [POST], paths: ["/git/acme/*/git-upload-pack"] }
 tls:
   upstreamCAFile: $SK_TMP/ca.pem
 dns:
@@ -64,18 +74,26 @@ dns:
 blockPrivate: true
 POL
 	sk_net_up "$NS" || { echo "netns setup failed"; exit 1; }
-	for ip in $GH4 $PYPI4 $OPEN4 $BAD4 $SELF4 $BUD4; do sk_net_add_ip "$NS" "$ip"; done
+	for ip in $GH4 $PYPI4 $OPEN4 $BAD4 $SELF4 $BUD4 $GIT4; do sk_net_add_ip "$NS" "$ip"; done
+	# a bare repository with one commit, served by git http-backend (read-only for the agent by policy)
+	mkdir -p "$SK_TMP/git/acme" "$SK_TMP/gitwork" "$SK_TMP/agenthome"
+	(
+		cd "$SK_TMP/gitwork" && git init -q -b main && echo hello >README &&
+			git add README && git -c user.name=e2e -c user.email=e2e@example.invalid commit -qm first &&
+			git clone -q --bare "$SK_TMP/gitwork" "$SK_TMP/git/acme/app.git"
+	) >>"$SK_TMP/ca.log" 2>&1 || { echo "git repository setup failed"; exit 1; }
+	chmod 777 "$SK_TMP/agenthome"
 	: >"$SK_TMP/upstream.log"
 	chmod 666 "$SK_TMP/upstream.log"
 	local T=$SK_TMP
-	sk_inet "$NS" "$PY" "$HERE/upstream.py" "$T/upstream.log" "$GH4:443:$T/github.pem:$T/github.key" \
+	sk_inet "$NS" env SK_GIT_ROOT="$T/git" "$PY" "$HERE/upstream.py" "$T/upstream.log" "$GH4:443:$T/github.pem:$T/github.key" \
 		"$PYPI4:443:$T/pypi.pem:$T/pypi.key" "$OPEN4:443:$T/open.pem:$T/open.key" \
 		"$BAD4:443:$T/wrong.pem:$T/wrong.key" "$SELF4:443:$T/self.pem:$T/self.key" \
-		"$BUD4:443:$T/budget.pem:$T/budget.key" >"$T/upstream.out" 2>&1 &
+		"$BUD4:443:$T/budget.pem:$T/budget.key" "$GIT4:443:$T/git.pem:$T/git.key" >"$T/upstream.out" 2>&1 &
 	sk_inet "$NS" "$PY" "$SK_ROOT/e2e/proxy/servers.py" --files "$T" --dns "$SK_NET_IP4:53" \
 		--record "github.example=$GH4" --record "pypi.example=$PYPI4" --record "open.example=$OPEN4" \
 		--record "bad.example=$BAD4" --record "self.example=$SELF4" \
-		--record "budget.example=$BUD4" >"$T/dns.log" 2>&1 &
+		--record "budget.example=$BUD4" --record "git.example=$GIT4" >"$T/dns.log" 2>&1 &
 	if ! sk_wait_port "$NS-net" tcp 443 10 || ! sk_wait_port "$NS-net" udp 53 10; then
 		echo "test servers did not start"; cat "$T/upstream.out" "$T/dns.log"; exit 1
 	fi
@@ -88,7 +106,8 @@ POL
 	else
 		sk_fail "the admin port serves the pod CA at /ca.pem"
 	fi
-	CURL=(curl -sS --max-time 20 --cacert "$T/podca.pem")
+	# HTTP/1.1 unless a case asks for HTTP/2 (t_http2): the HTTP/1 filter's cases say what they test
+	CURL=(curl -sS --max-time 20 --cacert "$T/podca.pem" --http1.1)
 }
 
 t_get_allowed() {
@@ -97,8 +116,9 @@ t_get_allowed() {
 	sk_check_eq "the query is not matched" "ok GET /repos/acme/app?page=2" \
 		"$(agent "${CURL[@]}" 'https://github.example/repos/acme/app?page=2' 2>&1)"
 	sk_check_eq "the upstream got it" 1 "$(seen "GET /repos/acme/app github.example")"
-	sk_check_eq "an agent offering h2 and http/1.1 speaks HTTP/1.1 through the sidecar" 1.1 \
-		"$(agent "${CURL[@]}" --http2 -o /dev/null -w '%{http_version}' https://github.example/repos/acme/alpn 2>&1)"
+	sk_check_eq "an agent offering only http/1.1 is offered to the server as such (HTTP/1.1)" 1.1 \
+		"$(agent "${CURL[@]}" --http1.1 -o /dev/null -w '%{http_version}' https://github.example/repos/acme/alpn 2>&1)"
+	sk_check_eq "the upstream got that one over HTTP/1.1" 1 "$(seen "GET /repos/acme/alpn github.example")"
 	# the agent was shown a leaf of the pod CA, not the server's certificate
 	sk_check_fails "the test CA alone does not verify what the agent sees" \
 		agent curl -sS --max-time 10 --cacert "$SK_TMP/ca.pem" https://github.example/repos/acme/app
@@ -167,6 +187,39 @@ import sys; s=sys.argv[1]; a=s.find("ok GET /repos/acme/smuggle"); b=s.find("403
 		"$(aq event=deny reason=request_denied request=2 rule=github method=DELETE)"
 }
 
+# HTTP/2 inside inspected TLS: every stream's :method, :path and :authority judged; a refused stream is
+# answered by the sidecar and the connection goes on for the next one.
+t_http2() {
+	sk_check_eq "an agent offering h2 speaks HTTP/2 through the sidecar (the server chose h2)" 2 \
+		"$(agent "${CURL[@]}" --http2 -o /dev/null -w '%{http_version}' https://github.example/repos/acme/h2 2>&1)"
+	sk_check_eq "the upstream got it over HTTP/2" 1 "$(seen "GET /repos/acme/h2 github.example h2")"
+	local h2=(-sS --max-time 20 --cacert "$SK_TMP/podca.pem" --http2)
+	out=$(agent curl "${h2[@]}" -v https://github.example/repos/acme/one \
+		--next "${h2[@]}" -i -X POST -d '{"t":1}' https://github.example/repos/acme/app/pulls \
+		--next "${h2[@]}" https://github.example/repos/acme/three 2>&1)
+	sk_check "HTTP/2: the first stream passes" grep -q '^ok GET /repos/acme/one' <<<"$out"
+	sk_check "HTTP/2: the POST is answered 403 by the sidecar" grep -q '^HTTP/2 403' <<<"$out"
+	sk_check "HTTP/2: the 403 carries x-stockade-reason: no_request_rule" grep -qi '^x-stockade-reason: no_request_rule' <<<"$out"
+	sk_check "HTTP/2: the 403 body names the method and the path" grep -q '"method":"POST".*"path":"/repos/acme/app/pulls"' <<<"$out"
+	sk_check "HTTP/2: the stream after the refused one passes on the same connection" grep -q '^ok GET /repos/acme/three' <<<"$out"
+	sk_check "HTTP/2: one connection for the three" grep -q 'Re-using existing connection' <<<"$out"
+	sk_check_eq "HTTP/2: the upstream never got the POST" 0 "$(grep -c '^POST /repos/acme/app/pulls' "$SK_TMP/upstream.log")"
+	head -c 300000 /dev/zero >"$SK_TMP/upload.bin"
+	chmod 644 "$SK_TMP/upload.bin"
+	sk_check_eq "HTTP/2: a refused 300 KB upload still gets its 403 (the rest dropped, the agent not reset)" 403 \
+		"$(agent curl "${h2[@]}" -o /dev/null -w '%{http_code}' --data-binary @"$SK_TMP/upload.bin" \
+			https://github.example/repos/acme/app/releases 2>&1)"
+	out=$(agent "${CURL[@]}" --http2 -i -H 'Host: pypi.example' https://github.example/repos/acme/app 2>&1)
+	sk_check "HTTP/2: :authority naming another host than the SNI is answered 421" grep -q '^HTTP/2 421' <<<"$out"
+	sk_check "HTTP/2: the 421 says host_sni_mismatch" grep -qi '^x-stockade-reason: host_sni_mismatch' <<<"$out"
+	sk_check_eq "HTTP/2: read-only refuses a DELETE" 403 \
+		"$(agent "${CURL[@]}" --http2 -o /dev/null -w '%{http_code}' -X DELETE https://pypi.example/simple/x 2>&1)"
+	settle
+	sk_check_eq "HTTP/2: one audit line for the refused POST" 1 \
+		"$(aq event=deny reason=request_denied rule=github inspected=True method=POST path=/repos/acme/app/pulls)"
+	sk_check "HTTP/2: one audit line for the 421" test "$(aq event=deny reason=host_sni_mismatch name=github.example)" -ge 1
+}
+
 t_upstream_cert_invalid() {
 	sk_check_fails "an upstream with a certificate for another name: the agent's TLS fails" \
 		agent "${CURL[@]}" https://bad.example/x
@@ -191,7 +244,7 @@ t_ca_key_out_of_reach() {
 	# positive control: UID 1000 reads its own, so the refusals above are about the sidecar
 	sk_check "UID 1000 reads its own /proc/self/environ" agent cat /proc/self/environ
 	sk_check_eq "the CA key was written to no file of the scratch dir" 0 \
-		"$(grep -rl 'PRIVATE KEY' "$SK_TMP" 2>/dev/null | grep -vcE '/(ca|github|pypi|open|wrong|self|budget)\.key$')"
+		"$(grep -rl 'PRIVATE KEY' "$SK_TMP" 2>/dev/null | grep -vcE '/(ca|github|pypi|open|wrong|self|budget|git)\.key$')"
 }
 
 t_no_inspect_untouched() {
@@ -201,6 +254,83 @@ t_no_inspect_untouched() {
 		agent "${CURL[@]}" https://open.example/plain
 	settle
 	sk_check_eq "its audit line does not say inspected" 0 "$(aq name=open.example inspected=True)"
+}
+
+# git itself over inspected HTTPS, on both protocols: the read-only recipe (docs/recipes.md) lets a clone
+# and a fetch through and refuses the push's POST to git-receive-pack, which never reaches the server.
+t_git_read_only() {
+	local v dir
+	for v in HTTP/1.1 HTTP/2; do
+		dir=$SK_TMP/agenthome/clone-${v//\//}
+		sk_check "git over $v: clone through inspection" agent env HOME="$SK_TMP/agenthome" GIT_SSL_CAINFO="$SK_TMP/podca.pem" \
+			git -c http.version="$v" clone -q https://git.example/git/acme/app.git "$dir"
+		sk_check_eq "git over $v: the clone has the commit's file" hello "$(cat "$dir/README" 2>&1)"
+		sk_check "git over $v: fetch" agent env HOME="$SK_TMP/agenthome" GIT_SSL_CAINFO="$SK_TMP/podca.pem" \
+			git -C "$dir" -c http.version="$v" fetch -q origin
+		agent sh -c "cd '$dir' && echo change >>README && git -c user.name=a -c user.email=a@example.invalid commit -qam change" \
+			>/dev/null 2>&1
+		out=$(agent env HOME="$SK_TMP/agenthome" GIT_SSL_CAINFO="$SK_TMP/podca.pem" \
+			git -C "$dir" -c http.version="$v" push -q origin main 2>&1)
+		rc=$?
+		sk_check "git over $v: the push fails" test "$rc" -ne 0
+		sk_check "git over $v: git shows the 403" grep -q 403 <<<"$out"
+	done
+	sk_check_eq "the server never got a git-receive-pack POST" 0 "$(grep -c '^POST /git/acme/app.git/git-receive-pack' "$SK_TMP/upstream.log")"
+	sk_check "the server got the upload-pack POSTs (clone, fetch)" test "$(grep -c '^POST /git/acme/app.git/git-upload-pack' "$SK_TMP/upstream.log")" -ge 2
+	sk_check "git's HTTP/2 run spoke HTTP/2 to the server" grep -q '^POST /git/acme/app.git/git-upload-pack git.example h2$' "$SK_TMP/upstream.log"
+	settle
+	sk_check "audit: the push's POST denied, request_denied, rule git" \
+		test "$(aq event=deny reason=request_denied rule=git method=POST path=/git/acme/app.git/git-receive-pack)" -ge 2
+}
+
+# A client that pins the real server's key (as some SDKs and package managers do) meets the pod CA's leaf:
+# its own TLS fails, closed, and the audit line says why; nothing reaches the server.
+t_pinned_client_fails_closed() {
+	local pin
+	pin=$(openssl x509 -in "$SK_TMP/github.pem" -pubkey -noout | openssl pkey -pubin -outform der |
+		openssl dgst -sha256 -binary | base64)
+	sk_check_fails "a client pinning the server's key refuses the pod CA's leaf" \
+		agent "${CURL[@]}" --pinnedpubkey "sha256//$pin" https://github.example/repos/acme/pinned
+	sk_check_eq "the pinned request never reached the server" 0 "$(seen "GET /repos/acme/pinned github.example")"
+	settle
+	sk_check_eq "audit: its line says the agent closed without a request after its handshake (client_no_request)" 1 \
+		"$(aq event=conn reason=client_no_request name=github.example inspected=True)"
+}
+
+metric() { sk_pod "$NS" curl -s --max-time 5 http://127.0.0.1:15000/metrics | awk -v k="$1" '$1 == k { print $2 }'; }
+# reloaded N: waits (5 s at most) for the ok-reload counter to read N
+# shellcheck disable=SC2317  # invoked through sk_check
+reloaded() {
+	for _ in $(seq 1 50); do
+		[ "$(metric 'stockade_policy_reloads_total{result="ok"}')" = "$1" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# A reload turns inspection on and off for new connections: open.example gains `inspect: true`, then
+# loses it again; each new connection follows the policy in force when it was decided.
+t_reload_toggles_inspection() {
+	local ok0
+	ok0=$(metric 'stockade_policy_reloads_total{result="ok"}')
+	cp "$SK_TMP/policy.yaml" "$SK_TMP/policy.orig"
+	"$PY" - "$SK_TMP/policy.orig" "$SK_TMP/policy.on" <<'PYEDIT'
+import sys
+s = open(sys.argv[1]).read()
+s = s.replace("  - host: open.example\n    ports: [443]\n", "  - host: open.example\n    ports: [443]\n    inspect: true\n")
+open(sys.argv[2], "w").write(s)
+PYEDIT
+	# whole files, renamed into place (sk_policy would add its header a second time)
+	install -m 644 "$SK_TMP/policy.on" "$SK_TMP/policy.new" && mv -f "$SK_TMP/policy.new" "$SK_TMP/policy.yaml"
+	sk_check "the policy with open.example inspected is loaded" reloaded $((ok0 + 1))
+	sk_check_eq "after the reload a new connection to open.example is inspected (the pod CA verifies it)" \
+		"ok GET /toggled-on" "$(agent "${CURL[@]}" https://open.example/toggled-on 2>&1)"
+	install -m 644 "$SK_TMP/policy.orig" "$SK_TMP/policy.new" && mv -f "$SK_TMP/policy.new" "$SK_TMP/policy.yaml"
+	sk_check "the policy without it is loaded again" reloaded $((ok0 + 2))
+	sk_check_eq "after the second reload the real server's certificate is seen again" "ok GET /toggled-off" \
+		"$(agent curl -sS --max-time 20 --cacert "$SK_TMP/ca.pem" https://open.example/toggled-off 2>&1)"
+	settle
+	sk_check_eq "audit: the connection in between says inspected" 1 "$(aq event=conn name=open.example inspected=True)"
 }
 
 # A budget counts the plaintext: an upload past `sent` ends the inspected connection (budget_exhausted).
@@ -241,6 +371,6 @@ time.sleep(30)' "$SK_TMP/podca.pem" >/dev/null 2>&1 &
 	wait "$held" 2>/dev/null
 }
 
-SK_CASES=(get_allowed post_denied read_only host_not_sni smuggled_second_request upstream_cert_invalid
-	ca_key_out_of_reach no_inspect_untouched budget_counts_plaintext sigterm_with_a_bridge_open)
+SK_CASES=(get_allowed post_denied read_only host_not_sni smuggled_second_request http2 upstream_cert_invalid
+	git_read_only pinned_client_fails_closed ca_key_out_of_reach no_inspect_untouched reload_toggles_inspection budget_counts_plaintext sigterm_with_a_bridge_open)
 sk_main "$@"

@@ -19,6 +19,32 @@ sk_tbl() { # sk_tbl NAME WANT_RC CMD... — one row: the exit code
 
 setup() { sk_tmp skpolicycli; }
 
+# --- check --guardrails: the cluster guardrails admission applies ---------------------------------------
+t_check_guardrails() {
+	local G=policy/examples/guardrails.yaml V=policy/testdata/guardrails-violated.yaml
+	run "$P" check --guardrails "$G" "$V"
+	sk_check_eq "check --guardrails on a violating policy exits 3" 3 "$rc"
+	sk_check_eq "check --guardrails names the policy's and the guardrail's positions" "$V:2:7: mode: audit is not allowed by guardrail $G:12:15 allowedModes
+$V:4:5: egress[0]: host pastebin.com allows pastebin.com, denied by guardrail $G:5:5 deniedHosts[0]
+$V:6:5: egress[1]: cidr 0.0.0.0/0 overlaps 169.254.0.0/16, denied by guardrail $G:8:5 deniedCidrs[0]" "$err"
+	run "$P" check "$V"
+	sk_check_eq "the same policy without --guardrails is valid" 0 "$rc"
+
+	printf 'version: 1\negress:\n  - host: pypi.org\n    ports: [443]\nbudgets:\n  default: { sent: 100Mi, window: 1h }\n' >"$SK_TMP/within.yaml"
+	run "$P" check --guardrails="$G" "$SK_TMP/within.yaml"
+	sk_check_eq "a policy within the guardrails exits 0" 0 "$rc"
+	sk_check_eq "and prints its ok line" "$SK_TMP/within.yaml: ok (1 rule, mode enforce)" "$out"
+
+	run "$P" check --guardrails "$G" -o json "$V"
+	sk_check_eq "-o json exits 3" 3 "$rc"
+	sk_check_eq "-o json carries the three violations" 3 "$(jq '.[0].errors | length' <<<"$out")"
+
+	printf 'version: 1\ndeniedHost: [a.example]\n' >"$SK_TMP/badg.yaml"
+	run "$P" check --guardrails "$SK_TMP/badg.yaml" "$SK_TMP/within.yaml"
+	sk_check_eq "an invalid guardrails file exits 2" 2 "$rc"
+	sk_check_eq "and says where" "$SK_TMP/badg.yaml:2:1: guardrails: unknown key 'deniedHost', expected one of version, deniedHosts, deniedCidrs, maxBudget, blockPrivate, allowedModes, allowInspect, allowedExemptUids" "$err"
+}
+
 # --- check: valid files -------------------------------------------------------------------------------
 t_check_valid() {
 	run "$P" check policy/examples/agent.yaml
@@ -448,6 +474,6 @@ egress:
 	sk_tbl "suggest: a missing input is a usage error" 2 "$P" suggest "$SK_TMP/none.ndjson"
 }
 
-SK_CASES=(check_valid check_invalid explain explain_metadata bypass_rules conventions seccomp_section rule_names request_rules
+SK_CASES=(check_valid check_invalid check_guardrails explain explain_metadata bypass_rules conventions seccomp_section rule_names request_rules
 	schema suggest)
 sk_main "$@"

@@ -59,6 +59,9 @@ static const struct sk_setting settings[] = {
 	{ "log-format", "STOCKADE_LOG_FORMAT", SK_SET_LOGFMT, 0, 0, "text", "text or json", F(log_format), false },
 	{ "exclude-namespaces", "STOCKADE_EXCLUDE_NAMESPACES", &names, 0, 0, "kube-system",
 	  "namespaces whose pods are never wrapped, comma-separated (the chart adds its own)", F(exclude_list), false },
+	{ "guardrails", "STOCKADE_GUARDRAILS", SK_SET_PATH, 0, 0, NULL,
+	  "cluster guardrails (docs/governance.md), read at start: the policy review refuses a policy that "
+	  "exceeds them, naming the guardrail", F(guardrails), false },
 	/* the wrap: what `stockade-policy inject` takes as options */
 	{ "init-image", "STOCKADE_INIT_IMAGE", &token, 0, 0, NULL, "stockade-init image", F(inject.init_image), false },
 	{ "sidecar-image", "STOCKADE_SIDECAR_IMAGE", &token, 0, 0, NULL, "stockade-sidecar image",

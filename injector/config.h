@@ -18,7 +18,7 @@
 struct sk_err;
 
 #define SK_INJECTOR_MAX_EXCLUDE 32
-#define SK_INJECTOR_MAX_STRINGS 28
+#define SK_INJECTOR_MAX_STRINGS 30
 #define SK_INJECTOR_MAX_EXTRA 64   /* sidecar settings, API secrets: as many as `inject` takes */
 
 struct sk_injector_config {
@@ -33,6 +33,7 @@ struct sk_injector_config {
 	uint32_t reload_ms;            /* --cert-check-ms: how often the certificate files are stat'ed */
 	enum sk_log_level log_level;
 	enum sk_log_format log_format;
+	const char *guardrails;        /* --guardrails: the cluster guardrails file (docs/governance.md), or NULL */
 	const char *exclude_list;      /* --exclude-namespaces, comma-separated */
 	const char *exclude[SK_INJECTOR_MAX_EXCLUDE];
 	size_t n_exclude;

@@ -105,7 +105,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	o.native = !(data[0] & 0x10);
 	o.seccomp_profile = data[0] & 0x20 ? NULL : o.seccomp_profile;
 	static const char *const excl[] = { "kube-system" };
-	struct sk_review_cfg cfg = { &o, excl, 1, 1u << 20 };
+	struct sk_review_cfg cfg = { &o, excl, 1, 1u << 20, NULL };
 	const char *rest = (const char *)data + 1;
 	size_t n = size - 1;
 	switch (data[0] & 3) {

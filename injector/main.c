@@ -1,6 +1,6 @@
 /* injector/main.c — stockade-injector: the mutating admission webhook that wraps pods in stockade as they
  * are created (review.h), over HTTPS (server.h, tls.h). Settings: config.h (--help). Exit codes:
- * common/err.h (2: bad flags, or the certificate files do not load; 5: cannot serve). */
+ * common/err.h (2: bad flags, the certificate files or the guardrails do not load; 5: cannot serve). */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -10,10 +10,12 @@
 
 #include "common/err.h"
 #include "common/log.h"
+#include "common/read_file.h"
 #include "injector/config.h"
 #include "injector/review.h"
 #include "injector/server.h"
 #include "injector/tls.h"
+#include "policy/guardrails.h"
 
 #ifndef SK_VERSION
 #define SK_VERSION "dev"
@@ -54,6 +56,8 @@ int main(int argc, char **argv)
 	int ex = SK_EXIT_OK;
 	struct sk_tls *tls = NULL;
 	int sfd = -1;
+	struct sk_guardrails *guardrails = NULL;
+	char *guardrails_text = NULL;
 	struct sk_server_cfg scfg = {
 		.threads = cfg.threads,
 		.max_queue = cfg.max_queue,
@@ -76,6 +80,32 @@ int main(int argc, char **argv)
 	}
 	scfg.tls = tls;
 	scfg.review = &rcfg;
+	if (cfg.guardrails) {
+		/* Read once: the chart rolls the injector when they change (a checksum annotation), so every
+		 * thread reads one immutable model and a half-written file is never judged against. The same
+		 * bytes go into every wrapped pod, for its sidecar (inject.h: opts.guardrails); an annotation
+		 * holds at most 256 KiB. */
+		size_t glen = 0;
+		struct sk_diags gd = { 0 };
+		if (!(guardrails_text = sk_read_file(cfg.guardrails, 256u << 10, &glen, &err))) {
+			sk_log(SK_LOG_ERROR, "guardrails: %s", err.msg);
+			ex = SK_EXIT_USAGE;
+			goto out;
+		}
+		if (sk_guardrails_load_buffer(cfg.guardrails, guardrails_text, glen, &guardrails, &gd) < 0) {
+			for (size_t i = 0; i < gd.n; i++)
+				sk_log(SK_LOG_ERROR, "guardrails: %s:%u:%u: %s", gd.v[i].file, gd.v[i].line, gd.v[i].col,
+				       gd.v[i].msg);
+			sk_diags_free(&gd);
+			ex = SK_EXIT_USAGE;
+			goto out;
+		}
+		sk_diags_free(&gd);
+		rcfg.guardrails = guardrails;
+		cfg.inject.guardrails = guardrails_text;
+		sk_log(SK_LOG_INFO, "guardrails %s (%s): every policy reviewed is held to them, every pod wrapped carries them", cfg.guardrails,
+		       guardrails->content_hash);
+	}
 
 	/* Signals are read from a descriptor by the acceptor; blocked before any thread starts, so every
 	 * worker inherits the mask. A peer that closes mid-write must not kill the process. */
@@ -107,6 +137,8 @@ out:
 	if (sfd >= 0)
 		close(sfd);
 	sk_tls_free(tls);
+	sk_guardrails_free(guardrails);
+	free(guardrails_text);
 	sk_injector_config_free(&cfg);
 	return ex;
 }

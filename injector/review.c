@@ -14,6 +14,7 @@
 #include "injector/review.h"
 #include "policy/domain.h"
 #include "policy/k8s/inject.h"
+#include "policy/guardrails.h"
 #include "policy/policy.h"
 #include "policy/seccomp/check.h"
 
@@ -424,8 +425,8 @@ static int read_request(const cJSON *root, struct sk_review_out *out, struct rev
 	return 0;
 }
 
-static int handle_tree(const cJSON *root, const struct sk_review_cfg *cfg, struct sk_review_out *out,
-		       struct sk_err *err)
+static int handle_tree(const cJSON *root, const struct sk_review_cfg *cfg, const char *pod_security,
+		       struct sk_review_out *out, struct sk_err *err)
 {
 	const cJSON *api, *kind, *obj, *meta, *name;
 	struct review_req q = { 0 };
@@ -464,6 +465,28 @@ static int handle_tree(const cJSON *root, const struct sk_review_cfg *cfg, struc
 			out->verdict = SK_REVIEW_SKIPPED;
 			return respond(out, NULL, NULL, err);
 		}
+	}
+	/* the per-pod opt-out: only the exact "false", any other value (or none) is wrapped */
+	const cJSON *anns = cJSON_GetObjectItemCaseSensitive(meta, "annotations");
+	const cJSON *opt = cJSON_IsObject(anns) ? cJSON_GetObjectItemCaseSensitive(anns, SK_REVIEW_OPT_OUT_ANNOTATION)
+						: NULL;
+	if (opt && cJSON_IsString(opt) && !strcmp(opt->valuestring, "false")) {
+		out->verdict = SK_REVIEW_SKIPPED;
+		(void)snprintf(out->reason, sizeof(out->reason), "opted out (" SK_REVIEW_OPT_OUT_ANNOTATION ": false)");
+		return respond(out, NULL, NULL, err);
+	}
+	if (pod_security) {
+		char msg[768];
+		out->verdict = SK_REVIEW_REFUSED;
+		(void)snprintf(out->reason, sizeof(out->reason), "namespace enforces Pod Security %s", pod_security);
+		(void)snprintf(msg, sizeof(msg),
+			       "stockade: namespace %s enforces Pod Security \"%s\" (label pod-security.kubernetes.io/enforce), "
+			       "which forbids the NET_ADMIN capability stockade-init needs to program the pod's network "
+			       "rules, so the wrapped pod could not start: label the namespace "
+			       "pod-security.kubernetes.io/enforce=privileged (stockade's admission policy holds its pods to "
+			       "baseline's other rules), or annotate the pod " SK_REVIEW_OPT_OUT_ANNOTATION ": \"false\" to "
+			       "leave it unwrapped", out->ns, pod_security);
+		return respond(out, NULL, msg, err);
 	}
 	return wrap_pod(obj, cfg, out, err);
 }
@@ -504,6 +527,20 @@ static int parse_review(const char *body, size_t len, const struct sk_review_cfg
 	return 0;
 }
 
+int sk_review_handle_pod_security(const char *body, size_t len, const struct sk_review_cfg *cfg,
+				  const char *pod_security, struct sk_review_out *out, struct sk_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	cJSON *root = NULL;
+	int r = parse_review(body, len, cfg, &root, err);
+	if (r == 0)
+		r = handle_tree(root, cfg, pod_security, out, err);
+	cJSON_Delete(root);
+	if (r < 0)
+		sk_review_out_free(out);
+	return r;
+}
+
 int sk_review_handle(const char *body, size_t len, const struct sk_review_cfg *cfg, struct sk_review_out *out,
 		     struct sk_err *err)
 {
@@ -511,7 +548,7 @@ int sk_review_handle(const char *body, size_t len, const struct sk_review_cfg *c
 	cJSON *root = NULL;
 	int r = parse_review(body, len, cfg, &root, err);
 	if (r == 0)
-		r = handle_tree(root, cfg, out, err);
+		r = handle_tree(root, cfg, NULL, out, err);
 	cJSON_Delete(root);
 	if (r < 0)
 		sk_review_out_free(out);
@@ -523,7 +560,8 @@ int sk_review_handle(const char *body, size_t len, const struct sk_review_cfg *c
 /* The policy text checked as `stockade-policy check` does (the files it names live in the sidecar's mounts,
  * not here: not read), diagnostics named "NAME/policy.yaml". 0 valid; 1 invalid with *message (owned) the
  * refusal; <0 out of memory. */
-static int check_policy_text(const char *name, const char *text, size_t len, char **message, struct sk_err *err)
+static int check_policy_text(const char *name, const char *text, size_t len, const struct sk_guardrails *g,
+			     char **message, struct sk_err *err)
 {
 	char file[192];
 	(void)snprintf(file, sizeof(file), "%.160s/policy.yaml", name);
@@ -532,7 +570,11 @@ static int check_policy_text(const char *name, const char *text, size_t len, cha
 	int r = sk_policy_load_buffer_ex(file, text, len, -1, SK_LOAD_NO_FILE_CHECKS, &p, &diags);
 	if (r == 0 && sk_seccomp_check_policy(p, &diags) < 0)
 		r = -EINVAL;
+	/* Only a valid policy is held to the guardrails: an invalid one's model is not there to compare. */
+	const bool exceeds = r == 0 && g && sk_guardrails_check(p, g, &diags) > 0;
 	sk_policy_free(p);
+	if (exceeds)
+		r = -EPERM;
 	if (r == 0) {
 		sk_diags_free(&diags);
 		return 0;
@@ -541,7 +583,9 @@ static int check_policy_text(const char *name, const char *text, size_t len, cha
 	size_t n = 0;
 	FILE *f = open_memstream(&buf, &n);
 	if (f) {
-		(void)fprintf(f, "stockade: the policy is invalid (stockade-policy check says the same):\n");
+		(void)fprintf(f, r == -EPERM ? "stockade: the policy exceeds the cluster guardrails (stockade-policy check "
+				 "--guardrails says the same):\n" : "stockade: the policy is invalid (stockade-policy check says "
+				 "the same):\n");
 		sk_diags_print(&diags, f);
 	}
 	sk_diags_free(&diags);
@@ -555,7 +599,8 @@ static int check_policy_text(const char *name, const char *text, size_t len, cha
 	return 1;
 }
 
-static int policy_tree(const cJSON *root, struct sk_review_out *out, struct sk_err *err)
+static int policy_tree(const cJSON *root, const struct sk_review_cfg *cfg, struct sk_review_out *out,
+		       struct sk_err *err)
 {
 	struct review_req q = { 0 };
 	const cJSON *obj, *api, *kind, *meta, *name, *data, *text;
@@ -591,7 +636,7 @@ static int policy_tree(const cJSON *root, struct sk_review_out *out, struct sk_e
 			       "data." SK_REVIEW_POLICY_KEY ", which is missing", err);
 	}
 	char *message = NULL;
-	r = check_policy_text(out->pod, text->valuestring, strlen(text->valuestring), &message, err);
+	r = check_policy_text(out->pod, text->valuestring, strlen(text->valuestring), cfg->guardrails, &message, err);
 	if (r < 0)
 		return r;
 	if (r == 0) {
@@ -615,7 +660,7 @@ int sk_review_handle_policy(const char *body, size_t len, const struct sk_review
 	cJSON *root = NULL;
 	int r = parse_review(body, len, cfg, &root, err);
 	if (r == 0)
-		r = policy_tree(root, out, err);
+		r = policy_tree(root, cfg, out, err);
 	cJSON_Delete(root);
 	if (r < 0)
 		sk_review_out_free(out);

@@ -23,6 +23,7 @@
 #include "common/err.h"
 
 struct sk_inject_opts;
+struct sk_guardrails;
 
 #define SK_REVIEW_MAX_DEPTH 100
 #define SK_REVIEW_UID_MAX 128
@@ -32,6 +33,8 @@ struct sk_review_cfg {
 	const char *const *exclude_ns;         /* borrows: namespaces never wrapped (kube-system, stockade's own) */
 	size_t n_exclude;
 	size_t max_body;                       /* bytes; a longer body is refused before it is parsed */
+	const struct sk_guardrails *guardrails; /* borrows; NULL: none. The policy review refuses a policy that
+	                                         * exceeds them (policy/guardrails.h) */
 };
 
 enum sk_review_verdict {
@@ -55,13 +58,25 @@ struct sk_review_out {
  * (413), -ENOMEM (500). Borrows everything. */
 int sk_review_handle(const char *body, size_t len, const struct sk_review_cfg *cfg, struct sk_review_out *out,
 		     struct sk_err *err);
+
+/* A pod annotated SK_REVIEW_OPT_OUT_ANNOTATION: "false" is not wrapped (SKIPPED), as Istio's
+ * sidecar.istio.io/inject: "false": the admission policy still judges it where it is bound. */
+#define SK_REVIEW_OPT_OUT_ANNOTATION "stockade.io/inject"
+
+/* As sk_review_handle, for a namespace whose Pod Security `enforce` level is pod_security ("baseline",
+ * "restricted": the webhook registration's namespaceSelector knows it, the injector has no API access): a
+ * pod in scope is refused with a message stating the level and what to do, instead of being wrapped and then
+ * refused by Pod Security for the init's NET_ADMIN with a message that does not say why it is there. */
+int sk_review_handle_pod_security(const char *body, size_t len, const struct sk_review_cfg *cfg,
+				  const char *pod_security, struct sk_review_out *out, struct sk_err *err);
 void sk_review_out_free(struct sk_review_out *out);
 
 /* The policy review (POST /validate-policy): a CREATE or UPDATE of a v1 ConfigMap labelled
  * SK_REVIEW_POLICY_LABEL is allowed when data[SK_REVIEW_POLICY_KEY] passes the validator
  * `stockade-policy check` runs (the files it names are not read: they live in the sidecar's mounts), and
- * refused otherwise with every FILE:LINE:COL diagnostic, the file named NAME/policy.yaml: an invalid policy
- * never enters the cluster, so `kubectl apply` and `helm install`/`upgrade` fail before anything changes.
+ * refused otherwise with every FILE:LINE:COL diagnostic, the file named NAME/policy.yaml; a valid policy that
+ * exceeds cfg->guardrails is refused with each violation, naming the guardrail (FILE:LINE:COL and key) it
+ * exceeds, as `stockade-policy check --guardrails` does: an invalid policy never enters the cluster, so `kubectl apply` and `helm install`/`upgrade` fail before anything changes.
  * Verdicts: SKIPPED (not CREATE/UPDATE), UNCHANGED (valid: allowed), REFUSED. Errors as sk_review_handle. */
 #define SK_REVIEW_POLICY_LABEL "stockade.io/policy"
 #define SK_REVIEW_POLICY_KEY "policy.yaml"

@@ -19,11 +19,12 @@
 #include "injector/jsonpatch.h"
 #include "injector/review.h"
 #include "injector/test_base64.h"
+#include "policy/guardrails.h"
 #include "policy/k8s/inject.h"
 
 static struct sk_inject_opts opts;
 static const char *const excl[] = { "kube-system", "stockade-system" };
-static struct sk_review_cfg cfg = { &opts, excl, 2, 1u << 20 };
+static struct sk_review_cfg cfg = { &opts, excl, 2, 1u << 20, NULL };
 
 static int setup(void **state)
 {
@@ -444,6 +445,137 @@ static void test_policy_review(void **state)
 	free(b);
 }
 
+/* With cluster guardrails, a valid policy that exceeds them is refused with each violation at the policy's
+ * position, naming the guardrail's position and key; a policy within them, and any policy without
+ * guardrails, is allowed. */
+static void test_policy_review_guardrails(void **state)
+{
+	(void)state;
+	static const char gtext[] = "version: 1\ndeniedHosts: [pastebin.com]\nblockPrivate: true\n";
+	struct sk_diags gd = { 0 };
+	struct sk_guardrails *g = NULL;
+	assert_int_equal(sk_guardrails_load_buffer("stockade-system/stockade-guardrails", gtext, strlen(gtext), &g, &gd), 0);
+	struct sk_review_cfg gcfg = cfg;
+	gcfg.guardrails = g;
+	struct sk_review_out out;
+	struct sk_err err = { 0 };
+	char *b = cm_review("CREATE", "version: 1\\nblockPrivate: false\\negress:\\n  - host: pastebin.com\\n    ports: [443]\\n");
+	assert_int_equal(sk_review_handle_policy(b, strlen(b), &gcfg, &out, &err), 0);
+	assert_int_equal(out.verdict, SK_REVIEW_REFUSED);
+	cJSON *r = response_of(&out);
+	assert_true(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "response"), "allowed")));
+	const char *msg = status_message(r);
+	assert_non_null(strstr(msg, "stockade: the policy exceeds the cluster guardrails"));
+	assert_non_null(strstr(msg, "agent-policy/policy.yaml:2:15: blockPrivate: false is not allowed by guardrail "
+				    "stockade-system/stockade-guardrails:3:15 blockPrivate: true"));
+	assert_non_null(strstr(msg, "agent-policy/policy.yaml:4:5: egress[0]: host pastebin.com allows pastebin.com, "
+				    "denied by guardrail stockade-system/stockade-guardrails:2:15 deniedHosts[0]"));
+	cJSON_Delete(r);
+	sk_review_out_free(&out);
+
+	/* the same policy without guardrails is valid */
+	assert_int_equal(sk_review_handle_policy(b, strlen(b), &cfg, &out, &err), 0);
+	assert_int_equal(out.verdict, SK_REVIEW_UNCHANGED);
+	sk_review_out_free(&out);
+	free(b);
+
+	/* within the guardrails: allowed */
+	b = cm_review("UPDATE", "version: 1\\negress:\\n  - host: pypi.org\\n    ports: [443]\\n");
+	assert_int_equal(sk_review_handle_policy(b, strlen(b), &gcfg, &out, &err), 0);
+	assert_int_equal(out.verdict, SK_REVIEW_UNCHANGED);
+	sk_review_out_free(&out);
+	free(b);
+
+	/* an invalid policy is reported as invalid, not measured against the guardrails */
+	b = cm_review("CREATE", "version: 1\\negress:\\n  - host: 1.2.3.4\\n");
+	assert_int_equal(sk_review_handle_policy(b, strlen(b), &gcfg, &out, &err), 0);
+	assert_int_equal(out.verdict, SK_REVIEW_REFUSED);
+	r = response_of(&out);
+	assert_non_null(strstr(status_message(r), "stockade: the policy is invalid"));
+	cJSON_Delete(r);
+	sk_review_out_free(&out);
+	free(b);
+	sk_guardrails_free(g);
+	sk_diags_free(&gd);
+}
+
+/* With guardrails configured, the pod's patch carries them (annotation, downwardAPI volume, the sidecar's
+ * --guardrails), and the pod patched with it is wrapped: sent again it gets no patch. */
+static void test_pod_carries_the_guardrails(void **state)
+{
+	(void)state;
+	static const char gtext[] = "version: 1\ndeniedHosts: [pastebin.com]\n";
+	opts.guardrails = gtext;
+	char *body = review("agents", "CREATE", POD);
+	cJSON *r = handle_ok(body, SK_REVIEW_PATCHED);
+	cJSON *patch = decode_patch(cJSON_GetObjectItem(r, "response"));
+	cJSON *pod = cJSON_Parse(POD);
+	struct sk_err err = { 0 };
+	assert_int_equal(sk_jsonpatch_apply(&pod, patch, &err), 0);
+	const cJSON *anns = cJSON_GetObjectItem(cJSON_GetObjectItem(pod, "metadata"), "annotations");
+	const cJSON *g = cJSON_GetObjectItemCaseSensitive(anns, "stockade.io/guardrails");
+	assert_true(cJSON_IsString(g));
+	assert_string_equal(g->valuestring, gtext);
+	char *text = cJSON_PrintUnformatted(pod);
+	assert_non_null(strstr(text, "\"--guardrails=/etc/stockade-guardrails/guardrails.yaml\""));
+	assert_non_null(strstr(text, "\"fieldPath\":\"metadata.annotations['stockade.io/guardrails']\""));
+	char *again = review("agents", "CREATE", text);
+	cJSON_Delete(handle_ok(again, SK_REVIEW_UNCHANGED));
+	free(again);
+	free(text);
+	cJSON_Delete(pod);
+	cJSON_Delete(patch);
+	cJSON_Delete(r);
+	free(body);
+	opts.guardrails = NULL;
+}
+
+/* stockade.io/inject: "false" on the pod: not wrapped, as Istio's opt-out; any other value is wrapped. */
+static void test_pod_opt_out(void **state)
+{
+	(void)state;
+	static const char out_pod[] = "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"db\","
+				      "\"annotations\":{\"stockade.io/inject\":\"false\"}},\"spec\":{\"containers\":"
+				      "[{\"name\":\"db\",\"image\":\"postgres\"}]}}";
+	char *body = review("agents", "CREATE", out_pod);
+	cJSON *r = handle_ok(body, SK_REVIEW_SKIPPED);
+	cJSON *resp = cJSON_GetObjectItem(r, "response");
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(resp, "allowed")));
+	assert_null(cJSON_GetObjectItem(resp, "patch"));
+	cJSON_Delete(r);
+	free(body);
+	static const char in_pod[] = "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"a\","
+				     "\"annotations\":{\"stockade.io/inject\":\"no\"}},\"spec\":{\"containers\":"
+				     "[{\"name\":\"a\",\"image\":\"x\"}]}}";
+	body = review("agents", "CREATE", in_pod);
+	cJSON_Delete(handle_ok(body, SK_REVIEW_PATCHED));
+	free(body);
+}
+
+/* Through the webhook registered for namespaces enforcing Pod Security baseline: the pod is refused with
+ * the namespace's level and what to do; an opted-out pod is still let through unwrapped. */
+static void test_pod_security_refusal_states_the_level(void **state)
+{
+	(void)state;
+	struct sk_review_out out;
+	struct sk_err err = { 0 };
+	char *body = review("agents", "CREATE", POD);
+	assert_int_equal(sk_review_handle_pod_security(body, strlen(body), &cfg, "baseline", &out, &err), 0);
+	assert_int_equal(out.verdict, SK_REVIEW_REFUSED);
+	cJSON *r = response_of(&out);
+	assert_true(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "response"), "allowed")));
+	assert_non_null(strstr(status_message(r), "stockade: namespace agents enforces Pod Security \"baseline\""));
+	assert_non_null(strstr(status_message(r), "pod-security.kubernetes.io/enforce=privileged"));
+	cJSON_Delete(r);
+	sk_review_out_free(&out);
+	free(body);
+	body = review("kube-system", "CREATE", POD);   /* excluded namespaces stay out of it */
+	assert_int_equal(sk_review_handle_pod_security(body, strlen(body), &cfg, "restricted", &out, &err), 0);
+	assert_int_equal(out.verdict, SK_REVIEW_SKIPPED);
+	sk_review_out_free(&out);
+	free(body);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -459,6 +591,10 @@ int main(void)
 		cmocka_unit_test(test_non_pod_kind_is_refused),
 		cmocka_unit_test(test_base64_decoder),
 		cmocka_unit_test(test_policy_review),
+		cmocka_unit_test(test_policy_review_guardrails),
+		cmocka_unit_test(test_pod_carries_the_guardrails),
+		cmocka_unit_test(test_pod_opt_out),
+		cmocka_unit_test(test_pod_security_refusal_states_the_level),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }

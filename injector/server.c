@@ -232,9 +232,13 @@ static int dispatch(struct conn *c, const struct sk_http_req *req, const char *b
 		return respond_text(c, 200, "ok\n", keep, head_only);
 	}
 	bool policy = !strcmp(req->path, "/validate-policy");
-	if (!policy && strcmp(req->path, "/mutate"))
-		return respond_text(c, 404, "not found (POST /mutate, POST /validate-policy, GET /healthz, GET /readyz)\n",
-				    keep, head_only);
+	/* /mutate/pod-security/LEVEL: the webhook registered for namespaces enforcing that Pod Security level */
+	const char *ps = !strcmp(req->path, "/mutate/pod-security/baseline")     ? "baseline"
+			 : !strcmp(req->path, "/mutate/pod-security/restricted") ? "restricted"
+										  : NULL;
+	if (!policy && !ps && strcmp(req->path, "/mutate"))
+		return respond_text(c, 404, "not found (POST /mutate, POST /mutate/pod-security/{baseline,restricted}, "
+				    "POST /validate-policy, GET /healthz, GET /readyz)\n", keep, head_only);
 	if (req->method != SK_HTTP_POST)
 		return respond_text(c, 405, policy ? "POST /validate-policy with an AdmissionReview\n" :
 				    "POST /mutate with an AdmissionReview\n", keep, head_only);
@@ -244,7 +248,7 @@ static int dispatch(struct conn *c, const struct sk_http_req *req, const char *b
 	struct sk_review_out out;
 	struct sk_err err = { 0 };
 	int r = policy ? sk_review_handle_policy(body, req->content_length, cfg->review, &out, &err) :
-			 sk_review_handle(body, req->content_length, cfg->review, &out, &err);
+			 sk_review_handle_pod_security(body, req->content_length, cfg->review, ps, &out, &err);
 	if (r < 0) {
 		int status = r == -EINVAL ? 400 : r == -EFBIG ? 413 : 500;
 		sk_log(SK_LOG_WARN, "%s: POST %s: %d: %s", c->peer, req->path, status, err.msg);

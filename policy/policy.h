@@ -147,6 +147,9 @@ struct sk_policy {
 	struct sk_budget budget_default;  /* budgets.default; window_ms == 0: none. Already copied into every
 	                                   * proxied rule without a budget of its own (from_default) */
 	struct sk_matcher *matcher; /* owned; never NULL in a loaded policy (unless SK_LOAD_NO_MATCHER) */
+	/* Where mode, blockPrivate and exemptUids are written ({0, 0}: not written, the default): the guardrails'
+	 * messages (guardrails.h) name the policy's position as well as the guardrail's. */
+	struct sk_pos mode_pos, block_private_pos, exempt_pos;
 	char **import_notes;   /* forge import: one line per mapped field, for `check` output */
 	size_t n_import_notes;
 };

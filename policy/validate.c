@@ -188,6 +188,7 @@ void sk_validate_policy(struct sk_load_ctx *c, const struct sk_node *root, struc
 		int m = sk_get_enum(c, v, "mode", "mode", modes, sk_schema_count(modes), "enforce or audit");
 		if (m >= 0)
 			p->mode = (enum sk_mode)m;
+		p->mode_pos = (struct sk_pos){ v->line, v->col };
 	}
 	bool agent_ok = true, sidecar_ok = true;
 	if ((v = sk_node_get(root, "agent")))
@@ -200,16 +201,20 @@ void sk_validate_policy(struct sk_load_ctx *c, const struct sk_node *root, struc
 		const struct sk_node *at = su ? su : sk_node_get(sk_node_get(root, "agent"), "uid");
 		err_at(c, at ? at : root, "sidecar.uid: same as agent.uid (%u), expected a different uid", p->agent_uid);
 	}
-	if ((v = sk_node_get(root, "exemptUids")))
+	if ((v = sk_node_get(root, "exemptUids"))) {
 		validate_exempt(c, v, p);
+		p->exempt_pos = (struct sk_pos){ v->line, v->col };
+	}
 	if ((v = sk_node_get(root, "ports")))
 		validate_ports(c, v, p);
 	if ((v = sk_node_get(root, "egress")))
 		sk_validate_egress(c, v, p);
 	if ((v = sk_node_get(root, "dns")))
 		sk_validate_dns(c, v, p);
-	if ((v = sk_node_get(root, "blockPrivate")))
+	if ((v = sk_node_get(root, "blockPrivate"))) {
 		sk_get_bool(c, v, "blockPrivate", &p->block_private);
+		p->block_private_pos = (struct sk_pos){ v->line, v->col };
+	}
 	if ((v = sk_node_get(root, "loopback")))
 		validate_loopback(c, v, p);
 	if ((v = sk_node_get(root, "apis")))

@@ -14,6 +14,7 @@
 
 #include "common/err.h"
 #include "common/log.h"
+#include "policy/guardrails.h"
 #include "policy/policy.h"
 #include "sidecar/admin/admin.h"
 #include "sidecar/core/audit.h"
@@ -171,7 +172,7 @@ static int inspect_start(struct sk_sidecar *sc, const struct sk_config *cfg, str
 				  : sk_ca_generate(NULL, &in->ca, err);
 	if (rc < 0)
 		return rc;
-	struct sk_upstream_opts o = { .ca_file = sc->policy->tls.upstream_ca_file, .alpn = "http/1.1" };
+	struct sk_upstream_opts o = { .ca_file = sc->policy->tls.upstream_ca_file, .alpn = "h2,http/1.1" };
 	if ((rc = sk_leaf_cache_new(in->ca, 0, &in->leaves, err)) < 0 || (rc = sk_upstream_new(&o, &in->upstream, err)) < 0 ||
 	    (rc = sk_bridge_env_new(in->leaves, in->upstream, &in->env, err)) < 0)
 		return rc;
@@ -266,8 +267,36 @@ int main(int argc, char **argv)
 		sk_log(SK_LOG_ERROR, "%s", err.msg[0] ? err.msg : "out of memory");
 		goto out;
 	}
+	/* initialised here, where the loop is: every `goto out` below cancels it */
+	sk_timer_init(&r.drain, drain_tick, &r);
 	sk_audit_init(&sc.audit, STDOUT_FILENO, sc.denials);
 	sk_audit_set_policy(&sc.audit, sc.policy->content_hash);
+	if (cfg.guardrails_path) {
+		/* Narrowed before any server starts: no connection is ever decided by the policy as written. What
+		 * the kernel already holds (exemptUids, direct and udp rules) cannot be narrowed here: a pod
+		 * started with them against the guardrails does not start (admission refuses such a policy). */
+		struct sk_gr_changes changes = { 0 };
+		char ghash[17] = "";
+		size_t kept = 0;
+		if (sk_reload_guard(sc.policy, cfg.guardrails_path, NULL, &changes, ghash, &err) < 0) {
+			sk_log(SK_LOG_ERROR, "%s", err.msg);
+			sk_gr_changes_free(&changes);
+			code = SK_EXIT_POLICY;
+			goto out;
+		}
+		sk_reload_audit_guardrails(&sc.audit, ghash, &changes);
+		for (size_t i = 0; i < changes.d.n; i++)
+			kept += changes.kind[i] == SK_GR_KEPT;
+		sk_gr_changes_free(&changes);
+		if (kept) {
+			sk_log(SK_LOG_ERROR, "policy %s: %zu part%s in the kernel exceed%s the guardrails %s (listed above); "
+			       "refusing to start", cfg.policy_path, kept, kept == 1 ? "" : "s", kept == 1 ? "s" : "",
+			       cfg.guardrails_path);
+			sk_audit_flush(&sc.audit);
+			code = SK_EXIT_POLICY;
+			goto out;
+		}
+	}
 	/* One audit write a loop round, not one a connection. */
 	sk_audit_batch(&sc.audit);
 	sk_loop_set_turn_end(sc.loop, audit_flush_cb, &sc.audit);
@@ -284,7 +313,6 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	sk_io_init(&r.sig, sfd, on_signal, &r);
-	sk_timer_init(&r.drain, drain_tick, &r);
 	if (sk_loop_add(sc.loop, &r.sig, EPOLLIN, &err) < 0) {
 		sk_log(SK_LOG_ERROR, "%s", err.msg);
 		close(sfd);

@@ -22,6 +22,8 @@
 #define VOL_RUN "stockade-run"
 #define VOL_SECRET_PREFIX "stockade-secret-"
 #define VOL_AGENT_TMP "agent-tmp"   /* the pod's own once added: see give_tmp */
+#define VOL_GUARDRAILS "stockade-guardrails"
+#define GUARDRAILS_DIR "/etc/stockade-guardrails"
 
 static int cmp_setting(const void *a, const void *b)
 {
@@ -233,6 +235,8 @@ static cJSON *build_sidecar(const struct sk_inject_opts *o)
 			cJSON_AddItemToArray(cmd, cJSON_CreateString(tail[i] ? tail[i] : as));
 	}
 	cJSON *argv = add_strs(c, "args", args, 4);
+	if (argv && o->guardrails)
+		cJSON_AddItemToArray(argv, cJSON_CreateString("--guardrails=" GUARDRAILS_DIR "/guardrails.yaml"));
 	for (size_t i = 0; argv && i < o->n_settings; i++)
 		cJSON_AddItemToArray(argv, cJSON_CreateString(o->settings[i]));
 	cJSON *env = cJSON_CreateObject();
@@ -286,6 +290,8 @@ static cJSON *build_sidecar(const struct sk_inject_opts *o)
 		(void)snprintf(path, sizeof(path), "/var/run/stockade/secrets/%s", o->secrets[i].name);
 		add_mount(vm, vol, path, true);
 	}
+	if (o->guardrails)
+		add_mount(vm, VOL_GUARDRAILS, GUARDRAILS_DIR, true);
 	return c;
 }
 
@@ -303,7 +309,7 @@ static bool stockade_container(const char *name)
 
 static bool stockade_volume(const char *name)
 {
-	return !strcmp(name, VOL_POLICY) || !strcmp(name, VOL_RUN) ||
+	return !strcmp(name, VOL_POLICY) || !strcmp(name, VOL_RUN) || !strcmp(name, VOL_GUARDRAILS) ||
 	       !strncmp(name, VOL_SECRET_PREFIX, strlen(VOL_SECRET_PREFIX));
 }
 
@@ -634,7 +640,8 @@ static bool sandboxed(const cJSON *spec, const struct sk_inject_opts *o)
 	if (!str_is(side, "name", SIDECAR_NAME) || !str_is(side, "image", o->sidecar_image) ||
 	    !(o->init_in_sidecar ? entry_ok(side, ssc, o) : num_is(ssc, "runAsUser", o->sidecar_uid)) ||
 	    !has_all_dropped(ssc) || (is_native(o) && !str_is(side, "restartPolicy", "Always")) ||
-	    (size_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(side, "args")) != 4 + o->n_settings)
+	    (size_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(side, "args")) !=
+		    4 + (o->guardrails ? 1 : 0) + o->n_settings)
 		return false;
 	const cJSON *lists[] = { inits, conts };
 	for (size_t l = 0; l < 2; l++) {
@@ -810,6 +817,18 @@ static int wrap_spec(cJSON *spec, const char *at, bool wrapped, bool job, const 
 		add_num(sec, "defaultMode", 0444);
 		cJSON_AddItemToArray(new_vols, sv);
 	}
+	if (o->guardrails) {
+		/* the annotation as a file: the kubelet rewrites it when the annotation changes, and the sidecar
+		 * watching it narrows its policy to the new guardrails (docs/governance.md) */
+		cJSON *gv = cJSON_CreateObject();
+		add_str(gv, "name", VOL_GUARDRAILS);
+		cJSON *item = cJSON_CreateObject();
+		add_str(item, "path", "guardrails.yaml");
+		add_str(add_obj(item, "fieldRef"), "fieldPath",
+			"metadata.annotations['" SK_INJECT_GUARDRAILS_ANNOTATION "']");
+		cJSON_AddItemToArray(cJSON_AddArrayToObject(add_obj(gv, "downwardAPI"), "items"), item);
+		cJSON_AddItemToArray(new_vols, gv);
+	}
 	if (vols)
 		while (vols->child)
 			cJSON_AddItemToArray(new_vols, cJSON_DetachItemViaPointer(vols, vols->child));
@@ -850,6 +869,35 @@ static int annotated_profile(const cJSON *meta, const char *meta_at, const struc
 	if (o->profile_fixed && strcmp(a->valuestring, o->seccomp_profile) != 0)
 		return bad(err, p, "'%s' is not the policy's seccomp profile '%s'", a->valuestring, o->seccomp_profile);
 	*profile = a->valuestring;
+	return 0;
+}
+
+/* The policy ConfigMap a pod's SK_INJECT_POLICY_ANNOTATION names, into *name (borrowing from meta); left
+ * alone without one. */
+static int annotated_policy(const cJSON *meta, const char *meta_at, const struct sk_inject_opts *o, const char **name,
+			    struct sk_err *err)
+{
+	cJSON *anns;
+	char p[256];
+	int r = opt_object(meta, "annotations", meta_at, &anns, err);
+	if (r < 0)
+		return r;
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(anns, SK_INJECT_POLICY_ANNOTATION);
+	if (!a)
+		return 0;
+	(void)snprintf(p, sizeof(p), "%s.annotations[%s]", meta_at, SK_INJECT_POLICY_ANNOTATION);
+	/* a ConfigMap name: a DNS subdomain (lower case alphanumerics, '-' and '.', at most 253) */
+	bool ok = cJSON_IsString(a) && a->valuestring[0] && strlen(a->valuestring) <= 253;
+	for (const char *c = ok ? a->valuestring : ""; *c && ok; c++)
+		ok = (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '-' || *c == '.';
+	if (!ok)
+		return bad(err, p, "expected the name of a policy ConfigMap in the pod's namespace (lower case "
+			   "letters, digits, '-' and '.')");
+	if (o->policy_fixed && strcmp(a->valuestring, o->policy_configmap) != 0)
+		return bad(err, p, "names policy ConfigMap '%s', but the pod gets '%s', the one written with it "
+			   "(inject --policy): remove the annotation or leave out --policy", a->valuestring,
+			   o->policy_configmap);
+	*name = a->valuestring;
 	return 0;
 }
 
@@ -909,7 +957,8 @@ int sk_inject_doc(cJSON *doc, const struct sk_inject_opts *o, struct sk_err *err
 	const cJSON *mark = cJSON_GetObjectItemCaseSensitive(labels_in, SK_INJECT_LABEL);
 	bool wrapped = cJSON_IsString(mark) && !strcmp(mark->valuestring, "true");
 	struct sk_inject_opts eo = *o;
-	if ((r = annotated_profile(meta_in, meta_at, o, &eo.seccomp_profile, err)) < 0)
+	if ((r = annotated_profile(meta_in, meta_at, o, &eo.seccomp_profile, err)) < 0 ||
+	    (r = annotated_policy(meta_in, meta_at, o, &eo.policy_configmap, err)) < 0)
 		return r;
 	o = &eo;
 
@@ -925,6 +974,12 @@ int sk_inject_doc(cJSON *doc, const struct sk_inject_opts *o, struct sk_err *err
 	cJSON *meta = ensure_object(tmpl, "metadata");
 	cJSON *labels = ensure_object(meta, "labels");
 	set_item(labels, SK_INJECT_LABEL, cJSON_CreateString("true"));
+	if (o->guardrails) {
+		cJSON *anns = ensure_object(meta, "annotations");
+		set_item(anns, SK_INJECT_GUARDRAILS_ANNOTATION, cJSON_CreateString(o->guardrails));
+		if (!cJSON_GetObjectItemCaseSensitive(anns, SK_INJECT_GUARDRAILS_ANNOTATION))
+			return sk_err_set(err, ENOMEM, "inject: out of memory");
+	}
 	set_item(tmpl, "spec", nspec);
 	/* An allocation that failed anywhere above left an item out; say so rather than emit a partial pod. */
 	if (!cJSON_GetObjectItemCaseSensitive(labels, SK_INJECT_LABEL) ||

@@ -27,6 +27,13 @@ struct sk_err;
  * Anything else there is refused; stockade-init refuses a profile that is not its policy's. */
 #define SK_INJECT_PROFILE_ANNOTATION "stockade.io/seccomp-profile"
 
+/* Annotation on a pod (template) naming the policy ConfigMap in its namespace, instead of the options'
+ * policy_configmap: two policies in one namespace (docs/governance.md). A DNS subdomain name, else refused. */
+#define SK_INJECT_POLICY_ANNOTATION "stockade.io/policy"
+/* Annotation carrying the cluster guardrails' text into the pod (opts.guardrails), projected by a
+ * downwardAPI volume into the sidecar alone, which narrows its policy to them (docs/governance.md). */
+#define SK_INJECT_GUARDRAILS_ANNOTATION "stockade.io/guardrails"
+
 /* A Secret for the API gateway, mounted into the sidecar only (chart: sidecar.apiSecrets[]). */
 struct sk_inject_secret {
 	const char *name;              /* borrows: mounted at /var/run/stockade/secrets/<name>/; a DNS label
@@ -66,6 +73,11 @@ struct sk_inject_opts {
 	size_t n_settings;
 	const struct sk_inject_secret *secrets;  /* borrows */
 	size_t n_secrets;
+	bool policy_fixed;             /* policy_configmap is the one `inject --policy` writes: a pod whose
+	                                * SK_INJECT_POLICY_ANNOTATION names another is refused */
+	const char *guardrails;        /* borrows: the cluster guardrails' text, or NULL: put into the pod as
+	                                * SK_INJECT_GUARDRAILS_ANNOTATION, a downwardAPI volume
+	                                * stockade-guardrails and the sidecar's --guardrails */
 };
 
 /* Sorts "--name=value" sidecar flags by name, as the chart's range over sidecar.settings orders them (so

@@ -947,11 +947,87 @@ static void test_check_ignores_api_server_defaults(void **state)
 	cJSON_Delete(d);
 }
 
+/* stockade.io/policy on the pod names its policy ConfigMap (two policies in one namespace); a name that is
+ * no ConfigMap name is refused with the field. */
+static void test_policy_annotation(void **state)
+{
+	(void)state;
+	struct sk_inject_opts o;
+	sk_inject_opts_default(&o);
+	struct sk_err err = { 0 };
+	static const char dep[] = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec:\n  template:\n"
+				  "    metadata: {annotations: {stockade.io/policy: team-b-policy}}\n"
+				  "    spec: {containers: [{name: a, image: x}]}\n";
+	cJSON *d = yaml1(dep);
+	assert_int_equal(sk_inject_doc(d, &o, &err), SK_INJECT_WRAPPED);
+	assert_string_equal(str_at(d, "spec.template.spec.volumes[0].name"), "stockade-policy");
+	assert_string_equal(str_at(d, "spec.template.spec.volumes[0].configMap.name"), "team-b-policy");
+	assert_int_equal(sk_inject_is_wrapped(d, &o, &err), 1);
+	cJSON_Delete(d);
+	d = yaml1(pod);
+	assert_int_equal(sk_inject_doc(d, &o, &err), SK_INJECT_WRAPPED);
+	assert_string_equal(str_at(d, "spec.volumes[0].configMap.name"), o.policy_configmap);
+	cJSON_Delete(d);
+	expect_refused("kind: Pod\nmetadata: {annotations: {stockade.io/policy: Team_B}}\nspec: {containers: [{name: c}]}\n",
+		       &o, "metadata.annotations[stockade.io/policy]: expected the name of a policy ConfigMap");
+	expect_refused("kind: Pod\nmetadata: {annotations: {stockade.io/policy: \"\"}}\nspec: {containers: [{name: c}]}\n",
+		       &o, "metadata.annotations[stockade.io/policy]: expected the name of a policy ConfigMap");
+	/* inject --policy writes the pod's policy ConfigMap: an annotation naming another is refused */
+	o.policy_fixed = true;
+	expect_refused(dep, &o, "spec.template.metadata.annotations[stockade.io/policy]: names policy ConfigMap "
+		       "'team-b-policy', but the pod gets 'stockade-policy'");
+}
+
+/* With guardrails, the pod carries them as an annotation, projected by a downwardAPI volume into the
+ * sidecar alone, which is told --guardrails; wrapping again changes nothing, and a new text replaces it. */
+static void test_guardrails_into_the_pod(void **state)
+{
+	(void)state;
+	struct sk_inject_opts o;
+	sk_inject_opts_default(&o);
+	o.guardrails = "version: 1\ndeniedHosts: [pastebin.com]\n";
+	struct sk_err err = { 0 };
+	cJSON *d = yaml1(pod);
+	assert_int_equal(sk_inject_doc(d, &o, &err), SK_INJECT_WRAPPED);
+	const cJSON *anns = at(d, "metadata.annotations");
+	const cJSON *g = cJSON_GetObjectItemCaseSensitive(anns, "stockade.io/guardrails");
+	assert_true(cJSON_IsString(g));
+	assert_string_equal(g->valuestring, o.guardrails);
+	assert_string_equal(str_at(d, "spec.initContainers[1].name"), "stockade-sidecar");
+	assert_string_equal(str_at(d, "spec.initContainers[1].args[4]"),
+			    "--guardrails=/etc/stockade-guardrails/guardrails.yaml");
+	assert_string_equal(str_at(d, "spec.initContainers[1].volumeMounts[2].name"), "stockade-guardrails");
+	assert_string_equal(str_at(d, "spec.initContainers[1].volumeMounts[2].mountPath"), "/etc/stockade-guardrails");
+	assert_true(cJSON_IsTrue(at(d, "spec.initContainers[1].volumeMounts[2].readOnly")));
+	assert_string_equal(str_at(d, "spec.volumes[2].name"), "stockade-guardrails");
+	assert_string_equal(str_at(d, "spec.volumes[2].downwardAPI.items[0].path"), "guardrails.yaml");
+	assert_string_equal(str_at(d, "spec.volumes[2].downwardAPI.items[0].fieldRef.fieldPath"),
+			    "metadata.annotations['stockade.io/guardrails']");
+	/* only the sidecar mounts it: the init's mounts are the policy and the run dir */
+	assert_int_equal(cJSON_GetArraySize(at(d, "spec.initContainers[0].volumeMounts")), 2);
+	assert_int_equal(sk_inject_is_wrapped(d, &o, &err), 1);
+	assert_int_equal(sk_inject_doc(d, &o, &err), SK_INJECT_WRAPPED);   /* again: no second volume */
+	assert_int_equal(sk_inject_is_wrapped(d, &o, &err), 1);
+	int n = 0;
+	const cJSON *v;
+	cJSON_ArrayForEach(v, at(d, "spec.volumes")) n += !strcmp(cJSON_GetObjectItem(v, "name")->valuestring, "stockade-guardrails");
+	assert_int_equal(n, 1);
+	/* new guardrails: the wrapped pod is no longer as these options wrap it; wrapping updates the text */
+	o.guardrails = "version: 1\n";
+	assert_int_equal(sk_inject_is_wrapped(d, &o, &err), 0);
+	assert_int_equal(sk_inject_doc(d, &o, &err), SK_INJECT_WRAPPED);
+	g = cJSON_GetObjectItemCaseSensitive(at(d, "metadata.annotations"), "stockade.io/guardrails");
+	assert_string_equal(g->valuestring, "version: 1\n");
+	cJSON_Delete(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pod_wrapped_like_the_chart),
 		cmocka_unit_test(test_profile_annotation),
+		cmocka_unit_test(test_policy_annotation),
+		cmocka_unit_test(test_guardrails_into_the_pod),
 		cmocka_unit_test(test_classic_sidecar_goes_last_in_containers),
 		cmocka_unit_test(test_sidecar_first_in_containers_with_hook),
 		cmocka_unit_test(test_init_in_sidecar_shape),

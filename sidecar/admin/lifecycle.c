@@ -160,7 +160,7 @@ int sk_lifecycle_start(struct sk_sidecar *sc, const struct sk_config *cfg, struc
 	lc->ready_watch_armed = true;
 	lc->reload_hooks = (struct sk_reload_hooks){ .current = current_policy, .install = install_policy,
 						     .metrics = sc->metrics, .audit = &sc->audit,
-						     .log = NULL };
+						     .log = NULL, .guardrails = cfg->guardrails_path };
 	if ((r = sk_reload_start(sc->loop, cfg->policy_path, &lc->reload_hooks, lc, &lc->reload, err)) < 0)
 		goto fail;
 	*out = lc;

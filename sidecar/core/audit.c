@@ -124,6 +124,14 @@ size_t sk_audit_format(const struct sk_audit_rec *r, const char *policy, const s
 		put_field_str(&o, "reason", r->reason);
 		goto end;
 	}
+	if (r->guardrail) {
+		/* A guardrail narrowing: which guardrails, what changed (as long as a gateway path), and whether
+		 * the sidecar could change it. */
+		put_field_str(&o, "guardrails", r->guardrail->guardrails);
+		put_field_str_n(&o, "change", r->guardrail->change, SK_AUDIT_PATH_MAX);
+		put_field_str(&o, "reason", r->reason);
+		goto end;
+	}
 	if (r->api) {
 		/* A gateway request: its own fields instead of a proxied connection's. */
 		put_field_str(&o, "api", r->api);

@@ -68,6 +68,14 @@ struct sk_audit_rec {
 	 * and result are written after policy (which, as on every line, is the hash in force after it), and
 	 * reason; nothing of a connection. */
 	const struct sk_audit_reload *reload;
+	/* A guardrail narrowing (event "guardrail"): guardrail != NULL makes the line one: guardrails, change
+	 * and reason (narrowed | kept); nothing of a connection. */
+	const struct sk_audit_guardrail *guardrail;
+};
+
+struct sk_audit_guardrail {
+	const char *guardrails;     /* content hash of the guardrails file */
+	const char *change;         /* "FILE:LINE:COL: what exceeded which guardrail: what was done" */
 };
 
 struct sk_audit_reload {

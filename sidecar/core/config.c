@@ -18,6 +18,9 @@ static const struct sk_setting settings[] = {
 	/* general */
 	{ "policy", "STOCKADE_POLICY", SK_SET_PATH, 0, 0, NULL,
 	  "policy file (YAML or JSON); required", F(policy_path), false },
+	{ "guardrails", "STOCKADE_GUARDRAILS", SK_SET_PATH, 0, 0, NULL,
+	  "cluster guardrails (docs/governance.md): every load and reload narrows the policy to them, one audit "
+	  "line per change; re-read when the file changes (unset: none)", F(guardrails_path), false },
 	{ "marker", "STOCKADE_MARKER", SK_SET_PATH, 0, 0, SK_DEFAULT_MARKER,
 	  "stockade-init's marker file; /readyz wants it with the running policy's netns hash", F(marker_path), false },
 	{ "log-level", "STOCKADE_LOG_LEVEL", SK_SET_LEVEL, 0, 0, "info",

@@ -57,10 +57,11 @@ struct sk_dns_settings {
 	bool strict_chain;             /* --dns-strict-chain (dns_filter.h) */
 };
 
-#define SK_CONFIG_MAX_STRINGS 8    /* string settings (their owned copies) */
+#define SK_CONFIG_MAX_STRINGS 9    /* string settings (their owned copies) */
 
 struct sk_config {
 	const char *policy_path;     /* --policy; required unless help/version */
+	const char *guardrails_path; /* --guardrails: cluster guardrails narrowing every load; NULL = none */
 	const char *marker_path;     /* --marker */
 	enum sk_log_level log_level; /* --log-level */
 	enum sk_log_format log_format; /* --log-format */

@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "policy/match.h"
 #include "policy/policy.h"
 #include "sidecar/core/audit.h"
 #include "sidecar/core/loop.h"
@@ -277,12 +278,83 @@ static void test_watcher_follows_configmap_swap(void **state)
 	tmp_remove(&t);
 }
 
+/* Cluster guardrails: a policy in force before a guardrail changed is narrowed at the reload the change of
+ * the guardrails file causes (its own directory, watched too), with one guardrail audit line per change
+ * after the reload's; guardrails that do not load reject the reload and the narrowed policy stays. */
+static void test_guardrails_narrow_at_reload(void **state)
+{
+	(void)state;
+	struct tmp t = { "" }, tg = { "" };
+	tmp_make(&t);
+	tmp_make(&tg);
+	char path[128], gpath[128];
+	(void)snprintf(path, sizeof(path), "%s/policy.yaml", t.dir);
+	(void)snprintf(gpath, sizeof(gpath), "%s/guardrails.yaml", tg.dir);
+	write_file(path, "version: 1\negress:\n  - host: a.example\n    ports: [443]\n  - host: pastebin.com\n"
+			 "    ports: [443]\n");
+	write_file(gpath, "version: 1\n");
+	int ap[2];
+	assert_int_equal(pipe(ap), 0);
+	struct sk_audit audit;
+	sk_audit_init(&audit, ap[1], NULL);
+	struct holder h = { .cur = load(path), .audit = &audit };
+	sk_audit_set_policy(&audit, h.cur->content_hash);
+	struct sk_reload_hooks hooks = { .current = h_current, .install = h_install, .audit = &audit, .log = stderr,
+					 .guardrails = gpath };
+	struct sk_loop *l = NULL;
+	struct sk_err err = { 0 };
+	assert_int_equal(sk_loop_new(&l, &err), 0);
+	struct sk_reload *r = NULL;
+	assert_int_equal(sk_reload_start(l, path, &hooks, &h, &r, &err), 0);
+	assert_int_equal(sk_match_name(h.cur, "pastebin.com"), 1);
+
+	/* the platform denies pastebin.com: only the guardrails file changes */
+	write_file(gpath, "version: 1\ndeniedHosts: [pastebin.com]\n");
+	run_for(l, 600);
+	assert_int_equal(h.installs, 1);
+	assert_int_equal(h.cur->n_rules, 1);
+	assert_true(sk_match_name(h.cur, "pastebin.com") < 0);
+	assert_int_equal(sk_match_name(h.cur, "a.example"), 0);
+
+	/* guardrails that do not load: the reload is rejected, the narrowed policy stays */
+	write_file(gpath, "version: 1\ndeniedHost: [a.example]\n");
+	run_for(l, 600);
+	assert_int_equal(h.installs, 1);
+	assert_int_equal(h.cur->n_rules, 1);
+
+	close(ap[1]);
+	char lines[4096] = "";
+	ssize_t n = read(ap[0], lines, sizeof(lines) - 1);
+	assert_true(n > 0);
+	lines[n] = '\0';
+	close(ap[0]);
+	const char *reload_ok = strstr(lines, "\"event\":\"reload\"");
+	assert_non_null(reload_ok);
+	assert_non_null(strstr(reload_ok, "\"reason\":\"ok\""));
+	const char *gl = strstr(lines, "\"event\":\"guardrail\"");
+	assert_non_null(gl);
+	assert_true(gl > reload_ok);   /* after the swap: it names the policy in force */
+	char want[512];
+	(void)snprintf(want, sizeof(want), "\"change\":\"%s:5:5: egress[1]: host pastebin.com allows pastebin.com, "
+		       "denied by guardrail %s:2:15 deniedHosts[0]: rule removed\",\"reason\":\"narrowed\"}", path, gpath);
+	if (!strstr(gl, want))
+		fail_msg("want %s in %s", want, gl);
+	assert_non_null(strstr(lines, "\"result\":\"failed\",\"reason\":\"guardrails_invalid\"}"));
+
+	sk_reload_free(r);
+	sk_loop_free(l);
+	sk_policy_free(h.cur);
+	tmp_remove(&t);
+	tmp_remove(&tg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_load_rejects_invalid_with_positions),
 		cmocka_unit_test(test_load_refuses_netns_change),
 		cmocka_unit_test(test_watcher_follows_configmap_swap),
+		cmocka_unit_test(test_guardrails_narrow_at_reload),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

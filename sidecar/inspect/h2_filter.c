@@ -233,8 +233,11 @@ static void put_answer(struct sk_strbuf *b, int32_t sid, int status, const char 
 		(void)sk_strbuf_put(b, body->p + off, n);
 		off += n;
 	}
-	if (!request_ended)  /* RFC 9113 §8.1: answered before the request ended; the rest is not wanted */
-		put_rst(b, sid, E_NO_ERROR);
+	/* An answer before the request ended is not followed by RST_STREAM NO_ERROR, which RFC 9113 §8.1
+	 * allows: curl (7.88) then fails the transfer while it still uploads ("Stream error in the HTTP/2
+	 * framing layer"), and the agent would never read its 403. The rest of the upload is dropped here
+	 * instead, its window given back (drop_data). */
+	(void)request_ended;
 }
 
 void sk_h2_denial_body(struct sk_strbuf *body, const char *reason, const char *rule,
@@ -678,6 +681,18 @@ static void emit_headers(struct h2f *f, struct emit *e, int32_t sid, const struc
 	} while (off < enc->len);
 }
 
+static void tell_refused(struct h2f *f, const struct sk_h2_request *rq, const char *reason)
+{
+	if (!f->cfg.refused)
+		return;
+	struct sk_h2_request shown = *rq;
+	shown.method = rq->method ? rq->method : "";
+	shown.authority = rq->authority ? rq->authority : "";
+	shown.path = rq->path ? rq->path : "";
+	shown.scheme = rq->scheme ? rq->scheme : "";
+	f->cfg.refused(f->cfg.ctx, &shown, reason);
+}
+
 /* Judges, answers or sends on one whole header block. false after a connection error (its verdict in *v). */
 static bool process_block(struct h2f *f, struct emit *e, struct sk_pt_out *out, enum sk_pt_verdict *v)
 {
@@ -703,6 +718,7 @@ static bool process_block(struct h2f *f, struct emit *e, struct sk_pt_out *out, 
 		struct sk_h2_request rq = { .method = s->method, .authority = s->authority, .path = s->path,
 					    .scheme = s->scheme, .stream_id = sid };
 		if (fl.too_large || !end_stream || !check_trailers(&fl)) {
+			tell_refused(f, &rq, "h2_malformed_trailers");
 			put_rst(&f->to_client, sid, E_PROTOCOL);
 			em_copy(e);
 			put_rst(e->out, sid, E_CANCEL);
@@ -711,6 +727,7 @@ static bool process_block(struct h2f *f, struct emit *e, struct sk_pt_out *out, 
 		}
 		rc = encode_block(f, &fl, &rq, &enc);
 		if (rc == 1) {
+			tell_refused(f, &rq, "h2_header_refused");
 			put_rst(&f->to_client, sid, E_INTERNAL);
 			em_copy(e);
 			put_rst(e->out, sid, E_CANCEL);
@@ -733,6 +750,7 @@ static bool process_block(struct h2f *f, struct emit *e, struct sk_pt_out *out, 
 	struct sk_h2_request rq = { .stream_id = sid };
 	enum req_check chk = fl.too_large ? RQ_MALFORMED : check_request(&fl, &rq);
 	if (chk != RQ_OK) {
+		tell_refused(f, &rq, chk == RQ_TUNNEL ? "h2_tunnel" : "h2_malformed_request");
 		put_rst(&f->to_client, sid, E_PROTOCOL);
 		goto out;
 	}
@@ -759,6 +777,7 @@ static bool process_block(struct h2f *f, struct emit *e, struct sk_pt_out *out, 
 	}
 	rc = encode_block(f, &fl, &rq, &enc);
 	if (rc == 1) {
+		tell_refused(f, &rq, "h2_header_refused");
 		put_rst(&f->to_client, sid, E_INTERNAL);
 		goto out;
 	}

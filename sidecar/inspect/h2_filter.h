@@ -14,8 +14,8 @@
  *
  * A request is refused three ways:
  *   - the judge denies it: the agent gets HEADERS (:status from the judge, content-type
- *     application/json, x-stockade-reason) and the judge's body in DATA with END_STREAM (and RST_STREAM
- *     NO_ERROR when its request was not complete), encoded so the agent's HPACK decoder, which belongs to
+ *     application/json, x-stockade-reason) and the judge's body in DATA with END_STREAM (no RST_STREAM:
+ *     the rest of an unfinished upload is dropped, see put_answer()), encoded so the agent's HPACK decoder, which belongs to
  *     the server's encoder, is not changed; the server never sees the stream id (RFC 9113 §5.1.1);
  *   - it is malformed (RFC 9113 §8.1.1: pseudo-headers missing, repeated, unknown or after a regular
  *     field, upper-case or invalid names, invalid values, connection-specific fields, te other than
@@ -78,10 +78,16 @@ typedef int (*sk_h2_header_fn)(void *ctx, const struct sk_h2_request *rq, const 
 #define SK_H2_MAX_LIST_DEFAULT 65536u    /* decoded: names and values plus 32 per field (RFC 9113 §6.5.2) */
 #define SK_H2_MAX_STREAMS_DEFAULT 256u   /* open requests; more are refused with REFUSED_STREAM */
 
+/* A stream the filter itself refused (reset, never judged, nothing sent upstream), so the owner can write
+ * its audit line: reason h2_malformed_request (RFC 9113 §8.1.1), h2_tunnel (CONNECT, extended CONNECT),
+ * h2_malformed_trailers, h2_header_refused (the header hook said no). rq's fields are "" when unknown. */
+typedef void (*sk_h2_refused_fn)(void *ctx, const struct sk_h2_request *rq, const char *reason);
+
 struct sk_h2_filter_cfg {
 	sk_h2_judge_fn judge;        /* required */
 	sk_h2_header_fn header;      /* NULL: headers go out as they came */
-	void *ctx;                   /* for both */
+	sk_h2_refused_fn refused;    /* NULL: not told */
+	void *ctx;                   /* for all three */
 	size_t max_block;            /* 0: the defaults above */
 	size_t max_list;
 	size_t max_streams;

@@ -25,6 +25,8 @@
 struct judge_ctx {
 	const char *sni;
 	int calls;
+	int refused;                    /* the refused hook's calls */
+	char refused_reasons[256];      /* their reasons, space-separated */
 };
 
 /* One end of the connection as the tests read it. */
@@ -52,6 +54,16 @@ struct world {
 	bool raw_client;                /* the agent's bytes are hand-made: no client session */
 	int client_passes;              /* from_client calls answered SK_PT_PASS */
 };
+
+static void refused(void *ctx, const struct sk_h2_request *rq, const char *reason)
+{
+	struct judge_ctx *jc = ctx;
+	assert_non_null(rq->method);
+	assert_non_null(rq->path);
+	jc->refused++;
+	size_t n = strlen(jc->refused_reasons);
+	(void)snprintf(jc->refused_reasons + n, sizeof(jc->refused_reasons) - n, "%s%s", n ? " " : "", reason);
+}
 
 static enum sk_h2_decision judge(void *ctx, const struct sk_h2_request *rq, int *status, struct sk_strbuf *body,
 				 const char **reason)
@@ -182,7 +194,8 @@ static void world_init(struct world *w, size_t chunk, bool with_hook)
 	memset(w, 0, sizeof(*w));
 	w->chunk = chunk;
 	w->jc.sni = "api.example.com";
-	struct sk_h2_filter_cfg cfg = { .judge = judge, .header = with_hook ? swap_auth : NULL, .ctx = &w->jc };
+	struct sk_h2_filter_cfg cfg = { .judge = judge, .header = with_hook ? swap_auth : NULL, .refused = refused,
+					.ctx = &w->jc };
 	struct sk_err err = { 0 };
 	assert_int_equal(sk_h2_filter_new(&cfg, &w->f, &err), 0);
 
@@ -770,6 +783,9 @@ static void test_malformed_reset(void **state)
 		assert_string_equal(heads(&w.srv, ids[i]), "");
 	}
 	assert_int_equal(w.jc.calls, 1);
+	/* each reset is told to the owner, for its audit line */
+	assert_int_equal(w.jc.refused, 3);
+	assert_string_equal(w.jc.refused_reasons, "h2_malformed_request h2_malformed_request h2_malformed_request");
 	assert_int_equal(w.srv.requests, 1);
 	assert_string_equal(body_of(&w.cli, ok), "ok");
 	world_free(&w);

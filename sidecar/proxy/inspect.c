@@ -1,14 +1,18 @@
 /* sidecar/proxy/inspect.c — a TLS connection an `inspect: true` rule allowed (internal.h): instead of the
  * relay, the TLS bridge (inspect/bridge.h) terminates the agent's TLS and opens verified TLS to the
- * server, and the HTTP/1 filter (inspect_h1.h) judges every request inside. The connection keeps its one
+ * server, and the HTTP/1 filter (inspect_h1.h) or the HTTP/2 one (inspect/h2_filter.h), by the protocol
+ * the two ends agreed on, judges every request inside. The connection keeps its one
  * allow line (with "inspected":true) at its end; each refused request gets a deny line of its own; a
  * bridge that fails (the server's certificate, the agent's TLS) ends with a deny line naming the bridge's
  * reason, never with the bytes passed through. Budgets count plaintext bytes. */
 #include "sidecar/proxy/internal.h"
 
+#include "common/http_path.h"
 #include "sidecar/inspect/bridge.h"
 #include "sidecar/inspect/filter.h"
+#include "sidecar/inspect/h2_filter.h"
 #include "sidecar/proxy/inspect_h1.h"
+#include "sidecar/proxy/tls_hello.h"
 
 static const char *metrics_proto(const struct conn *c)
 {
@@ -86,14 +90,93 @@ static const char *conn_sni(const struct conn *c, char addr[SK_ADDR_STRLEN])
 	return addr;
 }
 
+/* Whether a request's host (parsed as an HTTP/1 Host: a name, normalised, or an address) is the name the
+ * connection's TLS was decided on. */
+static bool host_is_sni(const struct conn *c, const struct sk_http_head *h)
+{
+	char addr[SK_ADDR_STRLEN];
+	const char *sni = conn_sni(c, addr);
+	struct sk_addr ip;
+	if (sk_addr_parse(sni, &ip) == 0)
+		return h->host_is_ip && sk_addr_equal(&h->ip, &ip);
+	return !h->host_is_ip && strcasecmp(h->host, sni) == 0;
+}
+
+/* The HTTP/2 filter's judge. The request is written as the HTTP/1 head it stands for and read back by the
+ * HTTP/1 head parser, so that one parser, one path normaliser and one rule check decide both protocols:
+ * nothing an HTTP/2 client sends can be read more leniently than the same request over HTTP/1.1. */
+static enum sk_h2_decision h2_judge(void *ctx, const struct sk_h2_request *rq, int *status, struct sk_strbuf *body,
+				    const char **reason)
+{
+	struct conn *c = ctx;
+	uint32_t request = c->request + 1;
+	char head[SK_HTTP_PATH_MAX + SK_DOMAIN_MAX + 64];
+	int n = snprintf(head, sizeof(head), "%s %s HTTP/1.1\r\nHost: %s\r\n\r\n", rq->method, rq->path, rq->authority);
+	struct sk_http_head h;
+	const char *bad = n < 0 || (size_t)n >= sizeof(head) ? "http_head_too_big" : NULL;
+	if (!bad) {
+		switch (sk_http_head_parse((const uint8_t *)head, (size_t)n, &h)) {
+		case SK_HTTP_OK: break;
+		case SK_HTTP_NO_HOST: bad = "http_no_host"; break;
+		case SK_HTTP_BAD_HOST: bad = "http_bad_host"; break;
+		case SK_HTTP_HOST_MISMATCH: bad = "http_host_mismatch"; break;   /* an absolute :path */
+		default: bad = "http_malformed"; break;
+		}
+	}
+	if (bad) {
+		if (!h1_refuse(c, request, bad, rq->method, NULL))
+			return SK_H2_ALLOW;
+		*status = 400;
+		*reason = bad;
+		sk_h2_denial_body(body, *reason, c->rule_label, rq);
+		return SK_H2_DENY;
+	}
+	if (!host_is_sni(c, &h)) {
+		if (!h1_refuse(c, request, "host_sni_mismatch", rq->method, rq->path))
+			return SK_H2_ALLOW;
+		*status = 421;
+		*reason = "host_sni_mismatch";
+		sk_h2_denial_body(body, *reason, c->rule_label, rq);
+		return SK_H2_DENY;
+	}
+	const struct sk_req_denial *d = NULL;
+	const char *why = h1_judge(c, request, (const uint8_t *)head, (size_t)n, &h, &d);
+	if (!why)
+		return SK_H2_ALLOW;
+	*status = 403;
+	*reason = d && d->detail ? d->detail : why;
+	/* the body names the path as it was judged (normalised; a refused one without its query) */
+	struct sk_h2_request shown = *rq;
+	if (d)
+		shown.path = d->path;
+	sk_h2_denial_body(body, *reason, c->rule_label, &shown);
+	return SK_H2_DENY;
+}
+
+/* A stream the HTTP/2 filter reset without judging it (malformed, a tunnel): its deny line. The stream
+ * is reset in mode audit too (it cannot be sent on); the line then says would_deny like every other. */
+static void h2_refused(void *ctx, const struct sk_h2_request *rq, const char *reason)
+{
+	struct conn *c = ctx;
+	(void)h1_refuse(c, c->request + 1, reason, rq->method[0] ? rq->method : NULL, rq->path[0] ? rq->path : NULL);
+}
+
 /* The protocol the agent and the server agreed on picks the filter, made here (the connection owns it,
- * the bridge borrows it). Only HTTP/1 is read so far: main offers the server http/1.1 alone, so an agent
- * that asks for h2 falls back to HTTP/1.1 or fails its handshake; an HTTP/2 filter is one more branch. */
+ * the bridge borrows it): HTTP/2 or HTTP/1 (also when nothing was agreed); anything else has no reader,
+ * and the bridge fails it (alpn_mismatch). */
 static struct sk_pt_filter *select_filter(void *ctx, const char *alpn)
 {
 	struct conn *c = ctx;
 	struct sk_err err = { 0 };
 	char addr[SK_ADDR_STRLEN];
+	if (strcmp(alpn, "h2") == 0) {
+		struct sk_h2_filter_cfg cfg = { .judge = h2_judge, .refused = h2_refused, .ctx = c };
+		if (sk_h2_filter_new(&cfg, &c->filter, &err) < 0) {
+			sk_log(SK_LOG_WARN, "proxy: inspected connection to %s: %s", c->name, err.msg);
+			return NULL;
+		}
+		return c->filter;
+	}
 	if (alpn[0] && strcmp(alpn, "http/1.1") != 0)
 		return NULL;
 	struct sk_h1_hooks hooks = { .ctx = c, .judge = h1_judge, .refuse = h1_refuse };
@@ -207,6 +290,11 @@ static void bridge_run(struct conn *c, int fd, uint32_t events)
 		return;
 	}
 	if (rc == 0) {
+		/* Shaken hands and gone without a request: a client pinning the real server's key does this
+		 * (curl's --pinnedpubkey, SDKs with pinned certificates). Its line says so, for the operator
+		 * who wonders why that tool fails. */
+		if (sk_bridge_stats(c->bridge).to_upstream == 0 && c->request == 0)
+			c->reason = "client_no_request";
 		bridge_end(c, "conn", false);
 		return;
 	}
@@ -261,6 +349,15 @@ void bridge_start(struct conn *c)
 	const char *sni = conn_sni(c, addr);
 	struct sk_bridge_cfg cfg = { .sni = sni, .client_prefix = c->buf, .client_prefix_len = c->len,
 				     .select_filter = select_filter, .ctx = c };
+	/* The agent's ALPN offer: the server is offered only what the agent can speak. A list too long to
+	 * keep leaves the configured one (the bridge then refuses a protocol the agent did not offer). */
+	struct sk_hello_alpn alpn;
+	char hello_sni[SK_DOMAIN_MAX + 1];
+	if (sk_tls_hello_parse_alpn(c->buf, c->len, c->len, hello_sni, &alpn) != SK_HELLO_MALFORMED && !alpn.too_long) {
+		cfg.client_alpn_known = true;
+		cfg.client_alpn = alpn.len ? alpn.list : NULL;
+		cfg.client_alpn_len = alpn.len;
+	}
 	if (sk_bridge_new(sc->inspect_env, &cfg, c->cfd, c->ufd, &c->bridge, &err) < 0) {
 		sk_log(SK_LOG_WARN, "proxy: inspected connection to %s: %s", sni, err.msg);
 		c->decision = "deny";

@@ -25,6 +25,7 @@
 #define TLS_REC_HDR 5
 #define TLS_REC_MAX ((1u << 14) + 2048)   /* the largest record any TLS version allows on the wire */
 #define TLS_EXT_SERVER_NAME 0x0000
+#define TLS_EXT_ALPN 0x0010
 #define TLS_EXT_ECH 0xfe0d                /* encrypted_client_hello (RFC 9849) */
 #define TLS_EXT_ESNI_DRAFT 0xffce         /* draft encrypted_server_name: same problem, outer name is a decoy */
 #define SNI_HOST_NAME 0
@@ -108,6 +109,10 @@ struct hello {
 	/* The first host_name, when name_len < NAME_BUF: a NAME_BUF array of the caller's own, not a member,
 	 * so that a write past it lands in a sanitizer's red zone rather than in the next field. */
 	char *name;
+	/* The ALPN protocol list (RFC 7301 §3.1, without its outer length) when the caller asked for it:
+	 * alpn_cap bytes of the caller's own; alpn_len SIZE_MAX when the list did not fit. */
+	uint8_t *alpn;
+	size_t alpn_cap, alpn_len;
 	uint64_t seen[65536 / 64]; /* extension types seen, for the duplicate check */
 };
 
@@ -279,6 +284,21 @@ static enum sk_hello_result parse_hello(struct hello *h, size_t cap)
 				return h->s.fail;
 			continue;
 		}
+		if (type == TLS_EXT_ALPN && h->alpn) {
+			/* The list must fill the extension exactly; it is kept as the server will read it. */
+			size_t list_len;
+			if (ext_len < 2)
+				return SK_HELLO_MALFORMED;
+			if (!take_len16(h, ext_len - 2, &list_len))
+				return h->s.fail;
+			if (list_len != ext_len - 2)
+				return SK_HELLO_MALFORMED;
+			bool keep = list_len <= h->alpn_cap;
+			if (!take(h, keep ? h->alpn : NULL, list_len))
+				return h->s.fail;
+			h->alpn_len = keep ? list_len : SIZE_MAX;
+			continue;
+		}
 		if (type == TLS_EXT_ECH || type == TLS_EXT_ESNI_DRAFT)
 			h->ech = true;
 		if (!take(h, NULL, ext_len))
@@ -344,7 +364,8 @@ bool sk_tls_content_type(uint8_t b)
 	return b >= TLS_CT_CHANGE_CIPHER_SPEC && b <= TLS_CT_APPLICATION_DATA;
 }
 
-static enum sk_hello_result parse_at(const uint8_t *buf, size_t len, size_t cap, char *sni, size_t *used)
+static enum sk_hello_result parse_at(const uint8_t *buf, size_t len, size_t cap, char *sni, size_t *used,
+				     struct sk_hello_alpn *alpn)
 {
 	struct hello h;
 	enum sk_hello_result r;
@@ -363,6 +384,12 @@ static enum sk_hello_result parse_at(const uint8_t *buf, size_t len, size_t cap,
 	char name[NAME_BUF];
 	memset(&h, 0, sizeof(h));
 	h.name = name;
+	if (alpn) {
+		alpn->len = 0;
+		alpn->too_long = false;
+		h.alpn = alpn->list;
+		h.alpn_cap = sizeof(alpn->list);
+	}
 	h.s.buf = buf;
 	h.s.len = len;
 	r = parse_hello(&h, cap);
@@ -371,13 +398,24 @@ static enum sk_hello_result parse_at(const uint8_t *buf, size_t len, size_t cap,
 	if (r != SK_HELLO_OK)
 		return r;
 	*used = h.s.pos;   /* the hello ends its record (parse_hello checked) */
+	if (alpn) {
+		alpn->too_long = h.alpn_len == SIZE_MAX;
+		alpn->len = alpn->too_long ? 0 : h.alpn_len;
+	}
 	return judge(&h, sni);
 }
 
 enum sk_hello_result sk_tls_hello_parse(const uint8_t *buf, size_t len, size_t cap, char *sni)
 {
 	size_t used;
-	return parse_at(buf, len, cap, sni, &used);
+	return parse_at(buf, len, cap, sni, &used, NULL);
+}
+
+enum sk_hello_result sk_tls_hello_parse_alpn(const uint8_t *buf, size_t len, size_t cap, char *sni,
+					     struct sk_hello_alpn *alpn)
+{
+	size_t used;
+	return parse_at(buf, len, cap, sni, &used, alpn);
 }
 
 /* The record header at buf, judged byte by byte as for the first hello: a TLS content type, major version
@@ -414,7 +452,7 @@ enum sk_tls_next sk_tls_client_record(const uint8_t *buf, size_t len, size_t cap
 	case TLS_CT_HANDSHAKE:
 		/* Before the server's ServerHello the only handshake message a client sends is a ClientHello:
 		 * anything else in a handshake record is judged (and refused) as a hello that does not parse. */
-		*hello = parse_at(buf, len, cap, sni, used);
+		*hello = parse_at(buf, len, cap, sni, used, NULL);
 		if (*hello == SK_HELLO_NEED_MORE)
 			return SK_TLS_NEXT_MORE;
 		return SK_TLS_NEXT_HELLO;

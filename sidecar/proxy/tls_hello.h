@@ -35,6 +35,19 @@ enum sk_hello_result {
  * BAD_NAME. */
 enum sk_hello_result sk_tls_hello_parse(const uint8_t *buf, size_t len, size_t cap, char *sni);
 
+/* The agent's ALPN offer, for an inspected connection: the server is offered only what the agent offered
+ * (the bridge would otherwise agree on a protocol the agent cannot speak). */
+struct sk_hello_alpn {
+	uint8_t list[512];   /* the protocol_name_list as on the wire, without its 2-byte length */
+	size_t len;          /* 0: the hello had no ALPN extension (or too_long) */
+	bool too_long;       /* the list did not fit list[] */
+};
+
+/* sk_tls_hello_parse, also reading the ALPN extension into *alpn (set only on OK and the other results
+ * of a structurally valid hello; a malformed ALPN extension is MALFORMED). */
+enum sk_hello_result sk_tls_hello_parse_alpn(const uint8_t *buf, size_t len, size_t cap, char *sni,
+					     struct sk_hello_alpn *alpn);
+
 const char *sk_hello_result_name(enum sk_hello_result r);  /* "ok", "need_more", "not_tls", ... */
 
 /* A TLS record's content type: change_cipher_spec, alert, handshake, application_data (0x14..0x17). A

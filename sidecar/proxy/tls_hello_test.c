@@ -1021,6 +1021,70 @@ static void test_result_names(void **state)
 	assert_string_equal(sk_hello_result_name((enum sk_hello_result)99), "unknown");
 }
 
+/* The agent's ALPN offer, read for an inspected connection: kept as on the wire, across record cuts;
+ * absent is len 0; a list that does not fill its extension is malformed; one too long for the buffer is
+ * reported, not cut. The plain parse does not look at it. */
+static void test_alpn_offer(void **state)
+{
+	(void)state;
+	char sni[SK_DOMAIN_MAX + 1];
+	struct sk_hello_alpn alpn;
+	static const uint8_t offer[] = { 0x00, 0x0c, 0x02, 'h', '2', 0x08, 'h', 't', 't', 'p', '/', '1', '.', '1' };
+	struct hello_spec s;
+	spec_init(&s);
+	ext_sni1(&s, "api.example.com");
+	ext_raw(&s, 0x0010, offer, sizeof(offer));
+	struct bytes hs = build_hs(&s);
+	const size_t cuts[] = { 7, 40 };
+	struct bytes raw = frame(&hs, cuts, 2);
+	assert_int_equal(sk_tls_hello_parse_alpn(raw.d, raw.n, 16384, sni, &alpn), SK_HELLO_OK);
+	assert_string_equal(sni, "api.example.com");
+	assert_false(alpn.too_long);
+	assert_int_equal(alpn.len, sizeof(offer) - 2);
+	assert_memory_equal(alpn.list, offer + 2, sizeof(offer) - 2);
+	bytes_free(&hs);
+	bytes_free(&raw);
+
+	spec_init(&s);
+	ext_sni1(&s, "api.example.com");
+	hs = build_hs(&s);
+	raw = frame_one(&hs);
+	assert_int_equal(sk_tls_hello_parse_alpn(raw.d, raw.n, 16384, sni, &alpn), SK_HELLO_OK);
+	assert_int_equal(alpn.len, 0);
+	assert_false(alpn.too_long);
+	bytes_free(&hs);
+	bytes_free(&raw);
+
+	static const uint8_t short_list[] = { 0x00, 0x02, 0x02, 'h', '2' };
+	spec_init(&s);
+	ext_sni1(&s, "api.example.com");
+	ext_raw(&s, 0x0010, short_list, sizeof(short_list));
+	hs = build_hs(&s);
+	raw = frame_one(&hs);
+	assert_int_equal(sk_tls_hello_parse_alpn(raw.d, raw.n, 16384, sni, &alpn), SK_HELLO_MALFORMED);
+	assert_int_equal(sk_tls_hello_parse(raw.d, raw.n, 16384, sni), SK_HELLO_OK);
+	bytes_free(&hs);
+	bytes_free(&raw);
+
+	uint8_t big[2 + 600];
+	big[0] = 600 >> 8;
+	big[1] = 600 & 0xff;
+	for (size_t i = 0; i < 600; i += 100) {
+		big[2 + i] = 99;
+		memset(big + 3 + i, 'x', 99);
+	}
+	spec_init(&s);
+	ext_sni1(&s, "api.example.com");
+	ext_raw(&s, 0x0010, big, sizeof(big));
+	hs = build_hs(&s);
+	raw = frame_one(&hs);
+	assert_int_equal(sk_tls_hello_parse_alpn(raw.d, raw.n, 16384, sni, &alpn), SK_HELLO_OK);
+	assert_true(alpn.too_long);
+	assert_int_equal(alpn.len, 0);
+	bytes_free(&hs);
+	bytes_free(&raw);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1046,6 +1110,7 @@ int main(void)
 		cmocka_unit_test(test_cap_turns_need_more_into_too_big),
 		cmocka_unit_test(test_hello_larger_than_one_record),
 		cmocka_unit_test(test_result_names),
+		cmocka_unit_test(test_alpn_offer),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
