@@ -83,7 +83,7 @@ $(BUILD)/fuzz/%.o: %.c
 	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
 # The files that print SK_VERSION are rebuilt when it changes (a commit, the chart's appVersion).
-VERSION_USERS := init/main.c cli/main.c sidecar/main.c sidecar/core/metrics.c injector/main.c
+VERSION_USERS := init/main.c cli/main.c cli/cmd_inject.c sidecar/main.c sidecar/core/metrics.c injector/main.c
 .PHONY: FORCE
 $(BUILD)/version.txt: FORCE
 	@mkdir -p $(BUILD) && echo '$(VERSION)' | cmp -s - $@ || echo '$(VERSION)' >$@
