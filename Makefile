@@ -9,6 +9,8 @@
 #   make bench      benchmarks under bench/
 #   make images     FROM-scratch image tarballs into build/images/
 #   make release    amd64+arm64 OCI layouts, SPDX SBOMs and the packaged charts into build/release/
+#                   (SK_SIGNING_KEY=key.pem: signed; TAG=1: and the annotated git tag vVERSION, never pushed)
+#   make verify-release SK_VERIFY_KEY=key.pub.pem   check the release's signatures and digests
 #   make demo       single-node cluster + helm install + an allowed and a denied call (root)
 #   make manifests  render deploy/ from helm/stockade and regenerate the values table
 #
@@ -67,7 +69,7 @@ BINS := $(BUILD)/bin/stockade-policy $(BUILD)/bin/stockade-init $(BUILD)/bin/sto
 TESTS := $(patsubst %.c,$(BUILD)/test/bin/%,$(TEST_SRC))
 FUZZERS := $(patsubst %.c,$(BUILD)/fuzz/bin/%,$(notdir $(FUZZ_SRC)))
 
-.PHONY: all test e2e fuzz lint admission check bench clean manifests images demo release
+.PHONY: all test e2e fuzz lint admission check bench clean manifests images demo release verify-release
 all: $(BINS)
 
 $(BUILD)/rel/%.o: %.c
@@ -81,7 +83,7 @@ $(BUILD)/fuzz/%.o: %.c
 	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
 # The files that print SK_VERSION are rebuilt when it changes (a commit, the chart's appVersion).
-VERSION_USERS := init/main.c cli/main.c sidecar/main.c sidecar/core/metrics.c injector/main.c
+VERSION_USERS := init/main.c cli/main.c cli/cmd_inject.c sidecar/main.c sidecar/core/metrics.c injector/main.c
 .PHONY: FORCE
 $(BUILD)/version.txt: FORCE
 	@mkdir -p $(BUILD) && echo '$(VERSION)' | cmp -s - $@ || echo '$(VERSION)' >$@
@@ -163,9 +165,17 @@ images: $(BINS)
 	@BUILD=$(BUILD) scripts/build-images
 
 # Release artifacts (scripts/build-release): multi-arch OCI layouts (arm64 cross-built into $(BUILD)/arm64/),
-# an SPDX SBOM per image, the charts packaged with the release version.
+# an SPDX SBOM per image, the charts packaged with the release version; each SBOM attached to its image and
+# each chart pushed as an OCI artifact, everything signed with SK_SIGNING_KEY (scripts/release-oci). TAG=1
+# makes the annotated tag v$(RELEASE) on the commit built (refused on a dirty tree or an existing tag).
 release: $(BINS)
 	+@BUILD=$(BUILD) scripts/build-release
+	@scripts/release-oci attach $(if $(SK_SIGNING_KEY),--key "$(SK_SIGNING_KEY)") $(BUILD)/release
+	@if [ "$(TAG)" = 1 ]; then scripts/tag-release "$(RELEASE)"; fi
+
+verify-release:
+	@[ -n "$(SK_VERIFY_KEY)" ] || { echo "verify-release: SK_VERIFY_KEY=the public key you trust (PEM)" >&2; exit 2; }
+	@scripts/release-oci verify --key "$(SK_VERIFY_KEY)" $(BUILD)/release
 
 # A local single-node cluster with stockade around a test agent: an allowed call, a denied one, the audit.
 demo:

@@ -4,6 +4,7 @@
 #   a slow request cut off, /readyz reaching 200 with everything present (policy, proxy and DNS listening,
 #   the init's marker hash equal, the upstream resolver answering) and flipping to 503 naming what is
 #   missing when the marker is removed or changed and when the upstream resolver goes silent, and back;
+#   the unmet condition's reason ("dns_upstream unreachable ADDR:53") in /readyz's body and logged once;
 #   a ConfigMap-style `..data` symlink swap reloading the policy while a proxied transfer stays open, bad
 #   and netns-changing reloads refused (old policy kept), SIGHUP, /healthz failing while the loop is
 #   blocked, and SIGTERM draining an open transfer before exit 0.
@@ -230,6 +231,33 @@ t_readiness() {
 	then sk_pass "upstream liveness transitions are logged"; else sk_fail "upstream transitions logged" "$(tail -3 "$LOG")"; fi
 }
 
+# --- why not ready, where operators look: /readyz's reason and the sidecar's log line ----------------------
+t_not_ready_reason() {
+	wait_ready 200 10 >/dev/null
+	local want="dns_upstream unreachable $SK_NET_IP4:53 (no answer yet)" t n=0 from
+	from=$(($(wc -l <"$LOG") + 1))   # this case's lines only: an earlier case may have logged the same
+	since() { tail -n "+$from" "$LOG"; }
+	kill "$DNSMASQ_PID"; wait "$DNSMASQ_PID" 2>/dev/null
+	t=$(wait_ready 503 10)
+	sk_check_eq "/readyz 503 with the upstream resolver unreachable (${t}s)" 503 "$(status /readyz)"
+	sk_check_eq "/readyz's reason names the unreachable upstream" "$want" \
+		"$(body /readyz | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["reason"])')"
+	sk_check_eq "/readyz's dns_upstream entry carries the same reason" "$want" \
+		"$(body /readyz | "$PY" -c 'import json,sys; print([m["reason"] for m in json.load(sys.stdin)["missing"] if m["check"] == "dns_upstream"][0])')"
+	# the watch looks every second: the line is there within two
+	while ! since | grep -qF "readiness: not ready: $want" && [ $n -lt 20 ]; do sleep 0.1; n=$((n + 1)); done
+	if since | grep -qF "readiness: not ready: $want"; then sk_pass "the sidecar logs the reason once it changes"
+	else sk_fail "reason logged" "$(since | tail -5)"; fi
+	sleep 1.2   # another look or more: still one line
+	sk_check_eq "logged once, not at every look" 1 "$(since | grep -cF "readiness: not ready: $want")"
+	start_dnsmasq || sk_fail "dnsmasq up again"
+	t=$(wait_ready 200 10)
+	sk_check_eq "/readyz 200 again (${t}s)" 200 "$(status /readyz)"
+	n=0
+	while ! since | grep -q "readiness: ready\$" && [ $n -lt 20 ]; do sleep 0.1; n=$((n + 1)); done
+	sk_check_eq "the return to ready is logged too" ready "$(since | grep "readiness: " | tail -1 | sed 's/.*readiness: //')"
+}
+
 # --- reload through a ConfigMap swap while a transfer is open ---------------------------------------------
 t_reload() {
 	ok0=$(metric 'stockade_policy_reloads_total{result="ok"}')
@@ -343,6 +371,7 @@ for o in objs:
 msgs = [o["msg"] for o in objs]
 assert any(m.startswith("version ") for m in msgs), msgs
 assert any(m.startswith("reload (SIGHUP): policy ") and " in force " in m for m in msgs), msgs
+assert any(m.startswith("readiness: ") for m in msgs), msgs
 print(len(objs))
 PYEOF
 	); then sk_pass "--log-format json: every stderr line is one JSON object ($out lines, start and reload included)"
@@ -373,5 +402,5 @@ t_flags() {
 	sk_check "--help exits 0" "$SIDECAR" --help
 }
 
-SK_CASES=(endpoints denials readiness reload healthz_blocked sigterm json_log flags)
+SK_CASES=(endpoints denials readiness not_ready_reason reload healthz_blocked sigterm json_log flags)
 sk_main "$@"

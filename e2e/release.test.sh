@@ -12,6 +12,9 @@
 #     loader and libraries (`--version` of each, `stockade-policy check` on an example, the image's
 #     libcurl speaks HTTPS through OpenSSL and HTTP/2); the amd64 ones run with theirs;
 #   - the version is one: image tag = packaged chart version = appVersion = what `--version` prints;
+#   - each SBOM attached to its image as an OCI artifact, the charts pushed as OCI artifacts, every manifest
+#     signed (SK_SIGNING_KEY, scripts/release-oci): make verify-release passes with the key, fails with
+#     another, and after a changed blob, chart package, moved tag or dropped signature;
 #   - a second run pinning digests and a registry gives the same digests (reproducible) and a chart whose
 #     images are `REPO/stockade-NAME@sha256:<index digest>`.
 # No root needed (no namespaces); run by scripts/run-e2e like the others.
@@ -41,7 +44,15 @@ setup() {
 	sk_tmp release
 	trap '[ -z "$REGISTRY_PID" ] || kill "$REGISTRY_PID" 2>/dev/null; sk_cleanup_on_exit' EXIT
 	local t0=$SECONDS
-	if make -s release BUILD="$BUILD" >"$SK_TMP/release.log" 2>&1; then
+	# the release key (ECDSA P-256) and a stranger's, for the signature cases
+	local k
+	for k in key other; do
+		if ! { openssl ecparam -name prime256v1 -genkey -noout -out "$SK_TMP/$k.pem" 2>/dev/null &&
+			openssl pkey -in "$SK_TMP/$k.pem" -pubout -out "$SK_TMP/$k.pub.pem"; }; then
+			sk_fail "signing key $k"
+		fi
+	done
+	if make -s release BUILD="$BUILD" SK_SIGNING_KEY="$SK_TMP/key.pem" >"$SK_TMP/release.log" 2>&1; then
 		sk_pass "make release ($((SECONDS - t0)) s)"
 	else
 		sk_fail "make release" "$(tail -20 "$SK_TMP/release.log")"
@@ -303,6 +314,48 @@ check_rendered() {
 	sk_check_eq "$chart: $name: $* rendered" "" "$missing"
 }
 
+# make verify-release: passes with the release's key; fails with another key, and after any change to a
+# blob, to the chart package or to what a tag names.
+t_signatures() {
+	local out copy f
+	if out=$(make -s verify-release BUILD="$BUILD" SK_VERIFY_KEY="$SK_TMP/key.pub.pem" 2>&1); then
+		sk_pass "verify-release with the release key ($(grep -c '^ok ' <<<"$out") checks)"
+	else sk_fail "verify-release with the release key" "$(grep FAIL <<<"$out" | head -5)"; fi
+	if make -s verify-release BUILD="$BUILD" SK_VERIFY_KEY= >/dev/null 2>&1; then
+		sk_fail "verify-release without a key is a usage error"
+	else sk_pass "verify-release without a key is a usage error"; fi
+	if make -s verify-release BUILD="$BUILD" SK_VERIFY_KEY="$SK_TMP/other.pub.pem" >/dev/null 2>&1; then
+		sk_fail "verify-release accepts another key"
+	else sk_pass "verify-release refuses another key"; fi
+	sk_check "the chart is an OCI artifact in the layout, tagged $VERSION" /usr/bin/python3 -c '
+import json, sys
+i = json.load(open(sys.argv[1] + "/index.json"))
+assert any(m.get("annotations", {}).get("org.opencontainers.image.ref.name") == sys.argv[2] for m in i["manifests"])' \
+		"$REL/oci/charts/stockade" "$VERSION"
+	tamper() { # NAME, then a command run in the copy's directory: verify-release must fail
+		local name=$1; shift
+		copy=$SK_TMP/tampered && rm -rf "$copy" && mkdir -p "$copy" && cp -r "$REL" "$copy/release"
+		(cd "$copy/release" && "$@") || { sk_fail "tamper: $name (the change itself failed)"; return; }
+		if /usr/bin/python3 scripts/release-oci verify --key "$SK_TMP/key.pub.pem" "$copy/release" >"$SK_TMP/tamper.out" 2>&1
+		then sk_fail "verify-release accepts $name"; else sk_pass "verify-release refuses $name: $(grep -m1 FAIL "$SK_TMP/tamper.out" | cut -c1-100)"; fi
+	}
+	f=$(find "$REL/oci/stockade-sidecar/blobs/sha256" -type f -printf '%f\n' | sort | head -1)
+	tamper "a changed blob" sh -c "printf x >>oci/stockade-sidecar/blobs/sha256/$f"
+	tamper "a changed chart package" sh -c 'printf x >>charts/stockade-'"$VERSION"'.tgz'
+	tamper "a tag moved to an unsigned index" /usr/bin/python3 -c '
+import hashlib, json
+p = "oci/stockade-policy/index.json"; i = json.load(open(p))
+b = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": []}).encode()
+d = hashlib.sha256(b).hexdigest(); open("oci/stockade-policy/blobs/sha256/" + d, "wb").write(b)
+i["manifests"][0].update(digest="sha256:" + d, size=len(b)); json.dump(i, open(p, "w"))'
+	tamper "a signature dropped" /usr/bin/python3 -c '
+import json
+p = "oci/charts/stockade/index.json"; i = json.load(open(p))
+i["manifests"] = [m for m in i["manifests"] if m.get("artifactType") != "application/vnd.dev.cosign.artifact.sig.v1+json"]
+json.dump(i, open(p, "w"))'
+	rm -rf "$copy"
+}
+
 t_pinned_and_reproducible() {
 	local t0=$SECONDS
 	if ! RELEASE_REPO=registry.example/acme RELEASE_PIN_DIGESTS=1 make -s release BUILD="$BUILD" \
@@ -319,5 +372,5 @@ t_pinned_and_reproducible() {
 }
 
 SK_CASES=(layouts_and_sboms sbom_negative skopeo registry_push arm64_binaries arm64_under_qemu one_version
-	pinned_and_reproducible)
+	signatures pinned_and_reproducible)
 sk_main "$@"

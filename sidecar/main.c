@@ -22,6 +22,7 @@
 #include "sidecar/core/denials.h"
 #include "sidecar/gateway/gateway.h"
 #include "sidecar/dns/server.h"
+#include "sidecar/dns/upstream.h"  /* the upstreams as text for the readiness reason */
 #include "sidecar/admin/lifecycle.h"
 #include "sidecar/core/loop.h"
 #include "sidecar/core/metrics.h"
@@ -112,6 +113,29 @@ static int run_loop(struct run *r, struct sk_err *err)
 		 * connection is open must not be cut), or the grace is over. */
 		if (r->draining && (sk_sidecar_active(r->sc) == 0 || !sk_timer_armed(&r->drain)))
 			return 0;
+	}
+}
+
+/* sc->dns_upstreams: the policy's upstreams as the DNS server will resolve them, as text for the
+ * readiness reason ("dns_upstream unreachable 10.96.0.10:53"). Left "" when they do not resolve: the
+ * DNS server's start then fails with the message that matters. */
+static void describe_upstreams(struct sk_sidecar *sc)
+{
+	struct sk_dns_upstreams ups = { 0 };
+	struct sk_err err = { 0 };
+	sc->dns_upstreams[0] = '\0';
+	if (sk_dns_upstreams_from_policy(sc->policy, sc->dns_cfg.resolv_conf, &ups, &err) < 0)
+		return;
+	size_t at = 0, cap = sizeof(sc->dns_upstreams);
+	for (size_t i = 0; i < ups.n && at + 1 < cap; i++) {
+		char a[SK_ADDR_STRLEN];
+		sk_addr_format(&ups.v[i].addr, a);
+		bool v6 = ups.v[i].addr.family == AF_INET6;
+		int w = snprintf(sc->dns_upstreams + at, cap - at, "%s%s%s%s:%u", i ? "," : "", v6 ? "[" : "", a,
+				 v6 ? "]" : "", ups.v[i].port);
+		if (w < 0)
+			break;
+		at += (size_t)w;   /* past cap - 1 only when cut: the loop ends */
 	}
 }
 
@@ -222,6 +246,7 @@ int main(int argc, char **argv)
 	}
 	/* secrets: read once at start so an unreadable valueFile is in the log before the first request */
 	(void)sk_sidecar_secrets(&sc);
+	describe_upstreams(&sc);
 	/* without it a write to a peer that has closed kills the whole sidecar */
 	if (signal(SIGPIPE, SIG_IGN) == SIG_ERR) {
 		sk_log(SK_LOG_ERROR, "ignore SIGPIPE: %s", strerror(errno));

@@ -5,7 +5,8 @@
   the OCI image layout (image-layout spec): oci-layout, index.json naming the version, every blob's name is
   the sha256 of its bytes, every descriptor's size and media type right, exactly the expected platforms,
   each config's architecture and os those of its platform, each diff_id the sha256 of the ungzipped
-  layer, no blob that nothing references;
+  layer, no blob that nothing references; besides the image index only referrers: the SBOM artifact (subject
+  the image index) and signatures, each subject a manifest of the layout;
   the SPDX 2.3 document: the fields the spec requires at each level, unique and well-formed SPDXIDs, every
   relationship naming defined elements, SHA1 on every file, purls on Debian packages, every license id in
   SPDX's own list (Debian's node-spdx-license-ids);
@@ -76,11 +77,30 @@ def check_layout(layout, version, arches, unpack):
         referenced.add(digest[len("sha256:"):])
         return data
 
+    # One image index, tagged; every other entry is an OCI 1.1 referrer (scripts/release-oci: the SBOM
+    # artifact, signatures) whose subject is a manifest of this layout, its blobs present and sized.
+    entries = top.get("manifests", [])
+    images = [d for d in entries if "artifactType" not in d]
     ok = check("%s: index.json holds one image index" % tag,
-               top.get("schemaVersion") == 2 and len(top.get("manifests", [])) == 1, json.dumps(top))
+               top.get("schemaVersion") == 2 and len(images) == 1 and entries and entries[0] is images[0],
+               json.dumps(top))
     if not ok:
         return {}
     desc = top["manifests"][0]
+    subjects, referrers = set(), []
+    for r in entries[1:]:
+        data = blob(r, MT_MANIFEST)
+        if data is None:
+            continue
+        man = json.loads(data)
+        referrers.append(man)
+        for d in [man.get("config", {})] + man.get("layers", []):
+            blob(d, d.get("mediaType"))
+        subjects.add(man.get("subject", {}).get("digest"))
+    sbom_refs = [m for m in referrers if m.get("artifactType") == "application/spdx+json"]
+    check("%s: the SBOM attached as an artifact whose subject is the image index" % tag,
+          len(sbom_refs) == 1 and sbom_refs[0].get("subject", {}).get("digest") == desc.get("digest"),
+          json.dumps([m.get("subject") for m in sbom_refs]))
     check("%s: tagged %s" % (tag, version),
           desc.get("annotations", {}).get("org.opencontainers.image.ref.name") == version, json.dumps(desc))
     data = blob(desc, MT_INDEX)
@@ -123,7 +143,10 @@ def check_layout(layout, version, arches, unpack):
                         files["/" + member.name.lstrip("./")] = sha256(t.extractfile(member).read())
                 t.extractall(root)
         out[arch] = files
-    unref = sorted(set(names) - referenced)
+    known = referenced | {d[len("sha256:"):] for d in subjects if d}
+    check("%s: every referrer's subject is a manifest of the layout" % tag, subjects <= {"sha256:" + n for n in referenced},
+          " ".join(sorted(str(d) for d in subjects)))
+    unref = sorted(set(names) - known)
     check("%s: no unreferenced blob" % tag, not unref, " ".join(unref))
     return out
 

@@ -195,10 +195,14 @@ static void test_readyz_no_policy_names_missing(void **state)
 {
 	struct fixture *f = *state;
 	f->v.ready.dns_upstream_ok = false;
+	f->v.ready.dns_upstreams = "10.96.0.10:53";
 	struct sk_admin_response r = handle(f, "GET", "/readyz");
 	assert_int_equal(r.status, 503);
-	assert_string_equal(r.body, "{\"ready\":false,\"missing\":[{\"check\":\"policy\",\"detail\":\"no policy loaded\"},"
-				    "{\"check\":\"dns_upstream\",\"detail\":\"no upstream resolver has answered yet\"}]}\n");
+	assert_string_equal(r.body, "{\"ready\":false,\"reason\":\"policy not loaded; dns_upstream unreachable "
+				    "10.96.0.10:53 (no answer yet)\",\"missing\":["
+				    "{\"check\":\"policy\",\"reason\":\"policy not loaded\",\"detail\":\"no policy loaded\"},"
+				    "{\"check\":\"dns_upstream\",\"reason\":\"dns_upstream unreachable 10.96.0.10:53 (no answer yet)\","
+				    "\"detail\":\"no upstream resolver has answered yet\"}]}\n");
 	free(r.body);
 }
 
@@ -262,9 +266,12 @@ static void test_readyz_flips_with_listeners_and_marker(void **state)
 	f->v.ready.marker_path = marker;
 	struct sk_admin_response r = handle(f, "GET", "/readyz");
 	assert_int_equal(r.status, 503);
-	assert_non_null(strstr(r.body, "{\"check\":\"proxy_listener\",\"detail\":\"nothing listening on proxy port 25001\"}"));
-	assert_non_null(strstr(r.body, "{\"check\":\"dns_listener\",\"detail\":\"DNS port 25053 not bound for udp and tcp\"}"));
-	assert_non_null(strstr(r.body, "\"check\":\"marker\",\"detail\":\"marker /tmp/admin_test_marker."));
+	assert_non_null(strstr(r.body, "{\"check\":\"proxy_listener\",\"reason\":\"proxy_listener not listening on port "
+				       "25001\",\"detail\":\"nothing listening on proxy port 25001\"}"));
+	assert_non_null(strstr(r.body, "{\"check\":\"dns_listener\",\"reason\":\"dns_listener port 25053 not bound for "
+				       "udp and tcp\",\"detail\":\"DNS port 25053 not bound for udp and tcp\"}"));
+	assert_non_null(strstr(r.body, "\"check\":\"marker\",\"reason\":\"marker absent /tmp/admin_test_marker."));
+	assert_non_null(strstr(r.body, "(the init has not written it)\",\"detail\":\"marker /tmp/admin_test_marker."));
 	assert_non_null(strstr(r.body, ": open: No such file or directory\"}"));
 	free(r.body);
 

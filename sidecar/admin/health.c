@@ -80,17 +80,6 @@ bool sk_fd_listening(int fd, int type, uint16_t port)
 	return false;
 }
 
-static void missing(struct sk_strbuf *b, bool *first, const char *check, const char *detail)
-{
-	/* every append's failure sticks to b (common/strbuf.h): sk_ready_check checks once */
-	sk_strbuf_puts(b, *first ? "{\"check\":" : ",{\"check\":");
-	*first = false;
-	(void)sk_json_str_buf(b, check);
-	sk_strbuf_puts(b, ",\"detail\":");
-	(void)sk_json_str_buf(b, detail);
-	sk_strbuf_puts(b, "}");
-}
-
 static bool all_listening(const int *fds, size_t n, int type, uint16_t port)
 {
 	for (size_t i = 0; i < n; i++)
@@ -99,22 +88,38 @@ static bool all_listening(const int *fds, size_t n, int type, uint16_t port)
 	return false;
 }
 
-bool sk_ready_check(const struct sk_ready_input *in, char **json, size_t *json_len)
-{
-	struct sk_strbuf b = { 0 };
-	bool first = true;
+/* One unmet condition: its check name, its short reason (what an operator reads first) and the longer
+ * detail /readyz has always carried. */
+struct unmet {
+	const char *check;
+	char reason[192];
 	char detail[SK_ERR_MSG_MAX + 64];
-	sk_strbuf_puts(&b, "{\"ready\":false,\"missing\":[");
+};
 
-	if (in->draining)
-		missing(&b, &first, "draining", "SIGTERM received; finishing open connections");
+#define READY_CHECKS_MAX 6   /* draining, policy, proxy_listener, dns_listener, marker, dns_upstream */
+
+/* Runs every check; fills u[] with the unmet ones and returns how many. */
+static size_t run_checks(const struct sk_ready_input *in, struct unmet u[READY_CHECKS_MAX])
+{
+	size_t n = 0;
+#define UNMET(name) (u[n] = (struct unmet){ .check = (name) }, &u[n++])
+	struct unmet *m;
+	if (in->draining) {
+		m = UNMET("draining");
+		(void)snprintf(m->reason, sizeof(m->reason), "draining (SIGTERM received)");
+		(void)snprintf(m->detail, sizeof(m->detail), "SIGTERM received; finishing open connections");
+	}
 	if (!in->policy) {
-		missing(&b, &first, "policy", "no policy loaded");
+		m = UNMET("policy");
+		(void)snprintf(m->reason, sizeof(m->reason), "policy not loaded");
+		(void)snprintf(m->detail, sizeof(m->detail), "no policy loaded");
 	} else {
 		const struct sk_policy *p = in->policy;
 		if (!all_listening(in->proxy_fds, in->n_proxy_fds, SOCK_STREAM, p->ports.proxy)) {
-			(void)snprintf(detail, sizeof(detail), "nothing listening on proxy port %u", p->ports.proxy);
-			missing(&b, &first, "proxy_listener", detail);
+			m = UNMET("proxy_listener");
+			(void)snprintf(m->reason, sizeof(m->reason), "proxy_listener not listening on port %u",
+				       p->ports.proxy);
+			(void)snprintf(m->detail, sizeof(m->detail), "nothing listening on proxy port %u", p->ports.proxy);
 		}
 		bool udp = false, tcp = false;
 		for (size_t i = 0; i < in->n_dns_fds; i++) {
@@ -122,36 +127,95 @@ bool sk_ready_check(const struct sk_ready_input *in, char **json, size_t *json_l
 			tcp = tcp || sk_fd_listening(in->dns_fds[i], SOCK_STREAM, p->ports.dns);
 		}
 		if (!udp || !tcp) {
-			(void)snprintf(detail, sizeof(detail), "DNS port %u not bound for %s", p->ports.dns,
-				 !udp && !tcp ? "udp and tcp" : !udp ? "udp" : "tcp");
-			missing(&b, &first, "dns_listener", detail);
+			const char *which = !udp && !tcp ? "udp and tcp" : !udp ? "udp" : "tcp";
+			m = UNMET("dns_listener");
+			(void)snprintf(m->reason, sizeof(m->reason), "dns_listener port %u not bound for %s", p->ports.dns,
+				       which);
+			(void)snprintf(m->detail, sizeof(m->detail), "DNS port %u not bound for %s", p->ports.dns, which);
 		}
 		char want[17];
 		struct sk_marker have;
 		struct sk_err err = { 0 };
+		int r;
 		sk_policy_netns_hash(p, want);
 		if (!in->marker_path) {
-			missing(&b, &first, "marker", "no marker path configured");
-		} else if (sk_marker_read(in->marker_path, &have, &err) < 0) {
-			missing(&b, &first, "marker", err.msg);
+			m = UNMET("marker");
+			(void)snprintf(m->reason, sizeof(m->reason), "marker not configured");
+			(void)snprintf(m->detail, sizeof(m->detail), "no marker path configured");
+		} else if ((r = sk_marker_read(in->marker_path, &have, &err)) < 0) {
+			m = UNMET("marker");
+			if (r == -ENOENT)
+				(void)snprintf(m->reason, sizeof(m->reason), "marker absent %s (the init has not written it)",
+					       in->marker_path);
+			else
+				(void)snprintf(m->reason, sizeof(m->reason), "marker unreadable: %.160s", err.msg);
+			(void)snprintf(m->detail, sizeof(m->detail), "%s", err.msg);
 		} else if (strcmp(want, have.hash) != 0) {
-			(void)snprintf(detail, sizeof(detail),
+			m = UNMET("marker");
+			(void)snprintf(m->reason, sizeof(m->reason), "marker hash differs: marker %s, policy %s",
+				       have.hash, want);
+			(void)snprintf(m->detail, sizeof(m->detail),
 				 "marker hash %s differs from the policy's netns hash %s: the init applied another policy",
 				 have.hash, want);
-			missing(&b, &first, "marker", detail);
 		}
 	}
-	if (!in->dns_upstream_ok)
-		missing(&b, &first, "dns_upstream", "no upstream resolver has answered yet");
+	if (!in->dns_upstream_ok) {
+		m = UNMET("dns_upstream");
+		(void)snprintf(m->reason, sizeof(m->reason), "dns_upstream unreachable %s (no answer yet)",
+			       in->dns_upstreams && *in->dns_upstreams ? in->dns_upstreams : "(none known)");
+		(void)snprintf(m->detail, sizeof(m->detail), "no upstream resolver has answered yet");
+	}
+#undef UNMET
+	return n;
+}
 
-	bool ready = first;
-	if (ready) {
-		sk_strbuf_reset(&b);
+/* The reasons joined by "; " into reason (cut to len, NUL-terminated when len > 0). */
+static void join_reasons(const struct unmet *u, size_t n, char *reason, size_t len)
+{
+	if (len)
+		reason[0] = '\0';
+	for (size_t i = 0, at = 0; i < n && at + 1 < len; i++) {
+		int w = snprintf(reason + at, len - at, "%s%s", i ? "; " : "", u[i].reason);
+		if (w < 0)
+			break;
+		at += (size_t)w;   /* past len - 1 only when cut: the loop ends */
+	}
+}
+
+bool sk_ready_reason(const struct sk_ready_input *in, char *reason, size_t len)
+{
+	struct unmet u[READY_CHECKS_MAX];
+	size_t n = run_checks(in, u);
+	join_reasons(u, n, reason, len);
+	return n == 0;
+}
+
+bool sk_ready_check(const struct sk_ready_input *in, char **json, size_t *json_len)
+{
+	struct unmet u[READY_CHECKS_MAX];
+	size_t n = run_checks(in, u);
+	/* every append's failure sticks to b (common/strbuf.h): checked once, by the steal */
+	struct sk_strbuf b = { 0 };
+	if (n == 0) {
 		sk_strbuf_puts(&b, "{\"ready\":true}\n");
 	} else {
+		char reason[READY_CHECKS_MAX * sizeof(u[0].reason)];
+		join_reasons(u, n, reason, sizeof(reason));
+		sk_strbuf_puts(&b, "{\"ready\":false,\"reason\":");
+		(void)sk_json_str_buf(&b, reason);
+		sk_strbuf_puts(&b, ",\"missing\":[");
+		for (size_t i = 0; i < n; i++) {
+			sk_strbuf_puts(&b, i ? ",{\"check\":" : "{\"check\":");
+			(void)sk_json_str_buf(&b, u[i].check);
+			sk_strbuf_puts(&b, ",\"reason\":");
+			(void)sk_json_str_buf(&b, u[i].reason);
+			sk_strbuf_puts(&b, ",\"detail\":");
+			(void)sk_json_str_buf(&b, u[i].detail);
+			sk_strbuf_puts(&b, "}");
+		}
 		sk_strbuf_puts(&b, "]}\n");
 	}
 	*json_len = 0;
 	*json = sk_strbuf_steal(&b, json_len);   /* NULL when out of memory */
-	return *json ? ready : false;
+	return *json ? n == 0 : false;
 }

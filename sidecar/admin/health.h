@@ -5,7 +5,10 @@
  * which is the failure we want); the heartbeat catches the partial case where the loop still serves
  * sockets but its timers no longer fire.
  * Readiness: pure checks over values the caller gathers (policy, listener fds, marker file, DNS upstream),
- * rendered as the JSON body of /readyz. */
+ * rendered as the JSON body of /readyz, and each unmet condition as one short reason ("dns_upstream
+ * unreachable 10.96.0.10:53", "marker hash differs ...") — the same text in /readyz's body, the sidecar's
+ * log line when readiness changes (lifecycle.c) and the wait-ready hook's message (the pod's event), so an
+ * operator finds the cause wherever they look first. */
 #ifndef SK_SIDECAR_HEALTH_H
 #define SK_SIDECAR_HEALTH_H
 
@@ -44,13 +47,24 @@ struct sk_ready_input {
 	size_t n_dns_fds;
 	const char *marker_path;          /* the init's marker file */
 	bool dns_upstream_ok;             /* an upstream resolver has answered */
+	const char *dns_upstreams;        /* the upstreams as text ("10.96.0.10:53,[fd00::a]:53"); NULL: unknown */
 	bool draining;                    /* SIGTERM received: not ready, on purpose */
 };
 
-/* Runs every check; returns true when ready. *json (owned, malloc'd) gets
- * {"ready":true} or {"ready":false,"missing":[{"check":"marker","detail":"..."},...]}. -ENOMEM → false
- * with *json NULL. */
+/* Runs every check; returns true when ready. *json (owned, malloc'd) gets {"ready":true} or
+ * {"ready":false,"reason":"<every unmet condition's reason, joined by "; ">",
+ *  "missing":[{"check":"marker","reason":"marker hash differs ...","detail":"..."},...]}.
+ * -ENOMEM → false with *json NULL. */
 bool sk_ready_check(const struct sk_ready_input *in, char **json, size_t *json_len);
+
+/* The same checks, only the reason: returns true when ready (reason ""), else false with reason the
+ * unmet conditions' reasons joined by "; " (cut to len, always NUL-terminated). One reason a condition:
+ *   draining (SIGTERM received)                  policy not loaded
+ *   proxy_listener not listening on port P       dns_listener port P not bound for udp|tcp|udp and tcp
+ *   marker not configured                        marker absent PATH (the init has not written it)
+ *   marker unreadable: <why>                     marker hash differs: marker H1, policy H2
+ *   dns_upstream unreachable ADDR[,ADDR...] (no answer yet) */
+bool sk_ready_reason(const struct sk_ready_input *in, char *reason, size_t len);
 
 /* Asks the kernel whether fd is a socket of `type` (SOCK_STREAM/SOCK_DGRAM) bound to `port` and, for a
  * stream socket, listening. */

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "common/log.h"
 #include "policy/policy.h"
 #include "sidecar/admin/admin.h"
 #include "sidecar/core/denials.h"
@@ -25,7 +26,15 @@ struct sk_lifecycle {
 	struct sk_reload_hooks reload_hooks;
 	bool draining;
 	int proxy_fds[2];
+	/* The readiness watch: the checks /readyz runs, every SK_READY_WATCH_MS, so a change is logged when
+	 * it happens and not only when someone asks (a pod stuck before its probes has no one asking). */
+	struct sk_timer ready_watch;
+	bool ready_watch_armed;
+	bool ready_known, ready_last;
+	char reason_last[512];
 };
+
+#define SK_READY_WATCH_MS 1000u
 
 static void gather(void *ctx, struct sk_admin_view *v)
 {
@@ -46,9 +55,34 @@ static void gather(void *ctx, struct sk_admin_view *v)
 	v->ready.n_dns_fds = sc->n_dns_fds;
 	v->ready.marker_path = lc->cfg->marker_path;
 	v->ready.dns_upstream_ok = sc->dns_upstream_ok;
+	v->ready.dns_upstreams = sc->dns_upstreams;
 	v->ready.draining = lc->draining;
 	v->ca_pem = sc->inspect_ca_pem;
 	v->ca_pem_len = sc->inspect_ca_pem_len;
+}
+
+/* Logs one line when readiness or its reason changes: "readiness: not ready: dns_upstream unreachable
+ * 10.96.0.10:53 (no answer yet)" (a JSON line under --log-format json). The first state is info (a
+ * starting sidecar is briefly unready by nature); a later fall to unready is a warning. */
+static void ready_watch_tick(struct sk_loop *l, struct sk_timer *t)
+{
+	struct sk_lifecycle *lc = t->ctx;
+	struct sk_admin_view v = { 0 };
+	gather(lc, &v);
+	v.ready.policy = v.policy;
+	char reason[sizeof(lc->reason_last)];
+	bool ready = sk_ready_reason(&v.ready, reason, sizeof(reason));
+	if (!lc->ready_known || ready != lc->ready_last || strcmp(reason, lc->reason_last) != 0) {
+		if (ready)
+			sk_log(SK_LOG_INFO, "readiness: ready");
+		else
+			sk_log(lc->ready_known ? SK_LOG_WARN : SK_LOG_INFO, "readiness: not ready: %s", reason);
+		lc->ready_known = true;
+		lc->ready_last = ready;
+		memcpy(lc->reason_last, reason, sizeof(reason));
+	}
+	/* Re-arming fails only on ENOMEM: the watch then stops logging; /readyz still answers. */
+	(void)sk_timer_arm(l, t, SK_READY_WATCH_MS);
 }
 
 static const struct sk_policy *current_policy(void *ctx)
@@ -117,6 +151,13 @@ int sk_lifecycle_start(struct sk_sidecar *sc, const struct sk_config *cfg, struc
 	lc->health_started = true;
 	if ((r = start_admin(lc, err)) < 0)
 		goto fail;
+	sk_timer_init(&lc->ready_watch, ready_watch_tick, lc);
+	/* the first look soon after start, once the servers have had a loop round */
+	if ((r = sk_timer_arm(sc->loop, &lc->ready_watch, 50)) < 0) {
+		r = sk_err_sys(err, -r, "readiness watch: arm timer");
+		goto fail;
+	}
+	lc->ready_watch_armed = true;
 	lc->reload_hooks = (struct sk_reload_hooks){ .current = current_policy, .install = install_policy,
 						     .metrics = sc->metrics, .audit = &sc->audit,
 						     .log = NULL, .guardrails = cfg->guardrails_path };
@@ -135,6 +176,8 @@ void sk_lifecycle_free(struct sk_lifecycle *lc)
 		return;
 	sk_reload_free(lc->reload);
 	sk_admin_free(lc->admin);
+	if (lc->ready_watch_armed)
+		sk_timer_cancel(lc->sc->loop, &lc->ready_watch);
 	if (lc->health_started)
 		sk_health_stop(&lc->health, lc->sc->loop);
 	free(lc);

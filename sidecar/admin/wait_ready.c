@@ -11,6 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cJSON.h>
+
 #include "common/handoff.h"
 #include "sidecar/core/config.h"
 
@@ -137,7 +139,26 @@ int sk_wait_ready_http(void *ctx, char *why, size_t why_len)
 	char prefix[96];
 	(void)snprintf(prefix, sizeof(prefix), "/readyz answered \"%.*s\": ", eol ? (int)(eol - buf) : 40, buf);
 	body = body ? body + 4 : buf + got;
-	set_why(why, why_len, prefix, body, strlen(body));
+	/* The body's "reason" first (health.h: the unmet conditions in a few words): the kubelet puts this
+	 * message into the pod's event, which cuts long ones; the whole answer follows in parentheses. */
+	cJSON *j = cJSON_Parse(body);
+	const cJSON *reason = cJSON_GetObjectItemCaseSensitive(j, "reason");
+	if (cJSON_IsString(reason) && reason->valuestring[0]) {
+		char lead[512];
+		(void)snprintf(lead, sizeof(lead), "%s (%s", reason->valuestring, prefix);
+		size_t n = strlen(body);
+		while (n && (body[n - 1] == '\n' || body[n - 1] == '\r'))
+			n--;
+		set_why(why, why_len, lead, body, n);
+		size_t w = strlen(why);
+		if (w + 1 < why_len) {
+			why[w] = ')';
+			why[w + 1] = '\0';
+		}
+	} else {
+		set_why(why, why_len, prefix, body, strlen(body));
+	}
+	cJSON_Delete(j);
 out:
 	close(fd);
 	return 0;

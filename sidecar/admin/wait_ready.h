@@ -29,7 +29,8 @@ int sk_wait_ready_poll(sk_ready_source src, void *ctx, uint32_t timeout_ms, uint
 
 /* The real source: ctx is a struct sk_wait_http. One GET /readyz (Connection: close) with io_timeout_ms
  * for connect, send and receive; ready on status 200. why: "127.0.0.1:15000: Connection refused", or the
- * status line and body of a non-200 answer ({"ready":false,"missing":[...]}). */
+ * status line and body of a non-200 answer ({"ready":false,"missing":[...]}), led by the body's "reason"
+ * when it has one: "dns_upstream unreachable 10.96.0.10:53 (no answer yet) (/readyz answered ...)". */
 struct sk_wait_http {
 	struct sockaddr_storage addr;
 	socklen_t addr_len;

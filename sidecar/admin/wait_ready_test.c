@@ -156,6 +156,18 @@ static void http_answers(void **state)
 	assert_string_equal(why, "/readyz answered \"HTTP/1.1 503 Service Unavailable\": "
 			    "{\"ready\":false,\"missing\":[{\"check\":\"marker\",\"detail\":\"x\"}]}");
 
+	/* a body with a reason: the reason leads (the event cuts long messages), the whole answer follows */
+	static const char with_reason[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+		"Connection: close\r\n\r\n"
+		"{\"ready\":false,\"reason\":\"dns_upstream unreachable 10.96.0.10:53 (no answer yet)\",\"missing\":[]}\n";
+	s.answer = with_reason;
+	assert_int_equal(pthread_create(&t, NULL, serve, &s), 0);
+	assert_int_equal(sk_wait_ready_http(&h, why, sizeof(why)), 0);
+	pthread_join(t, NULL);
+	assert_string_equal(why, "dns_upstream unreachable 10.96.0.10:53 (no answer yet) (/readyz answered "
+			    "\"HTTP/1.1 503 Service Unavailable\": {\"ready\":false,\"reason\":\"dns_upstream unreachable "
+			    "10.96.0.10:53 (no answer yet)\",\"missing\":[]})");
+
 	s.answer = ready;
 	assert_int_equal(pthread_create(&t, NULL, serve, &s), 0);
 	assert_int_equal(sk_wait_ready_http(&h, why, sizeof(why)), 1);

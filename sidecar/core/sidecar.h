@@ -112,6 +112,9 @@ struct sk_sidecar {
 	int dns_fds[4];
 	size_t n_dns_fds;
 	bool dns_upstream_ok;
+	/* The DNS upstreams as text ("10.96.0.10:53,[fd00::a]:53"), for the reason /readyz and the log give
+	 * when none answers; main.c fills it from the policy at start ("" when unknown). */
+	char dns_upstreams[160];
 	/* The running servers (server.h), in start order; owned from sk_sidecar_add_server on. */
 	struct sk_server servers[SK_SIDECAR_SERVERS_MAX];
 	size_t n_servers;

@@ -52,16 +52,22 @@ app.kubernetes.io/component: {{ index . 1 }}
 {{- end -}}
 
 {{/*
-stockade-system.image: "repository@digest" when a digest is given, else "repository:tag" with the tag
+stockade-system.image: "[image.registry/]repository@digest" when a digest is given, else "repository:tag" with the tag
 defaulting to the chart appVersion. Usage: {{ include "stockade-system.image" (list . .Values.images.policy) }}
 */}}
 {{- define "stockade-system.image" -}}
 {{- $root := index . 0 -}}
 {{- $img := index . 1 -}}
+{{- /* a repository without "/" is a name under image.registry; one with "/" is whole (a packaged
+chart's RELEASE_REPO, or an operator's own) */ -}}
+{{- $repo := $img.repository -}}
+{{- if and (not (contains "/" $repo)) $root.Values.image $root.Values.image.registry -}}
+{{- $repo = printf "%s/%s" (trimSuffix "/" $root.Values.image.registry) $repo -}}
+{{- end -}}
 {{- if $img.digest -}}
-{{- printf "%s@%s" $img.repository $img.digest -}}
+{{- printf "%s@%s" $repo $img.digest -}}
 {{- else -}}
-{{- printf "%s:%s" $img.repository (default $root.Chart.AppVersion $img.tag) -}}
+{{- printf "%s:%s" $repo (default $root.Chart.AppVersion $img.tag) -}}
 {{- end -}}
 {{- end -}}
 

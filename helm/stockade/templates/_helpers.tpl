@@ -74,15 +74,21 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
 {{/*
-stockade.image: "repository@digest" when a digest is given, else "repository:tag" with the tag defaulting to the chart appVersion. Usage: {{ include "stockade.image" (list . .Values.images.init) }}
+stockade.image: "[image.registry/]repository@digest" when a digest is given, else "repository:tag" with the tag defaulting to the chart appVersion. Usage: {{ include "stockade.image" (list . .Values.images.init) }}
 */}}
 {{- define "stockade.image" -}}
 {{- $root := index . 0 -}}
 {{- $img := index . 1 -}}
+{{- /* a repository without "/" is a name under image.registry; one with "/" is whole (a packaged
+chart's RELEASE_REPO, or an operator's own) */ -}}
+{{- $repo := $img.repository -}}
+{{- if and (not (contains "/" $repo)) $root.Values.image $root.Values.image.registry -}}
+{{- $repo = printf "%s/%s" (trimSuffix "/" $root.Values.image.registry) $repo -}}
+{{- end -}}
 {{- if $img.digest -}}
-{{- printf "%s@%s" $img.repository $img.digest -}}
+{{- printf "%s@%s" $repo $img.digest -}}
 {{- else -}}
-{{- printf "%s:%s" $img.repository (default $root.Chart.AppVersion $img.tag) -}}
+{{- printf "%s:%s" $repo (default $root.Chart.AppVersion $img.tag) -}}
 {{- end -}}
 {{- end -}}
 
@@ -100,7 +106,7 @@ stockade.validate: fails the render with a clear message on values the schema ca
 {{- if and (not .Values.policy.existingConfigMap) (not .Values.policy.spec) -}}
 {{- fail "set policy.spec (inline policy) or policy.existingConfigMap" -}}
 {{- end -}}
-{{- /* 0.2 moved the cluster-wide pieces to helm/stockade-system: say so instead of ignoring old values */ -}}
+{{- /* 0.3 moved the cluster-wide pieces to helm/stockade-system: say so instead of ignoring old values */ -}}
 {{- if hasKey .Values "admissionPolicy" -}}
 {{- fail "admissionPolicy: the admission policy moved to the stockade-system chart (one per cluster: helm install stockade-system helm/stockade-system --set admissionPolicy.enabled=true); remove admissionPolicy from this release's values (docs/upgrading.md)" -}}
 {{- end -}}
