@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <openssl/evp.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,7 +55,7 @@ static char *dup_line(const char *s, size_t n)
 static int b64_decode(const char *in, char **out, size_t *out_len)
 {
 	size_t n = strlen(in);
-	sk_autofree char *clean = malloc(n + 1);
+	char *clean = malloc(n + 1);
 	if (!clean)
 		return -ENOMEM;
 	size_t m = 0, pad = 0;
@@ -62,13 +63,16 @@ static int b64_decode(const char *in, char **out, size_t *out_len)
 		if (!isspace((unsigned char)in[i]))
 			clean[m++] = in[i];
 	clean[m] = 0;
-	if (m == 0 || m % 4 != 0)
+	if (m == 0 || m % 4 != 0 || m > INT32_MAX) {
+		free(clean);
 		return -EINVAL;
+	}
 	pad = (clean[m - 1] == '=') + (m > 1 && clean[m - 2] == '=');
 	char *buf = malloc(m / 4 * 3 + 1);
+	int r = buf ? EVP_DecodeBlock((unsigned char *)buf, (const unsigned char *)clean, (int)m) : -1;
+	free(clean);
 	if (!buf)
 		return -ENOMEM;
-	int r = EVP_DecodeBlock((unsigned char *)buf, (const unsigned char *)clean, (int)m);
 	if (r < 0 || (size_t)r < pad) {
 		free(buf);
 		return -EINVAL;
@@ -216,7 +220,6 @@ int sk_kube_get_pod(struct sk_curl *cu, const struct sk_kubeconfig *kc, const ch
 	struct curl_slist *hdr = NULL;
 	CURL *c = NULL;
 	struct body b = { 0 };
-	rc = -ENOMEM;
 	if (asprintf(&url, "%s/api/v1/namespaces/%s/pods/%s", kc->server, ns, name) < 0) {
 		url = NULL;
 		goto nomem;

@@ -99,7 +99,7 @@ static char *write_tmp(const char *text)
 	int fd = mkstemp(path);
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-	close(fd);
+	assert_int_equal(close(fd), 0);
 	return path;
 }
 
@@ -109,7 +109,7 @@ static void test_kubeconfig(void **state)
 	char *tok = write_tmp("file-token\n");
 	char text[2048];
 	/* "LS0tCg==" is "---\n" */
-	snprintf(text, sizeof(text),
+	(void)snprintf(text, sizeof(text),
 		 "apiVersion: v1\nkind: Config\ncurrent-context: b\n"
 		 "clusters:\n- name: one\n  cluster:\n    server: https://10.0.0.1:6443\n"
 		 "- name: two\n  cluster:\n    server: https://127.0.0.1:8443/\n    certificate-authority-data: LS0tCg==\n"

@@ -233,7 +233,7 @@ static int add_or_check(const struct sk_cni_conf *conf, const struct sk_cni_env 
 		goto out;
 	*code = SK_CNI_E_IO;
 	rc = in_netns(env->netns, env->cmd, rs, err);
-	if (rc == 0 && env->cmd == SK_CNI_ADD)
+	if (rc == 0 && rs && env->cmd == SK_CNI_ADD)
 		(void)fprintf(stderr, "stockade-cni: pod %s/%s: loaded and verified table %s %s: %zu rules\n",
 			      env->pod_ns, env->pod_name, SK_RS_FAMILY_NAME, SK_RS_TABLE, rs->n_rules);
 out:

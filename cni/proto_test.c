@@ -112,11 +112,11 @@ static void test_result_without_prev(void **state)
 static void test_env_add(void **state)
 {
 	(void)state;
+	static const char args[] =
+		"IgnoreUnknown=1;K8S_POD_NAMESPACE=agents;K8S_POD_NAME=a-0;K8S_POD_INFRA_CONTAINER_ID=abc;K8S_POD_UID=1234-5678";
 	static const char *const env[] = {
 		"CNI_COMMAND", "ADD", "CNI_CONTAINERID", "abc", "CNI_NETNS", "/var/run/netns/p", "CNI_IFNAME", "eth0",
-		"CNI_ARGS", "IgnoreUnknown=1;K8S_POD_NAMESPACE=agents;K8S_POD_NAME=a-0;"
-			    "K8S_POD_INFRA_CONTAINER_ID=abc;K8S_POD_UID=1234-5678",
-		NULL,
+		"CNI_ARGS", args, NULL,
 	};
 	fake_env = env;
 	struct sk_cni_env e;
