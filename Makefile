@@ -49,11 +49,12 @@ POLICY_SRC  := $(call lib_only,$(call c_under,policy))
 INIT_SRC    := $(call lib_only,$(call c_under,init))
 SIDECAR_SRC := $(call lib_only,$(call c_under,sidecar))
 INJECTOR_SRC := $(call lib_only,$(call c_under,injector))
+CNI_SRC     := $(call lib_only,$(call c_under,cni))
 CLI_SRC     := $(filter-out %_test.c,$(call c_under,cli))
 CLI_LIB_SRC := $(call lib_only,$(CLI_SRC))
-LIB_SRC     := $(COMMON_SRC) $(POLICY_SRC) $(INIT_SRC) $(SIDECAR_SRC) $(INJECTOR_SRC)
+LIB_SRC     := $(COMMON_SRC) $(POLICY_SRC) $(INIT_SRC) $(SIDECAR_SRC) $(INJECTOR_SRC) $(CNI_SRC)
 
-ALL_SRC     := $(call c_under,common policy init sidecar cli injector)
+ALL_SRC     := $(call c_under,common policy init sidecar cli injector cni)
 TEST_SRC    := $(filter %_test.c,$(ALL_SRC))
 FUZZ_SRC    := $(foreach f,$(ALL_SRC),$(if $(filter fuzz_%.c,$(notdir $(f))),$(f)))
 
@@ -63,7 +64,7 @@ fuzz_obj = $(patsubst %.c,$(BUILD)/fuzz/%.o,$(1))
 
 BINS := $(BUILD)/bin/stockade-policy $(BUILD)/bin/stockade-init $(BUILD)/bin/stockade-sidecar \
 	$(BUILD)/bin/stockade-injector \
-	$(BUILD)/bin/stockade-installer
+	$(BUILD)/bin/stockade-installer $(BUILD)/bin/stockade-cni
 # A suite's binary is named by its path (build/test/bin/sidecar/dns/codec_test), so two rooms may both
 # have a config_test.c. Fuzz targets are named fuzz_<what>, unique over the tree.
 TESTS := $(patsubst %.c,$(BUILD)/test/bin/%,$(TEST_SRC))
@@ -83,7 +84,7 @@ $(BUILD)/fuzz/%.o: %.c
 	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
 # The files that print SK_VERSION are rebuilt when it changes (a commit, the chart's appVersion).
-VERSION_USERS := init/main.c cli/main.c cli/cmd_inject.c sidecar/main.c sidecar/core/metrics.c injector/main.c
+VERSION_USERS := init/main.c cli/main.c cli/cmd_inject.c sidecar/main.c sidecar/core/metrics.c injector/main.c cni/main.c
 .PHONY: FORCE
 $(BUILD)/version.txt: FORCE
 	@mkdir -p $(BUILD) && echo '$(VERSION)' | cmp -s - $@ || echo '$(VERSION)' >$@
@@ -108,6 +109,10 @@ $(BUILD)/bin/stockade-sidecar: $(call rel_obj,sidecar/main.c) $(BUILD)/rel/libst
 	@mkdir -p $(dir $@)
 	$(CC) $(REL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 $(BUILD)/bin/stockade-injector: $(call rel_obj,injector/main.c) $(BUILD)/rel/libstockade.a
+	@mkdir -p $(dir $@)
+	$(CC) $(REL_LDFLAGS) -o $@ $^ $(PKG_LIBS) -lpthread
+# The chained CNI plugin (issue 34): runs on the node as the runtime's child, one command per process.
+$(BUILD)/bin/stockade-cni: $(call rel_obj,cni/main.c) $(BUILD)/rel/libstockade.a
 	@mkdir -p $(dir $@)
 	$(CC) $(REL_LDFLAGS) -o $@ $^ $(PKG_LIBS) -lpthread
 # The seccomp installer's image (helm/stockade-system) is stockade-policy under its own name: an image of

@@ -37,6 +37,10 @@ struct sk_nft_stats {
  * a missing CAP_NET_ADMIN, EOPNOTSUPP/EPROTONOSUPPORT as nf_tables being unavailable. */
 SK_MUST_USE int sk_nft_apply(struct sk_nft *nft, const struct sk_ruleset *rs, struct sk_nft_stats *st, struct sk_err *err);
 
+/* Removes table inet stockade in one transaction (add table, delete table: 0 whether or not it existed,
+ * so a repeated removal succeeds). For stockade-cni's DEL. */
+SK_MUST_USE int sk_nft_remove(struct sk_nft *nft, struct sk_err *err);
+
 /* Dumps the live table (chains, rules, sets and their elements, counters) and compares it with rs, on
  * nft's socket (NULL: a socket of its own; a retry after a transient difference always opens a fresh one,
  * since an interrupted dump can leave replies behind).

@@ -117,6 +117,11 @@ static int build_batch(const struct sk_ruleset *rs, struct batch *bt)
 		nftnl_table_nlmsg_build_payload(nlh, t);
 		msg_end(bt);
 	}
+	if (!rs) {
+		/* removal only (sk_nft_remove): the add above makes the delete succeed on a netns without it */
+		nftnl_table_free(t);
+		goto end;
+	}
 	if ((nlh = msg_start(bt, NFT_MSG_NEWTABLE, NLM_F_CREATE | NLM_F_EXCL, "add table"))) {
 		nftnl_table_nlmsg_build_payload(nlh, t);
 		msg_end(bt);
@@ -181,23 +186,25 @@ static int build_batch(const struct sk_ruleset *rs, struct batch *bt)
 		nftnl_rule_free(nr);
 	}
 
+end:
 	nftnl_batch_end(mnl_nlmsg_batch_current(bt->b), bt->seq++);
 	msg_end(bt);
 	return bt->overflow ? -ENOBUFS : 0;
 }
 
-int sk_nft_apply(struct sk_nft *nft, const struct sk_ruleset *rs, struct sk_nft_stats *stats, struct sk_err *err)
+/* rs NULL: the removal batch (begin, add table, delete table, end) */
+static int run_batch(struct sk_nft *nft, const struct sk_ruleset *rs, struct sk_nft_stats *stats, struct sk_err *err)
 {
 	struct mnl_socket *own = NULL, *nl = nft ? nft->nl : NULL;
 	struct batch bt = { 0 };
 	char *rbuf = NULL;
 	int rc = 0;
 
-	size_t n_elems = sk_ruleset_n_elems(rs);
+	size_t n_elems = rs ? sk_ruleset_n_elems(rs) : 0, n_rules = rs ? rs->n_rules : 0;
 	/* generous upper bounds: a rule message is < 1 KiB, an element < 96 bytes */
-	bt.n_what = 16 + SK_RS_N_COUNTERS + 2 * SK_RS_N_SETS + SK_RS_N_CHAINS + rs->n_rules +
+	bt.n_what = 16 + SK_RS_N_COUNTERS + 2 * SK_RS_N_SETS + SK_RS_N_CHAINS + n_rules +
 		    n_elems / ELEMS_PER_MSG + SK_RS_N_SETS;
-	size_t limit = 65536 + rs->n_rules * 1024 + n_elems * 128 + bt.n_what * 256;
+	size_t limit = 65536 + n_rules * 1024 + n_elems * 128 + bt.n_what * 256;
 	bt.cap = limit + 2 * MNL_SOCKET_BUFFER_SIZE + 65536;
 	bt.buf = calloc(1, bt.cap);
 	bt.what = calloc(bt.n_what, sizeof(*bt.what));
@@ -281,4 +288,14 @@ out:
 	free(bt.what);
 	free(rbuf);
 	return rc;
+}
+
+int sk_nft_apply(struct sk_nft *nft, const struct sk_ruleset *rs, struct sk_nft_stats *stats, struct sk_err *err)
+{
+	return run_batch(nft, rs, stats, err);
+}
+
+int sk_nft_remove(struct sk_nft *nft, struct sk_err *err)
+{
+	return run_batch(nft, NULL, NULL, err);
 }

@@ -1,0 +1,308 @@
+/* cni/main.c — stockade-cni, the chained CNI plugin (issue 34; docs/install.md "CNI mode (preview)"). The
+ * runtime runs it after creating the pod's network namespace and before any container: ADD reads the pod
+ * from the API server and, for a wrapped pod, loads the same table inet stockade stockade-init would
+ * (init/ruleset.h, init/nft.h) into the pod's netns and reads it back; DEL removes it; CHECK compares.
+ * Every failure prints the CNI error object on stdout and exits 1, so the sandbox is not created: fail
+ * closed. The netns is entered on a thread of its own (setns moves only the calling thread), so nothing
+ * after it can run in the pod's namespace by mistake, and nothing before it in the node's. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cni/kube.h"
+#include "cni/proto.h"
+#include "common/curl_dl.h"
+#include "common/err.h"
+#include "common/util.h"
+#include "init/nft.h"
+#include "init/ruleset.h"
+#include "policy/diag.h"
+#include "policy/policy.h"
+
+#define STDIN_MAX (1u << 20)
+
+static const char *env_get(const char *name)
+{
+	return getenv(name);
+}
+
+/* The answer of a failed command: the error object on stdout (the runtime reads it), the message on
+ * stderr too (the runtime's log). */
+static int fail(const char *version, int code, const struct sk_err *err)
+{
+	char *s = sk_cni_error_json(version, code, err->msg);
+	(void)fprintf(stderr, "stockade-cni: %s\n", err->msg);
+	if (!s || puts(s) < 0 || fflush(stdout) != 0)
+		(void)fprintf(stderr, "stockade-cni: could not write the error object\n");
+	free(s);
+	return SK_EXIT_FAIL;
+}
+
+static int print_owned(char *s, const char *version)
+{
+	if (!s) {
+		struct sk_err err = { 0 };
+		(void)sk_err_set(&err, ENOMEM, "out of memory");
+		return fail(version, SK_CNI_E_IO, &err);
+	}
+	int ok = puts(s) >= 0 && fflush(stdout) == 0;
+	free(s);
+	return ok ? SK_EXIT_OK : SK_EXIT_RUNTIME;
+}
+
+static char *read_stdin(size_t *len, struct sk_err *err)
+{
+	size_t cap = 4096, n = 0;
+	char *buf = malloc(cap);
+	while (buf) {
+		if (n + 1 >= cap) {
+			if (cap >= STDIN_MAX) {
+				free(buf);
+				sk_err_set(err, EFBIG, "stdin: configuration larger than %u bytes", STDIN_MAX);
+				return NULL;
+			}
+			char *nb = realloc(buf, cap * 2);
+			if (!nb)
+				break;
+			buf = nb;
+			cap *= 2;
+		}
+		size_t r = fread(buf + n, 1, cap - n - 1, stdin);
+		n += r;
+		if (r == 0) {
+			if (ferror(stdin)) {
+				free(buf);
+				sk_err_sys(err, EIO, "read stdin");
+				return NULL;
+			}
+			buf[n] = 0;
+			*len = n;
+			return buf;
+		}
+	}
+	free(buf);
+	sk_err_set(err, ENOMEM, "out of memory");
+	return NULL;
+}
+
+/* What runs inside the pod's netns. */
+struct netns_job {
+	int fd;                        /* the netns, opened by the caller */
+	enum sk_cni_cmd cmd;
+	const struct sk_ruleset *rs;   /* ADD, CHECK */
+	int rc;
+	struct sk_err err;
+};
+
+static void *netns_run(void *arg)
+{
+	struct netns_job *j = arg;
+	struct sk_nft *nft = NULL;
+	if (setns(j->fd, CLONE_NEWNET) < 0) {
+		j->rc = sk_err_sys(&j->err, errno, "enter the pod's network namespace");
+		return NULL;
+	}
+	j->rc = sk_nft_open(&nft, &j->err);
+	if (j->rc < 0)
+		return NULL;
+	switch (j->cmd) {
+	case SK_CNI_ADD:
+		j->rc = sk_nft_apply(nft, j->rs, NULL, &j->err);
+		if (j->rc == 0 && (j->rc = sk_nft_verify(nft, j->rs, &j->err)) < 0)
+			(void)sk_err_prefix(&j->err, "verification after commit");
+		break;
+	case SK_CNI_CHECK:
+		j->rc = sk_nft_verify(nft, j->rs, &j->err);
+		if (j->rc == -ENOENT)
+			(void)sk_err_set(&j->err, ENOENT, "table %s %s is missing", SK_RS_FAMILY_NAME, SK_RS_TABLE);
+		break;
+	default:
+		j->rc = sk_nft_remove(nft, &j->err);
+		break;
+	}
+	sk_nft_close(nft);
+	return NULL;
+}
+
+/* Runs cmd in the netns at path on a thread of its own: the thread that entered the namespace ends with
+ * the work, and this one never leaves the node's namespace. -ENOENT when the netns is gone. */
+static int in_netns(const char *path, enum sk_cni_cmd cmd, const struct sk_ruleset *rs, struct sk_err *err)
+{
+	struct netns_job j = { .cmd = cmd, .rs = rs };
+	j.fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (j.fd < 0)
+		return sk_err_sys(err, errno, "open netns %s", path);
+	pthread_t t;
+	int e = pthread_create(&t, NULL, netns_run, &j);
+	if (e != 0) {
+		(void)close(j.fd);
+		return sk_err_sys(err, e, "start the netns thread");
+	}
+	(void)pthread_join(t, NULL);  /* fails only for a thread not joinable: this one is */
+	(void)close(j.fd);            /* read-only descriptor */
+	if (j.rc < 0) {
+		*err = j.err;
+		return sk_err_prefix(err, "netns %s", path);
+	}
+	return 0;
+}
+
+/* The ruleset of a wrapped pod from its annotation, loaded as stockade-init loads a policy file. */
+static int build_ruleset(const struct sk_kube_pod *pod, struct sk_ruleset **rs, struct sk_err *err)
+{
+	struct sk_diags diags = { 0 };
+	struct sk_policy *pol = NULL;
+	int rc = sk_policy_load_buffer_ex(SK_KUBE_ANN_NETNS_POLICY, pod->policy, pod->policy_len, -1,
+					  SK_LOAD_NO_FILE_CHECKS | SK_LOAD_NO_MATCHER | SK_LOAD_NO_CONTENT_HASH,
+					  &pol, &diags);
+	if (rc < 0) {
+		char *text = NULL;
+		size_t tl = 0;
+		FILE *m = open_memstream(&text, &tl);
+		if (m) {
+			sk_diags_print(&diags, m);
+			(void)fclose(m);  /* a memory stream; text is what it holds */
+		}
+		while (text && tl > 0 && text[tl - 1] == '\n')
+			text[--tl] = 0;
+		rc = sk_err_set(err, -rc, "annotation %s: invalid policy: %s", SK_KUBE_ANN_NETNS_POLICY,
+				text && text[0] ? text : "(no diagnostic)");
+		free(text);
+		sk_diags_free(&diags);
+		return rc;
+	}
+	sk_diags_free(&diags);
+	rc = sk_ruleset_build(pol, rs, err);
+	sk_policy_free(pol);
+	return rc;
+}
+
+static int code_of(int rc)
+{
+	switch (-rc) {
+	case EAGAIN: return SK_CNI_E_RETRY;
+	case ENOENT: return SK_CNI_E_UNKNOWN;
+	case EINVAL: return SK_CNI_E_CONFIG;
+	default: return SK_CNI_E_IO;
+	}
+}
+
+/* ADD and CHECK: the pod's decision, then the netns work for a wrapped pod. */
+static int add_or_check(const struct sk_cni_conf *conf, const struct sk_cni_env *env, int *code, struct sk_err *err)
+{
+	*code = SK_CNI_E_CONFIG;
+	if (!conf->kubeconfig)
+		return sk_err_set(err, EINVAL, "network configuration: kubeconfig is missing");
+	*code = SK_CNI_E_ENV;
+	if (!env->pod_ns[0] || !env->pod_name[0])
+		return sk_err_set(err, EINVAL, "CNI_ARGS: K8S_POD_NAMESPACE and K8S_POD_NAME are required");
+	/* stockade's own pods (the injector, this plugin's DaemonSet) are never wrapped, and must start even
+	 * when the API server is not answering */
+	if (strcmp(env->pod_ns, conf->system_ns) == 0)
+		return 0;
+	struct sk_kubeconfig kc;
+	struct sk_curl cu = { 0 };
+	struct sk_kube_pod pod = { 0 };
+	struct sk_ruleset *rs = NULL;
+	char *body = NULL;
+	size_t len = 0;
+	int rc = sk_kubeconfig_load(conf->kubeconfig, &kc, err);
+	if (rc < 0) {
+		*code = SK_CNI_E_CONFIG;
+		return rc;
+	}
+	rc = sk_kube_get_pod(&cu, &kc, env->pod_ns, env->pod_name, &body, &len, err);
+	sk_kubeconfig_free(&kc);
+	if (rc < 0) {
+		*code = code_of(rc);
+		return rc;
+	}
+	*code = SK_CNI_E_DECODE;
+	rc = sk_kube_pod_decide(body, len, env->pod_uid, &pod, err);
+	free(body);
+	if (rc < 0 || pod.kind != SK_KUBE_POD_WRAPPED)
+		goto out;
+	*code = SK_CNI_E_CONFIG;
+	if ((rc = build_ruleset(&pod, &rs, err)) < 0)
+		goto out;
+	*code = SK_CNI_E_IO;
+	rc = in_netns(env->netns, env->cmd, rs, err);
+	if (rc == 0 && rs && env->cmd == SK_CNI_ADD)
+		(void)fprintf(stderr, "stockade-cni: pod %s/%s: loaded and verified table %s %s: %zu rules\n",
+			      env->pod_ns, env->pod_name, SK_RS_FAMILY_NAME, SK_RS_TABLE, rs->n_rules);
+out:
+	sk_ruleset_free(rs);
+	sk_kube_pod_free(&pod);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && strcmp(argv[1], "--version") == 0) {
+		printf("stockade-cni %s\n", SK_VERSION);
+		return SK_EXIT_OK;
+	}
+	struct sk_err err = { 0 };
+	struct sk_cni_env env;
+	if (sk_cni_env_parse(env_get, &env, &err) < 0)
+		return fail(NULL, SK_CNI_E_ENV, &err);
+	size_t len = 0;
+	sk_autofree char *in = read_stdin(&len, &err);
+	if (!in)
+		return fail(NULL, SK_CNI_E_IO, &err);
+
+	if (env.cmd == SK_CNI_VERSION) {
+		/* stdin carries {"cniVersion": V} only: answer in V when we speak it */
+		cJSON *o = cJSON_ParseWithLength(in, len);
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "cniVersion");
+		const char *ver = cJSON_IsString(v) && sk_cni_version_supported(v->valuestring) ? v->valuestring
+											  : SK_CNI_DEFAULT_VERSION;
+		int ex = print_owned(sk_cni_version_json(ver), ver);
+		cJSON_Delete(o);
+		return ex;
+	}
+
+	struct sk_cni_conf conf;
+	int rc = sk_cni_conf_parse(in, len, &conf, &err);
+	if (rc < 0)
+		return fail(NULL, rc == -EPROTO ? SK_CNI_E_VERSION : SK_CNI_E_CONFIG, &err);
+	int ex = SK_EXIT_OK, code = SK_CNI_E_IO;
+	switch (env.cmd) {
+	case SK_CNI_ADD:
+	case SK_CNI_CHECK:
+		if (add_or_check(&conf, &env, &code, &err) < 0)
+			ex = fail(conf.version, code, &err);
+		else if (env.cmd == SK_CNI_ADD)
+			ex = print_owned(sk_cni_result(&conf), conf.version);
+		break;
+	case SK_CNI_DEL:
+		/* the netns gone (or never given) leaves nothing to remove: DEL succeeds, as often as asked */
+		if (env.netns && access(env.netns, F_OK) == 0 && in_netns(env.netns, SK_CNI_DEL, NULL, &err) < 0 &&
+		    err.code != ENOENT)
+			ex = fail(conf.version, SK_CNI_E_IO, &err);
+		break;
+	case SK_CNI_STATUS: {
+		struct sk_kubeconfig kc;
+		if (!conf.kubeconfig) {
+			(void)sk_err_set(&err, EINVAL, "network configuration: kubeconfig is missing");
+			ex = fail(conf.version, SK_CNI_E_UNAVAILABLE, &err);
+		} else if (sk_kubeconfig_load(conf.kubeconfig, &kc, &err) < 0) {
+			ex = fail(conf.version, SK_CNI_E_UNAVAILABLE, &err);
+		} else {
+			sk_kubeconfig_free(&kc);
+		}
+		break;
+	}
+	case SK_CNI_GC:      /* nothing outlives a netns: its table goes with it */
+	case SK_CNI_VERSION: /* answered above */
+		break;
+	}
+	sk_cni_conf_free(&conf);
+	return ex;
+}
