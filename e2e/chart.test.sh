@@ -246,6 +246,42 @@ for d in yaml.safe_load_all(sys.stdin):
 		"$(gate 1.34.0 --set sidecar.readyTimeoutSeconds=5)"
 }
 
+# --- `helm template` without --kube-version (issue 36 item 4): no Chart.yaml kubeVersion constraint refuses
+# helm's default version any more; the sidecar's shape follows the version the render is for (said in a
+# comment on the workload), and a shape that version cannot run fails naming it instead of rendering wrong.
+t_kube_version() {
+	local out
+	if out=$("$HELM" template stockade "$CHART" --namespace default 2>&1); then
+		sk_pass "stockade renders without --kube-version"
+		sk_check_eq "without --kube-version: the shape follows helm's default version, said in a comment" "ok" \
+			"$(python3 -c '
+import re, sys, yaml
+text = sys.stdin.read()
+m = re.search(r"^# stockade: (native sidecar|classic sidecar) \(sidecar.native=auto\), rendered for Kubernetes v(\d+)\.(\d+)", text, re.M)
+pod = next(d for d in yaml.safe_load_all(text) if d and d["kind"] == "Pod" and d["metadata"]["name"].endswith("-agent"))
+native = any(c["name"] == "stockade-sidecar" for c in pod["spec"]["initContainers"])
+want_native = m and (int(m.group(2)), int(m.group(3))) >= (1, 29)
+print("ok" if m and native == want_native and (m.group(1) == "native sidecar") == native else "comment %r native %s" % (m and m.group(0), native))' <<<"$out")"
+	else
+		sk_fail "stockade renders without --kube-version" "$(head -3 <<<"$out")"
+	fi
+	sk_check "stockade-system renders without --kube-version" sys_render
+	sk_check_eq "the comment names the version given" "# stockade: native sidecar (sidecar.native=auto), rendered for Kubernetes v1.34.0" \
+		"$(render --kube-version 1.34.0 | grep '^# stockade: ')"
+	sk_check_eq "1.28: a classic sidecar, said so" "# stockade: classic sidecar (sidecar.native=auto), rendered for Kubernetes v1.28.0" \
+		"$(render --kube-version 1.28.0 | grep '^# stockade: ')"
+	refused "sidecar.native=true refused below 1.29, naming the version and --kube-version" \
+		"sidecar.native=true needs Kubernetes >= 1.29 (a native sidecar is an init container with restartPolicy: Always), and this render is for Kubernetes v1.28.0: pass the cluster's version to \`helm template --kube-version\`" \
+		render --kube-version 1.28.0 --set sidecar.native=true
+	sk_check "sidecar.native=true renders from 1.29" render --kube-version 1.29.0 --set sidecar.native=true
+	refused "stockade-system: admissionPolicy.enabled refused below 1.29, naming the version" \
+		"admissionPolicy.enabled needs Kubernetes >= 1.30 (ValidatingAdmissionPolicy v1; 1.29: v1beta1 behind its feature gate), and this render is for Kubernetes v1.28.0" \
+		sys_render --kube-version 1.28.0 --set admissionPolicy.enabled=true
+	sk_check_eq "stockade-system: the injector's classic sidecars say for which version" \
+		"# classic sidecars: this render is for Kubernetes v1.28.0 (\`helm template\` needs --kube-version)" \
+		"$(sys_render --kube-version 1.28.0 --set injector.enabled=true | grep -o '# classic sidecars: .*')"
+}
+
 # --- the values schema's good and bad files ---
 t_values_schema() {
 	for f in helm/tests/values/good-*.yaml; do
@@ -665,5 +701,5 @@ print(" ".join(out))')"
 	rm -rf "$g"
 }
 
-SK_CASES=(lint kubeconform system_chart governance security start_gate init_in_sidecar values_schema rendered_policy seccomp_profiles as_dependency drift upgrades standard_settings monitoring name_overrides chart_metadata)
+SK_CASES=(lint kubeconform system_chart governance security start_gate init_in_sidecar kube_version values_schema rendered_policy seccomp_profiles as_dependency drift upgrades standard_settings monitoring name_overrides chart_metadata)
 sk_main "$@"

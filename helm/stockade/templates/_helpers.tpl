@@ -132,17 +132,34 @@ ports: { proxy: {{ int .Values.ports.proxy }}, dns: {{ int .Values.ports.dns }},
 {{- end -}}
 
 {{/*
-stockade.nativeSidecar: "true" when the sidecar runs as a native sidecar (K8s >= 1.29 or forced). Usage: {{ if eq (include "stockade.nativeSidecar" .) "true" }}
+stockade.nativeSidecar: "true" when the sidecar runs as a native sidecar: sidecar.native auto on a Kubernetes
+version >= 1.29 (.Capabilities.KubeVersion: the cluster's for install and upgrade, --kube-version or helm's
+default for `helm template`), or true. sidecar.native true on an older version fails the render, naming the
+version, rather than render a pod that version would run with no sidecar gate (an init container with
+restartPolicy: Always needs 1.29). Usage: {{ if eq (include "stockade.nativeSidecar" .) "true" }}
 */}}
 {{- define "stockade.nativeSidecar" -}}
 {{- $n := toString .Values.sidecar.native -}}
+{{- $v := .Capabilities.KubeVersion.Version -}}
+{{- $has := semverCompare ">=1.29.0-0" $v -}}
 {{- if .Values.sidecar.startFirst -}}
 false
 {{- else if eq $n "auto" -}}
-{{- semverCompare ">=1.29.0-0" .Capabilities.KubeVersion.Version -}}
+{{- $has -}}
+{{- else if and (eq $n "true") (not $has) -}}
+{{- fail (printf "sidecar.native=true needs Kubernetes >= 1.29 (a native sidecar is an init container with restartPolicy: Always), and this render is for Kubernetes %s: pass the cluster's version to `helm template --kube-version` (without it helm renders for its default version), or set sidecar.native to auto or false" $v) -}}
 {{- else -}}
 {{- eq $n "true" -}}
 {{- end -}}
+{{- end -}}
+
+{{/*
+stockade.shapeComment: a YAML comment saying which sidecar shape the render chose and for which Kubernetes
+version, so a `helm template` run without --kube-version shows what it assumed. Usage: {{ include "stockade.shapeComment" . }}
+*/}}
+{{- define "stockade.shapeComment" -}}
+{{- $native := eq (include "stockade.nativeSidecar" .) "true" -}}
+# stockade: {{ if $native }}native sidecar{{ else if .Values.sidecar.startFirst }}classic sidecar first in containers (sidecar.startFirst){{ else }}classic sidecar{{ end }} (sidecar.native={{ .Values.sidecar.native }}), rendered for Kubernetes {{ .Capabilities.KubeVersion.Version }}
 {{- end -}}
 
 {{/*
