@@ -512,6 +512,16 @@ if not pm or pm[0]["spec"]["podMetricsEndpoints"][0]["port"] != "admin" or pm[0]
     bad.append("PodMonitor")
 print(", ".join(bad)); sys.exit(1 if bad else 0)' 2>&1); then sk_pass "standard settings land where Kubernetes reads them; the sandbox's fields win"
 	else sk_fail "standard settings land where Kubernetes reads them; the sandbox's fields win" "$out"; fi
+	sk_check_eq "the helm test pod is pulled and scheduled like the agent's (imagePullSecrets, nodeSelector, tolerations)" \
+		'[{"name": "regcred"}] {"pool": "agents"} [{"effect": "NoSchedule", "key": "agents", "operator": "Exists"}]' \
+		"$(render --kube-version 1.34.0 -f "$std" | python3 -c '
+import json, sys, yaml
+t = next(d for d in yaml.safe_load_all(sys.stdin) if d and d["metadata"]["name"].endswith("-test-policy"))["spec"]
+print(*(json.dumps(t.get(k), sort_keys=True) for k in ("imagePullSecrets", "nodeSelector", "tolerations")))')"
+	sk_check_eq "the helm test pod without them by default" "null null null" "$(render --kube-version 1.34.0 | python3 -c '
+import json, sys, yaml
+t = next(d for d in yaml.safe_load_all(sys.stdin) if d and d["metadata"]["name"].endswith("-test-policy"))["spec"]
+print(*(json.dumps(t.get(k)) for k in ("imagePullSecrets", "nodeSelector", "tolerations")))')"
 	refused "a malformed digest is refused by the schema" "at '/images/init/digest': 'sha256:abc' does not match pattern" \
 		render --kube-version 1.34.0 --set images.init.digest=sha256:abc
 }
