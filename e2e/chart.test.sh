@@ -282,6 +282,63 @@ print("ok" if m and native == want_native and (m.group(1) == "native sidecar") =
 		"$(sys_render --kube-version 1.28.0 --set injector.enabled=true | grep -o '# classic sidecars: .*')"
 }
 
+# --- workload.initContainers and workload.podSecurityContext (issue 36 item 4): the workload's own init
+# containers come after stockade-init and after a native sidecar (the kubelet starts them once it is ready,
+# so their traffic is filtered as the agent's is), hardened as the agent; the pod-level securityContext is
+# the user's merged with RuntimeDefault, a weakening value refused (the bad-pod-* and bad-init-container-*
+# values files of values_schema); `stockade-policy inject --check` calls the pod sandboxed.
+t_workload_extras() {
+	local ex=helm/tests/values/good-workload-init-containers.yaml kind mode extra out
+	for kind in Pod Deployment; do
+		for mode in native classic insidecar; do
+			extra=(); [ "$mode" = classic ] && extra=(--set sidecar.native=false)
+			[ "$mode" = insidecar ] && extra=(--set init.inSidecar=true)
+			if out=$(render --kube-version 1.34.0 --set workload.kind="$kind" -f "$ex" "${extra[@]}" |
+				helm/tests/check_pod_security.py "$kind" "$mode" 1000 1337 2>&1); then
+				sk_pass "init containers: security settings $kind $mode"
+			else sk_fail "init containers: security settings $kind $mode" "$out"; fi
+		done
+	done
+	inits() { render --kube-version "$@" -f "$ex" | python3 -c '
+import sys, yaml
+for d in yaml.safe_load_all(sys.stdin):
+    if d and d["kind"] == "Pod" and d["metadata"]["name"].endswith("-agent"):
+        print(" ".join(c["name"] for c in d["spec"]["initContainers"]))'; }
+	sk_check_eq "init containers: after stockade-init and the native sidecar" "stockade-init stockade-sidecar fetch unpack" "$(inits 1.34.0)"
+	sk_check_eq "init containers: after the native sidecar whose entry is stockade-init" "stockade-sidecar fetch unpack" \
+		"$(inits 1.34.0 --set init.inSidecar=true)"
+	sk_check_eq "init containers: after stockade-init with a classic sidecar (before it: no egress)" "stockade-init fetch unpack" "$(inits 1.28.0)"
+	sk_check_eq "init containers: their own command, mounts and extra securityContext fields kept; the pod's securityContext merged" \
+		'sh|work,work|{"type": "spc_t"}|None|{"fsGroup": 2000, "seLinuxOptions": {"level": "s0:c123,c456"}, "seccompProfile": {"type": "RuntimeDefault"}, "supplementalGroups": [3000], "sysctls": [{"name": "kernel.shm_rmid_forced", "value": "1"}]}' \
+		"$(render --kube-version 1.34.0 --set workload.kind=Deployment -f "$ex" | python3 -c '
+import json, sys, yaml
+for d in yaml.safe_load_all(sys.stdin):
+    if d and d["kind"] == "Deployment":
+        s = d["spec"]["template"]["spec"]
+        f, u = s["initContainers"][2], s["initContainers"][3]
+        print(f["command"][0], ",".join(m["name"] for m in f["volumeMounts"] + u["volumeMounts"][:1]),
+              json.dumps(f["securityContext"]["seLinuxOptions"]), f["securityContext"]["capabilities"].get("add"),
+              json.dumps(s["securityContext"], sort_keys=True), sep="|")')"
+	sk_check_eq "the pod's securityContext by default: RuntimeDefault alone" '{"seccompProfile": {"type": "RuntimeDefault"}}' \
+		"$(render --kube-version 1.34.0 | python3 -c '
+import json, sys, yaml
+for d in yaml.safe_load_all(sys.stdin):
+    if d and d["kind"] == "Pod" and d["metadata"]["name"].endswith("-agent"): print(json.dumps(d["spec"]["securityContext"]))')"
+	for v in 1.29.0 1.34.0; do
+		out=$(render --kube-version "$v" --set workload.kind=Deployment -f "$ex" | conform "$v" 2>&1)
+		if echo "$out" | grep -qE 'Invalid: 0, Errors: 0'; then sk_pass "init containers: kubeconform $v"
+		else sk_fail "init containers: kubeconform $v" "$out"; fi
+	done
+	if [ -x "$SK_BIN/stockade-policy" ]; then
+		for mode in native classic; do
+			extra=(); [ "$mode" = classic ] && extra=(--set sidecar.native=false)
+			out=$(render --kube-version 1.34.0 --set workload.kind=Deployment -f "$ex" "${extra[@]}" -s templates/workload.yaml |
+				"$SK_BIN/stockade-policy" inject --check --policy-configmap stockade-policy ${extra:+--classic-sidecar} -f - 2>&1)
+			sk_check_eq "init containers: stockade-policy inject --check calls the $mode pod sandboxed" "0:" "$?:$out"
+		done
+	fi
+}
+
 # --- the values schema's good and bad files ---
 t_values_schema() {
 	for f in helm/tests/values/good-*.yaml; do
@@ -711,5 +768,6 @@ print(" ".join(out))')"
 	rm -rf "$g"
 }
 
-SK_CASES=(lint kubeconform system_chart governance security start_gate init_in_sidecar kube_version values_schema rendered_policy seccomp_profiles as_dependency drift upgrades standard_settings monitoring name_overrides chart_metadata)
+SK_CASES=(lint kubeconform system_chart governance security start_gate init_in_sidecar kube_version workload_extras values_schema rendered_policy seccomp_profiles as_dependency drift upgrades standard_settings monitoring name_overrides chart_metadata)
+
 sk_main "$@"
