@@ -309,7 +309,7 @@ for d in yaml.safe_load_all(sys.stdin):
 		"$(inits 1.34.0 --set init.inSidecar=true)"
 	sk_check_eq "init containers: after stockade-init with a classic sidecar (before it: no egress)" "stockade-init fetch unpack" "$(inits 1.28.0)"
 	sk_check_eq "init containers: their own command, mounts and extra securityContext fields kept; the pod's securityContext merged" \
-		'sh|work,work|{"type": "spc_t"}|None|{"fsGroup": 2000, "seLinuxOptions": {"level": "s0:c123,c456"}, "seccompProfile": {"type": "RuntimeDefault"}, "supplementalGroups": [3000], "sysctls": [{"name": "kernel.shm_rmid_forced", "value": "1"}]}' \
+		'sh|work,agent-tmp,work|{"type": "spc_t"}|None|{"fsGroup": 2000, "seLinuxOptions": {"level": "s0:c123,c456"}, "seccompProfile": {"type": "RuntimeDefault"}, "supplementalGroups": [3000], "sysctls": [{"name": "kernel.shm_rmid_forced", "value": "1"}]}' \
 		"$(render --kube-version 1.34.0 --set workload.kind=Deployment -f "$ex" | python3 -c '
 import json, sys, yaml
 for d in yaml.safe_load_all(sys.stdin):
@@ -319,6 +319,17 @@ for d in yaml.safe_load_all(sys.stdin):
         print(f["command"][0], ",".join(m["name"] for m in f["volumeMounts"] + u["volumeMounts"][:1]),
               json.dumps(f["securityContext"]["seLinuxOptions"]), f["securityContext"]["capabilities"].get("add"),
               json.dumps(s["securityContext"], sort_keys=True), sep="|")')"
+	# a read-only root and no /tmp of its own: the pod's emptyDir agent-tmp at /tmp, as inject's give_tmp
+	sk_check_eq "init containers: one without /tmp gets the emptyDir agent-tmp there, one with its own /tmp none" \
+		"fetch:/tmp unpack: volume:1" \
+		"$(render --kube-version 1.34.0 --set workload.kind=Deployment -f "$ex" | python3 -c '
+import sys, yaml
+for d in yaml.safe_load_all(sys.stdin):
+    if d and d["kind"] == "Deployment":
+        s = d["spec"]["template"]["spec"]
+        out = ["%s:%s" % (c["name"], ",".join(m["mountPath"] for m in c["volumeMounts"] if m["name"] == "agent-tmp")) for c in s["initContainers"][2:]]
+        out.append("volume:%d" % sum(1 for v in s["volumes"] if v["name"] == "agent-tmp" and v.get("emptyDir") == {}))
+        print(*out)')"
 	sk_check_eq "the pod's securityContext by default: RuntimeDefault alone" '{"seccompProfile": {"type": "RuntimeDefault"}}' \
 		"$(render --kube-version 1.34.0 | python3 -c '
 import json, sys, yaml

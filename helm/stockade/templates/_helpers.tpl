@@ -504,6 +504,10 @@ volumes:
 {{- with .Values.agent.volumes }}
 {{- toYaml . | nindent 2 }}
 {{- end }}
+{{- if include "stockade.anyInitNeedsTmp" . }}
+  - name: agent-tmp
+    emptyDir: {}
+{{- end }}
 {{- end -}}
 
 {{/*
@@ -636,6 +640,36 @@ Usage: {{- include "stockade.workloadInitContainers" . }} inside initContainers 
 {{- end -}}
 {{- end -}}
 {{- $sc := include "stockade.agentSecurityContext" (dict "root" $ "securityContext" ($c.securityContext | default dict)) | fromYaml -}}
-{{- list (merge (dict "securityContext" $sc) (omit $c "securityContext")) | toYaml | nindent 2 -}}
+{{- $out := merge (dict "securityContext" $sc) (omit $c "securityContext") -}}
+{{- if include "stockade.initNeedsTmp" (dict "root" $ "container" $c "securityContext" $sc) -}}
+{{- $_ := set $out "volumeMounts" (append ($c.volumeMounts | default list) (dict "name" "agent-tmp" "mountPath" "/tmp")) -}}
+{{- end -}}
+{{- list $out | toYaml | nindent 2 -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+stockade.initNeedsTmp: "true" when a workload init container has a read-only root (the agent's
+securityContext) and no mount at /tmp, so it gets the pod's emptyDir agent-tmp there (programs such as
+Python's tempfile fail without a writable /tmp), as `stockade-policy inject` does (policy/k8s/inject.c
+give_tmp); not when agent.volumes already has a volume of that name. Args: root, container, securityContext.
+stockade.anyInitNeedsTmp: "true" when one of workload.initContainers does (podSpec adds the volume).
+*/}}
+{{- define "stockade.initNeedsTmp" -}}
+{{- $has := false -}}
+{{- range .container.volumeMounts -}}
+{{- if has (toString .mountPath) (list "/tmp" "/tmp/") -}}{{- $has = true -}}{{- end -}}
+{{- end -}}
+{{- range .root.Values.agent.volumes -}}
+{{- if eq (toString .name) "agent-tmp" -}}{{- $has = true -}}{{- end -}}
+{{- end -}}
+{{- if and (not $has) .securityContext.readOnlyRootFilesystem -}}true{{- end -}}
+{{- end -}}
+
+{{- define "stockade.anyInitNeedsTmp" -}}
+{{- $ := . -}}
+{{- range $c := .Values.workload.initContainers -}}
+{{- $sc := include "stockade.agentSecurityContext" (dict "root" $ "securityContext" ($c.securityContext | default dict)) | fromYaml -}}
+{{- include "stockade.initNeedsTmp" (dict "root" $ "container" $c "securityContext" $sc) -}}
 {{- end -}}
 {{- end -}}
