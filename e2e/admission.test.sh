@@ -93,7 +93,7 @@ t_chart_pods() {
 	chart_pods defaults "" ""
 	local d=sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
 	chart_pods other-values \
-		"--set uids.sidecar=2000 --set images.init.digest=$d --set images.sidecar.digest=$d --set images.policy.digest=$d --set sidecar.apiSecrets[0].name=gh --set sidecar.apiSecrets[0].secretName=gh-token" \
+		"--set uids.sidecar=2000 --set images.init.digest=$d --set images.sidecar.digest=$d --set images.policy.digest=$d --set sidecar.apiSecrets[0].name=gh --set sidecar.apiSecrets[0].secretName=gh-token --set workload.imagePullSecrets[0].name=regcred --set workload.nodeSelector.pool=agents --set workload.tolerations[0].operator=Exists --set workload.initContainers[0].name=prep --set workload.initContainers[0].image=registry.example/prep:1 --set workload.podSecurityContext.fsGroup=3000" \
 		"--set admissionPolicy.sidecarUid=2000 --set images.init.digest=$d --set images.sidecar.digest=$d --set images.policy.digest=$d --set images.installer.digest=$d --set seccompInstaller.apiServer=https://10.0.0.1:6443 --set seccompInstaller.intervalSeconds=5 --set seccompInstaller.graceSeconds=0 --set seccompInstaller.labelSelector=team=agents --set seccompInstaller.hostPath=/var/lib/kubelet/seccomp-stockade"
 	# the example parent chart's own workloads, wrapped through helm/stockade's named templates
 	"$HELM" template plat helm/examples/agent-platform --namespace agents --kube-version 1.34.0 >"$SK_TMP/example.yaml" 2>/dev/null

@@ -246,6 +246,110 @@ for d in yaml.safe_load_all(sys.stdin):
 		"$(gate 1.34.0 --set sidecar.readyTimeoutSeconds=5)"
 }
 
+# --- `helm template` without --kube-version (issue 36 item 4): no Chart.yaml kubeVersion constraint refuses
+# helm's default version any more; the sidecar's shape follows the version the render is for (said in a
+# comment on the workload), and a shape that version cannot run fails naming it instead of rendering wrong.
+t_kube_version() {
+	local out
+	if out=$("$HELM" template stockade "$CHART" --namespace default 2>&1); then
+		sk_pass "stockade renders without --kube-version"
+		sk_check_eq "without --kube-version: the shape follows helm's default version, said in a comment" "ok" \
+			"$(python3 -c '
+import re, sys, yaml
+text = sys.stdin.read()
+m = re.search(r"^# stockade: (native sidecar|classic sidecar) \(sidecar.native=auto\), rendered for Kubernetes v(\d+)\.(\d+)", text, re.M)
+pod = next(d for d in yaml.safe_load_all(text) if d and d["kind"] == "Pod" and d["metadata"]["name"].endswith("-agent"))
+native = any(c["name"] == "stockade-sidecar" for c in pod["spec"]["initContainers"])
+want_native = m and (int(m.group(2)), int(m.group(3))) >= (1, 29)
+print("ok" if m and native == want_native and (m.group(1) == "native sidecar") == native else "comment %r native %s" % (m and m.group(0), native))' <<<"$out")"
+	else
+		sk_fail "stockade renders without --kube-version" "$(head -3 <<<"$out")"
+	fi
+	sk_check "stockade-system renders without --kube-version" sys_render
+	sk_check_eq "the comment names the version given" "# stockade: native sidecar (sidecar.native=auto), rendered for Kubernetes v1.34.0" \
+		"$(render --kube-version 1.34.0 | grep '^# stockade: ')"
+	sk_check_eq "1.28: a classic sidecar, said so" "# stockade: classic sidecar (sidecar.native=auto), rendered for Kubernetes v1.28.0" \
+		"$(render --kube-version 1.28.0 | grep '^# stockade: ')"
+	refused "sidecar.native=true refused below 1.29, naming the version and --kube-version" \
+		"sidecar.native=true needs Kubernetes >= 1.29 (a native sidecar is an init container with restartPolicy: Always), and this render is for Kubernetes v1.28.0: pass the cluster's version to \`helm template --kube-version\`" \
+		render --kube-version 1.28.0 --set sidecar.native=true
+	sk_check "sidecar.native=true renders from 1.29" render --kube-version 1.29.0 --set sidecar.native=true
+	refused "stockade-system: admissionPolicy.enabled refused below 1.29, naming the version" \
+		"admissionPolicy.enabled needs Kubernetes >= 1.30 (ValidatingAdmissionPolicy v1; 1.29: v1beta1 behind its feature gate), and this render is for Kubernetes v1.28.0" \
+		sys_render --kube-version 1.28.0 --set admissionPolicy.enabled=true
+	sk_check_eq "stockade-system: the injector's classic sidecars say for which version" \
+		"# classic sidecars: this render is for Kubernetes v1.28.0 (\`helm template\` needs --kube-version)" \
+		"$(sys_render --kube-version 1.28.0 --set injector.enabled=true | grep -o '# classic sidecars: .*')"
+}
+
+# --- workload.initContainers and workload.podSecurityContext (issue 36 item 4): the workload's own init
+# containers come after stockade-init and after a native sidecar (the kubelet starts them once it is ready,
+# so their traffic is filtered as the agent's is), hardened as the agent; the pod-level securityContext is
+# the user's merged with RuntimeDefault, a weakening value refused (the bad-pod-* and bad-init-container-*
+# values files of values_schema); `stockade-policy inject --check` calls the pod sandboxed.
+t_workload_extras() {
+	local ex=helm/tests/values/good-workload-init-containers.yaml kind mode extra out
+	for kind in Pod Deployment; do
+		for mode in native classic insidecar; do
+			extra=(); [ "$mode" = classic ] && extra=(--set sidecar.native=false)
+			[ "$mode" = insidecar ] && extra=(--set init.inSidecar=true)
+			if out=$(render --kube-version 1.34.0 --set workload.kind="$kind" -f "$ex" "${extra[@]}" |
+				helm/tests/check_pod_security.py "$kind" "$mode" 1000 1337 2>&1); then
+				sk_pass "init containers: security settings $kind $mode"
+			else sk_fail "init containers: security settings $kind $mode" "$out"; fi
+		done
+	done
+	inits() { render --kube-version "$@" -f "$ex" | python3 -c '
+import sys, yaml
+for d in yaml.safe_load_all(sys.stdin):
+    if d and d["kind"] == "Pod" and d["metadata"]["name"].endswith("-agent"):
+        print(" ".join(c["name"] for c in d["spec"]["initContainers"]))'; }
+	sk_check_eq "init containers: after stockade-init and the native sidecar" "stockade-init stockade-sidecar fetch unpack" "$(inits 1.34.0)"
+	sk_check_eq "init containers: after the native sidecar whose entry is stockade-init" "stockade-sidecar fetch unpack" \
+		"$(inits 1.34.0 --set init.inSidecar=true)"
+	sk_check_eq "init containers: after stockade-init with a classic sidecar (before it: no egress)" "stockade-init fetch unpack" "$(inits 1.28.0)"
+	sk_check_eq "init containers: their own command, mounts and extra securityContext fields kept; the pod's securityContext merged" \
+		'sh|work,agent-tmp,work|{"type": "spc_t"}|None|{"fsGroup": 2000, "seLinuxOptions": {"level": "s0:c123,c456"}, "seccompProfile": {"type": "RuntimeDefault"}, "supplementalGroups": [3000], "sysctls": [{"name": "kernel.shm_rmid_forced", "value": "1"}]}' \
+		"$(render --kube-version 1.34.0 --set workload.kind=Deployment -f "$ex" | python3 -c '
+import json, sys, yaml
+for d in yaml.safe_load_all(sys.stdin):
+    if d and d["kind"] == "Deployment":
+        s = d["spec"]["template"]["spec"]
+        f, u = s["initContainers"][2], s["initContainers"][3]
+        print(f["command"][0], ",".join(m["name"] for m in f["volumeMounts"] + u["volumeMounts"][:1]),
+              json.dumps(f["securityContext"]["seLinuxOptions"]), f["securityContext"]["capabilities"].get("add"),
+              json.dumps(s["securityContext"], sort_keys=True), sep="|")')"
+	# a read-only root and no /tmp of its own: the pod's emptyDir agent-tmp at /tmp, as inject's give_tmp
+	sk_check_eq "init containers: one without /tmp gets the emptyDir agent-tmp there, one with its own /tmp none" \
+		"fetch:/tmp unpack: volume:1" \
+		"$(render --kube-version 1.34.0 --set workload.kind=Deployment -f "$ex" | python3 -c '
+import sys, yaml
+for d in yaml.safe_load_all(sys.stdin):
+    if d and d["kind"] == "Deployment":
+        s = d["spec"]["template"]["spec"]
+        out = ["%s:%s" % (c["name"], ",".join(m["mountPath"] for m in c["volumeMounts"] if m["name"] == "agent-tmp")) for c in s["initContainers"][2:]]
+        out.append("volume:%d" % sum(1 for v in s["volumes"] if v["name"] == "agent-tmp" and v.get("emptyDir") == {}))
+        print(*out)')"
+	sk_check_eq "the pod's securityContext by default: RuntimeDefault alone" '{"seccompProfile": {"type": "RuntimeDefault"}}' \
+		"$(render --kube-version 1.34.0 | python3 -c '
+import json, sys, yaml
+for d in yaml.safe_load_all(sys.stdin):
+    if d and d["kind"] == "Pod" and d["metadata"]["name"].endswith("-agent"): print(json.dumps(d["spec"]["securityContext"]))')"
+	for v in 1.29.0 1.34.0; do
+		out=$(render --kube-version "$v" --set workload.kind=Deployment -f "$ex" | conform "$v" 2>&1)
+		if echo "$out" | grep -qE 'Invalid: 0, Errors: 0'; then sk_pass "init containers: kubeconform $v"
+		else sk_fail "init containers: kubeconform $v" "$out"; fi
+	done
+	if [ -x "$SK_BIN/stockade-policy" ]; then
+		for mode in native classic; do
+			extra=(); [ "$mode" = classic ] && extra=(--set sidecar.native=false)
+			out=$(render --kube-version 1.34.0 --set workload.kind=Deployment -f "$ex" "${extra[@]}" -s templates/workload.yaml |
+				"$SK_BIN/stockade-policy" inject --check --policy-configmap stockade-policy ${extra:+--classic-sidecar} -f - 2>&1)
+			sk_check_eq "init containers: stockade-policy inject --check calls the $mode pod sandboxed" "0:" "$?:$out"
+		done
+	fi
+}
+
 # --- the values schema's good and bad files ---
 t_values_schema() {
 	for f in helm/tests/values/good-*.yaml; do
@@ -476,6 +580,16 @@ if not pm or pm[0]["spec"]["podMetricsEndpoints"][0]["port"] != "admin" or pm[0]
     bad.append("PodMonitor")
 print(", ".join(bad)); sys.exit(1 if bad else 0)' 2>&1); then sk_pass "standard settings land where Kubernetes reads them; the sandbox's fields win"
 	else sk_fail "standard settings land where Kubernetes reads them; the sandbox's fields win" "$out"; fi
+	sk_check_eq "the helm test pod is pulled and scheduled like the agent's (imagePullSecrets, nodeSelector, tolerations)" \
+		'[{"name": "regcred"}] {"pool": "agents"} [{"effect": "NoSchedule", "key": "agents", "operator": "Exists"}]' \
+		"$(render --kube-version 1.34.0 -f "$std" | python3 -c '
+import json, sys, yaml
+t = next(d for d in yaml.safe_load_all(sys.stdin) if d and d["metadata"]["name"].endswith("-test-policy"))["spec"]
+print(*(json.dumps(t.get(k), sort_keys=True) for k in ("imagePullSecrets", "nodeSelector", "tolerations")))')"
+	sk_check_eq "the helm test pod without them by default" "null null null" "$(render --kube-version 1.34.0 | python3 -c '
+import json, sys, yaml
+t = next(d for d in yaml.safe_load_all(sys.stdin) if d and d["metadata"]["name"].endswith("-test-policy"))["spec"]
+print(*(json.dumps(t.get(k)) for k in ("imagePullSecrets", "nodeSelector", "tolerations")))')"
 	refused "a malformed digest is refused by the schema" "at '/images/init/digest': 'sha256:abc' does not match pattern" \
 		render --kube-version 1.34.0 --set images.init.digest=sha256:abc
 }
@@ -665,5 +779,6 @@ print(" ".join(out))')"
 	rm -rf "$g"
 }
 
-SK_CASES=(lint kubeconform system_chart governance security start_gate init_in_sidecar values_schema rendered_policy seccomp_profiles as_dependency drift upgrades standard_settings monitoring name_overrides chart_metadata)
+SK_CASES=(lint kubeconform system_chart governance security start_gate init_in_sidecar kube_version workload_extras values_schema rendered_policy seccomp_profiles as_dependency drift upgrades standard_settings monitoring name_overrides chart_metadata)
+
 sk_main "$@"

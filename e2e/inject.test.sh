@@ -30,7 +30,9 @@ for d in yaml.safe_load_all(sys.stdin):
 }
 
 # app_pod KIND [AGENT_UID] — the workload an application would write: the chart's default agent container
-# (values.yaml agent.*) and the pod fields the chart sets from workload.*, nothing of stockade's.
+# (values.yaml agent.*) and the pod fields the chart sets from workload.*, nothing of stockade's; APP_INIT
+# (flow YAML) its own initContainers, APP_PSC its pod securityContext (the chart's workload.initContainers,
+# workload.podSecurityContext).
 app_pod() {
 	local kind=$1 head
 	case $kind in
@@ -58,6 +60,8 @@ spec:
 	sed "s/^/$ind/" <<EOF
 $( [ "$kind" = Deployment ] || echo "restartPolicy: Never")
 terminationGracePeriodSeconds: 30
+$( [ -z "${APP_PSC:-}" ] || echo "securityContext: $APP_PSC")
+$( [ -z "${APP_INIT:-}" ] || echo "initContainers: $APP_INIT")
 containers:
   - name: agent
     image: localhost/stockade-e2e-agent:latest
@@ -170,6 +174,14 @@ t_same_as_chart() {
 	same "Pod, other UIDs, admin port, images, configmap, log level, ready timeout" Pod \
 		"--set uids.agent=2000 --set uids.sidecar=2001 --set ports.admin=16000 --set images.init.repository=r/i --set images.init.tag=t1 --set images.sidecar.repository=r/s --set images.sidecar.tag=t2 --set images.init.pullPolicy=Always --set images.sidecar.pullPolicy=Always --set policy.existingConfigMap=my-policy --set seccomp.profileName=stockade-0123456789abcdef.json --set sidecar.logLevel=debug --set sidecar.readyTimeoutSeconds=7" \
 		"--agent-uid 2000 --sidecar-uid 2001 --admin-port 16000 --init-image r/i:t1 --sidecar-image r/s:t2 --pull-policy Always --policy-configmap my-policy --seccomp-profile stockade-0123456789abcdef.json --log-level debug --ready-timeout 7"
+	# the workload's own init containers (after stockade's, as the agent) and pod securityContext
+	local ic="--set workload.initContainers[0].name=prep --set workload.initContainers[0].image=busybox --set workload.initContainers[0].command[0]=make --set workload.podSecurityContext.fsGroup=3000"
+	local mode name hset iset
+	for mode in "native|" "classic sidecar|--set sidecar.native=false|--classic-sidecar" "init in sidecar|--set init.inSidecar=true|--init-in-sidecar"; do
+		IFS='|' read -r name hset iset <<<"$mode"
+		APP_INIT='[{name: prep, image: busybox, command: [make]}]' APP_PSC='{fsGroup: 3000}' \
+			same "Deployment, $name, own init container and pod securityContext" Deployment "$ic $hset" "$iset"
+	done
 	same "Deployment, API secrets and sidecar settings" Deployment \
 		"--set sidecar.apiSecrets[0].name=gh --set sidecar.apiSecrets[0].secretName=gh-token --set sidecar.apiSecrets[1].name=pypi --set sidecar.apiSecrets[1].secretName=pypi-token --set sidecar.settings.peek-timeout-ms=2000 --set sidecar.settings.dns-upstream-sockets=64" \
 		"--api-secret gh=gh-token --api-secret pypi=pypi-token --sidecar-setting peek-timeout-ms=2000 --sidecar-setting dns-upstream-sockets=64"

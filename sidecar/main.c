@@ -32,6 +32,7 @@
 #include "sidecar/admin/wait_ready.h"  /* the wait-ready subcommand (postStart hook) */
 #include "sidecar/inspect/bridge.h"
 #include "sidecar/inspect/ca.h"
+#include "sidecar/inspect/trust.h"
 #include "sidecar/inspect/leaf.h"
 #include "sidecar/inspect/upstream.h"
 
@@ -181,6 +182,21 @@ static int inspect_start(struct sk_sidecar *sc, const struct sk_config *cfg, str
 	return 0;
 }
 
+/* The agent's trust files (--trust-dir) from the pod CA's certificate, written before the sidecar is ready:
+ * the agent (or a workload init container) starts only after a native sidecar's postStart hook, so it
+ * finds them in place. Without a CA (inspection failed to start) there is nothing to trust: none written,
+ * and an inspect rule's TLS is denied anyway. A directory that cannot be written is a deployment error. */
+static int trust_files_write(const struct sk_config *cfg, const struct sk_sidecar *sc, struct sk_err *err)
+{
+	if (!cfg->trust_dir || !sc->inspect_ca_pem)
+		return 0;
+	int rc = sk_trust_write(cfg->trust_dir, cfg->trust_bundle, sc->inspect_ca_pem, sc->inspect_ca_pem_len, err);
+	if (rc < 0)
+		return rc;
+	sk_log(SK_LOG_INFO, "trust files written to %s (ca.pem, bundle.pem, truststore.p12)", cfg->trust_dir);
+	return 0;
+}
+
 /* --help, --help-settings-md and --version print to stdout, leaving the error indicator to stick: a failed
  * write (a closed pipe, a full disk) is an error, not a success (docs/operating.md is made from this output). */
 static int stdout_done(const char *what)
@@ -262,6 +278,10 @@ int main(int argc, char **argv)
 		sc.inspect_env = NULL;
 		sc.inspect_ca_pem = NULL;
 		err = (struct sk_err){ 0 };
+	}
+	if (trust_files_write(&cfg, &sc, &err) < 0) {
+		sk_log(SK_LOG_ERROR, "%s", err.msg);
+		goto out;
 	}
 
 	if (sk_loop_new(&sc.loop, &err) < 0 || sk_metrics_new(&sc.metrics) < 0 ||

@@ -89,19 +89,33 @@ if sidecars:
     expect(s["livenessProbe"]["httpGet"]["path"] == "/healthz", "liveness on /healthz")
     expect(s["readinessProbe"]["httpGet"]["path"] == "/readyz", "readiness on /readyz")
 
+psc = spec.get("securityContext", {})
+expect(psc.get("seccompProfile") == {"type": "RuntimeDefault"}, "pod seccompProfile RuntimeDefault")
+for k in ("runAsUser", "runAsGroup", "fsGroup"):
+    expect(psc.get(k) not in (0, sidecar_uid), "pod %s neither root nor the sidecar UID" % k)
+expect(not {0, sidecar_uid} & set(psc.get("supplementalGroups", [])), "pod supplementalGroups neither root nor the sidecar GID")
+
+# The workload's own init containers (workload.initContainers): after stockade-init, and after a native
+# sidecar so that the kubelet starts them once it is ready; hardened like the agent, whose traffic theirs is.
+own_inits = [c for c in inits if not c["name"].startswith("stockade-")]
+stockade_inits = [i for i, c in enumerate(inits) if c["name"].startswith("stockade-")]
+for c in own_inits:
+    expect(inits.index(c) > max(stockade_inits, default=-1), "init container %s after stockade's" % c["name"])
+
 agents = [c for c in conts if c["name"] != "stockade-sidecar"]
 expect(len(agents) == 1, "one agent container")
-for a in agents:
+for a in agents + own_inits:
     sc = a["securityContext"]
-    expect(sc["runAsUser"] == agent_uid and sc["runAsGroup"] == agent_uid, "agent runs as the agent UID/GID")
-    expect(sc["runAsNonRoot"] is True, "agent runAsNonRoot")
-    expect(sc["allowPrivilegeEscalation"] is False, "agent allowPrivilegeEscalation false")
-    expect(sc["capabilities"] == {"drop": ["ALL"]}, "agent drops ALL capabilities")
-    expect(sc["readOnlyRootFilesystem"] is True, "agent readOnlyRootFilesystem")
+    n = a["name"]
+    expect(sc["runAsUser"] == agent_uid and sc["runAsGroup"] == agent_uid, "%s runs as the agent UID/GID" % n)
+    expect(sc["runAsNonRoot"] is True, "%s runAsNonRoot" % n)
+    expect(sc["allowPrivilegeEscalation"] is False, "%s allowPrivilegeEscalation false" % n)
+    expect(sc["capabilities"] == {"drop": ["ALL"]}, "%s drops ALL capabilities" % n)
+    expect(sc["readOnlyRootFilesystem"] is True, "%s readOnlyRootFilesystem" % n)
     # the default section's content-hashed name (policy/seccomp/name.h; stockade-policy seccomp --print-name)
     expect(sc["seccompProfile"] == {"type": "Localhost", "localhostProfile": "stockade-4696b6ca6e2d4b5e.json"},
-           "agent seccomp Localhost stockade-4696b6ca6e2d4b5e.json")
-    expect(not any("stockade-secret" in m["name"] for m in a.get("volumeMounts", [])), "API secrets not mounted in the agent")
+           "%s seccomp Localhost stockade-4696b6ca6e2d4b5e.json" % n)
+    expect(not any(m["name"].startswith("stockade-") for m in a.get("volumeMounts", [])), "no stockade volume (policy, marker, API secrets) mounted in %s" % n)
 for c in inits + conts:
     expect(not c.get("securityContext", {}).get("privileged"), "%s not privileged" % c["name"])
     uid = c.get("securityContext", {}).get("runAsUser")

@@ -56,6 +56,12 @@ static const struct sk_setting settings[] = {
 	{ "inspect-ca-key", "STOCKADE_INSPECT_CA_KEY", SK_SET_PATH, 0, 0, NULL,
 	  "inspection: that CA's private key (PEM); given with --inspect-ca-cert, read once at start",
 	  F(inspect_ca_key), false },
+	{ "trust-dir", "STOCKADE_TRUST_DIR", SK_SET_PATH, 0, 0, NULL,
+	  "inspection: a directory the agent mounts read-only, written at start with the CA's ca.pem, bundle.pem "
+	  "(system bundle + CA) and truststore.p12 (password changeit); unset: none", F(trust_dir), false },
+	{ "trust-bundle", "STOCKADE_TRUST_BUNDLE", SK_SET_PATH, 0, 0, NULL,
+	  "inspection: the system bundle put before the CA in bundle.pem; unset: /etc/ssl/certs/ca-certificates.crt "
+	  "if present", F(trust_bundle), false },
 	/* API gateway */
 	{ "api-connect-timeout-ms", "STOCKADE_API_CONNECT_TIMEOUT_MS", SK_SET_UINT, 1, 600000, "10000",
 	  "gateway: upstream connect deadline (then 504)", F(api.connect_timeout_ms), false },

@@ -69,6 +69,8 @@ struct sk_config {
 	unsigned drain_seconds;      /* --drain-seconds */
 	const char *inspect_ca_cert; /* --inspect-ca-cert: an operator's inspection CA; NULL = generated */
 	const char *inspect_ca_key;  /* --inspect-ca-key */
+	const char *trust_dir;       /* --trust-dir: the agent's trust files (inspect/trust.h); NULL = none */
+	const char *trust_bundle;    /* --trust-bundle: the system bundle for bundle.pem; NULL = the default */
 	struct sk_proxy_limits proxy;
 	struct sk_gateway_limits api;
 	struct sk_dns_settings dns;

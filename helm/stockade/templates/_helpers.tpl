@@ -138,17 +138,34 @@ ports: { proxy: {{ int .Values.ports.proxy }}, dns: {{ int .Values.ports.dns }},
 {{- end -}}
 
 {{/*
-stockade.nativeSidecar: "true" when the sidecar runs as a native sidecar (K8s >= 1.29 or forced). Usage: {{ if eq (include "stockade.nativeSidecar" .) "true" }}
+stockade.nativeSidecar: "true" when the sidecar runs as a native sidecar: sidecar.native auto on a Kubernetes
+version >= 1.29 (.Capabilities.KubeVersion: the cluster's for install and upgrade, --kube-version or helm's
+default for `helm template`), or true. sidecar.native true on an older version fails the render, naming the
+version, rather than render a pod that version would run with no sidecar gate (an init container with
+restartPolicy: Always needs 1.29). Usage: {{ if eq (include "stockade.nativeSidecar" .) "true" }}
 */}}
 {{- define "stockade.nativeSidecar" -}}
 {{- $n := toString .Values.sidecar.native -}}
+{{- $v := .Capabilities.KubeVersion.Version -}}
+{{- $has := semverCompare ">=1.29.0-0" $v -}}
 {{- if .Values.sidecar.startFirst -}}
 false
 {{- else if eq $n "auto" -}}
-{{- semverCompare ">=1.29.0-0" .Capabilities.KubeVersion.Version -}}
+{{- $has -}}
+{{- else if and (eq $n "true") (not $has) -}}
+{{- fail (printf "sidecar.native=true needs Kubernetes >= 1.29 (a native sidecar is an init container with restartPolicy: Always), and this render is for Kubernetes %s: pass the cluster's version to `helm template --kube-version` (without it helm renders for its default version), or set sidecar.native to auto or false" $v) -}}
 {{- else -}}
 {{- eq $n "true" -}}
 {{- end -}}
+{{- end -}}
+
+{{/*
+stockade.shapeComment: a YAML comment saying which sidecar shape the render chose and for which Kubernetes
+version, so a `helm template` run without --kube-version shows what it assumed. Usage: {{ include "stockade.shapeComment" . }}
+*/}}
+{{- define "stockade.shapeComment" -}}
+{{- $native := eq (include "stockade.nativeSidecar" .) "true" -}}
+# stockade: {{ if $native }}native sidecar{{ else if .Values.sidecar.startFirst }}classic sidecar first in containers (sidecar.startFirst){{ else }}classic sidecar{{ end }} (sidecar.native={{ .Values.sidecar.native }}), rendered for Kubernetes {{ .Capabilities.KubeVersion.Version }}
 {{- end -}}
 
 {{/*
@@ -326,11 +343,15 @@ add "values" .Values.stockade (without "native", sidecar.native decides, as for 
 {{- end -}}
 
 {{/*
-stockade.agentSecurityContext: the agent container's securityContext (Pod Security "restricted").
+stockade.agentSecurityContext: the agent container's securityContext (Pod Security "restricted"), also given
+to the workload's own init containers (workload.initContainers). The extras come from agent.securityContext,
+or from the dict's "securityContext" key when given (an init container's own).
 Usage: securityContext: {{- include "stockade.agentSecurityContext" . | nindent 10 }} (or the parent-chart dict)
 */}}
 {{- define "stockade.agentSecurityContext" -}}
 {{- $c := dict -}}{{- include "stockade.ctx" (list . $c) -}}
+{{- $extra := $c.Values.agent.securityContext -}}
+{{- if hasKey $c "securityContext" -}}{{- $extra = $c.securityContext -}}{{- end -}}
 {{- with $c -}}
 runAsUser: {{ int .Values.uids.agent }}
 runAsGroup: {{ int .Values.uids.agent }}
@@ -347,7 +368,7 @@ seccompProfile:
   type: RuntimeDefault
 {{- end }}
 {{- /* agent.securityContext extras: never the sandbox's own fields above */}}
-{{- with omit (.Values.agent.securityContext | default dict) "runAsUser" "runAsGroup" "runAsNonRoot" "allowPrivilegeEscalation" "readOnlyRootFilesystem" "capabilities" "seccompProfile" "privileged" "procMount" }}
+{{- with omit ($extra | default dict) "runAsUser" "runAsGroup" "runAsNonRoot" "allowPrivilegeEscalation" "readOnlyRootFilesystem" "capabilities" "seccompProfile" "privileged" "procMount" }}
 {{ toYaml . }}
 {{- end }}
 {{- end -}}
@@ -421,14 +442,13 @@ dnsPolicy: {{ . }}
 {{- with .Values.agent.dnsConfig }}
 dnsConfig: {{- toYaml . | nindent 2 }}
 {{- end }}
-securityContext:
-  seccompProfile:
-    type: RuntimeDefault
+securityContext: {{- include "stockade.podSecurityContext" . | nindent 2 }}
 initContainers:
 {{- include "stockade.initContainer" . | nindent 2 }}
 {{- if $native }}
 {{- include "stockade.sidecarContainer" (dict "root" . "native" true) | nindent 2 }}
 {{- end }}
+{{- include "stockade.workloadInitContainers" . }}
 containers:
 {{- if and (not $native) .Values.sidecar.startFirst }}
 {{- if eq .Values.workload.kind "Job" }}
@@ -489,6 +509,10 @@ volumes:
 {{- end }}
 {{- with .Values.agent.volumes }}
 {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- if include "stockade.anyInitNeedsTmp" . }}
+  - name: agent-tmp
+    emptyDir: {}
 {{- end }}
 {{- end -}}
 
@@ -553,5 +577,105 @@ Usage: {{ include "stockade.seccompProfileName" . }} (or the parent-chart dict)
 {{- $canon := printf "stockade-seccomp/1\nallow=%s\ndeny=%s\n" (join "," (sortAlpha (uniq $allow))) (join "," (sortAlpha (uniq $deny))) -}}
 {{- printf "stockade-%s.json" (sha256sum $canon | trunc 16) -}}
 {{- end -}}
+{{- end -}}
+{{- end -}}
+
+
+{{/*
+stockade.podSecurityContext: the pod-level securityContext: workload.podSecurityContext merged with what the
+sandbox needs (seccompProfile RuntimeDefault). A value that would weaken the sandbox fails the render, saying
+why: another seccompProfile (the pod default for any container that names none), root or the sidecar's UID
+in runAsUser or runAsGroup, root or the sidecar's GID in fsGroup or supplementalGroups (a group handed to
+every container, the agent's too), an Unconfined AppArmor profile, a net.* sysctl (the network namespace
+is stockade-init's to program). Usage: securityContext: {{- include "stockade.podSecurityContext" . | nindent 2 }}
+*/}}
+{{- define "stockade.podSecurityContext" -}}
+{{- $u := .Values.workload.podSecurityContext | default dict -}}
+{{- $side := int .Values.uids.sidecar -}}
+{{- $why := "docs/operating.md, Init containers of the workload" -}}
+{{- with $u.seccompProfile -}}
+{{- if or (ne (toString .type) "RuntimeDefault") (ne (len .) 1) -}}
+{{- fail (printf "workload.podSecurityContext.seccompProfile: only {type: RuntimeDefault} (the chart's own) is accepted, got %s: it is the profile of every container that names none; the agent's own Localhost profile is set per container (seccomp.*)" (toJson .)) -}}
+{{- end -}}
+{{- end -}}
+{{- range $k := list "runAsUser" "runAsGroup" "fsGroup" -}}
+{{- if hasKey $u $k -}}
+{{- $id := int (get $u $k) -}}
+{{- if or (eq $id 0) (eq $id $side) -}}
+{{- fail (printf "workload.podSecurityContext.%s: %d is %s, which no container of the pod may get (%s)" $k $id (ternary "root" "the sidecar's UID/GID (uids.sidecar), whose traffic is exempt from the rules" (eq $id 0)) $why) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- range $u.supplementalGroups -}}
+{{- if or (eq (int .) 0) (eq (int .) $side) -}}
+{{- fail (printf "workload.podSecurityContext.supplementalGroups: %d is %s; a supplemental group reaches every container, the agent's too (%s)" (int .) (ternary "root's group" "the sidecar's GID (uids.sidecar)" (eq (int .) 0)) $why) -}}
+{{- end -}}
+{{- end -}}
+{{- with $u.appArmorProfile -}}
+{{- if eq (toString .type) "Unconfined" -}}
+{{- fail (printf "workload.podSecurityContext.appArmorProfile: Unconfined would lift the runtime's AppArmor profile from every container (%s)" $why) -}}
+{{- end -}}
+{{- end -}}
+{{- range $u.sysctls -}}
+{{- if hasPrefix "net." (toString .name) -}}
+{{- fail (printf "workload.podSecurityContext.sysctls: %s is a network sysctl, and the pod's network namespace is stockade-init's to program (nftables redirects and drops the agent's traffic there)" .name) -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml (merge (dict "seccompProfile" (dict "type" "RuntimeDefault")) (deepCopy $u)) -}}
+{{- end -}}
+
+{{/*
+stockade.workloadInitContainers: the workload's own init containers (workload.initContainers), each with the
+agent's securityContext (the agent UID, no capabilities, the agent's seccomp profile; their own
+securityContext only for extra fields, as agent.securityContext) so their traffic goes through the sidecar
+as the agent's does. podSpec puts them after stockade-init and, for a native sidecar, after the sidecar:
+the kubelet starts them only once the sidecar is ready (its postStart hook or startupProbe), so they have
+the agent's egress. With a classic sidecar (Kubernetes < 1.29, sidecar.native false or startFirst) they run
+before the sidecar exists: the rules are in place, so they have no egress at all (fail closed).
+Usage: {{- include "stockade.workloadInitContainers" . }} inside initContainers (indent 2).
+*/}}
+{{- define "stockade.workloadInitContainers" -}}
+{{- $ := . -}}
+{{- range $i, $c := .Values.workload.initContainers -}}
+{{- if or (hasPrefix "stockade-" (toString $c.name)) (eq (toString $c.name) (toString $.Values.agent.name)) -}}
+{{- fail (printf "workload.initContainers[%d].name: %s is the name of %s; rename it" $i $c.name (ternary "the agent container (agent.name)" "a stockade container (stockade-* names are stockade's)" (eq (toString $c.name) (toString $.Values.agent.name)))) -}}
+{{- end -}}
+{{- range $c.volumeMounts -}}
+{{- if hasPrefix "stockade-" (toString .name) -}}
+{{- fail (printf "workload.initContainers[%d].volumeMounts: %s is a stockade volume (the policy, the init's marker, the API secrets): only stockade's init and sidecar mount them" $i .name) -}}
+{{- end -}}
+{{- end -}}
+{{- $sc := include "stockade.agentSecurityContext" (dict "root" $ "securityContext" ($c.securityContext | default dict)) | fromYaml -}}
+{{- $out := merge (dict "securityContext" $sc) (omit $c "securityContext") -}}
+{{- if include "stockade.initNeedsTmp" (dict "root" $ "container" $c "securityContext" $sc) -}}
+{{- $_ := set $out "volumeMounts" (append ($c.volumeMounts | default list) (dict "name" "agent-tmp" "mountPath" "/tmp")) -}}
+{{- end -}}
+{{- list $out | toYaml | nindent 2 -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+stockade.initNeedsTmp: "true" when a workload init container has a read-only root (the agent's
+securityContext) and no mount at /tmp, so it gets the pod's emptyDir agent-tmp there (programs such as
+Python's tempfile fail without a writable /tmp), as `stockade-policy inject` does (policy/k8s/inject.c
+give_tmp); not when agent.volumes already has a volume of that name. Args: root, container, securityContext.
+stockade.anyInitNeedsTmp: "true" when one of workload.initContainers does (podSpec adds the volume).
+*/}}
+{{- define "stockade.initNeedsTmp" -}}
+{{- $has := false -}}
+{{- range .container.volumeMounts -}}
+{{- if has (toString .mountPath) (list "/tmp" "/tmp/") -}}{{- $has = true -}}{{- end -}}
+{{- end -}}
+{{- range .root.Values.agent.volumes -}}
+{{- if eq (toString .name) "agent-tmp" -}}{{- $has = true -}}{{- end -}}
+{{- end -}}
+{{- if and (not $has) .securityContext.readOnlyRootFilesystem -}}true{{- end -}}
+{{- end -}}
+
+{{- define "stockade.anyInitNeedsTmp" -}}
+{{- $ := . -}}
+{{- range $c := .Values.workload.initContainers -}}
+{{- $sc := include "stockade.agentSecurityContext" (dict "root" $ "securityContext" ($c.securityContext | default dict)) | fromYaml -}}
+{{- include "stockade.initNeedsTmp" (dict "root" $ "container" $c "securityContext" $sc) -}}
 {{- end -}}
 {{- end -}}
