@@ -1,6 +1,6 @@
 /* sidecar/dns/resolve.h — the pure parts of the sidecar's own resolution on a binding miss
  * (docs/architecture.md#transparent-proxy, "or the sidecar's own resolution of it"; the hooks are struct
- * sk_resolve_hooks in sidecar.h, filled by the DNS server, dns_server.c, which owns the sockets, the upstream
+ * sk_resolve_hooks in sidecar.h, filled by the DNS server (dns/fallback.c), which owns the sockets, the upstream
  * query and the deadline).
  *
  * Owns:
