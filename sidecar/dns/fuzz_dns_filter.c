@@ -470,7 +470,7 @@ static void answer_direction(int pi, unsigned sel, const uint8_t *ans, size_t al
 	/* the binding table, fed as the DNS server feeds it, holds only the question's (allowed) name */
 	if (v.n_bind) {
 		struct sk_bind_table *t;
-		CHECK(sk_bind_new(256, &t) == 0);
+		CHECK(sk_bind_new(256, &t, NULL) == 0);
 		for (size_t i = 0; i < v.n_bind; i++)
 			CHECK(sk_bind_add(t, &v.bind[i].addr, q.name, v.bind[i].ttl, 1000) == 0);
 		for (size_t i = 0; i < v.n_bind; i++) {

@@ -84,18 +84,10 @@ int sk_dns_server_start(struct sk_sidecar *sc, struct sk_dns_srv **out, struct s
 	struct sk_dns_pt_cfg cfg = { .servers = s->ups };
 	if ((r = sk_dns_ptable_new(PENDING_MAX, &cfg, &s->pt, err)) < 0)
 		goto fail;
-	if ((r = sk_bind_new(set->bindings, &s->binds)) < 0) {
-		r = sk_err_set(err, -r, "dns: binding table");
+	if ((r = sk_bind_new(set->bindings, &s->binds, err)) < 0 ||
+	    (r = sk_rneg_new(SK_RESOLVE_NEG_MAX, SK_RESOLVE_NEG_TTL_MS, &s->neg, err)) < 0 ||
+	    (r = sk_dns_cache_new(SK_DNS_CACHE_ENTRIES, SK_DNS_CACHE_BYTES, &s->cache, err)) < 0)
 		goto fail;
-	}
-	if ((r = sk_rneg_new(SK_RESOLVE_NEG_MAX, SK_RESOLVE_NEG_TTL_MS, &s->neg)) < 0) {
-		r = sk_err_set(err, -r, "dns: resolution negative cache");
-		goto fail;
-	}
-	if ((r = sk_dns_cache_new(SK_DNS_CACHE_ENTRIES, SK_DNS_CACHE_BYTES, &s->cache)) < 0) {
-		r = sk_err_set(err, -r, "dns: answer cache");
-		goto fail;
-	}
 	struct sk_addr lo4 = sk_net_loopback(AF_INET), lo6 = sk_net_loopback(AF_INET6);
 	uint16_t port = sc->policy->ports.dns;
 	for (int i = 0; i < 2; i++) {
