@@ -384,6 +384,51 @@ static void m_set(struct sk_rs_rule *r, enum sk_rs_match_kind kind, enum sk_rs_s
 		r->m[r->n_m++] = (struct sk_rs_match){ .kind = kind, .set = set };
 }
 
+/* One rule of the agent's flows to one local port: skuid, a match kind (oif lo or "ct status dnat",
+ * value 0 or 1 as m_add wants it), the protocol and the port. */
+static struct sk_rs_rule *agent_port_rule(struct rule_builder *b, enum sk_rs_chain_id c, const char *name,
+					  enum sk_rs_verdict v, uint32_t agent, enum sk_rs_match_kind via,
+					  uint8_t proto, uint16_t port)
+{
+	struct sk_rs_rule *r = rule_add(b, c, name, v);
+	m_add(r, SK_RS_M_SKUID, agent);
+	m_add(r, via, via == SK_RS_M_OIF_LO ? 1 : 0);
+	m_add(r, SK_RS_M_L4PROTO, proto);
+	m_add(r, SK_RS_M_DPORT, port);
+	return r;
+}
+
+/* The agent's loopback traffic the policy lets by, as rules of one verdict (nat: RETURN, not redirected
+ * to the proxy; filter: ACCEPT): all of it, the listed ports (TCP in nat, which redirects TCP only; TCP
+ * and UDP in filter), or none; the API gateway's port whatever the loopback policy. */
+static void add_loopback_rules(struct rule_builder *b, enum sk_rs_chain_id c, enum sk_rs_verdict v,
+			       const struct sk_policy *p)
+{
+	const uint32_t a = p->agent_uid;
+	const bool nat = c == SK_RS_CHAIN_NAT;
+	struct sk_rs_rule *r;
+	switch (p->loopback) {
+	case SK_LOOPBACK_ALLOW:
+		r = rule_add(b, c, "agent-loopback", v);
+		m_add(r, SK_RS_M_SKUID, a);
+		m_add(r, SK_RS_M_OIF_LO, 1);
+		break;
+	case SK_LOOPBACK_PORTS:
+		for (int udp = 0; udp < (nat ? 1 : 2); udp++) {
+			r = rule_add(b, c, nat ? "agent-loopback-ports" : udp ? "agent-loopback-ports-udp"
+									: "agent-loopback-ports-tcp", v);
+			m_add(r, SK_RS_M_SKUID, a);
+			m_add(r, SK_RS_M_OIF_LO, 1);
+			m_add(r, SK_RS_M_L4PROTO, udp ? IPPROTO_UDP : IPPROTO_TCP);
+			m_set(r, SK_RS_M_DPORT_SET, SK_RS_SET_LOPORTS);
+		}
+		__attribute__((fallthrough));
+	case SK_LOOPBACK_DENY:
+		agent_port_rule(b, c, "agent-api", v, a, SK_RS_M_OIF_LO, IPPROTO_TCP, p->ports.api);
+		break;
+	}
+}
+
 static void add_nat_rules(struct rule_builder *b, const struct sk_policy *p)
 {
 	const enum sk_rs_chain_id C = SK_RS_CHAIN_NAT;
@@ -413,28 +458,7 @@ static void add_nat_rules(struct rule_builder *b, const struct sk_policy *p)
 	m_add(r, SK_RS_M_NFPROTO, NFPROTO_IPV6);
 	m_set(r, SK_RS_M_DIRECT_SET, SK_RS_SET_DIRECT6);
 
-	switch (p->loopback) {
-	case SK_LOOPBACK_ALLOW:
-		r = rule_add(b, C, "agent-loopback", SK_RS_RETURN);
-		m_add(r, SK_RS_M_SKUID, a);
-		m_add(r, SK_RS_M_OIF_LO, 1);
-		break;
-	case SK_LOOPBACK_PORTS:
-		r = rule_add(b, C, "agent-loopback-ports", SK_RS_RETURN);
-		m_add(r, SK_RS_M_SKUID, a);
-		m_add(r, SK_RS_M_OIF_LO, 1);
-		m_add(r, SK_RS_M_L4PROTO, IPPROTO_TCP);
-		m_set(r, SK_RS_M_DPORT_SET, SK_RS_SET_LOPORTS);
-		/* the API gateway stays reachable whatever the loopback policy */
-		__attribute__((fallthrough));
-	case SK_LOOPBACK_DENY:
-		r = rule_add(b, C, "agent-api", SK_RS_RETURN);
-		m_add(r, SK_RS_M_SKUID, a);
-		m_add(r, SK_RS_M_OIF_LO, 1);
-		m_add(r, SK_RS_M_L4PROTO, IPPROTO_TCP);
-		m_add(r, SK_RS_M_DPORT, p->ports.api);
-		break;
-	}
+	add_loopback_rules(b, C, SK_RS_RETURN, p);
 
 	/* Everything else the agent opens over TCP goes to the proxy, which decides; loopback too when
 	 * loopback is denied, so the denial is logged rather than silent. */
@@ -485,11 +509,7 @@ static void add_filter_rules(struct rule_builder *b, const struct sk_policy *p)
 	 * alike (local routes go through lo). Before the loopback rules, so `loopback: allow` or a listed
 	 * port does not open it; with loopback denied the nat chain sends it to the proxy, which refuses its
 	 * own ports, so this rule only ever sees un-redirected flows. */
-	r = rule_add(b, C, "agent-admin", SK_RS_REJECT_TCP);
-	m_add(r, SK_RS_M_SKUID, a);
-	m_add(r, SK_RS_M_OIF_LO, 1);
-	m_add(r, SK_RS_M_L4PROTO, IPPROTO_TCP);
-	m_add(r, SK_RS_M_DPORT, p->ports.admin);
+	r = agent_port_rule(b, C, "agent-admin", SK_RS_REJECT_TCP, a, SK_RS_M_OIF_LO, IPPROTO_TCP, p->ports.admin);
 	if (r)
 		r->counter = SK_RS_CNT_AGENT_TCP;
 
@@ -497,51 +517,14 @@ static void add_filter_rules(struct rule_builder *b, const struct sk_policy *p)
 	 * does not know sockets, so an agent socket that reuses the 5-tuple of a flow another UID opened
 	 * (a closed sidecar socket's port towards the upstream resolver, say) would otherwise ride that
 	 * flow's "established" state past the filter. */
-	switch (p->loopback) {
-	case SK_LOOPBACK_ALLOW:
-		r = rule_add(b, C, "agent-loopback", SK_RS_ACCEPT);
-		m_add(r, SK_RS_M_SKUID, a);
-		m_add(r, SK_RS_M_OIF_LO, 1);
-		break;
-	case SK_LOOPBACK_PORTS:
-		r = rule_add(b, C, "agent-loopback-ports-tcp", SK_RS_ACCEPT);
-		m_add(r, SK_RS_M_SKUID, a);
-		m_add(r, SK_RS_M_OIF_LO, 1);
-		m_add(r, SK_RS_M_L4PROTO, IPPROTO_TCP);
-		m_set(r, SK_RS_M_DPORT_SET, SK_RS_SET_LOPORTS);
-		r = rule_add(b, C, "agent-loopback-ports-udp", SK_RS_ACCEPT);
-		m_add(r, SK_RS_M_SKUID, a);
-		m_add(r, SK_RS_M_OIF_LO, 1);
-		m_add(r, SK_RS_M_L4PROTO, IPPROTO_UDP);
-		m_set(r, SK_RS_M_DPORT_SET, SK_RS_SET_LOPORTS);
-		__attribute__((fallthrough));
-	case SK_LOOPBACK_DENY:
-		r = rule_add(b, C, "agent-api", SK_RS_ACCEPT);
-		m_add(r, SK_RS_M_SKUID, a);
-		m_add(r, SK_RS_M_OIF_LO, 1);
-		m_add(r, SK_RS_M_L4PROTO, IPPROTO_TCP);
-		m_add(r, SK_RS_M_DPORT, p->ports.api);
-		break;
-	}
+	add_loopback_rules(b, C, SK_RS_ACCEPT, p);
 
 	/* Only our nat chain can DNAT an agent flow (the agent has no CAP_NET_ADMIN), and a redirect
 	 * always targets the loopback address, so "dnat + our port" is one of our redirects. oif cannot
 	 * be used: it still names the route chosen before the redirect. */
-	r = rule_add(b, C, "agent-redirected-proxy", SK_RS_ACCEPT);
-	m_add(r, SK_RS_M_SKUID, a);
-	m_add(r, SK_RS_M_CT_DNAT, 0);
-	m_add(r, SK_RS_M_L4PROTO, IPPROTO_TCP);
-	m_add(r, SK_RS_M_DPORT, p->ports.proxy);
-	r = rule_add(b, C, "agent-redirected-dns-udp", SK_RS_ACCEPT);
-	m_add(r, SK_RS_M_SKUID, a);
-	m_add(r, SK_RS_M_CT_DNAT, 0);
-	m_add(r, SK_RS_M_L4PROTO, IPPROTO_UDP);
-	m_add(r, SK_RS_M_DPORT, p->ports.dns);
-	r = rule_add(b, C, "agent-redirected-dns-tcp", SK_RS_ACCEPT);
-	m_add(r, SK_RS_M_SKUID, a);
-	m_add(r, SK_RS_M_CT_DNAT, 0);
-	m_add(r, SK_RS_M_L4PROTO, IPPROTO_TCP);
-	m_add(r, SK_RS_M_DPORT, p->ports.dns);
+	agent_port_rule(b, C, "agent-redirected-proxy", SK_RS_ACCEPT, a, SK_RS_M_CT_DNAT, IPPROTO_TCP, p->ports.proxy);
+	agent_port_rule(b, C, "agent-redirected-dns-udp", SK_RS_ACCEPT, a, SK_RS_M_CT_DNAT, IPPROTO_UDP, p->ports.dns);
+	agent_port_rule(b, C, "agent-redirected-dns-tcp", SK_RS_ACCEPT, a, SK_RS_M_CT_DNAT, IPPROTO_TCP, p->ports.dns);
 
 	r = rule_add(b, C, "agent-direct4", SK_RS_ACCEPT);
 	m_add(r, SK_RS_M_SKUID, a);
