@@ -33,7 +33,7 @@ static const uint8_t nd_types[] = {
 };
 
 /* MLD (RFC 2710, 3810): a report or done names the group, so a join would carry agent-chosen bytes out of
- * the pod (issue 16 item 1). Not needed by ND: a veth delivers the multicast neighbour solicitations to the
+ * the pod, past every UID rule. Not needed by ND: a veth delivers the multicast neighbour solicitations to the
  * solicited-node group whether or not anyone reported it (see docs/threat-model.md for snooping bridges). */
 static const uint8_t mld_types[] = {
 	130, /* mld-listener-query */
@@ -477,7 +477,7 @@ static void add_filter_rules(struct rule_builder *b, const struct sk_policy *p)
 
 	/* Multicast membership reports leave from no socket (IGMP) or a kernel socket (MLD), so no UID rule
 	 * sees them, and each names the group joined: a join is a channel out of the pod for whoever can
-	 * join (issue 16 item 1; the seccomp profile refuses the joins too). Dropped first, whatever else
+	 * join (the seccomp profile refuses the joins too). Dropped first, whatever else
 	 * matches; IPv4 has no use for IGMP here, and IPv6 ND does not need MLD on a pod's link. */
 	r = rule_add(b, C, "igmp-drop", SK_RS_DROP);
 	m_add(r, SK_RS_M_L4PROTO, IPPROTO_IGMP);
@@ -505,10 +505,11 @@ static void add_filter_rules(struct rule_builder *b, const struct sk_policy *p)
 		r->counter = SK_RS_CNT_SPOOF_DROP;
 
 	/* The admin port is for kubelet, which probes it from outside the pod: the agent does not read
-	 * /denials or /metrics (issue 16 item 9). oif lo covers 127.0.0.1, ::1 and the pod's own addresses
-	 * alike (local routes go through lo). Before the loopback rules, so `loopback: allow` or a listed
-	 * port does not open it; with loopback denied the nat chain sends it to the proxy, which refuses its
-	 * own ports, so this rule only ever sees un-redirected flows. */
+	 * /denials or /metrics (which name the hosts it was refused and the rules that refused them). oif lo
+	 * covers 127.0.0.1, ::1 and the pod's own addresses alike (local routes go through lo). Before the
+	 * loopback rules, so `loopback: allow` or a listed port does not open it; with loopback denied the nat
+	 * chain sends it to the proxy, which refuses its own ports, so this rule only ever sees un-redirected
+	 * flows. */
 	r = agent_port_rule(b, C, "agent-admin", SK_RS_REJECT_TCP, a, SK_RS_M_OIF_LO, IPPROTO_TCP, p->ports.admin);
 	if (r)
 		r->counter = SK_RS_CNT_AGENT_TCP;

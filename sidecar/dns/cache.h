@@ -1,4 +1,4 @@
-/* sidecar/dns/cache.h — the DNS filter's answer cache (docs/architecture.md#dns-filter, issue 18 item 3).
+/* sidecar/dns/cache.h — the DNS filter's answer cache (docs/architecture.md#dns-filter).
  *
  * What is cached: the *filtered* answer (what sk_dns_filter_answer built for the agent: CNAME chain
  * only, SOA only in authority, ech and address hints stripped, TTLs capped at SK_BIND_TTL_MAX), keyed by

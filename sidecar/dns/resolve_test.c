@@ -571,7 +571,7 @@ static void test_start_from_done(void **state)
 	assert_int_equal(w->queries, 1);   /* the new group is answered from the answer cache */
 }
 
-/* ---- the filter's checks on the fallback's question (issue 30 item 3) ---- */
+/* ---- the filter's checks on the fallback's question ---- */
 
 /* Reads the audit lines written so far into lines[] (each owned); returns how many. */
 static int audit_lines(struct world *w, cJSON **lines, int cap)
@@ -688,7 +688,7 @@ static void test_resolution_length_and_type_checked(void **state)
 	free_lines(l, n);
 }
 
-/* ---- the proxy on top: a failed resolution denies the connection (issue 30 item 6) ---- */
+/* ---- the proxy on top: a failed resolution denies the connection ---- */
 
 static void proxy_up(struct world *w)
 {
