@@ -398,6 +398,20 @@ static struct sk_rs_rule *agent_port_rule(struct rule_builder *b, enum sk_rs_cha
 	return r;
 }
 
+/* The agent's flows to the policy's direct addresses (the two families' sets), as rules of one verdict
+ * (nat: RETURN, not redirected to the proxy; filter: ACCEPT). */
+static void add_direct_rules(struct rule_builder *b, enum sk_rs_chain_id c, enum sk_rs_verdict v, uint32_t agent)
+{
+	struct sk_rs_rule *r = rule_add(b, c, "agent-direct4", v);
+	m_add(r, SK_RS_M_SKUID, agent);
+	m_add(r, SK_RS_M_NFPROTO, NFPROTO_IPV4);
+	m_set(r, SK_RS_M_DIRECT_SET, SK_RS_SET_DIRECT4);
+	r = rule_add(b, c, "agent-direct6", v);
+	m_add(r, SK_RS_M_SKUID, agent);
+	m_add(r, SK_RS_M_NFPROTO, NFPROTO_IPV6);
+	m_set(r, SK_RS_M_DIRECT_SET, SK_RS_SET_DIRECT6);
+}
+
 /* The agent's loopback traffic the policy lets by, as rules of one verdict (nat: RETURN, not redirected
  * to the proxy; filter: ACCEPT): all of it, the listed ports (TCP in nat, which redirects TCP only; TCP
  * and UDP in filter), or none; the API gateway's port whatever the loopback policy. */
@@ -449,14 +463,7 @@ static void add_nat_rules(struct rule_builder *b, const struct sk_policy *p)
 	if (r)
 		r->redirect_port = p->ports.dns;
 
-	r = rule_add(b, C, "agent-direct4", SK_RS_RETURN);
-	m_add(r, SK_RS_M_SKUID, a);
-	m_add(r, SK_RS_M_NFPROTO, NFPROTO_IPV4);
-	m_set(r, SK_RS_M_DIRECT_SET, SK_RS_SET_DIRECT4);
-	r = rule_add(b, C, "agent-direct6", SK_RS_RETURN);
-	m_add(r, SK_RS_M_SKUID, a);
-	m_add(r, SK_RS_M_NFPROTO, NFPROTO_IPV6);
-	m_set(r, SK_RS_M_DIRECT_SET, SK_RS_SET_DIRECT6);
+	add_direct_rules(b, C, SK_RS_RETURN, a);
 
 	add_loopback_rules(b, C, SK_RS_RETURN, p);
 
@@ -527,14 +534,7 @@ static void add_filter_rules(struct rule_builder *b, const struct sk_policy *p)
 	agent_port_rule(b, C, "agent-redirected-dns-udp", SK_RS_ACCEPT, a, SK_RS_M_CT_DNAT, IPPROTO_UDP, p->ports.dns);
 	agent_port_rule(b, C, "agent-redirected-dns-tcp", SK_RS_ACCEPT, a, SK_RS_M_CT_DNAT, IPPROTO_TCP, p->ports.dns);
 
-	r = rule_add(b, C, "agent-direct4", SK_RS_ACCEPT);
-	m_add(r, SK_RS_M_SKUID, a);
-	m_add(r, SK_RS_M_NFPROTO, NFPROTO_IPV4);
-	m_set(r, SK_RS_M_DIRECT_SET, SK_RS_SET_DIRECT4);
-	r = rule_add(b, C, "agent-direct6", SK_RS_ACCEPT);
-	m_add(r, SK_RS_M_SKUID, a);
-	m_add(r, SK_RS_M_NFPROTO, NFPROTO_IPV6);
-	m_set(r, SK_RS_M_DIRECT_SET, SK_RS_SET_DIRECT6);
+	add_direct_rules(b, C, SK_RS_ACCEPT, a);
 
 	r = rule_add(b, C, "agent-reject-tcp", SK_RS_REJECT_TCP);
 	m_add(r, SK_RS_M_SKUID, a);
