@@ -3,7 +3,7 @@
  * and deadlines (see internal.h). */
 #include "sidecar/dns/internal.h"
 
-void dns_utcp_free(struct sk_dns_srv *s, struct utcp *u)
+static void utcp_free(struct sk_dns_srv *s, struct utcp *u)
 {
 	if (!u)
 		return;
@@ -23,7 +23,7 @@ void dns_arm_timer(struct sk_dns_srv *s)
 	(void)sk_timer_arm(s->sc->loop, &s->timer, d > now ? d - now : 0);
 }
 
-void dns_usocks_close(struct sk_dns_srv *s, struct dq *d)
+static void usocks_close(struct sk_dns_srv *s, struct dq *d)
 {
 	for (size_t k = 0; k < SK_DNS_UPSTREAM_MAX; k++) {
 		struct usock *u = d->us[k];
@@ -40,8 +40,8 @@ void dns_usocks_close(struct sk_dns_srv *s, struct dq *d)
 void dns_query_finish(struct dq *d)
 {
 	struct sk_dns_srv *s = d->srv;
-	dns_utcp_free(s, d->ut);
-	dns_usocks_close(s, d);
+	utcp_free(s, d->ut);
+	usocks_close(s, d);
 	if (d->resolve)
 		sk_timer_cancel(s->sc->loop, &d->rtimer);
 	free(d->hit);
@@ -160,7 +160,7 @@ void dns_handle_answer(struct sk_dns_srv *s, struct dq *d, const uint8_t *ans, s
 static void utcp_fail(struct sk_dns_srv *s, struct dq *d)
 {
 	/* Leave the pending entry to its deadline (it gives up with SERVFAIL); just drop the socket. */
-	dns_utcp_free(s, d->ut);
+	utcp_free(s, d->ut);
 	d->ut = NULL;
 }
 

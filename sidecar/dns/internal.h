@@ -157,8 +157,6 @@ int dns_send_upstream(struct sk_dns_srv *s, struct dq *d);
 void dns_handle_answer(struct sk_dns_srv *s, struct dq *d, const uint8_t *ans, size_t len, bool upstream_tcp);
 /* Ends d: its upstream sockets, its pending entry, its reference on a TCP client; frees d. */
 void dns_query_finish(struct dq *d);
-void dns_utcp_free(struct sk_dns_srv *s, struct utcp *u);
-void dns_usocks_close(struct sk_dns_srv *s, struct dq *d);
 /* Arms the server's timer for the pending table's next deadline. */
 void dns_arm_timer(struct sk_dns_srv *s);
 void dns_on_timer(struct sk_loop *l, struct sk_timer *t);

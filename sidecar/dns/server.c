@@ -166,9 +166,7 @@ void sk_dns_server_free(struct sk_dns_srv *s)
 		struct sk_resolve_group *g = sk_container_of(l, struct sk_resolve_group, link);
 		struct dq *d = g->ctx;
 		if (d && d->hit) {
-			sk_timer_cancel(s->sc->loop, &d->rtimer);
-			free(d->hit);
-			free(d);
+			dns_query_finish(d);   /* its timer and addresses; it has nothing else */
 			g->ctx = NULL;
 		}
 	}
@@ -179,15 +177,7 @@ void sk_dns_server_free(struct sk_dns_srv *s)
 	while (s->pt && sk_dns_pend_next_deadline(s->pt) != UINT64_MAX &&
 	       sk_dns_pend_expire(s->pt, UINT64_MAX, &p) != SK_DNS_EXP_NONE) {
 		struct dq *d = p->ctx;
-		dns_utcp_free(s, d->ut);
-		d->ut = NULL;
-		dns_usocks_close(s, d);
-		if (d->resolve)
-			sk_timer_cancel(s->sc->loop, &d->rtimer);
-		if (d->tc)
-			dns_tcl_release(d->tc);
-		sk_dns_pend_done(s->pt, p);
-		free(d);
+		dns_query_finish(d);   /* d->p is p */
 	}
 	sk_timer_cancel(s->sc->loop, &s->timer);
 	sk_timer_cancel(s->sc->loop, &s->probe);
