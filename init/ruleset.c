@@ -384,6 +384,13 @@ static void m_set(struct sk_rs_rule *r, enum sk_rs_match_kind kind, enum sk_rs_s
 		r->m[r->n_m++] = (struct sk_rs_match){ .kind = kind, .set = set };
 }
 
+/* r's packets counted in one of the named counters (the drops and rejects /metrics reports). */
+static void count_in(struct sk_rs_rule *r, enum sk_rs_counter_id c)
+{
+	if (r)
+		r->counter = c;
+}
+
 /* One rule of the agent's flows to one local port: skuid, a match kind (oif lo or "ct status dnat",
  * value 0 or 1 as m_add wants it), the protocol and the port. */
 static struct sk_rs_rule *agent_port_rule(struct rule_builder *b, enum sk_rs_chain_id c, const char *name,
@@ -488,13 +495,11 @@ static void add_filter_rules(struct rule_builder *b, const struct sk_policy *p)
 	 * matches; IPv4 has no use for IGMP here, and IPv6 ND does not need MLD on a pod's link. */
 	r = rule_add(b, C, "igmp-drop", SK_RS_DROP);
 	m_add(r, SK_RS_M_L4PROTO, IPPROTO_IGMP);
-	if (r)
-		r->counter = SK_RS_CNT_MCAST_DROP;
+	count_in(r, SK_RS_CNT_MCAST_DROP);
 	r = rule_add(b, C, "mld-drop", SK_RS_DROP);
 	m_add(r, SK_RS_M_L4PROTO, IPPROTO_ICMPV6);
 	m_set(r, SK_RS_M_ICMPV6_SET, SK_RS_SET_MLD);
-	if (r)
-		r->counter = SK_RS_CNT_MCAST_DROP;
+	count_in(r, SK_RS_CNT_MCAST_DROP);
 
 	/* A source address that is not the netns's own is a forgery: over IPv6 any socket may bind one
 	 * with IPV6_FREEBIND (no capability), and port 53 too where net.ipv4.ip_unprivileged_port_start
@@ -508,8 +513,7 @@ static void add_filter_rules(struct rule_builder *b, const struct sk_policy *p)
 	m_add(r, SK_RS_M_SKUID_NE, p->sidecar_uid);
 	m_set(r, SK_RS_M_SKUID_NOT_SET, SK_RS_SET_EXEMPT);
 	m_add(r, SK_RS_M_SADDR_NOT_LOCAL, 0);
-	if (r)
-		r->counter = SK_RS_CNT_SPOOF_DROP;
+	count_in(r, SK_RS_CNT_SPOOF_DROP);
 
 	/* The admin port is for kubelet, which probes it from outside the pod: the agent does not read
 	 * /denials or /metrics (which name the hosts it was refused and the rules that refused them). oif lo
@@ -518,8 +522,7 @@ static void add_filter_rules(struct rule_builder *b, const struct sk_policy *p)
 	 * chain sends it to the proxy, which refuses its own ports, so this rule only ever sees un-redirected
 	 * flows. */
 	r = agent_port_rule(b, C, "agent-admin", SK_RS_REJECT_TCP, a, SK_RS_M_OIF_LO, IPPROTO_TCP, p->ports.admin);
-	if (r)
-		r->counter = SK_RS_CNT_AGENT_TCP;
+	count_in(r, SK_RS_CNT_AGENT_TCP);
 
 	/* The agent's packets are judged first and on every packet, never by conntrack state: conntrack
 	 * does not know sockets, so an agent socket that reuses the 5-tuple of a flow another UID opened
@@ -539,12 +542,10 @@ static void add_filter_rules(struct rule_builder *b, const struct sk_policy *p)
 	r = rule_add(b, C, "agent-reject-tcp", SK_RS_REJECT_TCP);
 	m_add(r, SK_RS_M_SKUID, a);
 	m_add(r, SK_RS_M_L4PROTO, IPPROTO_TCP);
-	if (r)
-		r->counter = SK_RS_CNT_AGENT_TCP;
+	count_in(r, SK_RS_CNT_AGENT_TCP);
 	r = rule_add(b, C, "agent-reject-other", SK_RS_REJECT_ADMIN);
 	m_add(r, SK_RS_M_SKUID, a);
-	if (r)
-		r->counter = SK_RS_CNT_AGENT_OTHER;
+	count_in(r, SK_RS_CNT_AGENT_OTHER);
 
 	/* No agent packet gets below this line. Flows of the other UIDs were checked when new; replacing
 	 * the table keeps conntrack, so re-runs cut nothing. */
@@ -569,12 +570,10 @@ static void add_filter_rules(struct rule_builder *b, const struct sk_policy *p)
 	r = rule_add(b, C, "other-uid-reject-tcp", SK_RS_REJECT_TCP);
 	m_add(r, SK_RS_M_SKUID_ANY, 0);
 	m_add(r, SK_RS_M_L4PROTO, IPPROTO_TCP);
-	if (r)
-		r->counter = SK_RS_CNT_OTHER_TCP;
+	count_in(r, SK_RS_CNT_OTHER_TCP);
 	r = rule_add(b, C, "other-uid-reject-other", SK_RS_REJECT_ADMIN);
 	m_add(r, SK_RS_M_SKUID_ANY, 0);
-	if (r)
-		r->counter = SK_RS_CNT_OTHER_OTHER;
+	count_in(r, SK_RS_CNT_OTHER_OTHER);
 }
 
 static int check_policy(const struct sk_policy *p, struct sk_err *err)
