@@ -450,25 +450,28 @@ static void add_loopback_rules(struct rule_builder *b, enum sk_rs_chain_id c, en
 	}
 }
 
+/* The nat chain's redirect of the agent's flows of one protocol (to destination port dport; 0: any) to
+ * the sidecar's port `to`. */
+static void redirect_rule(struct rule_builder *b, const char *name, uint32_t agent, uint8_t proto, uint16_t dport,
+			  uint16_t to)
+{
+	struct sk_rs_rule *r = rule_add(b, SK_RS_CHAIN_NAT, name, SK_RS_REDIRECT);
+	m_add(r, SK_RS_M_SKUID, agent);
+	m_add(r, SK_RS_M_L4PROTO, proto);
+	if (dport)
+		m_add(r, SK_RS_M_DPORT, dport);
+	if (r)
+		r->redirect_port = to;
+}
+
 static void add_nat_rules(struct rule_builder *b, const struct sk_policy *p)
 {
 	const enum sk_rs_chain_id C = SK_RS_CHAIN_NAT;
 	uint32_t a = p->agent_uid;
-	struct sk_rs_rule *r;
 
 	/* DNS first: every agent query goes through the DNS filter, even one a direct rule would cover. */
-	r = rule_add(b, C, "agent-dns-udp", SK_RS_REDIRECT);
-	m_add(r, SK_RS_M_SKUID, a);
-	m_add(r, SK_RS_M_L4PROTO, IPPROTO_UDP);
-	m_add(r, SK_RS_M_DPORT, 53);
-	if (r)
-		r->redirect_port = p->ports.dns;
-	r = rule_add(b, C, "agent-dns-tcp", SK_RS_REDIRECT);
-	m_add(r, SK_RS_M_SKUID, a);
-	m_add(r, SK_RS_M_L4PROTO, IPPROTO_TCP);
-	m_add(r, SK_RS_M_DPORT, 53);
-	if (r)
-		r->redirect_port = p->ports.dns;
+	redirect_rule(b, "agent-dns-udp", a, IPPROTO_UDP, 53, p->ports.dns);
+	redirect_rule(b, "agent-dns-tcp", a, IPPROTO_TCP, 53, p->ports.dns);
 
 	add_direct_rules(b, C, SK_RS_RETURN, a);
 
@@ -476,11 +479,7 @@ static void add_nat_rules(struct rule_builder *b, const struct sk_policy *p)
 
 	/* Everything else the agent opens over TCP goes to the proxy, which decides; loopback too when
 	 * loopback is denied, so the denial is logged rather than silent. */
-	r = rule_add(b, C, "agent-proxy", SK_RS_REDIRECT);
-	m_add(r, SK_RS_M_SKUID, a);
-	m_add(r, SK_RS_M_L4PROTO, IPPROTO_TCP);
-	if (r)
-		r->redirect_port = p->ports.proxy;
+	redirect_rule(b, "agent-proxy", a, IPPROTO_TCP, 0, p->ports.proxy);
 }
 
 static void add_filter_rules(struct rule_builder *b, const struct sk_policy *p)
@@ -491,8 +490,8 @@ static void add_filter_rules(struct rule_builder *b, const struct sk_policy *p)
 
 	/* Multicast membership reports leave from no socket (IGMP) or a kernel socket (MLD), so no UID rule
 	 * sees them, and each names the group joined: a join is a channel out of the pod for whoever can
-	 * join (the seccomp profile refuses the joins too). Dropped first, whatever else
-	 * matches; IPv4 has no use for IGMP here, and IPv6 ND does not need MLD on a pod's link. */
+	 * join (the seccomp profile refuses the joins too). Dropped first, whatever else matches; IPv4 has
+	 * no use for IGMP here, and IPv6 ND does not need MLD on a pod's link. */
 	r = rule_add(b, C, "igmp-drop", SK_RS_DROP);
 	m_add(r, SK_RS_M_L4PROTO, IPPROTO_IGMP);
 	count_in(r, SK_RS_CNT_MCAST_DROP);
