@@ -143,10 +143,9 @@ static bool label_ok(const char *s, size_t n)
 /* "Deployment/web" for messages (bounded, quoted names only from the document). */
 static void describe(const cJSON *doc, char *out, size_t outsz)
 {
-	const cJSON *k = cJSON_GetObjectItemCaseSensitive(doc, "kind");
-	const cJSON *n = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "metadata"), "name");
-	(void)snprintf(out, outsz, "%.40s/%.80s", cJSON_IsString(k) ? k->valuestring : "?",
-		 cJSON_IsString(n) ? n->valuestring : "?");
+	struct sk_manifest_id id;
+	sk_manifest_id(doc, &id);
+	(void)snprintf(out, outsz, "%.40s/%.80s", id.kind ? id.kind : "?", id.name ? id.name : "?");
 	for (char *p = out; *p; p++)
 		if ((unsigned char)*p < 0x20 || *p == 0x7f)
 			*p = '?';
@@ -154,9 +153,9 @@ static void describe(const cJSON *doc, char *out, size_t outsz)
 
 static bool is_list(const cJSON *doc)
 {
-	const cJSON *k = cJSON_GetObjectItemCaseSensitive(doc, "kind");
-	return cJSON_IsString(k) && !strcmp(k->valuestring, "List") &&
-	       cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(doc, "items"));
+	struct sk_manifest_id id;
+	sk_manifest_id(doc, &id);
+	return id.kind && !strcmp(id.kind, "List") && cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(doc, "items"));
 }
 
 /* The namespaces the wrapped workloads are in ("" for none given: kubectl's current one), in the order met:
@@ -169,9 +168,9 @@ struct namespaces {
 
 static const char *doc_namespace(const cJSON *doc)
 {
-	const cJSON *ns = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "metadata"),
-							   "namespace");
-	return cJSON_IsString(ns) ? ns->valuestring : "";
+	struct sk_manifest_id id;
+	sk_manifest_id(doc, &id);
+	return id.ns ? id.ns : "";
 }
 
 static void note_namespace(struct namespaces *nss, const char *ns)
@@ -369,10 +368,10 @@ static int expand_files(const char *const *files, size_t n_files, struct file_li
 
 static bool is_configmap_named(const cJSON *doc, const char *name, const char *ns)
 {
-	const cJSON *k = cJSON_GetObjectItemCaseSensitive(doc, "kind");
-	const cJSON *n = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "metadata"), "name");
-	return cJSON_IsString(k) && !strcmp(k->valuestring, "ConfigMap") && cJSON_IsString(n) &&
-	       !strcmp(n->valuestring, name) && !strcmp(doc_namespace(doc), ns);
+	struct sk_manifest_id id;
+	sk_manifest_id(doc, &id);
+	return id.kind && !strcmp(id.kind, "ConfigMap") && id.name && !strcmp(id.name, name) &&
+	       !strcmp(id.ns ? id.ns : "", ns);
 }
 
 /* Puts cm where a ConfigMap of its name and namespace already is in out (a stream inject wrote before,
@@ -382,15 +381,15 @@ static int place_configmap(cJSON *out, cJSON *cm, cJSON *head)
 {
 	if (!cm)
 		return SK_EXIT_RUNTIME;
-	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(cm, "metadata");
-	const cJSON *n = cJSON_GetObjectItemCaseSensitive(meta, "name");
-	if (!cJSON_IsString(n)) {
+	struct sk_manifest_id id;
+	sk_manifest_id(cm, &id);
+	if (!id.name) {
 		cJSON_Delete(cm);
 		return SK_EXIT_RUNTIME;
 	}
 	cJSON *d;
 	cJSON_ArrayForEach(d, out) {
-		if (is_configmap_named(d, n->valuestring, doc_namespace(cm)))
+		if (is_configmap_named(d, id.name, id.ns ? id.ns : ""))
 			return cJSON_ReplaceItemViaPointer(out, d, cm) ? SK_EXIT_OK : SK_EXIT_RUNTIME;
 	}
 	return cJSON_AddItemToArray(head, cm) ? SK_EXIT_OK : SK_EXIT_RUNTIME;

@@ -1,4 +1,4 @@
-/* common/curl_dl.h — libcurl loaded with dlopen on first use instead of linked (issue 5).
+/* common/curl_dl.h — libcurl loaded with dlopen on first use instead of linked.
  *
  * Linking libcurl maps its whole dependency chain (TLS, crypto, p11-kit, krb5, ldap...) at start, and its
  * constructors and relocations cost several MiB of RSS in every sidecar, although only a policy with

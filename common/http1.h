@@ -1,9 +1,9 @@
-/* common/http1.h — the one HTTP/1.x head tokenizer under every HTTP/1 reader of the sidecar: the
- * proxy's request-head parser (http_head.c), the request-boundary tracker (http_track.c), the admin
- * server and the API gateway. Owns the syntax they must agree on: token characters (RFC 9110 §5.6.2,
- * ASCII, no locale), the request line, field lines, and CRLF as the only line end — a bare CR, a bare
- * LF, obs-fold, whitespace before ':' and control bytes in a value are malformed everywhere, so no two
- * of our readers (and no upstream we front) can split one head into different lines.
+/* common/http1.h — the one HTTP/1.x head tokenizer under every HTTP/1 reader: the proxy's request-head
+ * parser (http_head.c), the request-boundary tracker (http_track.c), the admin server, the API gateway
+ * and stockade-injector's head (injector/http.c). Owns the syntax they must agree on: token characters
+ * (RFC 9110 §5.6.2, ASCII, no locale), the request line, field lines, and CRLF as the only line end — a
+ * bare CR, a bare LF, obs-fold, whitespace before ':' and control bytes in a value are malformed
+ * everywhere, so no two of our readers (and no upstream we front) can split one head into different lines.
  * What a reader does with the tokens (Host rules, framing, routing, limits) stays in that reader.
  * Incremental: every function judges p[0..n) as far as it goes; NEED_MORE means "valid so far", and
  * every other result is final (more bytes never change it). Pure: no I/O, no allocation. */

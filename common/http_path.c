@@ -20,6 +20,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "common/http1.h"
+
 static bool is_unreserved(unsigned char c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
@@ -30,17 +32,6 @@ static bool is_unreserved(unsigned char c)
 static bool is_raw_ok(unsigned char c)
 {
 	return c && strchr("!$&'()*+,;=:@", c) != NULL;
-}
-
-static int hexval(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
 }
 
 /* UTF-8 validation, one decoded byte at a time (RFC 3629: no overlong form, no surrogate, <= U+10FFFF). */
@@ -228,8 +219,8 @@ enum sk_path_result sk_http_path_normalize(const char *t, size_t len, const char
 			if (c < 0x20 || c == 0x7f || c == ' ')
 				return SK_PATH_CTL;
 			if (c == '%') {
-				int h1 = i + 1 < len ? hexval((unsigned char)t[i + 1]) : -1;
-				int h2 = i + 2 < len ? hexval((unsigned char)t[i + 2]) : -1;
+				int h1 = i + 1 < len ? sk_http1_hexval((uint8_t)t[i + 1]) : -1;
+				int h2 = i + 2 < len ? sk_http1_hexval((uint8_t)t[i + 2]) : -1;
 				if (h1 < 0 || h2 < 0)
 					return SK_PATH_BAD_ESCAPE;
 				c = (unsigned char)(h1 * 16 + h2);

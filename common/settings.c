@@ -119,7 +119,7 @@ void sk_settings_md(FILE *out, const struct sk_settings *t)
 		char acc[96];
 		sk_setting_accepts(s, acc, sizeof(acc));
 		(void)fprintf(out, "| %s%s%s | `%s` | %s | %s%s%s | %s |\n", s->flag ? "`--" : "(test only)",
-			      s->flag ? s->flag : "", s->flag ? "`" : "", s->env, acc, s->def ? "`" : "",
+			      s->flag ? s->flag : "", s->flag ? "`" : "", s->env ? s->env : "", acc, s->def ? "`" : "",
 			      s->def ? s->def : "unset", s->def ? "`" : "", s->help);
 	}
 }
@@ -222,13 +222,18 @@ int sk_settings_parse(const struct sk_settings *t, int argc, char *const argv[],
 	/* Environment first, so flags applied after it win. An empty variable counts as unset: Kubernetes
 	 * renders optional values as "" and that must not be an error. */
 	for (size_t i = 0; i < t->n; i++) {
-		const char *v = env_get(envp, t->rows[i].env);
+		const char *v = t->rows[i].env ? env_get(envp, t->rows[i].env) : NULL;
 		if (v && *v && (r = apply(t, cfg, &t->rows[i], v, true, t->rows[i].env, err)) < 0)
 			return r;
 	}
 
+	int rest = argc;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
+		if (t->positional && (strcmp(a, "--") == 0 || a[0] != '-' || a[1] == '\0')) {
+			rest = strcmp(a, "--") == 0 ? i + 1 : i;
+			break;
+		}
 		size_t w;
 		for (w = 0; w < t->n_switches; w++)
 			if (strcmp(a, t->switches[w].arg) == 0)
@@ -261,5 +266,7 @@ int sk_settings_parse(const struct sk_settings *t, int argc, char *const argv[],
 		if ((r = apply(t, cfg, s, value, true, what, err)) < 0)
 			return r;
 	}
+	if (t->positional)
+		memcpy((char *)cfg + t->rest_off, &rest, sizeof(rest));
 	return 0;
 }

@@ -1,7 +1,8 @@
 /* common/settings.h — a program's run-time settings as one table of rows (flag, STOCKADE_* variable, kind,
  * range, default, help, the field of the program's config struct it lands in), and the one reader of
  * them: defaults, the environment, then argv, so a flag wins over its variable. stockade-sidecar
- * (sidecar/core/config.c) and stockade-injector (injector/config.c) each keep their table and config struct;
+ * (sidecar/core/config.c), stockade-injector (injector/config.c) and stockade-init (init/main.c) each keep
+ * their table and config struct;
  * how a value is read, what an error says and how a row is named in --help are this module's.
  *
  * The conventions, the same for every program:
@@ -58,7 +59,7 @@ extern const struct sk_setting_kind sk_setting_logfmt;  /* enum sk_log_format */
 /* One row of a table. */
 struct sk_setting {
 	const char *flag;        /* without "--"; NULL: environment only (test hooks) */
-	const char *env;         /* STOCKADE_* */
+	const char *env;         /* STOCKADE_*; NULL: flag only (stockade-init, whose settings are the pod's) */
 	const struct sk_setting_kind *type;
 	uint64_t min, max;       /* SK_SET_UINT: the accepted range; other kinds may use them as they say */
 	const char *def;         /* the default as text (parsed like any value, kept static); NULL: unset */
@@ -82,12 +83,19 @@ struct sk_settings {
 	size_t owned_off;        /* `char *owned[max_strings]` in the config */
 	size_t max_strings;
 	bool terse_empty;        /* "--x: empty value" without "(expected ...)": stockade-injector's wording */
+	/* Arguments after the options (stockade-init's `-- PROGRAM [ARG...]`): as getopt's "+", the first
+	 * argument that is not an option ("x", "-") ends the options, and so does "--", which is consumed; the
+	 * index of the first argument left (argc when none) lands in the int at rest_off. false: every
+	 * argument must be an option or a switch. */
+	bool positional;
+	size_t rest_off;
 };
 
 /* Sets every row with a default to it (static text, no copy); the rest of cfg is left as it is. A default
  * that does not parse is left unapplied: the program's table test checks each one parses. */
 void sk_settings_defaults(const struct sk_settings *t, void *cfg);
-/* Reads envp (NULL-terminated "K=V", may be NULL), then argv (argv[0] is the program) over what cfg holds.
+/* Reads envp (NULL-terminated "K=V", may be NULL), then argv (argv[0] is the program) over what cfg holds
+ * (up to the first positional argument when the table takes them).
  * 0, or -EINVAL (-ENOMEM) with err naming the flag or variable; the copies made so far stay owned by cfg
  * either way (sk_settings_free releases them). */
 SK_MUST_USE int sk_settings_parse(const struct sk_settings *t, int argc, char *const argv[], char *const envp[],

@@ -1,8 +1,9 @@
 /* common/settings_test.c — the table reader over a table of its own: every argv form (--f V, --f=V, --f=,
  * a bare and a valued boolean, a flag given twice, an unknown flag, a value missing at the end, stray
  * arguments, switches), the environment under the flags, each kind's values and refusals, a text kind's own
- * check, the owned copies (replaced, bounded, freed: ASan), defaults kept static, and the texts --help and
- * the markdown table are made of. */
+ * check, the owned copies (replaced, bounded, freed: ASan), defaults kept static, the texts --help and
+ * the markdown table are made of, and a table taking positional arguments after its options (as getopt's
+ * "+": the first non-option or "--" ends them; stockade-init's `-- PROGRAM`). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -30,6 +31,7 @@ struct cfg {
 	enum sk_log_level level;
 	enum sk_log_format format;
 	bool help, version;
+	int rest;
 	char *owned[MAX_STRINGS];
 };
 
@@ -67,8 +69,9 @@ static const struct sk_settings_switch switches[] = {
 };
 
 static const struct sk_settings table = {
-	rows, sizeof(rows) / sizeof(rows[0]), switches, sizeof(switches) / sizeof(switches[0]),
-	offsetof(struct cfg, owned), MAX_STRINGS, false,
+	.rows = rows, .n = sizeof(rows) / sizeof(rows[0]), .switches = switches,
+	.n_switches = sizeof(switches) / sizeof(switches[0]), .owned_off = offsetof(struct cfg, owned),
+	.max_strings = MAX_STRINGS, .terse_empty = false,
 };
 
 #define ARGC(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -103,6 +106,51 @@ static void expect_error(int argc, char **argv, char **envp, int code, const cha
 	assert_int_equal(err.code, code);
 	assert_string_equal(err.msg, msg);
 	cfg_free(&table, &c);
+}
+
+/* Positional arguments: the first non-option (or "-") ends the options, "--" too and is consumed; a flag
+ * after them is the program's, not ours; a row without a variable reads no environment. */
+static void test_positional(void **state)
+{
+	(void)state;
+	static const struct sk_setting prow[] = {
+		{ "path", NULL, SK_SET_PATH, 0, 0, NULL, "a path", offsetof(struct cfg, path),
+		  sizeof(((struct cfg *)0)->path), false },
+		{ "flag-b", NULL, SK_SET_BOOL, 0, 0, "false", "a boolean", offsetof(struct cfg, flag_b),
+		  sizeof(((struct cfg *)0)->flag_b), false },
+	};
+	static const struct sk_settings pt = {
+		.rows = prow, .n = 2, .switches = switches, .n_switches = sizeof(switches) / sizeof(switches[0]),
+		.owned_off = offsetof(struct cfg, owned), .max_strings = MAX_STRINGS, .positional = true,
+		.rest_off = offsetof(struct cfg, rest),
+	};
+	struct cfg c;
+	struct sk_err err = { 0 };
+	char *env[] = { "STOCKADE_T_PATH=/env", NULL };
+	char *a1[] = { "prog", "--path", "/p", "--", "run", "--flag-b" };
+	assert_int_equal(parse_t(&pt, ARGC(a1), a1, env, &c, &err), 0);
+	assert_string_equal(c.path, "/p");
+	assert_false(c.flag_b);
+	assert_int_equal(c.rest, 4);
+	cfg_free(&pt, &c);
+	char *a2[] = { "prog", "--flag-b", "run", "--path", "/p" };
+	assert_int_equal(parse_t(&pt, ARGC(a2), a2, env, &c, &err), 0);
+	assert_null(c.path);
+	assert_true(c.flag_b);
+	assert_int_equal(c.rest, 2);
+	cfg_free(&pt, &c);
+	char *a3[] = { "prog", "--path=/q", "-" };
+	assert_int_equal(parse_t(&pt, ARGC(a3), a3, env, &c, &err), 0);
+	assert_int_equal(c.rest, 2);
+	cfg_free(&pt, &c);
+	char *a4[] = { "prog", "--path=/q" };
+	assert_int_equal(parse_t(&pt, ARGC(a4), a4, env, &c, &err), 0);
+	assert_int_equal(c.rest, 2);   /* argc: none */
+	cfg_free(&pt, &c);
+	char *a5[] = { "prog", "--bogus", "--", "x" };
+	assert_int_equal(parse_t(&pt, ARGC(a5), a5, env, &c, &err), -EINVAL);
+	assert_string_equal(err.msg, "unknown flag '--bogus' (see --help)");
+	cfg_free(&pt, &c);
 }
 
 static void test_defaults_are_static(void **state)
@@ -454,6 +502,7 @@ int main(void)
 		cmocka_unit_test(test_log_kinds),
 		cmocka_unit_test(test_text_check),
 		cmocka_unit_test(test_texts),
+		cmocka_unit_test(test_positional),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

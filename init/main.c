@@ -3,8 +3,8 @@
  * Exit codes: enum sk_exit (0 ok, 1 check failed or namespace refused, 2 usage, 3 policy, 4 netlink,
  * 5 other). Any failure exits non-zero so the pod does not start. */
 #include <errno.h>
-#include <getopt.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +14,8 @@
 #include "common/handoff.h"
 #include "init/guard.h"
 #include "common/marker.h"
+#include "common/settings.h"
+#include "common/util.h"
 #include "init/nft.h"
 #include "init/ruleset.h"
 #include "policy/policy.h"
@@ -89,44 +91,73 @@ static double now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* The settings, rows of common/settings.h's table: flags only (no STOCKADE_* variables: the pod spec
+ * gives the init its arguments), and `-- PROGRAM [ARG...]` after them for --exec-as. */
+struct init_cfg {
+	const char *policy, *marker, *profile, *exec_as;
+	bool dry_run, check, force, help, version;
+	int rest;                  /* argv index of PROGRAM (argc: none) */
+	char *owned[4];
+};
+
+#define F(field) offsetof(struct init_cfg, field), sizeof(((struct init_cfg *)0)->field)
+/* help texts are usage()'s, written as one page */
+static const struct sk_setting settings[] = {
+	{ "policy", NULL, SK_SET_PATH, 0, 0, NULL, NULL, F(policy), false },
+	{ "seccomp-profile", NULL, SK_SET_PATH, 0, 0, NULL, NULL, F(profile), false },
+	{ "marker", NULL, SK_SET_PATH, 0, 0, NULL, NULL, F(marker), false },
+	{ "exec-as", NULL, SK_SET_PATH, 0, 0, NULL, NULL, F(exec_as), false },
+	{ "dry-run", NULL, SK_SET_BOOL, 0, 0, NULL, NULL, F(dry_run), false },
+	{ "check", NULL, SK_SET_BOOL, 0, 0, NULL, NULL, F(check), false },
+	{ "force", NULL, SK_SET_BOOL, 0, 0, NULL, NULL, F(force), false },
+};
+#undef F
+
+static const struct sk_settings_switch switches[] = {
+	{ "--help", offsetof(struct init_cfg, help) },
+	{ "-h", offsetof(struct init_cfg, help) },
+	{ "--version", offsetof(struct init_cfg, version) },
+};
+
+static const struct sk_settings table = {
+	.rows = settings, .n = SK_ARRAY_SIZE(settings), .switches = switches, .n_switches = SK_ARRAY_SIZE(switches),
+	.owned_off = offsetof(struct init_cfg, owned), .max_strings = SK_ARRAY_SIZE(((struct init_cfg *)0)->owned),
+	.terse_empty = false, .positional = true, .rest_off = offsetof(struct init_cfg, rest),
+};
+
+/* Frees the settings' copies at return: every path out of main after the parse. */
+static void init_cfg_free(struct init_cfg *cfg) { sk_settings_free(&table, cfg); }
+
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "policy", required_argument, NULL, 'p' }, { "dry-run", no_argument, NULL, 'n' },
-		{ "check", no_argument, NULL, 'c' },        { "marker", required_argument, NULL, 'm' },
-		{ "force", no_argument, NULL, 'f' },        { "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },      { "seccomp-profile", required_argument, NULL, 's' },
-		{ "exec-as", required_argument, NULL, 'x' }, { NULL, 0, NULL, 0 },
-	};
-	const char *policy_path = NULL, *marker_path = NULL, *profile = NULL, *exec_as = NULL;
-	bool dry_run = false, check = false, force = false;
-	int c;
-	/* '+': the first non-option ends the options, so PROGRAM's own flags are not taken for ours */
-	while ((c = getopt_long(argc, argv, "+p:ncm:fhVs:x:", opts, NULL)) != -1) {
-		switch (c) {
-		case 'p': policy_path = optarg; break;
-		case 'n': dry_run = true; break;
-		case 'c': check = true; break;
-		case 'm': marker_path = optarg; break;
-		case 'f': force = true; break;
-		case 's': profile = optarg; break;
-		case 'x': exec_as = optarg; break;
-		case 'h':
-			if (usage(stdout) < 0 || fflush(stdout) != 0) {
-				(void)fprintf(stderr, "stockade-init: --help: write stdout: %s\n", strerror(errno));
-				return SK_EXIT_RUNTIME;
-			}
-			return SK_EXIT_OK;
-		case 'V': printf("stockade-init %s\n", SK_VERSION); return SK_EXIT_OK;
-		default: (void)usage(stderr); return SK_EXIT_USAGE;
-		}
+	__attribute__((cleanup(init_cfg_free))) struct init_cfg cfg = { 0 };
+	struct sk_err serr = { 0 };
+	if (sk_settings_parse(&table, argc, argv, NULL, &cfg, &serr) < 0) {
+		(void)fprintf(stderr, "stockade-init: %s\n", serr.msg);
+		(void)usage(stderr);
+		return SK_EXIT_USAGE;
 	}
+	if (cfg.help) {
+		if (usage(stdout) < 0 || fflush(stdout) != 0) {
+			(void)fprintf(stderr, "stockade-init: --help: write stdout: %s\n", strerror(errno));
+			return SK_EXIT_RUNTIME;
+		}
+		return SK_EXIT_OK;
+	}
+	if (cfg.version) {
+		printf("stockade-init %s\n", SK_VERSION);
+		return SK_EXIT_OK;
+	}
+	const char *policy_path = cfg.policy, *marker_path = cfg.marker, *profile = cfg.profile;
+	const char *exec_as = cfg.exec_as;
+	const bool dry_run = cfg.dry_run, check = cfg.check, force = cfg.force;
+	const int rest = cfg.rest;   /* argv index of PROGRAM */
 	uid_t exec_uid = 0;
 	gid_t exec_gid = 0;
 	if (exec_as) {
 		struct sk_err perr = { 0 };
 		if (sk_handoff_parse(exec_as, &exec_uid, &exec_gid, &perr) < 0 || dry_run || check ||
-		    optind >= argc || strcmp(argv[optind - 1], "--") != 0) {
+		    rest >= argc || strcmp(argv[rest - 1], "--") != 0) {
 			(void)fprintf(stderr, "stockade-init: %s%s\n", perr.msg[0] ? "--exec-as " : "", perr.msg[0] ? perr.msg
 				: dry_run || check ? "--exec-as goes with loading the table, not --dry-run or --check"
 						   : "--exec-as UID:GID needs -- PROGRAM [ARG...] after the options");
@@ -134,9 +165,9 @@ int main(int argc, char **argv)
 			return SK_EXIT_USAGE;
 		}
 	}
-	if ((!exec_as && optind < argc) || !policy_path || (dry_run && check)) {
-		if (!exec_as && optind < argc)
-			(void)fprintf(stderr, "stockade-init: unexpected argument '%s'\n", argv[optind]);
+	if ((!exec_as && rest < argc) || !policy_path || (dry_run && check)) {
+		if (!exec_as && rest < argc)
+			(void)fprintf(stderr, "stockade-init: unexpected argument '%s'\n", argv[rest]);
 		else if (!policy_path)
 			(void)fprintf(stderr, "stockade-init: --policy FILE is required\n");
 		else
@@ -253,7 +284,7 @@ out:
 	/* Only after a verified load and the marker: the program (the sidecar) must never run in a pod
 	 * without its rules, nor with root or NET_ADMIN left (sk_handoff_exec checks both before the exec). */
 	if (ex == SK_EXIT_OK && exec_as) {
-		if (sk_handoff_exec(exec_uid, exec_gid, argv + optind, &err) < 0)
+		if (sk_handoff_exec(exec_uid, exec_gid, argv + rest, &err) < 0)
 			(void)fprintf(stderr, "stockade-init: --exec-as %s: %s (not run)\n", exec_as, err.msg);
 		ex = SK_EXIT_RUNTIME;   /* here only when the exec did not happen */
 	}

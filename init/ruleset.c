@@ -33,7 +33,7 @@ static const uint8_t nd_types[] = {
 };
 
 /* MLD (RFC 2710, 3810): a report or done names the group, so a join would carry agent-chosen bytes out of
- * the pod (issue 16 item 1). Not needed by ND: a veth delivers the multicast neighbour solicitations to the
+ * the pod, past every UID rule. Not needed by ND: a veth delivers the multicast neighbour solicitations to the
  * solicited-node group whether or not anyone reported it (see docs/threat-model.md for snooping bridges). */
 static const uint8_t mld_types[] = {
 	130, /* mld-listener-query */
@@ -384,65 +384,102 @@ static void m_set(struct sk_rs_rule *r, enum sk_rs_match_kind kind, enum sk_rs_s
 		r->m[r->n_m++] = (struct sk_rs_match){ .kind = kind, .set = set };
 }
 
-static void add_nat_rules(struct rule_builder *b, const struct sk_policy *p)
+/* r's packets counted in one of the named counters (the drops and rejects /metrics reports). */
+static void count_in(struct sk_rs_rule *r, enum sk_rs_counter_id c)
 {
-	const enum sk_rs_chain_id C = SK_RS_CHAIN_NAT;
-	uint32_t a = p->agent_uid;
-	struct sk_rs_rule *r;
-
-	/* DNS first: every agent query goes through the DNS filter, even one a direct rule would cover. */
-	r = rule_add(b, C, "agent-dns-udp", SK_RS_REDIRECT);
-	m_add(r, SK_RS_M_SKUID, a);
-	m_add(r, SK_RS_M_L4PROTO, IPPROTO_UDP);
-	m_add(r, SK_RS_M_DPORT, 53);
 	if (r)
-		r->redirect_port = p->ports.dns;
-	r = rule_add(b, C, "agent-dns-tcp", SK_RS_REDIRECT);
-	m_add(r, SK_RS_M_SKUID, a);
-	m_add(r, SK_RS_M_L4PROTO, IPPROTO_TCP);
-	m_add(r, SK_RS_M_DPORT, 53);
-	if (r)
-		r->redirect_port = p->ports.dns;
+		r->counter = c;
+}
 
-	r = rule_add(b, C, "agent-direct4", SK_RS_RETURN);
-	m_add(r, SK_RS_M_SKUID, a);
+/* One rule of the agent's flows to one local port: skuid, a match kind (oif lo or "ct status dnat",
+ * value 0 or 1 as m_add wants it), the protocol and the port. */
+static struct sk_rs_rule *agent_port_rule(struct rule_builder *b, enum sk_rs_chain_id c, const char *name,
+					  enum sk_rs_verdict v, uint32_t agent, enum sk_rs_match_kind via,
+					  uint8_t proto, uint16_t port)
+{
+	struct sk_rs_rule *r = rule_add(b, c, name, v);
+	m_add(r, SK_RS_M_SKUID, agent);
+	m_add(r, via, via == SK_RS_M_OIF_LO ? 1 : 0);
+	m_add(r, SK_RS_M_L4PROTO, proto);
+	m_add(r, SK_RS_M_DPORT, port);
+	return r;
+}
+
+/* The agent's flows to the policy's direct addresses (the two families' sets), as rules of one verdict
+ * (nat: RETURN, not redirected to the proxy; filter: ACCEPT). */
+static void add_direct_rules(struct rule_builder *b, enum sk_rs_chain_id c, enum sk_rs_verdict v, uint32_t agent)
+{
+	struct sk_rs_rule *r = rule_add(b, c, "agent-direct4", v);
+	m_add(r, SK_RS_M_SKUID, agent);
 	m_add(r, SK_RS_M_NFPROTO, NFPROTO_IPV4);
 	m_set(r, SK_RS_M_DIRECT_SET, SK_RS_SET_DIRECT4);
-	r = rule_add(b, C, "agent-direct6", SK_RS_RETURN);
-	m_add(r, SK_RS_M_SKUID, a);
+	r = rule_add(b, c, "agent-direct6", v);
+	m_add(r, SK_RS_M_SKUID, agent);
 	m_add(r, SK_RS_M_NFPROTO, NFPROTO_IPV6);
 	m_set(r, SK_RS_M_DIRECT_SET, SK_RS_SET_DIRECT6);
+}
 
+/* The agent's loopback traffic the policy lets by, as rules of one verdict (nat: RETURN, not redirected
+ * to the proxy; filter: ACCEPT): all of it, the listed ports (TCP in nat, which redirects TCP only; TCP
+ * and UDP in filter), or none; the API gateway's port whatever the loopback policy. */
+static void add_loopback_rules(struct rule_builder *b, enum sk_rs_chain_id c, enum sk_rs_verdict v,
+			       const struct sk_policy *p)
+{
+	const uint32_t a = p->agent_uid;
+	const bool nat = c == SK_RS_CHAIN_NAT;
+	struct sk_rs_rule *r;
 	switch (p->loopback) {
 	case SK_LOOPBACK_ALLOW:
-		r = rule_add(b, C, "agent-loopback", SK_RS_RETURN);
+		r = rule_add(b, c, "agent-loopback", v);
 		m_add(r, SK_RS_M_SKUID, a);
 		m_add(r, SK_RS_M_OIF_LO, 1);
 		break;
 	case SK_LOOPBACK_PORTS:
-		r = rule_add(b, C, "agent-loopback-ports", SK_RS_RETURN);
-		m_add(r, SK_RS_M_SKUID, a);
-		m_add(r, SK_RS_M_OIF_LO, 1);
-		m_add(r, SK_RS_M_L4PROTO, IPPROTO_TCP);
-		m_set(r, SK_RS_M_DPORT_SET, SK_RS_SET_LOPORTS);
-		/* the API gateway stays reachable whatever the loopback policy */
+		for (int udp = 0; udp < (nat ? 1 : 2); udp++) {
+			r = rule_add(b, c, nat ? "agent-loopback-ports" : udp ? "agent-loopback-ports-udp"
+									: "agent-loopback-ports-tcp", v);
+			m_add(r, SK_RS_M_SKUID, a);
+			m_add(r, SK_RS_M_OIF_LO, 1);
+			m_add(r, SK_RS_M_L4PROTO, udp ? IPPROTO_UDP : IPPROTO_TCP);
+			m_set(r, SK_RS_M_DPORT_SET, SK_RS_SET_LOPORTS);
+		}
 		__attribute__((fallthrough));
 	case SK_LOOPBACK_DENY:
-		r = rule_add(b, C, "agent-api", SK_RS_RETURN);
-		m_add(r, SK_RS_M_SKUID, a);
-		m_add(r, SK_RS_M_OIF_LO, 1);
-		m_add(r, SK_RS_M_L4PROTO, IPPROTO_TCP);
-		m_add(r, SK_RS_M_DPORT, p->ports.api);
+		agent_port_rule(b, c, "agent-api", v, a, SK_RS_M_OIF_LO, IPPROTO_TCP, p->ports.api);
 		break;
 	}
+}
+
+/* The nat chain's redirect of the agent's flows of one protocol (to destination port dport; 0: any) to
+ * the sidecar's port `to`. */
+static void redirect_rule(struct rule_builder *b, const char *name, uint32_t agent, uint8_t proto, uint16_t dport,
+			  uint16_t to)
+{
+	struct sk_rs_rule *r = rule_add(b, SK_RS_CHAIN_NAT, name, SK_RS_REDIRECT);
+	m_add(r, SK_RS_M_SKUID, agent);
+	m_add(r, SK_RS_M_L4PROTO, proto);
+	if (dport)
+		m_add(r, SK_RS_M_DPORT, dport);
+	if (r)
+		r->redirect_port = to;
+}
+
+static void add_nat_rules(struct rule_builder *b, const struct sk_policy *p)
+{
+	const enum sk_rs_chain_id C = SK_RS_CHAIN_NAT;
+	uint32_t a = p->agent_uid;
+
+	/* DNS first: every agent query goes through the DNS filter, even one a direct rule would cover. */
+	redirect_rule(b, "agent-dns-udp", a, IPPROTO_UDP, 53, p->ports.dns);
+	redirect_rule(b, "agent-dns-tcp", a, IPPROTO_TCP, 53, p->ports.dns);
+
+	add_direct_rules(b, C, SK_RS_RETURN, a);
+
+	add_loopback_rules(b, C, SK_RS_RETURN, p);
 
 	/* Everything else the agent opens over TCP goes to the proxy, which decides; loopback too when
 	 * loopback is denied, so the denial is logged rather than silent. */
-	r = rule_add(b, C, "agent-proxy", SK_RS_REDIRECT);
-	m_add(r, SK_RS_M_SKUID, a);
-	m_add(r, SK_RS_M_L4PROTO, IPPROTO_TCP);
-	if (r)
-		r->redirect_port = p->ports.proxy;
+	redirect_rule(b, "agent-proxy", a, IPPROTO_TCP, 0, p->ports.proxy);
 }
 
 static void add_filter_rules(struct rule_builder *b, const struct sk_policy *p)
@@ -453,17 +490,15 @@ static void add_filter_rules(struct rule_builder *b, const struct sk_policy *p)
 
 	/* Multicast membership reports leave from no socket (IGMP) or a kernel socket (MLD), so no UID rule
 	 * sees them, and each names the group joined: a join is a channel out of the pod for whoever can
-	 * join (issue 16 item 1; the seccomp profile refuses the joins too). Dropped first, whatever else
-	 * matches; IPv4 has no use for IGMP here, and IPv6 ND does not need MLD on a pod's link. */
+	 * join (the seccomp profile refuses the joins too). Dropped first, whatever else matches; IPv4 has
+	 * no use for IGMP here, and IPv6 ND does not need MLD on a pod's link. */
 	r = rule_add(b, C, "igmp-drop", SK_RS_DROP);
 	m_add(r, SK_RS_M_L4PROTO, IPPROTO_IGMP);
-	if (r)
-		r->counter = SK_RS_CNT_MCAST_DROP;
+	count_in(r, SK_RS_CNT_MCAST_DROP);
 	r = rule_add(b, C, "mld-drop", SK_RS_DROP);
 	m_add(r, SK_RS_M_L4PROTO, IPPROTO_ICMPV6);
 	m_set(r, SK_RS_M_ICMPV6_SET, SK_RS_SET_MLD);
-	if (r)
-		r->counter = SK_RS_CNT_MCAST_DROP;
+	count_in(r, SK_RS_CNT_MCAST_DROP);
 
 	/* A source address that is not the netns's own is a forgery: over IPv6 any socket may bind one
 	 * with IPV6_FREEBIND (no capability), and port 53 too where net.ipv4.ip_unprivileged_port_start
@@ -477,90 +512,39 @@ static void add_filter_rules(struct rule_builder *b, const struct sk_policy *p)
 	m_add(r, SK_RS_M_SKUID_NE, p->sidecar_uid);
 	m_set(r, SK_RS_M_SKUID_NOT_SET, SK_RS_SET_EXEMPT);
 	m_add(r, SK_RS_M_SADDR_NOT_LOCAL, 0);
-	if (r)
-		r->counter = SK_RS_CNT_SPOOF_DROP;
+	count_in(r, SK_RS_CNT_SPOOF_DROP);
 
 	/* The admin port is for kubelet, which probes it from outside the pod: the agent does not read
-	 * /denials or /metrics (issue 16 item 9). oif lo covers 127.0.0.1, ::1 and the pod's own addresses
-	 * alike (local routes go through lo). Before the loopback rules, so `loopback: allow` or a listed
-	 * port does not open it; with loopback denied the nat chain sends it to the proxy, which refuses its
-	 * own ports, so this rule only ever sees un-redirected flows. */
-	r = rule_add(b, C, "agent-admin", SK_RS_REJECT_TCP);
-	m_add(r, SK_RS_M_SKUID, a);
-	m_add(r, SK_RS_M_OIF_LO, 1);
-	m_add(r, SK_RS_M_L4PROTO, IPPROTO_TCP);
-	m_add(r, SK_RS_M_DPORT, p->ports.admin);
-	if (r)
-		r->counter = SK_RS_CNT_AGENT_TCP;
+	 * /denials or /metrics (which name the hosts it was refused and the rules that refused them). oif lo
+	 * covers 127.0.0.1, ::1 and the pod's own addresses alike (local routes go through lo). Before the
+	 * loopback rules, so `loopback: allow` or a listed port does not open it; with loopback denied the nat
+	 * chain sends it to the proxy, which refuses its own ports, so this rule only ever sees un-redirected
+	 * flows. */
+	r = agent_port_rule(b, C, "agent-admin", SK_RS_REJECT_TCP, a, SK_RS_M_OIF_LO, IPPROTO_TCP, p->ports.admin);
+	count_in(r, SK_RS_CNT_AGENT_TCP);
 
 	/* The agent's packets are judged first and on every packet, never by conntrack state: conntrack
 	 * does not know sockets, so an agent socket that reuses the 5-tuple of a flow another UID opened
 	 * (a closed sidecar socket's port towards the upstream resolver, say) would otherwise ride that
 	 * flow's "established" state past the filter. */
-	switch (p->loopback) {
-	case SK_LOOPBACK_ALLOW:
-		r = rule_add(b, C, "agent-loopback", SK_RS_ACCEPT);
-		m_add(r, SK_RS_M_SKUID, a);
-		m_add(r, SK_RS_M_OIF_LO, 1);
-		break;
-	case SK_LOOPBACK_PORTS:
-		r = rule_add(b, C, "agent-loopback-ports-tcp", SK_RS_ACCEPT);
-		m_add(r, SK_RS_M_SKUID, a);
-		m_add(r, SK_RS_M_OIF_LO, 1);
-		m_add(r, SK_RS_M_L4PROTO, IPPROTO_TCP);
-		m_set(r, SK_RS_M_DPORT_SET, SK_RS_SET_LOPORTS);
-		r = rule_add(b, C, "agent-loopback-ports-udp", SK_RS_ACCEPT);
-		m_add(r, SK_RS_M_SKUID, a);
-		m_add(r, SK_RS_M_OIF_LO, 1);
-		m_add(r, SK_RS_M_L4PROTO, IPPROTO_UDP);
-		m_set(r, SK_RS_M_DPORT_SET, SK_RS_SET_LOPORTS);
-		__attribute__((fallthrough));
-	case SK_LOOPBACK_DENY:
-		r = rule_add(b, C, "agent-api", SK_RS_ACCEPT);
-		m_add(r, SK_RS_M_SKUID, a);
-		m_add(r, SK_RS_M_OIF_LO, 1);
-		m_add(r, SK_RS_M_L4PROTO, IPPROTO_TCP);
-		m_add(r, SK_RS_M_DPORT, p->ports.api);
-		break;
-	}
+	add_loopback_rules(b, C, SK_RS_ACCEPT, p);
 
 	/* Only our nat chain can DNAT an agent flow (the agent has no CAP_NET_ADMIN), and a redirect
 	 * always targets the loopback address, so "dnat + our port" is one of our redirects. oif cannot
 	 * be used: it still names the route chosen before the redirect. */
-	r = rule_add(b, C, "agent-redirected-proxy", SK_RS_ACCEPT);
-	m_add(r, SK_RS_M_SKUID, a);
-	m_add(r, SK_RS_M_CT_DNAT, 0);
-	m_add(r, SK_RS_M_L4PROTO, IPPROTO_TCP);
-	m_add(r, SK_RS_M_DPORT, p->ports.proxy);
-	r = rule_add(b, C, "agent-redirected-dns-udp", SK_RS_ACCEPT);
-	m_add(r, SK_RS_M_SKUID, a);
-	m_add(r, SK_RS_M_CT_DNAT, 0);
-	m_add(r, SK_RS_M_L4PROTO, IPPROTO_UDP);
-	m_add(r, SK_RS_M_DPORT, p->ports.dns);
-	r = rule_add(b, C, "agent-redirected-dns-tcp", SK_RS_ACCEPT);
-	m_add(r, SK_RS_M_SKUID, a);
-	m_add(r, SK_RS_M_CT_DNAT, 0);
-	m_add(r, SK_RS_M_L4PROTO, IPPROTO_TCP);
-	m_add(r, SK_RS_M_DPORT, p->ports.dns);
+	agent_port_rule(b, C, "agent-redirected-proxy", SK_RS_ACCEPT, a, SK_RS_M_CT_DNAT, IPPROTO_TCP, p->ports.proxy);
+	agent_port_rule(b, C, "agent-redirected-dns-udp", SK_RS_ACCEPT, a, SK_RS_M_CT_DNAT, IPPROTO_UDP, p->ports.dns);
+	agent_port_rule(b, C, "agent-redirected-dns-tcp", SK_RS_ACCEPT, a, SK_RS_M_CT_DNAT, IPPROTO_TCP, p->ports.dns);
 
-	r = rule_add(b, C, "agent-direct4", SK_RS_ACCEPT);
-	m_add(r, SK_RS_M_SKUID, a);
-	m_add(r, SK_RS_M_NFPROTO, NFPROTO_IPV4);
-	m_set(r, SK_RS_M_DIRECT_SET, SK_RS_SET_DIRECT4);
-	r = rule_add(b, C, "agent-direct6", SK_RS_ACCEPT);
-	m_add(r, SK_RS_M_SKUID, a);
-	m_add(r, SK_RS_M_NFPROTO, NFPROTO_IPV6);
-	m_set(r, SK_RS_M_DIRECT_SET, SK_RS_SET_DIRECT6);
+	add_direct_rules(b, C, SK_RS_ACCEPT, a);
 
 	r = rule_add(b, C, "agent-reject-tcp", SK_RS_REJECT_TCP);
 	m_add(r, SK_RS_M_SKUID, a);
 	m_add(r, SK_RS_M_L4PROTO, IPPROTO_TCP);
-	if (r)
-		r->counter = SK_RS_CNT_AGENT_TCP;
+	count_in(r, SK_RS_CNT_AGENT_TCP);
 	r = rule_add(b, C, "agent-reject-other", SK_RS_REJECT_ADMIN);
 	m_add(r, SK_RS_M_SKUID, a);
-	if (r)
-		r->counter = SK_RS_CNT_AGENT_OTHER;
+	count_in(r, SK_RS_CNT_AGENT_OTHER);
 
 	/* No agent packet gets below this line. Flows of the other UIDs were checked when new; replacing
 	 * the table keeps conntrack, so re-runs cut nothing. */
@@ -585,12 +569,10 @@ static void add_filter_rules(struct rule_builder *b, const struct sk_policy *p)
 	r = rule_add(b, C, "other-uid-reject-tcp", SK_RS_REJECT_TCP);
 	m_add(r, SK_RS_M_SKUID_ANY, 0);
 	m_add(r, SK_RS_M_L4PROTO, IPPROTO_TCP);
-	if (r)
-		r->counter = SK_RS_CNT_OTHER_TCP;
+	count_in(r, SK_RS_CNT_OTHER_TCP);
 	r = rule_add(b, C, "other-uid-reject-other", SK_RS_REJECT_ADMIN);
 	m_add(r, SK_RS_M_SKUID_ANY, 0);
-	if (r)
-		r->counter = SK_RS_CNT_OTHER_OTHER;
+	count_in(r, SK_RS_CNT_OTHER_OTHER);
 }
 
 static int check_policy(const struct sk_policy *p, struct sk_err *err)

@@ -561,7 +561,7 @@ static void test_colliding_uids_and_ports_refused(void **state)
 	assert_string_equal(err.msg, "ruleset: sidecar ports collide (15001)");
 }
 
-/* Issue 16 item 1: IGMP and MLD reports carry the joined group out of the pod and have no socket UID, so
+/* IGMP and MLD reports carry the joined group out of the pod and have no socket UID, so
  * they are dropped before any UID rule, whoever sent them; ND stays accepted and MLD is no longer in it. */
 static void test_multicast_reports_dropped(void **state)
 {
@@ -602,7 +602,7 @@ static void test_multicast_reports_dropped(void **state)
 	sk_ruleset_free(rs);
 }
 
-/* Issue 16 item 9: the agent's TCP to the admin port on loopback (127.0.0.1, ::1 and the pod's own
+/* The agent's TCP to the admin port on loopback (127.0.0.1, ::1 and the pod's own
  * addresses all route through lo) is reset, before any loopback rule, under every loopback policy. */
 static void test_agent_admin_rejected(void **state)
 {
@@ -774,7 +774,7 @@ static enum uid_scope want_scope(const struct sk_rs_rule *r)
 }
 
 /* Every rule carries the UID match its purpose needs, checked on the model for each policy shape — not
- * through the golden text, which a re-bless would rewrite along with a dropped match (issue 30 item 6). */
+ * through the golden text, which a re-bless would rewrite along with a dropped match. */
 static void test_every_rule_matches_its_uid(void **state)
 {
 	(void)state;

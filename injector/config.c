@@ -113,8 +113,9 @@ static const struct sk_settings_switch switches[] = {
 };
 
 static const struct sk_settings table = {
-	settings, SK_ARRAY_SIZE(settings), switches, SK_ARRAY_SIZE(switches),
-	offsetof(struct sk_injector_config, owned), SK_INJECTOR_MAX_STRINGS, true,
+	.rows = settings, .n = SK_ARRAY_SIZE(settings), .switches = switches, .n_switches = SK_ARRAY_SIZE(switches),
+	.owned_off = offsetof(struct sk_injector_config, owned), .max_strings = SK_INJECTOR_MAX_STRINGS,
+	.terse_empty = true,
 };
 
 void sk_injector_config_usage(FILE *out, const char *prog)

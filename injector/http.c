@@ -1,14 +1,10 @@
-/* injector/http.c — see http.h. */
+/* injector/http.c — see http.h. The syntax (request line, field lines, CRLF) is common/http1.h's, the
+ * tokenizer every HTTP/1 reader shares; what the injector accepts of it (limits, framing) is this file's. */
+#include <stdint.h>
 #include <string.h>
-#include <strings.h>
 
+#include "common/http1.h"
 #include "injector/http.h"
-
-static bool tchar(char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       (c && strchr("!#$%&'*+-.^_`|~", c));
-}
 
 const char *sk_http_reason(int status)
 {
@@ -40,30 +36,14 @@ static void trim(const char **s, const char **e)
 		(*e)--;
 }
 
-static bool value_is(const char *s, const char *e, const char *want)
-{
-	return (size_t)(e - s) == strlen(want) && !strncasecmp(s, want, (size_t)(e - s));
-}
-
-/* One header line [s, e) (no CRLF). */
-static int header(const char *s, const char *e, struct sk_http_req *req, bool *seen_len, bool *conn_close,
+/* What one field line (its syntax checked by sk_http1_field_line) means to the injector. */
+static int header(const struct sk_http1_field *f, struct sk_http_req *req, bool *seen_len, bool *conn_close,
 		  bool *conn_keep)
 {
-	const char *colon = memchr(s, ':', (size_t)(e - s));
-	if (!colon || colon == s)
-		return -400;
-	for (const char *p = s; p < colon; p++)
-		if (!tchar(*p))
-			return -400;   /* also refuses whitespace before the colon (RFC 9112 5.1) */
-	const char *v = colon + 1, *ve = e;
-	for (const char *p = v; p < ve; p++)
-		if ((unsigned char)*p < 0x20 ? *p != '\t' : *p == 0x7f)
-			return -400;
-	trim(&v, &ve);
-	size_t nlen = (size_t)(colon - s);
-	if (nlen == 17 && !strncasecmp(s, "transfer-encoding", 17))
+	const char *v = f->value, *ve = f->value + f->value_len;
+	if (sk_http1_ieq(f->name, f->name_len, "transfer-encoding"))
 		return -501;
-	if (nlen == 14 && !strncasecmp(s, "content-length", 14)) {
+	if (sk_http1_ieq(f->name, f->name_len, "content-length")) {
 		if (*seen_len || v == ve || ve - v > 12)
 			return -400;
 		size_t n = 0;
@@ -74,20 +54,20 @@ static int header(const char *s, const char *e, struct sk_http_req *req, bool *s
 		}
 		*seen_len = true;
 		req->content_length = n;
-	} else if (nlen == 12 && !strncasecmp(s, "content-type", 12)) {
+	} else if (sk_http1_ieq(f->name, f->name_len, "content-type")) {
 		const char *semi = memchr(v, ';', (size_t)(ve - v));
 		const char *te = semi ? semi : ve;
 		trim(&v, &te);
-		req->json = value_is(v, te, "application/json");
-	} else if (nlen == 10 && !strncasecmp(s, "connection", 10)) {
+		req->json = sk_http1_ieq(v, (size_t)(te - v), "application/json");
+	} else if (sk_http1_ieq(f->name, f->name_len, "connection")) {
 		/* a list of tokens: close and keep-alive are the ones that matter */
 		const char *p = v;
 		while (p < ve) {
 			const char *comma = memchr(p, ',', (size_t)(ve - p));
 			const char *te = comma ? comma : ve, *ts = p;
 			trim(&ts, &te);
-			*conn_close |= value_is(ts, te, "close");
-			*conn_keep |= value_is(ts, te, "keep-alive");
+			*conn_close |= sk_http1_ieq(ts, (size_t)(te - ts), "close");
+			*conn_keep |= sk_http1_ieq(ts, (size_t)(te - ts), "keep-alive");
 			p = comma ? comma + 1 : ve;
 		}
 	}
@@ -108,56 +88,48 @@ int sk_http_parse(const char *buf, size_t len, struct sk_http_req *req)
 	if (!end)
 		return len >= SK_HTTP_MAX_HEAD ? -431 : 0;
 
+	/* The whole head is here: the tokenizer's NEED_MORE cannot happen, every other result is final. */
 	memset(req, 0, sizeof(*req));
-	const char *line_end = memmem(buf, (size_t)(end - buf), "\r\n", 2);
-	const char *sp1 = memchr(buf, ' ', (size_t)(line_end - buf));
-	if (!sp1 || sp1 == buf)
+	const uint8_t *p = (const uint8_t *)buf;
+	const size_t n = (size_t)(end - buf);
+	struct sk_http1_request_line rl;
+	enum sk_http1_result r = sk_http1_request_line(p, n, SK_HTTP_MAX_HEAD, &rl);
+	/* a bad version is answered after the target's own refusals (400, 414): the line is read as far as
+	 * the tokenizer got, method and target included */
+	if ((r != SK_HTTP1_OK && r != SK_HTTP1_BAD_VERSION) || rl.target[0] != '/')
 		return -400;
-	const char *target = sp1 + 1;
-	const char *sp2 = memchr(target, ' ', (size_t)(line_end - target));
-	if (!sp2 || sp2 == target || *target != '/')
-		return -400;
-	for (const char *p = buf; p < sp1; p++)
-		if (!tchar(*p))
-			return -400;
-	for (const char *p = target; p < sp2; p++)
-		if ((unsigned char)*p <= 0x20 || *p == 0x7f)
-			return -400;
-	size_t mlen = (size_t)(sp1 - buf);
-	req->method = mlen == 3 && !memcmp(buf, "GET", 3)    ? SK_HTTP_GET
-		    : mlen == 4 && !memcmp(buf, "HEAD", 4) ? SK_HTTP_HEAD
-		    : mlen == 4 && !memcmp(buf, "POST", 4) ? SK_HTTP_POST
-							   : SK_HTTP_OTHER;
-	const char *q = memchr(target, '?', (size_t)(sp2 - target));
-	size_t plen = (size_t)((q ? q : sp2) - target);
+	req->method = rl.method_len == 3 && !memcmp(buf, "GET", 3)    ? SK_HTTP_GET
+		    : rl.method_len == 4 && !memcmp(buf, "HEAD", 4) ? SK_HTTP_HEAD
+		    : rl.method_len == 4 && !memcmp(buf, "POST", 4) ? SK_HTTP_POST
+								    : SK_HTTP_OTHER;
+	const char *q = memchr(rl.target, '?', rl.target_len);
+	size_t plen = q ? (size_t)(q - rl.target) : rl.target_len;
 	if (plen >= sizeof(req->path))
 		return -414;
-	memcpy(req->path, target, plen);
+	memcpy(req->path, rl.target, plen);
 	req->path[plen] = '\0';
-	const char *ver = sp2 + 1;
-	bool v11;
-	if ((size_t)(line_end - ver) == 8 && !memcmp(ver, "HTTP/1.1", 8))
-		v11 = true;
-	else if ((size_t)(line_end - ver) == 8 && !memcmp(ver, "HTTP/1.0", 8))
-		v11 = false;
-	else
-		return (size_t)(line_end - ver) >= 5 && !memcmp(ver, "HTTP/", 5) ? -505 : -400;
+	if (r == SK_HTTP1_BAD_VERSION)
+		return -505;
 
 	bool seen_len = false, conn_close = false, conn_keep = false;
-	unsigned n = 0;
-	const char *s = line_end + 2;
-	while (s < end - 2) {
-		const char *e = memmem(s, (size_t)(end - s), "\r\n", 2);
-		if (*s == ' ' || *s == '\t')
+	unsigned count = 0;
+	for (size_t off = rl.len;;) {
+		if (p[off] == ' ' || p[off] == '\t')
 			return -400;   /* obsolete line folding */
-		if (++n > SK_HTTP_MAX_HEADERS)
+		struct sk_http1_field f;
+		r = sk_http1_field_line(p + off, n - off, &f);
+		if (r == SK_HTTP1_OK && f.end)
+			break;
+		if (++count > SK_HTTP_MAX_HEADERS)
 			return -431;
-		int r = header(s, e, req, &seen_len, &conn_close, &conn_keep);
-		if (r < 0)
-			return r;
-		s = e + 2;
+		if (r != SK_HTTP1_OK)
+			return -400;
+		int hr = header(&f, req, &seen_len, &conn_close, &conn_keep);
+		if (hr < 0)
+			return hr;
+		off += f.len;
 	}
-	req->keep_alive = v11 ? !conn_close : conn_keep && !conn_close;
-	req->head_len = (size_t)(end - buf);
+	req->keep_alive = rl.minor == 1 ? !conn_close : conn_keep && !conn_close;
+	req->head_len = n;
 	return 1;
 }

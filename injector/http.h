@@ -1,8 +1,8 @@
-/* injector/http.h — the HTTP/1.1 request head stockade-injector accepts, parsed strictly from a buffer:
- * a request line "METHOD SP /path SP HTTP/1.x", header lines of token names and visible values, an empty
- * line. Only what the API server and the kubelet's probes send is accepted: a body only with one
- * Content-Length (no Transfer-Encoding, no second length), no obsolete line folding, no bare LF.
- * No I/O (server.c reads; this judges what has arrived so far). */
+/* injector/http.h — the HTTP/1.1 request head stockade-injector accepts, parsed strictly from a buffer on
+ * common/http1.h's tokenizer: a request line "METHOD SP /path SP HTTP/1.x" (the target visible ASCII),
+ * header lines of token names and visible values, an empty line. Only what the API server and the kubelet's
+ * probes send is accepted: a body only with one Content-Length (no Transfer-Encoding, no second length), no
+ * obsolete line folding, no bare LF or CR. No I/O (server.c reads; this judges what has arrived so far). */
 #ifndef SK_INJECTOR_HTTP_H
 #define SK_INJECTOR_HTTP_H
 

@@ -377,7 +377,6 @@ static int wrap_pod(const cJSON *pod, const struct sk_review_cfg *cfg, struct sk
 	return r;
 }
 
-/* The request's fields, each with its exact type; then the scope; then the pod. */
 /* What every request carries, read with its exact types (the object is read by each handler). */
 struct review_req {
 	const cJSON *req, *op, *sub, *ns, *group, *version, *kind;
@@ -433,23 +432,22 @@ static int handle_tree(const cJSON *root, const struct sk_review_cfg *cfg, const
 	int r = read_request(root, out, &q, err);
 	if (r < 0)
 		return r;
-	const cJSON *sub = q.sub, *op = q.op, *g = q.group, *v = q.version, *k = q.kind, *ns = q.ns, *req = q.req;
 	/* A subresource (binding, eviction, ephemeralcontainers...) creates no pod; anything but CREATE
 	 * adds no container. Neither is registered, but they are not for the injector to refuse. */
-	if ((sub && sub->valuestring[0]) || !str_eq(op, "CREATE")) {
+	if ((q.sub && q.sub->valuestring[0]) || !str_eq(q.op, "CREATE")) {
 		out->verdict = SK_REVIEW_SKIPPED;
 		return respond(out, NULL, NULL, err);
 	}
 	/* Fail closed on a registration mistake: a CREATE of anything but a pod is not let through unread. */
-	if (!str_eq(g, "") || !str_eq(v, "v1") || !str_eq(k, "Pod")) {
+	if (!str_eq(q.group, "") || !str_eq(q.version, "v1") || !str_eq(q.kind, "Pod")) {
 		out->verdict = SK_REVIEW_REFUSED;
 		(void)snprintf(out->reason, sizeof(out->reason), "request.kind is not v1 Pod");
 		return respond(out, NULL, "stockade: stockade-injector wraps only v1 Pods (check the webhook's rules)",
 			       err);
 	}
-	if (!ns)
+	if (!q.ns)
 		return sk_err_set(err, EINVAL, "request body: request.namespace: missing (expected a string)");
-	if ((r = field(req, "request", "object", cJSON_Object, REQUIRED, &obj, err)) < 0 ||
+	if ((r = field(q.req, "request", "object", cJSON_Object, REQUIRED, &obj, err)) < 0 ||
 	    (r = field(obj, "request.object", "apiVersion", cJSON_String, REQUIRED, &api, err)) < 0 ||
 	    (r = field(obj, "request.object", "kind", cJSON_String, REQUIRED, &kind, err)) < 0 ||
 	    (r = field(obj, "request.object", "metadata", cJSON_Object, OPTIONAL, &meta, err)) < 0 ||
@@ -461,7 +459,7 @@ static int handle_tree(const cJSON *root, const struct sk_review_cfg *cfg, const
 		(void)field(meta, "request.object.metadata", "generateName", cJSON_String, OPTIONAL, &name, err);
 	sanitise(out->pod, sizeof(out->pod), name ? name->valuestring : "");
 	for (size_t i = 0; i < cfg->n_exclude; i++) {
-		if (!strcmp(ns->valuestring, cfg->exclude_ns[i])) {
+		if (!strcmp(q.ns->valuestring, cfg->exclude_ns[i])) {
 			out->verdict = SK_REVIEW_SKIPPED;
 			return respond(out, NULL, NULL, err);
 		}

@@ -91,22 +91,25 @@ static bool prefix_eq(const uint8_t *x, const uint8_t *y, unsigned prefix)
 	return ((x[full] ^ y[full]) & mask) == 0;
 }
 
+/* A refusal: *why (when asked for) says what is wrong with the text. */
+static int refuse(const char **why, const char *reason)
+{
+	if (why)
+		*why = reason;
+	return -EINVAL;
+}
+
 int sk_cidr_parse(const char *s, struct sk_cidr *out, const char **why)
 {
-	const char *reason;
-	if (!s || !out) {
-		reason = "missing address";
-		goto fail;
-	}
+	if (!s || !out)
+		return refuse(why, "missing address");
 	const size_t len = strlen(s);
 	const char *slash = memchr(s, '/', len);
 	size_t alen = slash ? (size_t)(slash - s) : len;
 	memset(out, 0, sizeof(*out));
-	if (parse_len(s, alen, &out->net) < 0) {
-		reason = "invalid IP address (strict dotted quad or RFC 4291 text, no brackets, zone or "
-			 "leading zeros)";
-		goto fail;
-	}
+	if (parse_len(s, alen, &out->net) < 0)
+		return refuse(why, "invalid IP address (strict dotted quad or RFC 4291 text, no brackets, zone or "
+				   "leading zeros)");
 	unsigned max = (unsigned)addr_bits(&out->net);
 	unsigned prefix = max;
 	if (slash) {
@@ -118,29 +121,20 @@ int sk_cidr_parse(const char *s, struct sk_cidr *out, const char **why)
 			digits = p[i] >= '0' && p[i] <= '9';
 			prefix = prefix * 10 + (unsigned)(p[i] - '0');
 		}
-		if (!digits) {
-			reason = "invalid prefix length (decimal, no leading zeros)";
-			goto fail;
-		}
-		if (prefix > max) {
-			reason = out->net.family == AF_INET ? "prefix length over 32" : "prefix length over 128";
-			goto fail;
-		}
+		if (!digits)
+			return refuse(why, "invalid prefix length (decimal, no leading zeros)");
+		if (prefix > max)
+			return refuse(why, out->net.family == AF_INET ? "prefix length over 32"
+								      : "prefix length over 128");
 	}
 	out->prefix = (uint8_t)prefix;
 	/* Host bits set usually means a typo ("10.0.0.1/8"); silently masking would widen or move the rule. */
 	for (unsigned i = prefix / 8; i < max / 8; i++) {
 		const uint8_t host = i == prefix / 8 ? (uint8_t)(0xff >> (prefix % 8)) : 0xff;
-		if (out->net.bytes[i] & host) {
-			reason = "host bits set beyond the prefix length";
-			goto fail;
-		}
+		if (out->net.bytes[i] & host)
+			return refuse(why, "host bits set beyond the prefix length");
 	}
 	return 0;
-fail:
-	if (why)
-		*why = reason;
-	return -EINVAL;
 }
 
 void sk_addr_format(const struct sk_addr *a, char out[SK_ADDR_STRLEN])

@@ -28,34 +28,34 @@ static const char *bad_byte(const char *in, size_t len)
 	return NULL;
 }
 
+/* A refusal: *why (when asked for) says what is wrong with the name. */
+static int refuse(const char **why, const char *reason)
+{
+	if (why)
+		*why = reason;
+	return -EINVAL;
+}
+
 int sk_domain_normalize(const char *in, size_t len, unsigned flags, char *out, bool *wildcard,
 			const char **why)
 {
-	const char *reason = NULL;
 	bool wild = false;
 
 	if (wildcard)
 		*wildcard = false;
-	if (!in || len == 0) {
-		reason = "empty name";
-		goto fail;
-	}
-	if ((reason = bad_byte(in, len)))
-		goto fail;
+	if (!in || len == 0)
+		return refuse(why, "empty name");
+	const char *reason = bad_byte(in, len);
+	if (reason)
+		return refuse(why, reason);
 
 	if (in[0] == '*') {
-		if (!(flags & SK_DOMAIN_ALLOW_WILDCARD)) {
-			reason = "wildcard not allowed here";
-			goto fail;
-		}
-		if (len == 1 || (len == 2 && in[1] == '.')) {
-			reason = "bare wildcard with no suffix";
-			goto fail;
-		}
-		if (in[1] != '.') {
-			reason = "'*' is only allowed as a whole leading label (\"*.suffix\")";
-			goto fail;
-		}
+		if (!(flags & SK_DOMAIN_ALLOW_WILDCARD))
+			return refuse(why, "wildcard not allowed here");
+		if (len == 1 || (len == 2 && in[1] == '.'))
+			return refuse(why, "bare wildcard with no suffix");
+		if (in[1] != '.')
+			return refuse(why, "'*' is only allowed as a whole leading label (\"*.suffix\")");
 		wild = true;
 		in += 2;
 		len -= 2;
@@ -66,32 +66,22 @@ int sk_domain_normalize(const char *in, size_t len, unsigned flags, char *out, b
 	 * pattern is never longer than a name it can match). */
 	if (in[len - 1] == '.')
 		len--;
-	if (len == 0) {
-		reason = "empty label";
-		goto fail;
-	}
-	if (len + (wild ? 2 : 0) > SK_DOMAIN_MAX) {
-		reason = "name longer than 253 bytes";
-		goto fail;
-	}
+	if (len == 0)
+		return refuse(why, "empty label");
+	if (len + (wild ? 2 : 0) > SK_DOMAIN_MAX)
+		return refuse(why, "name longer than 253 bytes");
 
 	size_t label_start = 0;
 	bool label_numeric = true;
 	for (size_t i = 0; i <= len; i++) {
 		if (i == len || in[i] == '.') {
 			size_t llen = i - label_start;
-			if (llen == 0) {
-				reason = "empty label";
-				goto fail;
-			}
-			if (llen > 63) {
-				reason = "label longer than 63 bytes";
-				goto fail;
-			}
-			if (in[label_start] == '-' || in[i - 1] == '-') {
-				reason = "label starts or ends with '-'";
-				goto fail;
-			}
+			if (llen == 0)
+				return refuse(why, "empty label");
+			if (llen > 63)
+				return refuse(why, "label longer than 63 bytes");
+			if (in[label_start] == '-' || in[i - 1] == '-')
+				return refuse(why, "label starts or ends with '-'");
 			if (i < len) {
 				out[i] = '.';
 				label_start = i + 1;
@@ -102,31 +92,21 @@ int sk_domain_normalize(const char *in, size_t len, unsigned flags, char *out, b
 		char c = in[i];
 		if (c >= 'A' && c <= 'Z')
 			c = (char)(c - 'A' + 'a');
-		if (c == '*') {
-			reason = "'*' is only allowed as a whole leading label (\"*.suffix\")";
-			goto fail;
-		}
-		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) {
-			reason = "invalid character in name (allowed: a-z, 0-9, '-', '.')";
-			goto fail;
-		}
+		if (c == '*')
+			return refuse(why, "'*' is only allowed as a whole leading label (\"*.suffix\")");
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'))
+			return refuse(why, "invalid character in name (allowed: a-z, 0-9, '-', '.')");
 		if (!(c >= '0' && c <= '9'))
 			label_numeric = false;
 		out[i] = c;
 	}
 	/* "10.0.0.1" passes every label rule; resolvers would treat it as an address, so it is not a name. */
-	if (label_numeric) {
-		reason = "all-numeric last label (an IP address is not a domain name)";
-		goto fail;
-	}
+	if (label_numeric)
+		return refuse(why, "all-numeric last label (an IP address is not a domain name)");
 	out[len] = '\0';
 	if (wildcard)
 		*wildcard = wild;
 	return 0;
-fail:
-	if (why)
-		*why = reason;
-	return -EINVAL;
 }
 
 bool sk_dns_label(const char *s, size_t n)

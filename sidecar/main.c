@@ -284,9 +284,9 @@ int main(int argc, char **argv)
 		goto out;
 	}
 
-	if (sk_loop_new(&sc.loop, &err) < 0 || sk_metrics_new(&sc.metrics) < 0 ||
-	    sk_denials_new(SK_ADMIN_DENIALS_DEFAULT, &sc.denials) < 0) {
-		sk_log(SK_LOG_ERROR, "%s", err.msg[0] ? err.msg : "out of memory");
+	if (sk_loop_new(&sc.loop, &err) < 0 || sk_metrics_new(&sc.metrics, &err) < 0 ||
+	    sk_denials_new(SK_ADMIN_DENIALS_DEFAULT, &sc.denials, &err) < 0) {
+		sk_log(SK_LOG_ERROR, "%s", err.msg);
 		goto out;
 	}
 	/* initialised here, where the loop is: every `goto out` below cancels it */

@@ -618,3 +618,16 @@ char *sk_manifest_yaml(const cJSON *doc)
 	put_node(&w, doc, 0, false);
 	return sk_strbuf_steal(&w, NULL);   /* NULL when out of memory */
 }
+
+static const char *str_or_null(const cJSON *s)
+{
+	return cJSON_IsString(s) ? s->valuestring : NULL;
+}
+
+void sk_manifest_id(const cJSON *doc, struct sk_manifest_id *id)
+{
+	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(doc, "metadata");
+	id->kind = str_or_null(cJSON_GetObjectItemCaseSensitive(doc, "kind"));
+	id->name = str_or_null(cJSON_GetObjectItemCaseSensitive(meta, "name"));
+	id->ns = str_or_null(cJSON_GetObjectItemCaseSensitive(meta, "namespace"));
+}

@@ -26,6 +26,13 @@ struct sk_err;
 int sk_manifest_parse(const char *name, const char *buf, size_t len, struct cJSON **out, bool *is_json,
 		      struct sk_err *err);
 
+/* What names a document: its kind, metadata.name and metadata.namespace, each NULL when absent or not a
+ * string (borrowed from doc). The one reader of them, for messages and lookups over a stream. */
+struct sk_manifest_id {
+	const char *kind, *name, *ns;
+};
+void sk_manifest_id(const struct cJSON *doc, struct sk_manifest_id *id);
+
 /* One document as block YAML (no leading "---"), or NULL on allocation failure. Returns owned. */
 char *sk_manifest_yaml(const struct cJSON *doc);
 

@@ -81,8 +81,9 @@ static const char *const default_allow[] = {
 	NULL,
 };
 
-/* Never allowed, whatever the policy says (docs/architecture.md#the-agents-seccomp-profile, issue 8). Names absent on every architecture we
- * generate for (vm86 is i386-only) are harmless here: they can never be allowed either. */
+/* Never allowed, whatever the policy says (docs/architecture.md#the-agents-seccomp-profile). Names absent
+ * on every architecture we generate for (vm86 is i386-only) are harmless here: they can never be allowed
+ * either. */
 static const char *const never_allowed[] = {
 	"mount", "umount", "umount2", "pivot_root", "chroot", "unshare", "setns", "ptrace",
 	"process_vm_readv", "process_vm_writev", "bpf", "perf_event_open", "keyctl", "add_key", "request_key",
@@ -350,8 +351,8 @@ static int add_allow(struct sk_scmp_profile *p, const char *name, const struct s
 }
 
 /* setsockopt options that make the kernel send IGMP/MLD reports naming an agent-chosen group (14 chosen
- * bytes per IPv6 group, 3 per IPv4 one) out of the pod with no socket UID on them (issue 16 item 1), at
- * level IPPROTO_IP (also reached through AF_INET6 sockets) and IPPROTO_IPV6. The leaves and source-filter
+ * bytes per IPv6 group, 3 per IPv4 one) out of the pod with no socket UID on them (a channel no egress
+ * rule sees), at level IPPROTO_IP (also reached through AF_INET6 sockets) and IPPROTO_IPV6. The leaves and source-filter
  * changes are refused too: membership is per socket, so with the joins refused there is nothing for them
  * to act on (the kernel answers EADDRNOTAVAIL), and should a join ever get through another way, each of
  * them is itself a report naming the group. IPv4 then is the one range 35..48, cheaper to filter.

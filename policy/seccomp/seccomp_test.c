@@ -216,7 +216,7 @@ static void test_personality_default_only(void **state)
 	sk_scmp_profile_free(p);
 }
 
-/* Issue 16 item 1: the multicast membership options that make the kernel send IGMP/MLD reports naming an
+/* The multicast membership options that make the kernel send IGMP/MLD reports naming an
  * agent-chosen group, by level. */
 static bool is_mcast_membership(uint32_t level, uint32_t opt)
 {
@@ -556,7 +556,7 @@ static int child_checks(void)
 		bad |= 1 << 9;
 	if (getppid() <= 0)
 		bad |= 1 << 10;
-	/* multicast joins refused, other options kept (issue 16 item 1) */
+	/* multicast joins refused, other options kept */
 	int u4 = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), u6 = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	int t4 = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1, ttl = 7;
 	struct ip_mreqn mr = { .imr_multiaddr.s_addr = htonl(0xef534543) /* 239.83.69.67 */ };

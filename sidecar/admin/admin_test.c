@@ -83,8 +83,8 @@ static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
 	assert_non_null(f);
-	assert_int_equal(sk_metrics_new(&f->m), 0);
-	assert_int_equal(sk_denials_new(8, &f->d), 0);
+	assert_int_equal(sk_metrics_new(&f->m, NULL), 0);
+	assert_int_equal(sk_denials_new(8, &f->d, NULL), 0);
 	f->h.last_beat_ms = 10000;
 	f->v.metrics = f->m;
 	f->v.denials = f->d;

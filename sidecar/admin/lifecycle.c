@@ -138,14 +138,10 @@ int sk_lifecycle_start(struct sk_sidecar *sc, const struct sk_config *cfg, struc
 		return sk_err_sys(err, ENOMEM, "lifecycle: allocate");
 	lc->sc = sc;
 	lc->cfg = cfg;
-	if (!sc->metrics && sk_metrics_new(&sc->metrics) < 0) {
-		r = sk_err_sys(err, ENOMEM, "metrics: allocate");
+	if (!sc->metrics && (r = sk_metrics_new(&sc->metrics, err)) < 0)
 		goto fail;
-	}
-	if (!sc->denials && sk_denials_new(SK_ADMIN_DENIALS_DEFAULT, &sc->denials) < 0) {
-		r = sk_err_sys(err, ENOMEM, "denials: allocate");
+	if (!sc->denials && (r = sk_denials_new(SK_ADMIN_DENIALS_DEFAULT, &sc->denials, err)) < 0)
 		goto fail;
-	}
 	if ((r = sk_health_start(&lc->health, sc->loop, err)) < 0)
 		goto fail;
 	lc->health_started = true;

@@ -222,7 +222,7 @@ static void test_audit_emit_writes_one_line_and_pushes_denials(void **state)
 	int p[2];
 	assert_int_equal(pipe(p), 0);
 	struct sk_denials *d;
-	assert_int_equal(sk_denials_new(8, &d), 0);
+	assert_int_equal(sk_denials_new(8, &d, NULL), 0);
 	struct sk_audit a;
 	sk_audit_init(&a, p[1], d);
 	struct sk_audit_rec r = sample(NULL, NULL);
@@ -276,7 +276,7 @@ static void test_audit_reload_line_exact_bytes(void **state)
 	int p[2];
 	assert_int_equal(pipe(p), 0);
 	struct sk_denials *d;
-	assert_int_equal(sk_denials_new(8, &d), 0);
+	assert_int_equal(sk_denials_new(8, &d, NULL), 0);
 	struct sk_audit a;
 	sk_audit_init(&a, p[1], d);
 	sk_audit_emit(&a, &r);

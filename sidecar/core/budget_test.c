@@ -1,6 +1,7 @@
 /* sidecar/core/budget_test.c — budget accounting: charge/remaining/exhaust, the fixed window and its roll-over
  * (clock injected), one exhaustion event per window, audit-style overshoot, reload keeping or dropping an
- * entry by rule content, a held entry outliving its rule, fail-closed sync past the cap, /metrics text. */
+ * entry by rule content, a held entry outliving its rule, fail-closed sync past the cap, the proxy's
+ * admission call, /metrics text. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -205,6 +206,50 @@ static void test_cap_fails_closed(void **state)
 	sk_policy_free(p);
 }
 
+/* sk_budget_admit_conn, the one call the proxy makes per decision: FREE for a rule without a budget (or no
+ * rule), ADMITTED charging one connection, REFUSED at the connections limit (counted in refused, charged
+ * only when mode audit asks it), a connection already counted checked against the bytes only and never
+ * charged again, UNAVAILABLE when the table has no entry for a budgeted rule (a failed sync). */
+static void test_admit_conn(void **state)
+{
+	(void)state;
+	struct sk_policy *p = load(two_rules);
+	struct sk_budget_table t;
+	struct sk_err err = { 0 };
+	struct sk_budget_entry *e = NULL;
+	sk_budget_table_init(&t);
+	/* not synced yet: a budgeted rule has no entry, fail closed */
+	assert_int_equal(sk_budget_admit_conn(&t, p, 0, false, false, 1000, &e), SK_BUDGET_UNAVAILABLE);
+	assert_null(e);
+	assert_int_equal(sk_budget_table_sync(&t, p, &err), 0);
+	assert_int_equal(sk_budget_admit_conn(&t, p, 1, false, false, 1000, &e), SK_BUDGET_FREE);
+	assert_null(e);
+	assert_int_equal(sk_budget_admit_conn(&t, p, -1, false, false, 1000, &e), SK_BUDGET_FREE);
+	assert_int_equal(sk_budget_admit_conn(&t, p, 9, false, false, 1000, &e), SK_BUDGET_FREE);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(sk_budget_admit_conn(&t, p, 0, false, false, 1000, &e), SK_BUDGET_ADMITTED);
+		assert_ptr_equal(e, sk_budget_for_rule(&t, 0));
+	}
+	assert_int_equal(e->used[SK_BUDGET_CONNS], 3);
+	/* the fourth new connection: refused, not charged; in audit mode refused and charged */
+	assert_int_equal(sk_budget_admit_conn(&t, p, 0, false, false, 1000, &e), SK_BUDGET_REFUSED);
+	assert_int_equal(e->refused, 1);
+	assert_int_equal(e->used[SK_BUDGET_CONNS], 3);
+	assert_int_equal(sk_budget_admit_conn(&t, p, 0, false, true, 1000, &e), SK_BUDGET_REFUSED);
+	assert_int_equal(e->refused, 2);
+	assert_int_equal(e->used[SK_BUDGET_CONNS], 4);
+	/* a connection already counted (a later decision on it) is judged by the bytes only */
+	assert_int_equal(sk_budget_admit_conn(&t, p, 0, true, false, 1000, &e), SK_BUDGET_ADMITTED);
+	assert_int_equal(e->used[SK_BUDGET_CONNS], 4);
+	sk_budget_charge(e, SK_BUDGET_SENT, 1000, 1000);
+	assert_int_equal(sk_budget_admit_conn(&t, p, 0, true, false, 1000, &e), SK_BUDGET_REFUSED);
+	assert_int_equal(e->refused, 3);
+	/* the next window admits again */
+	assert_int_equal(sk_budget_admit_conn(&t, p, 0, false, false, 12000, &e), SK_BUDGET_ADMITTED);
+	sk_budget_table_fini(&t);
+	sk_policy_free(p);
+}
+
 static void test_render(void **state)
 {
 	(void)state;
@@ -241,6 +286,7 @@ int main(void)
 		cmocka_unit_test(test_window_roll_over),
 		cmocka_unit_test(test_reload_keeps_and_drops),
 		cmocka_unit_test(test_cap_fails_closed),
+		cmocka_unit_test(test_admit_conn),
 		cmocka_unit_test(test_render),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -113,8 +113,8 @@ static const struct sk_settings_switch switches[] = {
 };
 
 static const struct sk_settings table = {
-	settings, SK_ARRAY_SIZE(settings), switches, SK_ARRAY_SIZE(switches),
-	offsetof(struct sk_config, owned), SK_CONFIG_MAX_STRINGS, false,
+	.rows = settings, .n = SK_ARRAY_SIZE(settings), .switches = switches, .n_switches = SK_ARRAY_SIZE(switches),
+	.owned_off = offsetof(struct sk_config, owned), .max_strings = SK_CONFIG_MAX_STRINGS, .terse_empty = false,
 };
 
 const struct sk_setting *sk_config_settings(size_t *n)

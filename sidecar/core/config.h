@@ -48,7 +48,7 @@ struct sk_gateway_limits {
 	uint32_t max_conns;            /* --api-max-conns: agent connections at once */
 };
 
-/* The DNS filter's settings (dns_server.c). */
+/* The DNS filter's settings (dns/server.c). */
 struct sk_dns_settings {
 	const char *resolv_conf;       /* --resolv-conf: where the upstream resolvers come from */
 	uint32_t bindings;             /* --dns-bindings: name↔IP binding table capacity */

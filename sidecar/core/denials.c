@@ -24,17 +24,17 @@ struct sk_denials {
 	struct slot *slots;
 };
 
-int sk_denials_new(size_t capacity, struct sk_denials **out)
+int sk_denials_new(size_t capacity, struct sk_denials **out, struct sk_err *err)
 {
 	if (capacity == 0)
 		capacity = 256;
 	struct sk_denials *d = calloc(1, sizeof(*d));
 	if (!d)
-		return -ENOMEM;
+		return sk_err_sys(err, ENOMEM, "denials: allocate %zu slots", capacity);
 	d->slots = calloc(capacity, sizeof(*d->slots));
 	if (!d->slots) {
 		free(d);
-		return -ENOMEM;
+		return sk_err_sys(err, ENOMEM, "denials: allocate %zu slots", capacity);
 	}
 	d->capacity = capacity;
 	*out = d;

@@ -5,9 +5,12 @@
 
 #include <stddef.h>
 
+#include "common/err.h"
+
 struct sk_denials;
 
-int sk_denials_new(size_t capacity, struct sk_denials **out);  /* 0 or -ENOMEM */
+/* capacity 0: 256. Returns 0, or -ENOMEM with err filled; *out owned. */
+int sk_denials_new(size_t capacity, struct sk_denials **out, struct sk_err *err);
 void sk_denials_free(struct sk_denials *d);
 /* Copies one audit JSON object (no trailing newline); the oldest entry is dropped when full. */
 void sk_denials_push(struct sk_denials *d, const char *json_object, size_t len);

@@ -33,7 +33,7 @@ static void test_empty_renders_empty_array(void **state)
 {
 	(void)state;
 	struct sk_denials *d = NULL;
-	assert_int_equal(sk_denials_new(4, &d), 0);
+	assert_int_equal(sk_denials_new(4, &d, NULL), 0);
 	char *s = render(d, 256);
 	assert_string_equal(s, "[]\n");
 	free(s);
@@ -44,7 +44,7 @@ static void test_newest_last_and_oldest_evicted(void **state)
 {
 	(void)state;
 	struct sk_denials *d = NULL;
-	assert_int_equal(sk_denials_new(3, &d), 0);
+	assert_int_equal(sk_denials_new(3, &d, NULL), 0);
 	push_n(d, 1, 2);
 	char *s = render(d, 10);
 	assert_string_equal(s, "[{\"n\":1},{\"n\":2}]\n");
@@ -60,7 +60,7 @@ static void test_limit_takes_newest(void **state)
 {
 	(void)state;
 	struct sk_denials *d = NULL;
-	assert_int_equal(sk_denials_new(0, &d), 0);  /* 0 = default 256 */
+	assert_int_equal(sk_denials_new(0, &d, NULL), 0);  /* 0 = default 256 */
 	push_n(d, 1, 300);
 	char *s = render(d, 2);
 	assert_string_equal(s, "[{\"n\":299},{\"n\":300}]\n");
@@ -79,7 +79,7 @@ static void test_overlong_entry_replaced_by_marker(void **state)
 {
 	(void)state;
 	struct sk_denials *d = NULL;
-	assert_int_equal(sk_denials_new(2, &d), 0);
+	assert_int_equal(sk_denials_new(2, &d, NULL), 0);
 	size_t big = 5000;
 	char *obj = malloc(big);
 	assert_non_null(obj);

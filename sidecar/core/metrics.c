@@ -167,14 +167,14 @@ static void histogram_observe(struct histogram *h, const double *bounds, size_t 
 
 /* ---- recording ---- */
 
-int sk_metrics_new(struct sk_metrics **out)
+int sk_metrics_new(struct sk_metrics **out, struct sk_err *err)
 {
 	struct sk_metrics *m = calloc(1, sizeof(*m));
 	if (!m)
-		return -ENOMEM;
+		return sk_err_sys(err, ENOMEM, "metrics: allocate");
 	if (family_init(&m->conns) < 0 || family_init(&m->dns) < 0 || family_init(&m->api) < 0) {
 		sk_metrics_free(m);
-		return -ENOMEM;
+		return sk_err_sys(err, ENOMEM, "metrics: allocate");
 	}
 	m->started = time(NULL);
 	m->last_reload = m->started;

@@ -10,12 +10,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/err.h"
 #include "common/strbuf.h"
 
 struct sk_metrics;
 struct sk_policy;
 
-int sk_metrics_new(struct sk_metrics **out);            /* returns 0 or -ENOMEM; *out owned */
+/* Returns 0, or -ENOMEM with err filled; *out owned. */
+int sk_metrics_new(struct sk_metrics **out, struct sk_err *err);
 void sk_metrics_free(struct sk_metrics *m);
 
 /* One proxy decision. decision "allow"|"deny"; reason a short static token ("rule", "no_match", "private",

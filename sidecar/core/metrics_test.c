@@ -82,7 +82,7 @@ static void test_empty_metrics_well_formed(void **state)
 {
 	(void)state;
 	struct sk_metrics *m = NULL;
-	assert_int_equal(sk_metrics_new(&m), 0);
+	assert_int_equal(sk_metrics_new(&m, NULL), 0);
 	char *s = render(m);
 	assert_well_formed(s);
 	assert_non_null(strstr(s, "stockade_policy_loaded 0\n"));
@@ -97,7 +97,7 @@ static void test_connections_counted_by_labels(void **state)
 {
 	(void)state;
 	struct sk_metrics *m = NULL;
-	assert_int_equal(sk_metrics_new(&m), 0);
+	assert_int_equal(sk_metrics_new(&m, NULL), 0);
 	sk_metrics_conn(m, "allow", "rule", "2", "tls");
 	sk_metrics_conn(m, "allow", "rule", "2", "tls");
 	sk_metrics_conn(m, "deny", "no_match", NULL, "http");
@@ -122,7 +122,7 @@ static void test_histogram_cumulative(void **state)
 {
 	(void)state;
 	struct sk_metrics *m = NULL;
-	assert_int_equal(sk_metrics_new(&m), 0);
+	assert_int_equal(sk_metrics_new(&m, NULL), 0);
 	sk_metrics_decision_latency(m, 0.0003);  /* <= 0.0005 */
 	sk_metrics_decision_latency(m, 0.002);   /* <= 0.0025 */
 	sk_metrics_decision_latency(m, 7.0);     /* only +Inf */
@@ -145,7 +145,7 @@ static void test_dns_reload_api(void **state)
 {
 	(void)state;
 	struct sk_metrics *m = NULL;
-	assert_int_equal(sk_metrics_new(&m), 0);
+	assert_int_equal(sk_metrics_new(&m, NULL), 0);
 	sk_metrics_dns(m, "forwarded", "A");
 	sk_metrics_dns(m, "forwarded", "A");
 	sk_metrics_dns(m, "denied", "TXT");
@@ -170,7 +170,7 @@ static void test_api_histogram_per_api_and_bounded(void **state)
 {
 	(void)state;
 	struct sk_metrics *m = NULL;
-	assert_int_equal(sk_metrics_new(&m), 0);
+	assert_int_equal(sk_metrics_new(&m, NULL), 0);
 	sk_metrics_api(m, "llm", 200, 0.02);
 	sk_metrics_api(m, "llm", 500, 3.0);
 	sk_metrics_api(m, "unknown", 404, 0.001);
@@ -205,7 +205,7 @@ static void test_reload_last_timestamp_and_result(void **state)
 	(void)state;
 	struct sk_metrics *m = NULL;
 	long long t0 = (long long)time(NULL);
-	assert_int_equal(sk_metrics_new(&m), 0);
+	assert_int_equal(sk_metrics_new(&m, NULL), 0);
 	char *s = render(m);
 	assert_non_null(strstr(s, "stockade_reload_last_success 1\n"));
 	long long ts = 0;
@@ -230,7 +230,7 @@ static void test_process_metrics(void **state)
 {
 	(void)state;
 	struct sk_metrics *m = NULL;
-	assert_int_equal(sk_metrics_new(&m), 0);
+	assert_int_equal(sk_metrics_new(&m, NULL), 0);
 	char *s = render(m);
 	assert_well_formed(s);
 	assert_non_null(strstr(s, "# TYPE process_cpu_seconds_total counter\n"));
@@ -257,7 +257,7 @@ static void test_label_values_escaped(void **state)
 {
 	(void)state;
 	struct sk_metrics *m = NULL;
-	assert_int_equal(sk_metrics_new(&m), 0);
+	assert_int_equal(sk_metrics_new(&m, NULL), 0);
 	sk_metrics_dns(m, "we\"ird\\\nresult", NULL);
 	char *s = render(m);
 	assert_well_formed(s);
@@ -270,7 +270,7 @@ static void test_label_sets_bounded(void **state)
 {
 	(void)state;
 	struct sk_metrics *m = NULL;
-	assert_int_equal(sk_metrics_new(&m), 0);
+	assert_int_equal(sk_metrics_new(&m, NULL), 0);
 	for (int i = 0; i < 2000; i++) {
 		char q[16];
 		(void)snprintf(q, sizeof(q), "T%d", i);

@@ -186,6 +186,17 @@ static void budget_take(struct sk_relay *r, enum sk_budget_dim dim, size_t n)
 	}
 }
 
+/* n bytes of d sent to b from a buffer of ours (the prefix, the gate's output): b is connected, the bytes
+ * counted and charged to the budget's sent dimension. */
+static void sent_to_b(struct sk_relay *r, struct sk_relay_dir *d, size_t n)
+{
+	r->b_connecting = false;
+	d->bytes += (uint64_t)n;
+	d->turn += n;
+	if (r->budget)
+		budget_take(r, SK_BUDGET_SENT, n);
+}
+
 /* d is about to be shut and the other direction already is: the relay ends DONE in this pump, and an
  * owner that closes at DONE sends the FIN with its close (sk_relay_owner_closes). */
 static bool last_shut(const struct sk_relay *r, const struct sk_relay_dir *d)
@@ -221,13 +232,9 @@ static int dir_pump(struct sk_relay *r, struct sk_relay_dir *d, int src, int dst
 		if (with_prefix && want > 0 && *dst_wr) {
 			ssize_t n = send(dst, r->prefix, want, MSG_NOSIGNAL | MSG_DONTWAIT);
 			if (n > 0) {
-				r->b_connecting = false;   /* with_prefix: dst is b */
 				r->prefix += n;
 				r->prefix_len -= (size_t)n;
-				d->bytes += (uint64_t)n;
-				d->turn += (size_t)n;
-				if (r->budget)
-					budget_take(r, SK_BUDGET_SENT, (size_t)n);
+				sent_to_b(r, d, (size_t)n);   /* with_prefix: dst is b */
 				step = true;
 			} else if (n < 0 && errno == EAGAIN) {
 				*dst_wr = false;
@@ -330,14 +337,10 @@ static int gate_pump(struct sk_relay *r, bool *moved)
 		if (out > 0 && r->b_wr) {
 			ssize_t n = send(r->b->fd, r->gbuf, out, MSG_NOSIGNAL | MSG_DONTWAIT);
 			if (n > 0) {
-				r->b_connecting = false;
 				memmove(r->gbuf, r->gbuf + n, r->glen - (size_t)n);
 				r->glen -= (size_t)n;
 				r->gout -= (size_t)n;
-				d->bytes += (uint64_t)n;
-				d->turn += (size_t)n;
-				if (r->budget)
-					budget_take(r, SK_BUDGET_SENT, (size_t)n);
+				sent_to_b(r, d, (size_t)n);
 				step = true;
 			} else if (n < 0 && errno == EAGAIN) {
 				r->b_wr = false;

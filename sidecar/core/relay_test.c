@@ -772,7 +772,7 @@ static void test_relay_budget_spent_elsewhere(void **state)
 	world_down(&w);
 }
 
-/* One direction's budget spent stops the other direction too (issue 30 item 6): the relay takes nothing
+/* One direction's budget spent stops the other direction too: the relay takes nothing
  * more from either side once the entry is spent, delivers what it had already taken and ends as BUDGET.
  * The other direction is kept busy throughout: its source streams far more than the sockets and the pipe
  * hold, and its destination does not read until the budget is spent, so the relay holds some of its bytes

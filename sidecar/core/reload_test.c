@@ -198,7 +198,7 @@ static void test_watcher_follows_configmap_swap(void **state)
 	(void)snprintf(hash_a, sizeof(hash_a), "%s", h.cur->content_hash);
 	sk_audit_set_policy(&audit, hash_a);
 	struct sk_metrics *m = NULL;
-	assert_int_equal(sk_metrics_new(&m), 0);
+	assert_int_equal(sk_metrics_new(&m, NULL), 0);
 	struct sk_reload_hooks hooks = { .current = h_current, .install = h_install, .metrics = m, .audit = &audit,
 					 .log = stderr };
 	struct sk_loop *l = NULL;

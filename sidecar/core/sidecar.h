@@ -47,7 +47,7 @@ struct sk_bind_hooks {
 /* Fallback resolution (docs/architecture.md#transparent-proxy "or the sidecar's own resolution of it"): when a connection's
  * name is allowed but not bound to its destination (a client that resolved outside the filter: /etc/hosts,
  * curl --resolve, a JVM cache older than the binding), the proxy asks the DNS server to resolve the name
- * itself. Filled by the DNS server (dns/server.c); while start is NULL the proxy denies a miss at once. */
+ * itself. Filled by the DNS server (dns/fallback.c, at dns/server.c's start); while start is NULL the proxy denies a miss at once. */
 enum sk_resolve_result {
 	SK_RESOLVE_MATCH = 0,   /* addr is among the name's A/AAAA answers (now bound in the table) */
 	SK_RESOLVE_MISMATCH,    /* the name resolved, but not to addr (or recently did not: negative cache) */

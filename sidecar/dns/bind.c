@@ -67,21 +67,21 @@ static struct bind_addr *addr_of(struct sk_dlink *l)
 	return sk_dlist_entry(l, struct bind_addr, lru);
 }
 
-int sk_bind_new(size_t max_bindings, struct sk_bind_table **out)
+int sk_bind_new(size_t max_bindings, struct sk_bind_table **out, struct sk_err *err)
 {
 	*out = NULL;
 	if (max_bindings == 0 || max_bindings > (1u << 24))
-		return -EINVAL;
+		return sk_err_set(err, EINVAL, "binding table: %zu bindings (1..%u)", max_bindings, 1u << 24);
 	struct sk_bind_table *t = calloc(1, sizeof(*t));
 	if (!t)
-		return -ENOMEM;
+		return sk_err_sys(err, ENOMEM, "binding table: allocate %zu bindings", max_bindings);
 	size_t nb = 64;
 	while (nb < max_bindings)
 		nb <<= 1;
 	t->buckets = calloc(nb, sizeof(struct bucket));
 	if (!t->buckets) {
 		free(t);
-		return -ENOMEM;
+		return sk_err_sys(err, ENOMEM, "binding table: allocate %zu bindings", max_bindings);
 	}
 	t->mask = nb - 1;
 	t->max = max_bindings;
@@ -89,7 +89,7 @@ int sk_bind_new(size_t max_bindings, struct sk_bind_table **out)
 	if (rc < 0) {
 		free(t->buckets);
 		free(t);
-		return rc;
+		return sk_err_sys(err, -rc, "binding table: random hash key");
 	}
 	*out = t;
 	return 0;

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/err.h"
 #include "policy/addr.h"
 
 #define SK_BIND_TTL_MIN 30u        /* seconds: a TTL-0 answer still binds for the connect that follows */
@@ -23,9 +24,9 @@
 
 struct sk_bind_table;
 
-/* max_bindings: most (address, name) pairs held at once (>= 1). Returns 0, -EINVAL or -ENOMEM;
- * *out is owned by the caller (sk_bind_free). */
-int sk_bind_new(size_t max_bindings, struct sk_bind_table **out);
+/* max_bindings: most (address, name) pairs held at once (>= 1). Returns 0, or -EINVAL, -ENOMEM or
+ * getrandom's error with err saying which; *out is owned by the caller (sk_bind_free). */
+int sk_bind_new(size_t max_bindings, struct sk_bind_table **out, struct sk_err *err);
 void sk_bind_free(struct sk_bind_table *t);
 
 /* Binds name (normalised, NUL-terminated, <= 253 bytes) to addr until now + clamp(ttl) seconds; a

@@ -33,7 +33,7 @@ static void test_bind_and_lookup(void **state)
 {
 	(void)state;
 	struct sk_bind_table *t;
-	assert_int_equal(sk_bind_new(100, &t), 0);
+	assert_int_equal(sk_bind_new(100, &t, NULL), 0);
 	struct sk_addr a = A("140.82.112.5"), b = A("2606:50c0:8000::154");
 	assert_int_equal(sk_bind_add(t, &a, "api.github.com", 60, 1000), 0);
 	assert_int_equal(sk_bind_add(t, &b, "api.github.com", 60, 1000), 0);
@@ -53,7 +53,7 @@ static void test_ttl_clamped_to_floor_and_ceiling(void **state)
 {
 	(void)state;
 	struct sk_bind_table *t;
-	assert_int_equal(sk_bind_new(100, &t), 0);
+	assert_int_equal(sk_bind_new(100, &t, NULL), 0);
 	struct sk_addr a = A("198.18.1.1"), b = A("198.18.1.2"), c = A("198.18.1.3");
 	uint64_t now = 5000000;
 	assert_int_equal(sk_bind_add(t, &a, "zero.example", 0, now), 0);
@@ -76,7 +76,7 @@ static void test_rebind_extends_never_shortens(void **state)
 {
 	(void)state;
 	struct sk_bind_table *t;
-	assert_int_equal(sk_bind_new(10, &t), 0);
+	assert_int_equal(sk_bind_new(10, &t, NULL), 0);
 	struct sk_addr a = A("198.18.1.1");
 	assert_int_equal(sk_bind_add(t, &a, "x.example", 600, 0), 0);
 	assert_int_equal(sk_bind_add(t, &a, "x.example", 30, 1000), 0);
@@ -90,7 +90,7 @@ static void test_lru_eviction_keeps_bound(void **state)
 {
 	(void)state;
 	struct sk_bind_table *t;
-	assert_int_equal(sk_bind_new(1000, &t), 0);
+	assert_int_equal(sk_bind_new(1000, &t, NULL), 0);
 	for (uint32_t i = 0; i < 5000; i++) {
 		struct sk_addr a = v4(0xc6120000u + i);
 		assert_int_equal(sk_bind_add(t, &a, "bulk.example", 600, 1000), 0);
@@ -121,7 +121,7 @@ static void test_names_per_address_capped(void **state)
 {
 	(void)state;
 	struct sk_bind_table *t;
-	assert_int_equal(sk_bind_new(1000, &t), 0);
+	assert_int_equal(sk_bind_new(1000, &t, NULL), 0);
 	struct sk_addr cdn = A("151.101.1.1");
 	char name[64];
 	for (int i = 0; i < SK_BIND_NAMES_PER_ADDR + 4; i++) {
@@ -141,7 +141,7 @@ static void test_mapped_address_folds_to_v4(void **state)
 {
 	(void)state;
 	struct sk_bind_table *t;
-	assert_int_equal(sk_bind_new(10, &t), 0);
+	assert_int_equal(sk_bind_new(10, &t, NULL), 0);
 	struct sk_addr v4a = A("93.184.216.34"), mapped = A("::ffff:93.184.216.34"), nat64 = A("64:ff9b::5db8:d822");
 	assert_int_equal(sk_bind_add(t, &mapped, "example.com", 60, 0), 0);
 	assert_true(sk_bind_has(t, &v4a, "example.com", 0));
@@ -169,7 +169,7 @@ static void test_names_listing(void **state)
 {
 	(void)state;
 	struct sk_bind_table *t;
-	assert_int_equal(sk_bind_new(10, &t), 0);
+	assert_int_equal(sk_bind_new(10, &t, NULL), 0);
 	struct sk_addr a = A("198.18.1.7"), none = A("198.18.1.8");
 	assert_int_equal(sk_bind_add(t, &a, "old.example", 30, 0), 0);
 	assert_int_equal(sk_bind_add(t, &a, "ssh.example", 600, 1000), 0);
@@ -198,7 +198,7 @@ static void test_sweep_drops_expired(void **state)
 {
 	(void)state;
 	struct sk_bind_table *t;
-	assert_int_equal(sk_bind_new(1000, &t), 0);
+	assert_int_equal(sk_bind_new(1000, &t, NULL), 0);
 	for (uint32_t i = 0; i < 100; i++) {
 		struct sk_addr a = v4(0xc6120100u + i);
 		assert_int_equal(sk_bind_add(t, &a, "s.example", i < 50 ? 30 : 600, 0), 0);
@@ -214,9 +214,9 @@ static void test_rejects_bad_input(void **state)
 {
 	(void)state;
 	struct sk_bind_table *t;
-	assert_int_equal(sk_bind_new(0, &t), -22);
+	assert_int_equal(sk_bind_new(0, &t, NULL), -22);
 	assert_null(t);
-	assert_int_equal(sk_bind_new(4, &t), 0);
+	assert_int_equal(sk_bind_new(4, &t, NULL), 0);
 	struct sk_addr a = A("198.18.1.1"), bad = { .family = 0 };
 	assert_int_equal(sk_bind_add(t, &a, "", 60, 0), -22);
 	assert_int_equal(sk_bind_add(t, &bad, "x.example", 60, 0), -22);

@@ -84,21 +84,23 @@ static bool key_equal(const struct entry *e, uint64_t hash, const struct sk_dns_
 	return true;
 }
 
-int sk_dns_cache_new(size_t max_entries, size_t max_bytes, struct sk_dns_cache **out)
+int sk_dns_cache_new(size_t max_entries, size_t max_bytes, struct sk_dns_cache **out,
+		     struct sk_err *err)
 {
 	*out = NULL;
 	if (max_entries == 0 || max_entries > (1u << 24) || max_bytes < 4096)
-		return -EINVAL;
+		return sk_err_set(err, EINVAL, "answer cache: %zu entries (1..%u), %zu bytes (4096 or more)", max_entries,
+				  1u << 24, max_bytes);
 	struct sk_dns_cache *c = calloc(1, sizeof(*c));
 	if (!c)
-		return -ENOMEM;
+		return sk_err_sys(err, ENOMEM, "answer cache: allocate %zu entries", max_entries);
 	size_t nb = 64;
 	while (nb < max_entries)
 		nb <<= 1;
 	c->buckets = calloc(nb, sizeof(struct bucket));
 	if (!c->buckets) {
 		free(c);
-		return -ENOMEM;
+		return sk_err_sys(err, ENOMEM, "answer cache: allocate %zu entries", max_entries);
 	}
 	c->mask = nb - 1;
 	c->max_entries = max_entries;
@@ -107,7 +109,7 @@ int sk_dns_cache_new(size_t max_entries, size_t max_bytes, struct sk_dns_cache *
 	if (rc < 0) {
 		free(c->buckets);
 		free(c);
-		return rc;
+		return sk_err_sys(err, -rc, "answer cache: random hash key");
 	}
 	*out = c;
 	return 0;

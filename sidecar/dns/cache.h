@@ -1,4 +1,4 @@
-/* sidecar/dns/cache.h — the DNS filter's answer cache (docs/architecture.md#dns-filter, issue 18 item 3).
+/* sidecar/dns/cache.h — the DNS filter's answer cache (docs/architecture.md#dns-filter).
  *
  * What is cached: the *filtered* answer (what sk_dns_filter_answer built for the agent: CNAME chain
  * only, SOA only in authority, ech and address hints stripped, TTLs capped at SK_BIND_TTL_MAX), keyed by
@@ -39,6 +39,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/err.h"
 #include "sidecar/dns/filter.h"
 
 #define SK_DNS_CACHE_ENTRIES 8192u            /* default entry cap */
@@ -52,8 +53,9 @@ struct sk_dns_cache_stats {
 	size_t entries, bytes;
 };
 
-/* max_entries >= 1, max_bytes >= 4096. Returns 0, -EINVAL, -ENOMEM or getrandom's error. */
-int sk_dns_cache_new(size_t max_entries, size_t max_bytes, struct sk_dns_cache **out);
+/* max_entries >= 1, max_bytes >= 4096. Returns 0, or -EINVAL, -ENOMEM or getrandom's error with err saying
+ * which. */
+int sk_dns_cache_new(size_t max_entries, size_t max_bytes, struct sk_dns_cache **out, struct sk_err *err);
 void sk_dns_cache_free(struct sk_dns_cache *c);
 
 /* Stores msg[0..len), the answer sk_dns_filter_answer built for q with verdict v (the client's OPT, if q

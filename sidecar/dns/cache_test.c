@@ -199,7 +199,7 @@ static uint32_t ttl_of(const uint8_t *msg, size_t len, unsigned i)
 static struct sk_dns_cache *cache(size_t entries, size_t bytes)
 {
 	struct sk_dns_cache *c;
-	assert_int_equal(sk_dns_cache_new(entries, bytes, &c), 0);
+	assert_int_equal(sk_dns_cache_new(entries, bytes, &c, NULL), 0);
 	return c;
 }
 
@@ -440,8 +440,8 @@ static void test_lru_eviction_at_caps(void **state)
 	assert_true(has(c, f, 99));
 	assert_false(has(c, f, 0));
 	sk_dns_cache_free(c);
-	assert_int_equal(sk_dns_cache_new(0, 4096, &c), -EINVAL);
-	assert_int_equal(sk_dns_cache_new(10, 100, &c), -EINVAL);
+	assert_int_equal(sk_dns_cache_new(0, 4096, &c, NULL), -EINVAL);
+	assert_int_equal(sk_dns_cache_new(10, 100, &c, NULL), -EINVAL);
 }
 
 static void test_case_id_flags_edns_restored(void **state)
@@ -532,7 +532,7 @@ static void test_bindings_on_hit(void **state)
 	assert_int_equal(h.bind[0].ttl, 40);
 	assert_int_equal(h.bind[1].ttl, 10);
 	struct sk_bind_table *t;
-	assert_int_equal(sk_bind_new(16, &t), 0);
+	assert_int_equal(sk_bind_new(16, &t, NULL), 0);
 	assert_false(sk_bind_has(t, &v.bind[0].addr, q.name, 80000));
 	for (size_t i = 0; i < h.n_bind; i++)
 		assert_int_equal(sk_bind_add(t, &h.bind[i].addr, q.name, h.bind[i].ttl, 80000), 0);

@@ -22,7 +22,7 @@
  *   authority holds only SOA and additional only our OPT; no HTTPS/SVCB record carries SvcParam key 4,
  *   5 or 6 (nor lists one as mandatory); every A/AAAA returned is bound and every binding is an A/AAAA
  *   returned, in order, with its TTL; no binding is link-local or (blockPrivate) private outside the
- *   vouched 10/8; and the binding table, fed the way dns_server.c feeds it, holds no name but the
+ *   vouched 10/8; and the binding table, fed the way the DNS server feeds it, holds no name but the
  *   (allowed) question name.
  * Seeds: sidecar/dns/fuzz/fuzz_dns_filter/ (the fuzz_dns_codec seeds behind a selector byte, then merged). */
 #include <stdint.h>
@@ -467,10 +467,10 @@ static void answer_direction(int pi, unsigned sel, const uint8_t *ans, size_t al
 			CHECK(!(a->bytes[0] == 169 && a->bytes[1] == 254));
 	}
 
-	/* the binding table, fed as dns_server.c feeds it, holds only the question's (allowed) name */
+	/* the binding table, fed as the DNS server feeds it, holds only the question's (allowed) name */
 	if (v.n_bind) {
 		struct sk_bind_table *t;
-		CHECK(sk_bind_new(256, &t) == 0);
+		CHECK(sk_bind_new(256, &t, NULL) == 0);
 		for (size_t i = 0; i < v.n_bind; i++)
 			CHECK(sk_bind_add(t, &v.bind[i].addr, q.name, v.bind[i].ttl, 1000) == 0);
 		for (size_t i = 0; i < v.n_bind; i++) {

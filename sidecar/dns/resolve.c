@@ -45,14 +45,14 @@ struct sk_rneg {
 	struct sk_hash_key key;
 };
 
-int sk_rneg_new(size_t cap, uint64_t ttl_ms, struct sk_rneg **out)
+int sk_rneg_new(size_t cap, uint64_t ttl_ms, struct sk_rneg **out, struct sk_err *err)
 {
 	*out = NULL;
 	if (cap == 0 || cap >= NIL / 2)
-		return -EINVAL;
+		return sk_err_set(err, EINVAL, "resolution negative cache: capacity %zu", cap);
 	struct sk_rneg *c = calloc(1, sizeof(*c));
 	if (!c)
-		return -ENOMEM;
+		return sk_err_sys(err, ENOMEM, "resolution negative cache: allocate %zu entries", cap);
 	size_t nb = 1;
 	while (nb < 2 * cap)
 		nb <<= 1;
@@ -60,7 +60,7 @@ int sk_rneg_new(size_t cap, uint64_t ttl_ms, struct sk_rneg **out)
 	c->buckets = malloc(nb * sizeof(*c->buckets));
 	if (!c->ents || !c->buckets || sk_hash_key_random(&c->key) < 0) {
 		sk_rneg_free(c);
-		return -ENOMEM;
+		return sk_err_sys(err, ENOMEM, "resolution negative cache: allocate %zu entries", cap);
 	}
 	for (size_t i = 0; i < nb; i++)
 		c->buckets[i] = NIL;

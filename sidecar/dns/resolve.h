@@ -1,6 +1,6 @@
 /* sidecar/dns/resolve.h — the pure parts of the sidecar's own resolution on a binding miss
  * (docs/architecture.md#transparent-proxy, "or the sidecar's own resolution of it"; the hooks are struct
- * sk_resolve_hooks in sidecar.h, filled by the DNS server, dns_server.c, which owns the sockets, the upstream
+ * sk_resolve_hooks in sidecar.h, filled by the DNS server (dns/fallback.c), which owns the sockets, the upstream
  * query and the deadline).
  *
  * Owns:
@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "common/dlist.h"
+#include "common/err.h"
 #include "policy/addr.h"
 #include "policy/domain.h"
 #include "sidecar/core/sidecar.h"
@@ -38,8 +39,9 @@ void sk_resolve_fold(const struct sk_addr *in, struct sk_addr *out);
 
 struct sk_rneg;
 
-/* cap >= 1 entries, each living ttl_ms. Returns 0, -EINVAL or -ENOMEM (also when getrandom fails). */
-int sk_rneg_new(size_t cap, uint64_t ttl_ms, struct sk_rneg **out);
+/* cap >= 1 entries, each living ttl_ms. Returns 0, or -EINVAL or -ENOMEM (also when getrandom fails) with
+ * err saying which. */
+int sk_rneg_new(size_t cap, uint64_t ttl_ms, struct sk_rneg **out, struct sk_err *err);
 void sk_rneg_free(struct sk_rneg *c);
 /* Is (name, addr) cached and unexpired at now? addr is folded first. */
 bool sk_rneg_has(struct sk_rneg *c, const char *name, const struct sk_addr *addr, uint64_t now_ms);

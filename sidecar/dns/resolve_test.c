@@ -571,7 +571,7 @@ static void test_start_from_done(void **state)
 	assert_int_equal(w->queries, 1);   /* the new group is answered from the answer cache */
 }
 
-/* ---- the filter's checks on the fallback's question (issue 30 item 3) ---- */
+/* ---- the filter's checks on the fallback's question ---- */
 
 /* Reads the audit lines written so far into lines[] (each owned); returns how many. */
 static int audit_lines(struct world *w, cJSON **lines, int cap)
@@ -688,7 +688,7 @@ static void test_resolution_length_and_type_checked(void **state)
 	free_lines(l, n);
 }
 
-/* ---- the proxy on top: a failed resolution denies the connection (issue 30 item 6) ---- */
+/* ---- the proxy on top: a failed resolution denies the connection ---- */
 
 static void proxy_up(struct world *w)
 {
@@ -814,7 +814,7 @@ static void test_neg_cache_expiry_and_eviction(void **state)
 {
 	(void)state;
 	struct sk_rneg *c;
-	assert_int_equal(sk_rneg_new(4, 10000, &c), 0);
+	assert_int_equal(sk_rneg_new(4, 10000, &c, NULL), 0);
 	struct sk_addr a = A("192.0.2.1"), b = A("192.0.2.2");
 	assert_false(sk_rneg_has(c, "a.example", &a, 1000));
 	sk_rneg_add(c, "a.example", &a, 1000);
@@ -852,7 +852,7 @@ static void test_neg_cache_expiry_and_eviction(void **state)
 	sk_rneg_free(c);
 
 	/* The production size: 1024 entries, the 1025th evicts the first. */
-	assert_int_equal(sk_rneg_new(SK_RESOLVE_NEG_MAX, SK_RESOLVE_NEG_TTL_MS, &c), 0);
+	assert_int_equal(sk_rneg_new(SK_RESOLVE_NEG_MAX, SK_RESOLVE_NEG_TTL_MS, &c, NULL), 0);
 	for (int i = 0; i <= SK_RESOLVE_NEG_MAX; i++) {
 		(void)snprintf(name, sizeof(name), "h%d.example", i);
 		sk_rneg_add(c, name, &a, 0);
@@ -863,7 +863,7 @@ static void test_neg_cache_expiry_and_eviction(void **state)
 	assert_true(sk_rneg_has(c, "h1024.example", &a, SK_RESOLVE_NEG_TTL_MS - 1));
 	assert_false(sk_rneg_has(c, "h1024.example", &a, SK_RESOLVE_NEG_TTL_MS));
 	sk_rneg_free(c);
-	assert_int_equal(sk_rneg_new(0, 1, &c), -EINVAL);
+	assert_int_equal(sk_rneg_new(0, 1, &c, NULL), -EINVAL);
 }
 
 /* A done callback cancelling a later request of the same group: that one is never called. */

@@ -8,7 +8,7 @@
  * server gives every query a connected UDP socket with a fresh random source port, RFC 5452) — anything
  * else (spoofed, late, duplicate, or another query's answer) is dropped.
  * Timeouts and retries are a pure state machine over explicit time; the socket I/O and the timer are the
- * server's (sidecar/dns/server.c), which calls in with what happened. Single-threaded. */
+ * server's (sidecar/dns/forward.c), which calls in with what happened. Single-threaded. */
 #ifndef SK_SIDECAR_DNS_UPSTREAM_H
 #define SK_SIDECAR_DNS_UPSTREAM_H
 

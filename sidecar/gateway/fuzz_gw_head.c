@@ -391,7 +391,7 @@ static void check_chunked(const uint8_t *data, size_t size)
 	free(two);
 }
 
-/* ---- the upstream response's form (issue 30 item 4) -------------------------------------------------- */
+/* ---- the upstream response's form -------------------------------------------------- */
 
 static bool is_ws(char c)   /* OWS; not strchr(" \t", c), which matches a NUL byte too */
 {

@@ -238,7 +238,7 @@ static void test_check_path(void **state)
 			fail_msg("should be refused: %s", bad[i]);
 }
 
-/* Issue 16 item 6: spellings that escape a path prefix on an upstream that normalises them (Tomcat/Spring
+/* Spellings that escape a path prefix on an upstream that normalises them (Tomcat/Spring
  * ";" path parameters, double decoding, lenient UTF-8, IIS trailing dots, Unicode compatibility forms),
  * from the path-traversal literature. The first group passed sk_gw_check_path before the fix. */
 static const char *const traversal[] = {
@@ -433,7 +433,7 @@ static void test_filter_request_headers(void **state)
 		assert_string_not_equal(seen.names[i], "Authorization");
 }
 
-/* Issue 30 item 4: the agent must not choose a body form the key redaction cannot search — compressed
+/* The agent must not choose a body form the key redaction cannot search — compressed
  * (every Accept-Encoding spelling, q-values or not), a range that starts inside an echoed key, a delta, or
  * a digest of a body holding the key. TE (transfer-coding compression) stops as hop-by-hop. */
 static void test_filter_drops_body_form_headers(void **state)
@@ -653,7 +653,7 @@ static void test_redact_across_boundaries(void **state)
 	assert_string_equal(out, "anything");
 }
 
-/* Issue 16 item 7: a secret longer than 256 bytes went out unmasked. A 1000-byte secret echoed in a body
+/* A secret longer than 256 bytes went out unmasked. A 1000-byte secret echoed in a body
  * (three times: alone, twice back to back, and a near miss), fed in every kind of piece size, so the
  * occurrences straddle reads; a long self-similar secret; and agreement with brute force. */
 static void test_redact_long_secret(void **state)

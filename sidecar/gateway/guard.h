@@ -14,7 +14,7 @@ struct sk_api;
 
 /* The path part of rest (judged up to the first '?'; the query is not judged, so "?x=a;b" is fine): 0 when
  * safe to forward, else -EINVAL (→ 400). Refuses what some server behind the upstream URL could read as a
- * different path than the raw string (issue 16 item 6):
+ * different path than the raw string (a prefix check on the raw string would then guard the wrong path):
  *   - ';' anywhere in the path (Tomcat/Spring strip ";params": "/v1/..;/admin" is "/v1/../admin");
  *   - percent-encoded '.', '/', '\', '%' and ';' (%2e %2f %5c %25 %3b, either case): double decoding turns
  *     %252e into '.', and no API needs them encoded;

@@ -197,6 +197,18 @@ static bool changes_body_form(const char *name, size_t len)
 	return false;
 }
 
+/* Appends a Connection value to the list conn[0..*cl) (cap bytes), ','-terminated; a value that does not fit
+ * is left out (its tokens then stay unnamed: hop-by-hop headers are dropped by their fixed names anyway). */
+static void connection_add(char *conn, size_t cap, size_t *cl, const char *v, size_t vl)
+{
+	if (*cl + vl + 2 >= cap)
+		return;
+	memcpy(conn + *cl, v, vl);
+	*cl += vl;
+	conn[(*cl)++] = ',';
+	conn[*cl] = 0;
+}
+
 int sk_gw_filter_request_headers(const struct sk_gw_req *req, const char *secret_header, bool drop_auth,
 				 sk_gw_emit_fn emit, void *arg)
 {
@@ -205,12 +217,8 @@ int sk_gw_filter_request_headers(const struct sk_gw_req *req, const char *secret
 	conn[0] = 0;
 	for (size_t i = 0; i < req->n_h; i++) {
 		const struct sk_gw_hdr *h = &req->h[i];
-		if (sk_gw_name_is(h->name, h->name_len, "connection") && cl + h->value_len + 2 < sizeof(conn)) {
-			memcpy(conn + cl, h->value, h->value_len);
-			cl += h->value_len;
-			conn[cl++] = ',';
-			conn[cl] = 0;
-		}
+		if (sk_gw_name_is(h->name, h->name_len, "connection"))
+			connection_add(conn, sizeof(conn), &cl, h->value, h->value_len);
 	}
 	for (size_t i = 0; i < req->n_h; i++) {
 		const struct sk_gw_hdr *h = &req->h[i];
@@ -427,15 +435,41 @@ void sk_gw_error_response(struct sk_strbuf *out, int status, const char *msg, ui
 	sk_strbuf_free(&body);
 }
 
-/* The line of up[0..len) at *off (its LF included, or up to len): sets *ll to its length, moves *off past
- * it and returns its first ':' (NULL when it has none). */
-static const char *hdr_line(const char *up, size_t len, size_t *off, size_t *ll)
+/* A header line of the upstream's head (as libcurl hands it over, status line and CRLFs included). */
+struct up_hdr {
+	const char *line;      /* without its line end */
+	size_t line_len;
+	size_t name_len;       /* line[0..name_len) up to the first ':' (0: an empty name) */
+	const char *value;     /* after the OWS that follows ':', up to the line end (each reader trims its end) */
+	size_t value_len;
+};
+
+/* The one walk over up[0..len): steps *off to the next line that has a ':' (lines without one, the status
+ * line among them, are passed over) and fills h; false at the end. */
+static bool next_up_hdr(const char *up, size_t len, size_t *off, struct up_hdr *h)
 {
-	const char *line = up + *off;
-	const char *nl = memchr(line, '\n', len - *off);
-	*ll = nl ? (size_t)(nl - line) + 1 : len - *off;
-	*off += *ll;
-	return memchr(line, ':', *ll);
+	while (*off < len) {
+		const char *line = up + *off;
+		const char *nl = memchr(line, '\n', len - *off);
+		size_t ll = nl ? (size_t)(nl - line) + 1 : len - *off;
+		*off += ll;
+		const char *colon = memchr(line, ':', ll);
+		if (!colon)
+			continue;
+		while (ll && (line[ll - 1] == '\r' || line[ll - 1] == '\n'))
+			ll--;
+		h->line = line;
+		h->line_len = ll;
+		h->name_len = (size_t)(colon - line);
+		const char *v = colon + 1;
+		size_t vl = (size_t)(line + ll - v);
+		while (vl && (*v == ' ' || *v == '\t'))
+			v++, vl--;
+		h->value = v;
+		h->value_len = vl;
+		return true;
+	}
+	return false;
 }
 
 /* HEAD, 1xx, 204, 304: no body bytes go to the agent. */
@@ -451,28 +485,18 @@ size_t sk_gw_response_head(struct sk_strbuf *out, const char *up, size_t len, in
 	size_t cl = 0;
 	bool has_cl = false, has_te = false;
 	/* First pass: what Connection names, and the framing the upstream used. */
-	for (size_t off = 0, ll; off < len;) {
-		const char *line = up + off;
-		const char *colon = hdr_line(up, len, &off, &ll);
-		if (!colon)
-			continue;
-		size_t nlen = (size_t)(colon - line);
-		const char *v = colon + 1;
-		size_t vl = (size_t)(line + ll - v);
-		while (vl && (*v == ' ' || *v == '\t'))
-			v++, vl--;
-		while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' '))
-			vl--;
-		if (sk_gw_name_is(line, nlen, "connection") && cl + vl + 2 < sizeof(connection)) {
-			memcpy(connection + cl, v, vl);
-			cl += vl;
-			connection[cl++] = ',';
-			connection[cl] = 0;
-		} else if (sk_gw_name_is(line, nlen, "content-length")) {
-			has_cl = true;
-		} else if (sk_gw_name_is(line, nlen, "transfer-encoding")) {
-			has_te = true;
+	struct up_hdr h;
+	for (size_t off = 0; next_up_hdr(up, len, &off, &h);) {
+		if (sk_gw_name_is(h.line, h.name_len, "connection")) {
+			size_t vl = h.value_len;
+			while (vl && (h.value[vl - 1] == '\r' || h.value[vl - 1] == '\n' || h.value[vl - 1] == ' '))
+				vl--;
+			connection_add(connection, sizeof(connection), &cl, h.value, vl);
 		}
+		else if (sk_gw_name_is(h.line, h.name_len, "content-length"))
+			has_cl = true;
+		else if (sk_gw_name_is(h.line, h.name_len, "transfer-encoding"))
+			has_te = true;
 	}
 	f->no_body = response_has_no_body(status, head_req);
 	bool keep_cl = has_cl && !has_te;
@@ -482,20 +506,12 @@ size_t sk_gw_response_head(struct sk_strbuf *out, const char *up, size_t len, in
 	f->close = (!f->no_body && !keep_cl && !f->chunked) || draining;
 	(void)sk_strbuf_printf(out, "HTTP/1.1 %d %s\r\n", status, sk_gw_reason_phrase(status));
 	size_t head_start = out->len;
-	for (size_t off = 0, ll; off < len;) {
-		const char *line = up + off;
-		const char *colon = hdr_line(up, len, &off, &ll);
-		if (!colon || colon == line)
+	for (size_t off = 0; next_up_hdr(up, len, &off, &h);) {
+		if (h.name_len == 0 || sk_gw_hop_by_hop(h.line, h.name_len, connection))
 			continue;
-		size_t nlen = (size_t)(colon - line);
-		if (sk_gw_hop_by_hop(line, nlen, connection))
+		if (sk_gw_name_is(h.line, h.name_len, "content-length") && !keep_cl)
 			continue;
-		if (sk_gw_name_is(line, nlen, "content-length") && !keep_cl)
-			continue;
-		size_t end = ll;
-		while (end && (line[end - 1] == '\r' || line[end - 1] == '\n'))
-			end--;
-		(void)sk_strbuf_put(out, line, end);
+		(void)sk_strbuf_put(out, h.line, h.line_len);
 		(void)sk_strbuf_put(out, "\r\n", 2);
 	}
 	if (f->chunked)
@@ -538,19 +554,13 @@ const struct sk_gw_answer *sk_gw_response_refusal(const char *up, size_t len, in
 		return NULL;   /* no body bytes reach the agent; the head alone is redacted as it is */
 	if (status == 206 || status == 226)
 		return &partial;
-	for (size_t off = 0, ll; off < len;) {
-		const char *line = up + off;
-		const char *colon = hdr_line(up, len, &off, &ll);
-		if (!colon)
-			continue;
-		size_t nlen = (size_t)(colon - line);
-		const char *v = colon + 1;
-		size_t vl = (size_t)(line + ll - v);
-		while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n'))
-			vl--;
-		if (sk_gw_name_is(line, nlen, "content-encoding") && codings_other_than(v, vl, "identity", NULL))
+	struct up_hdr h;
+	for (size_t off = 0; next_up_hdr(up, len, &off, &h);) {
+		if (sk_gw_name_is(h.line, h.name_len, "content-encoding") &&
+		    codings_other_than(h.value, h.value_len, "identity", NULL))
 			return &encoded;
-		if (sk_gw_name_is(line, nlen, "transfer-encoding") && codings_other_than(v, vl, "chunked", "identity"))
+		if (sk_gw_name_is(h.line, h.name_len, "transfer-encoding") &&
+		    codings_other_than(h.value, h.value_len, "chunked", "identity"))
 			return &encoded;
 	}
 	return NULL;

@@ -79,10 +79,11 @@ bool sk_gw_hop_by_hop(const char *name, size_t len, const char *connection);
 /* Which agent headers go upstream: not hop-by-hop, not Host/Content-Length/Expect (curl sets those from
  * the URL and the body), not the secret header's name, not X-Stockade-Token, not Authorization when it
  * carried the caller token, and none that would change the response body's bytes away from the one form
- * the key redaction searches (issue 30 item 4): Accept-Encoding (the gateway asks for identity itself),
- * Range and If-Range (a part that starts inside an echoed key carries a suffix no matcher recognises), A-IM
- * (RFC 3229 delta or compressed instances), Want-Digest, Want-Content-Digest and Want-Repr-Digest (a digest
- * of a body holding the key; a checksum such as crc32c or adler is no one-way function). TE is hop-by-hop.
+ * the key redaction searches (a key echoed in another form would go out unmasked): Accept-Encoding (the
+ * gateway asks for identity itself), Range and If-Range (a part that starts inside an echoed key carries a
+ * suffix no matcher recognises), A-IM (RFC 3229 delta or compressed instances), Want-Digest,
+ * Want-Content-Digest and Want-Repr-Digest (a digest of a body holding the key; a checksum such as crc32c or
+ * adler is no one-way function). TE is hop-by-hop.
  * Calls emit(name, value) for each kept header, in order. */
 typedef int (*sk_gw_emit_fn)(void *arg, const char *name, size_t nlen, const char *value, size_t vlen);
 int sk_gw_filter_request_headers(const struct sk_gw_req *req, const char *secret_header, bool drop_auth,
