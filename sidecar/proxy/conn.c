@@ -150,8 +150,12 @@ const char *conn_flags_str(uint32_t flags, char *buf, size_t size)
 		if (!(flags & (1u << i)))
 			continue;
 		int w = snprintf(buf + off, size - off, "%s%s", off ? "," : "", names[i]);
-		if (w < 0 || (size_t)w >= size - off)
-			break;   /* CONN_FLAGS_STR_MAX holds them all; a shorter buf keeps the names that fit */
+		if (w < 0 || (size_t)w >= size - off) {
+			/* CONN_FLAGS_STR_MAX holds them all; a shorter buf keeps the names that fit, whole (snprintf
+			 * wrote the start of the one that did not) */
+			buf[off] = '\0';
+			break;
+		}
 		off += (size_t)w;
 	}
 	if (off == 0)
