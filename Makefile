@@ -32,7 +32,7 @@ RELEASE  := $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\} *$$/\1/p' 
 GITREV   := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 VERSION  := $(RELEASE) ($(GITREV))
 WARN     := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wstrict-prototypes -Wmissing-prototypes -Wvla
-BASE_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) -I. $(PKG_CFLAGS) -DSK_VERSION='"$(VERSION)"' -MMD -MP
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) -I. $(PKG_CFLAGS) -DSK_VERSION='"$(VERSION)"' -DSK_RELEASE='"$(RELEASE)"' -MMD -MP
 REL_CFLAGS  := $(BASE_CFLAGS) -O2 -g -fstack-protector-strong -D_FORTIFY_SOURCE=2 -fPIE
 REL_LDFLAGS := -pie -Wl,-z,relro,-z,now -Wl,--as-needed
 SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
@@ -84,7 +84,8 @@ $(BUILD)/fuzz/%.o: %.c
 	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
 # The files that print SK_VERSION are rebuilt when it changes (a commit, the chart's appVersion).
-VERSION_USERS := init/main.c cli/main.c cli/cmd_inject.c sidecar/main.c sidecar/core/metrics.c injector/main.c cni/main.c
+VERSION_USERS := init/main.c cli/main.c sidecar/main.c sidecar/core/metrics.c injector/main.c cni/main.c \
+	policy/k8s/inject.c
 .PHONY: FORCE
 $(BUILD)/version.txt: FORCE
 	@mkdir -p $(BUILD) && echo '$(VERSION)' | cmp -s - $@ || echo '$(VERSION)' >$@

@@ -443,29 +443,10 @@ static int write_out(const cJSON *docs, bool json)
 static int run_inject(struct sk_inject_opts *o_, const char *const *files, size_t n_files, const char *policy_path,
 		      const struct sk_guardrails *g, bool check, bool uid_flag, bool admin_flag, bool seccomp_flag);
 
-#ifndef SK_VERSION
-#define SK_VERSION "dev"
-#endif
-
-/* "localhost/stockade-NAME:RELEASE", RELEASE being SK_VERSION up to its " (commit)": the images of this
- * binary's own release, as the chart's default (an empty tag takes its appVersion, the one version), so
- * the two cannot drift apart when the version moves. */
-static void default_image(char *out, size_t len, const char *name)
-{
-	const char *v = SK_VERSION;
-	int n = (int)strcspn(v, " ");
-	(void)snprintf(out, len, "localhost/stockade-%s:%.*s", name, n, v);
-}
-
 int sk_cmd_inject(int argc, char **argv)
 {
 	struct sk_inject_opts o;
-	char init_image[128], sidecar_image[128];
-	sk_inject_opts_default(&o);
-	default_image(init_image, sizeof(init_image), "init");
-	default_image(sidecar_image, sizeof(sidecar_image), "sidecar");
-	o.init_image = init_image;
-	o.sidecar_image = sidecar_image;
+	sk_inject_opts_default(&o);   /* the images of this release (SK_RELEASE) */
 	const char *files[MAX_FILES], *policy_path = NULL, *guardrails_path = NULL;
 	size_t n_files = 0;
 	bool check = false, uid_flag = false, admin_flag = false, seccomp_flag = false;

@@ -39,12 +39,18 @@ void sk_inject_sort_settings(const char **v, size_t n)
 		qsort(v, n, sizeof(*v), cmp_setting);
 }
 
+/* The release this library was built as (the chart's appVersion, the Makefile's RELEASE). */
+#ifndef SK_RELEASE
+#define SK_RELEASE "dev"
+#endif
+
 void sk_inject_opts_default(struct sk_inject_opts *o)
 {
 	*o = (struct sk_inject_opts){
-		/* the chart's images with an empty tag take its appVersion */
-		.init_image = "localhost/stockade-init:0.1.0",
-		.sidecar_image = "localhost/stockade-sidecar:0.1.0",
+		/* the chart's images with an empty tag take its appVersion: the same release, so `inject`, the
+		 * injector and the chart cannot drift apart when the version moves */
+		.init_image = "localhost/stockade-init:" SK_RELEASE,
+		.sidecar_image = "localhost/stockade-sidecar:" SK_RELEASE,
 		.pull_policy = "IfNotPresent",
 		.agent_uid = 1000,
 		.sidecar_uid = 1337,

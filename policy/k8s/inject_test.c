@@ -259,7 +259,7 @@ static void test_init_in_sidecar_shape(void **state)
 	assert_int_equal(sk_inject_doc(d, &o, &err), SK_INJECT_WRAPPED);
 	assert_names(at(d, "spec"), "i:stockade-sidecar c:app");
 	const cJSON *side = at(d, "spec.initContainers[0]");
-	assert_string_equal(str_at(side, "image"), "localhost/stockade-sidecar:0.1.0");
+	assert_string_equal(str_at(side, "image"), "localhost/stockade-sidecar:" SK_RELEASE);
 	assert_string_equal(str_at(side, "restartPolicy"), "Always");
 	assert_joined(at(side, "command"), "/usr/local/bin/stockade-init --policy /etc/stockade/policy.yaml --marker "
 		      "/run/stockade/init.marker --seccomp-profile stockade-4696b6ca6e2d4b5e.json --exec-as 1337:1337 -- "
@@ -443,7 +443,7 @@ static void test_init_in_sidecar_allocation_failures(void **state)
 			wrapped++;
 			const cJSON *side = at(d, "spec.initContainers[0]");
 			assert_string_equal(str_at(side, "name"), "stockade-sidecar");
-			assert_string_equal(str_at(side, "image"), "localhost/stockade-sidecar:0.1.0");
+			assert_string_equal(str_at(side, "image"), "localhost/stockade-sidecar:" SK_RELEASE);
 			assert_string_equal(str_at(side, "restartPolicy"), "Always");
 			assert_joined(at(side, "command"), "/usr/local/bin/stockade-init --policy /etc/stockade/policy.yaml "
 				      "--marker /run/stockade/init.marker --seccomp-profile stockade-4696b6ca6e2d4b5e.json "
