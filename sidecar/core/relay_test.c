@@ -522,11 +522,19 @@ static void run_until_done(struct world *w, struct endp *c, struct endp *u)
 		endp_step(u);
 		assert_true(sk_loop_run_once(w->loop, 1, &err) >= 0);
 	}
-	/* what was delivered before the cut is readable; the relay's fds are closed by the owner only */
-	for (int i = 0; i < 50; i++) {
+	/* what was delivered before the cut is readable; the relay's fds are closed by the owner only. Read
+	 * until nothing more has come for 50 ms: on a loaded machine loopback delivers a moment after the
+	 * relay's send, and a fixed number of non-blocking reads could stop short of bytes in flight. */
+	for (int i = 0; i < 200; i++) {
 		endp_step(c);
 		endp_step(u);
+		struct pollfd pf[2] = { { .fd = c->fd, .events = POLLIN }, { .fd = u->fd, .events = POLLIN } };
+		int n = poll(pf, 2, 50);
+		if (n == 0 || (n > 0 && (c->eof || !(pf[0].revents & POLLIN)) && (u->eof || !(pf[1].revents & POLLIN))))
+			break;
 	}
+	endp_step(c);
+	endp_step(u);
 }
 
 /* sent: the upstream gets exactly the budget — prefix included — and the relay ends as BUDGET, whatever
