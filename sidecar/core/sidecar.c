@@ -66,7 +66,11 @@ const struct sk_secret_value *sk_sidecar_secrets(struct sk_sidecar *sc)
 		sc->secret_values = v;
 		sc->secret_values_cap = p->n_secrets;
 	}
+	uint64_t now = sc->loop ? sk_loop_now_ms(sc->loop) : 0;
+	if (sc->loop && sc->secret_synced && sc->secret_sync_ms == now && sc->secret_sync_gen == sc->policy_gen)
+		return sc->secret_values;   /* this turn's look at the files holds */
 	struct sk_err err = { 0 };
+	sc->secret_synced = false;
 	if (sk_secret_store_sync(&sc->secret_store, p, sc->secret_values, &err) < 0) {
 		if (strcmp(err.msg, sc->secret_err) != 0) {
 			sk_log(SK_LOG_ERROR, "%s: its placeholder is not swapped until the file can be read", err.msg);
@@ -74,6 +78,9 @@ const struct sk_secret_value *sk_sidecar_secrets(struct sk_sidecar *sc)
 		}
 	} else {
 		sc->secret_err[0] = '\0';
+		sc->secret_synced = true;
+		sc->secret_sync_ms = now;
+		sc->secret_sync_gen = sc->policy_gen;
 	}
 	return sc->secret_values;
 }
@@ -84,6 +91,7 @@ void sk_sidecar_free_secrets(struct sk_sidecar *sc)
 	free(sc->secret_values);
 	sc->secret_values = NULL;
 	sc->secret_values_cap = 0;
+	sc->secret_synced = false;
 }
 
 int sk_sidecar_add_server(struct sk_sidecar *sc, const struct sk_server_ops *ops, void *srv, struct sk_err *err)

@@ -95,6 +95,10 @@ struct sk_sidecar {
 	struct sk_secret_store secret_store;
 	struct sk_secret_value *secret_values;   /* owned; policy->n_secrets entries after sk_sidecar_secrets */
 	size_t secret_values_cap;
+	/* The loop time and policy_gen of the last sync: one look at the files per loop turn, however many
+	 * calls it makes (an HTTP/2 request calls once per header field). synced false: none yet. */
+	uint64_t secret_sync_ms, secret_sync_gen;
+	bool secret_synced;
 	char secret_err[SK_ERR_MSG_MAX];         /* the last failure logged (logged again only when it changes) */
 	struct sk_proxy *proxy;          /* owned; NULL until started */
 	/* Its listening fd per family (-1 when not listening), for the admin port's readiness; set by
