@@ -18,3 +18,18 @@ bench_met_min() { awk -v r="$1" -v g="$2" 'BEGIN { if (r !~ /^[+]?[0-9.]+$/) pri
 
 # bench_met_max VALUE GOAL — the same for a lower-is-better VALUE (milliseconds, added latency)
 bench_met_max() { awk -v r="$1" -v g="$2" 'BEGIN { if (r !~ /^[+]?[0-9.]+$/) print "?"; else if (r + 0 <= g + 0) print "met"; else print "short" }'; }
+
+# bench_ratio A B — A/B to three places, "?" unless both are positive numbers
+bench_ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.3f\n", a / b; else print "?" }'; }
+
+# bench_median FMT VALUES... — the median (the mean of the middle two for an even count) printed with the
+# printf format FMT, "?" if any value is "?"
+bench_median() {
+	local fmt=$1; shift
+	printf '%s\n' "$@" | sort -g | awk -v f="$fmt\n" '/\?/ { bad = 1 } { v[NR] = $1 }
+		END { if (bad || NR == 0) print "?"; else if (NR % 2) printf f, v[(NR + 1) / 2];
+		      else printf f, (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# bench_cpu_ticks PID — the process's user + system clock ticks, all threads (nothing for no PID)
+bench_cpu_ticks() { [ -n "$1" ] && awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null; }
