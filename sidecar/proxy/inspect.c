@@ -95,12 +95,10 @@ static const char *conn_sni(const struct conn *c, char addr[SK_ADDR_STRLEN])
  * connection's TLS was decided on. */
 static bool host_is_sni(const struct conn *c, const struct sk_http_head *h)
 {
-	char addr[SK_ADDR_STRLEN];
-	const char *sni = conn_sni(c, addr);
-	struct sk_addr ip;
-	if (sk_addr_parse(sni, &ip) == 0)
-		return h->host_is_ip && sk_addr_equal(&h->ip, &ip);
-	return !h->host_is_ip && strcasecmp(h->host, sni) == 0;
+	/* conn_sni's two cases, read from the connection itself rather than formatted and parsed back */
+	if (conn_has(c, CF_HAS_NAME) && c->name[0])
+		return !h->host_is_ip && strcasecmp(h->host, c->name) == 0;
+	return h->host_is_ip && sk_addr_equal(&h->ip, &c->dst);
 }
 
 /* The policy's secrets and their values now (core/secret_swap.h); n 0 when it has none. */
