@@ -191,10 +191,10 @@ open(sys.argv[2], 'w').write(t)" "$SK_TMP/policy.yaml" "$SK_TMP/mutant.yaml" 2>"
 }
 t_mutants() {
 	fixture agent-pods >/dev/null; fixture own-pods >/dev/null
-	# a second container may run as the sidecar's UID (issue 30 item 6's example)
+	# a second container may run as the sidecar's UID
 	mutant "sidecar UID allowed" bad-second-container-as-sidecar-uid \
 		"s.replace(\"variables.podUid) == 1337\", \"variables.podUid) == -2\", 1)"
-	# the own-pod exemption by image and args[0] alone, as before (issue 30 item 5)
+	# the own-pod exemption by image and args[0] alone, as before
 	mutant "own pods by image and args[0]" bad-check-image-own-command-as-root \
 		"s.replace(\"variables.checkPod || variables.installerPod\", \"object.spec.containers.all(c, c.image == 'localhost/stockade-policy:$TAG' && has(c.args) && c.args[0] == 'check')\")"
 	mutant "own pods may have a command" bad-check-shape-own-command "s.replace('!has(c.command) && ', '', 1)"

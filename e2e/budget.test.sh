@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e/budget.test.sh — exfiltration budgets (issue 20) through the real init and sidecar. One test
+# e2e/budget.test.sh — exfiltration budgets through the real init and sidecar. One test
 # address S serves every name below (plain HTTP on :80, e2e/budget/servers.py, which counts every byte
 # each connection brought it), and a DNS server answers for the names and for a wildcard zone:
 #   1 sent: 10Mi per 4 s on up.example: an 11 MiB upload is cut at <= 10 MiB (and > 9 MiB: not early), the

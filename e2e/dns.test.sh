@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e/dns.test.sh — the DNS filter inside the real sidecar behind the real init (issue 6): stockade-init
+# e2e/dns.test.sh — the DNS filter inside the real sidecar behind the real init: stockade-init
 # programs the "pod" netns, the sidecar runs there as UID 1337, dnsmasq is the authoritative upstream in
 # the "internet" netns (pod resolv.conf → 198.18.0.1), and every query is made as the agent UID to the
 # resolver's own address on port 53, so the init's nat redirect must deliver it to the filter.
@@ -45,7 +45,7 @@ setup() {
 	# proxy's binding check can stop the connection ---
 	sk_ca stockade-test-ca allowed doh
 
-	# secrets (issue 33): a value file only the sidecar reads in a pod (here: world-readable scratch)
+	# secrets: a value file only the sidecar reads in a pod (here: world-readable scratch)
 	printf '%s\n' "$SECRET_VALUE" >"$SK_TMP/secret-token" && chmod 644 "$SK_TMP/secret-token"
 
 	sk_policy policy.yaml <<YAML
@@ -276,7 +276,7 @@ t_raw_tcp() {
 		"$(sk_pod_as "$N" "$SK_SIDECAR_UID" "$PY" "$HERE/dns/raw.py" ssh "$D4" 22) $(grep -c "^$D4:22" "$RAW_LOG")"
 }
 
-# --- issue 33: a secret's placeholder or value in a DNS name or a plain-HTTP request is credential_misuse ---
+# --- a secret's placeholder or value in a DNS name or a plain-HTTP request is credential_misuse ---
 t_credentials() {
 	local hex
 	hex=$(printf '%s' "$SECRET_VALUE" | od -An -tx1 | tr -d ' \n')

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e/gateway.test.sh — the credential-injecting API gateway end to end (issue 12): a real HTTPS upstream
+# e2e/gateway.test.sh — the credential-injecting API gateway end to end: a real HTTPS upstream
 # (e2e/gateway/upstream.py, certificate from a CA made here) in the internet netns, the real init programs
 # the pod netns, the real sidecar runs there as UID 1337 with the key file readable only by it, and the
 # agent (UID 1000) calls http://127.0.0.1:15080/<api>/... with curl. Checks: the key arrives upstream and
@@ -8,8 +8,8 @@
 # forwarded), 429 + Retry-After, 403 method/prefix, 404, 400 traversal, 502 down, 504 slow, a 20 MB
 # upload (Content-Length and chunked) hashes the same upstream, back-pressured download, key rotation
 # without restart, the audit lines (no query values, no key) and metrics, and that the agent cannot reach
-# the upstream directly. Issue 16: paths an upstream normalises out of a prefix (";", double encoding,
-# overlong UTF-8, "...", "//") → 400; a 1000-byte key echoed in 7-byte pieces is masked; issue 30: an echo
+# the upstream directly. Paths an upstream normalises out of a prefix (";", double encoding,
+# overlong UTF-8, "...", "//") → 400; a 1000-byte key echoed in 7-byte pieces is masked; an echo
 # asked for gzip-coded or in part (Range) comes back whole and identity-coded, masked, and an upstream that
 # compresses or cuts unasked is refused (502); SIGTERM lets an
 # SSE stream in flight complete, then exits 0 within the drain time, and exits at once with nothing in flight;
@@ -79,7 +79,7 @@ setup() {
 	KEY="sk-test-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 	KEY2="sk-rotated-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 	TOKEN="tok-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
-	# A 1000-byte key (issue 16 item 7: keys over 256 bytes were not masked when echoed).
+	# A 1000-byte key: keys over 256 bytes were once not masked when echoed.
 	LONGKEY="sk-long-$(head -c 2000 /dev/urandom | od -An -tx1 | tr -d ' \n' | head -c 992)"
 	mkdir -p "$SK_TMP/secrets"
 	printf '%s\n' "$KEY" >"$SK_TMP/secrets/llm-key"
@@ -179,7 +179,7 @@ t_long_key() {
 	sk_check "…and the body around it is intact" grep -q '^key=\*\{1000\};key=\*\{1000\};key=\*\{1000\};end' <<<"$resp"
 }
 
-# --- compressed and partial echoes (issue 30 item 4): the redaction searches the body as it travels, so the
+# --- compressed and partial echoes: the redaction searches the body as it travels, so the
 # upstream is asked for the whole body, identity-coded, and one that answers otherwise is refused ---
 # gz_get ARGS... — the agent's GET through the gateway: prints the status, then the response head and the
 # body gunzipped when it is gzip (Content-Encoding, or bare gzip bytes under the gateway's own chunking)
@@ -266,7 +266,7 @@ t_guards() {
 	sk_check_eq "traversal %2e%2e → 400" 400 "$(code "$GW/ro/echo/%2e%2E/ok")"
 	sk_check_eq "traversal ..%2f → 400" 400 "$(code "$GW/llm/a/..%2fb")"
 	sk_check_eq "encoded NUL in the path → 400" 400 "$(code "$GW/llm/a%00b")"
-	# issue 16 item 6: spellings an upstream normalises out of a prefix (Tomcat ";", double decoding, overlong UTF-8)
+	# spellings an upstream normalises out of a prefix (Tomcat ";", double decoding, overlong UTF-8)
 	for p in '/ro/echo/..;/ok' '/ro/echo/%2e%2e;/ok' '/ro/echo/%252e%252e/ok' '/ro/echo/%c0%ae%c0%ae/ok' \
 		'/ro/echo/.../ok' '/ro/echo//ok' '/ro/echo/%ef%bc%8e%ef%bc%8e/ok'; do
 		sk_check_eq "traversal $p → 400" 400 "$(code --path-as-is "$GW$p")"
@@ -347,7 +347,7 @@ t_audit_log() {
 	sk_check "the sidecar is still running" kill -0 "${REAL_PID:-0}"
 }
 
-# --- SIGTERM drain (issue 16 item 7): an API stream in flight keeps the sidecar up until it completes,
+# --- SIGTERM drain: an API stream in flight keeps the sidecar up until it completes,
 # though no proxied connection is open; an idle keep-alive connection does not. ---
 t_sigterm() {
 	agent "$PY" "$HERE/client.py" keepalive 127.0.0.1 15080 /llm/ok 20 >"$SK_TMP/ka1.out" 2>&1 &
@@ -391,7 +391,7 @@ t_sigterm() {
 	sk_check "…and the idle agent connection is closed ($(tr '\n' ' ' <"$SK_TMP/ka2.out"))" grep -qE '^closed ' "$SK_TMP/ka2.out"
 }
 
-# --- the sidecar under ASan + UBSan (issue 30 item 6: this suite grepped the release binary's stderr for
+# --- the sidecar under ASan + UBSan (this suite grepped the release binary's stderr for
 # sanitizer reports, which it cannot write). The sanitized build (make build/san/bin/stockade-sidecar; make e2e
 # builds it) serves the gateway's paths — an echo masked in the head and body, a long key in pieces, a refused
 # gzip and partial answer, a chunked upload, an SSE stream the agent leaves, a keep-alive pair, 401, 404,

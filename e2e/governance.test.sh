@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e/governance.test.sh — cluster guardrails (issue 35) through the real init and sidecar: a policy in
+# e2e/governance.test.sh — cluster guardrails through the real init and sidecar: a policy in
 # force before a guardrail changed is narrowed at the reload the guardrails file's change causes (the name
 # the guardrail denies answered NXDOMAIN and its connections denied, the others untouched, one guardrail
 # audit line), and guardrails that do not load are refused with the narrowed policy kept. One test address

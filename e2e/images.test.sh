@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Image checks (issue 10): each FROM-scratch image built by `make images` holds only our binary, the
+# Image checks: each FROM-scratch image built by `make images` holds only our binary, the
 # libraries it loads, passwd/group (and the CA bundle for the sidecar), no shell; and its binary runs
 # `--version` as the image's own user under runc on the unpacked rootfs, read-only, with every capability
-# dropped. Issue 18: the sidecar image is at most 10 MiB uncompressed (the injector and the installer
+# dropped. The sidecar image is at most 10 MiB uncompressed (the injector and the installer
 # too: they carry OpenSSL), init and policy at most 4 MiB (sizes printed, compressed too); the sidecar's and
 # the installer's libcurl is the one scripts/build-curl makes (HTTPS over OpenSSL and HTTP/2, needing
 # nothing else), and the whole gateway suite (e2e/gateway.test.sh) passes with the image's own

@@ -5,7 +5,7 @@
 # agent DNS on the DNS port, direct sets pass, everything else is blocked; re-runs leave no gap;
 # --check catches a deleted rule; --dry-run and the guard change nothing; IGMP/MLD reports of a multicast join
 # by the agent never leave the pod while IPv6 ND still works, and the agent cannot reach the admin port on
-# loopback (issue 16 items 1 and 9); no socket but the sidecar's and the exempt UIDs' sends from a source
+# loopback; no socket but the sidecar's and the exempt UIDs' sends from a source
 # address that is not the pod's (the agent forging the upstream resolver's DNS answer over IPv6, found in
 # review); --exec-as applies the rules, then runs a program as the sidecar UID with
 # no capability and no_new_privs, and never runs it when something failed. Needs root.
@@ -173,7 +173,7 @@ def flood(host, port, count, gap):
     print(got)
 
 def join(ifname, hold):
-    # multicast joins as the calling UID (issue 16 item 1): the kernel then reports the groups on ifname
+    # multicast joins as the calling UID: the kernel then reports the groups on ifname
     idx = socket.if_nametoindex(ifname)
     s4 = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s4.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP,  # struct ip_mreqn
@@ -314,7 +314,7 @@ EOF
 	sk_wait_port "$N-net" tcp 80 && sk_wait_port "$N-net" udp 7001 && sk_wait_port "$N-net" tcp 7100
 	sk_wait_port "$POD" tcp 15001 && sk_wait_port "$POD" udp 15053 && sk_wait_port "$POD" tcp 8080
 
-	# a stand-in admin on all addresses, run as the sidecar UID like the real one (issue 16 item 9)
+	# a stand-in admin on all addresses, run as the sidecar UID like the real one
 	ADM=$SK_TMP/admin
 	mkdir -p "$ADM" && echo "stockade_up 1" >"$ADM/metrics" && chmod -R a+rX "$ADM"
 	(cd "$ADM" && sk_pod_as "$N" $S "$PY" -m http.server 15000 --bind :: >/dev/null 2>&1) &
@@ -422,7 +422,7 @@ t_agent() {
 	sk_check_eq "agent loopback udp allowed (loopback: allow)" local "$(as $A udp 127.0.0.1 9999)"
 }
 
-# ---- admin port: kubelet's, not the agent's (issue 16 item 9) ----
+# ---- admin port: kubelet's, not the agent's ----
 t_admin_port() {
 	need_table
 	for h in 127.0.0.1 "[::1]" $SK_POD_IP4 "[$SK_POD_IP6]"; do
@@ -438,7 +438,7 @@ t_admin_port() {
 	sk_check_eq "agent loopback to other ports still allowed" local "$(as $A tcp 127.0.0.1 8080)"
 }
 
-# ---- multicast reports never leave; ND still works (issue 16 item 1) ----
+# ---- multicast reports never leave; ND still works ----
 t_multicast() {
 	need_table
 	sniff_join after

@@ -2,7 +2,7 @@
 # The seccomp installer (`stockade-policy seccomp-install`, the stockade-system DaemonSet's process).
 # --policy mode: writes the profile the generator makes for the policy under its content-hashed name, leaves
 # a current file alone, repairs a modified or deleted one, follows policy edits (to a new name), refuses
-# nested names, reports a broken policy without touching the file. --from-cluster mode (issue 22), against a
+# nested names, reports a broken policy without touching the file. --from-cluster mode, against a
 # stand-in API server over TLS (e2e/installer/fake-api.py): every labelled ConfigMap's profile, across pages,
 # each equal to `stockade-policy seccomp` output; the chart's own ConfigMap; bad ones skipped and named; a
 # profile nobody asks for kept until the grace period, others' files never touched; the default profile

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# e2e/proxy_shared.test.sh — an attacker's view of the transparent proxy when two names share one address
-# (issue 15). allowed.example and denied.example are served from ONE address (S4 / S6): a TLS server
+# e2e/proxy_shared.test.sh — an attacker's view of the transparent proxy when two names share one address.
+# allowed.example and denied.example are served from ONE address (S4 / S6): a TLS server
 # choosing its certificate by SNI and an HTTP server routing by Host, both logging every byte they receive
 # per connection and per name (e2e/proxy_shared/servers.py), so a check can prove the denied name received
 # nothing. The agent resolves allowed.example through the DNS filter first, so S is bound to

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Release artifacts (issue 22 item 8): `make release` builds, offline, for every image of
+# Release artifacts: `make release` builds, offline, for every image of
 # scripts/images.list a multi-arch OCI layout (linux/amd64, linux/arm64 cross-built with Debian's
 # toolchain), its SPDX SBOM and the packaged charts, all under build/release/. Checked here:
 #   - the layouts are valid OCI image layouts (e2e/release/check_release.py: digests, sizes, media types,

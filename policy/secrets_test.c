@@ -1,4 +1,4 @@
-/* policy/secrets_test.c — the secrets section (issue 33): a valid entry and its defaults, and each refusal
+/* policy/secrets_test.c — the secrets section: a valid entry and its defaults, and each refusal
  * at its file:line:col. */
 #include <setjmp.h>
 #include <stdarg.h>

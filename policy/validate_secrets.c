@@ -1,4 +1,4 @@
-/* policy/validate_secrets.c — the secrets section (issue 33): credentials the agent never holds. Each
+/* policy/validate_secrets.c — the secrets section: credentials the agent never holds. Each
  * entry's name, value file, placeholder (long, distinctive, unique: the sidecar finds it by scanning
  * bytes, so one placeholder inside another, or a short common word, would make that scan ambiguous),
  * hosts (exact names, each decided by an inspect: true rule: the swap happens only where the sidecar

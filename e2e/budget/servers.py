@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Test servers for e2e/budget.test.sh (issue 20: exfiltration budgets). Run in the "internet" netns;
+"""Test servers for e2e/budget.test.sh (exfiltration budgets). Run in the "internet" netns;
 stdlib only.
 
   servers.py --log FILE --http IP:PORT [--dns IP:PORT --zone SUFFIX=IP]...

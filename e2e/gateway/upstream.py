@@ -12,7 +12,7 @@
                    flush and ?ms=2 between pieces (so the key reaches the gateway split over many reads),
                    ?times=2 times; the key is also reflected in the X-Echo-Auth header
   GET  /gzecho     text/plain: "key=<x-api-key as received>;" then the request headers as JSON, served as an
-                   HTTP server would (issue 30 item 4): gzip-coded when Accept-Encoding names gzip, and the
+                   HTTP server would: gzip-coded when Accept-Encoding names gzip, and the
                    part asked for by a "Range: bytes=N-[M]" (206, Content-Range); ?force= makes a misbehaving
                    upstream that does it unasked: gzip (Content-Encoding: gzip), te (Transfer-Encoding: gzip,
                    chunked), part (206 bytes 5- of the body, the key's first byte cut off)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Test servers for e2e/proxy_shared.test.sh (issue 15: two names on one address). Run in the "internet"
+"""Test servers for e2e/proxy_shared.test.sh (two names on one address). Run in the "internet"
 netns; stdlib only.
 
   servers.py --log DIR [--cert NAME:CERT:KEY]... [--tls IP:PORT]... [--http IP:PORT]...

@@ -371,7 +371,7 @@ static void test_upstream_query_drops_client_extras(void **state)
 	assert_int_equal(ul, 12 + 16 + 4 + 11);
 }
 
-/* Side channels (issue 16 item 3): the name's case, the header bits and the client's EDNS (DO, size,
+/* Side channels: the name's case, the header bits and the client's EDNS (DO, size,
  * options) never reach upstream. Queries for the same question that differ only in those forward the
  * same bytes (same upstream ID given), and the client still gets its own spelling back. */
 static size_t query_raw(uint8_t *buf, size_t cap, uint16_t id, uint16_t flags, const char *name, const char *opt_hex)
@@ -538,7 +538,7 @@ static void test_audit_mode_forwards_denials(void **state)
 	f->p.mode = SK_MODE_ENFORCE;
 }
 
-/* issue 33: a placeholder or value of a secret in a name is credential_misuse, REFUSED in every mode, and
+/* a placeholder or value of a secret in a name is credential_misuse, REFUSED in every mode, and
  * the name the audit line would write is replaced */
 static void test_credential_misuse(void **state)
 {

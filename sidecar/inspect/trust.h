@@ -1,4 +1,4 @@
-/* sidecar/inspect/trust.h — the agent's trust files for the inspection CA (issue 32 item 6), written by the
+/* sidecar/inspect/trust.h — the agent's trust files for the inspection CA, written by the
  * sidecar at start into a directory the agent mounts read-only, so the runtimes in the agent trust the pod's
  * CA through the environment or the system paths, with no per-tool setting:
  *   - ca.pem: the pod's CA certificate alone;
