@@ -1,6 +1,6 @@
 /* cli/main.c — stockade-policy: validate a policy, explain a decision, print the compiled nft
- * ruleset, generate and apply the agent's seccomp profile, print the policy's JSON Schema, suggest rules
- * from audit lines. Conventions shared by every subcommand (docs/cli.md): `-h`/`--help` prints its usage
+ * ruleset, generate and apply the agent's seccomp profile, print the kernel's seccomp refusals, print the
+ * policy's JSON Schema, suggest rules from audit lines. Conventions shared by every subcommand (docs/cli.md): `-h`/`--help` prints its usage
  * on stdout and exits 0 (answered here, before the subcommand runs); exit codes are enum sk_exit. */
 #include <stdio.h>
 #include <string.h>
@@ -46,6 +46,15 @@ static const struct {
 	  "  asks for is deleted after S seconds (--grace, default 86400). --policy: D/N (default the policy's\n"
 	  "  hashed name) from one file. Every S seconds (--interval, default 300). --once: one round, exit 0,\n"
 	  "  3 (a policy or ConfigMap refused) or 5 (listing or write failed).\n" },
+	{ "seccomp-log", sk_cmd_seccomp_log, "print the kernel's seccomp refusals as NDJSON (the DaemonSet)",
+	  "seccomp-log [--source kmsg|FILE] [--follow] [--from-end] [--pods-only] [--proc DIR] [--node NAME]\n"
+	  "  Reads the kernel's seccomp audit records (type=1326; a profile logs its refusals with\n"
+	  "  SECCOMP_FILTER_FLAG_LOG) from /dev/kmsg (kmsg, the default: needs CAP_SYSLOG) or a text file\n"
+	  "  (auditd's /var/log/audit/audit.log, saved dmesg output), and prints one JSON line per record:\n"
+	  "  stamp, pid, uid, comm, exe, arch, syscall (named by libseccomp), syscall_nr, action, code, and the\n"
+	  "  pod_uid and container_id from DIR/PID/cgroup (default /proc) while the process runs. --follow:\n"
+	  "  wait for more (a file is polled and reopened when rotated) until SIGTERM. --from-end: skip what\n"
+	  "  the source holds now. --pods-only: only processes in a pod. Exit 0, or 5 (source unreadable).\n" },
 	/* inject prints its own usage (usage NULL: --help goes to the subcommand). */
 	{ "inject", sk_cmd_inject, "wrap workloads' pods in stockade (kubectl-style manifests in, out)", NULL },
 	{ "exec", sk_cmd_exec, "run a command under a seccomp profile",
