@@ -30,22 +30,26 @@ static const struct {
 	  "rules [-o text|json] (FILE | --policy F)\n"
 	  "  text: the nft script (the same as stockade-init --dry-run); json: chains, sets, rules.\n" },
 	{ "seccomp", sk_cmd_seccomp, "generate, diff or describe the agent's seccomp profile",
-	  "seccomp [--policy F] [--allow S[,..]]... [--deny S[,..]]... [--arch x86_64,aarch64] [-o FILE | --print-name]\n"
+	  "seccomp [--policy F] [--allow S[,..]]... [--deny S[,..]]... [--arch x86_64,aarch64] [--log-denials]\n"
+	  "                               [-o FILE | --print-name]\n"
 	  "       stockade-policy seccomp --diff A.json B.json   (exit 0 same, 1 different)\n"
 	  "       stockade-policy seccomp --describe FILE SYSCALL...\n"
 	  "  The profile is JSON; -o/--output names the file it is written to (atomically), default stdout.\n"
 	  "  --print-name prints its Localhost file name instead, stockade-<16 hex>.json: the content hash of the\n"
-	  "  seccomp section, as the chart, inject and the installer name it.\n" },
+	  "  seccomp section, as the chart, inject and the installer name it. --log-denials adds \"flags\":\n"
+	  "  [\"SECCOMP_FILTER_FLAG_LOG\"]: the kernel logs each refusal (stockade-policy seccomp-log reads them);\n"
+	  "  runc 1.1 refuses any profile with flags (runc >= 1.2 and crun take it; the name stays the same).\n" },
 	{ "seccomp-install", sk_cmd_seccomp_install, "keep a node's seccomp profiles current (the DaemonSet)",
 	  "seccomp-install --from-cluster --dir D [--interval S] [--grace S] [--selector L] [--api-server URL]\n"
-	  "                [--token-file F] [--ca-file F] [--once]\n"
-	  "       stockade-policy seccomp-install --policy F --dir D [--name N] [--interval S] [--once]\n"
+	  "                [--token-file F] [--ca-file F] [--log-denials] [--once]\n"
+	  "       stockade-policy seccomp-install --policy F --dir D [--name N] [--interval S] [--log-denials] [--once]\n"
 	  "  --from-cluster: lists the ConfigMaps labelled L (default stockade.dev/seccomp-profile=true) through\n"
 	  "  the Kubernetes API with the pod's ServiceAccount token, and writes D/stockade-<hash>.json for each\n"
 	  "  good one (a bad one is skipped, logged with its namespace/name); a hash-named file no ConfigMap\n"
 	  "  asks for is deleted after S seconds (--grace, default 86400). --policy: D/N (default the policy's\n"
 	  "  hashed name) from one file. Every S seconds (--interval, default 300). --once: one round, exit 0,\n"
-	  "  3 (a policy or ConfigMap refused) or 5 (listing or write failed).\n" },
+	  "  3 (a policy or ConfigMap refused) or 5 (listing or write failed). --log-denials: the profiles\n"
+	  "  carry SECCOMP_FILTER_FLAG_LOG (as seccomp --log-denials).\n" },
 	{ "seccomp-log", sk_cmd_seccomp_log, "print the kernel's seccomp refusals as NDJSON (the DaemonSet)",
 	  "seccomp-log [--source kmsg|FILE] [--follow] [--from-end] [--pods-only] [--proc DIR] [--node NAME]\n"
 	  "  Reads the kernel's seccomp audit records (type=1326; a profile logs its refusals with\n"
