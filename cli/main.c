@@ -1,6 +1,6 @@
 /* cli/main.c — stockade-policy: validate a policy, explain a decision, print the compiled nft
  * ruleset, generate and apply the agent's seccomp profile, print the kernel's seccomp refusals, print the
- * policy's JSON Schema, suggest rules from audit lines. Conventions shared by every subcommand (docs/cli.md): `-h`/`--help` prints its usage
+ * policy's JSON Schema, suggest rules from audit lines, summarise a running sidecar. Conventions shared by every subcommand (docs/cli.md): `-h`/`--help` prints its usage
  * on stdout and exits 0 (answered here, before the subcommand runs); exit codes are enum sk_exit. */
 #include <stdio.h>
 #include <string.h>
@@ -59,6 +59,12 @@ static const struct {
 	  "  pod_uid and container_id from DIR/PID/cgroup (default /proc) while the process runs. --follow:\n"
 	  "  wait for more (a file is polled and reopened when rotated) until SIGTERM. --from-end: skip what\n"
 	  "  the source holds now. --pods-only: only processes in a pod. Exit 0, or 5 (source unreadable).\n" },
+	{ "status", sk_cmd_status, "summarise one sidecar from its admin port (exit 0 ready, 1 not ready)",
+	  "status [-o text|json] [--limit N] [--timeout S] URL   (URL: http://HOST[:PORT], port 15000 by default)\n"
+	  "  Reads the sidecar's /readyz, /metrics and /denials (kubectl port-forward POD 15000) and prints: ready\n"
+	  "  or the unmet reason, the policy in force (hash, netns hash, mode, rules, source), reloads applied\n"
+	  "  and rejected with the last attempt, connections allowed and denied, DNS queries and denials, and\n"
+	  "  the last N denials (default 10). Exit 0 ready, 1 not ready, 5 unreachable or not a sidecar's answer.\n" },
 	/* inject prints its own usage (usage NULL: --help goes to the subcommand). */
 	{ "inject", sk_cmd_inject, "wrap workloads' pods in stockade (kubectl-style manifests in, out)", NULL },
 	{ "exec", sk_cmd_exec, "run a command under a seccomp profile",
