@@ -385,19 +385,23 @@ static const char *jstr(const cJSON *o, const char *k)
 
 static void print_denial(FILE *f, const cJSON *d)
 {
-	static const char *const targets[] = { "host", "qname", "sni", "dst" };
-	const char *target = NULL;
-	for (size_t i = 0; i < SK_ARRAY_SIZE(targets) && !target; i++)
-		target = jstr(d, targets[i]);
-	const cJSON *port = cJSON_GetObjectItemCaseSensitive(d, "port");
+	/* the audit line's fields (docs/audit.schema.json): name is the host or the DNS question, dst the
+	 * address and port the agent connected to */
+	const char *name = jstr(d, "name"), *dst = jstr(d, "dst"), *what = jstr(d, "decision");
 	(void)fputs("    ", f);
 	put_safe(f, jstr(d, "ts") ? jstr(d, "ts") : "-");
 	(void)fputc(' ', f);
 	put_safe(f, jstr(d, "event") ? jstr(d, "event") : "-");
+	if (what) {
+		(void)fputc('/', f);
+		put_safe(f, what);
+	}
 	(void)fputc(' ', f);
-	put_safe(f, target ? target : "-");
-	if (cJSON_IsNumber(port))
-		(void)fprintf(f, ":%d", port->valueint);
+	put_safe(f, name ? name : dst ? dst : "-");
+	if (name && dst) {
+		(void)fputs(" -> ", f);
+		put_safe(f, dst);
+	}
 	const char *qtype = jstr(d, "qtype"), *proto = jstr(d, "proto"), *reason = jstr(d, "reason");
 	if (qtype || proto) {
 		(void)fputc(' ', f);

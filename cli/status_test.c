@@ -103,9 +103,9 @@ static const char metrics[] = OK_TEXT
 	"stockade_budget_exhausted_total{rule=\"0\",kind=\"bytes\"} 1\n"
 	"stockade_decision_latency_seconds_bucket{le=\"+Inf\"} 47\n";
 static const char denials[] = OK_JSON
-	"[{\"v\":1,\"ts\":\"2026-11-29T03:00:00.000Z\",\"event\":\"deny\",\"policy\":\"x\",\"host\":\"evil\\u001b[31m.example\","
-	"\"port\":443,\"proto\":\"tls\",\"reason\":\"no_match\"},"
-	"{\"v\":1,\"ts\":\"2026-11-29T03:00:01.000Z\",\"event\":\"dns\",\"policy\":\"x\",\"qname\":\"blocked.example\","
+	"[{\"v\":1,\"ts\":\"2026-11-29T03:00:00.000Z\",\"event\":\"deny\",\"decision\":\"deny\",\"policy\":\"x\","
+	"\"name\":\"evil\\u001b[31m.example\",\"dst\":\"198.18.1.10:443\",\"proto\":\"tls\",\"reason\":\"no_match\"},"
+	"{\"v\":1,\"ts\":\"2026-11-29T03:00:01.000Z\",\"event\":\"dns\",\"policy\":\"x\",\"name\":\"blocked.example\","
 	"\"qtype\":\"AAAA\",\"reason\":\"denied\"}]\n";
 
 static char *run(const char *url, bool json, int *ex)
@@ -144,7 +144,7 @@ static void test_ready(void **state)
 		       "dns       13 queries, 4 denied\n"
 		       "budgets   exhausted 1 times\n"
 		       "denials   last 2 (newest last, at most 10)\n"
-		       "    2026-11-29T03:00:00.000Z deny evil?[31m.example:443 tls (no_match)\n"
+		       "    2026-11-29T03:00:00.000Z deny/deny evil?[31m.example -> 198.18.1.10:443 tls (no_match)\n"
 		       "    2026-11-29T03:00:01.000Z dns blocked.example AAAA (denied)\n", f.url);
 	assert_string_equal(out, want);
 	free(out);
