@@ -2,9 +2,11 @@
  * process still in its pod's cgroup carries pod_uid and container_id; a PID reused by a process started
  * after the record gets none; --pods-only keeps only pod lines; other lines are skipped, an unreadable
  * seccomp record is counted and never printed; a last line without its newline is read; --from-end skips
- * what the file held; a missing source fails naming it. */
+ * what the file held; a missing source fails naming it; --follow across a split line and a rotation. */
 #include <errno.h>
 #include <ftw.h>
+#include <pthread.h>
+#include <time.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -155,11 +157,86 @@ static void test_from_end_and_errors(void **state)
 	assert_int_equal(fclose(f), 0);
 }
 
+struct follower {
+	struct sk_scmp_log_opts o;
+	FILE *out;
+	struct sk_scmp_log_stats st;
+	int rc;
+};
+
+static void *follow(void *arg)
+{
+	struct follower *f = arg;
+	struct sk_err err = { 0 };
+	f->rc = sk_scmp_log_run(&f->o, f->out, &f->st, &err);
+	return NULL;
+}
+
+static void append(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "a");
+	assert_non_null(f);
+	assert_true(fputs(text, f) >= 0);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* waits until the follower has printed n lines (at most 5 s) */
+static void wait_printed(const struct follower *f, unsigned long n)
+{
+	for (int i = 0; i < 500 && __atomic_load_n(&f->st.printed, __ATOMIC_SEQ_CST) < n; i++) {
+		struct timespec ts = { .tv_sec = 0, .tv_nsec = 10 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* --follow on a file: --from-end skips what is there, a line appended is read, a line written in two
+ * pieces is read once whole, and after auditd's rotation (the file renamed, a new one at the path) the new
+ * file is read from its start; SIGTERM's flag stops it. */
+static void test_follow_rotation(void **state)
+{
+	(void)state;
+	static volatile sig_atomic_t stop;
+	char src[128], proc[128], old[140];
+	assert_true(snprintf(src, sizeof(src), "%s/audit.log", dir) < (int)sizeof(src));
+	assert_true(snprintf(old, sizeof(old), "%s.1", src) < (int)sizeof(old));
+	assert_true(snprintf(proc, sizeof(proc), "%s/proc", dir) < (int)sizeof(proc));
+	put("audit.log", REC(44, "before") "\n");
+	char *text = NULL;
+	size_t len = 0;
+	struct follower f = { .o = { .source = src, .proc = proc, .follow = true, .from_end = true, .stop = &stop } };
+	f.out = open_memstream(&text, &len);
+	assert_non_null(f.out);
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, follow, &f), 0);
+	struct timespec ts = { .tv_sec = 0, .tv_nsec = 300 * 1000 * 1000 };
+	nanosleep(&ts, NULL);   /* opened and at the end */
+	append(src, REC(44, "one") "\n");
+	wait_printed(&f, 1);
+	append(src, "type=SECCOMP msg=audit(2000000000.5:8): pid=44 comm=\"tw");
+	nanosleep(&ts, NULL);   /* half a line stays pending */
+	append(src, "o\" arch=c000003e syscall=1 code=0x50000\n");
+	wait_printed(&f, 2);
+	assert_int_equal(rename(src, old), 0);
+	put("audit.log", REC(44, "three") "\n");
+	wait_printed(&f, 3);
+	stop = 1;
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(fclose(f.out), 0);
+	assert_int_equal(f.rc, 0);
+	assert_int_equal(f.st.printed, 3);
+	assert_null(strstr(text, "before"));
+	char *a = strstr(text, "\"comm\":\"one\""), *b = strstr(text, "\"comm\":\"two\""), *c = strstr(text, "\"comm\":\"three\"");
+	assert_true(a && b && c && a < b && b < c);
+	free(text);
+	assert_int_equal(remove(old), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pods_and_reuse),
 		cmocka_unit_test(test_from_end_and_errors),
+		cmocka_unit_test(test_follow_rotation),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
