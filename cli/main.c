@@ -75,7 +75,9 @@ static const struct {
 	{ "suggest", sk_cmd_suggest, "turn audit-mode NDJSON into the egress rules that would allow it",
 	  "suggest [-o yaml|json] [FILE...]   (no FILE or - reads stdin)\n"
 	  "  Reads the sidecar's audit lines (kubectl logs POD -c stockade-sidecar), keeps the denied and\n"
-	  "  would_deny ones, and prints one egress rule per host (or address) and protocol, ports merged.\n" },
+	  "  would_deny ones, and prints one egress rule per host (or address) and protocol, ports merged.\n"
+	  "  Lines of `stockade-policy seccomp-log` become seccomp.allow entries (those the generator refuses\n"
+	  "  are named in a comment).\n" },
 };
 
 void sk_cli_usage(const char *cmd, FILE *out)

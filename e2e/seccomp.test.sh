@@ -443,6 +443,10 @@ t_seccomp_log() {
 	sk_check_eq "seccomp-log --source FILE (auditd's log): the same line" "$want" \
 		"$("$POL" seccomp-log --source "$SK_TMP/audit.log" | jq -c .)"
 	sk_check_fails "seccomp-log: a source that cannot be opened exits 5" --status=5 "$POL" seccomp-log --source "$SK_TMP/none"
+	# suggest reads the lines: unshare is never allowed, so a comment with the generator's reason, no entry
+	sk_check "suggest over the lines: unshare named as never allowed, not suggested" \
+		grep -qE '^# seccomp: not suggested, unshare \([0-9]+ refusals?\): seccomp: allow unshare: never allowed' \
+		<<<"$("$POL" suggest "$SK_TMP/slog.out")"
 }
 
 # ---- 3. workload corpus ----
