@@ -200,6 +200,46 @@ print(dep["spec"]["replicas"], pdb["spec"]["minAvailable"], dep["spec"]["templat
 	rm -rf "$injtmp"
 }
 
+# --- The seccomp refusal reader (seccompLog) and the installer's log flag: off by default; kmsg privileged
+# with the device and the host's /proc read-only; auditd's log with no privilege and its directory; valid on
+# every version; the installer's --log-denials in its arguments and so in the admission policy's.
+# slog [helm args] — the seccomp-log DaemonSet's args | privileged | capabilities dropped | volumes (name:path)
+slog() { sys_render --kube-version 1.34.0 "$@" | python3 -c '
+import sys, yaml
+for d in yaml.safe_load_all(sys.stdin):
+    if d and d["kind"] == "DaemonSet" and d["metadata"]["name"].endswith("-seccomp-log"):
+        s = d["spec"]["template"]["spec"]; c = s["containers"][0]; sc = c["securityContext"]
+        print(" ".join(c["args"]), sc.get("privileged", False), sc.get("capabilities", {}).get("drop"),
+              s["automountServiceAccountToken"], " ".join("%s:%s" % (v["name"], v["hostPath"]["path"]) for v in s["volumes"]),
+              all(m.get("readOnly") for m in c["volumeMounts"]), sc["readOnlyRootFilesystem"])'; }
+t_seccomp_log() {
+	sk_check_eq "seccompLog: off by default" "" "$(slog)"
+	sk_check_eq "seccompLog: kmsg, privileged, the device and the host's /proc read-only, no token" \
+		"seccomp-log --follow --from-end --proc=/host/proc --node=\$(NODE_NAME) --source=kmsg --pods-only True None False host-proc:/proc kmsg:/dev/kmsg True True" \
+		"$(slog --set seccompLog.enabled=true)"
+	sk_check_eq "seccompLog: auditd's log read from its directory, no privilege, every capability dropped" \
+		"seccomp-log --follow --from-end --proc=/host/proc --node=\$(NODE_NAME) --source=/host/audit/audit.log False ['ALL'] False host-proc:/proc audit:/var/log/audit True True" \
+		"$(slog --set seccompLog.enabled=true --set seccompLog.source=/var/log/audit/audit.log --set seccompLog.podsOnly=false)"
+	refused "seccompLog: a source neither kmsg nor a file path is refused" \
+		"at '/seccompLog/source': '/var/log/audit/' does not match pattern" \
+		sys_render --kube-version 1.34.0 --set seccompLog.source=/var/log/audit/
+	for v in 1.29.0 1.37.0; do
+		out=$(sys_render --kube-version "$v" --set seccompLog.enabled=true | conform "$v" 2>&1)
+		if echo "$out" | grep -qE 'Invalid: 0, Errors: 0'; then sk_pass "seccompLog: kubeconform $v"
+		else sk_fail "seccompLog: kubeconform $v" "$out"; fi
+	done
+	local args
+	args=$(sys_render --kube-version 1.34.0 --set seccompInstaller.logDenials=true --set admissionPolicy.enabled=true | python3 -c '
+import sys, yaml
+for d in yaml.safe_load_all(sys.stdin):
+    if d and d["kind"] == "DaemonSet" and d["metadata"]["name"].endswith("-seccomp-installer"):
+        print(d["spec"]["template"]["spec"]["containers"][0]["args"][-1])
+    if d and d["kind"] == "ValidatingAdmissionPolicy":
+        print([v for v in d["spec"]["variables"] if v["name"] == "installerPod"][0]["expression"].count("\"--log-denials\""))')
+	sk_check_eq "seccompInstaller.logDenials: the installer's --log-denials, in the admission policy's argument list too" \
+		"--log-denials 1" "$(tr '\n' ' ' <<<"$args" | sed 's/ $//')"
+}
+
 # --- the security settings of each workload kind, native and classic ---
 t_security() {
 	for kind in Pod Job Deployment; do
@@ -779,6 +819,6 @@ print(" ".join(out))')"
 	rm -rf "$g"
 }
 
-SK_CASES=(lint kubeconform system_chart governance security start_gate init_in_sidecar kube_version workload_extras values_schema rendered_policy seccomp_profiles as_dependency drift upgrades standard_settings monitoring name_overrides chart_metadata)
+SK_CASES=(lint kubeconform system_chart seccomp_log governance security start_gate init_in_sidecar kube_version workload_extras values_schema rendered_policy seccomp_profiles as_dependency drift upgrades standard_settings monitoring name_overrides chart_metadata)
 
 sk_main "$@"
