@@ -308,8 +308,8 @@ for d in yaml.safe_load_all(sys.stdin):
 	sk_check_eq "init containers: after the native sidecar whose entry is stockade-init" "stockade-sidecar fetch unpack" \
 		"$(inits 1.34.0 --set init.inSidecar=true)"
 	sk_check_eq "init containers: after stockade-init with a classic sidecar (before it: no egress)" "stockade-init fetch unpack" "$(inits 1.28.0)"
-	sk_check_eq "init containers: their own command, mounts and extra securityContext fields kept; the pod's securityContext merged" \
-		'sh|work,agent-tmp,work|{"type": "spc_t"}|None|{"fsGroup": 2000, "seLinuxOptions": {"level": "s0:c123,c456"}, "seccompProfile": {"type": "RuntimeDefault"}, "supplementalGroups": [3000], "sysctls": [{"name": "kernel.shm_rmid_forced", "value": "1"}]}' \
+	sk_check_eq "init containers: their own command, mounts and extra securityContext fields kept (the trust files' added); the pod's securityContext merged" \
+		'sh|work,agent-tmp,stockade-trust,work|{"type": "spc_t"}|None|{"fsGroup": 2000, "seLinuxOptions": {"level": "s0:c123,c456"}, "seccompProfile": {"type": "RuntimeDefault"}, "supplementalGroups": [3000], "sysctls": [{"name": "kernel.shm_rmid_forced", "value": "1"}]}' \
 		"$(render --kube-version 1.34.0 --set workload.kind=Deployment -f "$ex" | python3 -c '
 import json, sys, yaml
 for d in yaml.safe_load_all(sys.stdin):
