@@ -379,7 +379,8 @@ print(" ".join("%s/%s@%s" % (d["kind"], d["metadata"]["name"], d["metadata"].get
 		"0 ConfigMap/stockade-policy@team-a ConfigMap/stockade-policy-seccomp@team-a ConfigMap/stockade-policy@team-b ConfigMap/stockade-policy-seccomp@team-b Deployment/web@team-a Deployment/api@team-b" \
 		"$rc $(python3 -c "$kinds" <<<"$out")"
 	printf '%s\n' "$out" >"$SK_TMP/rw-once.yaml"
-	sk_check_eq "the agent's read-only root gets a writable /tmp (an emptyDir of the pod's own)" "agent-tmp:/tmp emptyDir" \
+	sk_check_eq "the agent's read-only root gets a writable /tmp (an emptyDir of the pod's own), then the trust files" \
+		"agent-tmp:/tmp stockade-trust:/run/stockade-trust emptyDir" \
 		"$(python3 -c '
 import sys, yaml
 d = [x for x in yaml.safe_load_all(sys.stdin) if x and x["kind"] == "Deployment"][0]["spec"]["template"]["spec"]

@@ -41,6 +41,17 @@ struct sk_inject_secret {
 	const char *secret_name;       /* borrows */
 };
 
+/* An environment variable given to every container of the pod's own: a credential placeholder (chart:
+ * agent.secretEnv), which the sidecar swaps for the real value on the wire (policy `secrets:`). */
+struct sk_inject_env {
+	const char *name;              /* borrows: a C identifier; unique among the options' */
+	const char *value;             /* borrows */
+};
+
+/* Where the sidecar writes the agent's trust files (--trust-dir) and the pod's own containers mount them
+ * read-only (chart: stockade.trustDir). */
+#define SK_INJECT_TRUST_DIR "/run/stockade-trust"
+
 struct sk_inject_opts {
 	const char *init_image;        /* borrows: "repository:tag" */
 	const char *sidecar_image;     /* borrows */
@@ -78,6 +89,14 @@ struct sk_inject_opts {
 	const char *guardrails;        /* borrows: the cluster guardrails' text, or NULL: put into the pod as
 	                                * SK_INJECT_GUARDRAILS_ANNOTATION, a downwardAPI volume
 	                                * stockade-guardrails and the sidecar's --guardrails */
+	bool trust;                    /* the chart's trust.enabled: the sidecar gets --trust-dir on the emptyDir
+	                                * stockade-trust, every container of the pod's own mounts it read-only
+	                                * at SK_INJECT_TRUST_DIR and gets the trust variables (SSL_CERT_FILE...)
+	                                * it does not set itself */
+	const struct sk_inject_env *secret_env;  /* borrows: appended to every container of the pod's own, in
+	                                * name order; a container that sets one of these names itself is
+	                                * refused (unless wrapped by stockade: the value is then replaced) */
+	size_t n_secret_env;
 };
 
 /* Sorts "--name=value" sidecar flags by name, as the chart's range over sidecar.settings orders them (so
