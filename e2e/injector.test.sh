@@ -300,6 +300,44 @@ sk_check "sidecar settings and API secrets: the patch gives the pod inject write
 sk_check "... which carries them (the flag, the Secret volume)" grep -q \
 	'"--peek-timeout-ms=2000".*"secretName": "pypi-token"' "$T/admitted-extras.json"
 stop
+# ---- credentials and the trust files (inject's --api-secret, --secret-env, --no-trust) ----
+start secrets --api-secrets "github=gh-token" --secret-env "GITHUB_TOKEN=stockade-secret-github" ||
+	sk_fail "injector (secrets) listens"
+post "$T/r-pod.json" >/dev/null
+python3 "$T/patched.py" "$T/pod.json" <"$T/resp" >"$T/admitted-secrets.json"
+"$P" inject -f "$T/pod.json" --api-secret github=gh-token --secret-env GITHUB_TOKEN=stockade-secret-github |
+	sorted >"$T/cli-secrets.json"
+sk_check "secrets: the patch gives the pod inject writes with the same flags" \
+	cmp -s "$T/admitted-secrets.json" "$T/cli-secrets.json"
+# NAME: "secret-mount env-value trust-mount SSL_CERT_FILE" of each container, sidecar: its --trust-dir too
+sk_check_eq "secrets: the Secret in the sidecar alone; the placeholder, the read-only trust files and their variables in the pod's own containers" \
+	"stockade-init: - - - - | stockade-sidecar: ro - rw - --trust-dir=/run/stockade-trust | setup: - stockade-secret-github ro /run/stockade-trust/bundle.pem | app: - stockade-secret-github ro /run/stockade-trust/bundle.pem" \
+	"$(python3 -c '
+import json, sys
+s = json.load(open(sys.argv[1]))["spec"]
+out = []
+for c in s["initContainers"] + s["containers"]:
+    m = {v["name"]: v for v in c.get("volumeMounts", [])}
+    e = {v["name"]: v.get("value") for v in c.get("env", [])}
+    mode = lambda n: "-" if n not in m else ("ro" if m[n].get("readOnly") else "rw")
+    f = [mode("stockade-secret-github"), e.get("GITHUB_TOKEN", "-"), mode("stockade-trust"), e.get("SSL_CERT_FILE", "-")]
+    if c["name"] == "stockade-sidecar":
+        f.append(" ".join(a for a in c["args"] if a.startswith("--trust-dir")) or "-")
+    out.append(c["name"] + ": " + " ".join(f))
+print(" | ".join(out))' "$T/admitted-secrets.json")"
+sed 's/"name": "app", /"name": "app", "env": [{"name": "GITHUB_TOKEN", "value": "ghp_real"}], /' "$T/pod.json" >"$T/pod-token.json"
+review "$T/pod-token.json" agents >"$T/r-pod-token.json"
+post "$T/r-pod-token.json" >/dev/null
+sk_check_eq "secrets: a pod that sets the placeholder's variable itself is refused, named" "False yes" \
+	"$(field 'd["allowed"]') $(grep -q "spec.containers\[0\].env: container 'app' sets GITHUB_TOKEN" "$T/resp" && echo yes)"
+stop
+start notrust --no-trust || sk_fail "injector (no trust files) listens"
+post "$T/r-pod.json" >/dev/null
+python3 "$T/patched.py" "$T/pod.json" <"$T/resp" >"$T/admitted-notrust.json"
+"$P" inject -f "$T/pod.json" --no-trust | sorted >"$T/cli-notrust.json"
+sk_check "--no-trust: the patch gives the pod inject --no-trust writes" cmp -s "$T/admitted-notrust.json" "$T/cli-notrust.json"
+sk_check "... with no trust files anywhere" sh -c "! grep -q 'stockade-trust\|SSL_CERT_FILE' '$T/admitted-notrust.json'"
+stop
 start first --sidecar-first || sk_fail "injector (sidecar first) listens"
 post "$T/r-pod.json" >/dev/null
 python3 "$T/patched.py" "$T/pod.json" <"$T/resp" >"$T/admitted-first.json"
