@@ -476,5 +476,5 @@ EOF
 }
 
 SK_CASES=(get_allowed post_denied read_only host_not_sni smuggled_second_request http2 upstream_cert_invalid
-	git_read_only secret_swap pinned_client_fails_closed ca_key_out_of_reach no_inspect_untouched reload_toggles_inspection budget_counts_plaintext sigterm_with_a_bridge_open trust_files)
+	git_read_only secret_swap pinned_client_fails_closed ca_key_out_of_reach no_inspect_untouched reload_toggles_inspection budget_counts_plaintext trust_files sigterm_with_a_bridge_open)
 sk_main "$@"
