@@ -585,6 +585,36 @@ static void test_pod_gets_trust_and_placeholders(void **state)
 	opts.n_secret_env = 0;
 }
 
+/* The per-pod Secret and placeholder annotations: the patch mounts the Secret into the sidecar and gives the
+ * agent the placeholder, as `stockade-policy inject` wraps the same pod; a malformed one is refused, named. */
+#define SPOD(a) "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"generateName\":\"web-\"," \
+	"\"annotations\":{" a "}},\"spec\":{\"containers\":[{\"name\":\"app\",\"image\":\"busybox\"}]}}"
+static void test_secret_annotations(void **state)
+{
+	(void)state;
+	static const char pod_json[] = SPOD("\"stockade.io/api-secrets\":\"github=gh-token\","
+					    "\"stockade.io/secret-env\":\"GITHUB_TOKEN=stockade-secret-github\"");
+	char *body = review("agents", "CREATE", pod_json);
+	cJSON *r = handle_ok(body, SK_REVIEW_PATCHED);
+	cJSON *patch = decode_patch(cJSON_GetObjectItem(r, "response"));
+	cJSON *pod = cJSON_Parse(pod_json), *want = cJSON_Parse(pod_json);
+	struct sk_err err = { 0 };
+	assert_int_equal(sk_jsonpatch_apply(&pod, patch, &err), 0);
+	assert_int_equal(sk_inject_doc(want, &opts, &err), SK_INJECT_WRAPPED);
+	assert_true(cJSON_Compare(pod, want, 1));
+	char *text = cJSON_PrintUnformatted(pod);
+	assert_non_null(strstr(text, "{\"name\":\"stockade-secret-github\",\"mountPath\":\"/var/run/stockade/secrets/github\",\"readOnly\":true}"));
+	assert_non_null(strstr(text, "{\"name\":\"GITHUB_TOKEN\",\"value\":\"stockade-secret-github\"}"));
+	free(text);
+	cJSON_Delete(pod);
+	cJSON_Delete(want);
+	cJSON_Delete(patch);
+	cJSON_Delete(r);
+	free(body);
+	expect_refused(SPOD("\"stockade.io/secret-env\":\"GITHUB_TOKEN\""),
+		       "metadata.annotations[stockade.io/secret-env]: expected space-separated NAME=PLACEHOLDER");
+}
+
 /* stockade.io/inject: "false" on the pod: not wrapped, as Istio's opt-out; any other value is wrapped. */
 static void test_pod_opt_out(void **state)
 {
@@ -636,6 +666,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pod_in_scope_gets_the_inject_wrap_as_a_patch),
 		cmocka_unit_test(test_pod_gets_trust_and_placeholders),
+		cmocka_unit_test(test_secret_annotations),
 		cmocka_unit_test(test_profile_annotation),
 		cmocka_unit_test(test_wrapped_pod_gets_no_patch),
 		cmocka_unit_test(test_unsandboxable_pods_are_refused_with_the_field),

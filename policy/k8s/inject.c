@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include "common/err.h"
+#include "policy/domain.h"
 #include "policy/k8s/inject.h"
 #include "policy/policy.h"
 #include "policy/seccomp/name.h"
@@ -1061,25 +1062,6 @@ static int annotated_policy(const cJSON *meta, const char *meta_at, const struct
 	return 0;
 }
 
-/* The pod template (metadata + spec) of doc, following kp->path; NULL with err when the shape is wrong. */
-static cJSON *find_template(cJSON *doc, const struct kind_path *kp, char *at, size_t atsz, struct sk_err *err)
-{
-	cJSON *t = doc;
-	size_t off = 0;
-	at[0] = '\0';
-	for (size_t i = 0; i < 4 && kp->path[i]; i++) {
-		off += (size_t)snprintf(at + off, atsz - off, "%s%s", off ? "." : "", kp->path[i]);
-		if (off >= atsz)
-			off = atsz - 1;
-		t = cJSON_GetObjectItemCaseSensitive(t, kp->path[i]);
-		if (!cJSON_IsObject(t)) {
-			bad(err, at, "expected a mapping (%s has a pod template here)", kp->kind);
-			return NULL;
-		}
-	}
-	return t;
-}
-
 /* An environment variable's name as shells and env(1) take it: [A-Za-z_][A-Za-z0-9_]*. */
 static bool env_name_ok(const char *s)
 {
@@ -1102,6 +1084,115 @@ static bool placeholder_ok(const char *s)
 		      *s == '_' || *s == '-'))
 			return false;
 	return true;
+}
+
+/* A pod's SK_INJECT_SECRETS_ANNOTATION and SK_INJECT_SECRET_ENV_ANNOTATION added to the options' lists:
+ * the combined arrays into *sec and *env (owned by the caller, NULL when the pod has neither), pointing
+ * into *buf (the annotations' text, split in place, owned by the caller). eo gets them. */
+struct annotated {
+	struct sk_inject_secret *sec;
+	struct sk_inject_env *env;
+	char *buf[2];
+};
+
+static void annotated_free(struct annotated *a)
+{
+	free(a->sec);
+	free(a->env);
+	free(a->buf[0]);
+	free(a->buf[1]);
+}
+
+static bool subdomain_ok(const char *s)
+{
+	bool ok = s[0] && strlen(s) <= 253;
+	for (; *s && ok; s++)
+		ok = (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '-' || *s == '.';
+	return ok;
+}
+
+static int annotated_secrets(const cJSON *meta, const char *meta_at, struct sk_inject_opts *eo, struct annotated *a,
+			     struct sk_err *err)
+{
+	cJSON *anns;
+	int r = opt_object(meta, "annotations", meta_at, &anns, err);
+	if (r < 0)
+		return r;
+	static const char *const keys[] = { SK_INJECT_SECRETS_ANNOTATION, SK_INJECT_SECRET_ENV_ANNOTATION };
+	for (int k = 0; k < 2; k++) {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(anns, keys[k]);
+		char p[256];
+		if (!v)
+			continue;
+		(void)snprintf(p, sizeof(p), "%s.annotations[%s]", meta_at, keys[k]);
+		if (!cJSON_IsString(v) || strlen(v->valuestring) > 8192)
+			return bad(err, p, "expected space-separated %s (at most %d)", k ? "NAME=PLACEHOLDER" : "NAME=SECRET",
+				   SK_INJECT_MAX_ANNOTATED);
+		size_t n_opt = k ? eo->n_secret_env : eo->n_secrets;
+		if (!(a->buf[k] = strdup(v->valuestring)) ||
+		    !(k ? (void *)(a->env = calloc(n_opt + SK_INJECT_MAX_ANNOTATED, sizeof(*a->env)))
+			: (void *)(a->sec = calloc(n_opt + SK_INJECT_MAX_ANNOTATED, sizeof(*a->sec)))))
+			return sk_err_set(err, ENOMEM, "inject: out of memory");
+		if (k && n_opt)
+			memcpy(a->env, eo->secret_env, n_opt * sizeof(*a->env));
+		else if (n_opt)
+			memcpy(a->sec, eo->secrets, n_opt * sizeof(*a->sec));
+		size_t n = n_opt;
+		for (char *tok = a->buf[k], *next; *tok; tok = next) {
+			size_t l = strcspn(tok, " ");
+			next = tok + l;
+			while (*next == ' ')
+				*next++ = '\0';
+			if (!l)
+				continue;
+			char *eq = strchr(tok, '=');
+			if (!eq || n == n_opt + SK_INJECT_MAX_ANNOTATED)
+				return bad(err, p, "expected space-separated %s (at most %d)",
+					   k ? "NAME=PLACEHOLDER" : "NAME=SECRET", SK_INJECT_MAX_ANNOTATED);
+			*eq = '\0';
+			const char *name = tok, *val = eq + 1;
+			if (k ? !env_name_ok(name) : !sk_dns_label(name, strlen(name)))
+				return bad(err, p, "'%.64s': expected %s", name,
+					   k ? "a variable name ([A-Za-z_][A-Za-z0-9_]*)" : "a name of [a-z0-9-], 1-63");
+			if (k ? !placeholder_ok(val) : !subdomain_ok(val))
+				return bad(err, p, "%.64s: '%.128s' is not %s", name, val,
+					   k ? "a placeholder (16 to 128 of [A-Za-z0-9._-])" : "a Secret name");
+			for (size_t j = 0; j < n; j++)
+				if (!strcmp(k ? a->env[j].name : a->sec[j].name, name))
+					return bad(err, p, "%.64s is given twice (here or in the injector's own options)", name);
+			if (k)
+				a->env[n++] = (struct sk_inject_env){ name, val };
+			else
+				a->sec[n++] = (struct sk_inject_secret){ name, val };
+		}
+		if (k) {
+			eo->secret_env = a->env;
+			eo->n_secret_env = n;
+		} else {
+			eo->secrets = a->sec;
+			eo->n_secrets = n;
+		}
+	}
+	return 0;
+}
+
+/* The pod template (metadata + spec) of doc, following kp->path; NULL with err when the shape is wrong. */
+static cJSON *find_template(cJSON *doc, const struct kind_path *kp, char *at, size_t atsz, struct sk_err *err)
+{
+	cJSON *t = doc;
+	size_t off = 0;
+	at[0] = '\0';
+	for (size_t i = 0; i < 4 && kp->path[i]; i++) {
+		off += (size_t)snprintf(at + off, atsz - off, "%s%s", off ? "." : "", kp->path[i]);
+		if (off >= atsz)
+			off = atsz - 1;
+		t = cJSON_GetObjectItemCaseSensitive(t, kp->path[i]);
+		if (!cJSON_IsObject(t)) {
+			bad(err, at, "expected a mapping (%s has a pod template here)", kp->kind);
+			return NULL;
+		}
+	}
+	return t;
 }
 
 int sk_inject_opts_check(const struct sk_inject_opts *o, struct sk_err *err)
@@ -1129,7 +1220,8 @@ int sk_inject_opts_check(const struct sk_inject_opts *o, struct sk_err *err)
 	return 0;
 }
 
-int sk_inject_doc(cJSON *doc, const struct sk_inject_opts *o, struct sk_err *err)
+/* sk_inject_doc, with what the pod's annotations add kept in ann (freed by the caller on every path). */
+static int inject_doc(cJSON *doc, const struct sk_inject_opts *o, struct annotated *ann, struct sk_err *err)
 {
 	const struct kind_path *kp = cJSON_IsObject(doc) ? find_kind(doc) : NULL;
 	if (!kp)
@@ -1157,6 +1249,8 @@ int sk_inject_doc(cJSON *doc, const struct sk_inject_opts *o, struct sk_err *err
 	if ((r = annotated_profile(meta_in, meta_at, o, &eo.seccomp_profile, err)) < 0 ||
 	    (r = annotated_policy(meta_in, meta_at, o, &eo.policy_configmap, err)) < 0)
 		return r;
+	if ((r = annotated_secrets(meta_in, meta_at, &eo, ann, err)) < 0)
+		return r;
 	o = &eo;
 
 	/* Work on copies, so a refusal leaves the document as it was. */
@@ -1183,6 +1277,14 @@ int sk_inject_doc(cJSON *doc, const struct sk_inject_opts *o, struct sk_err *err
 	    cJSON_GetObjectItemCaseSensitive(tmpl, "spec") != nspec)
 		return sk_err_set(err, ENOMEM, "inject: out of memory");
 	return SK_INJECT_WRAPPED;
+}
+
+int sk_inject_doc(cJSON *doc, const struct sk_inject_opts *o, struct sk_err *err)
+{
+	struct annotated ann = { 0 };
+	int r = inject_doc(doc, o, &ann, err);
+	annotated_free(&ann);
+	return r;
 }
 
 /* Fields the API server fills in when an object is created without them (pkg/apis/core/v1/defaults.go):

@@ -34,6 +34,15 @@ struct sk_err;
  * downwardAPI volume into the sidecar alone, which narrows its policy to them (docs/governance.md). */
 #define SK_INJECT_GUARDRAILS_ANNOTATION "stockade.io/guardrails"
 
+/* Annotations on a pod (template) adding to the options' secrets and placeholders, for stockade-injector,
+ * whose options are cluster-wide: "NAME=SECRET ..." (each Secret of the pod's namespace mounted into the
+ * sidecar alone at /var/run/stockade/secrets/NAME/, as --api-secret) and "NAME=PLACEHOLDER ..." (as
+ * --secret-env). At most SK_INJECT_MAX_ANNOTATED each; a malformed item, or a name the options give too, is
+ * refused with the annotation's path. */
+#define SK_INJECT_SECRETS_ANNOTATION "stockade.io/api-secrets"
+#define SK_INJECT_SECRET_ENV_ANNOTATION "stockade.io/secret-env"
+#define SK_INJECT_MAX_ANNOTATED 32
+
 /* A Secret for the API gateway, mounted into the sidecar only (chart: sidecar.apiSecrets[]). */
 struct sk_inject_secret {
 	const char *name;              /* borrows: mounted at /var/run/stockade/secrets/<name>/; a DNS label

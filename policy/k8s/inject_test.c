@@ -1228,12 +1228,68 @@ static void test_secret_env(void **state)
 	}
 }
 
+/* The injector's per-pod form of --api-secret and --secret-env: annotations adding to the options' lists
+ * (the Secret mounted into the sidecar alone, the placeholder in the pod's own containers); wrapping again
+ * changes nothing; a malformed item, or a name the options give too, is refused with the annotation's path. */
+static void test_secret_annotations(void **state)
+{
+	(void)state;
+	static const struct sk_inject_secret secrets[] = { { "npm", "npm-token" } };
+	struct sk_inject_opts o;
+	sk_inject_opts_default(&o);
+	o.secrets = secrets;
+	o.n_secrets = 1;
+	struct sk_err err = { 0 };
+	cJSON *d = yaml1("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations:\n"
+			 "    stockade.io/api-secrets: 'github=gh-token'\n"
+			 "    stockade.io/secret-env: 'GITHUB_TOKEN=stockade-secret-github  B_TOKEN=stockade-secret-bbbbbb'\n"
+			 "spec:\n  containers: [{name: a, image: i}]\n");
+	assert_int_equal(sk_inject_doc(d, &o, &err), SK_INJECT_WRAPPED);
+	const cJSON *side = at(d, "spec.initContainers[1]");
+	assert_string_equal(str_at(side, "name"), "stockade-sidecar");
+	assert_non_null(mount_of(side, "stockade-secret-npm"));
+	const cJSON *m = mount_of(side, "stockade-secret-github");
+	assert_non_null(m);
+	assert_string_equal(str_at(m, "mountPath"), "/var/run/stockade/secrets/github");
+	const cJSON *agent = at(d, "spec.containers[0]");
+	assert_null(mount_of(agent, "stockade-secret-github"));
+	assert_string_equal(env_of(agent, "GITHUB_TOKEN", NULL), "stockade-secret-github");
+	assert_string_equal(env_of(agent, "B_TOKEN", NULL), "stockade-secret-bbbbbb");
+	bool vol = false;
+	const cJSON *v;
+	cJSON_ArrayForEach(v, at(d, "spec.volumes")) {
+		vol |= !strcmp(str_at(v, "name"), "stockade-secret-github") &&
+		       !strcmp(str_at(v, "secret.secretName"), "gh-token");
+	}
+	assert_true(vol);
+	assert_int_equal(sk_inject_is_wrapped(d, &o, &err), 1);
+	cJSON_Delete(d);
+
+	static const char *const bad_ones[][2] = {
+		{ "stockade.io/api-secrets: 'github'", "metadata.annotations[stockade.io/api-secrets]: expected space-separated NAME=SECRET" },
+		{ "stockade.io/api-secrets: 'Git=gh-token'", "'Git': expected a name of [a-z0-9-]" },
+		{ "stockade.io/api-secrets: 'github=Gh_Token'", "github: 'Gh_Token' is not a Secret name" },
+		{ "stockade.io/api-secrets: 'npm=other'", "npm is given twice" },
+		{ "stockade.io/secret-env: 'X=short'", "X: 'short' is not a placeholder" },
+		{ "stockade.io/secret-env: '9X=stockade-secret-github'", "'9X': expected a variable name" },
+		{ "stockade.io/secret-env: 'X=stockade-secret-github X=stockade-secret-github'", "X is given twice" },
+		{ "stockade.io/secret-env: 7", "expected space-separated NAME=PLACEHOLDER" },
+	};
+	for (size_t i = 0; i < sizeof(bad_ones) / sizeof(bad_ones[0]); i++) {
+		char doc[512];
+		assert_true(snprintf(doc, sizeof(doc), "kind: Pod\nmetadata:\n  name: p\n  annotations:\n    %s\n"
+				     "spec:\n  containers: [{name: a, image: i}]\n", bad_ones[i][0]) < (int)sizeof(doc));
+		expect_refused(doc, &o, bad_ones[i][1]);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pod_wrapped_like_the_chart),
 		cmocka_unit_test(test_trust_files),
 		cmocka_unit_test(test_secret_env),
+		cmocka_unit_test(test_secret_annotations),
 		cmocka_unit_test(test_profile_annotation),
 		cmocka_unit_test(test_policy_annotation),
 		cmocka_unit_test(test_guardrails_into_the_pod),
