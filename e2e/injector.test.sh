@@ -330,6 +330,24 @@ review "$T/pod-token.json" agents >"$T/r-pod-token.json"
 post "$T/r-pod-token.json" >/dev/null
 sk_check_eq "secrets: a pod that sets the placeholder's variable itself is refused, named" "False yes" \
 	"$(field 'd["allowed"]') $(grep -q "spec.containers\[0\].env: container 'app' sets GITHUB_TOKEN" "$T/resp" && echo yes)"
+# a pod's own Secret and placeholder (annotations), next to the injector's
+sed 's/"labels": {"app": "web"}/"labels": {"app": "web"}, "annotations": {"stockade.io\/api-secrets": "npm=npm-token", "stockade.io\/secret-env": "NPM_TOKEN=stockade-secret-npmjs1"}/' \
+	"$T/pod.json" >"$T/pod-ann.json"
+review "$T/pod-ann.json" agents >"$T/r-pod-ann.json"
+post "$T/r-pod-ann.json" >/dev/null
+python3 "$T/patched.py" "$T/pod-ann.json" <"$T/resp" >"$T/admitted-ann.json"
+"$P" inject -f "$T/pod-ann.json" --api-secret github=gh-token --secret-env GITHUB_TOKEN=stockade-secret-github |
+	sorted >"$T/cli-ann.json"
+sk_check "secrets: a pod's annotations add its own Secret and placeholder, as inject reads them" \
+	cmp -s "$T/admitted-ann.json" "$T/cli-ann.json"
+sk_check_eq "... the sidecar mounts both Secrets, the agent has both placeholders" \
+	"stockade-secret-github stockade-secret-npm | stockade-secret-github stockade-secret-npmjs1" "$(python3 -c '
+import json, sys
+s = json.load(open(sys.argv[1]))["spec"]
+side = next(c for c in s["initContainers"] if c["name"] == "stockade-sidecar")
+app = next(c for c in s["containers"] if c["name"] == "app")
+print(" ".join(m["name"] for m in side["volumeMounts"] if m["name"].startswith("stockade-secret-")), "|",
+      " ".join(e["value"] for e in app["env"] if e["name"].endswith("_TOKEN")))' "$T/admitted-ann.json")"
 stop
 start notrust --no-trust || sk_fail "injector (no trust files) listens"
 post "$T/r-pod.json" >/dev/null
