@@ -186,13 +186,30 @@ void dns_on_udp(struct sk_loop *l, struct sk_io *io, uint32_t events)
 	struct sk_dns_srv *s = io->ctx;
 	(void)l;
 	(void)events;
-	for (int i = 0; i < UDP_BATCH; i++) {
-		struct dq proto = { .lfd = io->fd, .peerlen = sizeof(proto.peer) };
-		ssize_t n = recvfrom(io->fd, s->in, sizeof(s->in), MSG_DONTWAIT, (struct sockaddr *)&proto.peer,
-				     &proto.peerlen);
-		if (n < 0)
+	/* A batch per syscall, and none that can only say EAGAIN: a batch that comes back short emptied the
+	 * queue (the registration is level-triggered, so anything left or new is reported again). */
+	for (int got = 0; got < UDP_BATCH;) {
+		struct mmsghdr mh[UDP_MMSG];
+		struct iovec iov[UDP_MMSG];
+		struct sockaddr_storage peer[UDP_MMSG] = { 0 };
+		memset(mh, 0, sizeof(mh));
+		for (int i = 0; i < UDP_MMSG; i++) {
+			iov[i] = (struct iovec){ .iov_base = s->qbuf[i], .iov_len = sizeof(s->qbuf[i]) };
+			mh[i].msg_hdr.msg_iov = &iov[i];
+			mh[i].msg_hdr.msg_iovlen = 1;
+			mh[i].msg_hdr.msg_name = &peer[i];
+			mh[i].msg_hdr.msg_namelen = sizeof(peer[i]);
+		}
+		int n = recvmmsg(io->fd, mh, UDP_MMSG, MSG_DONTWAIT, NULL);
+		if (n <= 0)
 			return;
-		handle_query(s, s->in, (size_t)n, &proto);
+		for (int i = 0; i < n; i++) {
+			struct dq proto = { .lfd = io->fd, .peer = peer[i], .peerlen = mh[i].msg_hdr.msg_namelen };
+			handle_query(s, s->qbuf[i], mh[i].msg_len, &proto);
+		}
+		if (n < UDP_MMSG)
+			return;
+		got += n;
 	}
 }
 

@@ -61,6 +61,7 @@
 #define TCP_IDLE_MS 10000u
 #define PENDING_MAX 4096
 #define UDP_BATCH 64
+#define UDP_MMSG 16                 /* the agent's UDP queries one recvmmsg takes (UDP_BATCH a wake-up) */
 
 struct tcl {
 	struct sk_dns_srv *srv;
@@ -129,6 +130,9 @@ struct sk_dns_srv {
 	struct sk_dns_cache *cache;  /* filtered answers (dns_cache.h); flushed when policy_gen moves */
 	uint8_t in[SK_DNS_MSG_MAX + 2];
 	uint8_t out[SK_DNS_MSG_MAX + 2];
+	/* One recvmmsg's worth of the agent's queries (client.c), each as large as any datagram, as in is:
+	 * only the pages a query is written to are ever touched. */
+	uint8_t qbuf[UDP_MMSG][SK_DNS_MSG_MAX + 2];
 };
 
 static inline uint64_t dns_now_ms(const struct sk_dns_srv *s) { return sk_loop_now_ms(s->sc->loop); }
