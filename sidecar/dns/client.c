@@ -108,6 +108,8 @@ void dns_reply(struct dq *d, const uint8_t *msg, size_t len)
 	struct sk_dns_srv *s = d->srv;
 	if (len > sizeof(s->rbuf[0]) || d->peerlen > sizeof(s->rq[0].peer))
 		return;   /* cannot happen: a UDP answer is at most SK_DNS_MSG_MAX, a peer a sockaddr_storage */
+	if (d->lfd < 0 || (d->lfd != s->udp[0].fd && d->lfd != s->udp[1].fd))
+		return;   /* its listener closed (drain): the number may be another socket's by now */
 	if (!s->flush_added) {
 		/* No flush at the round's end (there is no loop slot left): send at once, as always. */
 		(void)sendto(d->lfd, msg, len, MSG_DONTWAIT | MSG_NOSIGNAL, (const struct sockaddr *)&d->peer,
