@@ -24,6 +24,7 @@ struct sk_loop {
 	size_t n_heap, cap_heap;
 	void (*turn_end)(void *ctx);   /* after each round's callbacks and timers (audit flush) */
 	void *turn_end_ctx;
+	struct { void (*fn)(void *ctx); void *ctx; } flush[SK_LOOP_FLUSH_MAX];   /* sk_loop_add_flush */
 	uint64_t arm_seq;              /* counts sk_timer_arm calls (see run_timers) */
 };
 
@@ -112,6 +113,25 @@ void sk_loop_set_turn_end(struct sk_loop *l, void (*fn)(void *ctx), void *ctx)
 {
 	l->turn_end = fn;
 	l->turn_end_ctx = ctx;
+}
+
+int sk_loop_add_flush(struct sk_loop *l, void (*fn)(void *ctx), void *ctx)
+{
+	for (size_t i = 0; i < SK_LOOP_FLUSH_MAX; i++) {
+		if (!l->flush[i].fn) {
+			l->flush[i].fn = fn;
+			l->flush[i].ctx = ctx;
+			return 0;
+		}
+	}
+	return -ENOSPC;
+}
+
+void sk_loop_del_flush(struct sk_loop *l, void (*fn)(void *ctx), void *ctx)
+{
+	for (size_t i = 0; i < SK_LOOP_FLUSH_MAX; i++)
+		if (l->flush[i].fn == fn && l->flush[i].ctx == ctx)
+			l->flush[i].fn = NULL;
 }
 
 /* ---- timer heap (binary heap in an array, smallest due_ms at index 0) ---- */
@@ -252,6 +272,9 @@ int sk_loop_run_once(struct sk_loop *l, int max_wait_ms, struct sk_err *err)
 	l->n_events = 0;
 	l->cur = 0;
 	ran += run_timers(l);
+	for (size_t i = 0; i < SK_LOOP_FLUSH_MAX; i++)
+		if (l->flush[i].fn)
+			l->flush[i].fn(l->flush[i].ctx);
 	if (l->turn_end)
 		l->turn_end(l->turn_end_ctx);
 	return ran;

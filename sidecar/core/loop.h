@@ -57,6 +57,13 @@ void sk_loop_forget(struct sk_loop *l, struct sk_io *io);
 /* fn(ctx) runs once at the end of every round, after the I/O callbacks and timers (one hook; NULL
  * removes it): lets a writer batch what a round produced into one write. */
 void sk_loop_set_turn_end(struct sk_loop *l, void (*fn)(void *ctx), void *ctx);
+/* Flushes that a component registers for itself (at most SK_LOOP_FLUSH_MAX): each fn(ctx) runs at the
+ * end of every round, after the timers and before the turn-end hook, so what a round queued (the DNS
+ * server's UDP replies) leaves in one batch before the loop waits again. add: 0 or -ENOSPC; del removes
+ * the pair (a no-op when absent). */
+#define SK_LOOP_FLUSH_MAX 4
+int sk_loop_add_flush(struct sk_loop *l, void (*fn)(void *ctx), void *ctx);
+void sk_loop_del_flush(struct sk_loop *l, void (*fn)(void *ctx), void *ctx);
 
 void sk_timer_init(struct sk_timer *t, sk_timer_cb cb, void *ctx);
 /* Arms (or re-arms) t to fire once, after_ms from the loop's current time. 0 or -ENOMEM. */

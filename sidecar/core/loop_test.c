@@ -296,6 +296,33 @@ static void test_turn_end_runs_once_per_round_after_io_and_timers(void **state)
 	sk_loop_free(l);
 }
 
+static void on_flush_a(void *ctx) { note(ctx, 'a'); }
+static void on_flush_b(void *ctx) { note(ctx, 'b'); }
+
+/* Registered flushes run every round after the I/O and timers and before the turn-end hook; one removed
+ * runs no more; the table is bounded and says so. */
+static void test_flushes_run_before_turn_end_and_are_bounded(void **state)
+{
+	(void)state;
+	struct sk_loop *l = new_loop();
+	struct order_ctx o = { 0 };
+	struct sk_err err = { 0 };
+	sk_timer_init(&o.t, on_order_timer, &o);
+	assert_int_equal(sk_timer_arm(l, &o.t, 0), 0);
+	assert_int_equal(sk_loop_add_flush(l, on_flush_a, &o), 0);
+	assert_int_equal(sk_loop_add_flush(l, on_flush_b, &o), 0);
+	sk_loop_set_turn_end(l, on_turn_end, &o);
+	assert_int_equal(sk_loop_run_once(l, 1000, &err), 1);
+	assert_string_equal(o.seq, "tabe");
+	sk_loop_del_flush(l, on_flush_a, &o);
+	assert_int_equal(sk_loop_run_once(l, 0, &err), 0);
+	assert_string_equal(o.seq, "tabebe");
+	for (int i = 0; i < SK_LOOP_FLUSH_MAX - 1; i++)
+		assert_int_equal(sk_loop_add_flush(l, on_flush_a, &o), 0);
+	assert_int_equal(sk_loop_add_flush(l, on_flush_a, &o), -ENOSPC);
+	sk_loop_free(l);
+}
+
 static void on_stop(struct sk_loop *l, struct sk_timer *t)
 {
 	(*(int *)t->ctx)++;
@@ -342,6 +369,7 @@ int main(void)
 		cmocka_unit_test(test_io_deleted_by_earlier_callback_is_not_called),
 		cmocka_unit_test(test_io_forgotten_and_closed_by_earlier_callback_is_not_called),
 		cmocka_unit_test(test_turn_end_runs_once_per_round_after_io_and_timers),
+		cmocka_unit_test(test_flushes_run_before_turn_end_and_are_bounded),
 		cmocka_unit_test(test_run_returns_after_stop),
 		cmocka_unit_test(test_add_of_a_bad_fd_fails_with_a_reason),
 	};

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -212,6 +213,70 @@ static int side_failed(struct sk_relay *r, int fd)
 	return -errno;
 }
 
+/* One read of a direction with nothing in its pipe, through user space: recv + send is two syscalls where
+ * the pipe takes two splices and, since a short splice proves nothing (the pipe may have run out of
+ * slots), often a third that can only say EAGAIN; a short recv proves the socket drained (hup in relay.h).
+ * What send does not take goes into the pipe, ahead of anything spliced later, so order is kept; it is at
+ * most PIPE_BUF bytes, which an empty pipe always takes whole. A read that fills the buffer makes the
+ * direction spliced: bulk moves through the pipe, never copied. Returns 1 when something moved or changed,
+ * 0 when not, -errno when a side failed. */
+_Static_assert(SK_RELAY_COPY_MAX <= PIPE_BUF, "a copy's leftover must fit an empty pipe in one write");
+
+static int copy_step(struct sk_relay *r, struct sk_relay_dir *d, enum sk_budget_dim dim, int src, int dst,
+		     size_t want, bool *src_rd, bool *dst_wr)
+{
+	uint8_t buf[SK_RELAY_COPY_MAX];
+	const size_t ask = want < sizeof(buf) ? want : sizeof(buf);
+	ssize_t n = recv(src, buf, ask, MSG_DONTWAIT);
+	if (n >= 0 && src == r->b->fd)
+		r->b_connecting = false;
+	if (n < 0) {
+		if (errno == EAGAIN) {
+			*src_rd = false;
+			d->hup = false;
+			return 0;
+		}
+		return errno == EINTR ? 0 : side_failed(r, src);
+	}
+	if (n == 0) {
+		d->eof = true;
+		return 1;
+	}
+	if (r->budget)
+		budget_take(r, dim, (size_t)n);
+	if ((size_t)n == sizeof(buf))
+		d->spliced = true;
+	else if ((size_t)n < ask && !d->hup)
+		*src_rd = false;
+	size_t sent = 0;
+	if (*dst_wr) {
+		ssize_t m = send(dst, buf, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (m > 0) {
+			sent = (size_t)m;
+			if (dst == r->b->fd)
+				r->b_connecting = false;
+			d->bytes += sent;
+			d->turn += sent;
+		} else if (m < 0 && errno == EAGAIN) {
+			*dst_wr = false;
+		} else if (m < 0 && errno != EINTR) {
+			return side_failed(r, dst);
+		}
+	}
+	if (sent < (size_t)n) {
+		if (d->pipe.r < 0) {
+			int rc = sk_pipe_pool_get(r->pool, &d->pipe, d->bulk);
+			if (rc < 0)
+				return rc;
+		}
+		ssize_t w = write(d->pipe.w, buf + sent, (size_t)n - sent);
+		if (w != (ssize_t)((size_t)n - sent))
+			return w < 0 ? -errno : -EIO;
+		d->fill += (size_t)n - sent;
+	}
+	return 1;
+}
+
 /* Moves what it can in one direction; returns 0, or -errno when a side failed. Sets *moved when any
  * byte moved or a state changed. Edge-triggered: it tries every step its sides' readiness allows until
  * none moves, so a pipe that was full when the socket became readable can never leave bytes stranded.
@@ -246,7 +311,13 @@ static int dir_pump(struct sk_relay *r, struct sk_relay_dir *d, int src, int dst
 		want = d->pipe.r < 0 ? SIZE_MAX : d->pipe.cap - d->fill;
 		if (!d->eof && *src_rd && want > 0 && r->budget)
 			want = budget_allow(r, dim, want);
-		if (!d->eof && *src_rd && want > 0) {
+		if (!d->eof && *src_rd && want > 0 && d->fill == 0 && !d->spliced && !d->bulk &&
+		    !(with_prefix && r->prefix_len > 0)) {
+			int rc = copy_step(r, d, dim, src, dst, want, src_rd, dst_wr);
+			if (rc < 0)
+				return rc;
+			step = step || rc > 0;
+		} else if (!d->eof && *src_rd && want > 0) {
 			if (d->pipe.r < 0) {
 				int rc = sk_pipe_pool_get(r->pool, &d->pipe, d->bulk);
 				if (rc < 0)
@@ -273,8 +344,10 @@ static int dir_pump(struct sk_relay *r, struct sk_relay_dir *d, int src, int dst
 				d->eof = true;
 				step = true;
 			} else if (errno == EAGAIN) {
-				if (d->fill == 0)
+				if (d->fill == 0) {
 					*src_rd = false;
+					d->hup = false;
+				}
 			} else if (errno != EINTR) {
 				return side_failed(r, src);
 			}
@@ -359,8 +432,11 @@ static int gate_pump(struct sk_relay *r, bool *moved)
 				r->gbuf = nb;
 				r->gcap = ncap;
 			}
-			ssize_t n = recv(r->a->fd, r->gbuf + r->glen, r->gcap - r->glen, 0);
+			const size_t room = r->gcap - r->glen;
+			ssize_t n = recv(r->a->fd, r->gbuf + r->glen, room, 0);
 			if (n > 0) {
+				if ((size_t)n < room && !d->hup)
+					r->a_rd = false;   /* drained (hup in relay.h) */
 				r->glen += (size_t)n;
 				r->gate_dirty = true;
 				step = true;
@@ -370,6 +446,7 @@ static int gate_pump(struct sk_relay *r, bool *moved)
 				step = true;
 			} else if (errno == EAGAIN) {
 				r->a_rd = false;
+				d->hup = false;
 			} else if (errno != EINTR) {
 				return side_failed(r, r->a->fd);
 			}
@@ -438,9 +515,11 @@ static void relay_pump(struct sk_relay *r, uint32_t events, int fd)
 		if (fd == r->a->fd) {
 			r->a_rd |= rd;
 			r->a_wr |= wr;
+			r->a2b.hup |= (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0;
 		} else {
 			r->b_rd |= rd;
 			r->b_wr |= wr;
+			r->b2a.hup |= (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0;
 		}
 	}
 	bool moved = false;
@@ -545,6 +624,7 @@ static void relay_init(struct sk_relay *r, struct sk_loop *l, struct sk_pipe_poo
 	r->done = done;
 	r->ctx = ctx;
 	r->a_rd = r->a_wr = r->b_rd = r->b_wr = true;
+	r->a2b.hup = r->b2a.hup = true;
 	r->err_fd = -1;
 	sk_timer_init(&r->idle, relay_idle, r);
 	sk_timer_init(&r->resume, relay_resume, r);
@@ -600,6 +680,11 @@ void sk_relay_set_ready(struct sk_relay *r, bool a_rd, bool b_rd)
 {
 	r->a_rd = a_rd;
 	r->b_rd = b_rd;
+	/* drained, by the owner's EAGAIN or a short read with no RDHUP seen: no EOF is queued unreported */
+	if (!a_rd)
+		r->a2b.hup = false;
+	if (!b_rd)
+		r->b2a.hup = false;
 }
 
 void sk_relay_connecting(struct sk_relay *r) { r->b_connecting = true; }

@@ -1,5 +1,6 @@
-/* sidecar/core/relay.h — moves bytes both ways between two connected non-blocking TCP sockets with splice(2)
- * through a pipe per direction, never copying them into user space. Owns: the relay state machine
+/* sidecar/core/relay.h — moves bytes both ways between two connected non-blocking TCP sockets: small reads
+ * (a request, a response) through user space, recv + send, and a direction that ever fills a read
+ * (SK_RELAY_COPY_MAX) with splice(2) through a pipe, never copied from then on. Owns: the relay state machine
  * (half-close: EOF from one side becomes shutdown(SHUT_WR) of the other once its pipe is drained;
  * a reset or write error on either side ends the relay as RESET; an idle timeout), the replay of bytes
  * already read from side A before splicing starts, byte counts, and a pool of pipes.
@@ -95,6 +96,13 @@ struct sk_relay_dir {
 	bool bulk;             /* filled a pipe once: takes (or grows to) a bulk pipe from now on */
 	bool nogrow;           /* growing failed: not tried again */
 	bool eof;              /* source returned EOF */
+	/* The source's EOF may be queued behind its bytes with no edge left to report it: set at start and
+	 * by an edge saying RDHUP/HUP/ERR, cleared by an EAGAIN. While clear, a short read (fewer bytes than
+	 * asked for, into user space) proves the source drained as an EAGAIN would: anything that arrives
+	 * after it, bytes or the FIN, raises a new edge. Saves the read that could only say EAGAIN. */
+	bool hup;
+	/* Moves through the pipe from now on: a read into user space filled SK_RELAY_COPY_MAX (bulk). */
+	bool spliced;
 	bool shut;             /* destination was shut down for writing */
 	uint64_t bytes;        /* delivered to the destination (prefix included) */
 	size_t turn;           /* delivered in the current pump (SK_RELAY_TURN_BYTES) */
@@ -117,6 +125,10 @@ typedef void (*sk_relay_over_fn)(struct sk_relay *r);
  * fast link would otherwise keep the (single-threaded) loop for tens of milliseconds, and DNS answers,
  * probes and every other connection with it. 4 MiB is ~3 ms at 10 Gbit/s and eight 512 KiB bulk pipes. */
 #define SK_RELAY_TURN_BYTES ((size_t)4 << 20)
+
+/* The most one read moves through user space (copy_step in relay.c): PIPE_BUF, so what the destination
+ * does not take fits an empty pipe in one atomic write. A read that fills it makes the direction splice. */
+#define SK_RELAY_COPY_MAX 4096u
 
 struct sk_relay {
 	struct sk_loop *loop;

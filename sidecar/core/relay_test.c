@@ -305,6 +305,117 @@ static void test_relay_half_close_keeps_other_direction(void **state)
 	world_down(&w);
 }
 
+static void assert_pool_clean(const struct sk_pipe_pool *p);
+
+/* Requests and responses smaller than a read through user space, one at a time as on a kept-alive
+ * connection: each arrives whole and in order without a pipe; then the client stops reading while the
+ * upstream keeps writing small pieces, so sends come up short and the rest waits in the pipe, ahead of
+ * anything read later. Every byte arrives once, in order, and the pipe goes back to the pool empty. */
+static void test_relay_small_reads_copy_and_keep_order(void **state)
+{
+	(void)state;
+	struct world w;
+	struct sk_err err = { 0 };
+	world_up(&w, NULL, 0, 10000);
+	uint8_t buf[512];
+	for (int k = 0; k < 50; k++) {
+		char req[64], resp[300];
+		int rl = snprintf(req, sizeof(req), "GET /%d HTTP/1.1\r\n\r\n", k);
+		memset(resp, 'a' + k % 26, sizeof(resp));
+		assert_int_equal(send(w.client, req, (size_t)rl, 0), rl);
+		ssize_t got = 0;
+		for (int i = 0; i < 200 && got < rl; i++) {
+			assert_true(sk_loop_run_once(w.loop, 5, &err) >= 0);
+			ssize_t n = recv(w.upstream, buf + got, sizeof(buf) - (size_t)got, MSG_DONTWAIT);
+			if (n > 0)
+				got += n;
+		}
+		assert_int_equal(got, rl);
+		assert_memory_equal(buf, req, (size_t)rl);
+		assert_int_equal(send(w.upstream, resp, sizeof(resp), 0), (ssize_t)sizeof(resp));
+		got = 0;
+		for (int i = 0; i < 200 && got < (ssize_t)sizeof(resp); i++) {
+			assert_true(sk_loop_run_once(w.loop, 5, &err) >= 0);
+			ssize_t n = recv(w.client, buf + got, sizeof(buf) - (size_t)got, MSG_DONTWAIT);
+			if (n > 0)
+				got += n;
+		}
+		assert_int_equal(got, (ssize_t)sizeof(resp));
+		assert_memory_equal(buf, resp, sizeof(resp));
+		assert_int_equal(w.relay.b2a.pipe.r, -1);   /* never needed one */
+	}
+	assert_false(w.relay.a2b.spliced);
+	assert_false(w.relay.b2a.spliced);
+	/* The client stops reading; the upstream writes 1000-byte pieces until the relay holds some. */
+	const size_t M = 8u << 20, piece = 1000;
+	uint8_t *down = malloc(M), *got_down = malloc(M);
+	assert_non_null(down);
+	assert_non_null(got_down);
+	fill_pattern(down, M, 7);
+	size_t wo = 0;
+	for (int i = 0; i < 100000 && w.relay.b2a.fill == 0 && wo < M; i++) {
+		ssize_t n = send(w.upstream, down + wo, piece, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n > 0)
+			wo += (size_t)n;
+		assert_true(sk_loop_run_once(w.loop, 0, &err) >= 0);
+	}
+	assert_true(w.relay.b2a.fill > 0);
+	/* Now both: the upstream sends the rest in pieces and shuts, the client reads it all. */
+	struct endp c = { .fd = w.client, .in = got_down, .cap_in = M };
+	for (int i = 0; i < 200000 && !c.eof; i++) {
+		if (wo < M) {
+			size_t k = M - wo < piece ? M - wo : piece;
+			ssize_t n = send(w.upstream, down + wo, k, MSG_DONTWAIT | MSG_NOSIGNAL);
+			if (n > 0)
+				wo += (size_t)n;
+			if (wo == M)
+				shutdown(w.upstream, SHUT_WR);
+		}
+		endp_step(&c);
+		assert_true(sk_loop_run_once(w.loop, 0, &err) >= 0);
+	}
+	assert_true(c.eof);
+	assert_int_equal(c.n_in, M);
+	assert_memory_equal(got_down, down, M);
+	assert_int_equal(w.relay.b2a.bytes, 50 * 300 + M);
+	assert_int_equal(w.pool.live, 0);
+	assert_pool_clean(&w.pool);
+	world_down(&w);
+	free(down);
+	free(got_down);
+}
+
+/* A request and the client's FIN that arrive together, after the relay's first read came up short: the
+ * FIN's edge keeps the side readable until its EOF is read, and it reaches the upstream. */
+static void test_relay_short_read_then_fin(void **state)
+{
+	(void)state;
+	struct world w;
+	struct sk_err err = { 0 };
+	world_up(&w, NULL, 0, 10000);
+	assert_int_equal(send(w.client, "one", 3, 0), 3);
+	for (int i = 0; i < 20; i++)
+		assert_true(sk_loop_run_once(w.loop, 1, &err) >= 0);
+	assert_false(w.relay.a_rd);   /* the short read (or an EAGAIN) drained it */
+	assert_int_equal(send(w.client, "two", 3, 0), 3);
+	shutdown(w.client, SHUT_WR);
+	uint8_t buf[16];
+	ssize_t got = 0;
+	bool eof = false;
+	for (int i = 0; i < 200 && !eof; i++) {
+		assert_true(sk_loop_run_once(w.loop, 5, &err) >= 0);
+		ssize_t n = recv(w.upstream, buf + got, sizeof(buf) - (size_t)got, MSG_DONTWAIT);
+		if (n > 0)
+			got += n;
+		else if (n == 0)
+			eof = true;
+	}
+	assert_true(eof);
+	assert_int_equal(got, 6);
+	assert_memory_equal(buf, "onetwo", 6);
+	world_down(&w);
+}
+
 static void test_relay_upstream_reset_ends_as_reset(void **state)
 {
 	(void)state;
@@ -675,12 +786,20 @@ static void test_relay_pool_reuse_leaks_nothing(void **state)
 	struct world w;
 	struct sk_err err = { 0 };
 	world_up_bulk(&w, NULL, 0, 10000, 256 << 10, 2);
+	/* The upstream answers first, more than one read through user space moves, so that direction
+	 * splices: its pipe comes from the pool and goes back to it empty once the client has read it. */
+	uint8_t answer[3 * SK_RELAY_COPY_MAX], answer_got[sizeof(answer)];
+	fill_pattern(answer, sizeof(answer), 13);
+	assert_int_equal(send(w.upstream, answer, sizeof(answer), 0), (ssize_t)sizeof(answer));
 	/* The upstream reads nothing: the client's bytes pile up in the socket buffers and the pipe. */
-	struct endp c = { .fd = w.client, .out = first, .n_out = N };
-	for (int i = 0; i < 2000 && w.relay.a2b.fill == 0; i++) {
+	struct endp c = { .fd = w.client, .out = first, .n_out = N, .in = answer_got, .cap_in = sizeof(answer) };
+	for (int i = 0; i < 2000 && (w.relay.a2b.fill == 0 || c.n_in < sizeof(answer)); i++) {
 		endp_step(&c);
 		assert_true(sk_loop_run_once(w.loop, 1, &err) >= 0);
 	}
+	assert_int_equal(c.n_in, sizeof(answer));
+	assert_memory_equal(answer_got, answer, sizeof(answer));
+	assert_true(w.relay.b2a.spliced);
 	for (int i = 0; i < 20; i++) {
 		endp_step(&c);
 		assert_true(sk_loop_run_once(w.loop, 1, &err) >= 0);
@@ -928,6 +1047,8 @@ int main(void)
 		cmocka_unit_test(test_relay_yields_after_turn_bytes),
 		cmocka_unit_test(test_relay_half_close_keeps_other_direction),
 		cmocka_unit_test(test_relay_upstream_reset_ends_as_reset),
+		cmocka_unit_test(test_relay_small_reads_copy_and_keep_order),
+		cmocka_unit_test(test_relay_short_read_then_fin),
 		cmocka_unit_test(test_relay_connecting_refused_ends_as_connect),
 		cmocka_unit_test(test_relay_connecting_sends_once_connected),
 		cmocka_unit_test(test_relay_idle_timeout),

@@ -22,6 +22,9 @@ struct bind_addr {
 	struct sk_dlink lru;        /* in the table's LRU list: head = most recent */
 	struct bind_name *names;
 	unsigned n_names;
+	/* No name expires before this (a lower bound, exact after a prune): a lookup or add before it skips
+	 * the prune's walk of the list. */
+	uint64_t min_exp;
 };
 
 struct bucket {
@@ -142,6 +145,9 @@ static struct bind_addr *find(struct sk_bind_table *t, const struct sk_addr *key
 /* Drops expired names of e; returns the number left. */
 static unsigned prune(struct sk_bind_table *t, struct bind_addr *e, uint64_t now_ms)
 {
+	if (now_ms < e->min_exp)
+		return e->n_names;
+	uint64_t min = UINT64_MAX;
 	struct bind_name **pp = &e->names;
 	while (*pp) {
 		if ((*pp)->expires_ms <= now_ms) {
@@ -151,9 +157,12 @@ static unsigned prune(struct sk_bind_table *t, struct bind_addr *e, uint64_t now
 			e->n_names--;
 			t->count--;
 		} else {
+			if ((*pp)->expires_ms < min)
+				min = (*pp)->expires_ms;
 			pp = &(*pp)->next;
 		}
 	}
+	e->min_exp = min;
 	return e->n_names;
 }
 
@@ -169,10 +178,11 @@ int sk_bind_add(struct sk_bind_table *t, const struct sk_addr *addr, const char 
 	struct sk_addr key;
 	fold(addr, &key);
 	struct bind_addr *e = find(t, &key);
+	struct bind_name **tail = NULL;   /* the link that holds the list's last name */
 	if (e) {
 		prune(t, e, now_ms);
 		struct bind_name **pp = &e->names;
-		for (; *pp; pp = &(*pp)->next) {
+		for (; *pp; tail = pp, pp = &(*pp)->next) {
 			if (strcmp((*pp)->name, name) == 0) {
 				struct bind_name *n = *pp;
 				if (n->expires_ms < expires)
@@ -189,6 +199,7 @@ int sk_bind_add(struct sk_bind_table *t, const struct sk_addr *addr, const char 
 		if (!e)
 			return -ENOMEM;
 		e->key = key;
+		e->min_exp = UINT64_MAX;
 		size_t b = hash_addr(t, &key);
 		e->hnext = t->buckets[b].head;
 		t->buckets[b].head = e;
@@ -207,13 +218,14 @@ int sk_bind_add(struct sk_bind_table *t, const struct sk_addr *addr, const char 
 	e->names = n;
 	e->n_names++;
 	t->count++;
-	if (e->n_names > SK_BIND_NAMES_PER_ADDR) {
-		/* The list is most-recent-first: drop the oldest binding (the tail). */
-		struct bind_name **pp = &e->names;
-		while ((*pp)->next)
-			pp = &(*pp)->next;
-		free(*pp);
-		*pp = NULL;
+	if (expires < e->min_exp)
+		e->min_exp = expires;
+	if (tail == &e->names)
+		tail = &n->next;   /* the old head was the tail: n now links to it */
+	if (e->n_names > SK_BIND_NAMES_PER_ADDR && tail) {
+		/* The list is most-recent-first: drop the oldest binding (the tail, found by the walk above). */
+		free(*tail);
+		*tail = NULL;
 		e->n_names--;
 		t->count--;
 	}

@@ -137,6 +137,46 @@ static void test_names_per_address_capped(void **state)
 	sk_bind_free(t);
 }
 
+/* Names of one address expire each at its own time, whatever order they were bound or refreshed in (a
+ * refresh raises the earliest expiry the address keeps; a lookup before it must still drop nothing, and
+ * after each name's own expiry that name only), and the per-address cap drops the least recently bound
+ * name after refreshes reordered the list. */
+static void test_names_expire_each_at_its_time(void **state)
+{
+	(void)state;
+	struct sk_bind_table *t;
+	assert_int_equal(sk_bind_new(1000, &t, NULL), 0);
+	struct sk_addr a = A("198.18.7.7");
+	assert_int_equal(sk_bind_add(t, &a, "short.example", 30, 0), 0);    /* expires at 30 s */
+	assert_int_equal(sk_bind_add(t, &a, "long.example", 300, 0), 0);    /* 300 s */
+	assert_int_equal(sk_bind_add(t, &a, "mid.example", 100, 0), 0);     /* 100 s */
+	assert_int_equal(sk_bind_add(t, &a, "short.example", 200, 10000), 0); /* now 210 s */
+	assert_true(sk_bind_has(t, &a, "short.example", 31000));
+	assert_true(sk_bind_has(t, &a, "mid.example", 99999));
+	assert_false(sk_bind_has(t, &a, "mid.example", 100000));
+	assert_int_equal(sk_bind_count(t), 2);
+	assert_true(sk_bind_has(t, &a, "short.example", 209999));
+	assert_false(sk_bind_has(t, &a, "short.example", 210000));
+	assert_true(sk_bind_has(t, &a, "long.example", 299999));
+	assert_false(sk_bind_has(t, &a, "long.example", 300000));
+	assert_int_equal(sk_bind_count(t), 0);
+
+	/* The cap after a refresh moved the oldest name to the front: the next oldest goes. */
+	char name[64];
+	for (int i = 0; i < SK_BIND_NAMES_PER_ADDR; i++) {
+		(void)snprintf(name, sizeof(name), "n%d.example", i);
+		assert_int_equal(sk_bind_add(t, &a, name, 600, 400000), 0);
+	}
+	assert_int_equal(sk_bind_add(t, &a, "n0.example", 600, 400000), 0);
+	assert_int_equal(sk_bind_add(t, &a, "new.example", 600, 400000), 0);
+	assert_int_equal(sk_bind_count(t), SK_BIND_NAMES_PER_ADDR);
+	assert_true(sk_bind_has(t, &a, "n0.example", 400000));
+	assert_false(sk_bind_has(t, &a, "n1.example", 400000));
+	assert_true(sk_bind_has(t, &a, "n2.example", 400000));
+	assert_true(sk_bind_has(t, &a, "new.example", 400000));
+	sk_bind_free(t);
+}
+
 static void test_mapped_address_folds_to_v4(void **state)
 {
 	(void)state;
@@ -232,6 +272,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bind_and_lookup),
+		cmocka_unit_test(test_names_expire_each_at_its_time),
 		cmocka_unit_test(test_ttl_clamped_to_floor_and_ceiling),
 		cmocka_unit_test(test_rebind_extends_never_shortens),
 		cmocka_unit_test(test_lru_eviction_keeps_bound),

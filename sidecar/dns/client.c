@@ -73,13 +73,58 @@ static void tcl_send(struct tcl *c, const uint8_t *msg, size_t len)
 	tcl_flush(c);
 }
 
+void dns_flush_replies(void *ctx)
+{
+	struct sk_dns_srv *s = ctx;
+	struct mmsghdr mh[UDP_MMSG];
+	struct iovec iov[UDP_MMSG];
+	size_t n = s->n_rq;
+	s->n_rq = 0;
+	memset(mh, 0, sizeof(mh));
+	for (size_t i = 0; i < n; i++) {
+		iov[i] = (struct iovec){ .iov_base = s->rbuf[i], .iov_len = s->rq[i].len };
+		mh[i].msg_hdr.msg_iov = &iov[i];
+		mh[i].msg_hdr.msg_iovlen = 1;
+		mh[i].msg_hdr.msg_name = &s->rq[i].peer;
+		mh[i].msg_hdr.msg_namelen = s->rq[i].peerlen;
+	}
+	/* One sendmmsg per run of replies through the same listener. A datagram that fails (ENOBUFS, a full
+	 * socket buffer) is lost as a lone sendto's would be: skipped, and the rest still go. */
+	for (size_t off = 0; off < n;) {
+		size_t end = off + 1;
+		while (end < n && s->rq[end].lfd == s->rq[off].lfd)
+			end++;
+		int r = sendmmsg(s->rq[off].lfd, mh + off, (unsigned)(end - off), MSG_DONTWAIT | MSG_NOSIGNAL);
+		off += r > 0 ? (size_t)r : 1;
+	}
+}
+
 void dns_reply(struct dq *d, const uint8_t *msg, size_t len)
 {
 	if (d->client_tcp) {
 		tcl_send(d->tc, msg, len);
 		return;
 	}
-	(void)sendto(d->lfd, msg, len, MSG_DONTWAIT | MSG_NOSIGNAL, (const struct sockaddr *)&d->peer, d->peerlen);
+	struct sk_dns_srv *s = d->srv;
+	if (len > sizeof(s->rbuf[0]) || d->peerlen > sizeof(s->rq[0].peer))
+		return;   /* cannot happen: a UDP answer is at most SK_DNS_MSG_MAX, a peer a sockaddr_storage */
+	if (d->lfd < 0 || (d->lfd != s->udp[0].fd && d->lfd != s->udp[1].fd))
+		return;   /* its listener closed (drain): the number may be another socket's by now */
+	if (!s->flush_added) {
+		/* No flush at the round's end (there is no loop slot left): send at once, as always. */
+		(void)sendto(d->lfd, msg, len, MSG_DONTWAIT | MSG_NOSIGNAL, (const struct sockaddr *)&d->peer,
+			     d->peerlen);
+		return;
+	}
+	if (s->n_rq == UDP_MMSG)
+		dns_flush_replies(s);
+	struct udp_reply *q = &s->rq[s->n_rq];
+	q->lfd = d->lfd;
+	q->peer = d->peer;
+	q->peerlen = d->peerlen;
+	q->len = len;
+	memcpy(s->rbuf[s->n_rq], msg, len);
+	s->n_rq++;
 }
 
 void dns_peer_of(const struct dq *d, struct sk_addr *a, uint16_t *port)
@@ -186,13 +231,31 @@ void dns_on_udp(struct sk_loop *l, struct sk_io *io, uint32_t events)
 	struct sk_dns_srv *s = io->ctx;
 	(void)l;
 	(void)events;
-	for (int i = 0; i < UDP_BATCH; i++) {
-		struct dq proto = { .lfd = io->fd, .peerlen = sizeof(proto.peer) };
-		ssize_t n = recvfrom(io->fd, s->in, sizeof(s->in), MSG_DONTWAIT, (struct sockaddr *)&proto.peer,
-				     &proto.peerlen);
-		if (n < 0)
+	/* A batch per syscall, and none that can only say EAGAIN: a batch that comes back short emptied the
+	 * queue (the registration is level-triggered, so anything left or new is reported again). */
+	for (int got = 0; got < UDP_BATCH;) {
+		struct mmsghdr mh[UDP_MMSG];
+		struct iovec iov[UDP_MMSG];
+		struct sockaddr_storage peer[UDP_MMSG] = { 0 };
+		memset(mh, 0, sizeof(mh));
+		for (int i = 0; i < UDP_MMSG; i++) {
+			iov[i] = (struct iovec){ .iov_base = s->qbuf[i], .iov_len = sizeof(s->qbuf[i]) };
+			mh[i].msg_hdr.msg_iov = &iov[i];
+			mh[i].msg_hdr.msg_iovlen = 1;
+			mh[i].msg_hdr.msg_name = &peer[i];
+			mh[i].msg_hdr.msg_namelen = sizeof(peer[i]);
+		}
+		int n = recvmmsg(io->fd, mh, UDP_MMSG, MSG_DONTWAIT, NULL);
+		if (n <= 0)
 			return;
-		handle_query(s, s->in, (size_t)n, &proto);
+		for (int i = 0; i < n; i++) {
+			struct dq proto = { .srv = s, .lfd = io->fd, .peer = peer[i],
+					    .peerlen = mh[i].msg_hdr.msg_namelen };
+			handle_query(s, s->qbuf[i], mh[i].msg_len, &proto);
+		}
+		if (n < UDP_MMSG)
+			return;
+		got += n;
 	}
 }
 
@@ -248,7 +311,7 @@ static void tcl_read(struct sk_loop *l, struct tcl *c, uint32_t events)
 			tcl_close(c);
 			return;
 		}
-		struct dq proto = { .client_tcp = true, .tc = c, .lfd = -1 };
+		struct dq proto = { .srv = s, .client_tcp = true, .tc = c, .lfd = -1 };
 		handle_query(s, c->rbuf + 2, qlen, &proto);
 		if (c->closed)
 			return;

@@ -61,6 +61,7 @@
 #define TCP_IDLE_MS 10000u
 #define PENDING_MAX 4096
 #define UDP_BATCH 64
+#define UDP_MMSG 16                 /* the agent's UDP queries one recvmmsg takes (UDP_BATCH a wake-up) */
 
 struct tcl {
 	struct sk_dns_srv *srv;
@@ -129,6 +130,20 @@ struct sk_dns_srv {
 	struct sk_dns_cache *cache;  /* filtered answers (dns_cache.h); flushed when policy_gen moves */
 	uint8_t in[SK_DNS_MSG_MAX + 2];
 	uint8_t out[SK_DNS_MSG_MAX + 2];
+	/* One recvmmsg's worth of the agent's queries (client.c), each as large as any datagram, as in is:
+	 * only the pages a query is written to are ever touched. */
+	uint8_t qbuf[UDP_MMSG][SK_DNS_MSG_MAX + 2];
+	/* UDP replies a loop round produced, sent together by one sendmmsg a listener at the round's end
+	 * (dns_flush_replies, a loop flush) or when the queue is full; rbuf as qbuf. */
+	struct udp_reply {
+		int lfd;
+		socklen_t peerlen;
+		struct sockaddr_storage peer;
+		size_t len;
+	} rq[UDP_MMSG];
+	size_t n_rq;
+	bool flush_added;            /* dns_flush_replies is registered with the loop */
+	uint8_t rbuf[UDP_MMSG][SK_DNS_MSG_MAX + 2];
 };
 
 static inline uint64_t dns_now_ms(const struct sk_dns_srv *s) { return sk_loop_now_ms(s->sc->loop); }
@@ -147,8 +162,10 @@ void dns_on_udp(struct sk_loop *l, struct sk_io *io, uint32_t events);
 void dns_accept(struct sk_listener *ls, int fd, const struct sockaddr_storage *ss);
 /* Drops a query's reference on its TCP client, freeing it once it is closed and no query refers to it. */
 void dns_tcl_release(struct tcl *c);
-/* Sends msg to d's client (UDP datagram or TCP frame). */
+/* Sends msg to d's client: a TCP frame now, a UDP datagram queued for the round's dns_flush_replies. */
 void dns_reply(struct dq *d, const uint8_t *msg, size_t len);
+/* Sends the queued UDP replies (the loop runs it at the end of every round; ctx is the server). */
+void dns_flush_replies(void *ctx);
 /* d's client address, for audit lines. */
 void dns_peer_of(const struct dq *d, struct sk_addr *a, uint16_t *port);
 

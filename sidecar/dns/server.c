@@ -116,6 +116,8 @@ int sk_dns_server_start(struct sk_sidecar *sc, struct sk_dns_srv **out, struct s
 	for (int i = 0; i < 2; i++)
 		if (s->udp[i].fd >= 0 && (r = sk_loop_add(sc->loop, &s->udp[i], EPOLLIN, err)) < 0)
 			goto fail;
+	/* Without a slot the replies go out one sendto each, as before (dns_reply). */
+	s->flush_added = sk_loop_add_flush(sc->loop, dns_flush_replies, s) == 0;
 	sc->n_dns_fds = 0;
 	for (int i = 0; i < 2; i++) {
 		if (s->udp[i].fd >= 0)
@@ -142,6 +144,7 @@ void sk_dns_server_stop_accepting(struct sk_dns_srv *s)
 {
 	if (!s)
 		return;
+	dns_flush_replies(s);   /* what this round answered leaves before its listener closes */
 	for (int i = 0; i < 2; i++) {
 		sk_listener_close(&s->tcp[i]);
 		if (s->udp[i].fd < 0)
@@ -158,6 +161,8 @@ void sk_dns_server_free(struct sk_dns_srv *s)
 	if (!s)
 		return;
 	sk_dns_server_stop_accepting(s);
+	if (s->flush_added)
+		sk_loop_del_flush(s->sc->loop, dns_flush_replies, s);
 	if (s->sc->resolve.ctx == s)
 		memset(&s->sc->resolve, 0, sizeof(s->sc->resolve));
 	/* Fallback resolutions answered from the cache have no pending entry: their dq waits on its zero

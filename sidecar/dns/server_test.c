@@ -31,7 +31,7 @@
 #include "sidecar/core/loop.h"
 #include "sidecar/core/sidecar.h"
 
-#define MAXQ 16
+#define MAXQ 64
 
 struct upq {                     /* one query the fake upstream received */
 	uint16_t id, port;           /* upstream ID, and the source port it came from */
@@ -303,6 +303,42 @@ static void test_concurrent_queries_distinct_ports(void **state)
 	close(c2);
 }
 
+/* More queries queued at once than one receive takes (UDP_MMSG), from as many agents: each is forwarded
+ * once from a port of its own, and each answer reaches the agent that asked, with its ID — the batch
+ * keeps every datagram's sender apart. */
+static void test_queued_batch_each_answered_to_its_agent(void **state)
+{
+	struct world *w = *state;
+	enum { N = 40 };
+	int c[N];
+	for (int i = 0; i < N; i++) {
+		char name[32];
+		(void)snprintf(name, sizeof(name), "b%d.example.com", i);
+		c[i] = client(w);
+		ask(c[i], (uint16_t)(0x300 + i), name);
+	}
+	pump(w, N, 2000);
+	assert_int_equal(w->nq, N);
+	for (size_t i = 0; i < N; i++)
+		for (size_t k = 0; k < i; k++)
+			assert_int_not_equal(w->q[i].port, w->q[k].port);
+	for (size_t i = 0; i < N; i++)
+		answer_to(&w->q[i], w->q[i].id, w->fake, w->q[i].port, ADDR1);
+	run_for(w, 100);
+	for (int i = 0; i < N; i++) {
+		uint8_t b[512];
+		struct sk_dns_msg m;
+		char want[32], name[SK_DNS_NAME_TEXT_MAX];
+		(void)snprintf(want, sizeof(want), "b%d.example.com", i);
+		assert_true(got(c[i], b, sizeof(b), &m) > 0);
+		assert_int_equal(m.hdr.id, 0x300 + i);
+		assert_int_equal(sk_dns_name_text(&m.qname, name), 0);
+		assert_string_equal(name, want);
+		assert_int_equal(m.hdr.ancount, 1);
+		close(c[i]);
+	}
+}
+
 static void test_answer_on_wrong_socket_dropped(void **state)
 {
 	struct world *w = *state;
@@ -484,6 +520,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_concurrent_queries_distinct_ports, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_queued_batch_each_answered_to_its_agent, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_answer_on_wrong_socket_dropped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pool_exhausted_servfail, setup_pool2, teardown),
 		cmocka_unit_test_setup_teardown(test_cached_answer, setup_bind1, teardown),
