@@ -327,12 +327,12 @@ static void test_body_scan(void **state)
 	char *big = calloc(1, SK_SWAP_BODY_SCAN + 64);
 	assert_non_null(big);
 	memset(big, 'x', SK_SWAP_BODY_SCAN);
-	memcpy(big + SK_SWAP_BODY_SCAN, PH, strlen(PH));
+	memcpy(big + SK_SWAP_BODY_SCAN, PH, sizeof(PH) - 1);
 	assert_false(sk_swap_body_scan(&b, &set, (const uint8_t *)big, SK_SWAP_BODY_SCAN + strlen(PH), &m));
 	assert_false(sk_swap_body_scan(&b, &set, (const uint8_t *)PH, strlen(PH), &m));
 	sk_swap_body_reset(&b);
 	/* ...and one ending right at its end is */
-	memcpy(big + SK_SWAP_BODY_SCAN - strlen(PH), PH, strlen(PH));
+	memcpy(big + SK_SWAP_BODY_SCAN - (sizeof(PH) - 1), PH, sizeof(PH) - 1);
 	assert_true(sk_swap_body_scan(&b, &set, (const uint8_t *)big, SK_SWAP_BODY_SCAN + 10, &m));
 	sk_swap_body_reset(&b);
 	free(big);
