@@ -328,6 +328,47 @@ t_secret_swap() {
 		"$(cat "$SK_TMP/audit.log" "$SK_TMP/sidecar.err" | grep -c "$TOKEN")"
 }
 
+# A server that reflects the credential (upstream.py's /echo): toward a host a secret lists, the agent gets
+# every response masked ('*' for each byte of the value, lengths kept), in a header and in a body, whole
+# or cut by chunk framing in the middle of the value; it asks for identity, and a gzip body (which the
+# mask cannot search) is refused 502. A body carrying the placeholder toward
+# another allowed inspected host (git.example's upload-pack) is refused 403 credential_misuse.
+t_secret_mask() {
+	local stars out
+	stars=$(printf '%*s' ${#TOKEN} '' | tr ' ' '*')
+	: >"$SK_TMP/upstream.log.auth"
+	chmod 666 "$SK_TMP/upstream.log.auth"
+	out=$(agent "${CURL[@]}" -i --compressed -H "Authorization: Bearer $PH" https://github.example/repos/acme/echo 2>&1)
+	sk_check "the server got the real token (it echoes it)" grep -qxF "/repos/acme/echo Bearer $TOKEN" "$SK_TMP/upstream.log.auth"
+	sk_check_eq "... but the agent never sees it" 0 "$(grep -c "$TOKEN" <<<"$out")"
+	sk_check "... masked in the body, same length" grep -qxF "auth=Bearer $stars" <<<"$(tr -d '\r' <<<"$out")"
+	sk_check "... and in the header" grep -qixF "x-echo: Bearer $stars" <<<"$(tr -d '\r' <<<"$out")"
+	sk_check "the request asked for identity (curl --compressed asked for more)" \
+		grep -qxF "/repos/acme/echo accept-encoding=identity" "$SK_TMP/upstream.log.auth"
+	out=$(agent "${CURL[@]}" -H "Authorization: Bearer $PH" https://github.example/repos/acme/echo-chunked 2>&1)
+	sk_check_eq "chunked, the value cut across two chunks: masked" "auth=Bearer $stars" "$(head -n1 <<<"$out")"
+	sk_check_eq "... nothing of it left" 0 "$(grep -c "${TOKEN:0:12}" <<<"$out")"
+	out=$(agent "${CURL[@]}" -i -H "Authorization: Bearer $PH" https://github.example/repos/acme/gzip 2>&1)
+	sk_check "a gzip body the mask cannot search: 502 upstream_encoding" grep -qi '^x-stockade-reason: upstream_encoding' <<<"$out"
+	sk_check_eq "... nothing of it reached the agent" 0 "$(grep -c "Content-Encoding: gzip" <<<"$out")"
+	settle
+	sk_check "audit: upstream_encoding, rule github" test "$(aq event=deny reason=upstream_encoding rule=github)" -ge 1
+	local before
+	before=$(aq event=deny reason=credential_misuse rule=git)
+	out=$(agent "${CURL[@]}" -i -X POST --data-binary "{\"token\":\"$PH\"}" \
+		https://git.example/git/acme/app.git/git-upload-pack 2>&1)
+	sk_check "a body carrying the placeholder to another allowed host: 403 credential_misuse" \
+		grep -qi '^x-stockade-reason: credential_misuse' <<<"$out"
+	out=$(agent "${CURL[@]}" -i -X POST -H 'Transfer-Encoding: chunked' --data-binary "xx${PH}yy" \
+		https://git.example/git/acme/app.git/git-upload-pack 2>&1)
+	sk_check "... chunked too" grep -qi '^x-stockade-reason: credential_misuse' <<<"$out"
+	settle
+	sk_check_eq "audit: one credential_misuse line each, rule git, method POST" 2 \
+		"$(( $(aq event=deny reason=credential_misuse rule=git method=POST) - before ))"
+	sk_check_eq "the token is in no audit line and no sidecar log" 0 \
+		"$(cat "$SK_TMP/audit.log" "$SK_TMP/sidecar.err" | grep -c "$TOKEN")"
+}
+
 # A client that pins the real server's key (as some SDKs and package managers do) meets the pod CA's leaf:
 # its own TLS fails, closed, and the audit line says why; nothing reaches the server.
 t_pinned_client_fails_closed() {
@@ -417,5 +458,5 @@ time.sleep(30)' "$SK_TMP/podca.pem" >/dev/null 2>&1 &
 }
 
 SK_CASES=(get_allowed post_denied read_only host_not_sni smuggled_second_request http2 upstream_cert_invalid
-	git_read_only secret_swap pinned_client_fails_closed ca_key_out_of_reach no_inspect_untouched reload_toggles_inspection budget_counts_plaintext sigterm_with_a_bridge_open)
+	git_read_only secret_swap secret_mask pinned_client_fails_closed ca_key_out_of_reach no_inspect_untouched reload_toggles_inspection budget_counts_plaintext sigterm_with_a_bridge_open)
 sk_main "$@"
