@@ -332,7 +332,8 @@ t_secret_swap() {
 # every response masked ('*' for each byte of the value, lengths kept), in a header and in a body, whole
 # or cut by chunk framing in the middle of the value; it asks for identity, and a gzip body (which the
 # mask cannot search) is refused 502. A body carrying the placeholder toward
-# another allowed inspected host (git.example's upload-pack) is refused 403 credential_misuse.
+# another allowed inspected host (git.example's upload-pack) is refused 403 credential_misuse (HTTP/2:
+# its stream reset).
 t_secret_mask() {
 	local stars out
 	stars=$(printf '%*s' ${#TOKEN} '' | tr ' ' '*')
@@ -362,8 +363,10 @@ t_secret_mask() {
 	out=$(agent "${CURL[@]}" -i -X POST -H 'Transfer-Encoding: chunked' --data-binary "xx${PH}yy" \
 		https://git.example/git/acme/app.git/git-upload-pack 2>&1)
 	sk_check "... chunked too" grep -qi '^x-stockade-reason: credential_misuse' <<<"$out"
+	sk_check_fails "HTTP/2: the stream carrying it is reset" agent "${CURL[@]}" --http2 -o /dev/null \
+		-X POST --data-binary "{\"token\":\"$PH\"}" https://git.example/git/acme/app.git/git-upload-pack
 	settle
-	sk_check_eq "audit: one credential_misuse line each, rule git, method POST" 2 \
+	sk_check_eq "audit: one credential_misuse line each, rule git, method POST" 3 \
 		"$(( $(aq event=deny reason=credential_misuse rule=git method=POST) - before ))"
 	sk_check_eq "the token is in no audit line and no sidecar log" 0 \
 		"$(cat "$SK_TMP/audit.log" "$SK_TMP/sidecar.err" | grep -c "$TOKEN")"

@@ -33,10 +33,13 @@ static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 struct stream {
 	int32_t id;
 	char *method, *authority, *path, *scheme;
+	struct sk_swap_body scan;   /* its body prefix, for the body hook */
 };
 
 /* What happens to the payload of the client frame being read. */
-enum cmode { C_PASS, C_DROP, C_COLLECT };
+/* C_SCAN: a DATA frame within its stream's scanned prefix (the body hook), collected whole and sent on
+ * only once the hook saw it. */
+enum cmode { C_PASS, C_DROP, C_COLLECT, C_SCAN };
 
 /* One decoded header field: offsets into the arena (name NUL value NUL). */
 struct field {
@@ -305,6 +308,7 @@ static struct stream *stream_find(struct h2f *f, int32_t id)
 
 static void stream_clear(struct stream *s)
 {
+	sk_swap_body_reset(&s->scan);
 	free(s->method);
 	free(s->authority);
 	free(s->path);
@@ -849,7 +853,8 @@ static bool start_frame(struct h2f *f, struct emit *e, const uint8_t *hdr_in_chu
 			return false;
 		}
 		if (stream_find(f, f->sid)) {
-			f->mode = C_PASS;
+			struct stream *st = stream_find(f, f->sid);
+			f->mode = f->cfg.body && !st->scan.done ? C_SCAN : C_PASS;
 			f->remove_at_end = f->flags & FL_END_STREAM;
 		} else {
 			f->mode = C_DROP;  /* a refused or closed stream: the window it took comes back */
@@ -904,6 +909,8 @@ static bool start_frame(struct h2f *f, struct emit *e, const uint8_t *hdr_in_chu
 		else
 			em_bytes(e, f->hdr, FRAME_HDR);
 	}
+	if (f->mode == C_SCAN)
+		sk_strbuf_reset(&f->payload);   /* a DATA frame, at most client_max_frame: held for the scan */
 	if (f->mode == C_COLLECT) {
 		/* refused before it is collected: a frame may be as large as the server allows (16 MiB);
 		 * the slack is a HEADERS frame's padding and priority */
@@ -917,10 +924,50 @@ static bool start_frame(struct h2f *f, struct emit *e, const uint8_t *hdr_in_chu
 	return true;
 }
 
+/* A whole DATA frame of an open stream within its scanned prefix (C_SCAN): its data (padding aside) shown
+ * to the body hook, then sent on as it came; or, refused, dropped with the stream reset both ways (the
+ * server has its headers and maybe part of its body: it must not take the rest as a whole request) and
+ * its window given back to the agent. */
+static bool scan_data(struct h2f *f, struct emit *e, struct sk_pt_out *out, enum sk_pt_verdict *v)
+{
+	const uint8_t *p = (const uint8_t *)f->payload.p;
+	size_t n = f->payload.len, pad = 0;
+	if (f->flags & FL_PADDED) {
+		if (n < 1 || (size_t)p[0] > n - 1) {
+			*v = conn_error(f, out, E_PROTOCOL, "h2_protocol_error");
+			return false;
+		}
+		pad = p[0];
+		p++;
+		n--;
+	}
+	struct stream *st = stream_find(f, f->sid);
+	if (st && n - pad > 0) {
+		struct sk_h2_request rq = { .method = st->method, .authority = st->authority, .path = st->path,
+					    .scheme = st->scheme, .stream_id = st->id };
+		if (f->cfg.body(f->cfg.ctx, &rq, &st->scan, p, n - pad) < 0) {
+			put_rst(&f->to_client, f->sid, E_INTERNAL);
+			em_copy(e);
+			put_rst(e->out, f->sid, E_CANCEL);
+			f->window_back += f->flen;
+			stream_remove(f, f->sid);
+			sk_strbuf_reset(&f->payload);
+			return true;
+		}
+	}
+	em_bytes(e, f->hdr, FRAME_HDR);
+	if (f->payload.len)
+		em_bytes(e, f->payload.p, f->payload.len);
+	sk_strbuf_reset(&f->payload);
+	return true;
+}
+
 /* A frame's payload is all read. */
 static bool end_frame(struct h2f *f, struct emit *e, struct sk_pt_out *out, enum sk_pt_verdict *v)
 {
 	f->in_frame = false;
+	if (f->mode == C_SCAN && !scan_data(f, e, out, v))
+		return false;
 	if (f->remove_at_end)
 		stream_remove(f, f->sid);
 	if (f->c_settings) {
@@ -1028,7 +1075,7 @@ static enum sk_pt_verdict h2_from_client(struct sk_pt_filter *pf, const uint8_t 
 		}
 		if (f->mode == C_PASS)
 			em_pass(&e, i, n);
-		else if (f->mode == C_COLLECT && sk_strbuf_put(&f->payload, buf + i, n) < 0)
+		else if ((f->mode == C_COLLECT || f->mode == C_SCAN) && sk_strbuf_put(&f->payload, buf + i, n) < 0)
 			return conn_error(f, out, E_INTERNAL, "h2_out_of_memory");
 		f->frem -= (uint32_t)n;
 		i += n;

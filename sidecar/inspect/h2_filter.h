@@ -46,6 +46,7 @@
 #include "common/err.h"
 #include "common/strbuf.h"
 #include "common/util.h"
+#include "sidecar/core/secret_swap.h"
 #include "sidecar/inspect/filter.h"
 
 /* One request as the judge sees it: NUL-terminated copies, valid for the call ("" when absent;
@@ -83,8 +84,17 @@ typedef int (*sk_h2_header_fn)(void *ctx, const struct sk_h2_request *rq, const 
  * h2_malformed_trailers, h2_header_refused (the header hook said no). rq's fields are "" when unknown. */
 typedef void (*sk_h2_refused_fn)(void *ctx, const struct sk_h2_request *rq, const char *reason);
 
+/* Sees the data of an allowed request's DATA frames (padding aside), whole frames in order, with the
+ * stream's scan state, while the state is not done (sk_swap_body_scan stops after its prefix): 0 sends
+ * the frame on, < 0 refuses the stream (the owner wrote its audit line): RST_STREAM to the agent
+ * (INTERNAL_ERROR) and to the server (CANCEL), which already has its headers. Each frame is held until
+ * it is whole while the hook looks; after that, DATA passes as it comes. */
+typedef int (*sk_h2_body_fn)(void *ctx, const struct sk_h2_request *rq, struct sk_swap_body *scan,
+			     const uint8_t *p, size_t n);
+
 struct sk_h2_filter_cfg {
 	sk_h2_judge_fn judge;        /* required */
+	sk_h2_body_fn body;          /* NULL: DATA passes as it comes, unseen */
 	sk_h2_header_fn header;      /* NULL: headers go out as they came */
 	sk_h2_refused_fn refused;    /* NULL: not told */
 	/* A request whose header the hook refused: answered with this status and reason (the judge's answer

@@ -189,13 +189,16 @@ static int cli_on_frame(nghttp2_session *s, const nghttp2_frame *fr, void *ud)
 	return 0;
 }
 
+static sk_h2_body_fn next_body;   /* the body hook of the next world_init */
+
 static void world_init(struct world *w, size_t chunk, bool with_hook)
 {
 	memset(w, 0, sizeof(*w));
 	w->chunk = chunk;
 	w->jc.sni = "api.example.com";
 	struct sk_h2_filter_cfg cfg = { .judge = judge, .header = with_hook ? swap_auth : NULL, .refused = refused,
-					.ctx = &w->jc };
+					.ctx = &w->jc, .body = next_body };
+	next_body = NULL;
 	struct sk_err err = { 0 };
 	assert_int_equal(sk_h2_filter_new(&cfg, &w->f, &err), 0);
 
@@ -538,6 +541,95 @@ static void test_denied_upload_returns_window(void **state)
 	assert_int_equal(slot(w.srv.body, a)->len, 50000);
 	assert_string_equal(body_of(&w.cli, a), "ok");
 	world_free(&w);
+}
+
+/* ---- the body scan ---- */
+
+#define BODY_PH "stockade-secret-gh"
+
+static int scan_hook(void *ctx, const struct sk_h2_request *rq, struct sk_swap_body *scan, const uint8_t *p, size_t n)
+{
+	static char *hosts[] = { "api.example.com" }, *in[] = { "authorization" };
+	static struct sk_secret sec = { .name = "gh", .placeholder = BODY_PH, .hosts = hosts, .n_hosts = 1, .in = in,
+					.n_in = 1 };
+	static const struct sk_swap_set set = { &sec, 1, NULL };
+	struct judge_ctx *jc = ctx;
+	struct sk_swap_misuse m;
+	if (!sk_swap_body_scan(scan, &set, p, n, &m))
+		return 0;
+	size_t l = strlen(jc->refused_reasons);
+	(void)snprintf(jc->refused_reasons + l, sizeof(jc->refused_reasons) - l, "%sbody:%s:%s", l ? " " : "", rq->method,
+		       rq->path);
+	return -1;
+}
+
+/* An upload of `left` bytes with the placeholder at `at` (SIZE_MAX: none). */
+struct ph_upload {
+	size_t left, off, at;
+};
+
+static ssize_t ph_body(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len, uint32_t *flags,
+		       nghttp2_data_source *src, void *ud)
+{
+	(void)s;
+	(void)id;
+	(void)ud;
+	struct ph_upload *u = src->ptr;
+	size_t n = len < u->left ? len : u->left;
+	for (size_t i = 0; i < n; i++) {
+		size_t k = u->off + i;
+		buf[i] = u->at != SIZE_MAX && k >= u->at && k < u->at + sizeof(BODY_PH) - 1 ? (uint8_t)BODY_PH[k - u->at] : 'u';
+	}
+	u->off += n;
+	u->left -= n;
+	if (u->left == 0)
+		*flags |= NGHTTP2_DATA_FLAG_EOF;
+	return (ssize_t)n;
+}
+
+/* The placeholder in an upload, across the boundary of two DATA frames (nghttp2 cuts them at 16384):
+ * the frame that completes it never reaches the server, whose stream is cancelled, the agent's is reset,
+ * its window comes back, and the connection goes on; a clean upload and the bytes past the scanned
+ * prefix go through whole. Whole chunks and single bytes. */
+static void test_body_scan_resets_the_stream(void **state)
+{
+	(void)state;
+	for (size_t chunk = 0; chunk <= 1; chunk++) {
+		struct world w;
+		next_body = scan_hook;
+		world_init(&w, chunk, false);
+		pump(&w);
+		struct ph_upload u1 = { .left = 20000, .at = 16384 - 7 };
+		nghttp2_data_provider dp1 = { .source.ptr = &u1, .read_callback = ph_body };
+		int32_t bad = request(&w, "POST", "api.example.com", "/v1/upload", NULL, 0, &dp1);
+		pump(&w);
+		assert_false(w.failed);
+		assert_string_equal(w.jc.refused_reasons, "body:POST:/v1/upload");
+		assert_true(slot(w.srv.body, bad)->len <= 16384);
+		assert_null(memmem(slot(w.srv.body, bad)->p ? slot(w.srv.body, bad)->p : "", slot(w.srv.body, bad)->len,
+				   BODY_PH, sizeof(BODY_PH) - 1));
+		assert_true(w.srv.closed[bad / 2]);
+		assert_int_equal(w.srv.close_code[bad / 2], NGHTTP2_CANCEL);
+		assert_true(w.cli.closed[bad / 2]);
+		assert_int_equal(w.cli.close_code[bad / 2], NGHTTP2_INTERNAL_ERROR);
+		/* a clean upload, and one with the placeholder past the 64 KiB prefix, go through whole */
+		struct ph_upload u2 = { .left = 50000, .at = SIZE_MAX };
+		nghttp2_data_provider dp2 = { .source.ptr = &u2, .read_callback = ph_body };
+		int32_t ok = request(&w, "POST", "api.example.com", "/v1/clean", NULL, 0, &dp2);
+		pump(&w);
+		assert_int_equal(slot(w.srv.body, ok)->len, 50000);
+		assert_string_equal(body_of(&w.cli, ok), "ok");
+		struct ph_upload u3 = { .left = SK_SWAP_BODY_SCAN + 100, .at = SK_SWAP_BODY_SCAN + 10 };
+		nghttp2_data_provider dp3 = { .source.ptr = &u3, .read_callback = ph_body };
+		int32_t late = request(&w, "POST", "api.example.com", "/v1/late", NULL, 0, &dp3);
+		pump(&w);
+		assert_false(w.failed);
+		assert_int_equal(slot(w.srv.body, late)->len, SK_SWAP_BODY_SCAN + 100);
+		assert_string_equal(w.jc.refused_reasons, "body:POST:/v1/upload");
+		/* the refused frames' window came back: the agent can send a full window again */
+		assert_true(nghttp2_session_get_remote_window_size(w.cli.s) > 0);
+		world_free(&w);
+	}
 }
 
 static ssize_t body_then_trailers(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len, uint32_t *flags,
@@ -1030,6 +1122,7 @@ int main(void)
 		cmocka_unit_test(test_hpack_garbage_goaway),
 		cmocka_unit_test(test_truncated_at_close),
 		cmocka_unit_test(test_bad_preface),
+		cmocka_unit_test(test_body_scan_resets_the_stream),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

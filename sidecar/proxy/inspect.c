@@ -260,6 +260,13 @@ static int body_scan(void *ctx, uint32_t request, const char *method, struct sk_
 	return misuse(c, request, &s, &m, method) ? -1 : 0;
 }
 
+/* The HTTP/2 filter's body hook: the same scan, per stream (its line numbered as the last request). */
+static int h2_body(void *ctx, const struct sk_h2_request *rq, struct sk_swap_body *scan, const uint8_t *p, size_t n)
+{
+	struct conn *c = ctx;
+	return body_scan(c, c->request, rq->method, scan, p, n);
+}
+
 /* The HTTP/2 filter's header hook: the same swap, one field at a time; a swapped field goes out
  * never-indexed (no HPACK table keeps the value). A refusal writes its credential_misuse line here, so
  * the filter's own report of the reset (h2_refused) is not written twice. */
@@ -310,6 +317,8 @@ static struct sk_pt_filter *select_filter(void *ctx, const char *alpn)
 		struct sk_h2_filter_cfg cfg = { .judge = h2_judge, .header = h2_header, .refused = h2_refused, .ctx = c,
 						 .header_refusal_status = 403,
 						 .header_refusal_reason = "credential_misuse" };
+		if (swap_set(c).n)
+			cfg.body = h2_body;   /* without secrets, DATA stays zero-copy */
 		if (sk_h2_filter_new(&cfg, &c->filter, &err) < 0) {
 			sk_log(SK_LOG_WARN, "proxy: inspected connection to %s: %s", c->name, err.msg);
 			return NULL;
