@@ -331,7 +331,8 @@ t_secret_swap() {
 # A server that reflects the credential (upstream.py's /echo): toward a host a secret lists, the agent gets
 # every response masked ('*' for each byte of the value, lengths kept), in a header and in a body, whole
 # or cut by chunk framing in the middle of the value; it asks for identity, and a gzip body (which the
-# mask cannot search) is refused 502. A body carrying the placeholder toward
+# mask cannot search) is refused 502; over HTTP/2 the body is masked too, and a header echoing the
+# value (HPACK-coded, not maskable) fails the connection. A body carrying the placeholder toward
 # another allowed inspected host (git.example's upload-pack) is refused 403 credential_misuse (HTTP/2:
 # its stream reset).
 t_secret_mask() {
@@ -349,11 +350,22 @@ t_secret_mask() {
 	out=$(agent "${CURL[@]}" -H "Authorization: Bearer $PH" https://github.example/repos/acme/echo-chunked 2>&1)
 	sk_check_eq "chunked, the value cut across two chunks: masked" "auth=Bearer $stars" "$(head -n1 <<<"$out")"
 	sk_check_eq "... nothing of it left" 0 "$(grep -c "${TOKEN:0:12}" <<<"$out")"
+	out=$(agent "${CURL[@]}" --http2 -w '\n%{http_version}' --compressed -H "Authorization: Bearer $PH" \
+		https://github.example/repos/acme/echo 2>&1)
+	sk_check_eq "HTTP/2: the body masked, the value cut across two DATA frames" "auth=Bearer $stars|2" \
+		"$(head -n1 <<<"$out")|$(tail -n1 <<<"$out")"
+	sk_check "HTTP/2: the request asked for identity" \
+		grep -qxF "/repos/acme/echo accept-encoding=identity" <(tail -n1 "$SK_TMP/upstream.log.auth")
+	out=$(agent "${CURL[@]}" --http2 -i -H "Authorization: Bearer $PH" https://github.example/repos/acme/echo-header 2>&1)
+	sk_check_eq "HTTP/2: a response header echoing it (HPACK, not maskable) fails the connection closed" 0 \
+		"$(grep -c "$TOKEN\|^HTTP/2 200" <<<"$out")"
 	out=$(agent "${CURL[@]}" -i -H "Authorization: Bearer $PH" https://github.example/repos/acme/gzip 2>&1)
 	sk_check "a gzip body the mask cannot search: 502 upstream_encoding" grep -qi '^x-stockade-reason: upstream_encoding' <<<"$out"
 	sk_check_eq "... nothing of it reached the agent" 0 "$(grep -c "Content-Encoding: gzip" <<<"$out")"
 	settle
 	sk_check "audit: upstream_encoding, rule github" test "$(aq event=deny reason=upstream_encoding rule=github)" -ge 1
+	sk_check "audit: secret_in_response_header, rule github" \
+		test "$(aq event=deny reason=secret_in_response_header rule=github)" -ge 1
 	local before
 	before=$(aq event=deny reason=credential_misuse rule=git)
 	out=$(agent "${CURL[@]}" -i -X POST --data-binary "{\"token\":\"$PH\"}" \

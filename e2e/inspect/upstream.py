@@ -175,6 +175,21 @@ def serve_h2(sock):
                         conn.send_data(ev.stream_id, out[off:off + 16384])
                     conn.send_data(ev.stream_id, b"", end_stream=True)
                     continue
+                if "/echo" in path:
+                    # the credential reflected over HTTP/2: in the body, cut across two DATA frames in
+                    # the middle of the value; with /echo-header also in a response header
+                    auth = hd.get("authorization", "")
+                    log_auth(path, "accept-encoding=" + hd.get("accept-encoding", "-"))
+                    body = ("auth=%s\n" % auth).encode("latin-1")
+                    fields = [(":status", "200"), ("content-length", str(len(body)))]
+                    if "/echo-header" in path:
+                        fields.append(("x-echo", auth))
+                    conn.send_headers(ev.stream_id, fields)
+                    cut = 5 + len(auth) // 2
+                    conn.send_data(ev.stream_id, body[:cut])
+                    sock.sendall(conn.data_to_send())
+                    conn.send_data(ev.stream_id, body[cut:], end_stream=True)
+                    continue
                 body = ("ok %s %s\n" % (method, path)).encode()
                 conn.send_headers(ev.stream_id, [(":status", "200"), ("content-type", "text/plain"),
                                                  ("content-length", str(len(body)))], end_stream=method == "HEAD")

@@ -670,6 +670,26 @@ int sk_swap_mask_init(struct sk_swap_mask *m, const struct sk_swap_set *s)
 	return 0;
 }
 
+bool sk_swap_mask_finds(const struct sk_swap_mask *m, const uint8_t *p, size_t n)
+{
+	if (!m->n || !n)
+		return false;
+	uint8_t *tmp = malloc(n);
+	if (!tmp)
+		return true;
+	bool found = false;
+	for (size_t i = 0; i < m->n && !found; i++) {
+		/* a copy of the matcher with nothing held: its table is shared, read only */
+		struct sk_secret_redact r = m->r[i];
+		r.n_hold = r.masked = 0;
+		size_t k = sk_secret_redact_run(&r, p, n, true, tmp);
+		found = k != n || memcmp(tmp, p, n) != 0;
+	}
+	explicit_bzero(tmp, n);
+	free(tmp);
+	return found;
+}
+
 size_t sk_swap_mask_held(const struct sk_swap_mask *m)
 {
 	size_t h = 0;

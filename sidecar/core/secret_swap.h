@@ -118,6 +118,10 @@ int sk_swap_mask_init(struct sk_swap_mask *m, const struct sk_swap_set *s);
 int sk_swap_mask_add(struct sk_swap_mask *m, const char *val, size_t len);
 /* Appends the bytes released for in[0..len) to out; final releases what is held. 0 or -ENOMEM. */
 int sk_swap_mask_run(struct sk_swap_mask *m, const uint8_t *in, size_t len, bool final, struct sk_strbuf *out);
+/* Whether p[0..n), taken on its own (the stream's state untouched), holds a value the mask would mask: a
+ * field that cannot be masked in place (an HTTP/2 header, HPACK-coded) is refused instead. -ENOMEM counts
+ * as found. */
+bool sk_swap_mask_finds(const struct sk_swap_mask *m, const uint8_t *p, size_t n);
 /* Bytes the matchers hold back now (released by a later run or the final one). */
 size_t sk_swap_mask_held(const struct sk_swap_mask *m);
 void sk_swap_mask_free(struct sk_swap_mask *m);

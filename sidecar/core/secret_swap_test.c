@@ -377,6 +377,12 @@ static void test_mask_add(void **state)
 	assert_int_equal(sk_swap_mask_run(&mk, (const uint8_t *)"ue-42 b", 7, true, &out), 0);
 	assert_int_equal(out.len, 20);
 	assert_memory_equal(out.p, "a **************** b", 20);
+	/* a field on its own: found or not, the stream's state untouched */
+	assert_int_equal(sk_swap_mask_run(&mk, (const uint8_t *)"x rot", 5, false, &out), 0);
+	size_t held = sk_swap_mask_held(&mk);
+	assert_true(sk_swap_mask_finds(&mk, (const uint8_t *)"Bearer rotated-value-42", 23));
+	assert_false(sk_swap_mask_finds(&mk, (const uint8_t *)"Bearer rotated-value-4", 22));
+	assert_int_equal(sk_swap_mask_held(&mk), held);
 	sk_swap_mask_free(&mk);
 	sk_strbuf_free(&out);
 }

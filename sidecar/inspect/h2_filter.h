@@ -67,7 +67,8 @@ typedef enum sk_h2_decision (*sk_h2_judge_fn)(void *ctx, const struct sk_h2_requ
 					      struct sk_strbuf *body, const char **reason);
 
 /* Sees every regular header field of an allowed request (and of its trailers) on its way out. Returns 0
- * to keep the value, 1 to send new_value instead (empty at the call), < 0 to refuse the stream
+ * to keep the value, 1 to send new_value instead (empty at the call), 2 to leave the field out (a Range
+ * toward a masked host), < 0 to refuse the stream
  * (RST_STREAM INTERNAL_ERROR to the agent; the server side, if it has the stream, gets RST_STREAM
  * CANCEL). *never_index (false at the call, or true when the agent sent it never-indexed) set true
  * sends the field as never-indexed (RFC 7541 §7.1.3: a credential). */
@@ -95,6 +96,9 @@ typedef int (*sk_h2_body_fn)(void *ctx, const struct sk_h2_request *rq, struct s
 struct sk_h2_filter_cfg {
 	sk_h2_judge_fn judge;        /* required */
 	sk_h2_body_fn body;          /* NULL: DATA passes as it comes, unseen */
+	/* Responses masked (a host a secret lists; the values, borrowed, may grow while the filter lives):
+	 * see from_server_masked in h2_filter.c. NULL: the server's frames pass untouched (SK_PT_PASS). */
+	const struct sk_swap_mask *mask;
 	sk_h2_header_fn header;      /* NULL: headers go out as they came */
 	sk_h2_refused_fn refused;    /* NULL: not told */
 	/* A request whose header the hook refused: answered with this status and reason (the judge's answer

@@ -279,8 +279,19 @@ static int h2_header(void *ctx, const struct sk_h2_request *rq, const uint8_t *n
 		return 0;
 	char addr[SK_ADDR_STRLEN];
 	struct sk_swap_misuse m = { 0 };
-	enum sk_swap_result r = sk_swap_h2_header(&s, conn_sni(c, addr), rq->path, strlen(rq->path), (const char *)name,
+	const char *host = conn_sni(c, addr);
+	enum sk_swap_result r = sk_swap_h2_header(&s, host, rq->path, strlen(rq->path), (const char *)name,
 						  namelen, (const char *)value, valuelen, new_value, never_index, &m);
+	if (r == SK_SWAP_SWAPPED && c->h2_mask && !mask_values(c, c->h2_mask, &s, host))
+		r = SK_SWAP_NOMEM;   /* a rotated value the response mask must know first */
+	if (r == SK_SWAP_NONE && c->h2_mask) {
+		/* toward a masked host: the response whole and identity-coded (sk_swap_h2_body_form) */
+		int form = sk_swap_h2_body_form((const char *)name, namelen);
+		if (form == 1)
+			(void)sk_strbuf_puts(new_value, "identity");
+		if (form)
+			return sk_strbuf_ok(new_value) < 0 ? -1 : form;
+	}
 	if (r == SK_SWAP_NONE)
 		return 0;
 	if (r == SK_SWAP_SWAPPED)
@@ -313,12 +324,20 @@ static struct sk_pt_filter *select_filter(void *ctx, const char *alpn)
 	struct conn *c = ctx;
 	struct sk_err err = { 0 };
 	char addr[SK_ADDR_STRLEN];
+	struct sk_swap_set s = swap_set(c);
 	if (strcmp(alpn, "h2") == 0) {
 		struct sk_h2_filter_cfg cfg = { .judge = h2_judge, .header = h2_header, .refused = h2_refused, .ctx = c,
 						 .header_refusal_status = 403,
 						 .header_refusal_reason = "credential_misuse" };
-		if (swap_set(c).n)
+		if (s.n)
 			cfg.body = h2_body;   /* without secrets, DATA stays zero-copy */
+		if (s.n && sk_swap_host_listed(&s, conn_sni(c, addr))) {
+			/* a host a secret lists may echo its value: responses masked (h2_filter.h) */
+			if (!(c->h2_mask = calloc(1, sizeof(*c->h2_mask))) ||
+			    !mask_values(c, c->h2_mask, &s, conn_sni(c, addr)))
+				return NULL;
+			cfg.mask = c->h2_mask;
+		}
 		if (sk_h2_filter_new(&cfg, &c->filter, &err) < 0) {
 			sk_log(SK_LOG_WARN, "proxy: inspected connection to %s: %s", c->name, err.msg);
 			return NULL;
@@ -335,7 +354,6 @@ static struct sk_pt_filter *select_filter(void *ctx, const char *alpn)
 		return NULL;
 	}
 	/* a host a secret lists may echo its value: every response on the connection is masked */
-	struct sk_swap_set s = swap_set(c);
 	if (s.n && sk_swap_host_listed(&s, sni) && !mask_values(c, sk_h1_filter_mask(c->filter), &s, sni)) {
 		c->filter->ops->free(c->filter);
 		c->filter = NULL;
@@ -351,6 +369,11 @@ void bridge_free(struct conn *c)
 	if (c->filter)
 		c->filter->ops->free(c->filter);
 	c->filter = NULL;
+	if (c->h2_mask) {
+		sk_swap_mask_free(c->h2_mask);
+		free(c->h2_mask);
+		c->h2_mask = NULL;
+	}
 }
 
 /* Charges the plaintext moved since the last look to the rule's budget; true when an enforced budget is
