@@ -24,8 +24,12 @@
  *   - HTTP/2 (inspect/h2_filter): the judge passes ":path" through sk_swap_h2_header, and the header hook
  *     (sk_h2_header_fn) calls it per field: SWAPPED → return 1 with new_value and *never_index set,
  *     MISUSE/NOMEM → < 0 (the stream refused, a deny line), NONE → 0;
- *   - the body prefix a filter holds: sk_swap_scan with SK_SWAP_AT_BODY;
- *   - responses: one sk_swap_mask per connection, every response byte through sk_swap_mask_run. */
+ *   - request bodies: one sk_swap_body per request (HTTP/1) or stream (HTTP/2), each piece through
+ *     sk_swap_body_scan (the first SK_SWAP_BODY_SCAN bytes);
+ *   - responses from a host a secret lists (sk_swap_host_listed): one sk_swap_mask per connection
+ *     (HTTP/1) or stream (HTTP/2), every content byte through sk_swap_mask_run; HTTP/2 header fields,
+ *     which cannot be masked in place, checked with sk_swap_mask_finds; the requests toward it asking
+ *     for whole, identity-coded bodies (sk_swap_h1_body_form, sk_swap_h2_body_form). */
 #ifndef SK_SIDECAR_CORE_SECRET_SWAP_H
 #define SK_SIDECAR_CORE_SECRET_SWAP_H
 

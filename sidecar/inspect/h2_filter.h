@@ -10,7 +10,10 @@
  *
  * Frame level, not a pair of nghttp2 sessions: responses go through untouched (SK_PT_PASS, no copy;
  * their boundaries are parsed, and the server's SETTINGS read), and so do the client's control frames
- * and the DATA of allowed streams. Only header blocks are re-encoded.
+ * and the DATA of allowed streams. Only header blocks are re-encoded. Two exceptions, both for
+ * `secrets:`: with a body hook, an allowed stream's DATA frames are held whole while its body prefix is
+ * scanned; with a mask (a host a secret lists), every server frame is read whole, DATA masked and header
+ * blocks checked (h2_filter.c, from_server_masked).
  *
  * A request is refused three ways:
  *   - the judge denies it: the agent gets HEADERS (:status from the judge, content-type
