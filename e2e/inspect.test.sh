@@ -380,8 +380,14 @@ t_secret_mask() {
 	settle
 	sk_check_eq "audit: one credential_misuse line each, rule git, method POST" 3 \
 		"$(( $(aq event=deny reason=credential_misuse rule=git method=POST) - before ))"
-	sk_check_eq "the token is in no audit line and no sidecar log" 0 \
-		"$(cat "$SK_TMP/audit.log" "$SK_TMP/sidecar.err" | grep -c "$TOKEN")"
+	local denials
+	denials=$(sk_pod "$NS" curl -s --max-time 5 http://127.0.0.1:15000/denials)
+	sk_check "/denials shows the body's credential_misuse (rule git)" \
+		grep -q '"reason":"credential_misuse".*"rule":"git"\|"rule":"git".*"reason":"credential_misuse"' <<<"$denials"
+	sk_check "the misuse counts in the metrics" \
+		test "$(sk_pod "$NS" curl -s --max-time 5 http://127.0.0.1:15000/metrics | grep -c 'credential_misuse')" -ge 1
+	sk_check_eq "the token is in no audit line, no sidecar log and not in /denials" 0 \
+		"$(cat "$SK_TMP/audit.log" "$SK_TMP/sidecar.err" - <<<"$denials" | grep -c "$TOKEN")"
 }
 
 # A client that pins the real server's key (as some SDKs and package managers do) meets the pod CA's leaf:

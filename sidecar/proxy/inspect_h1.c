@@ -780,7 +780,21 @@ static enum sk_pt_verdict from_server(struct sk_pt_filter *f, const uint8_t *buf
 		case RS_CHUNK_CRLF:
 		case RS_TRAILERS:
 			content = h->rs == RS_TRAILERS;
+			if (h->masking && !content && h->line.len == 0) {
+				/* framing the mask does not search (a value there would be masked out of place):
+				 * held until the line is whole, and refused if it carries one */
+				h->head_held = true;
+				h->head_at = h->mpend.len;
+			}
 			n = collect(h, buf + off, len - off, false, &done);
+			if (h->masking && !content && (done || h->rs == RS_UNTIL_CLOSE)) {
+				h->head_held = false;
+				if (done && sk_swap_mask_finds(&h->mask, (const uint8_t *)h->line.p, h->line.len)) {
+					sk_strbuf_reset(&h->line);
+					mrc = -EPROTO;
+					break;
+				}
+			}
 			if (!done)
 				break;
 			if (h->rs == RS_CHUNK_CRLF) {
@@ -833,7 +847,7 @@ static enum sk_pt_verdict from_server(struct sk_pt_filter *f, const uint8_t *buf
 	if (mrc < 0 || sk_strbuf_ok(&h->mpend) < 0 || sk_strbuf_ok(&o->to_peer) < 0) {
 		/* a response that cannot be masked is not relayed */
 		sk_strbuf_reset(&o->to_peer);
-		o->reason = "client_data_refused";
+		o->reason = mrc == -EPROTO ? "secret_in_response_header" : "client_data_refused";
 		return SK_PT_FAIL;
 	}
 	return SK_PT_EMIT;

@@ -494,6 +494,41 @@ static void test_masked_connection_refuses_a_compressed_response(void **state)
 	sk_strbuf_free(&down);
 }
 
+/* The value in chunk framing (an extension, or bytes before a chunk's CRLF), where the mask does not
+ * search: the line is held whole and the connection fails, nothing of the line sent, at every cut. */
+static void test_value_in_chunk_framing_fails_closed(void **state)
+{
+	struct fx *x = *state;
+	static const char *const bad[] = {
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3;e=" VAL "\r\nabc\r\n0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc" VAL "\r\n0\r\n\r\n",
+	};
+	for (size_t i = 0; i < 2; i++) {
+		for (size_t cut = 1; cut <= strlen(bad[i]); cut++) {
+			struct sk_pt_filter *f = secret_filter(x, true);
+			feed_request(x, f, GET_OK);
+			struct sk_strbuf down = { 0 };
+			struct sk_pt_out o = { 0 };
+			bool failed = false;
+			size_t n = strlen(bad[i]);
+			for (size_t off = 0; off < n && !failed; off += cut) {
+				sk_pt_out_reset(&o);
+				enum sk_pt_verdict v = f->ops->from_server(f, (const uint8_t *)bad[i] + off,
+									   off + cut > n ? n - off : cut, &o);
+				failed = v == SK_PT_FAIL;
+				if (failed)
+					assert_string_equal(o.reason, "secret_in_response_header");
+				(void)sk_strbuf_put(&down, o.to_peer.p, o.to_peer.len);
+			}
+			assert_true(failed);
+			assert_null(strstr(str(&down), "s3cr3t-"));
+			sk_pt_out_free(&o);
+			f->ops->free(f);
+			sk_strbuf_free(&down);
+		}
+	}
+}
+
 /* The placeholder in a body, whole or cut by a record or by chunk framing: the head and the body before
  * it went on, nothing after; the agent gets the 403 and the connection ends. */
 static void test_body_carrying_a_placeholder_ends_the_connection(void **state)
@@ -587,6 +622,7 @@ int main(void)
 		T(test_responses_are_masked_across_records_and_chunks),
 		T(test_masked_body_until_close),
 		T(test_masked_connection_refuses_a_compressed_response),
+		T(test_value_in_chunk_framing_fails_closed),
 		T(test_body_carrying_a_placeholder_ends_the_connection),
 		T(test_body_refusal_after_an_early_response),
 	};
