@@ -324,8 +324,10 @@ static int judge_head(struct h1 *h, const uint8_t *head, size_t n, const struct 
 allowed:
 	if (q_push(h, (struct owed){ .head_method = strcmp(hd->method, "HEAD") == 0, .request = h->request }) < 0)
 		return -ENOSPC;
-	sk_swap_body_reset(&h->scan);
-	(void)snprintf(h->method, sizeof(h->method), "%s", hd->method);
+	if (h->scan.seen || h->scan.tail || h->scan.done)
+		sk_swap_body_reset(&h->scan);
+	_Static_assert(sizeof(h->method) == sizeof(hd->method), "the head's method, copied whole");
+	memcpy(h->method, hd->method, sizeof(h->method));   /* NUL-terminated by the parser */
 	return sent;
 }
 
