@@ -331,6 +331,68 @@ t_secret_swap() {
 		"$(cat "$SK_TMP/audit.log" "$SK_TMP/sidecar.err" | grep -c "$TOKEN")"
 }
 
+# A server that reflects the credential (upstream.py's /echo): toward a host a secret lists, the agent gets
+# every response masked ('*' for each byte of the value, lengths kept), in a header and in a body, whole
+# or cut by chunk framing in the middle of the value; it asks for identity, and a gzip body (which the
+# mask cannot search) is refused 502; over HTTP/2 the body is masked too, and a header echoing the
+# value (HPACK-coded, not maskable) fails the connection. A body carrying the placeholder toward
+# another allowed inspected host (git.example's upload-pack) is refused 403 credential_misuse (HTTP/2:
+# its stream reset).
+t_secret_mask() {
+	local stars out
+	stars=$(printf '%*s' ${#TOKEN} '' | tr ' ' '*')
+	: >"$SK_TMP/upstream.log.auth"
+	chmod 666 "$SK_TMP/upstream.log.auth"
+	out=$(agent "${CURL[@]}" -i --compressed -H "Authorization: Bearer $PH" https://github.example/repos/acme/echo 2>&1)
+	sk_check "the server got the real token (it echoes it)" grep -qxF "/repos/acme/echo Bearer $TOKEN" "$SK_TMP/upstream.log.auth"
+	sk_check_eq "... but the agent never sees it" 0 "$(grep -c "$TOKEN" <<<"$out")"
+	sk_check "... masked in the body, same length" grep -qxF "auth=Bearer $stars" <<<"$(tr -d '\r' <<<"$out")"
+	sk_check "... and in the header" grep -qixF "x-echo: Bearer $stars" <<<"$(tr -d '\r' <<<"$out")"
+	sk_check "the request asked for identity (curl --compressed asked for more)" \
+		grep -qxF "/repos/acme/echo accept-encoding=identity" "$SK_TMP/upstream.log.auth"
+	out=$(agent "${CURL[@]}" -H "Authorization: Bearer $PH" https://github.example/repos/acme/echo-chunked 2>&1)
+	sk_check_eq "chunked, the value cut across two chunks: masked" "auth=Bearer $stars" "$(head -n1 <<<"$out")"
+	sk_check_eq "... nothing of it left" 0 "$(grep -c "${TOKEN:0:12}" <<<"$out")"
+	out=$(agent "${CURL[@]}" --http2 -w '\n%{http_version}' --compressed -H "Authorization: Bearer $PH" \
+		https://github.example/repos/acme/echo 2>&1)
+	sk_check_eq "HTTP/2: the body masked, the value cut across two DATA frames" "auth=Bearer $stars|2" \
+		"$(head -n1 <<<"$out")|$(tail -n1 <<<"$out")"
+	sk_check "HTTP/2: the request asked for identity" \
+		grep -qxF "/repos/acme/echo accept-encoding=identity" <(tail -n1 "$SK_TMP/upstream.log.auth")
+	out=$(agent "${CURL[@]}" --http2 -i -H "Authorization: Bearer $PH" https://github.example/repos/acme/echo-header 2>&1)
+	sk_check_eq "HTTP/2: a response header echoing it (HPACK, not maskable) fails the connection closed" 0 \
+		"$(grep -c "$TOKEN\|^HTTP/2 200" <<<"$out")"
+	out=$(agent "${CURL[@]}" -i -H "Authorization: Bearer $PH" https://github.example/repos/acme/gzip 2>&1)
+	sk_check "a gzip body the mask cannot search: 502 upstream_encoding" grep -qi '^x-stockade-reason: upstream_encoding' <<<"$out"
+	sk_check_eq "... nothing of it reached the agent" 0 "$(grep -c "Content-Encoding: gzip" <<<"$out")"
+	settle
+	sk_check "audit: upstream_encoding, rule github" test "$(aq event=deny reason=upstream_encoding rule=github)" -ge 1
+	sk_check "audit: secret_in_response_header, rule github" \
+		test "$(aq event=deny reason=secret_in_response_header rule=github)" -ge 1
+	local before
+	before=$(aq event=deny reason=credential_misuse rule=git)
+	out=$(agent "${CURL[@]}" -i -X POST --data-binary "{\"token\":\"$PH\"}" \
+		https://git.example/git/acme/app.git/git-upload-pack 2>&1)
+	sk_check "a body carrying the placeholder to another allowed host: 403 credential_misuse" \
+		grep -qi '^x-stockade-reason: credential_misuse' <<<"$out"
+	out=$(agent "${CURL[@]}" -i -X POST -H 'Transfer-Encoding: chunked' --data-binary "xx${PH}yy" \
+		https://git.example/git/acme/app.git/git-upload-pack 2>&1)
+	sk_check "... chunked too" grep -qi '^x-stockade-reason: credential_misuse' <<<"$out"
+	sk_check_fails "HTTP/2: the stream carrying it is reset" agent "${CURL[@]}" --http2 -o /dev/null \
+		-X POST --data-binary "{\"token\":\"$PH\"}" https://git.example/git/acme/app.git/git-upload-pack
+	settle
+	sk_check_eq "audit: one credential_misuse line each, rule git, method POST" 3 \
+		"$(( $(aq event=deny reason=credential_misuse rule=git method=POST) - before ))"
+	local denials
+	denials=$(sk_pod "$NS" curl -s --max-time 5 http://127.0.0.1:15000/denials)
+	sk_check "/denials shows the body's credential_misuse (rule git)" \
+		grep -q '"reason":"credential_misuse".*"rule":"git"\|"rule":"git".*"reason":"credential_misuse"' <<<"$denials"
+	sk_check "the misuse counts in the metrics" \
+		test "$(sk_pod "$NS" curl -s --max-time 5 http://127.0.0.1:15000/metrics | grep -c 'credential_misuse')" -ge 1
+	sk_check_eq "the token is in no audit line, no sidecar log and not in /denials" 0 \
+		"$(cat "$SK_TMP/audit.log" "$SK_TMP/sidecar.err" - <<<"$denials" | grep -c "$TOKEN")"
+}
+
 # A client that pins the real server's key (as some SDKs and package managers do) meets the pod CA's leaf:
 # its own TLS fails, closed, and the audit line says why; nothing reaches the server.
 t_pinned_client_fails_closed() {
@@ -476,5 +538,5 @@ EOF
 }
 
 SK_CASES=(get_allowed post_denied read_only host_not_sni smuggled_second_request http2 upstream_cert_invalid
-	git_read_only secret_swap pinned_client_fails_closed ca_key_out_of_reach no_inspect_untouched reload_toggles_inspection budget_counts_plaintext trust_files sigterm_with_a_bridge_open)
+	git_read_only secret_swap secret_mask pinned_client_fails_closed ca_key_out_of_reach no_inspect_untouched reload_toggles_inspection budget_counts_plaintext trust_files sigterm_with_a_bridge_open)
 sk_main "$@"

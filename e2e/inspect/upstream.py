@@ -4,7 +4,9 @@ TLS with that certificate (ALPN h2 and http/1.1), every method on every path ans
 "ok METHOD TARGET", connections kept alive; each request it receives ("METHOD TARGET Host", over HTTP/2
 "METHOD TARGET :authority h2") is appended to LOG, so the suite can show a denied request never arrived.
 With SK_GIT_ROOT set, targets under /git/ are git's smart HTTP, served by `git http-backend` (CGI) over
-the repositories there, on both protocols: real clones and pushes for the suite's git case."""
+the repositories there, on both protocols: real clones and pushes for the suite's git case. Targets with
+/echo or /gzip reflect the request's Authorization (see Handler.echo): the suite's masking case."""
+import gzip
 import http.server
 import os
 import socket
@@ -74,6 +76,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(out)
             return
+        if "/echo" in self.path or "/gzip" in self.path:
+            self.echo(data)
+            return
         body = ("ok %s %s\n" % (self.command, self.path)).encode()
         self.send_response(200)
         self.send_header("Content-Type", "text/plain")
@@ -81,6 +86,32 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
+
+    def echo(self, data):
+        """A server that reflects the request's credential (a debug endpoint, an error page): the
+        Authorization value in a header and in the body; .../echo-chunked cuts the body into chunks, one
+        boundary in the middle of the value; .../gzip sends it gzip-coded whatever was asked."""
+        auth = self.headers.get("Authorization", "")
+        log_auth(self.path, "accept-encoding=" + self.headers.get("Accept-Encoding", "-"))
+        body = ("auth=%s\nagain=%s\nbody=%s\n" % (auth, auth, data.decode("latin-1"))).encode("latin-1")
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("X-Echo", auth)
+        if "/gzip" in self.path:
+            body = gzip.compress(body)
+            self.send_header("Content-Encoding", "gzip")
+        if "/echo-chunked" in self.path:
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            cut = body.index(b"auth=") + 5 + len(auth) // 2
+            for part in (body[:cut], body[cut:]):
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            return
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
     do_GET = do_HEAD = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = handle_any
 
@@ -143,6 +174,21 @@ def serve_h2(sock):
                                     conn.acknowledge_received_data(e2.flow_controlled_length, e2.stream_id)
                         conn.send_data(ev.stream_id, out[off:off + 16384])
                     conn.send_data(ev.stream_id, b"", end_stream=True)
+                    continue
+                if "/echo" in path:
+                    # the credential reflected over HTTP/2: in the body, cut across two DATA frames in
+                    # the middle of the value; with /echo-header also in a response header
+                    auth = hd.get("authorization", "")
+                    log_auth(path, "accept-encoding=" + hd.get("accept-encoding", "-"))
+                    body = ("auth=%s\n" % auth).encode("latin-1")
+                    fields = [(":status", "200"), ("content-length", str(len(body)))]
+                    if "/echo-header" in path:
+                        fields.append(("x-echo", auth))
+                    conn.send_headers(ev.stream_id, fields)
+                    cut = 5 + len(auth) // 2
+                    conn.send_data(ev.stream_id, body[:cut])
+                    sock.sendall(conn.data_to_send())
+                    conn.send_data(ev.stream_id, body[cut:], end_stream=True)
                     continue
                 body = ("ok %s %s\n" % (method, path)).encode()
                 conn.send_headers(ev.stream_id, [(":status", "200"), ("content-type", "text/plain"),

@@ -629,27 +629,73 @@ const char *sk_swap_misuse_text(const struct sk_swap_set *s, const struct sk_swa
 	return out;
 }
 
+int sk_swap_mask_add(struct sk_swap_mask *m, const char *val, size_t len)
+{
+	if (!val || !len)
+		return 0;
+	for (size_t i = 0; i < m->n; i++)
+		if (m->r[i].slen == len && !memcmp(m->val[i], val, len))
+			return 0;
+	struct sk_secret_redact *r = realloc(m->r, (m->n + 1) * sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	m->r = r;
+	char **v = realloc(m->val, (m->n + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	m->val = v;
+	char *copy = malloc(len + 1);
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, val, len);
+	copy[len] = 0;
+	if (sk_secret_redact_init(&m->r[m->n], copy, len) < 0) {
+		sk_secret_wipe_free(copy, len + 1);
+		return -ENOMEM;
+	}
+	m->val[m->n++] = copy;
+	return 0;
+}
+
 int sk_swap_mask_init(struct sk_swap_mask *m, const struct sk_swap_set *s)
 {
 	memset(m, 0, sizeof(*m));
-	size_t n = 0;
-	for (size_t i = 0; i < s->n; i++)
-		n += value_of(s, i) != NULL;
-	if (!n)
-		return 0;
-	if (!(m->r = calloc(n, sizeof(*m->r))))
-		return -ENOMEM;
 	for (size_t i = 0; i < s->n; i++) {
 		const struct sk_secret_value *v = value_of(s, i);
-		if (!v)
-			continue;
-		if (sk_secret_redact_init(&m->r[m->n], v->val, v->len) < 0) {
+		if (v && sk_swap_mask_add(m, v->val, v->len) < 0) {
 			sk_swap_mask_free(m);
 			return -ENOMEM;
 		}
-		m->n++;
 	}
 	return 0;
+}
+
+bool sk_swap_mask_finds(const struct sk_swap_mask *m, const uint8_t *p, size_t n)
+{
+	if (!m->n || !n)
+		return false;
+	uint8_t *tmp = malloc(n);
+	if (!tmp)
+		return true;
+	bool found = false;
+	for (size_t i = 0; i < m->n && !found; i++) {
+		/* a copy of the matcher with nothing held: its table is shared, read only */
+		struct sk_secret_redact r = m->r[i];
+		r.n_hold = r.masked = 0;
+		size_t k = sk_secret_redact_run(&r, p, n, true, tmp);
+		found = k != n || memcmp(tmp, p, n) != 0;
+	}
+	explicit_bzero(tmp, n);
+	free(tmp);
+	return found;
+}
+
+size_t sk_swap_mask_held(const struct sk_swap_mask *m)
+{
+	size_t h = 0;
+	for (size_t i = 0; i < m->n; i++)
+		h += m->r[i].n_hold;
+	return h;
 }
 
 int sk_swap_mask_run(struct sk_swap_mask *m, const uint8_t *in, size_t len, bool final, struct sk_strbuf *out)
@@ -688,8 +734,140 @@ out:
 
 void sk_swap_mask_free(struct sk_swap_mask *m)
 {
-	for (size_t i = 0; i < m->n; i++)
+	for (size_t i = 0; i < m->n; i++) {
 		sk_secret_redact_free(&m->r[i]);
+		sk_secret_wipe_free(m->val[i], m->r[i].slen + 1);
+	}
 	free(m->r);
+	free(m->val);
 	memset(m, 0, sizeof(*m));
+}
+
+bool sk_swap_host_listed(const struct sk_swap_set *s, const char *host)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (host_listed(&s->secrets[i], host))
+			return true;
+	return false;
+}
+
+int sk_swap_h2_body_form(const char *name, size_t nlen)
+{
+	static const char *const drop[] = { "range", "if-range", "a-im", "want-digest", "want-content-digest",
+					    "want-repr-digest" };
+	if (nlen == 15 && !strncasecmp(name, "accept-encoding", 15))
+		return 1;
+	for (size_t i = 0; i < SK_ARRAY_SIZE(drop); i++)
+		if (strlen(drop[i]) == nlen && !strncasecmp(name, drop[i], nlen))
+			return 2;
+	return 0;
+}
+
+enum sk_swap_result sk_swap_h1_body_form(const uint8_t *head, size_t len, struct sk_strbuf *out)
+{
+	const char *h = (const char *)head, *end = h + len;
+	const char *p = memchr(h, '\n', len);
+	if (!p)
+		return SK_SWAP_MALFORMED;
+	p++;
+	size_t copied = 0;
+	bool any = false;
+	struct sk_strbuf o = { 0 };
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		if (!nl) {
+			sk_strbuf_free(&o);
+			return SK_SWAP_MALFORMED;
+		}
+		const char *colon = memchr(p, ':', (size_t)(nl - p));
+		int act = colon ? sk_swap_h2_body_form(p, (size_t)(colon - p)) : 0;
+		if (act) {
+			any = true;
+			(void)sk_strbuf_put(&o, h + copied, (size_t)(p - (h + copied)));
+			if (act == 1) {
+				(void)sk_strbuf_put(&o, p, (size_t)(colon + 1 - p));
+				(void)sk_strbuf_puts(&o, " identity\r\n");
+			}
+			copied = (size_t)(nl + 1 - h);
+		}
+		p = nl + 1;
+	}
+	if (!any)
+		return SK_SWAP_NONE;
+	(void)sk_strbuf_put(&o, h + copied, len - copied);
+	if (sk_strbuf_ok(&o) < 0) {
+		wipe_buf(&o);
+		return SK_SWAP_NOMEM;
+	}
+	sk_strbuf_reset(out);
+	(void)sk_strbuf_put(out, o.p, o.len);
+	wipe_buf(&o);   /* the head may carry a swapped value */
+	return sk_strbuf_ok(out) < 0 ? SK_SWAP_NOMEM : SK_SWAP_SWAPPED;
+}
+
+/* The longest spelling scan_hay looks for, of any secret: percent-encoding triples a byte. */
+static size_t longest_spelling(const struct sk_swap_set *s)
+{
+	size_t l = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		const struct sk_secret_value *v = value_of(s, i);
+		size_t pl = s->secrets[i].placeholder ? strlen(s->secrets[i].placeholder) : 0;
+		if (pl > l)
+			l = pl;
+		if (v && v->len > l)
+			l = v->len;
+	}
+	return 3 * l + 4;
+}
+
+bool sk_swap_body_scan(struct sk_swap_body *b, const struct sk_swap_set *s, const uint8_t *p, size_t n,
+		       struct sk_swap_misuse *m)
+{
+	if (b->done || !n || !s->n)
+		return false;
+	if (b->seen + n > SK_SWAP_BODY_SCAN) {
+		n = (size_t)(SK_SWAP_BODY_SCAN - b->seen);
+		b->done = true;   /* the documented prefix: past it, nothing is looked at */
+	}
+	b->seen += n;
+	size_t keep = longest_spelling(s) - 1;
+	size_t need = b->tlen + n;
+	if (need > b->tcap) {
+		uint8_t *t = malloc(need);
+		if (!t) {
+			b->done = true;
+			memset(m, 0, sizeof(*m));
+			m->where = SK_SWAP_AT_BODY;
+			return true;   /* fail closed */
+		}
+		if (b->tlen)
+			memcpy(t, b->tail, b->tlen);
+		if (b->tail) {
+			explicit_bzero(b->tail, b->tcap);
+			free(b->tail);
+		}
+		b->tail = t;
+		b->tcap = need;
+	}
+	memcpy(b->tail + b->tlen, p, n);
+	b->tlen = need;
+	if (sk_swap_scan(s, b->tail, b->tlen, SK_SWAP_AT_BODY, m)) {
+		b->done = true;
+		return true;
+	}
+	if (b->tlen > keep) {
+		memmove(b->tail, b->tail + b->tlen - keep, keep);
+		explicit_bzero(b->tail + keep, b->tlen - keep);
+		b->tlen = keep;
+	}
+	return false;
+}
+
+void sk_swap_body_reset(struct sk_swap_body *b)
+{
+	if (b->tail) {
+		explicit_bzero(b->tail, b->tcap);
+		free(b->tail);
+	}
+	memset(b, 0, sizeof(*b));
 }

@@ -24,8 +24,12 @@
  *   - HTTP/2 (inspect/h2_filter): the judge passes ":path" through sk_swap_h2_header, and the header hook
  *     (sk_h2_header_fn) calls it per field: SWAPPED → return 1 with new_value and *never_index set,
  *     MISUSE/NOMEM → < 0 (the stream refused, a deny line), NONE → 0;
- *   - the body prefix a filter holds: sk_swap_scan with SK_SWAP_AT_BODY;
- *   - responses: one sk_swap_mask per connection, every response byte through sk_swap_mask_run. */
+ *   - request bodies: one sk_swap_body per request (HTTP/1) or stream (HTTP/2), each piece through
+ *     sk_swap_body_scan (the first SK_SWAP_BODY_SCAN bytes);
+ *   - responses from a host a secret lists (sk_swap_host_listed): one sk_swap_mask per connection
+ *     (HTTP/1) or stream (HTTP/2), every content byte through sk_swap_mask_run; HTTP/2 header fields,
+ *     which cannot be masked in place, checked with sk_swap_mask_finds; the requests toward it asking
+ *     for whole, identity-coded bodies (sk_swap_h1_body_form, sk_swap_h2_body_form). */
 #ifndef SK_SIDECAR_CORE_SECRET_SWAP_H
 #define SK_SIDECAR_CORE_SECRET_SWAP_H
 
@@ -104,16 +108,57 @@ const char *sk_swap_where_name(enum sk_swap_where w);
 /* Masking a response stream that echoes values: every known value (raw, as the gateway masks) becomes '*'
  * bytes of its length, across chunk boundaries (each value has its own streaming matcher, chained; what
  * one holds back is at most its value's length minus one). Guarantee: no raw value reaches out, whatever
- * the cut; lengths are kept (Content-Length holds). Encoded echoes are not masked. */
+ * the cut; lengths are kept (Content-Length holds). Encoded echoes are not masked. The mask owns a copy of
+ * each value (wiped on free): the store's may rotate mid-stream, and the old value must still be masked. */
 struct sk_swap_mask {
-	struct sk_secret_redact *r;   /* owned, one per known value */
+	struct sk_secret_redact *r;   /* owned, one per value */
+	char **val;                   /* owned copies, r[i].secret */
 	size_t n;
 };
-/* 0 or -ENOMEM (m then empty: the caller must not relay a response it cannot mask). The values are
- * borrowed and must outlive m. */
+/* 0 or -ENOMEM (m then empty: the caller must not relay a response it cannot mask). */
 int sk_swap_mask_init(struct sk_swap_mask *m, const struct sk_swap_set *s);
+/* Adds one value (copied; a value already masked is not added twice). 0 or -ENOMEM (m unchanged). The
+ * new matcher starts at the current point of the stream: bytes already released were not searched for it. */
+int sk_swap_mask_add(struct sk_swap_mask *m, const char *val, size_t len);
 /* Appends the bytes released for in[0..len) to out; final releases what is held. 0 or -ENOMEM. */
 int sk_swap_mask_run(struct sk_swap_mask *m, const uint8_t *in, size_t len, bool final, struct sk_strbuf *out);
+/* Whether p[0..n), taken on its own (the stream's state untouched), holds a value the mask would mask: a
+ * field that cannot be masked in place (an HTTP/2 header, HPACK-coded) is refused instead. -ENOMEM counts
+ * as found. */
+bool sk_swap_mask_finds(const struct sk_swap_mask *m, const uint8_t *p, size_t n);
+/* Bytes the matchers hold back now (released by a later run or the final one). */
+size_t sk_swap_mask_held(const struct sk_swap_mask *m);
 void sk_swap_mask_free(struct sk_swap_mask *m);
+
+/* Whether a secret lists host (normalised, as the connection was allowed): the server that may receive
+ * its value, so the one whose responses must be masked. */
+bool sk_swap_host_listed(const struct sk_swap_set *s, const char *host);
+
+/* A request head toward such a host must ask for the response in the one form the mask searches: whole
+ * and identity-coded (the gateway's rule, gateway/http.h). head[0..len) (as for sk_swap_h1_head) with
+ * Accept-Encoding's value replaced by "identity" and Range, If-Range, A-IM, Want-Digest,
+ * Want-Content-Digest and Want-Repr-Digest lines removed: SWAPPED with out the new head, or NONE (nothing
+ * to change; out untouched), MALFORMED (no line end), NOMEM. */
+enum sk_swap_result sk_swap_h1_body_form(const uint8_t *head, size_t len, struct sk_strbuf *out);
+/* The same for one HTTP/2 field (name lower case): 0 keep, 1 replace the value with "identity"
+ * (accept-encoding), 2 drop the field. */
+int sk_swap_h2_body_form(const char *name, size_t nlen);
+
+/* The misuse scan of a request body, streamed: the first SK_SWAP_BODY_SCAN bytes of each body, piece by
+ * piece, with the tail of what came before (as long as the longest spelling looked for, less one byte) so
+ * an occurrence cut by a TLS record, a chunk or a DATA frame is found whole. Bytes past the prefix are not
+ * looked at. Zeroed is ready; sk_swap_body_reset between bodies. */
+#define SK_SWAP_BODY_SCAN 65536
+struct sk_swap_body {
+	uint64_t seen;       /* body bytes scanned so far */
+	uint8_t *tail;       /* owned: the last bytes scanned (wiped: they may hold part of a value) */
+	size_t tlen, tcap;
+	bool done;           /* found, or past the prefix: nothing more to scan */
+};
+/* true: a placeholder or value in the body (m filled, where = SK_SWAP_AT_BODY); allocation failure counts
+ * as found (fail closed). */
+bool sk_swap_body_scan(struct sk_swap_body *b, const struct sk_swap_set *s, const uint8_t *p, size_t n,
+		       struct sk_swap_misuse *m);
+void sk_swap_body_reset(struct sk_swap_body *b);   /* also frees */
 
 #endif

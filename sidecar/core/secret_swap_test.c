@@ -274,6 +274,119 @@ static void test_mask(void **state)
 	}
 }
 
+/* A body prefix scanned piece by piece: an occurrence cut anywhere (a placeholder, its percent and base64
+ * spellings) is found in the piece that completes it, never before; a body without one never is; past the
+ * prefix nothing is looked at. */
+static void test_body_scan(void **state)
+{
+	(void)state;
+	static const char *const bodies[] = {
+		"{\"token\":\"" PH "\"}",
+		"a=1&t=stockade%2Dsecret%2Dgithub&b=2",
+		"xx c3RvY2thZGUtc2VjcmV0LWdpdGh1Yg== yy",   /* base64 of the placeholder */
+		"echo " VALUE " back",
+	};
+	for (size_t i = 0; i < SK_ARRAY_SIZE(bodies); i++) {
+		size_t n = strlen(bodies[i]);
+		for (size_t cut = 1; cut <= n; cut++) {
+			struct sk_swap_body b = { 0 };
+			struct sk_swap_misuse m;
+			bool found = false;
+			size_t off = 0;
+			for (; off < n && !found; off += cut)
+				found = sk_swap_body_scan(&b, &set, (const uint8_t *)bodies[i] + off,
+							  off + cut > n ? n - off : cut, &m);
+			if (!found)
+				fail_msg("body %zu cut %zu: not found", i, cut);
+			assert_int_equal(m.where, SK_SWAP_AT_BODY);
+			assert_int_equal(m.secret, 0);
+			/* done: later pieces are not scanned again */
+			assert_false(sk_swap_body_scan(&b, &set, (const uint8_t *)PH, strlen(PH), &m));
+			sk_swap_body_reset(&b);
+		}
+	}
+	/* several occurrences of two secrets: found, named by the set's order */
+	struct sk_swap_body b = { 0 };
+	struct sk_swap_misuse m;
+	const char *two = "NPM-PLACEHOLDER-0001 then " PH;
+	assert_true(sk_swap_body_scan(&b, &set, (const uint8_t *)two, strlen(two), &m));
+	assert_int_equal(m.secret, 0);
+	sk_swap_body_reset(&b);
+	/* clean bodies of any cut */
+	char clean[3000];
+	for (size_t i = 0; i < sizeof(clean); i++)
+		clean[i] = "abcdefghij stockade-secret-githu"[i % 32];
+	for (size_t cut = 1; cut < sizeof(clean); cut = cut * 3 + 1) {
+		for (size_t off = 0; off < sizeof(clean); off += cut)
+			assert_false(sk_swap_body_scan(&b, &set, (const uint8_t *)clean + off,
+						       off + cut > sizeof(clean) ? sizeof(clean) - off : cut, &m));
+		assert_true(b.tlen < 3 * strlen(VALUE) + 4);   /* the tail stays bounded */
+		sk_swap_body_reset(&b);
+	}
+	/* the prefix: an occurrence starting past SK_SWAP_BODY_SCAN is not looked for */
+	char *big = calloc(1, SK_SWAP_BODY_SCAN + 64);
+	assert_non_null(big);
+	memset(big, 'x', SK_SWAP_BODY_SCAN);
+	memcpy(big + SK_SWAP_BODY_SCAN, PH, sizeof(PH) - 1);
+	assert_false(sk_swap_body_scan(&b, &set, (const uint8_t *)big, SK_SWAP_BODY_SCAN + strlen(PH), &m));
+	assert_false(sk_swap_body_scan(&b, &set, (const uint8_t *)PH, strlen(PH), &m));
+	sk_swap_body_reset(&b);
+	/* ...and one ending right at its end is */
+	memcpy(big + SK_SWAP_BODY_SCAN - (sizeof(PH) - 1), PH, sizeof(PH) - 1);
+	assert_true(sk_swap_body_scan(&b, &set, (const uint8_t *)big, SK_SWAP_BODY_SCAN + 10, &m));
+	sk_swap_body_reset(&b);
+	free(big);
+}
+
+/* Toward a host whose responses are masked, a request asks for them whole and identity-coded. */
+static void test_body_form(void **state)
+{
+	(void)state;
+	struct sk_strbuf out = { 0 };
+	const char *head = "GET /x HTTP/1.1\r\nHost: github.com\r\nAccept-Encoding: gzip, br\r\nRange: bytes=0-3\r\n"
+			   "X-A: 1\r\nif-range: \"e\"\r\nWant-Digest: sha-256\r\n\r\n";
+	assert_int_equal(sk_swap_h1_body_form((const uint8_t *)head, strlen(head), &out), SK_SWAP_SWAPPED);
+	assert_int_equal(out.len, strlen("GET /x HTTP/1.1\r\nHost: github.com\r\nAccept-Encoding: identity\r\nX-A: 1\r\n\r\n"));
+	assert_memory_equal(out.p, "GET /x HTTP/1.1\r\nHost: github.com\r\nAccept-Encoding: identity\r\nX-A: 1\r\n\r\n", out.len);
+	const char *plain = "GET /x HTTP/1.1\r\nHost: github.com\r\nAccept: */*\r\n\r\n";
+	sk_strbuf_reset(&out);
+	assert_int_equal(sk_swap_h1_body_form((const uint8_t *)plain, strlen(plain), &out), SK_SWAP_NONE);
+	assert_int_equal(out.len, 0);
+	assert_int_equal(sk_swap_h2_body_form("accept-encoding", 15), 1);
+	assert_int_equal(sk_swap_h2_body_form("range", 5), 2);
+	assert_int_equal(sk_swap_h2_body_form("accept", 6), 0);
+	assert_true(sk_swap_host_listed(&set, "api.github.com"));
+	assert_true(sk_swap_host_listed(&set, "registry.npmjs.org."));
+	assert_false(sk_swap_host_listed(&set, "example.com"));
+	sk_strbuf_free(&out);
+}
+
+/* A value added later (a rotated file) is masked from then on; the same value is not added twice. */
+static void test_mask_add(void **state)
+{
+	(void)state;
+	struct sk_swap_mask mk = { 0 };
+	char v[] = "rotated-value-42";
+	assert_int_equal(sk_swap_mask_add(&mk, v, 16), 0);
+	assert_int_equal(sk_swap_mask_add(&mk, "rotated-value-42", 16), 0);
+	assert_int_equal(mk.n, 1);
+	struct sk_strbuf out = { 0 };
+	assert_int_equal(sk_swap_mask_run(&mk, (const uint8_t *)"a rotated-val", 13, false, &out), 0);
+	assert_int_equal(sk_swap_mask_held(&mk), 11);
+	v[0] = 'X';   /* the mask keeps its own copy */
+	assert_int_equal(sk_swap_mask_run(&mk, (const uint8_t *)"ue-42 b", 7, true, &out), 0);
+	assert_int_equal(out.len, 20);
+	assert_memory_equal(out.p, "a **************** b", 20);
+	/* a field on its own: found or not, the stream's state untouched */
+	assert_int_equal(sk_swap_mask_run(&mk, (const uint8_t *)"x rot", 5, false, &out), 0);
+	size_t held = sk_swap_mask_held(&mk);
+	assert_true(sk_swap_mask_finds(&mk, (const uint8_t *)"Bearer rotated-value-42", 23));
+	assert_false(sk_swap_mask_finds(&mk, (const uint8_t *)"Bearer rotated-value-4", 22));
+	assert_int_equal(sk_swap_mask_held(&mk), held);
+	sk_swap_mask_free(&mk);
+	sk_strbuf_free(&out);
+}
+
 static void test_store_rotation(void **state)
 {
 	(void)state;
@@ -316,6 +429,7 @@ int main(void)
 		cmocka_unit_test(test_bearer_and_key), cmocka_unit_test(test_basic), cmocka_unit_test(test_misuse),
 		cmocka_unit_test(test_malformed),      cmocka_unit_test(test_h2),    cmocka_unit_test(test_scan),
 		cmocka_unit_test(test_mask),           cmocka_unit_test(test_store_rotation),
+		cmocka_unit_test(test_body_scan),      cmocka_unit_test(test_body_form),  cmocka_unit_test(test_mask_add),
 	};
 	return cmocka_run_group_tests_name("secret_swap", tests, NULL, NULL);
 }

@@ -4,6 +4,7 @@
 #include <nghttp2/nghttp2.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/json_str.h"
 
@@ -33,10 +34,27 @@ static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 struct stream {
 	int32_t id;
 	char *method, *authority, *path, *scheme;
+	struct sk_swap_body scan;   /* its body prefix, for the body hook */
 };
 
 /* What happens to the payload of the client frame being read. */
-enum cmode { C_PASS, C_DROP, C_COLLECT };
+/* C_SCAN: a DATA frame within its stream's scanned prefix (the body hook), collected whole and sent on
+ * only once the hook saw it. */
+enum cmode { C_PASS, C_DROP, C_COLLECT, C_SCAN };
+
+/* A stream's DATA frames the response mask has not released all of (masked connections): the frames as
+ * the server sent them, in q; for each, where its data is and how much of it the mask gave back (written
+ * over the raw bytes). Frames keep their length and flags: a value is replaced by '*' of its length. */
+struct qframe {
+	size_t end, dstart, dlen, filled;
+};
+struct sq {
+	int32_t id;
+	struct sk_swap_mask m;
+	struct sk_strbuf q;
+	struct qframe *fr;
+	size_t nfr, capfr;
+};
 
 /* One decoded header field: offsets into the arena (name NUL value NUL). */
 struct field {
@@ -63,6 +81,13 @@ struct h2f {
 	/* the agent's own SETTINGS_HEADER_TABLE_SIZE (its decoder's), for the answers we put before it */
 	size_t c_sparam_have;
 	size_t c_pend_head, c_pend_n;
+
+	/* response masking (cfg.mask): the server's frame being read, whole; its header blocks' frames held
+	 * until the block is judged; per stream, the DATA frames waiting for the mask */
+	nghttp2_hd_inflater *sinf;  /* the server's encoder's peer, to read its header blocks */
+	struct sk_strbuf sframe, sblk, sblock;
+	struct sq *sq;
+	size_t nsq, capsq;
 
 	struct sk_strbuf payload;   /* the HEADERS or CONTINUATION frame being collected */
 	struct sk_strbuf block;     /* the header block so far */
@@ -107,6 +132,8 @@ struct h2f {
 	uint8_t hdr[FRAME_HDR];
 	uint8_t shdr[FRAME_HDR];
 };
+
+static void sq_remove(struct h2f *f, int32_t id);
 
 /* ---------------------------------------------------------------------------------------------------- */
 /* Frames */
@@ -305,6 +332,7 @@ static struct stream *stream_find(struct h2f *f, int32_t id)
 
 static void stream_clear(struct stream *s)
 {
+	sk_swap_body_reset(&s->scan);
 	free(s->method);
 	free(s->authority);
 	free(s->path);
@@ -607,6 +635,10 @@ static int encode_block(struct h2f *f, const struct fields *fl, const struct sk_
 			rc = 1;
 			goto out;
 		}
+		if (h == 2) {
+			roff[2 * i + 1] = SIZE_MAX;   /* dropped */
+			continue;
+		}
 		if (h == 1) {
 			if (sk_strbuf_ok(&nv_new) < 0) {
 				rc = -ENOMEM;
@@ -621,19 +653,23 @@ static int encode_block(struct h2f *f, const struct fields *fl, const struct sk_
 		rc = -ENOMEM;
 		goto out;
 	}
+	size_t nn = 0;
 	for (size_t i = 0; i < fl->n; i++) {
-		nva[i].name = (uint8_t *)(fl->arena.p + fl->v[i].name);
-		nva[i].namelen = fl->v[i].namelen;
+		if (roff[2 * i + 1] == SIZE_MAX)
+			continue;
+		nghttp2_nv *o = &nva[nn++];
+		o->name = (uint8_t *)(fl->arena.p + fl->v[i].name);
+		o->namelen = fl->v[i].namelen;
 		if (roff[2 * i + 1]) {
-			nva[i].value = (uint8_t *)(repl.p ? repl.p + roff[2 * i] : "");
-			nva[i].valuelen = roff[2 * i + 1] - 1;
+			o->value = (uint8_t *)(repl.p ? repl.p + roff[2 * i] : "");
+			o->valuelen = roff[2 * i + 1] - 1;
 		} else {
-			nva[i].value = (uint8_t *)(fl->arena.p + fl->v[i].value);
-			nva[i].valuelen = fl->v[i].valuelen;
+			o->value = (uint8_t *)(fl->arena.p + fl->v[i].value);
+			o->valuelen = fl->v[i].valuelen;
 		}
-		nva[i].flags = noidx[i] ? NGHTTP2_NV_FLAG_NO_INDEX : NGHTTP2_NV_FLAG_NONE;
+		o->flags = noidx[i] ? NGHTTP2_NV_FLAG_NO_INDEX : NGHTTP2_NV_FLAG_NONE;
 	}
-	size_t bound = nghttp2_hd_deflate_bound(f->def, nva, fl->n);
+	size_t bound = nghttp2_hd_deflate_bound(f->def, nva, nn);
 	sk_strbuf_reset(enc);
 	/* the deflater writes into room for its bound; enc takes what it wrote */
 	void *room = calloc(1, bound ? bound : 1);
@@ -641,7 +677,7 @@ static int encode_block(struct h2f *f, const struct fields *fl, const struct sk_
 		rc = -ENOMEM;
 		goto out;
 	}
-	ssize_t w = nghttp2_hd_deflate_hd(f->def, room, bound, nva, fl->n);
+	ssize_t w = nghttp2_hd_deflate_hd(f->def, room, bound, nva, nn);
 	if (w < 0)
 		rc = w == NGHTTP2_ERR_NOMEM ? -ENOMEM : -EPROTO;
 	else if (sk_strbuf_put(enc, room, (size_t)w) < 0)
@@ -849,7 +885,8 @@ static bool start_frame(struct h2f *f, struct emit *e, const uint8_t *hdr_in_chu
 			return false;
 		}
 		if (stream_find(f, f->sid)) {
-			f->mode = C_PASS;
+			struct stream *st = stream_find(f, f->sid);
+			f->mode = f->cfg.body && !st->scan.done ? C_SCAN : C_PASS;
 			f->remove_at_end = f->flags & FL_END_STREAM;
 		} else {
 			f->mode = C_DROP;  /* a refused or closed stream: the window it took comes back */
@@ -878,8 +915,10 @@ static bool start_frame(struct h2f *f, struct emit *e, const uint8_t *hdr_in_chu
 		/* about a stream of the agent's that the server never saw (idle to it: a connection error
 		 * there): dropped; even ids are the server's pushed streams, its business */
 		f->mode = (f->sid & 1) && f->sid > f->server_max_id ? C_DROP : C_PASS;
-		if (f->type == FT_RST_STREAM && f->mode == C_PASS)
+		if (f->type == FT_RST_STREAM && f->mode == C_PASS) {
 			stream_remove(f, f->sid);
+			sq_remove(f, f->sid);   /* the agent wants no more of its response */
+		}
 		break;
 	case FT_SETTINGS:
 		if ((f->flags & FL_ACK) && f->sid == 0)
@@ -904,6 +943,8 @@ static bool start_frame(struct h2f *f, struct emit *e, const uint8_t *hdr_in_chu
 		else
 			em_bytes(e, f->hdr, FRAME_HDR);
 	}
+	if (f->mode == C_SCAN)
+		sk_strbuf_reset(&f->payload);   /* a DATA frame, at most client_max_frame: held for the scan */
 	if (f->mode == C_COLLECT) {
 		/* refused before it is collected: a frame may be as large as the server allows (16 MiB);
 		 * the slack is a HEADERS frame's padding and priority */
@@ -917,10 +958,50 @@ static bool start_frame(struct h2f *f, struct emit *e, const uint8_t *hdr_in_chu
 	return true;
 }
 
+/* A whole DATA frame of an open stream within its scanned prefix (C_SCAN): its data (padding aside) shown
+ * to the body hook, then sent on as it came; or, refused, dropped with the stream reset both ways (the
+ * server has its headers and maybe part of its body: it must not take the rest as a whole request) and
+ * its window given back to the agent. */
+static bool scan_data(struct h2f *f, struct emit *e, struct sk_pt_out *out, enum sk_pt_verdict *v)
+{
+	const uint8_t *p = (const uint8_t *)f->payload.p;
+	size_t n = f->payload.len, pad = 0;
+	if (f->flags & FL_PADDED) {
+		if (n < 1 || (size_t)p[0] > n - 1) {
+			*v = conn_error(f, out, E_PROTOCOL, "h2_protocol_error");
+			return false;
+		}
+		pad = p[0];
+		p++;
+		n--;
+	}
+	struct stream *st = stream_find(f, f->sid);
+	if (st && n - pad > 0) {
+		struct sk_h2_request rq = { .method = st->method, .authority = st->authority, .path = st->path,
+					    .scheme = st->scheme, .stream_id = st->id };
+		if (f->cfg.body(f->cfg.ctx, &rq, &st->scan, p, n - pad) < 0) {
+			put_rst(&f->to_client, f->sid, E_INTERNAL);
+			em_copy(e);
+			put_rst(e->out, f->sid, E_CANCEL);
+			f->window_back += f->flen;
+			stream_remove(f, f->sid);
+			sk_strbuf_reset(&f->payload);
+			return true;
+		}
+	}
+	em_bytes(e, f->hdr, FRAME_HDR);
+	if (f->payload.len)
+		em_bytes(e, f->payload.p, f->payload.len);
+	sk_strbuf_reset(&f->payload);
+	return true;
+}
+
 /* A frame's payload is all read. */
 static bool end_frame(struct h2f *f, struct emit *e, struct sk_pt_out *out, enum sk_pt_verdict *v)
 {
 	f->in_frame = false;
+	if (f->mode == C_SCAN && !scan_data(f, e, out, v))
+		return false;
 	if (f->remove_at_end)
 		stream_remove(f, f->sid);
 	if (f->c_settings) {
@@ -1028,7 +1109,7 @@ static enum sk_pt_verdict h2_from_client(struct sk_pt_filter *pf, const uint8_t 
 		}
 		if (f->mode == C_PASS)
 			em_pass(&e, i, n);
-		else if (f->mode == C_COLLECT && sk_strbuf_put(&f->payload, buf + i, n) < 0)
+		else if ((f->mode == C_COLLECT || f->mode == C_SCAN) && sk_strbuf_put(&f->payload, buf + i, n) < 0)
 			return conn_error(f, out, E_INTERNAL, "h2_out_of_memory");
 		f->frem -= (uint32_t)n;
 		i += n;
@@ -1092,6 +1173,11 @@ static void client_settings_acked(struct h2f *f)
 	if (hts < f->c_acked)
 		f->c_expect = true;
 	f->c_acked = hts;
+	/* the server's encoder may use this size from now on: our reader of its blocks follows */
+	if (f->sinf)
+		(void)nghttp2_hd_inflate_change_table_size(f->sinf, hts);   /* fails only on allocation: a
+		                                                                  * block then fails to decode,
+		                                                                  * closed */
 }
 
 static bool server_frame_end(struct h2f *f)
@@ -1108,6 +1194,281 @@ static bool server_frame_end(struct h2f *f)
 	return true;
 }
 
+/* ---------------------------------------------------------------------------------------------------- */
+/* Server → client on a masked connection (cfg.mask): a host a secret lists may echo its value. Each of the
+ * server's frames is read whole before anything of it goes on. DATA: its data (padding aside) through the
+ * stream's own copy of the mask, which may hold the end of a frame back until the next frame of the
+ * stream shows whether a value straddles the two; the frame then goes whole, same length, values '*'.
+ * Header blocks (HEADERS, PUSH_PROMISE, CONTINUATION) are HPACK-coded: a value in one cannot be replaced
+ * in place (Huffman strings, indexes into a table the agent's decoder shares with the server's encoder),
+ * so each block is held until whole, decoded with our copy of the server's table, and a value in any
+ * field fails the connection closed (secret_in_response_header), as does a body the mask cannot search
+ * (content-encoding other than identity, :status 206 or 226: upstream_encoding). Everything else goes
+ * on at once, in order; a stream's frames after held DATA (its trailers, its RST_STREAM) release what
+ * the mask held first. What is held waits for the server's next frame on that stream: the agent has
+ * not got it, so a client that gives back window only when it has read everything could stall on the
+ * last bytes of a window — the common ones give it back at half. */
+
+static struct sq *sq_find(struct h2f *f, int32_t id)
+{
+	for (size_t i = 0; i < f->nsq; i++)
+		if (f->sq[i].id == id)
+			return &f->sq[i];
+	return NULL;
+}
+
+static void sq_clear(struct sq *q)
+{
+	sk_swap_mask_free(&q->m);
+	if (q->q.p)
+		explicit_bzero(q->q.p, q->q.cap);
+	sk_strbuf_free(&q->q);
+	free(q->fr);
+}
+
+static void sq_remove(struct h2f *f, int32_t id)
+{
+	struct sq *q = sq_find(f, id);
+	if (!q)
+		return;
+	sq_clear(q);
+	*q = f->sq[--f->nsq];
+}
+
+#define MAX_MASKED_STREAMS 4096
+
+static struct sq *sq_get(struct h2f *f, int32_t id)
+{
+	struct sq *q = sq_find(f, id);
+	if (q)
+		return q;
+	if (f->nsq >= MAX_MASKED_STREAMS)
+		return NULL;
+	if (f->nsq == f->capsq) {
+		size_t cap = f->capsq ? f->capsq * 2 : 8;
+		struct sq *n = realloc(f->sq, cap * sizeof(*n));
+		if (!n)
+			return NULL;
+		f->sq = n;
+		f->capsq = cap;
+	}
+	q = &f->sq[f->nsq];
+	*q = (struct sq){ .id = id };
+	const struct sk_swap_mask *m = f->cfg.mask;
+	for (size_t i = 0; i < m->n; i++)
+		if (sk_swap_mask_add(&q->m, m->val[i], m->r[i].slen) < 0) {
+			sq_clear(q);
+			return NULL;
+		}
+	f->nsq++;
+	return q;
+}
+
+/* What the mask released, over the oldest data not yet released; then the frames that are whole go. */
+static void sq_fill_emit(struct sq *q, const uint8_t *r, size_t k, struct sk_strbuf *dst)
+{
+	for (size_t i = 0; i < q->nfr && k; i++) {
+		struct qframe *fr = &q->fr[i];
+		size_t take = fr->dlen - fr->filled < k ? fr->dlen - fr->filled : k;
+		memcpy(q->q.p + fr->dstart + fr->filled, r, take);
+		fr->filled += take;
+		r += take;
+		k -= take;
+	}
+	size_t n = 0, done = 0;
+	while (done < q->nfr && q->fr[done].filled == q->fr[done].dlen)
+		n = q->fr[done++].end;
+	if (!done)
+		return;
+	(void)sk_strbuf_put(dst, q->q.p, n);
+	memmove(q->q.p, q->q.p + n, q->q.len - n);
+	explicit_bzero(q->q.p + q->q.len - n, n);
+	q->q.len -= n;
+	memmove(q->fr, q->fr + done, (q->nfr - done) * sizeof(*q->fr));
+	q->nfr -= done;
+	for (size_t i = 0; i < q->nfr; i++) {
+		q->fr[i].end -= n;
+		q->fr[i].dstart -= n;
+	}
+}
+
+/* Runs data (or, final, nothing) through the stream's mask and emits what is whole. -ENOMEM. */
+static int sq_run(struct sq *q, const uint8_t *d, size_t n, bool final, struct sk_strbuf *dst)
+{
+	struct sk_strbuf rel = { 0 };
+	int rc = sk_swap_mask_run(&q->m, d, n, final, &rel);
+	if (rc == 0 && sk_strbuf_ok(&rel) == 0)
+		sq_fill_emit(q, (const uint8_t *)rel.p, rel.len, dst);
+	else
+		rc = -ENOMEM;
+	if (rel.p)
+		explicit_bzero(rel.p, rel.cap);
+	sk_strbuf_free(&rel);
+	return rc;
+}
+
+/* One whole DATA frame of the server's (f->sframe). */
+static int masked_data(struct h2f *f, int32_t sid, uint8_t flags, struct sk_strbuf *dst)
+{
+	const uint8_t *p = (const uint8_t *)f->sframe.p;
+	size_t n = f->sframe.len - FRAME_HDR, ds = FRAME_HDR, pad = 0;
+	if (flags & FL_PADDED) {
+		if (n < 1 || (size_t)p[FRAME_HDR] > n - 1)
+			return -EPROTO;
+		pad = p[FRAME_HDR];
+		ds++;
+		n--;
+	}
+	n -= pad;
+	struct sq *q = sq_get(f, sid);
+	if (!q)
+		return -ENOMEM;
+	if (q->nfr == q->capfr) {
+		size_t cap = q->capfr ? q->capfr * 2 : 4;
+		struct qframe *nf = realloc(q->fr, cap * sizeof(*nf));
+		if (!nf)
+			return -ENOMEM;
+		q->fr = nf;
+		q->capfr = cap;
+	}
+	size_t at = q->q.len;
+	q->fr[q->nfr++] = (struct qframe){ .end = at + f->sframe.len, .dstart = at + ds, .dlen = n };
+	if (sk_strbuf_put(&q->q, f->sframe.p, f->sframe.len) < 0)
+		return -ENOMEM;
+	bool end = flags & FL_END_STREAM;
+	int rc = sq_run(q, p + ds, n, end, dst);
+	if (end)
+		sq_remove(f, sid);
+	return rc;
+}
+
+/* Frames of a stream after its held DATA (trailers, RST_STREAM): what the mask held goes first. */
+static int release_stream(struct h2f *f, int32_t sid, struct sk_strbuf *dst)
+{
+	struct sq *q = sq_find(f, sid);
+	if (!q || !q->nfr)
+		return 0;
+	return sq_run(q, NULL, 0, true, dst);
+}
+
+/* A response field saying its body is not in the one form the mask searches: a part (206) or a delta (226)
+ * may begin inside a value; a coded body carries none of it as it is. */
+static bool unsearchable_body(const nghttp2_nv *nv)
+{
+	if (nv->namelen == 7 && !memcmp(nv->name, ":status", 7))
+		return nv->valuelen == 3 && (!memcmp(nv->value, "206", 3) || !memcmp(nv->value, "226", 3));
+	return nv->namelen == 16 && !memcmp(nv->name, "content-encoding", 16) &&
+	       !(nv->valuelen == 8 && !strncasecmp((const char *)nv->value, "identity", 8));
+}
+
+/* A whole header block of the server's (its frames in f->sblk, the block in f->sblock): NULL to let it
+ * go, else the reason the connection fails. */
+static const char *judge_server_block(struct h2f *f)
+{
+	const uint8_t *in = (const uint8_t *)f->sblock.p;
+	size_t inlen = f->sblock.len;
+	const char *bad = NULL;
+	for (;;) {
+		nghttp2_nv nv;
+		int flags = 0;
+		ssize_t rv = nghttp2_hd_inflate_hd2(f->sinf, &nv, &flags, in, inlen, 1);
+		if (rv < 0)
+			return rv == NGHTTP2_ERR_NOMEM ? "h2_out_of_memory" : "h2_compression_error";
+		in += rv;
+		inlen -= (size_t)rv;
+		if ((flags & NGHTTP2_HD_INFLATE_EMIT) && !bad) {
+			if (sk_swap_mask_finds(f->cfg.mask, nv.value, nv.valuelen) ||
+			    sk_swap_mask_finds(f->cfg.mask, nv.name, nv.namelen))
+				bad = "secret_in_response_header";
+			else if (unsearchable_body(&nv))
+				bad = "upstream_encoding";
+		}
+		if (flags & NGHTTP2_HD_INFLATE_FINAL) {
+			nghttp2_hd_inflate_end_headers(f->sinf);
+			return bad;
+		}
+		if (rv == 0 && !(flags & NGHTTP2_HD_INFLATE_EMIT))
+			return "h2_compression_error";
+	}
+}
+
+/* The block fragment of a whole HEADERS, PUSH_PROMISE or CONTINUATION frame (f->sframe) onto f->sblock. */
+static bool block_fragment(struct h2f *f, uint8_t type, uint8_t flags)
+{
+	const uint8_t *p = (const uint8_t *)f->sframe.p + FRAME_HDR;
+	size_t n = f->sframe.len - FRAME_HDR, pad = 0;
+	if (type != FT_CONTINUATION && (flags & FL_PADDED)) {
+		if (n < 1)
+			return false;
+		pad = p[0];
+		p++;
+		n--;
+	}
+	size_t skip = type == FT_PUSH_PROMISE ? 4 : type == FT_HEADERS && (flags & FL_PRIORITY) ? 5 : 0;
+	if (n < skip + pad)
+		return false;
+	return sk_strbuf_put(&f->sblock, p + skip, n - skip - pad) == 0;
+}
+
+/* One whole frame of the server's (f->sframe, its header in f->shdr): routed into dst. NULL, or the
+ * reason the connection fails. */
+static const char *masked_frame(struct h2f *f, struct sk_strbuf *dst)
+{
+	uint8_t type = f->shdr[3], flags = f->shdr[4];
+	int32_t sid = (int32_t)(((uint32_t)f->shdr[5] & 0x7f) << 24 | (uint32_t)f->shdr[6] << 16 |
+				(uint32_t)f->shdr[7] << 8 | f->shdr[8]);
+	int rc = 0;
+	switch (type) {
+	case FT_DATA:
+		rc = sid ? masked_data(f, sid, flags, dst) : -EPROTO;
+		break;
+	case FT_HEADERS:
+	case FT_PUSH_PROMISE:
+	case FT_CONTINUATION:
+		if (type != FT_CONTINUATION)
+			sk_strbuf_reset(&f->sblock);
+		if (!block_fragment(f, type, flags) || sk_strbuf_put(&f->sblk, f->sframe.p, f->sframe.len) < 0)
+			return "h2_out_of_memory";
+		if (f->sblk.len > (size_t)f->cfg.max_block + MAX_FRAME)
+			return "h2_header_block_too_large";
+		if (!(flags & FL_END_HEADERS))
+			return NULL;
+		{
+			const char *bad = judge_server_block(f);
+			if (bad)
+				return bad;
+		}
+		/* the block's stream: its held DATA first (trailers end it) */
+		{
+			const uint8_t *h = (const uint8_t *)f->sblk.p;
+			int32_t bsid = (int32_t)(((uint32_t)h[5] & 0x7f) << 24 | (uint32_t)h[6] << 16 |
+						 (uint32_t)h[7] << 8 | h[8]);
+			rc = release_stream(f, bsid, dst);
+			if (h[4] & FL_END_STREAM)
+				sq_remove(f, bsid);
+		}
+		(void)sk_strbuf_put(dst, f->sblk.p, f->sblk.len);
+		sk_strbuf_reset(&f->sblk);
+		sk_strbuf_reset(&f->sblock);
+		break;
+	case FT_RST_STREAM:
+		rc = release_stream(f, sid, dst);
+		sq_remove(f, sid);
+		(void)sk_strbuf_put(dst, f->sframe.p, f->sframe.len);
+		break;
+	default:
+		(void)sk_strbuf_put(dst, f->sframe.p, f->sframe.len);
+		break;
+	}
+	if (rc == -EPROTO)
+		return "h2_protocol_error";
+	if (rc < 0 || sk_strbuf_ok(dst) < 0)
+		return "h2_out_of_memory";
+	return NULL;
+}
+
+static enum sk_pt_verdict from_server_masked(struct h2f *f, const uint8_t *buf, size_t len, struct sk_pt_out *out);
+
 static enum sk_pt_verdict h2_from_server(struct sk_pt_filter *pf, const uint8_t *buf, size_t len,
 					 struct sk_pt_out *out)
 {
@@ -1116,6 +1477,8 @@ static enum sk_pt_verdict h2_from_server(struct sk_pt_filter *pf, const uint8_t 
 		out->reason = "h2_protocol_error";
 		return SK_PT_FAIL;
 	}
+	if (f->cfg.mask)
+		return from_server_masked(f, buf, len, out);
 	size_t i = 0, cut = 0;
 	struct sk_strbuf ins = { 0 };  /* ours, taken where they go: the state there decides their shape */
 	bool insert = f->to_client.len > 0 && server_at_boundary(f);
@@ -1188,6 +1551,80 @@ static enum sk_pt_verdict h2_from_server(struct sk_pt_filter *pf, const uint8_t 
 	return SK_PT_EMIT;
 }
 
+/* h2_from_server's bookkeeping, frame by frame, with every frame read whole and routed (masked_frame);
+ * our frames for the agent go in after any of the server's that leaves the stream at a boundary. */
+static enum sk_pt_verdict from_server_masked(struct h2f *f, const uint8_t *buf, size_t len, struct sk_pt_out *out)
+{
+	size_t i = 0;
+	const char *bad = NULL;
+	if (f->to_client.len > 0 && server_at_boundary(f))
+		take_to_client(f, &out->to_peer);
+	while (i < len && !bad) {
+		if (!f->s_in_frame) {
+			size_t n = len - i < FRAME_HDR - f->shdr_have ? len - i : FRAME_HDR - f->shdr_have;
+			memcpy(f->shdr + f->shdr_have, buf + i, n);
+			f->shdr_have += n;
+			i += n;
+			if (f->shdr_have < FRAME_HDR)
+				break;
+			f->shdr_have = 0;
+			f->s_in_frame = true;
+			f->srem = (uint32_t)f->shdr[0] << 16 | (uint32_t)f->shdr[1] << 8 | f->shdr[2];
+			uint32_t sid = ((uint32_t)f->shdr[5] & 0x7f) << 24 | (uint32_t)f->shdr[6] << 16 |
+				       (uint32_t)f->shdr[7] << 8 | f->shdr[8];
+			uint8_t type = f->shdr[3];
+			f->s_settings = type == FT_SETTINGS && !(f->shdr[4] & FL_ACK) && sid == 0;
+			f->sparam_have = 0;
+			f->s_hts = NO_HTS;
+			if (type == FT_HEADERS || type == FT_PUSH_PROMISE || type == FT_CONTINUATION)
+				f->s_in_block = !(f->shdr[4] & FL_END_HEADERS);
+			if (type == FT_HEADERS || type == FT_PUSH_PROMISE)
+				f->c_expect = false;
+			if (type == FT_SETTINGS && (f->shdr[4] & FL_ACK) && sid == 0)
+				client_settings_acked(f);
+			if (type == FT_RST_STREAM)
+				stream_remove(f, (int32_t)sid);
+			/* read whole, so held whole: at most 16 MiB, the 24-bit length (RFC 9113 §4.2) */
+			sk_strbuf_reset(&f->sframe);
+			(void)sk_strbuf_put(&f->sframe, f->shdr, FRAME_HDR);
+		} else {
+			size_t n = len - i < f->srem ? len - i : f->srem;
+			for (size_t k = 0; f->s_settings && k < n; k++) {
+				f->sparam[f->sparam_have++] = buf[i + k];
+				if (f->sparam_have == 6) {
+					server_param(f);
+					f->sparam_have = 0;
+				}
+			}
+			(void)sk_strbuf_put(&f->sframe, buf + i, n);
+			f->srem -= (uint32_t)n;
+			i += n;
+		}
+		if (f->s_in_frame && f->srem == 0) {
+			if (!server_frame_end(f)) {
+				bad = "h2_settings_flood";
+				break;
+			}
+			if (sk_strbuf_ok(&f->sframe) < 0) {
+				bad = "h2_out_of_memory";
+				break;
+			}
+			bad = masked_frame(f, &out->to_peer);
+			if (!bad && f->to_client.len > 0 && server_at_boundary(f))
+				take_to_client(f, &out->to_peer);
+		}
+	}
+	if (!bad && sk_strbuf_ok(&out->to_peer) < 0)
+		bad = "h2_out_of_memory";
+	if (bad) {
+		f->failed = true;
+		sk_strbuf_reset(&out->to_peer);
+		out->reason = bad;
+		return SK_PT_FAIL;
+	}
+	return SK_PT_EMIT;
+}
+
 static enum sk_pt_verdict h2_closed(struct sk_pt_filter *pf, bool client_side, struct sk_pt_out *out)
 {
 	struct h2f *f = (struct h2f *)pf;
@@ -1212,6 +1649,16 @@ static void h2_free(struct sk_pt_filter *pf)
 		nghttp2_hd_inflate_del(f->inf);
 	if (f->def)
 		nghttp2_hd_deflate_del(f->def);
+	if (f->sinf)
+		nghttp2_hd_inflate_del(f->sinf);
+	for (size_t i = 0; i < f->nsq; i++)
+		sq_clear(&f->sq[i]);
+	free(f->sq);
+	sk_strbuf_free(&f->sblock);
+	sk_strbuf_free(&f->sblk);
+	if (f->sframe.p)
+		explicit_bzero(f->sframe.p, f->sframe.cap);
+	sk_strbuf_free(&f->sframe);
 	for (size_t i = 0; i < f->nstreams; i++)
 		stream_clear(&f->streams[i]);
 	free(f->streams);
@@ -1249,7 +1696,8 @@ int sk_h2_filter_new(const struct sk_h2_filter_cfg *cfg, struct sk_pt_filter **o
 	f->srv_max_frame = DEFAULT_FRAME;
 	f->inf_hts = HPACK_DEFAULT_TABLE;
 	f->c_acked = HPACK_DEFAULT_TABLE;
-	if (nghttp2_hd_inflate_new(&f->inf) != 0 || nghttp2_hd_deflate_new(&f->def, HPACK_DEFAULT_TABLE) != 0) {
+	if (nghttp2_hd_inflate_new(&f->inf) != 0 || nghttp2_hd_deflate_new(&f->def, HPACK_DEFAULT_TABLE) != 0 ||
+	    (cfg->mask && nghttp2_hd_inflate_new(&f->sinf) != 0)) {
 		h2_free(&f->base);
 		return sk_err_sys(err, ENOMEM, "h2 filter: hpack");
 	}

@@ -10,7 +10,10 @@
  *
  * Frame level, not a pair of nghttp2 sessions: responses go through untouched (SK_PT_PASS, no copy;
  * their boundaries are parsed, and the server's SETTINGS read), and so do the client's control frames
- * and the DATA of allowed streams. Only header blocks are re-encoded.
+ * and the DATA of allowed streams. Only header blocks are re-encoded. Two exceptions, both for
+ * `secrets:`: with a body hook, an allowed stream's DATA frames are held whole while its body prefix is
+ * scanned; with a mask (a host a secret lists), every server frame is read whole, DATA masked and header
+ * blocks checked (h2_filter.c, from_server_masked).
  *
  * A request is refused three ways:
  *   - the judge denies it: the agent gets HEADERS (:status from the judge, content-type
@@ -46,6 +49,7 @@
 #include "common/err.h"
 #include "common/strbuf.h"
 #include "common/util.h"
+#include "sidecar/core/secret_swap.h"
 #include "sidecar/inspect/filter.h"
 
 /* One request as the judge sees it: NUL-terminated copies, valid for the call ("" when absent;
@@ -66,7 +70,8 @@ typedef enum sk_h2_decision (*sk_h2_judge_fn)(void *ctx, const struct sk_h2_requ
 					      struct sk_strbuf *body, const char **reason);
 
 /* Sees every regular header field of an allowed request (and of its trailers) on its way out. Returns 0
- * to keep the value, 1 to send new_value instead (empty at the call), < 0 to refuse the stream
+ * to keep the value, 1 to send new_value instead (empty at the call), 2 to leave the field out (a Range
+ * toward a masked host), < 0 to refuse the stream
  * (RST_STREAM INTERNAL_ERROR to the agent; the server side, if it has the stream, gets RST_STREAM
  * CANCEL). *never_index (false at the call, or true when the agent sent it never-indexed) set true
  * sends the field as never-indexed (RFC 7541 §7.1.3: a credential). */
@@ -83,8 +88,20 @@ typedef int (*sk_h2_header_fn)(void *ctx, const struct sk_h2_request *rq, const 
  * h2_malformed_trailers, h2_header_refused (the header hook said no). rq's fields are "" when unknown. */
 typedef void (*sk_h2_refused_fn)(void *ctx, const struct sk_h2_request *rq, const char *reason);
 
+/* Sees the data of an allowed request's DATA frames (padding aside), whole frames in order, with the
+ * stream's scan state, while the state is not done (sk_swap_body_scan stops after its prefix): 0 sends
+ * the frame on, < 0 refuses the stream (the owner wrote its audit line): RST_STREAM to the agent
+ * (INTERNAL_ERROR) and to the server (CANCEL), which already has its headers. Each frame is held until
+ * it is whole while the hook looks; after that, DATA passes as it comes. */
+typedef int (*sk_h2_body_fn)(void *ctx, const struct sk_h2_request *rq, struct sk_swap_body *scan,
+			     const uint8_t *p, size_t n);
+
 struct sk_h2_filter_cfg {
 	sk_h2_judge_fn judge;        /* required */
+	sk_h2_body_fn body;          /* NULL: DATA passes as it comes, unseen */
+	/* Responses masked (a host a secret lists; the values, borrowed, may grow while the filter lives):
+	 * see from_server_masked in h2_filter.c. NULL: the server's frames pass untouched (SK_PT_PASS). */
+	const struct sk_swap_mask *mask;
 	sk_h2_header_fn header;      /* NULL: headers go out as they came */
 	sk_h2_refused_fn refused;    /* NULL: not told */
 	/* A request whose header the hook refused: answered with this status and reason (the judge's answer

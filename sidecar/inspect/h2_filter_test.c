@@ -158,6 +158,31 @@ static ssize_t ok_body(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len,
 	return 2;
 }
 
+static sk_h2_body_fn next_body;   /* the body hook of the next world_init */
+static const struct sk_swap_mask *next_mask;   /* and its response mask */
+/* the server's answer to the next request, when set: these fields, then resp_body in DATA frames of at
+ * most resp_piece bytes each */
+static const nghttp2_nv *resp_nv;
+static size_t resp_nvn, resp_piece, resp_off;
+static const char *resp_body;
+
+static ssize_t piece_body(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len, uint32_t *flags,
+			  nghttp2_data_source *src, void *ud)
+{
+	(void)s;
+	(void)id;
+	(void)src;
+	(void)ud;
+	size_t left = strlen(resp_body) - resp_off, n = left < resp_piece ? left : resp_piece;
+	if (n > len)
+		n = len;
+	memcpy(buf, resp_body + resp_off, n);
+	resp_off += n;
+	if (resp_off == strlen(resp_body))
+		*flags |= NGHTTP2_DATA_FLAG_EOF;
+	return (ssize_t)n;
+}
+
 static const char *heads(struct end *e, int32_t id);
 
 static int srv_on_frame(nghttp2_session *s, const nghttp2_frame *fr, void *ud)
@@ -173,6 +198,12 @@ static int srv_on_frame(nghttp2_session *s, const nghttp2_frame *fr, void *ud)
 					  { (uint8_t *)"x-big", (uint8_t *)big, 5, sizeof(big), 0 } };
 		bool is_big = strstr(heads(e, fr->hd.stream_id), ":path: /v1/big\n") != NULL;
 		nghttp2_data_provider dp = { .read_callback = ok_body };
+		if (resp_nv) {
+			resp_off = 0;
+			dp.read_callback = piece_body;
+			assert_int_equal(nghttp2_submit_response(s, fr->hd.stream_id, resp_nv, resp_nvn, &dp), 0);
+			return 0;
+		}
 		assert_int_equal(nghttp2_submit_response(s, fr->hd.stream_id, nv, is_big ? 2 : 1, &dp), 0);
 	}
 	return 0;
@@ -195,7 +226,9 @@ static void world_init(struct world *w, size_t chunk, bool with_hook)
 	w->chunk = chunk;
 	w->jc.sni = "api.example.com";
 	struct sk_h2_filter_cfg cfg = { .judge = judge, .header = with_hook ? swap_auth : NULL, .refused = refused,
-					.ctx = &w->jc };
+					.ctx = &w->jc, .body = next_body, .mask = next_mask };
+	next_body = NULL;
+	next_mask = NULL;
 	struct sk_err err = { 0 };
 	assert_int_equal(sk_h2_filter_new(&cfg, &w->f, &err), 0);
 
@@ -538,6 +571,179 @@ static void test_denied_upload_returns_window(void **state)
 	assert_int_equal(slot(w.srv.body, a)->len, 50000);
 	assert_string_equal(body_of(&w.cli, a), "ok");
 	world_free(&w);
+}
+
+/* ---- the body scan ---- */
+
+#define BODY_PH "stockade-secret-gh"
+
+static int scan_hook(void *ctx, const struct sk_h2_request *rq, struct sk_swap_body *scan, const uint8_t *p, size_t n)
+{
+	static char *hosts[] = { "api.example.com" }, *in[] = { "authorization" };
+	static struct sk_secret sec = { .name = "gh", .placeholder = BODY_PH, .hosts = hosts, .n_hosts = 1, .in = in,
+					.n_in = 1 };
+	static const struct sk_swap_set set = { &sec, 1, NULL };
+	struct judge_ctx *jc = ctx;
+	struct sk_swap_misuse m;
+	if (!sk_swap_body_scan(scan, &set, p, n, &m))
+		return 0;
+	size_t l = strlen(jc->refused_reasons);
+	(void)snprintf(jc->refused_reasons + l, sizeof(jc->refused_reasons) - l, "%sbody:%s:%s", l ? " " : "", rq->method,
+		       rq->path);
+	return -1;
+}
+
+/* An upload of `left` bytes with the placeholder at `at` (SIZE_MAX: none). */
+struct ph_upload {
+	size_t left, off, at;
+};
+
+static ssize_t ph_body(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len, uint32_t *flags,
+		       nghttp2_data_source *src, void *ud)
+{
+	(void)s;
+	(void)id;
+	(void)ud;
+	struct ph_upload *u = src->ptr;
+	size_t n = len < u->left ? len : u->left;
+	for (size_t i = 0; i < n; i++) {
+		size_t k = u->off + i;
+		buf[i] = u->at != SIZE_MAX && k >= u->at && k < u->at + sizeof(BODY_PH) - 1 ? (uint8_t)BODY_PH[k - u->at] : 'u';
+	}
+	u->off += n;
+	u->left -= n;
+	if (u->left == 0)
+		*flags |= NGHTTP2_DATA_FLAG_EOF;
+	return (ssize_t)n;
+}
+
+/* The placeholder in an upload, across the boundary of two DATA frames (nghttp2 cuts them at 16384):
+ * the frame that completes it never reaches the server, whose stream is cancelled, the agent's is reset,
+ * its window comes back, and the connection goes on; a clean upload and the bytes past the scanned
+ * prefix go through whole. Whole chunks and single bytes. */
+static void test_body_scan_resets_the_stream(void **state)
+{
+	(void)state;
+	for (size_t chunk = 0; chunk <= 1; chunk++) {
+		struct world w;
+		next_body = scan_hook;
+		world_init(&w, chunk, false);
+		pump(&w);
+		struct ph_upload u1 = { .left = 20000, .at = 16384 - 7 };
+		nghttp2_data_provider dp1 = { .source.ptr = &u1, .read_callback = ph_body };
+		int32_t bad = request(&w, "POST", "api.example.com", "/v1/upload", NULL, 0, &dp1);
+		pump(&w);
+		assert_false(w.failed);
+		assert_string_equal(w.jc.refused_reasons, "body:POST:/v1/upload");
+		assert_true(slot(w.srv.body, bad)->len <= 16384);
+		assert_null(memmem(slot(w.srv.body, bad)->p ? slot(w.srv.body, bad)->p : "", slot(w.srv.body, bad)->len,
+				   BODY_PH, sizeof(BODY_PH) - 1));
+		assert_true(w.srv.closed[bad / 2]);
+		assert_int_equal(w.srv.close_code[bad / 2], NGHTTP2_CANCEL);
+		assert_true(w.cli.closed[bad / 2]);
+		assert_int_equal(w.cli.close_code[bad / 2], NGHTTP2_INTERNAL_ERROR);
+		/* a clean upload, and one with the placeholder past the 64 KiB prefix, go through whole */
+		struct ph_upload u2 = { .left = 50000, .at = SIZE_MAX };
+		nghttp2_data_provider dp2 = { .source.ptr = &u2, .read_callback = ph_body };
+		int32_t ok = request(&w, "POST", "api.example.com", "/v1/clean", NULL, 0, &dp2);
+		pump(&w);
+		assert_int_equal(slot(w.srv.body, ok)->len, 50000);
+		assert_string_equal(body_of(&w.cli, ok), "ok");
+		struct ph_upload u3 = { .left = SK_SWAP_BODY_SCAN + 100, .at = SK_SWAP_BODY_SCAN + 10 };
+		nghttp2_data_provider dp3 = { .source.ptr = &u3, .read_callback = ph_body };
+		int32_t late = request(&w, "POST", "api.example.com", "/v1/late", NULL, 0, &dp3);
+		pump(&w);
+		assert_false(w.failed);
+		assert_int_equal(slot(w.srv.body, late)->len, SK_SWAP_BODY_SCAN + 100);
+		assert_string_equal(w.jc.refused_reasons, "body:POST:/v1/upload");
+		/* the refused frames' window came back: the agent can send a full window again */
+		assert_true(nghttp2_session_get_remote_window_size(w.cli.s) > 0);
+		world_free(&w);
+	}
+}
+
+/* ---- the response mask ---- */
+
+#define RVAL "s3cr3t-VALUE-1234"
+#define RSTARS "*****************"
+
+/* A response body echoing the value, cut into DATA frames of every size up to past the value: the agent
+ * reads it with each value masked, same length, the frames' flow control intact; byte-at-a-time too. */
+static void test_response_data_masked_across_frames(void **state)
+{
+	(void)state;
+	struct sk_swap_mask mk = { 0 };
+	assert_int_equal(sk_swap_mask_add(&mk, RVAL, sizeof(RVAL) - 1), 0);
+	static const nghttp2_nv nv[] = { { (uint8_t *)":status", (uint8_t *)"200", 7, 3, 0 } };
+	resp_nv = nv;
+	resp_nvn = 1;
+	resp_body = "auth=Bearer " RVAL "\nagain=" RVAL RVAL "\ns3cr3t-VAL end";
+	const char *want = "auth=Bearer " RSTARS "\nagain=" RSTARS RSTARS "\ns3cr3t-VAL end";
+	for (size_t piece = 1; piece <= 24; piece++) {
+		for (size_t chunk = 0; chunk <= (piece == 5 ? 1u : 0u); chunk++) {
+			struct world w;
+			next_mask = &mk;
+			world_init(&w, chunk, false);
+			resp_piece = piece;
+			int32_t id = request(&w, "GET", "api.example.com", "/v1/echo", NULL, 0, NULL);
+			pump(&w);
+			assert_false(w.failed);
+			if (strcmp(body_of(&w.cli, id), want) != 0)
+				fail_msg("piece %zu: %s", piece, body_of(&w.cli, id));
+			/* a second stream on the same connection, its own mask state */
+			int32_t id2 = request(&w, "GET", "api.example.com", "/v1/echo2", NULL, 0, NULL);
+			pump(&w);
+			assert_string_equal(body_of(&w.cli, id2), want);
+			world_free(&w);
+		}
+	}
+	resp_nv = NULL;
+	sk_swap_mask_free(&mk);
+}
+
+/* A value in a response header (HPACK-coded: not maskable in place), or a body the mask cannot search
+ * (gzip, 206): the connection fails closed before any of that block reaches the agent. Without the value,
+ * headers pass. */
+static void test_response_header_with_value_fails_closed(void **state)
+{
+	(void)state;
+	struct sk_swap_mask mk = { 0 };
+	assert_int_equal(sk_swap_mask_add(&mk, RVAL, sizeof(RVAL) - 1), 0);
+	static const nghttp2_nv echo[] = { { (uint8_t *)":status", (uint8_t *)"200", 7, 3, 0 },
+					   { (uint8_t *)"x-echo", (uint8_t *)"Bearer " RVAL, 6, 7 + sizeof(RVAL) - 1, 0 } };
+	static const nghttp2_nv gz[] = { { (uint8_t *)":status", (uint8_t *)"200", 7, 3, 0 },
+					 { (uint8_t *)"content-encoding", (uint8_t *)"gzip", 16, 4, 0 } };
+	static const nghttp2_nv part[] = { { (uint8_t *)":status", (uint8_t *)"206", 7, 3, 0 } };
+	static const nghttp2_nv fine[] = { { (uint8_t *)":status", (uint8_t *)"200", 7, 3, 0 },
+					   { (uint8_t *)"x-echo", (uint8_t *)"Bearer s3cr3t", 6, 13, 0 } };
+	const struct { const nghttp2_nv *nv; const char *reason; } cases[] = {
+		{ echo, "secret_in_response_header" }, { gz, "upstream_encoding" }, { part, "upstream_encoding" },
+		{ fine, NULL },
+	};
+	resp_body = "body";
+	resp_piece = 100;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct world w;
+		next_mask = &mk;
+		world_init(&w, 0, false);
+		resp_nv = cases[i].nv;
+		resp_nvn = 2 - (cases[i].nv == part);
+		int32_t id = request(&w, "GET", "api.example.com", "/v1/x", NULL, 0, NULL);
+		pump(&w);
+		if (cases[i].reason) {
+			assert_true(w.failed);
+			assert_string_equal(w.fail_reason, cases[i].reason);
+			assert_null(strstr(heads(&w.cli, id), RVAL));
+			assert_string_equal(heads(&w.cli, id), "");
+		} else {
+			assert_false(w.failed);
+			assert_non_null(strstr(heads(&w.cli, id), "x-echo: Bearer s3cr3t\n"));
+			assert_string_equal(body_of(&w.cli, id), "body");
+		}
+		world_free(&w);
+	}
+	resp_nv = NULL;
+	sk_swap_mask_free(&mk);
 }
 
 static ssize_t body_then_trailers(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len, uint32_t *flags,
@@ -1030,6 +1236,9 @@ int main(void)
 		cmocka_unit_test(test_hpack_garbage_goaway),
 		cmocka_unit_test(test_truncated_at_close),
 		cmocka_unit_test(test_bad_preface),
+		cmocka_unit_test(test_body_scan_resets_the_stream),
+		cmocka_unit_test(test_response_data_masked_across_frames),
+		cmocka_unit_test(test_response_header_with_value_fails_closed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

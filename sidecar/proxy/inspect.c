@@ -183,8 +183,25 @@ static enum sk_h2_decision h2_judge(void *ctx, const struct sk_h2_request *rq, i
 	return SK_H2_DENY;
 }
 
+/* The values a secret may send to this connection's host go into the response mask (each at most once;
+ * a rotated value joins the old one, which the server may still echo). false: out of memory. */
+static bool mask_values(struct conn *c, struct sk_swap_mask *mk, const struct sk_swap_set *s, const char *host)
+{
+	for (size_t i = 0; i < s->n && s->values; i++) {
+		struct sk_swap_set one = { .secrets = &s->secrets[i], .n = 1, .values = &s->values[i] };
+		if (s->values[i].val && sk_swap_host_listed(&one, host) &&
+		    sk_swap_mask_add(mk, s->values[i].val, s->values[i].len) < 0) {
+			sk_log(SK_LOG_WARN, "proxy: inspected connection to %s: out of memory masking a secret", c->name);
+			return false;
+		}
+	}
+	return true;
+}
+
 /* The HTTP/1 filter's rewrite hook: the placeholders of `secrets:` swapped for their values in the
- * headers and toward the hosts and paths each secret lists; anything else carrying one is refused. */
+ * headers and toward the hosts and paths each secret lists; anything else carrying one is refused. Toward
+ * a host a secret lists, the head also asks for the response whole and identity-coded, the form the
+ * response mask searches (sk_swap_h1_body_form). */
 static int h1_rewrite(void *ctx, uint32_t request, const uint8_t *head, size_t n, const struct sk_http_head *h,
 		      struct sk_strbuf *out, const char **reason)
 {
@@ -193,16 +210,61 @@ static int h1_rewrite(void *ctx, uint32_t request, const uint8_t *head, size_t n
 	if (!s.n)
 		return 0;
 	char addr[SK_ADDR_STRLEN];
+	const char *host = conn_sni(c, addr);
 	struct sk_swap_misuse m = { 0 };
-	enum sk_swap_result r = sk_swap_h1_head(&s, conn_sni(c, addr), head, n, out, &m);
+	enum sk_swap_result r = sk_swap_h1_head(&s, host, head, n, out, &m);
+	if ((r == SK_SWAP_NONE || r == SK_SWAP_SWAPPED) && sk_swap_host_listed(&s, host)) {
+		if (!mask_values(c, sk_h1_filter_mask(c->filter), &s, host)) {
+			r = SK_SWAP_NOMEM;
+		} else {
+			struct sk_strbuf form = { 0 };
+			const uint8_t *cur = r == SK_SWAP_SWAPPED ? (const uint8_t *)out->p : head;
+			size_t curlen = r == SK_SWAP_SWAPPED ? out->len : n;
+			enum sk_swap_result f = sk_swap_h1_body_form(cur, curlen, &form);
+			if (f == SK_SWAP_SWAPPED) {
+				sk_strbuf_reset(out);
+				(void)sk_strbuf_put(out, form.p, form.len);
+				r = sk_strbuf_ok(out) < 0 ? SK_SWAP_NOMEM : SK_SWAP_SWAPPED;
+			} else if (f != SK_SWAP_NONE) {
+				r = SK_SWAP_NOMEM;
+			}
+			if (form.p)
+				explicit_bzero(form.p, form.cap);   /* it holds the swapped value */
+			sk_strbuf_free(&form);
+		}
+	}
 	if (r == SK_SWAP_NONE)
 		return 0;
 	if (r == SK_SWAP_SWAPPED)
 		return 1;
+	if (out->p) {
+		explicit_bzero(out->p, out->cap);
+		sk_strbuf_reset(out);
+	}
 	*reason = "credential_misuse";
 	if (r != SK_SWAP_MISUSE)   /* a head the swap cannot read safely, or out of memory: refused all the same */
 		return h1_refuse(c, request, "credential_misuse", h->method, NULL) ? -1 : 0;
 	return misuse(c, request, &s, &m, h->method) ? -1 : 0;
+}
+
+/* The filters' body hook: the body prefix a request sends carries no placeholder or value (a credential
+ * goes in the headers a secret lists, never in a body). Its deny line here, once per body. */
+static int body_scan(void *ctx, uint32_t request, const char *method, struct sk_swap_body *scan, const uint8_t *p,
+		     size_t n)
+{
+	struct conn *c = ctx;
+	struct sk_swap_set s = swap_set(c);
+	struct sk_swap_misuse m = { 0 };
+	if (!s.n || !sk_swap_body_scan(scan, &s, p, n, &m))
+		return 0;
+	return misuse(c, request, &s, &m, method) ? -1 : 0;
+}
+
+/* The HTTP/2 filter's body hook: the same scan, per stream (its line numbered as the last request). */
+static int h2_body(void *ctx, const struct sk_h2_request *rq, struct sk_swap_body *scan, const uint8_t *p, size_t n)
+{
+	struct conn *c = ctx;
+	return body_scan(c, c->request, rq->method, scan, p, n);
 }
 
 /* The HTTP/2 filter's header hook: the same swap, one field at a time; a swapped field goes out
@@ -217,8 +279,19 @@ static int h2_header(void *ctx, const struct sk_h2_request *rq, const uint8_t *n
 		return 0;
 	char addr[SK_ADDR_STRLEN];
 	struct sk_swap_misuse m = { 0 };
-	enum sk_swap_result r = sk_swap_h2_header(&s, conn_sni(c, addr), rq->path, strlen(rq->path), (const char *)name,
+	const char *host = conn_sni(c, addr);
+	enum sk_swap_result r = sk_swap_h2_header(&s, host, rq->path, strlen(rq->path), (const char *)name,
 						  namelen, (const char *)value, valuelen, new_value, never_index, &m);
+	if (r == SK_SWAP_SWAPPED && c->h2_mask && !mask_values(c, c->h2_mask, &s, host))
+		r = SK_SWAP_NOMEM;   /* a rotated value the response mask must know first */
+	if (r == SK_SWAP_NONE && c->h2_mask) {
+		/* toward a masked host: the response whole and identity-coded (sk_swap_h2_body_form) */
+		int form = sk_swap_h2_body_form((const char *)name, namelen);
+		if (form == 1)
+			(void)sk_strbuf_puts(new_value, "identity");
+		if (form)
+			return sk_strbuf_ok(new_value) < 0 ? -1 : form;
+	}
 	if (r == SK_SWAP_NONE)
 		return 0;
 	if (r == SK_SWAP_SWAPPED)
@@ -251,10 +324,20 @@ static struct sk_pt_filter *select_filter(void *ctx, const char *alpn)
 	struct conn *c = ctx;
 	struct sk_err err = { 0 };
 	char addr[SK_ADDR_STRLEN];
+	struct sk_swap_set s = swap_set(c);
 	if (strcmp(alpn, "h2") == 0) {
 		struct sk_h2_filter_cfg cfg = { .judge = h2_judge, .header = h2_header, .refused = h2_refused, .ctx = c,
 						 .header_refusal_status = 403,
 						 .header_refusal_reason = "credential_misuse" };
+		if (s.n)
+			cfg.body = h2_body;   /* without secrets, DATA stays zero-copy */
+		if (s.n && sk_swap_host_listed(&s, conn_sni(c, addr))) {
+			/* a host a secret lists may echo its value: responses masked (h2_filter.h) */
+			if (!(c->h2_mask = calloc(1, sizeof(*c->h2_mask))) ||
+			    !mask_values(c, c->h2_mask, &s, conn_sni(c, addr)))
+				return NULL;
+			cfg.mask = c->h2_mask;
+		}
 		if (sk_h2_filter_new(&cfg, &c->filter, &err) < 0) {
 			sk_log(SK_LOG_WARN, "proxy: inspected connection to %s: %s", c->name, err.msg);
 			return NULL;
@@ -263,9 +346,17 @@ static struct sk_pt_filter *select_filter(void *ctx, const char *alpn)
 	}
 	if (alpn[0] && strcmp(alpn, "http/1.1") != 0)
 		return NULL;
-	struct sk_h1_hooks hooks = { .ctx = c, .judge = h1_judge, .refuse = h1_refuse, .rewrite = h1_rewrite };
-	if (sk_h1_filter_new(conn_sni(c, addr), c->rule_label, &hooks, &c->filter, &err) < 0) {
+	struct sk_h1_hooks hooks = { .ctx = c, .judge = h1_judge, .refuse = h1_refuse, .rewrite = h1_rewrite,
+				     .body = body_scan };
+	const char *sni = conn_sni(c, addr);
+	if (sk_h1_filter_new(sni, c->rule_label, &hooks, &c->filter, &err) < 0) {
 		sk_log(SK_LOG_WARN, "proxy: inspected connection to %s: %s", c->name, err.msg);
+		return NULL;
+	}
+	/* a host a secret lists may echo its value: every response on the connection is masked */
+	if (s.n && sk_swap_host_listed(&s, sni) && !mask_values(c, sk_h1_filter_mask(c->filter), &s, sni)) {
+		c->filter->ops->free(c->filter);
+		c->filter = NULL;
 		return NULL;
 	}
 	return c->filter;
@@ -278,6 +369,11 @@ void bridge_free(struct conn *c)
 	if (c->filter)
 		c->filter->ops->free(c->filter);
 	c->filter = NULL;
+	if (c->h2_mask) {
+		sk_swap_mask_free(c->h2_mask);
+		free(c->h2_mask);
+		c->h2_mask = NULL;
+	}
 }
 
 /* Charges the plaintext moved since the last look to the rule's budget; true when an enforced budget is

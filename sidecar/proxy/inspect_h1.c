@@ -15,6 +15,7 @@
 struct owed {
 	bool local;
 	bool head_method;    /* a HEAD request: its response has no body whatever it says */
+	uint32_t request;    /* its number (the audit line of a refused response) */
 	bool close;          /* local: the connection ends after it */
 	char *answer;        /* local: owned */
 	size_t len;
@@ -56,6 +57,19 @@ struct h1 {
 	 * its end is counted (a PASS); once not, it is copied into to_peer */
 	bool contig;
 	size_t fwd_end;
+	/* the body of the request being sent: its misuse scan (hooks.body) */
+	struct sk_swap_body scan;
+	char method[16];
+	/* masking (sk_h1_filter_mask): the response bytes not sent yet, in order (mpend); the spans of it
+	 * that are content the mask has not released yet (their bytes in mpend are the raw ones, rewritten
+	 * as the mask releases them); a head in progress, from head_at, held until it is judged whole */
+	bool masking;
+	bool head_held;
+	struct sk_swap_mask mask;
+	struct sk_strbuf mpend, mtmp;
+	struct span { size_t off, len; } *spans;
+	size_t nspans, capspans, span_done;
+	size_t head_at;
 };
 
 static struct h1 *h1_of(struct sk_pt_filter *f)
@@ -308,9 +322,32 @@ static int judge_head(struct h1 *h, const uint8_t *head, size_t n, const struct 
 		}
 	}
 allowed:
-	if (q_push(h, (struct owed){ .head_method = strcmp(hd->method, "HEAD") == 0 }) < 0)
+	if (q_push(h, (struct owed){ .head_method = strcmp(hd->method, "HEAD") == 0, .request = h->request }) < 0)
 		return -ENOSPC;
+	if (h->scan.seen || h->scan.tail || h->scan.done)
+		sk_swap_body_reset(&h->scan);
+	_Static_assert(sizeof(h->method) == sizeof(hd->method), "the head's method, copied whole");
+	memcpy(h->method, hd->method, sizeof(h->method));   /* NUL-terminated by the parser */
 	return sent;
+}
+
+/* The body hook refused the request being sent: its head and part of its body went on, so nothing more
+ * of the agent's does, and the connection ends. The agent gets the 403 in its turn when the server has
+ * not begun answering the request; else (an early response under way) the connection just closes. */
+static int refuse_body(struct h1 *h, bool *close_now)
+{
+	h->ended = true;
+	struct owed *last = h->q_len ? &h->q[(h->q_head + h->q_len - 1) % h->q_cap] : NULL;
+	bool begun = h->q_len == 1 && (h->rs != RS_HEAD || h->line.len > 0);
+	if (!last || last->local || begun) {
+		*close_now = true;
+		return 0;
+	}
+	h->q_len--;   /* the server's answer to it is not awaited any more: ours takes its place */
+	*last = (struct owed){ 0 };
+	size_t len = 0;
+	char *a = sk_req_answer(403, "Forbidden", "credential_misuse", h->rule_label, h->method, h->sni, "", true, &len);
+	return owe_answer(h, a, len, true);
 }
 
 /* A framing error or an oversized head: refused with a 400 that ends the connection. */
@@ -355,8 +392,22 @@ static enum sk_pt_verdict from_client(struct sk_pt_filter *f, const uint8_t *buf
 		struct sk_http_head hd = { 0 };
 		const char *why = NULL;
 		int rc;
+		enum sk_track_state st = h->track.st;
 		switch (sk_http_track_next(&h->track, data + off, dlen - off, &n, &hd, &why)) {
 		case SK_TRACK_FORWARD:
+			if ((st == SK_TS_BODY || st == SK_TS_CHUNK_DATA) && h->hooks.body && !h->scan.done &&
+			    h->hooks.body(h->hooks.ctx, h->request, h->method, &h->scan, data + off, n) < 0) {
+				bool close_now = false;
+				if (refuse_body(h, &close_now) < 0) {
+					o->reason = "client_data_refused";
+					return SK_PT_FAIL;
+				}
+				if (close_now)
+					o->close_after = true;
+				off = dlen;
+				stop = true;
+				break;
+			}
 			out_range(h, o, data, off, off + n);
 			off += n;
 			break;
@@ -535,6 +586,142 @@ static size_t collect(struct h1 *h, const uint8_t *p, size_t n, bool whole_head,
 	return n;
 }
 
+/* ---- masking (sk_h1_filter_mask) ---- */
+
+/* Response bytes that are not content (chunk framing): in order, not searched. */
+static void m_frame(struct h1 *h, const void *p, size_t n)
+{
+	(void)sk_strbuf_put(&h->mpend, p, n);
+}
+
+/* The mask released r[0..k): written over the oldest content bytes it had not released. */
+static void m_fill(struct h1 *h, const uint8_t *r, size_t k)
+{
+	while (k && h->nspans) {
+		struct span *sp = &h->spans[0];
+		size_t take = sp->len - h->span_done < k ? sp->len - h->span_done : k;
+		memcpy(h->mpend.p + sp->off + h->span_done, r, take);
+		h->span_done += take;
+		r += take;
+		k -= take;
+		if (h->span_done == sp->len) {
+			memmove(h->spans, h->spans + 1, (h->nspans - 1) * sizeof(*h->spans));
+			h->nspans--;
+			h->span_done = 0;
+		}
+	}
+}
+
+/* Content bytes: kept in order, searched by the mask. -ENOMEM. */
+static int m_content(struct h1 *h, const uint8_t *p, size_t n, bool final)
+{
+	if (n) {
+		if (h->nspans == h->capspans) {
+			size_t cap = h->capspans ? h->capspans * 2 : 8;
+			struct span *ns = realloc(h->spans, cap * sizeof(*ns));
+			if (!ns)
+				return -ENOMEM;
+			h->spans = ns;
+			h->capspans = cap;
+		}
+		h->spans[h->nspans++] = (struct span){ h->mpend.len, n };
+		(void)sk_strbuf_put(&h->mpend, p, n);
+	}
+	if (!n && !final)
+		return 0;
+	if (!n && !sk_swap_mask_held(&h->mask) && !h->nspans)
+		return 0;
+	sk_strbuf_reset(&h->mtmp);
+	if (sk_swap_mask_run(&h->mask, p, n, final, &h->mtmp) < 0 || sk_strbuf_ok(&h->mpend) < 0)
+		return -ENOMEM;
+	m_fill(h, (const uint8_t *)h->mtmp.p, h->mtmp.len);
+	return 0;
+}
+
+/* What is final goes to the agent: everything before the first byte the mask holds, and before a head
+ * not judged yet. */
+static void m_release(struct h1 *h, struct sk_pt_out *o)
+{
+	size_t n = h->nspans ? h->spans[0].off + h->span_done : h->mpend.len;
+	if (h->head_held && h->head_at < n)
+		n = h->head_at;
+	if (!n)
+		return;
+	(void)sk_strbuf_put(&o->to_peer, h->mpend.p, n);
+	memmove(h->mpend.p, h->mpend.p + n, h->mpend.len - n);
+	explicit_bzero(h->mpend.p + h->mpend.len - n, n);
+	h->mpend.len -= n;
+	for (size_t i = 0; i < h->nspans; i++)
+		h->spans[i].off -= n;
+	h->head_at = h->head_at > n ? h->head_at - n : 0;
+}
+
+/* Whether the mask can search the body of the response head p[0..n) (status): whole and identity-coded. */
+static bool maskable(const char *p, size_t n, int status)
+{
+	if (status == 206 || status == 226)
+		return false;   /* a part may begin inside a value; a delta carries none of it whole */
+	for (size_t off = 0; off < n;) {
+		const char *l = p + off, *e = memchr(l, '\n', n - off);
+		size_t ll = e ? (size_t)(e - l) : n - off;
+		off += ll + 1;
+		bool ce = ll > 17 && !strncasecmp(l, "content-encoding:", 17);
+		bool te = ll > 18 && !strncasecmp(l, "transfer-encoding:", 18);
+		if (!ce && !te)
+			continue;
+		/* every listed coding must be identity (or, for Transfer-Encoding, chunked) */
+		const char *v = l + (ce ? 17 : 18), *ve = l + ll;
+		while (v < ve) {
+			while (v < ve && (*v == ' ' || *v == '\t' || *v == ',' || *v == '\r'))
+				v++;
+			const char *t = v;
+			while (v < ve && *v != ',' && *v != ';' && *v != ' ' && *v != '\t' && *v != '\r')
+				v++;
+			size_t tl = (size_t)(v - t);
+			while (v < ve && *v != ',')
+				v++;   /* parameters */
+			if (!tl || (tl == 8 && !strncasecmp(t, "identity", 8)) || (te && tl == 7 && !strncasecmp(t, "chunked", 7)))
+				continue;
+			return false;
+		}
+	}
+	return true;
+}
+
+/* A whole response head was collected (masked connection): refused when its body cannot be searched.
+ * true: refused, the connection ends after our 502. */
+static bool m_judge_head(struct h1 *h, int status, uint32_t request)
+{
+	h->head_held = false;
+	if (status < 200 || maskable(h->line.p, h->line.len, status))
+		return false;
+	if (h->hooks.refuse && !h->hooks.refuse(h->hooks.ctx, request, "upstream_encoding", NULL, NULL))
+		return false;   /* mode audit: it goes on (unsearchable) */
+	/* nothing of this head reached the agent: it is dropped, our answer goes instead */
+	explicit_bzero(h->mpend.p + h->head_at, h->mpend.len - h->head_at);
+	h->mpend.len = h->head_at;
+	h->nspans = 0;
+	h->span_done = 0;
+	sk_strbuf_reset(&h->mtmp);
+	(void)sk_swap_mask_run(&h->mask, NULL, 0, true, &h->mtmp);   /* resets the matchers; bytes dropped */
+	sk_strbuf_reset(&h->mtmp);
+	size_t len = 0;
+	char *a = sk_req_answer(502, "Bad Gateway", "upstream_encoding", h->rule_label, NULL, h->sni, "", true, &len);
+	if (a)
+		m_frame(h, a, len);
+	free(a);
+	return true;
+}
+
+struct sk_swap_mask *sk_h1_filter_mask(struct sk_pt_filter *f)
+{
+	struct h1 *h = h1_of(f);
+	h->masking = true;
+	return &h->mask;
+}
+
+/* ---- the server's responses ---- */
+
 static enum sk_pt_verdict from_server(struct sk_pt_filter *f, const uint8_t *buf, size_t len, struct sk_pt_out *o)
 {
 	struct h1 *h = h1_of(f);
@@ -542,18 +729,42 @@ static enum sk_pt_verdict from_server(struct sk_pt_filter *f, const uint8_t *buf
 	size_t off = 0;
 	bool closed = false;
 	struct sk_strbuf ours = { 0 };
-	while (off < len && !closed) {
+	int mrc = 0;
+	while (off < len && !closed && mrc == 0) {
 		if (flush_local(h, &ours, &closed)) {
-			out_insert(h, o, buf, ours.p, ours.len);
+			if (h->masking)
+				m_frame(h, ours.p, ours.len);
+			else
+				out_insert(h, o, buf, ours.p, ours.len);
 			sk_strbuf_reset(&ours);
 			if (closed)
 				break;
 		}
 		size_t n = len - off;
-		bool done = false;
+		bool done = false, content = true;
 		switch (h->rs) {
 		case RS_HEAD:
+			if (h->masking && h->line.len == 0) {
+				h->head_held = true;
+				h->head_at = h->mpend.len;
+			}
 			n = collect(h, buf + off, len - off, true, &done);
+			if (h->rs != RS_HEAD)
+				h->head_held = false;   /* a head beyond what we follow: it goes on as it is, masked */
+			if (done && h->masking) {
+				/* the head's bytes go into the mask first: the refusal drops them all */
+				mrc = m_content(h, buf + off, n, false);
+				off += n;
+				n = 0;
+				int status = status_of(h->line.p, h->line.len);
+				struct owed *e = q_front(h);
+				uint32_t request = e && !e->local ? e->request : h->request;
+				if (m_judge_head(h, status, request)) {
+					closed = true;
+					sk_strbuf_reset(&h->line);
+					break;
+				}
+			}
 			if (done) {
 				response_head(h);
 				sk_strbuf_reset(&h->line);
@@ -570,7 +781,22 @@ static enum sk_pt_verdict from_server(struct sk_pt_filter *f, const uint8_t *buf
 		case RS_CHUNK_SIZE:
 		case RS_CHUNK_CRLF:
 		case RS_TRAILERS:
+			content = h->rs == RS_TRAILERS;
+			if (h->masking && !content && h->line.len == 0) {
+				/* framing the mask does not search (a value there would be masked out of place):
+				 * held until the line is whole, and refused if it carries one */
+				h->head_held = true;
+				h->head_at = h->mpend.len;
+			}
 			n = collect(h, buf + off, len - off, false, &done);
+			if (h->masking && !content && (done || h->rs == RS_UNTIL_CLOSE)) {
+				h->head_held = false;
+				if (done && sk_swap_mask_finds(&h->mask, (const uint8_t *)h->line.p, h->line.len)) {
+					sk_strbuf_reset(&h->line);
+					mrc = -EPROTO;
+					break;
+				}
+			}
 			if (!done)
 				break;
 			if (h->rs == RS_CHUNK_CRLF) {
@@ -595,24 +821,61 @@ static enum sk_pt_verdict from_server(struct sk_pt_filter *f, const uint8_t *buf
 		case RS_UNTIL_CLOSE:
 			break;
 		}
-		out_range(h, o, buf, off, off + n);
+		if (!h->masking) {
+			out_range(h, o, buf, off, off + n);
+		} else if (n) {
+			if (content)
+				mrc = m_content(h, buf + off, n, false);
+			else
+				m_frame(h, buf + off, n);
+		}
 		off += n;
+		/* between two responses: the last one is released whole (nothing can straddle into the next) */
+		if (h->masking && mrc == 0 && h->rs == RS_HEAD && h->line.len == 0)
+			mrc = m_content(h, NULL, 0, true);
 	}
-	if (!closed && flush_local(h, &ours, &closed))
-		out_insert(h, o, buf, ours.p, ours.len);
+	if (!closed && flush_local(h, &ours, &closed)) {
+		if (h->masking)
+			m_frame(h, ours.p, ours.len);
+		else
+			out_insert(h, o, buf, ours.p, ours.len);
+	}
 	sk_strbuf_free(&ours);
 	if (closed)
 		o->close_after = true;
-	return out_end(h, o, true, len, buf);
+	if (!h->masking)
+		return out_end(h, o, true, len, buf);
+	m_release(h, o);
+	if (mrc < 0 || sk_strbuf_ok(&h->mpend) < 0 || sk_strbuf_ok(&o->to_peer) < 0) {
+		/* a response that cannot be masked is not relayed */
+		sk_strbuf_reset(&o->to_peer);
+		o->reason = mrc == -EPROTO ? "secret_in_response_header" : "client_data_refused";
+		return SK_PT_FAIL;
+	}
+	return SK_PT_EMIT;
 }
 
 static enum sk_pt_verdict on_closed(struct sk_pt_filter *f, bool client_side, struct sk_pt_out *o)
 {
-	(void)o;
 	struct h1 *h = h1_of(f);
-	if (client_side)
+	if (client_side) {
 		sk_strbuf_reset(&h->pend);   /* a head cut short never goes on */
-	return SK_PT_PASS;
+		return SK_PT_PASS;
+	}
+	if (!h->masking)
+		return SK_PT_PASS;
+	/* the server's end: what the mask held goes, masked (a head cut short too: the agent sees it cut) */
+	h->head_held = false;
+	if (m_content(h, NULL, 0, true) < 0) {
+		o->reason = "client_data_refused";
+		return SK_PT_FAIL;
+	}
+	m_release(h, o);
+	if (sk_strbuf_ok(&o->to_peer) < 0) {
+		o->reason = "client_data_refused";
+		return SK_PT_FAIL;
+	}
+	return SK_PT_EMIT;
 }
 
 static void h1_free(struct sk_pt_filter *f)
@@ -627,6 +890,15 @@ static void h1_free(struct sk_pt_filter *f)
 	sk_strbuf_free(&h->pend2);
 	sk_strbuf_free(&h->line);
 	sk_strbuf_free(&h->swapped);
+	sk_swap_body_reset(&h->scan);
+	sk_swap_mask_free(&h->mask);
+	if (h->mpend.p)
+		explicit_bzero(h->mpend.p, h->mpend.cap);
+	sk_strbuf_free(&h->mpend);
+	if (h->mtmp.p)
+		explicit_bzero(h->mtmp.p, h->mtmp.cap);
+	sk_strbuf_free(&h->mtmp);
+	free(h->spans);
 	free(h);
 }
 

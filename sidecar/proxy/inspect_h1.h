@@ -11,8 +11,20 @@
  * connection going; one with a body, a framing error (400) or a websocket upgrade ends it (Connection:
  * close). Nothing the filter did not judge reaches the server: a head cut short at the end is dropped.
  *
- * Owns: the framing state both ways and the bytes of an unfinished head. The owner (the proxy's
- * connection) owns the audit lines: judge and refuse write them. Pure (no I/O); single-threaded. */
+ * Secrets (core/secret_swap.h): the body prefix of every request is shown to the body hook (the misuse
+ * scan); a refusal there comes after the head and part of the body went on, so the server holds a partial
+ * request: nothing more of the agent's is sent, the agent gets the 403 when nothing is owed before it, and
+ * the connection closes. On a connection whose responses may echo a value (sk_h1_filter_mask), every
+ * response byte the agent reads — head, body, chunk data and trailers, not the chunk framing — goes
+ * through the mask, which keeps lengths (Content-Length and chunk sizes hold) and may hold the end of a
+ * record back until the next one shows whether a value straddles them; a response is released whole at
+ * its end. Its head is held until complete: a body the mask cannot search (a Content-Encoding or a
+ * Transfer-Encoding coding other than chunked, 206 or 226) is refused, 502 upstream_encoding, and the
+ * connection closed. A connection without a mask keeps the zero-copy path (SK_PT_PASS).
+ *
+ * Owns: the framing state both ways, the bytes of an unfinished head, the mask and the bytes it holds.
+ * The owner (the proxy's connection) owns the audit lines: judge and refuse write them. Pure (no I/O);
+ * single-threaded. */
 #ifndef SK_SIDECAR_PROXY_INSPECT_H1_H
 #define SK_SIDECAR_PROXY_INSPECT_H1_H
 
@@ -22,6 +34,7 @@
 
 #include "common/err.h"
 #include "common/util.h"
+#include "sidecar/core/secret_swap.h"
 #include "sidecar/inspect/filter.h"
 #include "sidecar/proxy/http_head.h"
 #include "sidecar/proxy/requests_gate.h"
@@ -47,6 +60,11 @@ struct sk_h1_hooks {
 	 * (static; the owner wrote its audit line), answered 403 and the connection closed. NULL: none. */
 	int (*rewrite)(void *ctx, uint32_t request, const uint8_t *head, size_t n, const struct sk_http_head *h,
 		       struct sk_strbuf *out, const char **reason);
+	/* Sees the body bytes of request `request` (Content-Length bytes or chunk data, not the framing) as
+	 * they go on, with the request's scan state (reset for each request): 0 goes on, < 0 refuses it (the
+	 * owner wrote its audit line; mode enforce). NULL: none. */
+	int (*body)(void *ctx, uint32_t request, const char *method, struct sk_swap_body *scan, const uint8_t *p,
+		    size_t n);
 };
 
 /* A filter for a connection whose TLS names sni (a DNS name, or the destination address as text when the
@@ -54,6 +72,11 @@ struct sk_h1_hooks {
  * ops->free. */
 SK_MUST_USE int sk_h1_filter_new(const char *sni, const char *rule_label, const struct sk_h1_hooks *hooks,
 				 struct sk_pt_filter **out, struct sk_err *err);
+
+/* Turns masking on for the responses of the connection (from the next byte the server sends) and returns
+ * the mask, for the owner to add values to (sk_swap_mask_add: each value a secret may send to this
+ * host, now and whenever a swap sends a rotated one). */
+struct sk_swap_mask *sk_h1_filter_mask(struct sk_pt_filter *f);
 
 /* Requests seen on the connection so far. */
 uint32_t sk_h1_filter_requests(const struct sk_pt_filter *f);

@@ -1,7 +1,9 @@
 /* sidecar/proxy/inspect_h1_test.c — the HTTP/1 filter of inspected connections, fed chunks the way the
  * bridge would: every request judged (rule: GET and HEAD under /repos/acme), Host checked against the SNI,
  * a refused request answered in order between responses, a request smuggled behind an allowed one in
- * the same record refused, heads split over records and pipelined heads, bodies and framing errors. */
+ * the same record refused, heads split over records and pipelined heads, bodies and framing errors; the
+ * secrets' response mask (a value across records and chunks, compressed bodies refused) and the body
+ * scan (a placeholder cut anywhere ends the connection). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -329,6 +331,278 @@ static void test_mode_audit_lets_it_through(void **state)
 	sk_strbuf_free(&down);
 }
 
+/* ---- secrets: the response mask and the body scan ---- */
+
+#define VAL "s3cr3t-VALUE-1234"
+#define STARS "*****************"
+#define PLH "stockade-secret-gh"
+
+static char *sec_hosts[] = { "api.example.com" };
+static char *sec_in[] = { "authorization" };
+static struct sk_secret sec[] = { { .name = "gh", .placeholder = PLH, .hosts = sec_hosts, .n_hosts = 1,
+				    .in = sec_in, .n_in = 1 } };
+static const struct sk_secret_value sec_val[] = { { VAL, sizeof(VAL) - 1 } };
+static const struct sk_swap_set sec_set = { sec, 1, sec_val };
+
+static int scan_body(void *ctx, uint32_t request, const char *method, struct sk_swap_body *scan, const uint8_t *p,
+		     size_t n)
+{
+	struct fx *x = ctx;
+	struct sk_swap_misuse m;
+	if (!sk_swap_body_scan(scan, &sec_set, p, n, &m))
+		return 0;
+	size_t l = strlen(x->reasons);
+	(void)snprintf(x->reasons + l, sizeof(x->reasons) - l, "%scredential_misuse#%u:%s", l ? "," : "", request,
+		       method);
+	return x->audit_mode ? 0 : -1;
+}
+
+/* A fresh filter with no request rules (every request may go), the body scan, and masking when asked. */
+static struct sk_pt_filter *secret_filter(struct fx *x, bool masked)
+{
+	struct sk_h1_hooks hooks = { .ctx = x, .refuse = refuse, .body = scan_body };
+	struct sk_err err = { 0 };
+	struct sk_pt_filter *f = NULL;
+	assert_int_equal(sk_h1_filter_new("api.example.com", "gh", &hooks, &f, &err), 0);
+	if (masked)
+		assert_int_equal(sk_swap_mask_add(sk_h1_filter_mask(f), VAL, sizeof(VAL) - 1), 0);
+	return f;
+}
+
+/* Feeds s to the filter's server side cut every `cut` bytes, then the server's close; what the agent got. */
+static void serve_cut(struct sk_pt_filter *f, const char *s, size_t cut, struct sk_strbuf *down, bool *closed)
+{
+	struct sk_pt_out o = { 0 };
+	size_t n = strlen(s);
+	*closed = false;
+	for (size_t off = 0; off < n && !*closed; off += cut) {
+		size_t k = off + cut > n ? n - off : cut;
+		sk_pt_out_reset(&o);
+		enum sk_pt_verdict v = f->ops->from_server(f, (const uint8_t *)s + off, k, &o);
+		assert_int_not_equal(v, SK_PT_FAIL);
+		if (v == SK_PT_PASS)
+			(void)sk_strbuf_put(down, s + off, k);
+		else
+			(void)sk_strbuf_put(down, o.to_peer.p, o.to_peer.len);
+		*closed = o.close_after;
+	}
+	sk_pt_out_free(&o);
+}
+
+static void feed_request(struct fx *x, struct sk_pt_filter *f, const char *req)
+{
+	sk_pt_out_reset(&x->out);
+	assert_int_equal(f->ops->from_client(f, (const uint8_t *)req, strlen(req), &x->out), SK_PT_PASS);
+}
+
+/* A response echoing the value in a header and twice in a Content-Length body, then a chunked one whose
+ * value straddles two chunks, cut at every size: the agent gets the same bytes with each value masked, the
+ * same length (Content-Length and chunk sizes hold), and each response whole at its end. */
+static void test_responses_are_masked_across_records_and_chunks(void **state)
+{
+	struct fx *x = *state;
+	const char *resp = "HTTP/1.1 200 OK\r\nX-Echo: Bearer " VAL "\r\nContent-Length: 43\r\n\r\n"
+			   "[" VAL "|" VAL "]abcdef"
+			   "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+			   "9\r\nxs3cr3t-V\r\n9\r\nALUE-1234\r\n3\r\ns3c\r\n0\r\nX-T: " VAL "\r\n\r\n";
+	const char *want = "HTTP/1.1 200 OK\r\nX-Echo: Bearer " STARS "\r\nContent-Length: 43\r\n\r\n"
+			   "[" STARS "|" STARS "]abcdef"
+			   "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+			   "9\r\nx********\r\n9\r\n*********\r\n3\r\ns3c\r\n0\r\nX-T: " STARS "\r\n\r\n";
+	assert_int_equal(strlen(resp), strlen(want));
+	for (size_t cut = 1; cut <= strlen(resp); cut++) {
+		struct sk_pt_filter *f = secret_filter(x, true);
+		feed_request(x, f, GET_OK GET_OK);
+		struct sk_strbuf down = { 0 };
+		bool closed;
+		serve_cut(f, resp, cut, &down, &closed);
+		/* no close needed: each response is released whole at its end */
+		if (down.len != strlen(want) || memcmp(down.p, want, down.len) != 0)
+			fail_msg("cut %zu: got %.*s", cut, (int)down.len, str(&down));
+		assert_false(closed);
+		f->ops->free(f);
+		sk_strbuf_free(&down);
+	}
+}
+
+/* A body delimited by the close: what the mask holds at the end goes with the close, masked. */
+static void test_masked_body_until_close(void **state)
+{
+	struct fx *x = *state;
+	struct sk_pt_filter *f = secret_filter(x, true);
+	feed_request(x, f, GET_OK);
+	struct sk_strbuf down = { 0 };
+	bool closed;
+	serve_cut(f, "HTTP/1.1 200 OK\r\n\r\nab " VAL " s3cr3t", 4, &down, &closed);
+	struct sk_pt_out o = { 0 };
+	assert_int_equal(f->ops->closed(f, false, &o), SK_PT_EMIT);
+	(void)sk_strbuf_put(&down, o.to_peer.p, o.to_peer.len);
+	assert_string_equal(str(&down), "HTTP/1.1 200 OK\r\n\r\nab " STARS " s3cr3t");
+	sk_pt_out_free(&o);
+	f->ops->free(f);
+	sk_strbuf_free(&down);
+}
+
+/* A compressed (or partial) body cannot be searched: refused with a 502 before any of its head reaches the
+ * agent, and the connection ends; the responses before it go as they were. */
+static void test_masked_connection_refuses_a_compressed_response(void **state)
+{
+	struct fx *x = *state;
+	static const char *const bad[] = {
+		"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 3\r\n\r\nabc",
+		"HTTP/1.1 200 OK\r\nContent-Encoding: identity, br\r\nContent-Length: 3\r\n\r\nabc",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+		"HTTP/1.1 206 Partial Content\r\nContent-Length: 3\r\n\r\nabc",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		for (size_t cut = 1; cut < 40; cut += 7) {
+			struct sk_pt_filter *f = secret_filter(x, true);
+			x->reasons[0] = 0;
+			feed_request(x, f, GET_OK GET_OK);
+			struct sk_strbuf down = { 0 }, resp = { 0 };
+			(void)sk_strbuf_puts(&resp, RESP_OK);
+			(void)sk_strbuf_puts(&resp, bad[i]);
+			bool closed;
+			serve_cut(f, str(&resp), cut, &down, &closed);
+			assert_true(closed);
+			assert_int_equal(strncmp(str(&down), RESP_OK "HTTP/1.1 502 Bad Gateway\r\n", strlen(RESP_OK) + 26), 0);
+			assert_non_null(strstr(str(&down), "\"reason\":\"upstream_encoding\""));
+			assert_null(strstr(str(&down) + strlen(RESP_OK), "abc"));
+			assert_string_equal(x->reasons, "upstream_encoding#2");
+			f->ops->free(f);
+			sk_strbuf_free(&down);
+			sk_strbuf_free(&resp);
+		}
+	}
+	/* identity and chunked are searchable, and a connection without a mask never looks */
+	const char *ok = "HTTP/1.1 200 OK\r\nContent-Encoding: identity\r\nContent-Length: 3\r\n\r\nabc";
+	struct sk_pt_filter *f = secret_filter(x, true);
+	feed_request(x, f, GET_OK);
+	struct sk_strbuf down = { 0 };
+	bool closed;
+	serve_cut(f, ok, 5, &down, &closed);
+	assert_string_equal(str(&down), ok);
+	f->ops->free(f);
+	sk_strbuf_reset(&down);
+	f = secret_filter(x, false);
+	feed_request(x, f, GET_OK);
+	struct sk_pt_out o = { 0 };
+	const char *gz = "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 3\r\n\r\nabc";
+	assert_int_equal(f->ops->from_server(f, (const uint8_t *)gz, strlen(gz), &o), SK_PT_PASS);
+	sk_pt_out_free(&o);
+	f->ops->free(f);
+	sk_strbuf_free(&down);
+}
+
+/* The value in chunk framing (an extension, or bytes before a chunk's CRLF), where the mask does not
+ * search: the line is held whole and the connection fails, nothing of the line sent, at every cut. */
+static void test_value_in_chunk_framing_fails_closed(void **state)
+{
+	struct fx *x = *state;
+	static const char *const bad[] = {
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3;e=" VAL "\r\nabc\r\n0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc" VAL "\r\n0\r\n\r\n",
+	};
+	for (size_t i = 0; i < 2; i++) {
+		for (size_t cut = 1; cut <= strlen(bad[i]); cut++) {
+			struct sk_pt_filter *f = secret_filter(x, true);
+			feed_request(x, f, GET_OK);
+			struct sk_strbuf down = { 0 };
+			struct sk_pt_out o = { 0 };
+			bool failed = false;
+			size_t n = strlen(bad[i]);
+			for (size_t off = 0; off < n && !failed; off += cut) {
+				sk_pt_out_reset(&o);
+				enum sk_pt_verdict v = f->ops->from_server(f, (const uint8_t *)bad[i] + off,
+									   off + cut > n ? n - off : cut, &o);
+				failed = v == SK_PT_FAIL;
+				if (failed)
+					assert_string_equal(o.reason, "secret_in_response_header");
+				(void)sk_strbuf_put(&down, o.to_peer.p, o.to_peer.len);
+			}
+			assert_true(failed);
+			assert_null(strstr(str(&down), "s3cr3t-"));
+			sk_pt_out_free(&o);
+			f->ops->free(f);
+			sk_strbuf_free(&down);
+		}
+	}
+}
+
+/* The placeholder in a body, whole or cut by a record or by chunk framing: the head and the body before
+ * it went on, nothing after; the agent gets the 403 and the connection ends. */
+static void test_body_carrying_a_placeholder_ends_the_connection(void **state)
+{
+	struct fx *x = *state;
+	static const char *const reqs[] = {
+		"POST /x HTTP/1.1\r\nHost: api.example.com\r\nContent-Length: 30\r\n\r\n{\"t\":\"" PLH "\",\"z\":1}",
+		"POST /x HTTP/1.1\r\nHost: api.example.com\r\nTransfer-Encoding: chunked\r\n\r\n"
+		"5\r\nstock\r\nd\r\nade-secret-gh\r\n0\r\n\r\n",
+	};
+	for (size_t i = 0; i < 2; i++) {
+		for (size_t cut = 1; cut <= strlen(reqs[i]); cut++) {
+			struct sk_pt_filter *f = secret_filter(x, false);
+			x->reasons[0] = 0;
+			struct sk_strbuf up = { 0 }, down = { 0 };
+			bool closed = false;
+			size_t n = strlen(reqs[i]);
+			for (size_t off = 0; off < n && !closed; off += cut) {
+				size_t k = off + cut > n ? n - off : cut;
+				sk_pt_out_reset(&x->out);
+				enum sk_pt_verdict v = f->ops->from_client(f, (const uint8_t *)reqs[i] + off, k, &x->out);
+				assert_int_not_equal(v, SK_PT_FAIL);
+				if (v == SK_PT_PASS)
+					(void)sk_strbuf_put(&up, reqs[i] + off, k);
+				else
+					(void)sk_strbuf_put(&up, x->out.to_peer.p, x->out.to_peer.len);
+				(void)sk_strbuf_put(&down, x->out.to_sender.p, x->out.to_sender.len);
+				closed = x->out.close_after;
+			}
+			if (!closed)
+				fail_msg("request %zu cut %zu: not closed (%s)", i, cut, x->reasons);
+			assert_string_equal(x->reasons, "credential_misuse#1:POST");
+			assert_non_null(strstr(str(&down), "HTTP/1.1 403 Forbidden\r\n"));
+			assert_non_null(strstr(str(&down), "credential_misuse"));
+			assert_null(strstr(str(&up), PLH));
+			assert_int_equal(strncmp(str(&up), reqs[i], 40), 0);   /* the head went on */
+			f->ops->free(f);
+			sk_strbuf_free(&up);
+			sk_strbuf_free(&down);
+		}
+	}
+	/* a clean body goes on whole, zero-copy */
+	struct sk_pt_filter *f = secret_filter(x, false);
+	x->reasons[0] = 0;
+	feed_request(x, f, "POST /x HTTP/1.1\r\nHost: api.example.com\r\nContent-Length: 5\r\n\r\nhello");
+	assert_string_equal(x->reasons, "");
+	f->ops->free(f);
+}
+
+/* The server answered before the body ended (its response under way): no 403 can go in its place, the
+ * connection just closes; mode audit writes the line and lets the body go. */
+static void test_body_refusal_after_an_early_response(void **state)
+{
+	struct fx *x = *state;
+	struct sk_pt_filter *f = secret_filter(x, false);
+	x->reasons[0] = 0;
+	feed_request(x, f, "POST /x HTTP/1.1\r\nHost: api.example.com\r\nContent-Length: 40\r\n\r\nabc");
+	struct sk_pt_out o = { 0 };
+	const char *early = "HTTP/1.1 413 Too Large\r\nContent-Le";
+	assert_int_equal(f->ops->from_server(f, (const uint8_t *)early, strlen(early), &o), SK_PT_PASS);
+	sk_pt_out_reset(&x->out);
+	assert_int_equal(f->ops->from_client(f, (const uint8_t *)PLH, strlen(PLH), &x->out), SK_PT_EMIT);
+	assert_true(x->out.close_after);
+	assert_int_equal(x->out.to_sender.len + x->out.to_peer.len, 0);
+	sk_pt_out_free(&o);
+	f->ops->free(f);
+	x->audit_mode = true;
+	x->reasons[0] = 0;
+	f = secret_filter(x, false);
+	feed_request(x, f, "POST /x HTTP/1.1\r\nHost: api.example.com\r\nContent-Length: 18\r\n\r\n" PLH);
+	assert_string_equal(x->reasons, "credential_misuse#1:POST");
+	f->ops->free(f);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -345,6 +619,12 @@ int main(void)
 		T(test_head_cut_short_never_goes_on),
 		T(test_websocket_upgrade_is_refused),
 		T(test_mode_audit_lets_it_through),
+		T(test_responses_are_masked_across_records_and_chunks),
+		T(test_masked_body_until_close),
+		T(test_masked_connection_refuses_a_compressed_response),
+		T(test_value_in_chunk_framing_fails_closed),
+		T(test_body_carrying_a_placeholder_ends_the_connection),
+		T(test_body_refusal_after_an_early_response),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -111,6 +111,8 @@ enum conn_flag {
 };
 #define CONN_FLAGS_STR_MAX 192   /* every flag's name, comma-separated, and the NUL */
 
+struct sk_swap_mask;
+
 struct conn {
 	struct sk_proxy *px;
 	struct conn *prev, *next;      /* every live connection, for shutdown */
@@ -152,6 +154,8 @@ struct conn {
 	/* CS_BRIDGE (inspect.c): the bridge (owned) and the filter it borrows (owned, freed after it) */
 	struct sk_bridge *bridge;
 	struct sk_pt_filter *filter;
+	struct sk_swap_mask *h2_mask;  /* HTTP/2 toward a host a secret lists: the values its filter masks
+	                                * (owned, freed after the filter, which borrows it) */
 	uint64_t br_up, br_down;       /* the bridge's plaintext counts already charged to the budget */
 	uint32_t want_c, want_u;       /* the epoll interest last registered for the bridge */
 };
