@@ -347,14 +347,22 @@ int sk_cni_install_kubeconfig(const struct sk_cni_install *o, bool *changed, str
 	sk_autofree char *text = kubeconfig_text(o, err);
 	if (!text)
 		return -err->code;
-	char *slash = strrchr(path, '/');
-	if (slash && slash != path) {
-		*slash = 0;
-		if (mkdir(path, 0700) < 0 && errno != EEXIST)
-			return sk_err_sys(err, errno, "create %s", path);
-		*slash = '/';
+	/* the parents as a node has them (0755), the kubeconfig's own directory private (0700) */
+	char *last = strrchr(path, '/');
+	for (char *p = path + 1; last && p <= last; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		int r = mkdir(path, p == last ? 0700 : 0755);
+		*p = '/';
+		if (r < 0 && errno != EEXIST)
+			return sk_err_sys(err, errno, "create the directories of %s", path);
 	}
-	return write_if_changed(path, text, strlen(text), 0600, changed, err);
+	size_t tl = strlen(text);
+	text[tl] = '\n';  /* cJSON_Print's buffer has the NUL's byte: a file ends with a newline */
+	int rc = write_if_changed(path, text, tl + 1, 0600, changed, err);
+	text[tl] = 0;
+	return rc;
 }
 
 int sk_cni_install_binary(const struct sk_cni_install *o, bool *changed, struct sk_err *err)

@@ -6,7 +6,9 @@
 # with `nft list ruleset` of a netns the real init programmed) and prints prevResult unchanged; a second ADD;
 # CHECK passes, and fails with the error object once the table is tampered with; DEL twice, and DEL with the
 # netns gone; an unwrapped and a hostNetwork pod are left untouched; a wrapped pod without its annotation,
-# and an unreachable API server, fail ADD with the error object (fail closed); VERSION, STATUS. Needs root.
+# and an unreachable API server, fail ADD with the error object (fail closed); VERSION, STATUS; and
+# `stockade-cni install` against a scratch node root (chained, re-chained after the primary CNI rewrites
+# its file, removed on SIGTERM). Needs root.
 set -uo pipefail
 # shellcheck source=e2e/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -218,5 +220,74 @@ t_version_status() {
 	sk_check "GC: exit 0" bash -c "echo '{\"cniVersion\":\"1.1.0\",\"name\":\"n\",\"type\":\"stockade-cni\"}' | env -i CNI_COMMAND=GC $CNI"
 }
 
-SK_CASES=(add add_again check del untouched fail_closed version_status)
+# entries FILE — how many stockade-cni entries the conflist holds (-1: not readable JSON)
+entries() {
+	python3 -c 'import json,sys
+try: print(sum(p.get("type") == "stockade-cni" for p in json.load(open(sys.argv[1]))["plugins"]))
+except Exception: print(-1)' "$1"
+}
+
+# wait_entries FILE N — up to 5 s for the conflist to hold N entries
+wait_entries() {
+	local i
+	for i in $(seq 100); do [ "$(entries "$1")" = "$2" ] && return 0; sleep 0.05; done
+	return 1
+}
+
+# The installer as the DaemonSet runs it, against a scratch node root: the binary copied, the kubeconfig
+# (0600) that the plugin then uses against the API server, the entry chained into the first conflist, a
+# primary CNI's rewrite undone, one entry after a second installer run, and the entry removed on SIGTERM.
+t_install() {
+	local H=$SK_TMP/host C=$SK_TMP/host/etc/cni/net.d rc
+	rm -rf "$H"
+	mkdir -p "$C" "$H/opt/cni/bin" "$SK_TMP/sa"
+	printf '%s\n' "$TOKEN" >"$SK_TMP/sa/token"
+	cp "$SK_TMP/ca.pem" "$SK_TMP/sa/ca.crt"
+	primary() {
+		printf '{"cniVersion":"0.4.0","name":"k8s","plugins":[{"type":"bridge","bridge":"cni0"},{"type":"portmap","capabilities":{"portMappings":true}},{"type":"loopback"}]}\n' >"$C/.10-k8s.tmp"
+		mv "$C/.10-k8s.tmp" "$C/10-k8s.conflist"
+	}
+	primary
+	echo '{"cniVersion":"0.4.0","name":"later","type":"ptp"}' >"$C/20-later.conf"
+	local args=(install --host-root "$H" --server "https://127.0.0.1:$PORT" --ca-file "$SK_TMP/sa/ca.crt"
+		--token-file "$SK_TMP/sa/token" --binary "$CNI")
+	"$CNI" "${args[@]}" --uninstall 2>"$SK_TMP/install.err" &
+	local pid=$!
+	sk_check "install: the entry is chained into the first conflist" wait_entries "$C/10-k8s.conflist" 1
+	sk_check "install: last in the chain, after loopback" python3 -c 'import json,sys
+p=json.load(open(sys.argv[1]))["plugins"]; sys.exit(not (p[-2]["type"] == "loopback" and p[-1] == {"type":"stockade-cni","kubeconfig":"/var/lib/stockade/cni.kubeconfig"}))' "$C/10-k8s.conflist"
+	sk_check_eq "install: the later .conf is left alone" '{"cniVersion":"0.4.0","name":"later","type":"ptp"}' "$(cat "$C/20-later.conf")"
+	sk_check "install: the plugin binary is copied" cmp "$CNI" "$H/opt/cni/bin/stockade-cni"
+	sk_check_eq "install: kubeconfig mode 600, outside the conf dir" 600 "$(stat -c %a "$H/var/lib/stockade/cni.kubeconfig")"
+	# the plugin works with what the installer wrote: ADD of a wrapped pod through the API server
+	cni DEL wrapped >/dev/null
+	local out
+	out=$(cni ADD wrapped "$NETNS" "$H/var/lib/stockade/cni.kubeconfig"); rc=$?
+	sk_check_eq "install: ADD with the installer's kubeconfig loads the table" "0 $PREV" "$rc $out"
+	cni DEL wrapped >/dev/null
+	# the primary CNI rewrites its file (write temp + rename): the entry comes back, once
+	primary
+	sk_check "install: re-inserted after the primary's rewrite" wait_entries "$C/10-k8s.conflist" 1
+	primary
+	sk_check "install: re-inserted after a second rewrite" wait_entries "$C/10-k8s.conflist" 1
+	"$CNI" "${args[@]}" --once 2>>"$SK_TMP/install.err"
+	sk_check_eq "install --once again: exit 0, still one entry" "0 1" "$? $(entries "$C/10-k8s.conflist")"
+	kill -TERM "$pid"
+	wait "$pid"; rc=$?
+	sk_check_eq "install: SIGTERM ends the watch, exit 0" 0 "$rc"
+	sk_check_eq "install --uninstall: the entry is removed on SIGTERM" 0 "$(entries "$C/10-k8s.conflist")"
+	# a primary that writes a single-plugin .conf: made a .conflist, the .conf removed
+	rm -f "$C"/*
+	echo '{"cniVersion":"0.4.0","name":"net","type":"ptp","ipam":{"type":"host-local"}}' >"$C/05-ptp.conf"
+	"$CNI" "${args[@]}" --once 2>>"$SK_TMP/install.err"
+	sk_check_eq "install --once on a .conf: exit 0, one entry in 05-ptp.conflist" "0 1" "$? $(entries "$C/05-ptp.conflist")"
+	sk_check "install: the .conf is gone" test ! -e "$C/05-ptp.conf"
+	# no configuration at all: --once fails with a reason
+	rm -f "$C"/*
+	"$CNI" "${args[@]}" --once 2>"$SK_TMP/install1.err"; rc=$?
+	sk_check_eq "install --once without a configuration: exit 1" 1 "$rc"
+	sk_check "install: the reason names the directory" grep -q 'holds no .conf, .conflist or .json file yet' "$SK_TMP/install1.err"
+}
+
+SK_CASES=(add add_again check del untouched fail_closed version_status install)
 sk_main "$@"
