@@ -229,8 +229,7 @@ except Exception: print(-1)' "$1"
 
 # wait_entries FILE N — up to 5 s for the conflist to hold N entries
 wait_entries() {
-	local i
-	for i in $(seq 100); do [ "$(entries "$1")" = "$2" ] && return 0; sleep 0.05; done
+	for _ in $(seq 100); do [ "$(entries "$1")" = "$2" ] && return 0; sleep 0.05; done
 	return 1
 }
 
