@@ -24,6 +24,7 @@
 #include "common/curl_dl.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/netns_mark.h"
 #include "common/settings.h"
 #include "common/util.h"
 #include "init/nft.h"
@@ -102,6 +103,7 @@ struct netns_job {
 	int fd;                        /* the netns, opened by the caller */
 	enum sk_cni_cmd cmd;
 	const struct sk_ruleset *rs;   /* ADD, CHECK */
+	const struct sk_marker *mark;  /* ADD, CHECK: what lo's alias says (common/netns_mark.h) */
 	int rc;
 	struct sk_err err;
 };
@@ -122,14 +124,27 @@ static void *netns_run(void *arg)
 		j->rc = sk_nft_apply(nft, j->rs, NULL, &j->err);
 		if (j->rc == 0 && (j->rc = sk_nft_verify(nft, j->rs, &j->err)) < 0)
 			(void)sk_err_prefix(&j->err, "verification after commit");
+		/* the marker only after a verified load: the pod's validator trusts it */
+		if (j->rc == 0)
+			j->rc = sk_netns_mark_set(j->mark, &j->err);
 		break;
-	case SK_CNI_CHECK:
+	case SK_CNI_CHECK: {
 		j->rc = sk_nft_verify(nft, j->rs, &j->err);
 		if (j->rc == -ENOENT)
 			(void)sk_err_set(&j->err, ENOENT, "table %s %s is missing", SK_RS_FAMILY_NAME, SK_RS_TABLE);
+		struct sk_marker have;
+		if (j->rc == 0 && (j->rc = sk_netns_mark_get(&have, &j->err)) == 0 &&
+		    strcmp(have.hash, j->mark->hash) != 0)
+			j->rc = sk_err_set(&j->err, EINVAL, "lo's marker says netns hash %s, the pod's policy %s",
+					   have.hash, j->mark->hash);
 		break;
+	}
 	default:
 		j->rc = sk_nft_remove(nft, &j->err);
+		if (j->rc == 0 || j->rc == -ENOENT) {
+			int r = sk_netns_mark_set(NULL, &j->err);
+			j->rc = r < 0 ? r : j->rc;
+		}
 		break;
 	}
 	sk_nft_close(nft);
@@ -138,9 +153,10 @@ static void *netns_run(void *arg)
 
 /* Runs cmd in the netns at path on a thread of its own: the thread that entered the namespace ends with
  * the work, and this one never leaves the node's namespace. -ENOENT when the netns is gone. */
-static int in_netns(const char *path, enum sk_cni_cmd cmd, const struct sk_ruleset *rs, struct sk_err *err)
+static int in_netns(const char *path, enum sk_cni_cmd cmd, const struct sk_ruleset *rs, const struct sk_marker *mark,
+		    struct sk_err *err)
 {
-	struct netns_job j = { .cmd = cmd, .rs = rs };
+	struct netns_job j = { .cmd = cmd, .rs = rs, .mark = mark };
 	j.fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (j.fd < 0)
 		return sk_err_sys(err, errno, "open netns %s", path);
@@ -160,7 +176,8 @@ static int in_netns(const char *path, enum sk_cni_cmd cmd, const struct sk_rules
 }
 
 /* The ruleset of a wrapped pod from its annotation, loaded as stockade-init loads a policy file. */
-static int build_ruleset(const struct sk_kube_pod *pod, struct sk_ruleset **rs, struct sk_err *err)
+static int build_ruleset(const struct sk_kube_pod *pod, struct sk_ruleset **rs, struct sk_marker *mark,
+			 struct sk_err *err)
 {
 	struct sk_diags diags = { 0 };
 	struct sk_policy *pol = NULL;
@@ -185,6 +202,12 @@ static int build_ruleset(const struct sk_kube_pod *pod, struct sk_ruleset **rs, 
 	}
 	sk_diags_free(&diags);
 	rc = sk_ruleset_build(pol, rs, err);
+	if (rc == 0) {
+		sk_policy_netns_hash(pol, mark->hash);
+		mark->rules = (unsigned)(*rs)->n_rules;
+		mark->sets = SK_RS_N_SETS;
+		mark->elements = (unsigned)sk_ruleset_n_elems(*rs);
+	}
 	sk_policy_free(pol);
 	return rc;
 }
@@ -235,10 +258,11 @@ static int add_or_check(const struct sk_cni_conf *conf, const struct sk_cni_env 
 	if (rc < 0 || pod.kind != SK_KUBE_POD_WRAPPED)
 		goto out;
 	*code = SK_CNI_E_CONFIG;
-	if ((rc = build_ruleset(&pod, &rs, err)) < 0)
+	struct sk_marker mark = { 0 };
+	if ((rc = build_ruleset(&pod, &rs, &mark, err)) < 0)
 		goto out;
 	*code = SK_CNI_E_IO;
-	rc = in_netns(env->netns, env->cmd, rs, err);
+	rc = in_netns(env->netns, env->cmd, rs, &mark, err);
 	if (rc == 0 && rs && env->cmd == SK_CNI_ADD)
 		(void)fprintf(stderr, "stockade-cni: pod %s/%s: loaded and verified table %s %s: %zu rules\n",
 			      env->pod_ns, env->pod_name, SK_RS_FAMILY_NAME, SK_RS_TABLE, rs->n_rules);
@@ -394,7 +418,7 @@ int main(int argc, char **argv)
 		break;
 	case SK_CNI_DEL:
 		/* the netns gone (or never given) leaves nothing to remove: DEL succeeds, as often as asked */
-		if (env.netns && access(env.netns, F_OK) == 0 && in_netns(env.netns, SK_CNI_DEL, NULL, &err) < 0 &&
+		if (env.netns && access(env.netns, F_OK) == 0 && in_netns(env.netns, SK_CNI_DEL, NULL, NULL, &err) < 0 &&
 		    err.code != ENOENT)
 			ex = fail(conf.version, SK_CNI_E_IO, &err);
 		break;

@@ -8,7 +8,8 @@
 # netns gone; an unwrapped and a hostNetwork pod are left untouched; a wrapped pod without its annotation,
 # and an unreachable API server, fail ADD with the error object (fail closed); VERSION, STATUS; and
 # `stockade-cni install` against a scratch node root (chained, re-chained after the primary CNI rewrites
-# its file, removed on SIGTERM). Needs root.
+# its file, removed on SIGTERM); `stockade-sidecar validate` (CNI mode's init container) as the agent UID:
+# fails with one line before the plugin's ADD, passes after it and writes stockade-init's marker. Needs root.
 set -uo pipefail
 # shellcheck source=e2e/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -288,5 +289,62 @@ p=json.load(open(sys.argv[1]))["plugins"]; sys.exit(not (p[-2]["type"] == "loopb
 	sk_check "install: the reason names the directory" grep -q 'holds no .conf, .conflist or .json file yet' "$SK_TMP/install1.err"
 }
 
-SK_CASES=(add add_again check del untouched fail_closed version_status install)
+# validate [UID] — stockade-sidecar validate in the pod's netns as UID (the agent's), no capability, the
+# marker to $SK_TMP/v.marker; stdout+stderr is its output
+validate() {
+	ip netns exec "$N-pod" setpriv --reuid="${1:-$SK_AGENT_UID}" --regid="${1:-$SK_AGENT_UID}" --clear-groups \
+		--inh-caps=-all "$SK_BIN/stockade-sidecar" validate --policy "$SK_TMP/policy.yaml" \
+		--marker "$SK_TMP/vm/v.marker" --timeout-ms 1000 2>&1
+}
+
+# CNI mode's stockade-validate init container: as the agent UID without a capability it proves the
+# redirect by behaviour (TCP and DNS probes to TEST-NET-1 arriving at its own listeners with their original
+# destination) and the plugin's lo marker carries the policy's netns hash; fails with one line when the
+# plugin did not run, when another UID runs it, when the table is not the plugin's, when the hash differs.
+t_validate() {
+	local out rc
+	cni DEL wrapped >/dev/null
+	# the pod's emptyDir the validator writes the marker into (the agent's, as its securityContext.fsGroup)
+	rm -rf "$SK_TMP/vm"
+	install -d -o "$SK_AGENT_UID" -m 700 "$SK_TMP/vm"
+	out=$(validate); rc=$?
+	sk_check_eq "validate without the plugin's ADD: exit 1" 1 "$rc"
+	sk_check_eq "validate without the plugin's ADD: one line" 1 "$(wc -l <<<"$out")"
+	sk_check "validate without the plugin's ADD: says the redirect is missing" \
+		grep -Eq '^stockade-validate: FAIL: TCP to 192.0.2.1:[0-9]+ did not arrive at 127.0.0.1:15001 within 1000 ms: no stockade redirect in this netns$' <<<"$out"
+	sk_check "validate without the plugin's ADD: no marker written" test ! -e "$SK_TMP/vm/v.marker"
+	cni ADD wrapped >/dev/null
+	out=$(validate); rc=$?
+	sk_check_eq "validate after the plugin's ADD: exit 0" 0 "$rc"; [ "$rc" = 0 ] || echo "$out"
+	sk_check "validate after ADD: says what it proved" grep -q '^stockade-validate: ok: TCP and DNS redirected' <<<"$out"
+	# the marker the sidecar's /readyz reads: the hash stockade-init writes for the same policy
+	ip netns exec "$REF-pod" "$INIT" --policy "$SK_TMP/policy.yaml" --marker "$SK_TMP/ref.marker" --force 2>>"$SK_TMP/init.err"
+	sk_check_eq "validate: its marker's hash and rule count are stockade-init's" \
+		"$(grep -E '^(hash|rules|sets|elements)=' "$SK_TMP/ref.marker")" "$(grep -E '^(hash|rules|sets|elements)=' "$SK_TMP/vm/v.marker")"
+	# the sidecar binds its ports right after: nothing of the validator's is left on them (no SO_REUSEADDR here)
+	sk_check "validate: ports 15001, 15080 (TCP) and 15053 (UDP) free right after" ip netns exec "$N-pod" python3 -c '
+import socket
+t = socket.socket(); t.bind(("127.0.0.1", 15001)); t.listen()
+a = socket.socket(); a.bind(("0.0.0.0", 15080)); a.listen()
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(("127.0.0.1", 15053))'
+	out=$(validate "$SK_SIDECAR_UID"); rc=$?
+	sk_check_eq "validate as another UID: exit 1" 1 "$rc"
+	sk_check "validate as another UID: names the agent uid" grep -q "runs as uid $SK_SIDECAR_UID, not the policy's agent uid $SK_AGENT_UID" <<<"$out"
+	ip -n "$N-pod" link set lo alias "stockade hash=0123456789abcdef rules=1 sets=6 elements=0"
+	out=$(validate); rc=$?
+	sk_check_eq "validate with another policy's marker: exit 1" 1 "$rc"
+	sk_check "validate with another policy's marker: says so" grep -q 'the node loaded another policy' <<<"$out"; grep -q "the node loaded another policy" <<<"$out" || echo "$out"
+	out=$(cni CHECK wrapped); rc=$?
+	sk_check "CHECK with another policy's marker: fails" grep -q "lo's marker says netns hash 0123456789abcdef" <<<"$out"
+	# a table loaded by someone other than the plugin (no marker): the redirect works, the marker is missing
+	cni DEL wrapped >/dev/null
+	sk_check_eq "DEL clears lo's marker" "" "$(ip -n "$N-pod" -o link show lo | grep -o 'alias.*')"
+	ip netns exec "$N-pod" "$INIT" --policy "$SK_TMP/policy.yaml" --force 2>>"$SK_TMP/init.err"
+	out=$(validate); rc=$?
+	sk_check_eq "validate with stockade-init's table but no plugin marker: exit 1" 1 "$rc"
+	sk_check "validate without the marker: says lo has no alias" grep -q 'lo has no alias' <<<"$out"
+	cni DEL wrapped >/dev/null
+}
+
+SK_CASES=(add add_again check del untouched fail_closed version_status install validate)
 sk_main "$@"
