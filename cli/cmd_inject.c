@@ -59,6 +59,10 @@ static const char usage_text[] =
 	"                          the rules, drops to the sidecar UID and execs the sidecar (the chart's\n"
 	"                          init.inSidecar): one ordered step less at start; the sidecar container starts\n"
 	"                          as root with NET_ADMIN, SETUID, SETGID, SETPCAP; native sidecar only\n"
+	"  --cni                   CNI mode (the chart's cni.enabled; needs --policy): no NET_ADMIN container,\n"
+	"                          the node's stockade-cni programs the netns from the policy in the pod's\n"
+	"                          stockade.io/netns-policy annotation, and stockade-validate (the sidecar image,\n"
+	"                          as the agent UID, no capability) first proves it did\n"
 	"  --log-level LEVEL       sidecar log level (default info)\n"
 	"  --ready-timeout S       seconds the sidecar may take to become ready (default 30)\n"
 	"  --sidecar-setting N=V   extra sidecar flag --N=V (repeatable; the chart's sidecar.settings)\n"
@@ -71,7 +75,7 @@ static const char usage_text[] =
 enum {
 	OPT_POLICY = 256, OPT_CHECK, OPT_CM, OPT_INIT_IMG, OPT_SIDECAR_IMG, OPT_PULL, OPT_AGENT_UID, OPT_SIDECAR_UID,
 	OPT_ADMIN, OPT_SECCOMP, OPT_NO_SECCOMP, OPT_CLASSIC, OPT_STARTUP, OPT_FIRST, OPT_IN_SIDECAR, OPT_LOG, OPT_READY,
-	OPT_SETTING, OPT_SECRET, OPT_GUARDRAILS,
+	OPT_SETTING, OPT_SECRET, OPT_GUARDRAILS, OPT_CNI,
 };
 
 #define MAX_EXTRA 64
@@ -93,6 +97,7 @@ static const struct option long_opts[] = {
 	{ "startup-probe", no_argument, NULL, OPT_STARTUP },
 	{ "sidecar-first", no_argument, NULL, OPT_FIRST },
 	{ "init-in-sidecar", no_argument, NULL, OPT_IN_SIDECAR },
+	{ "cni", no_argument, NULL, OPT_CNI },
 	{ "log-level", required_argument, NULL, OPT_LOG },
 	{ "ready-timeout", required_argument, NULL, OPT_READY },
 	{ "sidecar-setting", required_argument, NULL, OPT_SETTING },
@@ -511,6 +516,7 @@ int sk_cmd_inject(int argc, char **argv)
 		case OPT_STARTUP: o.hold_until_ready = false; break;
 		case OPT_FIRST: o.sidecar_first = true; break;
 		case OPT_IN_SIDECAR: o.init_in_sidecar = true; break;
+		case OPT_CNI: o.cni = true; break;
 		case OPT_LOG:
 			if (strcmp(optarg, "error") && strcmp(optarg, "warn") && strcmp(optarg, "info") &&
 			    strcmp(optarg, "debug")) {
@@ -618,6 +624,14 @@ static int run_inject(struct sk_inject_opts *o_, const char *const *files, size_
 	}
 
 	struct sk_err err = { 0 };
+	if (o.cni && !policy_path) {
+		(void)fprintf(stderr, "stockade-policy inject: --cni needs --policy FILE: the pod's "
+			SK_INJECT_NETNS_POLICY_ANNOTATION " annotation carries it to the node's plugin\n");
+		return SK_EXIT_USAGE;
+	}
+	/* the policy's text replaces this once read below; the shape is checked now */
+	if (o.cni)
+		o.netns_policy = policy_path;
 	/* a shape no pod can take is a usage error, said once, not a refusal per workload */
 	if (sk_inject_opts_check(&o, &err) < 0) {
 		(void)fprintf(stderr, "stockade-policy inject: %s\n", err.msg);
@@ -704,6 +718,8 @@ static int run_inject(struct sk_inject_opts *o_, const char *const *files, size_
 		ex = SK_EXIT_POLICY;
 		goto out;
 	}
+	if (o.cni)
+		o.netns_policy = policy_text;
 	if ((ex = expand_files(files, n_files, &fl)) != SK_EXIT_OK)
 		goto out;
 	for (size_t i = 0; i < fl.n; i++) {
