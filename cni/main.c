@@ -247,16 +247,28 @@ static int add_or_check(const struct sk_cni_conf *conf, const struct sk_cni_env 
 		return rc;
 	}
 	rc = sk_kube_get_pod(&cu, &kc, env->pod_ns, env->pod_name, &body, &len, err);
-	sk_kubeconfig_free(&kc);
 	if (rc < 0) {
+		sk_kubeconfig_free(&kc);
 		*code = code_of(rc);
 		return rc;
 	}
 	*code = SK_CNI_E_DECODE;
 	rc = sk_kube_pod_decide(body, len, env->pod_uid, &pod, err);
 	free(body);
+	body = NULL;
 	if (rc < 0 || pod.kind != SK_KUBE_POD_WRAPPED)
 		goto out;
+	if (!pod.policy) {
+		/* the injector's pods: the policy ConfigMap their volume mounts */
+		if ((rc = sk_kube_get_configmap(&cu, &kc, env->pod_ns, pod.policy_configmap, &body, &len, err)) < 0) {
+			*code = code_of(rc);
+			goto out;
+		}
+		rc = sk_kube_configmap_policy(body, len, &pod, err);
+		free(body);
+		if (rc < 0)
+			goto out;
+	}
 	*code = SK_CNI_E_CONFIG;
 	struct sk_marker mark = { 0 };
 	if ((rc = build_ruleset(&pod, &rs, &mark, err)) < 0)
@@ -267,6 +279,7 @@ static int add_or_check(const struct sk_cni_conf *conf, const struct sk_cni_env 
 		(void)fprintf(stderr, "stockade-cni: pod %s/%s: loaded and verified table %s %s: %zu rules\n",
 			      env->pod_ns, env->pod_name, SK_RS_FAMILY_NAME, SK_RS_TABLE, rs->n_rules);
 out:
+	sk_kubeconfig_free(&kc);
 	sk_ruleset_free(rs);
 	sk_kube_pod_free(&pod);
 	return rc;

@@ -858,8 +858,8 @@ role = next(d for d in docs if d["kind"] == "ClusterRole" and d["metadata"]["nam
 c = ds["spec"]["template"]["spec"]["containers"][0]
 print(ds["metadata"]["namespace"], " ".join(c["args"]), c["securityContext"]["capabilities"],
       sorted(v["hostPath"]["path"] for v in ds["spec"]["template"]["spec"]["volumes"]), role["rules"])')
-	sk_check_eq "stockade-system cni.enabled: the installer's arguments, no capability, three hostPaths, RBAC get pods only" \
-		"stockade-system install --host-root=/host --conf-dir=/etc/cni/net.d --bin-dir=/opt/cni/bin --kubeconfig=/var/lib/stockade/cni.kubeconfig --binary=/usr/local/bin/stockade-cni --system-namespace=stockade-system --refresh-seconds=60 --server=https://10.0.0.1:6443 {'drop': ['ALL']} ['/etc/cni/net.d', '/opt/cni/bin', '/var/lib/stockade'] [{'apiGroups': [''], 'resources': ['pods'], 'verbs': ['get']}]" "$got"
+	sk_check_eq "stockade-system cni.enabled: the installer's arguments, no capability, three hostPaths, RBAC get pods and configmaps only" \
+		"stockade-system install --host-root=/host --conf-dir=/etc/cni/net.d --bin-dir=/opt/cni/bin --kubeconfig=/var/lib/stockade/cni.kubeconfig --binary=/usr/local/bin/stockade-cni --system-namespace=stockade-system --refresh-seconds=60 --server=https://10.0.0.1:6443 {'drop': ['ALL']} ['/etc/cni/net.d', '/opt/cni/bin', '/var/lib/stockade'] [{'apiGroups': [''], 'resources': ['pods', 'configmaps'], 'verbs': ['get']}]" "$got"
 	sk_check_eq "stockade-system: no CNI installer by default" "" "$(sys_render | grep -- '-cni$')"
 	refused "stockade-system: a kubeconfig inside the CNI conf dir is refused" "is inside cni.confDir" \
 		sys_render --set cni.enabled=true --set cni.kubeconfigPath=/etc/cni/net.d/stockade/kc

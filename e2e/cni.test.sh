@@ -37,15 +37,19 @@ ruleset() { ip netns exec "$1" nft list ruleset; }
 table_absent() { ! ip netns exec "$N-pod" nft list table inet stockade >/dev/null 2>&1; }
 code_of() { python3 -c 'import json,sys; o=json.load(sys.stdin); print(sorted(o), o["code"])'; }
 
-# pod NAME LABELS-JSON ANNOTATIONS-JSON [hostNetwork] — writes the pod the API server serves
+# pod NAME LABELS-JSON ANNOTATIONS-JSON [hostNetwork] [CONFIGMAP] — writes the pod the API server serves;
+# CONFIGMAP: a volume stockade-policy mounting that ConfigMap, as the injector's pods have
 pod() {
-	python3 - "$SK_TMP/pods/agents/$1.json" "$1" "$2" "$3" "${4:-false}" <<'PY'
+	python3 - "$SK_TMP/pods/agents/$1.json" "$1" "$2" "$3" "${4:-false}" "${5:-}" <<'PY'
 import json, sys
-path, name, labels, ann, hostnet = sys.argv[1:6]
+path, name, labels, ann, hostnet, cm = sys.argv[1:7]
+spec = {"hostNetwork": hostnet == "true", "containers": [{"name": "agent", "image": "x"}]}
+if cm:
+    spec["volumes"] = [{"name": "stockade-run", "emptyDir": {}}, {"name": "stockade-policy", "configMap": {"name": cm}}]
 json.dump({"apiVersion": "v1", "kind": "Pod",
            "metadata": {"name": name, "namespace": "agents", "uid": "uid-" + name,
                         "labels": json.loads(labels), "annotations": json.loads(ann)},
-           "spec": {"hostNetwork": hostnet == "true", "containers": [{"name": "agent", "image": "x"}]}},
+           "spec": spec},
           open(path, "w"))
 PY
 }
@@ -95,6 +99,15 @@ EOF2
 	pod plain '{"app":"web"}' '{}'
 	pod hostnet '{"stockade.io/wrapped":"true"}' "{\"stockade.io/netns-policy\":$pol}" true
 	pod noannotation '{"stockade.io/wrapped":"true"}' '{}'
+	# the injector's pods: no annotation, the policy in the ConfigMap their stockade-policy volume mounts
+	pod injected '{"stockade.io/wrapped":"true"}' '{}' false agent-policy
+	pod injected-nocm '{"stockade.io/wrapped":"true"}' '{}' false missing-policy
+	pod injected-badcm '{"stockade.io/wrapped":"true"}' '{}' false empty-policy
+	mkdir -p "$SK_TMP/pods/agents/configmaps"
+	python3 -c 'import json, sys
+json.dump({"kind": "ConfigMap", "metadata": {"name": "agent-policy"}, "data": {"policy.yaml": open(sys.argv[1]).read()}}, open(sys.argv[2], "w"))
+json.dump({"kind": "ConfigMap", "metadata": {"name": "empty-policy"}, "data": {"other": "x"}}, open(sys.argv[3], "w"))' \
+		"$SK_TMP/policy.yaml" "$SK_TMP/pods/agents/configmaps/agent-policy.json" "$SK_TMP/pods/agents/configmaps/empty-policy.json"
 	# the reference: what stockade-init loads from the same policy
 	ip netns exec "$REF-pod" "$INIT" --policy "$SK_TMP/policy.yaml" --force 2>>"$SK_TMP/init.err" ||
 		sk_fail "setup: stockade-init loads the reference table" "$(cat "$SK_TMP/init.err")"
@@ -346,5 +359,26 @@ u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(("127.0.0.1", 15053
 	cni DEL wrapped >/dev/null
 }
 
-SK_CASES=(add add_again check del untouched fail_closed version_status install validate)
+# A wrapped pod without the annotation (stockade-injector's): the policy of the ConfigMap its stockade-policy
+# volume mounts, GET from the API server, gives the same table; a missing ConfigMap or one without
+# policy.yaml fails ADD with the error object and loads nothing.
+t_configmap() {
+	cni DEL wrapped >/dev/null
+	local out rc
+	out=$(cni ADD injected); rc=$?
+	sk_check_eq "ADD of a pod with the policy in its volume's ConfigMap: exit 0, prevResult" "0 $PREV" "$rc $out"
+	ruleset "$N-pod" >"$SK_TMP/cm.nft"
+	sk_check "ADD via the ConfigMap: nft list ruleset equals stockade-init's for the same policy" \
+		diff -u "$SK_TMP/ref.nft" "$SK_TMP/cm.nft"
+	sk_check "ADD via the ConfigMap: CHECK passes" cni CHECK injected
+	cni DEL injected >/dev/null
+	out=$(cni ADD injected-nocm); rc=$?
+	sk_check_eq "ConfigMap missing: ADD exits 1, code 3" "1 ['cniVersion', 'code', 'msg'] 3" "$rc $(code_of <<<"$out")"
+	sk_check "ConfigMap missing: the message names it" grep -q 'configmaps/missing-policy: HTTP 404' <<<"$out"
+	out=$(cni ADD injected-badcm); rc=$?
+	sk_check_eq "ConfigMap without policy.yaml: ADD exits 1, code 6" "1 ['cniVersion', 'code', 'msg'] 6" "$rc $(code_of <<<"$out")"
+	sk_check "none of these loaded a table" table_absent
+}
+
+SK_CASES=(add add_again check del untouched fail_closed version_status configmap install validate)
 sk_main "$@"
