@@ -59,10 +59,11 @@ static const char usage_text[] =
 	"                          the rules, drops to the sidecar UID and execs the sidecar (the chart's\n"
 	"                          init.inSidecar): one ordered step less at start; the sidecar container starts\n"
 	"                          as root with NET_ADMIN, SETUID, SETGID, SETPCAP; native sidecar only\n"
-	"  --cni                   CNI mode (the chart's cni.enabled; needs --policy): no NET_ADMIN container,\n"
-	"                          the node's stockade-cni programs the netns from the policy in the pod's\n"
-	"                          stockade.io/netns-policy annotation, and stockade-validate (the sidecar image,\n"
-	"                          as the agent UID, no capability) first proves it did\n"
+	"  --cni                   CNI mode (the chart's cni.enabled): no NET_ADMIN container; the node's\n"
+	"                          stockade-cni programs the netns from the policy (with --policy in the pod's\n"
+	"                          stockade.io/netns-policy annotation, else its policy ConfigMap), and\n"
+	"                          stockade-validate (the sidecar image, as the agent UID, no capability)\n"
+	"                          first proves it did\n"
 	"  --log-level LEVEL       sidecar log level (default info)\n"
 	"  --ready-timeout S       seconds the sidecar may take to become ready (default 30)\n"
 	"  --sidecar-setting N=V   extra sidecar flag --N=V (repeatable; the chart's sidecar.settings)\n"
@@ -624,14 +625,6 @@ static int run_inject(struct sk_inject_opts *o_, const char *const *files, size_
 	}
 
 	struct sk_err err = { 0 };
-	if (o.cni && !policy_path) {
-		(void)fprintf(stderr, "stockade-policy inject: --cni needs --policy FILE: the pod's "
-			SK_INJECT_NETNS_POLICY_ANNOTATION " annotation carries it to the node's plugin\n");
-		return SK_EXIT_USAGE;
-	}
-	/* the policy's text replaces this once read below; the shape is checked now */
-	if (o.cni)
-		o.netns_policy = policy_path;
 	/* a shape no pod can take is a usage error, said once, not a refusal per workload */
 	if (sk_inject_opts_check(&o, &err) < 0) {
 		(void)fprintf(stderr, "stockade-policy inject: %s\n", err.msg);

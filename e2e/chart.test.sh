@@ -863,6 +863,12 @@ print(ds["metadata"]["namespace"], " ".join(c["args"]), c["securityContext"]["ca
 	sk_check_eq "stockade-system: no CNI installer by default" "" "$(sys_render | grep -- '-cni$')"
 	refused "stockade-system: a kubeconfig inside the CNI conf dir is refused" "is inside cni.confDir" \
 		sys_render --set cni.enabled=true --set cni.kubeconfigPath=/etc/cni/net.d/stockade/kc
+	sk_check_eq "stockade-system injector.wrap.cni: the injector gets --cni" 1 \
+		"$(sys_render --kube-version 1.34.0 --set injector.enabled=true --set injector.wrap.cni=true | grep -c -- '- --cni$')"
+	sk_check_eq "stockade-system: no --cni by default" 0 \
+		"$(sys_render --kube-version 1.34.0 --set injector.enabled=true | grep -c -- '- --cni$')"
+	refused "stockade-system injector.wrap.cni with initInSidecar is refused" "injector.wrap.cni and injector.wrap.initInSidecar" \
+		sys_render --kube-version 1.34.0 --set injector.enabled=true --set injector.wrap.cni=true --set injector.wrap.initInSidecar=true
 }
 
 SK_CASES=(lint kubeconform system_chart governance security start_gate init_in_sidecar cni kube_version workload_extras values_schema rendered_policy seccomp_profiles as_dependency drift upgrades standard_settings monitoring name_overrides chart_metadata)

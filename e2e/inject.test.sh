@@ -488,8 +488,12 @@ d = next(d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == 
 print(d["spec"]["initContainers"][0]["name"], end=" ")' "$SK_TMP/cni-off.yaml")$(nsann Pod <"$SK_TMP/cni-off.yaml")"
 	sk_check "CNI mode: the default pod is not wrapped as --check --cni wants" bash -c \
 		"! \"$P\" inject --check -f \"$SK_TMP/cni-off.yaml\" --cni --policy \"$SK_TMP/cni-policy.yaml\" 2>/dev/null"
-	run "$P" inject --cni -f "$SK_TMP/root.yaml"
-	sk_check_eq "--cni without --policy: exit 2, why" "2 1" "$rc $(grep -c -- '--cni needs --policy FILE' <<<"$err")"
+	# without --policy (as stockade-injector): no annotation, the node's plugin reads the policy ConfigMap
+	app_pod Pod | "$P" inject -f - --cni >"$SK_TMP/cni-bare.yaml"
+	sk_check_eq "--cni without --policy: stockade-validate first, no annotation" "stockade-validate -" \
+		"$(python3 -c 'import sys, yaml
+d = next(d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "Pod")
+print(d["spec"]["initContainers"][0]["name"], end=" ")' "$SK_TMP/cni-bare.yaml")$(nsann Pod <"$SK_TMP/cni-bare.yaml")"
 	run "$P" inject --cni --init-in-sidecar --policy "$SK_TMP/cni-policy.yaml" -f "$SK_TMP/root.yaml"
 	sk_check_eq "--cni with --init-in-sidecar: exit 2, why" "2 1" "$rc $(grep -c -- '--cni and --init-in-sidecar' <<<"$err")"
 }

@@ -984,9 +984,6 @@ int sk_inject_opts_check(const struct sk_inject_opts *o, struct sk_err *err)
 	if (o->cni && o->init_in_sidecar)
 		return sk_err_set(err, EINVAL, "--cni and --init-in-sidecar: in CNI mode the node's plugin programs the "
 				  "netns and no container of the pod has NET_ADMIN; choose one");
-	if (o->cni && (!o->netns_policy || !o->netns_policy[0]))
-		return sk_err_set(err, EINVAL, "--cni needs the policy's text for the pod's " SK_INJECT_NETNS_POLICY_ANNOTATION
-				  " annotation, which the node's plugin reads (inject --policy FILE)");
 	if (o->cni && (o->validate_timeout_ms < 100 || o->validate_timeout_ms > 60000))
 		return sk_err_set(err, EINVAL, "inject: the validator's timeout must be 100..60000 ms");
 	return 0;
@@ -1040,15 +1037,15 @@ int sk_inject_doc(cJSON *doc, const struct sk_inject_opts *o, struct sk_err *err
 		if (!cJSON_GetObjectItemCaseSensitive(anns, SK_INJECT_GUARDRAILS_ANNOTATION))
 			return sk_err_set(err, ENOMEM, "inject: out of memory");
 	}
-	if (o->cni) {
+	if (o->cni && o->netns_policy) {
 		/* what the node's stockade-cni loads into the netns; the pod's own value of it is never kept */
 		cJSON *anns = ensure_object(meta, "annotations");
 		set_item(anns, SK_INJECT_NETNS_POLICY_ANNOTATION, cJSON_CreateString(o->netns_policy));
 		if (!cJSON_GetObjectItemCaseSensitive(anns, SK_INJECT_NETNS_POLICY_ANNOTATION))
 			return sk_err_set(err, ENOMEM, "inject: out of memory");
 	} else {
-		/* without CNI mode stockade-init programs the netns; a plugin on the node must not act on the pod's
-		 * own text */
+		/* without CNI mode stockade-init programs the netns; without the text the node's plugin reads the
+		 * pod's policy volume's ConfigMap (cni/kube.h): either way never the pod's own text */
 		cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(meta, "annotations"),
 							SK_INJECT_NETNS_POLICY_ANNOTATION);
 	}

@@ -75,7 +75,8 @@ struct sk_inject_opts {
 	                                * (netns_policy), and SK_INJECT_VALIDATE_NAME (the sidecar image, as
 	                                * agent_uid, no capability) is the first init container. Not with
 	                                * init_in_sidecar */
-	const char *netns_policy;      /* borrows: the policy text the annotation carries; required with cni */
+	const char *netns_policy;      /* borrows: the policy text the annotation carries; NULL: no annotation,
+	                                * the plugin reads the ConfigMap of the pod's policy volume */
 	unsigned validate_timeout_ms;  /* stockade-validate --timeout-ms (the chart's cni.validateTimeoutMs) */
 	unsigned ready_timeout_s;      /* wait-ready bound / startupProbe failureThreshold */
 	unsigned probe_period_s;       /* liveness/readiness periodSeconds */

@@ -475,7 +475,7 @@ static void test_init_in_sidecar_allocation_failures(void **state)
 /* cni, the chart's cni.enabled: no NET_ADMIN container anywhere; stockade-validate first (the sidecar image,
  * `stockade-sidecar validate` as the agent UID, nothing added, both mounts), the native sidecar after it; the
  * pod carries the policy in stockade.io/netns-policy (its own value replaced), which a wrap without cni
- * removes again. The options refuse cni without the policy's text and with init_in_sidecar. */
+ * removes again; without the text no annotation at all. The options refuse cni with init_in_sidecar. */
 static void test_cni_shape(void **state)
 {
 	(void)state;
@@ -527,11 +527,19 @@ static void test_cni_shape(void **state)
 	assert_int_equal(sk_inject_doc(d, &o, &err), -EINVAL);
 	cJSON_Delete(d);
 
+	/* without the text (stockade-injector): no annotation, a pod's own removed; the plugin reads the
+	 * ConfigMap of the pod's policy volume */
+	struct sk_inject_opts bare = o;
+	bare.netns_policy = NULL;
+	d = yaml1("kind: Pod\nmetadata: {annotations: {stockade.io/netns-policy: \"mine\"}}\n"
+		  "spec: {containers: [{name: app, image: x}]}\n");
+	assert_int_equal(sk_inject_doc(d, &bare, &err), SK_INJECT_WRAPPED);
+	assert_names(at(d, "spec"), "i:stockade-validate,stockade-sidecar c:app");
+	assert_null(cJSON_GetObjectItemCaseSensitive(at(d, "metadata.annotations"), "stockade.io/netns-policy"));
+	assert_string_equal(str_at(d, "spec.volumes[0].configMap.name"), "stockade-policy");
+	cJSON_Delete(d);
+
 	struct sk_inject_opts bad = o;
-	bad.netns_policy = NULL;
-	assert_int_equal(sk_inject_opts_check(&bad, &err), -EINVAL);
-	assert_non_null(strstr(err.msg, "--cni needs the policy's text"));
-	bad = o;
 	bad.init_in_sidecar = true;
 	assert_int_equal(sk_inject_opts_check(&bad, &err), -EINVAL);
 	assert_non_null(strstr(err.msg, "--cni and --init-in-sidecar"));
