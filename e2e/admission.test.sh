@@ -67,9 +67,10 @@ chart_pods() { # chart_pods NAME "STOCKADE ARGS" "STOCKADE-SYSTEM ARGS"
 	# shellcheck disable=SC2086  # word-split argument lists
 	sys_policy "$SK_TMP/p-$name.yaml" $yargs
 	for kind in Pod Job Deployment; do
-		for mode in native classic insidecar startupprobe startfirst; do
+		for mode in native classic insidecar startupprobe startfirst cni; do
 			extra=()
 			case $mode in
+			cni) extra=(--set cni.enabled=true) ;;
 			classic) extra=(--set sidecar.native=false) ;;
 			insidecar) extra=(--set init.inSidecar=true) ;;
 			startupprobe) extra=(--set sidecar.holdAgentUntilReady=false) ;;
@@ -144,7 +145,7 @@ t_inject_pods() {
 	cat "$SK_TMP/app-nojob.yaml" <(echo ---) "$SK_TMP/app-job.yaml" >"$SK_TMP/app.yaml"
 	local mode args i=0 files=()
 	for mode in "" "--init-in-sidecar" "--startup-probe" "--api-secret gh=gh-token" "--sidecar-uid 2000" \
-		"--guardrails policy/examples/guardrails.yaml"; do
+		"--guardrails policy/examples/guardrails.yaml" "--cni"; do
 		i=$((i + 1))
 		args=$mode
 		# shellcheck disable=SC2086  # word-split argument list
