@@ -210,6 +210,12 @@ t_mutants() {
 	mutant "escalation only when asked for" bad-escalation-unset \
 		"__import__('re').sub(r'!\\(has\\(c.securityContext\\) && has\\(c.securityContext.allowPrivilegeEscalation\\)\\s+&& c.securityContext.allowPrivilegeEscalation == false\\)', '(has(c.securityContext) && has(c.securityContext.allowPrivilegeEscalation) && c.securityContext.allowPrivilegeEscalation)', s, count=1)"
 	mutant "pods/ephemeralcontainers unmatched" bad-ephemeral-net-admin "s.replace(', \"pods/ephemeralcontainers\"', '', 1)"
+	# CNI mode's validator: its arguments unchecked, its hook allowed, or known by its name alone
+	mutant "validator's arguments unchecked" bad-cni-validate-help \
+		"s.replace(\"c.command[2] == '--policy' && \", '', 1)"
+	mutant "validator may have a hook" bad-cni-validate-with-hook "s.replace('!has(c.args) && !has(c.lifecycle)', '!has(c.args)', 1)"
+	mutant "validator by name alone" bad-cni-validate-other-image \
+		"s.replace(\"c.name == 'stockade-validate' && c.image == 'localhost/stockade-sidecar:$TAG'\", \"c.name == 'stockade-validate'\")"
 }
 
 SK_CASES=(fixtures chart_pods inject_pods mutants)
