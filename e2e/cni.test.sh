@@ -5,8 +5,9 @@
 # into the pod's netns ("skcni-pod") exactly the ruleset stockade-init loads from the same policy (compared
 # with `nft list ruleset` of a netns the real init programmed) and prints prevResult unchanged; a second ADD;
 # CHECK passes, and fails with the error object once the table is tampered with; DEL twice, and DEL with the
-# netns gone; an unwrapped and a hostNetwork pod are left untouched; a wrapped pod without its annotation,
-# and an unreachable API server, fail ADD with the error object (fail closed); VERSION, STATUS; and
+# netns gone; an unwrapped and a hostNetwork pod are left untouched; a wrapped pod with no policy at all,
+# and an unreachable API server, fail ADD with the error object (fail closed); VERSION, STATUS; a wrapped
+# pod without the annotation programmed from its policy volume's ConfigMap; and
 # `stockade-cni install` against a scratch node root (chained, re-chained after the primary CNI rewrites
 # its file, removed on SIGTERM); `stockade-sidecar validate` (CNI mode's init container) as the agent UID:
 # fails with one line before the plugin's ADD, passes after it and writes stockade-init's marker. Needs root.
