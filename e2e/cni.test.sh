@@ -308,7 +308,7 @@ p=json.load(open(sys.argv[1]))["plugins"]; sys.exit(not (p[-2]["type"] == "loopb
 validate() {
 	ip netns exec "$N-pod" setpriv --reuid="${1:-$SK_AGENT_UID}" --regid="${1:-$SK_AGENT_UID}" --clear-groups \
 		--inh-caps=-all "$SK_BIN/stockade-sidecar" validate --policy "$SK_TMP/policy.yaml" \
-		--marker "$SK_TMP/vm/v.marker" --timeout-ms 1000 2>&1
+		--marker "$SK_TMP/vm/v.marker" --timeout-ms 2000 2>&1
 }
 
 # CNI mode's stockade-validate init container: as the agent UID without a capability it proves the
@@ -325,7 +325,7 @@ t_validate() {
 	sk_check_eq "validate without the plugin's ADD: exit 1" 1 "$rc"
 	sk_check_eq "validate without the plugin's ADD: one line" 1 "$(wc -l <<<"$out")"
 	sk_check "validate without the plugin's ADD: says the redirect is missing" \
-		grep -Eq '^stockade-validate: FAIL: TCP to 192.0.2.1:[0-9]+ did not arrive at 127.0.0.1:15001 within 1000 ms: no stockade redirect in this netns$' <<<"$out"
+		grep -Eq '^stockade-validate: FAIL: TCP to 192.0.2.1:[0-9]+ did not arrive at 127.0.0.1:15001 within 2000 ms: no stockade redirect in this netns$' <<<"$out"
 	sk_check "validate without the plugin's ADD: no marker written" test ! -e "$SK_TMP/vm/v.marker"
 	cni ADD wrapped >/dev/null
 	out=$(validate); rc=$?
