@@ -14,6 +14,8 @@ int sk_cmd_rules(int argc, char **argv);    /* cmd_rules.c   */
 int sk_cmd_seccomp(int argc, char **argv);  /* cmd_seccomp.c */
 int sk_cmd_exec(int argc, char **argv);     /* cmd_seccomp.c */
 int sk_cmd_seccomp_install(int argc, char **argv); /* cmd_install.c */
+int sk_cmd_seccomp_log(int argc, char **argv); /* cmd_seccomp_log.c */
+int sk_cmd_status(int argc, char **argv);   /* cmd_status.c  */
 int sk_cmd_inject(int argc, char **argv);   /* cmd_inject.c  */
 int sk_cmd_schema(int argc, char **argv);   /* cmd_schema.c  */
 int sk_cmd_suggest(int argc, char **argv);  /* cmd_suggest.c */

@@ -69,6 +69,12 @@ static const char usage_text[] =
 	"  --sidecar-setting N=V   extra sidecar flag --N=V (repeatable; the chart's sidecar.settings)\n"
 	"  --api-secret NAME=SECRET  mount Secret SECRET into the sidecar at /var/run/stockade/secrets/NAME/\n"
 	"                          (repeatable; the chart's sidecar.apiSecrets)\n"
+	"  --secret-env NAME=PLACEHOLDER  give every container of the pod's own NAME=PLACEHOLDER, the placeholder\n"
+	"                          of a policy secret that the sidecar swaps for its value (repeatable; the chart's\n"
+	"                          agent.secretEnv); with --policy it must be one of the policy's placeholders\n"
+	"  --no-trust              no trust files: by default the sidecar writes the inspection CA's (--trust-dir)\n"
+	"                          on an emptyDir that every container of the pod's own mounts read-only at\n"
+	"                          " SK_INJECT_TRUST_DIR ", with SSL_CERT_FILE, REQUESTS_CA_BUNDLE... (the chart's trust.enabled)\n"
 	"  --guardrails FILE       the cluster guardrails, as stockade-injector puts them into a pod: the\n"
 	"                          annotation stockade.io/guardrails, read by the sidecar (docs/governance.md);\n"
 	"                          with --policy, the policy must be within them (exit 3 otherwise)\n";
@@ -76,7 +82,7 @@ static const char usage_text[] =
 enum {
 	OPT_POLICY = 256, OPT_CHECK, OPT_CM, OPT_INIT_IMG, OPT_SIDECAR_IMG, OPT_PULL, OPT_AGENT_UID, OPT_SIDECAR_UID,
 	OPT_ADMIN, OPT_SECCOMP, OPT_NO_SECCOMP, OPT_CLASSIC, OPT_STARTUP, OPT_FIRST, OPT_IN_SIDECAR, OPT_LOG, OPT_READY,
-	OPT_SETTING, OPT_SECRET, OPT_GUARDRAILS, OPT_CNI,
+	OPT_SETTING, OPT_SECRET, OPT_GUARDRAILS, OPT_SECRET_ENV, OPT_NO_TRUST, OPT_CNI,
 };
 
 #define MAX_EXTRA 64
@@ -104,6 +110,8 @@ static const struct option long_opts[] = {
 	{ "sidecar-setting", required_argument, NULL, OPT_SETTING },
 	{ "api-secret", required_argument, NULL, OPT_SECRET },
 	{ "guardrails", required_argument, NULL, OPT_GUARDRAILS },
+	{ "secret-env", required_argument, NULL, OPT_SECRET_ENV },
+	{ "no-trust", no_argument, NULL, OPT_NO_TRUST },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -460,7 +468,8 @@ int sk_cmd_inject(int argc, char **argv)
 	int c;
 	char *settings[MAX_EXTRA];
 	struct sk_inject_secret secrets[MAX_EXTRA];
-	size_t n_settings = 0, n_secrets = 0;
+	struct sk_inject_env secret_env[MAX_EXTRA];
+	size_t n_settings = 0, n_secrets = 0, n_secret_env = 0;
 	int ex = SK_EXIT_OK;
 	char *guardrails_text = NULL;
 	struct sk_guardrails *guardrails = NULL;
@@ -518,6 +527,24 @@ int sk_cmd_inject(int argc, char **argv)
 		case OPT_FIRST: o.sidecar_first = true; break;
 		case OPT_IN_SIDECAR: o.init_in_sidecar = true; break;
 		case OPT_CNI: o.cni = true; break;
+		case OPT_NO_TRUST: o.trust = false; break;
+		case OPT_SECRET_ENV: {
+			/* the name and the placeholder are checked with the other options (sk_inject_opts_check) */
+			const char *eq = strchr(optarg, '=');
+			if (!eq || n_secret_env == MAX_EXTRA) {
+				(void)fprintf(stderr, "stockade-policy inject: --secret-env: '%s', expected NAME=PLACEHOLDER "
+					"(at most %d)\n", optarg, MAX_EXTRA);
+				ex = SK_EXIT_USAGE;
+				goto out_opts;
+			}
+			secret_env[n_secret_env].name = strndup(optarg, (size_t)(eq - optarg));
+			secret_env[n_secret_env].value = eq + 1;
+			if (!secret_env[n_secret_env++].name) {
+				ex = SK_EXIT_RUNTIME;
+				goto out_opts;
+			}
+			break;
+		}
 		case OPT_LOG:
 			if (strcmp(optarg, "error") && strcmp(optarg, "warn") && strcmp(optarg, "info") &&
 			    strcmp(optarg, "debug")) {
@@ -578,6 +605,8 @@ int sk_cmd_inject(int argc, char **argv)
 	o.n_settings = n_settings;
 	o.secrets = secrets;
 	o.n_secrets = n_secrets;
+	o.secret_env = secret_env;
+	o.n_secret_env = n_secret_env;
 	if (guardrails_path) {
 		/* loaded to be validated (exit 2 when they are not guardrails), put into the pod as text */
 		size_t glen = 0;
@@ -606,7 +635,42 @@ out_opts:
 		free(settings[i]);
 	for (size_t i = 0; i < n_secrets; i++)
 		free((char *)secrets[i].name);
+	for (size_t i = 0; i < n_secret_env; i++)
+		free((char *)secret_env[i].name);
 	return ex;
+}
+
+/* The policy's secrets against the pod's mounts and placeholders, as the chart checks its values: a valueFile
+ * in no --api-secret mount leaves the sidecar without the value (every swap refused); a --secret-env that is
+ * no secret's placeholder gives the agent a string nothing swaps. 0, or -1 having said why. */
+static int secrets_unmounted(const struct sk_policy *p, const struct sk_inject_opts *o, const char *policy_path)
+{
+	for (size_t i = 0; i < p->n_secrets; i++) {
+		const char *vf = p->secrets[i].value_file;
+		bool covered = false;
+		for (size_t k = 0; vf && !covered && k < o->n_secrets; k++) {
+			char dir[128];   /* the name is a DNS label (inject.h) */
+			(void)snprintf(dir, sizeof(dir), "/var/run/stockade/secrets/%s/", o->secrets[k].name);
+			covered = !strncmp(vf, dir, strlen(dir));
+		}
+		if (!covered) {
+			(void)fprintf(stderr, "stockade-policy inject: %s: secrets[%zu] (%s): valueFile %s is in no Secret "
+				"mounted into the sidecar: add --api-secret NAME=SECRET and point valueFile at "
+				"/var/run/stockade/secrets/NAME/<key>\n", policy_path, i, p->secrets[i].name, vf ? vf : "(none)");
+			return -1;
+		}
+	}
+	for (size_t j = 0; j < o->n_secret_env; j++) {
+		bool found = false;
+		for (size_t i = 0; !found && i < p->n_secrets; i++)
+			found = p->secrets[i].placeholder && !strcmp(p->secrets[i].placeholder, o->secret_env[j].value);
+		if (!found) {
+			(void)fprintf(stderr, "stockade-policy inject: --secret-env %s=%s: no secret of %s has that "
+				"placeholder\n", o->secret_env[j].name, o->secret_env[j].value, policy_path);
+			return -1;
+		}
+	}
+	return 0;
 }
 
 /* Everything after the options: the policy, the files, the output. */
@@ -668,6 +732,11 @@ static int run_inject(struct sk_inject_opts *o_, const char *const *files, size_
 			sk_policy_free(p);
 			(void)fprintf(stderr, "stockade-policy inject: out of memory\n");
 			return SK_EXIT_RUNTIME;
+		}
+		if (secrets_unmounted(p, &o, policy_path) < 0) {
+			sk_policy_free(p);
+			free(seccomp_yaml);
+			return SK_EXIT_USAGE;
 		}
 		bool clash = (uid_flag && (o.agent_uid != p->agent_uid || o.sidecar_uid != p->sidecar_uid)) ||
 			     (admin_flag && o.admin_port != p->ports.admin);

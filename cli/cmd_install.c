@@ -19,6 +19,7 @@
 
 #include "common/err.h"
 #include "common/json_str.h"
+#include "common/read_file.h"
 #include "common/util.h"
 #include "cli/cli.h"
 #include "cli/installer.h"
@@ -37,7 +38,8 @@ static void on_term(int sig)
 }
 
 /* Generates the profile text (owned, ends with a newline) from the policy at path, and its hashed name. */
-static char *render_profile(const char *policy_path, char name[SK_SCMP_NAME_SIZE], struct sk_err *err)
+static char *render_profile(const char *policy_path, bool log_denials, char name[SK_SCMP_NAME_SIZE],
+			    struct sk_err *err)
 {
 	struct sk_diags diags = { 0 };
 	struct sk_policy *pol = NULL;
@@ -58,6 +60,7 @@ static char *render_profile(const char *policy_path, char name[SK_SCMP_NAME_SIZE
 	struct sk_seccomp_opts opts = {
 		.allow = (const char *const *)pol->seccomp.allow, .n_allow = pol->seccomp.n_allow,
 		.deny = (const char *const *)pol->seccomp.deny, .n_deny = pol->seccomp.n_deny,
+		.log_denials = log_denials,
 	};
 	if (sk_seccomp_generate(&opts, &prof, err) < 0 ||
 	    sk_seccomp_profile_name(opts.allow, opts.n_allow, opts.deny, opts.n_deny, name, err) < 0)
@@ -202,9 +205,10 @@ out:
 
 /* One round of the cluster mode. SK_EXIT_OK, SK_EXIT_POLICY (a ConfigMap was skipped) or SK_EXIT_RUNTIME
  * (the listing or a write failed). */
-static int cluster_round(const struct sk_inst_api *api, const char *dir, struct sk_inst_gc *gc, long grace)
+static int cluster_round(const struct sk_inst_api *api, const char *dir, struct sk_inst_gc *gc, long grace,
+			 bool log_denials)
 {
-	struct sk_inst_set set = { 0 };
+	struct sk_inst_set set = { .log_denials = log_denials };
 	struct sk_err err = { 0 };
 	int skipped = 0, ex = SK_EXIT_OK;
 	if (sk_inst_add_default(&set, &err) < 0) {
@@ -227,6 +231,26 @@ static int cluster_round(const struct sk_inst_api *api, const char *dir, struct 
 		ex = SK_EXIT_POLICY;
 	sk_inst_set_free(&set);
 	return ex;
+}
+
+/* The flag asks the kernel to log what the filter refuses, but it logs only the actions listed in
+ * actions_logged (errno is there by default; an administrator may have removed it). Said once at start,
+ * as a log line: the profiles are still right, only the record of a refusal would be missing. */
+#define ACTIONS_LOGGED "/proc/sys/kernel/seccomp/actions_logged"
+static void check_actions_logged(void)
+{
+	struct sk_err err = { 0 };
+	size_t len = 0;
+	sk_autofree char *buf = sk_read_file(ACTIONS_LOGGED, 4096, &len, &err);
+	if (!buf) {
+		log_line("seccomp_log_unavailable", ACTIONS_LOGGED, "unreadable: the kernel may not log seccomp actions");
+		return;
+	}
+	for (char *save = NULL, *t = strtok_r(buf, " \n", &save); t; t = strtok_r(NULL, " \n", &save))
+		if (!strcmp(t, "errno"))
+			return;
+	log_line("seccomp_log_unavailable", ACTIONS_LOGGED, "errno is not listed: refused syscalls will not be "
+		 "logged (docs/operating.md#seccomp-refusals)");
 }
 
 /* The API server of the pod's cluster: KUBERNETES_SERVICE_HOST/PORT, an IPv6 address in brackets. */
@@ -265,6 +289,7 @@ int sk_cmd_seccomp_install(int argc, char **argv)
 	};
 	long interval = 300, grace = 86400;
 	int once = 0, cluster = 0;
+	bool log_denials = false;
 	static const char *const opt_names[] = { "--policy", "--dir", "--name", "--interval", "--grace",
 						 "--api-server", "--token-file", "--ca-file", "--selector" };
 	const char **slot[] = { &policy, &dir, &name_opt, &interval_s, &grace_s,
@@ -282,6 +307,8 @@ int sk_cmd_seccomp_install(int argc, char **argv)
 			once = 1;
 		else if (!strcmp(a, "--from-cluster"))
 			cluster = 1;
+		else if (!strcmp(a, "--log-denials"))
+			log_denials = true;
 		else
 			return sk_cli_usage_error(argv[0], "unknown argument '%s'", a);
 	}
@@ -328,16 +355,18 @@ int sk_cmd_seccomp_install(int argc, char **argv)
 		api.curl = &cu;
 	}
 
+	if (log_denials)
+		check_actions_logged();
 	struct sk_inst_gc gc = { 0 };
 	int failures = 0, last_ex = SK_EXIT_OK;
 	while (!install_stop) {
 		if (cluster) {
-			last_ex = cluster_round(&api, dir, &gc, grace);
+			last_ex = cluster_round(&api, dir, &gc, grace, log_denials);
 			failures = last_ex == SK_EXIT_OK ? 0 : failures + 1;
 		} else {
 			struct sk_err err = { 0 };
 			char hashed[SK_SCMP_NAME_SIZE] = "", path[4096];
-			char *text = render_profile(policy, hashed, &err);
+			char *text = render_profile(policy, log_denials, hashed, &err);
 			/* Without a profile there is no hashed name: the failure is logged against --dir (or
 			 * DIR/NAME), and the last good file stays. */
 			const char *name = name_opt ? name_opt : hashed;

@@ -124,7 +124,7 @@ int sk_cmd_seccomp(int argc, char **argv)
 	struct sk_err err = { 0 };
 	char *json = NULL;
 	int rc = SK_EXIT_USAGE;
-	bool print_name = false;
+	bool print_name = false, log_denials = false;
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = NULL;
@@ -154,6 +154,8 @@ int sk_cmd_seccomp(int argc, char **argv)
 			out_path = v;
 		} else if (!strcmp(a, "--print-name")) {
 			print_name = true;
+		} else if (!strcmp(a, "--log-denials")) {
+			log_denials = true;
 		} else if (!strcmp(a, "--diff")) {
 			if (i + 2 >= argc || argc != i + 3) {
 				seccomp_usage(stderr);
@@ -199,7 +201,7 @@ int sk_cmd_seccomp(int argc, char **argv)
 	}
 	struct sk_seccomp_opts opts = {
 		.allow = allow.v, .n_allow = allow.n, .deny = deny.v, .n_deny = deny.n,
-		.arches = arches, .n_arches = n_arches,
+		.arches = arches, .n_arches = n_arches, .log_denials = log_denials,
 	};
 	if (sk_seccomp_generate(&opts, &prof, &err) < 0) {
 		(void)fprintf(stderr, "stockade-policy %s%s%s\n", policy_path ? policy_path : "", policy_path ? ": " : "",

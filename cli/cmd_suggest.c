@@ -62,8 +62,9 @@ int sk_cmd_suggest(int argc, char **argv)
 		}
 	}
 	if (rc == SK_EXIT_OK) {
-		sk_suggest_finish(&s);
-		char *text = fmt == SK_CLI_JSON ? sk_suggest_json(&s) : sk_suggest_yaml(&s);
+		char *text = NULL;
+		if (sk_suggest_finish(&s) == 0)
+			text = fmt == SK_CLI_JSON ? sk_suggest_json(&s) : sk_suggest_yaml(&s);
 		if (!text || fputs(text, stdout) < 0 || (fmt == SK_CLI_JSON && putchar('\n') < 0) || fflush(stdout)) {
 			(void)fprintf(stderr, "stockade-policy suggest: %s\n", text ? "write stdout failed" : "out of memory");
 			rc = SK_EXIT_RUNTIME;

@@ -18,7 +18,7 @@
 #include "common/curl_dl.h"
 
 int sk_inst_profile_from(const char *source, const char *policy_yaml, size_t len, const char *declared,
-			 struct sk_inst_profile *out, struct sk_err *err)
+			 bool log_denials, struct sk_inst_profile *out, struct sk_err *err)
 {
 	struct sk_diags diags = { 0 };
 	struct sk_policy *pol = NULL;
@@ -51,6 +51,7 @@ int sk_inst_profile_from(const char *source, const char *policy_yaml, size_t len
 	const char *const *deny = (const char *const *)pol->seccomp.deny;
 	struct sk_seccomp_opts opts = {
 		.allow = allow, .n_allow = pol->seccomp.n_allow, .deny = deny, .n_deny = pol->seccomp.n_deny,
+		.log_denials = log_denials,
 	};
 	if (sk_seccomp_generate(&opts, &prof, err) < 0) {
 		sk_err_prefix(err, "%s", file);
@@ -126,7 +127,7 @@ static int one_configmap(const cJSON *item, struct sk_inst_set *set, sk_inst_ski
 	struct sk_err err = { 0 };
 	struct sk_inst_profile p;
 	int rc = sk_inst_profile_from(source, pol->valuestring, strlen(pol->valuestring),
-				      declared ? declared->valuestring : NULL, &p, &err);
+				      declared ? declared->valuestring : NULL, set->log_denials, &p, &err);
 	if (rc == -ENOMEM)
 		return rc;
 	if (rc < 0) {
@@ -195,7 +196,8 @@ int sk_inst_add_default(struct sk_inst_set *set, struct sk_err *err)
 	if (set_has(set, SK_SCMP_DEFAULT_NAME))
 		return 0;
 	struct sk_inst_profile p;
-	int rc = sk_inst_profile_from(SK_INST_DEFAULT_SOURCE, pol, sizeof(pol) - 1, SK_SCMP_DEFAULT_NAME, &p, err);
+	int rc = sk_inst_profile_from(SK_INST_DEFAULT_SOURCE, pol, sizeof(pol) - 1, SK_SCMP_DEFAULT_NAME,
+				      set->log_denials, &p, err);
 	if (rc < 0)
 		return rc;
 	struct sk_inst_profile *nv = realloc(set->v, (set->n + 1) * sizeof(*nv));

@@ -12,6 +12,7 @@
 #ifndef SK_CLI_INSTALLER_H
 #define SK_CLI_INSTALLER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <time.h>
 
@@ -33,6 +34,7 @@ struct sk_inst_profile {
 struct sk_inst_set {
 	struct sk_inst_profile *v;
 	size_t n;
+	bool log_denials;              /* set by the caller: every profile added carries SECCOMP_FILTER_FLAG_LOG */
 };
 
 /* Called for each ConfigMap that is skipped: source "namespace/name", why (a sentence naming the problem,
@@ -41,10 +43,11 @@ typedef void (*sk_inst_skip_fn)(void *ctx, const char *source, const char *why);
 
 /* Builds the profile a ConfigMap asks for into *out (owned fields): loads policy_yaml (named
  * "SOURCE:policy.yaml" in messages), runs its seccomp section through the generator, names it, and checks
- * that declared (NULL: not given) equals the name. 0, -EINVAL with err set when the ConfigMap is bad,
+ * that declared (NULL: not given) equals the name; log_denials is the generator's (the name does not
+ * depend on it). 0, -EINVAL with err set when the ConfigMap is bad,
  * -ENOMEM. */
 int sk_inst_profile_from(const char *source, const char *policy_yaml, size_t len, const char *declared,
-			 struct sk_inst_profile *out, struct sk_err *err);
+			 bool log_denials, struct sk_inst_profile *out, struct sk_err *err);
 
 /* Parses one page of a ConfigMapList (the API's JSON) and adds each good ConfigMap's profile to set (a
  * name already there is not added twice); bad ones go to skip. *cont receives the list's

@@ -270,6 +270,14 @@ static void test_default_profile(void **state)
 	assert_string_equal(set.v[1].name, "stockade-b22f410551713c70.json");
 	sk_inst_set_free(&set);
 
+	/* --log-denials: the same name, the text with the flag */
+	set.log_denials = true;
+	assert_int_equal(sk_inst_add_default(&set, &err), 0);
+	assert_string_equal(set.v[0].name, SK_SCMP_DEFAULT_NAME);
+	assert_non_null(strstr(set.v[0].text, "\"flags\":\t[\"SECCOMP_FILTER_FLAG_LOG\"]"));
+	sk_inst_set_free(&set);
+	set.log_denials = false;
+
 	/* an empty cluster: the default is still needed, another hash-named file is not */
 	const char *files[] = { SK_SCMP_DEFAULT_NAME, "stockade-aaaaaaaaaaaaaaaa.json" };
 	assert_int_equal(sk_inst_add_default(&set, &err), 0);

@@ -10,6 +10,7 @@
 #include "common/http_path.h"
 #include "common/json_str.h"
 #include "policy/domain.h"
+#include "policy/seccomp/seccomp.h"
 
 static const char WHY_LITERAL[] = "the name seen (SNI or Host) is an IP literal: an address rule, never a host rule";
 static const char WHY_NO_NAME[] = "no name was seen (plain TCP): an address rule; a host rule needs TLS or HTTP";
@@ -140,6 +141,34 @@ static int add_dns_only(struct sk_suggest *s, const char *name)
 
 static int cmp_str(const void *a, const void *b);
 
+/* A seccomp-log line: the syscall the profile refused. */
+static int take_seccomp(struct sk_suggest *s, const cJSON *o)
+{
+	const char *name = str_field(o, "syscall"), *action = str_field(o, "action");
+	if (!action || !strcmp(action, "allow") || !strcmp(action, "log")) {
+		s->not_denials++;
+		return 0;
+	}
+	/* a name as libseccomp prints them; anything else is no syscall a policy could list */
+	if (!name || !*name || strlen(name) > 64 || strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_") != strlen(name))
+		return add_skip(s, "seccomp_unnamed");
+	s->used++;
+	for (size_t i = 0; i < s->n_sys; i++)
+		if (!strcmp(s->sys[i].name, name)) {
+			s->sys[i].count++;
+			return 0;
+		}
+	struct sk_suggest_sys *v = realloc(s->sys, (s->n_sys + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	s->sys = v;
+	v[s->n_sys] = (struct sk_suggest_sys){ .name = strdup(name), .count = 1 };
+	if (!v[s->n_sys].name)
+		return -ENOMEM;
+	s->n_sys++;
+	return 0;
+}
+
 /* The rule label of a line: "rule" is a name (string) or an index (number). Writes it into buf; NULL when
  * the line names no rule. */
 static const char *rule_label(const cJSON *o, char *buf, size_t sz)
@@ -205,7 +234,9 @@ static int take(struct sk_suggest *s, const cJSON *o)
 {
 	const char *event = str_field(o, "event"), *decision = str_field(o, "decision");
 	const char *reason = str_field(o, "reason"), *name = str_field(o, "name");
-	const char *proto = str_field(o, "proto");
+	const char *proto = str_field(o, "proto"), *kind = str_field(o, "kind");
+	if (kind && !strcmp(kind, "seccomp"))
+		return take_seccomp(s, o);
 	if (!event || !decision || (strcmp(decision, "deny") != 0 && strcmp(decision, "would_deny") != 0)) {
 		s->not_denials++;
 		return 0;
@@ -319,8 +350,28 @@ static int cmp_req(const void *a, const void *b)
 	return c ? c : strcmp(x->method, y->method);
 }
 
-void sk_suggest_finish(struct sk_suggest *s)
+static int cmp_sys(const void *a, const void *b)
 {
+	return strcmp(((const struct sk_suggest_sys *)a)->name, ((const struct sk_suggest_sys *)b)->name);
+}
+
+int sk_suggest_finish(struct sk_suggest *s)
+{
+	if (s->n_sys)
+		qsort(s->sys, s->n_sys, sizeof(*s->sys), cmp_sys);
+	/* the generator is the judge of what seccomp.allow may hold (what `check` will say of the result) */
+	for (size_t i = 0; i < s->n_sys; i++) {
+		const char *one[] = { s->sys[i].name };
+		struct sk_seccomp_opts opts = { .allow = one, .n_allow = 1 };
+		struct sk_scmp_profile *p = NULL;
+		struct sk_err err = { 0 };
+		int r = sk_seccomp_generate(&opts, &p, &err);
+		sk_scmp_profile_free(p);
+		if (r == -ENOMEM)
+			return r;
+		if (r < 0 && !(s->sys[i].refused = strdup(err.msg)))
+			return -ENOMEM;
+	}
 	if (s->n_reqs)
 		qsort(s->reqs, s->n_reqs, sizeof(*s->reqs), cmp_req);
 	for (size_t i = 0; i < s->n_reqs; i++)
@@ -330,6 +381,7 @@ void sk_suggest_finish(struct sk_suggest *s)
 		qsort(s->rules, s->n_rules, sizeof(*s->rules), cmp_rule);
 	if (s->n_dns_only)
 		qsort(s->dns_only, s->n_dns_only, sizeof(*s->dns_only), cmp_str);
+	return 0;
 }
 
 /* A DNS-only name no host rule covers (the connection never came, e.g. it was to a port the agent then
@@ -394,6 +446,21 @@ char *sk_suggest_yaml(const struct sk_suggest *s)
 			(void)fprintf(f, "%s%u", k ? ", " : "", r->ports[k]);
 		(void)fprintf(f, "]\n    protocol: %s  # %u connection%s\n", r->proto, r->count, r->count == 1 ? "" : "s");
 	}
+	size_t n_allow = 0;
+	for (size_t i = 0; i < s->n_sys; i++) {
+		if (s->sys[i].refused)
+			(void)fprintf(f, "# seccomp: not suggested, %s (%u refusal%s): %s\n", s->sys[i].name, s->sys[i].count,
+				s->sys[i].count == 1 ? "" : "s", s->sys[i].refused);
+		else
+			n_allow++;
+	}
+	if (n_allow) {
+		(void)fprintf(f, "seccomp:\n  allow:\n");
+		for (size_t i = 0; i < s->n_sys; i++)
+			if (!s->sys[i].refused)
+				(void)fprintf(f, "    - %s  # %u refusal%s\n", s->sys[i].name, s->sys[i].count,
+					s->sys[i].count == 1 ? "" : "s");
+	}
 	bool failed = ferror(f) != 0;
 	if (fclose(f) != 0 || failed) {
 		free(out);
@@ -447,6 +514,15 @@ char *sk_suggest_json(const struct sk_suggest *s)
 	cJSON *sk = cJSON_AddObjectToObject(o, "skipped");
 	for (size_t i = 0; sk && i < s->n_skips; i++)
 		cJSON_AddNumberToObject(sk, s->skips[i].reason, s->skips[i].count);
+	cJSON *sc = s->n_sys ? cJSON_AddObjectToObject(o, "seccomp") : NULL;
+	cJSON *sa = sc ? cJSON_AddArrayToObject(sc, "allow") : NULL;
+	cJSON *sr = sc ? cJSON_AddObjectToObject(sc, "refused") : NULL;
+	for (size_t i = 0; sa && sr && i < s->n_sys; i++) {
+		if (s->sys[i].refused)
+			cJSON_AddStringToObject(sr, s->sys[i].name, s->sys[i].refused);
+		else
+			cJSON_AddItemToArray(sa, cJSON_CreateString(s->sys[i].name));
+	}
 	cJSON *dn = cJSON_AddArrayToObject(o, "dnsOnly");
 	for (size_t i = 0; dn && i < s->n_dns_only; i++)
 		if (!covered(s, s->dns_only[i]))
@@ -475,5 +551,10 @@ void sk_suggest_free(struct sk_suggest *s)
 	for (size_t i = 0; i < s->n_dns_only; i++)
 		free(s->dns_only[i]);
 	free(s->dns_only);
+	for (size_t i = 0; i < s->n_sys; i++) {
+		free(s->sys[i].name);
+		free(s->sys[i].refused);
+	}
+	free(s->sys);
 	memset(s, 0, sizeof(*s));
 }

@@ -18,7 +18,12 @@
  * rule allowed) is not a new egress rule but an entry to add to that rule's `requests`: one per (rule,
  * method), the paths of every line merged (already normalised by the sidecar), written as YAML comments
  * naming the rule, and as "requests" in JSON. A request_bad_path line (a path servers read differently)
- * is never suggested. */
+ * is never suggested.
+ *
+ * Seccomp refusals (`stockade-policy seccomp-log` lines, "kind":"seccomp"): each syscall named is a
+ * `seccomp.allow` entry when the generator takes it (it refuses the never-allowed ones and those allowed
+ * only with argument conditions): those are listed in a comment with the generator's reason, never
+ * suggested. A line whose syscall has no name (another architecture) is counted as skipped. */
 #ifndef SK_CLI_SUGGEST_H
 #define SK_CLI_SUGGEST_H
 
@@ -54,6 +59,13 @@ struct sk_suggest_skip {
 	unsigned count;
 };
 
+/* One syscall the seccomp lines named. */
+struct sk_suggest_sys {
+	char *name;
+	unsigned count;
+	char *refused;           /* NULL: a seccomp.allow entry; else why the generator refuses it (finish) */
+};
+
 struct sk_suggest {
 	struct sk_suggest_rule *rules;
 	size_t n_rules;
@@ -63,6 +75,8 @@ struct sk_suggest {
 	size_t n_reqs;
 	char **dns_only;         /* names denied in DNS lines: printed when no rule covers them */
 	size_t n_dns_only;
+	struct sk_suggest_sys *sys;     /* seccomp refusals by syscall, sorted by name after finish */
+	size_t n_sys;
 	unsigned lines, used, not_json, not_denials;
 };
 
@@ -70,11 +84,13 @@ struct sk_suggest {
 int sk_suggest_line(struct sk_suggest *s, const char *line, size_t len);
 /* Reads every line of f. 0, -ENOMEM or -EIO. */
 int sk_suggest_read(struct sk_suggest *s, FILE *f);
-/* Sorts the rules into output order (call once, after the last line). */
-void sk_suggest_finish(struct sk_suggest *s);
+/* Sorts the rules into output order and runs each syscall through the generator (call once, after the last
+ * line). 0 or -ENOMEM. */
+int sk_suggest_finish(struct sk_suggest *s);
 /* The rules as a YAML `egress:` list with comments (owned string, NULL on out of memory). */
 char *sk_suggest_yaml(const struct sk_suggest *s);
-/* The same as JSON: {"egress": [...], "skipped": {...}, "dnsOnly": [...], "lines": N, "used": N}. */
+/* The same as JSON: {"egress": [...], "skipped": {...}, "dnsOnly": [...], "lines": N, "used": N}, and
+ * "seccomp": {"allow": [...], "refused": {NAME: why}} when seccomp lines were read. */
 char *sk_suggest_json(const struct sk_suggest *s);
 void sk_suggest_free(struct sk_suggest *s);
 

@@ -256,6 +256,50 @@ static void test_request_denied_lines_become_requests_entries(void **state)
 	sk_suggest_free(&s);
 }
 
+/* seccomp-log lines: allowable names become seccomp.allow (sorted, counted), the generator's refusals a
+ * comment with its reason, an unnamed syscall a skip; the YAML loads as a policy whose profile allows them. */
+static void test_seccomp_lines(void **state)
+{
+	(void)state;
+	static const char *const scmp[] = {
+		"{\"kind\":\"seccomp\",\"comm\":\"a\",\"syscall\":\"fanotify_mark\",\"action\":\"errno\"}",
+		"{\"kind\":\"seccomp\",\"comm\":\"a\",\"syscall\":\"mount\",\"action\":\"errno\"}",
+		"{\"kind\":\"seccomp\",\"comm\":\"a\",\"syscall\":\"fanotify_mark\",\"action\":\"errno\"}",
+		"{\"kind\":\"seccomp\",\"comm\":\"a\",\"syscall\":\"migrate_pages\",\"action\":\"kill_process\"}",
+		"{\"kind\":\"seccomp\",\"comm\":\"a\",\"syscall\":null,\"action\":\"errno\"}",
+		"{\"kind\":\"seccomp\",\"comm\":\"a\",\"syscall\":\"x\\\"y\",\"action\":\"errno\"}",
+		"{\"kind\":\"seccomp\",\"comm\":\"a\",\"syscall\":\"getpid\",\"action\":\"log\"}",
+	};
+	struct sk_suggest s = { 0 };
+	for (size_t i = 0; i < sizeof(scmp) / sizeof(scmp[0]); i++)
+		assert_int_equal(sk_suggest_line(&s, scmp[i], strlen(scmp[i])), 0);
+	assert_int_equal(sk_suggest_finish(&s), 0);
+	assert_int_equal(s.used, 4);
+	char *y = sk_suggest_yaml(&s);
+	assert_non_null(y);
+	assert_non_null(strstr(y, "# not turned into rules (no egress rule changes these): seccomp_unnamed 2\n"));
+	assert_non_null(strstr(y, "# seccomp: not suggested, mount (1 refusal): seccomp: allow mount: never allowed"));
+	assert_non_null(strstr(y, "seccomp:\n  allow:\n    - fanotify_mark  # 2 refusals\n    - migrate_pages  # 1 refusal\n"));
+	char *doc = NULL;
+	assert_true(asprintf(&doc, "version: 1\n%s", y) > 0);
+	struct sk_diags d = { 0 };
+	struct sk_policy *p = NULL;
+	int r = sk_policy_load_buffer_ex("suggested", doc, strlen(doc), -1, 0, &p, &d);
+	if (r < 0)
+		sk_diags_print(&d, stderr);
+	assert_int_equal(r, 0);
+	assert_int_equal(p->seccomp.n_allow, 2);
+	assert_string_equal(p->seccomp.allow[1], "migrate_pages");
+	sk_policy_free(p);
+	sk_diags_free(&d);
+	free(doc);
+	free(y);
+	char *j = sk_suggest_json(&s);
+	assert_non_null(strstr(j, "\"allow\":\t[\"fanotify_mark\", \"migrate_pages\"]"));
+	free(j);
+	sk_suggest_free(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -265,6 +309,7 @@ int main(void)
 		cmocka_unit_test(test_yaml_is_a_policy_that_allows_the_lines),
 		cmocka_unit_test(test_yaml_exact_small),
 		cmocka_unit_test(test_request_denied_lines_become_requests_entries),
+		cmocka_unit_test(test_seccomp_lines),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,7 +7,8 @@
 #   the unmet condition's reason ("dns_upstream unreachable ADDR:53") in /readyz's body and logged once;
 #   a ConfigMap-style `..data` symlink swap reloading the policy while a proxied transfer stays open, bad
 #   and netns-changing reloads refused (old policy kept), SIGHUP, /healthz failing while the loop is
-#   blocked, and SIGTERM draining an open transfer before exit 0.
+#   blocked, and SIGTERM draining an open transfer before exit 0; `stockade-policy status` summarising the
+#   three endpoints (ready or the unmet reason, the policy's hash, the last denials; exit 0/1/5).
 # The real stockade-init programs the pod netns (and writes the marker); dnsmasq in the internet netns is
 # the pod's resolver, reached by the agent through the init's redirect to the sidecar's DNS filter.
 set -uo pipefail
@@ -204,6 +205,37 @@ t_denials() {
 	if echo "$den" | "$PY" -c 'import json,sys; d=json.load(sys.stdin); assert len(d)==1 and d[0]["decision"]=="deny" and d[0]["name"]=="denied.example", d' 2>/dev/null
 	then sk_pass "/denials?limit=1 holds the denied connection as JSON"
 	else sk_fail "/denials holds the denial" "$den"; fi
+}
+
+# --- stockade-policy status: the same three endpoints summarised, exit 0 ready / 1 not ready -------------------
+t_status() {
+	local POL=$SK_BIN/stockade-policy out rc hash
+	wait_ready 200 >/dev/null
+	for h in status-a status-b status-c status-denied; do
+		sk_pod_as "$N" 1000 curl -s -m 5 -o /dev/null --resolve "$h.example:80:$SRV_IP" "http://$h.example/x"
+	done
+	out=$(sk_pod "$N" "$POL" status --limit 3 "$ADMIN"); rc=$?
+	sk_check_eq "status: a ready sidecar exits 0" 0 "$rc"
+	hash=$(body /metrics | sed -n 's/^stockade_policy_info{hash="\([0-9a-f]*\)".*/\1/p')
+	sk_check "status: ready yes, and the policy's hash as /metrics says ($hash)" \
+		grep -qzE "ready     yes
+policy    hash $hash, netns [0-9a-f]{16}, mode enforce, 1 rules, from $CM/policy.yaml
+" <<<"$out"
+	sk_check "status: the last denied connection is the last line" \
+		grep -qE '^    [0-9T:.Z-]+ deny/deny status-denied\.example -> 198\.18\.1\.10:80 http \(no_match\)$' <<<"$(tail -1 <<<"$out")"
+	sk_check_eq "status --limit 3: the newest 3 of 4 denials, oldest first" "status-b status-c status-denied" \
+		"$(grep '^    ' <<<"$out" | awk '{ sub(/\.example$/, "", $3); printf "%s%s", s, $3; s = " " }')"
+	sk_check_eq "status -o json: ready, and the denied count as /metrics sums it" \
+		"true $(body /metrics | awk '/^stockade_connections_total\{decision="deny"/ { n += $2 } END { print n }')" \
+		"$(sk_pod "$N" "$POL" status -o json "$ADMIN" | jq -r '"\(.ready) \(.connections.denied)"')"
+	rm -f "$SK_TMP/marker"
+	wait_ready 503 >/dev/null
+	out=$(sk_pod "$N" "$POL" status "$ADMIN"); rc=$?
+	sk_check_eq "status: not ready exits 1, naming the unmet condition" "1 1" \
+		"$rc $(grep -c '^ready     NO: marker ' <<<"$out")"
+	cp "$SK_TMP/marker.init" "$SK_TMP/marker"
+	wait_ready 200 >/dev/null
+	sk_check_fails "status: nothing listening exits 5" --status=5 sk_pod "$N" "$POL" status --timeout 2 http://127.0.0.1:1
 }
 
 # --- readiness: everything present, then each part missing in turn ----------------------------------------
@@ -405,5 +437,5 @@ t_flags() {
 	sk_check "--help exits 0" "$SIDECAR" --help
 }
 
-SK_CASES=(endpoints denials readiness not_ready_reason reload healthz_blocked sigterm json_log flags)
+SK_CASES=(endpoints denials status readiness not_ready_reason reload healthz_blocked sigterm json_log flags)
 sk_main "$@"

@@ -200,6 +200,46 @@ print(dep["spec"]["replicas"], pdb["spec"]["minAvailable"], dep["spec"]["templat
 	rm -rf "$injtmp"
 }
 
+# --- The seccomp refusal reader (seccompLog) and the installer's log flag: off by default; kmsg privileged
+# with the device and the host's /proc read-only; auditd's log with no privilege and its directory; valid on
+# every version; the installer's --log-denials in its arguments and so in the admission policy's.
+# slog [helm args] — the seccomp-log DaemonSet's args | privileged | capabilities dropped | volumes (name:path)
+slog() { sys_render --kube-version 1.34.0 "$@" | python3 -c '
+import sys, yaml
+for d in yaml.safe_load_all(sys.stdin):
+    if d and d["kind"] == "DaemonSet" and d["metadata"]["name"].endswith("-seccomp-log"):
+        s = d["spec"]["template"]["spec"]; c = s["containers"][0]; sc = c["securityContext"]
+        print(" ".join(c["args"]), sc.get("privileged", False), sc.get("capabilities", {}).get("drop"),
+              s["automountServiceAccountToken"], " ".join("%s:%s" % (v["name"], v["hostPath"]["path"]) for v in s["volumes"]),
+              all(m.get("readOnly") for m in c["volumeMounts"]), sc["readOnlyRootFilesystem"])'; }
+t_seccomp_log() {
+	sk_check_eq "seccompLog: off by default" "" "$(slog)"
+	sk_check_eq "seccompLog: kmsg, privileged, the device and the host's /proc read-only, no token" \
+		"seccomp-log --follow --from-end --proc=/host/proc --node=\$(NODE_NAME) --source=kmsg --pods-only True None False host-proc:/proc kmsg:/dev/kmsg True True" \
+		"$(slog --set seccompLog.enabled=true)"
+	sk_check_eq "seccompLog: auditd's log read from its directory, no privilege, every capability dropped" \
+		"seccomp-log --follow --from-end --proc=/host/proc --node=\$(NODE_NAME) --source=/host/audit/audit.log False ['ALL'] False host-proc:/proc audit:/var/log/audit True True" \
+		"$(slog --set seccompLog.enabled=true --set seccompLog.source=/var/log/audit/audit.log --set seccompLog.podsOnly=false)"
+	refused "seccompLog: a source neither kmsg nor a file path is refused" \
+		"at '/seccompLog/source': '/var/log/audit/' does not match pattern" \
+		sys_render --kube-version 1.34.0 --set seccompLog.source=/var/log/audit/
+	for v in 1.29.0 1.37.0; do
+		out=$(sys_render --kube-version "$v" --set seccompLog.enabled=true | conform "$v" 2>&1)
+		if echo "$out" | grep -qE 'Invalid: 0, Errors: 0'; then sk_pass "seccompLog: kubeconform $v"
+		else sk_fail "seccompLog: kubeconform $v" "$out"; fi
+	done
+	local args
+	args=$(sys_render --kube-version 1.34.0 --set seccompInstaller.logDenials=true --set admissionPolicy.enabled=true | python3 -c '
+import sys, yaml
+for d in yaml.safe_load_all(sys.stdin):
+    if d and d["kind"] == "DaemonSet" and d["metadata"]["name"].endswith("-seccomp-installer"):
+        print(d["spec"]["template"]["spec"]["containers"][0]["args"][-1])
+    if d and d["kind"] == "ValidatingAdmissionPolicy":
+        print([v for v in d["spec"]["variables"] if v["name"] == "installerPod"][0]["expression"].count("\"--log-denials\""))')
+	sk_check_eq "seccompInstaller.logDenials: the installer's --log-denials, in the admission policy's argument list too" \
+		"--log-denials 1" "$(tr '\n' ' ' <<<"$args" | sed 's/ $//')"
+}
+
 # --- the security settings of each workload kind, native and classic ---
 t_security() {
 	for kind in Pod Job Deployment; do
@@ -308,8 +348,8 @@ for d in yaml.safe_load_all(sys.stdin):
 	sk_check_eq "init containers: after the native sidecar whose entry is stockade-init" "stockade-sidecar fetch unpack" \
 		"$(inits 1.34.0 --set init.inSidecar=true)"
 	sk_check_eq "init containers: after stockade-init with a classic sidecar (before it: no egress)" "stockade-init fetch unpack" "$(inits 1.28.0)"
-	sk_check_eq "init containers: their own command, mounts and extra securityContext fields kept; the pod's securityContext merged" \
-		'sh|work,agent-tmp,work|{"type": "spc_t"}|None|{"fsGroup": 2000, "seLinuxOptions": {"level": "s0:c123,c456"}, "seccompProfile": {"type": "RuntimeDefault"}, "supplementalGroups": [3000], "sysctls": [{"name": "kernel.shm_rmid_forced", "value": "1"}]}' \
+	sk_check_eq "init containers: their own command, mounts and extra securityContext fields kept (the trust files' added); the pod's securityContext merged" \
+		'sh|work,agent-tmp,stockade-trust,work|{"type": "spc_t"}|None|{"fsGroup": 2000, "seLinuxOptions": {"level": "s0:c123,c456"}, "seccompProfile": {"type": "RuntimeDefault"}, "supplementalGroups": [3000], "sysctls": [{"name": "kernel.shm_rmid_forced", "value": "1"}]}' \
 		"$(render --kube-version 1.34.0 --set workload.kind=Deployment -f "$ex" | python3 -c '
 import json, sys, yaml
 for d in yaml.safe_load_all(sys.stdin):
@@ -871,6 +911,56 @@ print(ds["metadata"]["namespace"], " ".join(c["args"]), c["securityContext"]["ca
 		sys_render --kube-version 1.34.0 --set injector.enabled=true --set injector.wrap.cni=true --set injector.wrap.initInSidecar=true
 }
 
-SK_CASES=(lint kubeconform system_chart governance security start_gate init_in_sidecar cni kube_version workload_extras values_schema rendered_policy seccomp_profiles as_dependency drift upgrades standard_settings monitoring name_overrides chart_metadata)
+
+# --- The trust files and credentials: the sidecar writes the trust files (--trust-dir) on
+# an in-memory emptyDir the agent mounts read-only, the agent gets the trust variables it does not set
+# itself and the placeholders of agent.secretEnv, the Secrets of sidecar.apiSecrets are mounted into the
+# sidecar and no other container; the same with no --kube-version (a classic sidecar) and in a Job;
+# trust.enabled=false leaves none of it.
+# trust_shape [helm args] — per container: Secret mounts, trust mount, SSL_CERT_FILE, GITHUB_TOKEN, NPM_TOKEN,
+# --trust-dir
+trust_shape() { render "$@" -f helm/tests/values/good-trust-secrets.yaml | python3 -c '
+import sys, yaml
+for d in yaml.safe_load_all(sys.stdin):
+    if d and d["kind"] in ("Pod", "Job") and d["metadata"]["name"].endswith("-agent"):
+        s = d["spec"] if d["kind"] == "Pod" else d["spec"]["template"]["spec"]
+        out = []
+        for c in s.get("initContainers", []) + s["containers"]:
+            m = {v["name"]: v for v in c.get("volumeMounts", [])}
+            e = [(v["name"], v.get("value")) for v in c.get("env", [])]
+            env = dict(e)
+            sec = ",".join(sorted(n + (":ro" if v.get("readOnly") else ":rw") for n, v in m.items() if n.startswith("stockade-secret-"))) or "-"
+            t = m.get("stockade-trust")
+            trust = "-" if not t else t["mountPath"] + (":ro" if t.get("readOnly") else ":rw") + (":subPath" if "subPath" in t else "")
+            n_ssl = sum(1 for k, _ in e if k == "SSL_CERT_FILE")
+            out.append("%s %s %s %s%s %s %s %s" % (c["name"], sec, trust, env.get("SSL_CERT_FILE", "-"),
+                       "" if n_ssl < 2 else "(twice)", env.get("GITHUB_TOKEN", "-"), env.get("NPM_TOKEN", "-"),
+                       " ".join(a for a in c.get("args", []) if a.startswith("--trust-dir")) or "-"))
+        print(" | ".join(out))'; }
+t_trust_and_secrets() {
+	local side="stockade-sidecar stockade-secret-github:ro,stockade-secret-npm:ro /run/stockade-trust:rw - - - --trust-dir=/run/stockade-trust"
+	local agent="agent - /run/stockade-trust:ro /etc/ssl/mine.pem stockade-secret-github npm-placeholder-0123456789 -"
+	sk_check_eq "native: the Secrets in the sidecar alone, the trust files read-only and the placeholders in the agent (its own SSL_CERT_FILE kept)" \
+		"stockade-init - - - - - - | $side | $agent" "$(trust_shape --kube-version 1.34.0)"
+	sk_check_eq "no --kube-version (classic sidecar): the same" "stockade-init - - - - - - | $agent | $side" "$(trust_shape)"
+	sk_check_eq "a Job: the same" "stockade-init - - - - - - | $side | $agent" "$(trust_shape --kube-version 1.34.0 --set workload.kind=Job)"
+	local env
+	env=$(render --kube-version 1.34.0 | python3 -c '
+import sys, yaml
+for d in yaml.safe_load_all(sys.stdin):
+    if d and d["kind"] == "Pod" and d["metadata"]["name"].endswith("-agent"):
+        print(" ".join("%s=%s" % (e["name"], e["value"]) for e in d["spec"]["containers"][0]["env"]))')
+	sk_check_eq "the trust variables, after the agent's own" \
+		"HOME=/home/agent SSL_CERT_FILE=/run/stockade-trust/bundle.pem REQUESTS_CA_BUNDLE=/run/stockade-trust/bundle.pem CURL_CA_BUNDLE=/run/stockade-trust/bundle.pem GIT_SSL_CAINFO=/run/stockade-trust/bundle.pem PIP_CERT=/run/stockade-trust/bundle.pem AWS_CA_BUNDLE=/run/stockade-trust/bundle.pem NODE_EXTRA_CA_CERTS=/run/stockade-trust/ca.pem JAVA_TOOL_OPTIONS=-Djavax.net.ssl.trustStore=/run/stockade-trust/truststore.p12 -Djavax.net.ssl.trustStoreType=PKCS12 -Djavax.net.ssl.trustStorePassword=changeit" \
+		"$env"
+	sk_check_eq "trust.enabled=false: no trust files anywhere" "0" \
+		"$(render --kube-version 1.34.0 --set trust.enabled=false | grep -c 'stockade-trust\|SSL_CERT_FILE\|JAVA_TOOL_OPTIONS')"
+	local out
+	out=$(render --kube-version 1.34.0 -f helm/tests/values/good-trust-secrets.yaml | conform 1.34.0 2>&1)
+	if grep -qE 'Invalid: 0, Errors: 0' <<<"$out"; then sk_pass "kubeconform 1.34 with trust files and secrets"
+	else sk_fail "kubeconform 1.34 with trust files and secrets" "$out"; fi
+}
+
+SK_CASES=(lint kubeconform system_chart seccomp_log governance security start_gate init_in_sidecar cni kube_version workload_extras values_schema rendered_policy seccomp_profiles as_dependency drift upgrades standard_settings monitoring name_overrides chart_metadata trust_and_secrets)
 
 sk_main "$@"

@@ -185,8 +185,8 @@ t_upstream() {
 	# so below each name's first forward is what counts
 	for i in 1 2 3 4; do agent dig +time=2 +tries=2 @$RES4 "p$i.cdn.example" A >"$SK_TMP/p$i.dig" 2>&1 & pids+=($!); done
 	wait "${pids[@]}"
-	local ports="" nq=0 nd=0 try
-	for try in $(seq 30); do
+	local ports="" nq=0 nd=0 _
+	for _ in $(seq 30); do
 		ports=$(for i in 1 2 3 4; do
 			sed -n "s|.* $SK_POD_IP4/\([0-9]*\) query\[A\] p$i\.cdn\.example from .*|\1|p" "$SK_TMP/dnsmasq.log" | head -1
 		done)

@@ -379,7 +379,8 @@ print(" ".join("%s/%s@%s" % (d["kind"], d["metadata"]["name"], d["metadata"].get
 		"0 ConfigMap/stockade-policy@team-a ConfigMap/stockade-policy-seccomp@team-a ConfigMap/stockade-policy@team-b ConfigMap/stockade-policy-seccomp@team-b Deployment/web@team-a Deployment/api@team-b" \
 		"$rc $(python3 -c "$kinds" <<<"$out")"
 	printf '%s\n' "$out" >"$SK_TMP/rw-once.yaml"
-	sk_check_eq "the agent's read-only root gets a writable /tmp (an emptyDir of the pod's own)" "agent-tmp:/tmp emptyDir" \
+	sk_check_eq "the agent's read-only root gets a writable /tmp (an emptyDir of the pod's own), then the trust files" \
+		"agent-tmp:/tmp stockade-trust:/run/stockade-trust emptyDir" \
 		"$(python3 -c '
 import sys, yaml
 d = [x for x in yaml.safe_load_all(sys.stdin) if x and x["kind"] == "Deployment"][0]["spec"]["template"]["spec"]
@@ -498,5 +499,79 @@ print(d["spec"]["initContainers"][0]["name"], end=" ")' "$SK_TMP/cni-bare.yaml")
 	sk_check_eq "--cni with --init-in-sidecar: exit 2, why" "2 1" "$rc $(grep -c -- '--cni and --init-in-sidecar' <<<"$err")"
 }
 
-SK_CASES=(same_as_chart seccomp_hashed kinds idempotence refusals lists_json_policy real_workloads governance cni)
+
+# --- The trust files and credential placeholders: the chart's trust.enabled, sidecar.apiSecrets and
+# agent.secretEnv are inject's --no-trust, --api-secret and --secret-env (the same pod); the Secret is
+# mounted into the sidecar and no other container, the agent gets the placeholder, the read-only trust mount
+# and the variables; what would put a value where it does not belong is refused, saying why.
+t_trust_and_secrets() {
+	cat >"$SK_TMP/secrets-values.yaml" <<'EOF'
+policy:
+  spec:
+    egress:
+      - {host: api.github.com, ports: [443], inspect: true}
+    secrets:
+      - {name: github, valueFile: /var/run/stockade/secrets/github/token, hosts: [api.github.com]}
+sidecar:
+  apiSecrets: [{name: github, secretName: gh-token}]
+agent:
+  secretEnv: {GITHUB_TOKEN: stockade-secret-github, A_TOKEN: stockade-secret-github}
+EOF
+	local sec="--api-secret github=gh-token --secret-env GITHUB_TOKEN=stockade-secret-github --secret-env A_TOKEN=stockade-secret-github"
+	same "Pod, no trust files" Pod "--set trust.enabled=false" "--no-trust"
+	same "Deployment, secrets and placeholders" Deployment "-f $SK_TMP/secrets-values.yaml" "$sec"
+	local ic="--set workload.initContainers[0].name=prep --set workload.initContainers[0].image=busybox --set workload.initContainers[0].command[0]=make"
+	APP_INIT='[{name: prep, image: busybox, command: [make]}]' \
+		same "Deployment, secrets and placeholders, own init container" Deployment "-f $SK_TMP/secrets-values.yaml $ic" "$sec"
+	APP_INIT='[{name: prep, image: busybox, command: [make]}]' \
+		same "Deployment, classic sidecar, secrets and placeholders, own init container" Deployment \
+		"-f $SK_TMP/secrets-values.yaml $ic --set sidecar.native=false" "$sec --classic-sidecar"
+
+	# shellcheck disable=SC2086  # word-split argument list
+	APP_INIT='[{name: prep, image: busybox, command: [make]}]' app_pod Deployment | "$P" inject -f - $sec >"$SK_TMP/sec.yaml"
+	sk_check_eq "the Secret in the sidecar alone (read-only); the placeholder, the read-only trust directory and the trust variables in the pod's own containers; the sidecar writes the trust files" \
+		"stockade-init: - - - - - | stockade-sidecar: ro - rw - --trust-dir=/run/stockade-trust | prep: - stockade-secret-github ro /run/stockade-trust/bundle.pem /run/stockade-trust/ca.pem | agent: - stockade-secret-github ro /run/stockade-trust/bundle.pem /run/stockade-trust/ca.pem" \
+		"$(python3 -c '
+import sys, yaml
+d = [x for x in yaml.safe_load_all(open(sys.argv[1])) if x and x["kind"] == "Deployment"][0]["spec"]["template"]["spec"]
+out = []
+for c in d["initContainers"] + d["containers"]:
+    m = {v["name"]: v for v in c.get("volumeMounts", [])}
+    e = {v["name"]: v.get("value") for v in c.get("env", [])}
+    mode = lambda n: "-" if n not in m else ("ro" if m[n].get("readOnly") and "subPath" not in m[n] else "rw")
+    f = [mode("stockade-secret-github"), e.get("GITHUB_TOKEN", "-"), mode("stockade-trust"), e.get("SSL_CERT_FILE", "-")]
+    if c["name"] == "stockade-sidecar":
+        f.append(" ".join(a for a in c["args"] if a.startswith("--trust-dir")) or "-")
+    else:
+        f.append(e.get("NODE_EXTRA_CA_CERTS", "-"))
+    out.append(c["name"] + ": " + " ".join(f))
+print(" | ".join(out))' "$SK_TMP/sec.yaml")"
+	# shellcheck disable=SC2086
+	sk_check "... and wrapping that again changes nothing" "$P" inject --check -f "$SK_TMP/sec.yaml" $sec
+
+	printf 'kind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: a, image: x, env: [{name: GITHUB_TOKEN, value: ghp_x}, {name: SSL_CERT_FILE, value: /mine.pem}]}]}\n' >"$SK_TMP/own-token.yaml"
+	run "$P" inject -f "$SK_TMP/own-token.yaml" --secret-env GITHUB_TOKEN=stockade-secret-github
+	sk_check_eq "a container that sets the placeholder's variable itself is refused, named" \
+		"1:$SK_TMP/own-token.yaml: document 1 (Pod/p): spec.containers[0].env: container 'a' sets GITHUB_TOKEN, which gets the credential placeholder stockade-secret-github (--secret-env): remove it there" "$rc:$err"
+	run "$P" inject -f "$SK_TMP/own-token.yaml"
+	sk_check_eq "without --secret-env: the container's own SSL_CERT_FILE kept, once" "0 /mine.pem" "$rc $(python3 -c '
+import sys, yaml
+c = yaml.safe_load(sys.stdin)["spec"]["containers"][0]
+print(" ".join(e["value"] for e in c["env"] if e["name"] == "SSL_CERT_FILE"))' <<<"$out")"
+	run "$P" inject -f "$SK_TMP/job.yaml" --secret-env "GIT-HUB=stockade-secret-github"
+	sk_check_eq "a --secret-env name that is no variable name: exit 2" \
+		"2:stockade-policy inject: --secret-env GIT-HUB: expected NAME=PLACEHOLDER, NAME a variable name ([A-Za-z_][A-Za-z0-9_]*)" "$rc:$err"
+
+	printf 'version: 1\negress:\n  - {host: api.github.com, ports: [443], inspect: true}\nsecrets:\n  - {name: github, valueFile: /var/run/stockade/secrets/github/token, hosts: [api.github.com]}\n' >"$SK_TMP/sec-policy.yaml"
+	run "$P" inject --policy "$SK_TMP/sec-policy.yaml" -f "$SK_TMP/job.yaml"
+	sk_check_eq "--policy: a secret's valueFile in no --api-secret mount is a usage error, saying how" \
+		"2:stockade-policy inject: $SK_TMP/sec-policy.yaml: secrets[0] (github): valueFile /var/run/stockade/secrets/github/token is in no Secret mounted into the sidecar: add --api-secret NAME=SECRET and point valueFile at /var/run/stockade/secrets/NAME/<key>" "$rc:$err"
+	run "$P" inject --policy "$SK_TMP/sec-policy.yaml" --api-secret github=gh-token --secret-env GITHUB_TOKEN=stockade-secret-gitlab -f "$SK_TMP/job.yaml"
+	sk_check_eq "--policy: a placeholder the policy lacks is a usage error" \
+		"2:stockade-policy inject: --secret-env GITHUB_TOKEN=stockade-secret-gitlab: no secret of $SK_TMP/sec-policy.yaml has that placeholder" "$rc:$err"
+	run "$P" inject --policy "$SK_TMP/sec-policy.yaml" --api-secret github=gh-token --secret-env GITHUB_TOKEN=stockade-secret-github -f "$SK_TMP/job.yaml"
+	sk_check_eq "--policy with the Secret mounted and its placeholder: wrapped" "0" "$rc"
+}
+
+SK_CASES=(same_as_chart seccomp_hashed kinds idempotence refusals lists_json_policy real_workloads governance trust_and_secrets cni)
 sk_main "$@"

@@ -300,6 +300,62 @@ sk_check "sidecar settings and API secrets: the patch gives the pod inject write
 sk_check "... which carries them (the flag, the Secret volume)" grep -q \
 	'"--peek-timeout-ms=2000".*"secretName": "pypi-token"' "$T/admitted-extras.json"
 stop
+# ---- credentials and the trust files (inject's --api-secret, --secret-env, --no-trust) ----
+start secrets --api-secrets "github=gh-token" --secret-env "GITHUB_TOKEN=stockade-secret-github" ||
+	sk_fail "injector (secrets) listens"
+post "$T/r-pod.json" >/dev/null
+python3 "$T/patched.py" "$T/pod.json" <"$T/resp" >"$T/admitted-secrets.json"
+"$P" inject -f "$T/pod.json" --api-secret github=gh-token --secret-env GITHUB_TOKEN=stockade-secret-github |
+	sorted >"$T/cli-secrets.json"
+sk_check "secrets: the patch gives the pod inject writes with the same flags" \
+	cmp -s "$T/admitted-secrets.json" "$T/cli-secrets.json"
+# NAME: "secret-mount env-value trust-mount SSL_CERT_FILE" of each container, sidecar: its --trust-dir too
+sk_check_eq "secrets: the Secret in the sidecar alone; the placeholder, the read-only trust files and their variables in the pod's own containers" \
+	"stockade-init: - - - - | stockade-sidecar: ro - rw - --trust-dir=/run/stockade-trust | setup: - stockade-secret-github ro /run/stockade-trust/bundle.pem | app: - stockade-secret-github ro /run/stockade-trust/bundle.pem" \
+	"$(python3 -c '
+import json, sys
+s = json.load(open(sys.argv[1]))["spec"]
+out = []
+for c in s["initContainers"] + s["containers"]:
+    m = {v["name"]: v for v in c.get("volumeMounts", [])}
+    e = {v["name"]: v.get("value") for v in c.get("env", [])}
+    mode = lambda n: "-" if n not in m else ("ro" if m[n].get("readOnly") else "rw")
+    f = [mode("stockade-secret-github"), e.get("GITHUB_TOKEN", "-"), mode("stockade-trust"), e.get("SSL_CERT_FILE", "-")]
+    if c["name"] == "stockade-sidecar":
+        f.append(" ".join(a for a in c["args"] if a.startswith("--trust-dir")) or "-")
+    out.append(c["name"] + ": " + " ".join(f))
+print(" | ".join(out))' "$T/admitted-secrets.json")"
+sed 's/"name": "app", /"name": "app", "env": [{"name": "GITHUB_TOKEN", "value": "ghp_real"}], /' "$T/pod.json" >"$T/pod-token.json"
+review "$T/pod-token.json" agents >"$T/r-pod-token.json"
+post "$T/r-pod-token.json" >/dev/null
+sk_check_eq "secrets: a pod that sets the placeholder's variable itself is refused, named" "False yes" \
+	"$(field 'd["allowed"]') $(grep -q "spec.containers\[0\].env: container 'app' sets GITHUB_TOKEN" "$T/resp" && echo yes)"
+# a pod's own Secret and placeholder (annotations), next to the injector's
+sed 's/"labels": {"app": "web"}/"labels": {"app": "web"}, "annotations": {"stockade.io\/api-secrets": "npm=npm-token", "stockade.io\/secret-env": "NPM_TOKEN=stockade-secret-npmjs1"}/' \
+	"$T/pod.json" >"$T/pod-ann.json"
+review "$T/pod-ann.json" agents >"$T/r-pod-ann.json"
+post "$T/r-pod-ann.json" >/dev/null
+python3 "$T/patched.py" "$T/pod-ann.json" <"$T/resp" >"$T/admitted-ann.json"
+"$P" inject -f "$T/pod-ann.json" --api-secret github=gh-token --secret-env GITHUB_TOKEN=stockade-secret-github |
+	sorted >"$T/cli-ann.json"
+sk_check "secrets: a pod's annotations add its own Secret and placeholder, as inject reads them" \
+	cmp -s "$T/admitted-ann.json" "$T/cli-ann.json"
+sk_check_eq "... the sidecar mounts both Secrets, the agent has both placeholders" \
+	"stockade-secret-github stockade-secret-npm | stockade-secret-github stockade-secret-npmjs1" "$(python3 -c '
+import json, sys
+s = json.load(open(sys.argv[1]))["spec"]
+side = next(c for c in s["initContainers"] if c["name"] == "stockade-sidecar")
+app = next(c for c in s["containers"] if c["name"] == "app")
+print(" ".join(m["name"] for m in side["volumeMounts"] if m["name"].startswith("stockade-secret-")), "|",
+      " ".join(e["value"] for e in app["env"] if e["name"].endswith("_TOKEN")))' "$T/admitted-ann.json")"
+stop
+start notrust --no-trust || sk_fail "injector (no trust files) listens"
+post "$T/r-pod.json" >/dev/null
+python3 "$T/patched.py" "$T/pod.json" <"$T/resp" >"$T/admitted-notrust.json"
+"$P" inject -f "$T/pod.json" --no-trust | sorted >"$T/cli-notrust.json"
+sk_check "--no-trust: the patch gives the pod inject --no-trust writes" cmp -s "$T/admitted-notrust.json" "$T/cli-notrust.json"
+sk_check "... with no trust files anywhere" sh -c "! grep -q 'stockade-trust\|SSL_CERT_FILE' '$T/admitted-notrust.json'"
+stop
 start first --sidecar-first || sk_fail "injector (sidecar first) listens"
 post "$T/r-pod.json" >/dev/null
 python3 "$T/patched.py" "$T/pod.json" <"$T/resp" >"$T/admitted-first.json"

@@ -9,7 +9,8 @@
 # through); the CA key out of UID 1000's reach (the sidecar is not dumpable). A rule without inspect
 # still passes TLS untouched: the agent sees the real server's certificate. HTTP/2 streams judged one by
 # one; real git (clone, fetch allowed; push refused) over HTTP/1.1 and HTTP/2; a pinning client fails
-# closed with its line; a reload turning inspection on and off.
+# closed with its line; a reload turning inspection on and off; the trust files the sidecar writes, which
+# the variables a wrapped pod's agent gets make curl, Python, Node and Java trust.
 set -uo pipefail
 # shellcheck source=e2e/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -111,7 +112,9 @@ POL
 	if ! sk_wait_port "$NS-net" tcp 443 10 || ! sk_wait_port "$NS-net" udp 53 10; then
 		echo "test servers did not start"; cat "$T/upstream.out" "$T/dns.log"; exit 1
 	fi
-	sk_pod_up "$NS" "$T/policy.yaml"
+	# the trust files' directory, as the pod's emptyDir: the sidecar's to write (t_trust_files)
+	mkdir -p "$T/trust" && chown "$SK_SIDECAR_UID:$SK_SIDECAR_UID" "$T/trust" && chmod 755 "$T/trust"
+	sk_pod_up "$NS" "$T/policy.yaml" STOCKADE_TRUST_DIR="$T/trust"
 	# the agent's trust: the pod CA, as an init container or the agent's image would fetch it
 	if sk_pod "$NS" curl -sS --max-time 5 -o "$T/podca.pem" http://127.0.0.1:15000/ca.pem &&
 		grep -q 'BEGIN CERTIFICATE' "$T/podca.pem"; then
@@ -416,6 +419,62 @@ time.sleep(30)' "$SK_TMP/podca.pem" >/dev/null 2>&1 &
 	wait "$held" 2>/dev/null
 }
 
+# The trust files as a pod gets them: the sidecar writes them at start (--trust-dir, here through its
+# variable STOCKADE_TRUST_DIR), and the variables `stockade-policy inject` (and the chart) give the agent,
+# pointed at this suite's directory instead of /run/stockade-trust, make curl, Python, Node and the JVM trust
+# the pod CA with no flag of their own; without them curl fails (the control: no system bundle has the pod
+# CA).
+t_trust_files() {
+	local T=$SK_TMP env=() out
+	sk_check "the sidecar wrote ca.pem, bundle.pem and truststore.p12 before it listened" \
+		test -s "$T/trust/ca.pem" -a -s "$T/trust/bundle.pem" -a -s "$T/trust/truststore.p12"
+	sk_check "... ca.pem is the pod CA the admin port serves" cmp -s "$T/trust/ca.pem" "$T/podca.pem"
+	mapfile -t env < <(printf 'kind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: a, image: x}]}\n' |
+		"$SK_BIN/stockade-policy" inject -f - | "$PY" -c '
+import sys, yaml
+d = yaml.safe_load(sys.stdin)
+for e in d["spec"]["containers"][0]["env"]:
+    print("%s=%s" % (e["name"], e["value"].replace("/run/stockade-trust", sys.argv[1])))' "$T/trust")
+	sk_check_eq "inject gives the agent the trust variables" \
+		"SSL_CERT_FILE REQUESTS_CA_BUNDLE CURL_CA_BUNDLE GIT_SSL_CAINFO PIP_CERT AWS_CA_BUNDLE NODE_EXTRA_CA_CERTS JAVA_TOOL_OPTIONS" \
+		"$(printf '%s\n' "${env[@]}" | cut -d= -f1 | xargs)"
+	sk_check_eq "curl, no CA flag: through inspection" "ok GET /repos/acme/app" \
+		"$(agent env "${env[@]}" curl -sS --max-time 20 --http1.1 https://github.example/repos/acme/app 2>&1)"
+	out=$(agent curl -sS --max-time 20 --http1.1 https://github.example/repos/acme/app 2>&1)
+	sk_check "... and without the variables curl refuses the pod CA's leaf (the control)" \
+		grep -qi 'certificate' <<<"$out"
+	sk_check_eq "Python (urllib, SSL_CERT_FILE)" "ok GET /repos/acme/app" \
+		"$(agent env "${env[@]}" "$PY" -c 'import urllib.request
+print(urllib.request.urlopen("https://github.example/repos/acme/app", timeout=20).read().decode().strip())' 2>&1)"
+	if command -v node >/dev/null; then
+		sk_check_eq "Node (https, NODE_EXTRA_CA_CERTS)" "ok GET /repos/acme/app" \
+			"$(agent env "${env[@]}" node -e 'require("https").get("https://github.example/repos/acme/app", (r) => {
+let b = ""; r.on("data", (d) => { b += d; }); r.on("end", () => console.log(b.trim())); })
+.on("error", (e) => { console.error(e.message); process.exit(1); })' 2>&1)"
+	else
+		sk_fail "Node (https, NODE_EXTRA_CA_CERTS)" "node is not installed (scripts/install-deps)"
+	fi
+	if command -v java >/dev/null; then
+		cat >"$T/Get.java" <<'EOF'
+public class Get {
+    public static void main(String[] a) throws Exception {
+        var c = (java.net.HttpURLConnection) new java.net.URL(a[0]).openConnection();
+        c.setConnectTimeout(20000);
+        c.setReadTimeout(20000);
+        System.out.println(new String(c.getInputStream().readAllBytes()).trim());
+    }
+}
+EOF
+		chmod 644 "$T/Get.java"
+		# the JVM says "Picked up JAVA_TOOL_OPTIONS" on stderr: the answer is stdout's
+		sk_check_eq "Java (HttpURLConnection, the PKCS#12 store of JAVA_TOOL_OPTIONS)" "ok GET /repos/acme/app" \
+			"$(agent env "${env[@]}" HOME="$T/agenthome" java "$T/Get.java" https://github.example/repos/acme/app 2>"$T/java.err" ||
+				tail -3 "$T/java.err")"
+	else
+		sk_fail "Java (HttpURLConnection, the PKCS#12 store of JAVA_TOOL_OPTIONS)" "java is not installed (scripts/install-deps)"
+	fi
+}
+
 SK_CASES=(get_allowed post_denied read_only host_not_sni smuggled_second_request http2 upstream_cert_invalid
-	git_read_only secret_swap pinned_client_fails_closed ca_key_out_of_reach no_inspect_untouched reload_toggles_inspection budget_counts_plaintext sigterm_with_a_bridge_open)
+	git_read_only secret_swap pinned_client_fails_closed ca_key_out_of_reach no_inspect_untouched reload_toggles_inspection budget_counts_plaintext trust_files sigterm_with_a_bridge_open)
 sk_main "$@"

@@ -312,7 +312,8 @@ t_conventions() {
 		sk_check_eq "$b --version prints the release version ($release)" "$b $release" "${out%% (*}"
 	done
 	# Every subcommand (and both daemons): --help and -h exit 0 with the usage on stdout, nothing on stderr.
-	for c in "$P check" "$P explain" "$P rules" "$P seccomp" "$P seccomp-install" "$P exec" "$P schema" "$P suggest" "$P inject" \
+	for c in "$P check" "$P explain" "$P rules" "$P seccomp" "$P seccomp-install" "$P seccomp-log" "$P status" "$P exec" \
+		"$P schema" "$P suggest" "$P inject" \
 		"$I" "$S" "$S wait-ready"; do
 		for h in --help -h; do
 			# shellcheck disable=SC2086  # the command and its subcommand are two words
@@ -320,6 +321,11 @@ t_conventions() {
 			sk_check_eq "${c#"$SK_BIN/"} $h exits 0, usage on stdout, quiet stderr" "0 usage: " "$rc ${out:0:7}$err"
 		done
 	done
+	# Bad flags are usage errors (2), as everywhere.
+	sk_tbl "seccomp-log --bogus" 2 "$P" seccomp-log --bogus
+	sk_tbl "status without a URL" 2 "$P" status
+	sk_tbl "status -o yaml" 2 "$P" status -o yaml http://127.0.0.1:1
+	sk_tbl "status --limit -1" 2 "$P" status --limit -1 http://127.0.0.1:1
 	# An invalid policy exits 3 whichever tool reads it; so does one that cannot be read.
 	d=$SK_TMP/inst; mkdir -p "$d"
 	sk_tbl "invalid policy: check" 3 "$P" check "$BAD"

@@ -5,6 +5,10 @@
 #      EPERM (clone3: ENOSYS; i386 int 0x80 and x32 entry: the thread is killed by the filter's
 #      bad-architecture action, SIGSYS), and the same probe without the profile does not (so the filter,
 #      not something else, stopped it);
+#   2b. refusals visible: `seccomp --log-denials` makes the profile with SECCOMP_FILTER_FLAG_LOG, a refused
+#      call leaves the kernel's record, and `stockade-policy seccomp-log` prints it as one NDJSON line (from
+#      /dev/kmsg, following; from dmesg's text and auditd's form in a file), naming the pod and container of
+#      a process in a kubepods cgroup; skipped, saying why, where the kernel does not log errno actions;
 #   3. the workload corpus: python, node, git, gcc/make, curl, bash, tar/gzip, pip, npm, each run without
 #      and with the profile in a fresh directory; outputs (stdout+stderr+exit code) must be identical;
 #   4. the blocked suite and part of the corpus again under runc with the JSON in config.json.
@@ -367,6 +371,84 @@ seccomp_log_lines() {
 	dmesg 2>/dev/null | grep -c "type=1326 .*comm=\"$1\" .* syscall=$2 .*code=0x50000" || true
 }
 
+# ---- 2b. refusals the operator can read: seccomp --log-denials, the kernel's record, stockade-policy seccomp-log ----
+t_seccomp_log() {
+	local logged
+	logged=$(cat /proc/sys/kernel/seccomp/actions_logged 2>&1)
+	if ! grep -qw errno <<<"$logged"; then
+		echo "skip - seccomp_log: errno is not in /proc/sys/kernel/seccomp/actions_logged ('$logged'): this kernel logs no refused syscall"
+		return
+	fi
+	"$POL" seccomp --log-denials -o "$SK_TMP/prof-gen-log.json"
+	sk_check_eq "seccomp --log-denials: the log flag, and the same rules as the default profile" \
+		'["SECCOMP_FILTER_FLAG_LOG"] 0' \
+		"$(jq -c .flags "$SK_TMP/prof-gen-log.json") $("$POL" seccomp --diff "$PROF" "$SK_TMP/prof-gen-log.json" | grep -vc '^#')"
+	# the reader follows /dev/kmsg from its end; the control (the profile without the flag) refuses the same
+	# call first and must leave no line
+	"$POL" seccomp-log --follow --from-end --node e2e-node >"$SK_TMP/slog.out" 2>"$SK_TMP/slog.err" &
+	local rpid=$! f opened=""
+	for _ in $(seq 100); do
+		for f in "/proc/$rpid/fd"/*; do [ "$(readlink "$f")" = /dev/kmsg ] && opened=1; done
+		[ -n "$opened" ] && break
+		sleep 0.02
+	done
+	sk_check_eq "control: the profile without the flag refuses unshare(2)" "errno=1" \
+		"$(probe_result "$POL" exec --seccomp "$PROF" -- "$PROBES/unshare_user")"
+	sk_check_eq "the generated --log-denials profile refuses unshare(2)" "errno=1" \
+		"$(probe_result "$POL" exec --seccomp "$SK_TMP/prof-gen-log.json" -- "$PROBES/unshare_user")"
+	# a process that stays alive in a kubepods-shaped cgroup (under a parent of the suite's own, so no
+	# kubelet on this machine sees it): the reader names its pod and container
+	local uid cid cg="" top=""
+	uid=$(printf '%08x-e2e0-4000-8000-%012x' $$ "$RANDOM")
+	cid=$(printf '%064x' $$)
+	for root in /sys/fs/cgroup/pids /sys/fs/cgroup/unified /sys/fs/cgroup; do
+		if [ -f "$root/cgroup.procs" ] && mkdir -p "$root/sk-e2e-$$/kubepods/pod$uid/$cid" 2>/dev/null; then
+			top=$root/sk-e2e-$$ cg=$top/kubepods/pod$uid/$cid
+			break
+		fi
+	done
+	if [ -n "$cg" ]; then
+		sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$cg" "$POL" exec --seccomp "$SK_TMP/prof-gen-log.json" -- \
+			python3 -c 'import ctypes, time; r = ctypes.CDLL(None, use_errno=True).unshare(0x10000000); print(r, ctypes.get_errno()); time.sleep(2)' \
+			>"$SK_TMP/py.out" 2>&1 &
+		local ppid=$!
+	else
+		echo "skip - seccomp_log pod attribution: no writable cgroup hierarchy to make a kubepods cgroup in"
+	fi
+	for _ in $(seq 150); do
+		[ "$(grep -c '"comm":"unshare_user"' "$SK_TMP/slog.out")" -ge 1 ] &&
+			{ [ -z "$cg" ] || grep -q '"comm":"python3"' "$SK_TMP/slog.out"; } && break
+		sleep 0.02
+	done
+	if [ -n "$cg" ]; then
+		wait "$ppid"
+		sk_check_eq "python3's unshare(2) under the profile: EPERM" "-1 1" "$(cat "$SK_TMP/py.out")"
+		sk_check_eq "the reader names the refused process's pod UID and container id (from its cgroup)" "$uid $cid" \
+			"$(jq -r 'select(.comm == "python3") | "\(.pod_uid) \(.container_id)"' "$SK_TMP/slog.out")"
+		rmdir "$cg" "$top/kubepods/pod$uid" "$top/kubepods" "$top"
+	fi
+	kill "$rpid"; wait "$rpid"
+	sk_check_eq "seccomp-log --follow stops on SIGTERM, exit 0" "0" "$?"
+	sk_check_eq "one NDJSON line for the logged refusal, none for the control" \
+		"1 unshare 272 errno x86_64 $PROBES/unshare_user e2e-node" \
+		"$(jq -rs 'map(select(.comm == "unshare_user")) | "\(length) \(.[0].syscall) \(.[0].syscall_nr) \(.[0].action) \(.[0].arch) \(.[0].exe) \(.[0].node)"' "$SK_TMP/slog.out")"
+	sk_check_eq "no unreadable record reported" "" "$(cat "$SK_TMP/slog.err")"
+	# the same record from a file: dmesg's text, and auditd's form of it
+	dmesg -t 2>/dev/null | grep '^audit: type=1326 .*comm="unshare_user"' | tail -1 >"$SK_TMP/dmesg.txt"
+	sed 's/^audit: type=1326 audit(/type=SECCOMP msg=audit(/' "$SK_TMP/dmesg.txt" >"$SK_TMP/audit.log"
+	local want
+	want=$(jq -c 'select(.comm == "unshare_user") | del(.node)' "$SK_TMP/slog.out")
+	sk_check_eq "seccomp-log --source FILE (dmesg's text): the same line" "$want" \
+		"$("$POL" seccomp-log --source "$SK_TMP/dmesg.txt" | jq -c .)"
+	sk_check_eq "seccomp-log --source FILE (auditd's log): the same line" "$want" \
+		"$("$POL" seccomp-log --source "$SK_TMP/audit.log" | jq -c .)"
+	sk_check_fails "seccomp-log: a source that cannot be opened exits 5" --status=5 "$POL" seccomp-log --source "$SK_TMP/none"
+	# suggest reads the lines: unshare is never allowed, so a comment with the generator's reason, no entry
+	sk_check "suggest over the lines: unshare named as never allowed, not suggested" \
+		grep -qE '^# seccomp: not suggested, unshare \([0-9]+ refusals?\): seccomp: allow unshare: never allowed' \
+		<<<"$("$POL" suggest "$SK_TMP/slog.out")"
+}
+
 # ---- 3. workload corpus ----
 t_corpus() {
 	for w in "${CORPUS[@]}"; do
@@ -423,5 +505,5 @@ t_runc_corpus() {
 	done
 }
 
-SK_CASES=(generator exec_blocked corpus runc_blocked runc_corpus)
+SK_CASES=(generator exec_blocked seccomp_log corpus runc_blocked runc_corpus)
 sk_main "$@"

@@ -18,6 +18,7 @@ static int check_slevel(const struct sk_setting *s, const char *value, const cha
 static int check_names(const struct sk_setting *s, const char *value, const char *what, struct sk_err *err);
 static int check_profile(const struct sk_setting *s, const char *value, const char *what, struct sk_err *err);
 static int check_pairs(const struct sk_setting *s, const char *value, const char *what, struct sk_err *err);
+static int check_envpairs(const struct sk_setting *s, const char *value, const char *what, struct sk_err *err);
 
 /* printable ASCII, no spaces: goes into the pod as it is (image, ConfigMap) */
 static const struct sk_setting_kind token = { "NAME", "printable ASCII, no spaces", NULL, NULL, check_token };
@@ -31,6 +32,10 @@ static const struct sk_setting_kind names = { "NS,...", "namespace names, comma-
 static const struct sk_setting_kind profile = { "NAME", "stockade-<16 hex>.json", NULL, NULL, check_profile };
 /* space-separated NAME=VALUE: NAME a DNS label, VALUE printable ASCII (a label if min is 1) */
 static const struct sk_setting_kind pairs = { "N=V ...", "space-separated NAME=VALUE", NULL, NULL, check_pairs };
+/* space-separated NAME=PLACEHOLDER: an environment variable and a credential placeholder (sk_inject_opts_check
+ * checks both shapes) */
+static const struct sk_setting_kind envpairs = { "N=P ...", "space-separated NAME=PLACEHOLDER", NULL, NULL,
+						 check_envpairs };
 
 #define F(field) offsetof(struct sk_injector_config, field), sizeof(((struct sk_injector_config *)0)->field)
 
@@ -107,6 +112,13 @@ static const struct sk_setting settings[] = {
 	{ "api-secrets", "STOCKADE_API_SECRETS", &pairs, 1, 0, NULL,
 	  "Secrets mounted into the sidecar, space-separated NAME=SECRET, at /var/run/stockade/secrets/NAME/ "
 	  "(inject's --api-secret); the Secret must be in the pod's namespace", F(secrets_list), false },
+	{ "secret-env", "STOCKADE_SECRET_ENV", &envpairs, 0, 0, NULL,
+	  "credential placeholders, space-separated NAME=PLACEHOLDER, given to every container of the pod's own "
+	  "(inject's --secret-env); a container that sets NAME itself is refused", F(secret_env_list), false },
+	{ "no-trust", "STOCKADE_NO_TRUST", SK_SET_BOOL, 0, 0, "false",
+	  "no trust files: by default the sidecar writes the inspection CA's (--trust-dir) on an emptyDir the "
+	  "pod's own containers mount read-only at " SK_INJECT_TRUST_DIR ", with SSL_CERT_FILE... (inject --no-trust)",
+	  F(no_trust), false },
 };
 #undef F
 
@@ -242,6 +254,23 @@ static int check_pairs(const struct sk_setting *s, const char *value, const char
 	return 0;
 }
 
+static int check_envpairs(const struct sk_setting *s, const char *value, const char *what, struct sk_err *err)
+{
+	size_t n = 0;
+	(void)s;
+	for (const char *p = value; *p;) {
+		size_t l = strcspn(p, " "), k = strcspn(p, "=");
+		if (!l || k >= l - 1 || n == SK_INJECTOR_MAX_EXTRA)
+			return sk_err_set(err, EINVAL, "%s: '%s': expected at most %d space-separated NAME=PLACEHOLDER",
+					  what, value, SK_INJECTOR_MAX_EXTRA);
+		n++;
+		p += l;
+		while (*p == ' ')
+			p++;
+	}
+	return 0;
+}
+
 static int check_profile(const struct sk_setting *s, const char *value, const char *what, struct sk_err *err)
 {
 	(void)s;
@@ -315,6 +344,25 @@ static int split_pairs(struct sk_injector_config *cfg, struct sk_err *err)
 	cfg->inject.secrets = cfg->secrets;
 	cfg->inject.n_secrets = n;
 	cfg->secrets_list = NULL;  /* now split: the array is the setting */
+	char *e = NULL;
+	for (size_t k = 0; k < SK_INJECTOR_MAX_STRINGS; k++)
+		if (cfg->owned[k] && cfg->owned[k] == cfg->secret_env_list)
+			e = cfg->owned[k];
+	n = 0;
+	for (char *tok = e, *next; tok && *tok; tok = next) {
+		size_t l = strcspn(tok, " ");
+		next = tok + l;
+		while (*next == ' ')
+			*next++ = '\0';
+		char *eq = strchr(tok, '=');   /* there: check_envpairs */
+		*eq = '\0';
+		cfg->secret_env[n].name = tok;
+		cfg->secret_env[n].value = eq + 1;
+		n++;
+	}
+	cfg->inject.secret_env = cfg->secret_env;
+	cfg->inject.n_secret_env = n;
+	cfg->secret_env_list = NULL;
 	return 0;
 }
 
@@ -336,6 +384,7 @@ int sk_injector_config_parse(int argc, char *const argv[], char *const envp[], s
 		cfg->inject.seccomp_profile = NULL;
 	cfg->inject.native = !cfg->classic;
 	cfg->inject.hold_until_ready = !cfg->startup_probe;
+	cfg->inject.trust = !cfg->no_trust;
 	if (cfg->help || cfg->version)
 		return 0;
 	if (!cfg->tls_cert || !cfg->tls_key) {

@@ -37,11 +37,13 @@ struct sk_injector_config {
 	const char *exclude_list;      /* --exclude-namespaces, comma-separated */
 	const char *exclude[SK_INJECTOR_MAX_EXCLUDE];
 	size_t n_exclude;
-	bool no_seccomp, classic, startup_probe, sidecar_first, init_in_sidecar;
+	bool no_seccomp, classic, startup_probe, sidecar_first, init_in_sidecar, no_trust;
 	const char *settings_list;     /* --sidecar-settings: space-separated NAME=VALUE */
 	const char *secrets_list;      /* --api-secrets: space-separated NAME=SECRET */
+	const char *secret_env_list;   /* --secret-env: space-separated NAME=PLACEHOLDER */
 	char *setting_flags[SK_INJECTOR_MAX_EXTRA];   /* owned: "--NAME=VALUE", inject.settings points here */
 	struct sk_inject_secret secrets[SK_INJECTOR_MAX_EXTRA];  /* pointing into the owned copy of the list */
+	struct sk_inject_env secret_env[SK_INJECTOR_MAX_EXTRA];  /* likewise */
 	struct sk_inject_opts inject;
 	bool help, version;
 	char *owned[SK_INJECTOR_MAX_STRINGS];  /* private: copies the strings above point into */

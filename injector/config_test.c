@@ -153,6 +153,44 @@ static void test_sidecar_extras(void **state)
 	expect_error(a4, 3, env, "--api-secrets: 'gh=': expected");
 }
 
+/* inject's --secret-env and --no-trust: the placeholders in the given order (inject sorts them into the pod),
+ * the trust files on unless turned off; a malformed list, a bad variable name or placeholder, a name given
+ * twice refused at start, named. */
+static void test_secret_env_and_trust(void **state)
+{
+	(void)state;
+	char *argv[] = { "x", "--secret-env", "GITHUB_TOKEN=stockade-secret-github  NPM_TOKEN=stockade-secret-npmjs1", NULL };
+	char *env[] = { "STOCKADE_TLS_CERT=c", "STOCKADE_TLS_KEY=k", NULL };
+	struct sk_injector_config cfg;
+	struct sk_err err = { 0 };
+	assert_int_equal(sk_injector_config_parse(3, argv, env, &cfg, &err), 0);
+	assert_int_equal(cfg.inject.n_secret_env, 2);
+	assert_string_equal(cfg.inject.secret_env[0].name, "GITHUB_TOKEN");
+	assert_string_equal(cfg.inject.secret_env[0].value, "stockade-secret-github");
+	assert_string_equal(cfg.inject.secret_env[1].name, "NPM_TOKEN");
+	assert_string_equal(cfg.inject.secret_env[1].value, "stockade-secret-npmjs1");
+	assert_true(cfg.inject.trust);
+	sk_injector_config_free(&cfg);
+
+	char *off[] = { "x", NULL };
+	char *env_off[] = { "STOCKADE_TLS_CERT=c", "STOCKADE_TLS_KEY=k", "STOCKADE_NO_TRUST=true", NULL };
+	assert_int_equal(sk_injector_config_parse(1, off, env_off, &cfg, &err), 0);
+	assert_false(cfg.inject.trust);
+	assert_int_equal(cfg.inject.n_secret_env, 0);
+	sk_injector_config_free(&cfg);
+
+	char *a1[] = { "x", "--secret-env", "GITHUB_TOKEN", NULL };
+	expect_error(a1, 3, env, "--secret-env: 'GITHUB_TOKEN': expected at most 64 space-separated NAME=PLACEHOLDER");
+	char *a2[] = { "x", "--secret-env", "GITHUB_TOKEN=", NULL };
+	expect_error(a2, 3, env, "--secret-env: 'GITHUB_TOKEN=': expected");
+	char *a3[] = { "x", "--secret-env", "GIT-HUB=stockade-secret-github", NULL };
+	expect_error(a3, 3, env, "NAME a variable name");
+	char *a4[] = { "x", "--secret-env", "T=short", NULL };
+	expect_error(a4, 3, env, "the placeholder must be 16 to 128 characters");
+	char *a5[] = { "x", "--secret-env", "T=stockade-secret-github T=stockade-secret-github", NULL };
+	expect_error(a5, 3, env, "given twice");
+}
+
 /* inject's --init-in-sidecar, by flag or variable; with a classic sidecar or the sidecar first the injector
  * does not start (it would refuse every pod), saying why as inject does. */
 static void test_init_in_sidecar(void **state)
@@ -220,6 +258,7 @@ int main(void)
 		cmocka_unit_test(test_bad_values_name_their_source),
 		cmocka_unit_test(test_seccomp_profile),
 		cmocka_unit_test(test_sidecar_extras),
+		cmocka_unit_test(test_secret_env_and_trust),
 		cmocka_unit_test(test_init_in_sidecar),
 		cmocka_unit_test(test_cni),
 	};

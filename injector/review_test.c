@@ -530,6 +530,91 @@ static void test_pod_carries_the_guardrails(void **state)
 	opts.guardrails = NULL;
 }
 
+/* The trust files and a credential placeholder through the webhook: the agent container gets the read-only
+ * trust mount, SSL_CERT_FILE and the placeholder; the sidecar --trust-dir and the Secret, which no other
+ * container mounts; the patched pod reviewed again is unchanged; a pod that sets the placeholder's name
+ * itself is refused, naming the field. */
+static void test_pod_gets_trust_and_placeholders(void **state)
+{
+	(void)state;
+	static const struct sk_inject_secret secrets[] = { { "github", "gh-token" } };
+	static const struct sk_inject_env env[] = { { "GITHUB_TOKEN", "stockade-secret-github" } };
+	opts.secrets = secrets;
+	opts.n_secrets = 1;
+	opts.secret_env = env;
+	opts.n_secret_env = 1;
+	char *body = review("agents", "CREATE", POD);
+	cJSON *r = handle_ok(body, SK_REVIEW_PATCHED);
+	cJSON *patch = decode_patch(cJSON_GetObjectItem(r, "response"));
+	cJSON *pod = cJSON_Parse(POD);
+	struct sk_err err = { 0 };
+	assert_int_equal(sk_jsonpatch_apply(&pod, patch, &err), 0);
+	const cJSON *spec = cJSON_GetObjectItem(pod, "spec");
+	const cJSON *side = cJSON_GetArrayItem(cJSON_GetObjectItem(spec, "initContainers"), 1);
+	const cJSON *agent = cJSON_GetArrayItem(cJSON_GetObjectItem(spec, "containers"), 0);
+	assert_string_equal(cJSON_GetObjectItem(side, "name")->valuestring, "stockade-sidecar");
+	assert_string_equal(cJSON_GetObjectItem(agent, "name")->valuestring, "app");
+	char *s_text = cJSON_PrintUnformatted(side), *a_text = cJSON_PrintUnformatted(agent);
+	assert_non_null(strstr(s_text, "\"--trust-dir=/run/stockade-trust\""));
+	assert_non_null(strstr(s_text, "{\"name\":\"stockade-secret-github\",\"mountPath\":\"/var/run/stockade/secrets/github\",\"readOnly\":true}"));
+	assert_non_null(strstr(a_text, "{\"name\":\"stockade-trust\",\"mountPath\":\"/run/stockade-trust\",\"readOnly\":true}"));
+	assert_non_null(strstr(a_text, "{\"name\":\"SSL_CERT_FILE\",\"value\":\"/run/stockade-trust/bundle.pem\"}"));
+	assert_non_null(strstr(a_text, "{\"name\":\"GITHUB_TOKEN\",\"value\":\"stockade-secret-github\"}"));
+	assert_null(strstr(a_text, "stockade-secret-github\",\"mountPath"));
+	/* the one mount of the Secret in the whole pod is the sidecar's */
+	char *text = cJSON_PrintUnformatted(pod);
+	const char *first = strstr(text, "\"name\":\"stockade-secret-github\",\"mountPath\"");
+	assert_non_null(first);
+	assert_null(strstr(first + 1, "\"name\":\"stockade-secret-github\",\"mountPath\""));
+	char *again = review("agents", "CREATE", text);
+	cJSON_Delete(handle_ok(again, SK_REVIEW_UNCHANGED));
+	free(again);
+	free(text);
+	free(s_text);
+	free(a_text);
+	cJSON_Delete(pod);
+	cJSON_Delete(patch);
+	cJSON_Delete(r);
+	free(body);
+	expect_refused("{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":"
+		       "[{\"name\":\"app\",\"image\":\"busybox\",\"env\":[{\"name\":\"GITHUB_TOKEN\",\"value\":\"ghp_x\"}]}]}}",
+		       "spec.containers[0].env: container 'app' sets GITHUB_TOKEN");
+	opts.secrets = NULL;
+	opts.n_secrets = 0;
+	opts.secret_env = NULL;
+	opts.n_secret_env = 0;
+}
+
+/* The per-pod Secret and placeholder annotations: the patch mounts the Secret into the sidecar and gives the
+ * agent the placeholder, as `stockade-policy inject` wraps the same pod; a malformed one is refused, named. */
+#define SPOD(a) "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"generateName\":\"web-\"," \
+	"\"annotations\":{" a "}},\"spec\":{\"containers\":[{\"name\":\"app\",\"image\":\"busybox\"}]}}"
+static void test_secret_annotations(void **state)
+{
+	(void)state;
+	static const char pod_json[] = SPOD("\"stockade.io/api-secrets\":\"github=gh-token\","
+					    "\"stockade.io/secret-env\":\"GITHUB_TOKEN=stockade-secret-github\"");
+	char *body = review("agents", "CREATE", pod_json);
+	cJSON *r = handle_ok(body, SK_REVIEW_PATCHED);
+	cJSON *patch = decode_patch(cJSON_GetObjectItem(r, "response"));
+	cJSON *pod = cJSON_Parse(pod_json), *want = cJSON_Parse(pod_json);
+	struct sk_err err = { 0 };
+	assert_int_equal(sk_jsonpatch_apply(&pod, patch, &err), 0);
+	assert_int_equal(sk_inject_doc(want, &opts, &err), SK_INJECT_WRAPPED);
+	assert_true(cJSON_Compare(pod, want, 1));
+	char *text = cJSON_PrintUnformatted(pod);
+	assert_non_null(strstr(text, "{\"name\":\"stockade-secret-github\",\"mountPath\":\"/var/run/stockade/secrets/github\",\"readOnly\":true}"));
+	assert_non_null(strstr(text, "{\"name\":\"GITHUB_TOKEN\",\"value\":\"stockade-secret-github\"}"));
+	free(text);
+	cJSON_Delete(pod);
+	cJSON_Delete(want);
+	cJSON_Delete(patch);
+	cJSON_Delete(r);
+	free(body);
+	expect_refused(SPOD("\"stockade.io/secret-env\":\"GITHUB_TOKEN\""),
+		       "metadata.annotations[stockade.io/secret-env]: expected space-separated NAME=PLACEHOLDER");
+}
+
 /* stockade.io/inject: "false" on the pod: not wrapped, as Istio's opt-out; any other value is wrapped. */
 static void test_pod_opt_out(void **state)
 {
@@ -605,6 +690,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pod_security_cni_mode_wraps),
 		cmocka_unit_test(test_pod_in_scope_gets_the_inject_wrap_as_a_patch),
+		cmocka_unit_test(test_pod_gets_trust_and_placeholders),
+		cmocka_unit_test(test_secret_annotations),
 		cmocka_unit_test(test_profile_annotation),
 		cmocka_unit_test(test_wrapped_pod_gets_no_patch),
 		cmocka_unit_test(test_unsandboxable_pods_are_refused_with_the_field),

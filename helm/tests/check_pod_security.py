@@ -115,7 +115,29 @@ for a in agents + own_inits:
     # the default section's content-hashed name (policy/seccomp/name.h; stockade-policy seccomp --print-name)
     expect(sc["seccompProfile"] == {"type": "Localhost", "localhostProfile": "stockade-4696b6ca6e2d4b5e.json"},
            "%s seccomp Localhost stockade-4696b6ca6e2d4b5e.json" % n)
-    expect(not any(m["name"].startswith("stockade-") for m in a.get("volumeMounts", [])), "no stockade volume (policy, marker, API secrets) mounted in %s" % n)
+    expect(not any(m["name"].startswith("stockade-") and m["name"] != "stockade-trust" for m in a.get("volumeMounts", [])), "no stockade volume (policy, marker, API secrets) mounted in %s" % n)
+    # the sidecar's trust files (trust.enabled, the default): the whole directory, read-only, and the
+    # variables the runtimes read pointing into it
+    trust = [m for m in a.get("volumeMounts", []) if m["name"] == "stockade-trust"]
+    expect(trust == [{"name": "stockade-trust", "mountPath": "/run/stockade-trust", "readOnly": True}],
+           "%s mounts the trust files read-only, a directory (no subPath)" % n)
+    env = {e["name"]: e.get("value") for e in a.get("env", [])}
+    expect(env.get("SSL_CERT_FILE") == "/run/stockade-trust/bundle.pem" and
+           env.get("NODE_EXTRA_CA_CERTS") == "/run/stockade-trust/ca.pem" and
+           "/run/stockade-trust/truststore.p12" in (env.get("JAVA_TOOL_OPTIONS") or ""),
+           "%s has the trust variables" % n)
+# the sidecar writes them (the insidecar entry's args are the sidecar's too)
+side = [c for c in inits + conts if c["name"] == "stockade-sidecar"]
+expect(side and "--trust-dir=/run/stockade-trust" in side[0].get("args", []) and
+       any(m["name"] == "stockade-trust" and not m.get("readOnly") for m in side[0].get("volumeMounts", [])),
+       "the sidecar writes the trust files (--trust-dir, its mount writable)")
+expect([v.get("emptyDir", {}).get("medium") for v in spec.get("volumes", []) if v["name"] == "stockade-trust"] == ["Memory"],
+       "the trust volume is one in-memory emptyDir")
+# no container but the sidecar mounts a Secret of stockade's (API secrets, the swapped credentials)
+for c in inits + conts:
+    if c["name"] != "stockade-sidecar":
+        expect(not any(m["name"].startswith("stockade-secret-") for m in c.get("volumeMounts", [])),
+               "%s mounts no stockade Secret" % c["name"])
 for c in inits + conts:
     expect(not c.get("securityContext", {}).get("privileged"), "%s not privileged" % c["name"])
     uid = c.get("securityContext", {}).get("runAsUser")

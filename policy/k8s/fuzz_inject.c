@@ -58,7 +58,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1)
 		return 0;
 	/* byte 0 picks the options: native or classic sidecar, hook or probe, seccomp or not, API secret,
-	 * classic sidecar first, the init in the sidecar (refused unless native) */
+	 * classic sidecar first, the init in the sidecar (refused unless native), no trust files, placeholders */
 	struct sk_inject_opts o;
 	sk_inject_opts_default(&o);
 	o.native = !(data[0] & 1);
@@ -69,11 +69,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	o.init_in_sidecar = (data[0] & 32) != 0;
 	static const char *const settings[] = { "--peek-timeout-ms=2000" };
 	static const struct sk_inject_secret secrets[] = { { "gh", "gh-token" } };
+	static const struct sk_inject_env env[] = { { "GH_TOKEN", "stockade-secret-github" },
+						    { "A_TOKEN", "stockade-secret-another" } };
 	if (data[0] & 8) {
 		o.settings = settings;
 		o.n_settings = 1;
 		o.secrets = secrets;
 		o.n_secrets = 1;
+	}
+	o.trust = !(data[0] & 64);
+	if (data[0] & 128) {
+		o.secret_env = env;
+		o.n_secret_env = 2;
 	}
 	cJSON *docs = NULL;
 	bool json;

@@ -11,7 +11,9 @@
 #include <cjson/cJSON.h>
 
 #include "common/err.h"
+#include "policy/domain.h"
 #include "policy/k8s/inject.h"
+#include "policy/policy.h"
 #include "policy/seccomp/name.h"
 
 #define INIT_NAME "stockade-init"
@@ -23,6 +25,7 @@
 #define VOL_SECRET_PREFIX "stockade-secret-"
 #define VOL_AGENT_TMP "agent-tmp"   /* the pod's own once added: see give_tmp */
 #define VOL_GUARDRAILS "stockade-guardrails"
+#define VOL_TRUST "stockade-trust"
 #define GUARDRAILS_DIR "/etc/stockade-guardrails"
 
 static int cmp_setting(const void *a, const void *b)
@@ -66,6 +69,7 @@ void sk_inject_opts_default(struct sk_inject_opts *o)
 		.ready_timeout_s = 30,
 		.probe_period_s = 5,
 		.probe_failures = 3,
+		.trust = true,
 	};
 }
 
@@ -271,6 +275,8 @@ static cJSON *build_sidecar(const struct sk_inject_opts *o)
 			cJSON_AddItemToArray(cmd, cJSON_CreateString(tail[i] ? tail[i] : as));
 	}
 	cJSON *argv = add_strs(c, "args", args, 4);
+	if (argv && o->trust)
+		cJSON_AddItemToArray(argv, cJSON_CreateString("--trust-dir=" SK_INJECT_TRUST_DIR));
 	if (argv && o->guardrails)
 		cJSON_AddItemToArray(argv, cJSON_CreateString("--guardrails=" GUARDRAILS_DIR "/guardrails.yaml"));
 	for (size_t i = 0; argv && i < o->n_settings; i++)
@@ -326,6 +332,9 @@ static cJSON *build_sidecar(const struct sk_inject_opts *o)
 		(void)snprintf(path, sizeof(path), "/var/run/stockade/secrets/%s", o->secrets[i].name);
 		add_mount(vm, vol, path, true);
 	}
+	/* the sidecar writes the agent's trust files here at start, before it is ready */
+	if (o->trust)
+		add_mount(vm, VOL_TRUST, SK_INJECT_TRUST_DIR, false);
 	if (o->guardrails)
 		add_mount(vm, VOL_GUARDRAILS, GUARDRAILS_DIR, true);
 	return c;
@@ -346,7 +355,7 @@ static bool stockade_container(const char *name)
 static bool stockade_volume(const char *name)
 {
 	return !strcmp(name, VOL_POLICY) || !strcmp(name, VOL_RUN) || !strcmp(name, VOL_GUARDRAILS) ||
-	       !strncmp(name, VOL_SECRET_PREFIX, strlen(VOL_SECRET_PREFIX));
+	       !strcmp(name, VOL_TRUST) || !strncmp(name, VOL_SECRET_PREFIX, strlen(VOL_SECRET_PREFIX));
 }
 
 /* Capabilities an agent must not hold: each would let it undo or step around the pod's nftables. */
@@ -688,7 +697,7 @@ static bool sandboxed(const cJSON *spec, const struct sk_inject_opts *o)
 	    !(o->init_in_sidecar ? entry_ok(side, ssc, o) : num_is(ssc, "runAsUser", o->sidecar_uid)) ||
 	    !has_all_dropped(ssc) || (is_native(o) && !str_is(side, "restartPolicy", "Always")) ||
 	    (size_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(side, "args")) !=
-		    4 + (o->guardrails ? 1 : 0) + o->n_settings)
+		    4 + (o->trust ? 1 : 0) + (o->guardrails ? 1 : 0) + o->n_settings)
 		return false;
 	const cJSON *lists[] = { inits, conts };
 	for (size_t l = 0; l < 2; l++) {
@@ -754,6 +763,133 @@ static bool give_tmp(cJSON *containers)
 	return used;
 }
 
+/* The trust variables (chart: stockade.agentEnv), in the chart's order. Node adds NODE_EXTRA_CA_CERTS to its
+ * own roots, so the pod CA alone; the JVM reads no PEM, so the PKCS#12 store, whose password is public
+ * (sidecar/inspect/trust.h). */
+static const struct sk_inject_env trust_env[] = {
+	{ "SSL_CERT_FILE", SK_INJECT_TRUST_DIR "/bundle.pem" },
+	{ "REQUESTS_CA_BUNDLE", SK_INJECT_TRUST_DIR "/bundle.pem" },
+	{ "CURL_CA_BUNDLE", SK_INJECT_TRUST_DIR "/bundle.pem" },
+	{ "GIT_SSL_CAINFO", SK_INJECT_TRUST_DIR "/bundle.pem" },
+	{ "PIP_CERT", SK_INJECT_TRUST_DIR "/bundle.pem" },
+	{ "AWS_CA_BUNDLE", SK_INJECT_TRUST_DIR "/bundle.pem" },
+	{ "NODE_EXTRA_CA_CERTS", SK_INJECT_TRUST_DIR "/ca.pem" },
+	{ "JAVA_TOOL_OPTIONS", "-Djavax.net.ssl.trustStore=" SK_INJECT_TRUST_DIR "/truststore.p12 "
+			       "-Djavax.net.ssl.trustStoreType=PKCS12 -Djavax.net.ssl.trustStorePassword=changeit" },
+};
+#define N_TRUST_ENV (sizeof(trust_env) / sizeof(trust_env[0]))
+
+static cJSON *env_find(const cJSON *env, const char *name)
+{
+	cJSON *e;
+	cJSON_ArrayForEach(e, env) {
+		if (str_is(e, "name", name))
+			return e;
+	}
+	return NULL;
+}
+
+/* A wrapped container wrapped again: the trust mount, the trust variables stockade gave it (its own value
+ * exactly: one the container set itself stays) and the variables the options' placeholders name (whatever
+ * their value: a real token put there since goes too) are taken out, to be put back from the options in the
+ * order a first wrap gives. */
+static void strip_agent_extras(cJSON *containers, const struct sk_inject_opts *o)
+{
+	cJSON *c;
+	cJSON_ArrayForEach(c, containers) {
+		cJSON *mounts = cJSON_GetObjectItemCaseSensitive(c, "volumeMounts");
+		for (cJSON *m = cJSON_IsArray(mounts) ? mounts->child : NULL, *next; m; m = next) {
+			next = m->next;
+			if (str_is(m, "name", VOL_TRUST))
+				cJSON_Delete(cJSON_DetachItemViaPointer(mounts, m));
+		}
+		cJSON *env = cJSON_GetObjectItemCaseSensitive(c, "env");
+		for (cJSON *e = cJSON_IsArray(env) ? env->child : NULL, *next; e; e = next) {
+			next = e->next;
+			bool ours = false;
+			for (size_t i = 0; !ours && i < N_TRUST_ENV; i++)
+				ours = str_is(e, "name", trust_env[i].name) && str_is(e, "value", trust_env[i].value) &&
+				       cJSON_GetArraySize(e) == 2;
+			for (size_t i = 0; !ours && i < o->n_secret_env; i++)
+				ours = str_is(e, "name", o->secret_env[i].name);
+			if (ours)
+				cJSON_Delete(cJSON_DetachItemViaPointer(env, e));
+		}
+	}
+}
+
+/* The containers' env lists are lists, and none sets a placeholder's name itself: one of the two would be
+ * lost, and the container's own might be the real token. A pod stockade wrapped has the placeholder there
+ * already (or an older one): it is replaced. */
+static int check_env(const cJSON *arr, const char *at, const char *k, bool wrapped, const struct sk_inject_opts *o,
+		     struct sk_err *err)
+{
+	char p[320];
+	int i = 0;
+	const cJSON *c;
+	cJSON_ArrayForEach(c, arr) {
+		cJSON *env;
+		(void)snprintf(p, sizeof(p), "%s.%s[%d]", at, k, i++);
+		int r = opt_array(c, "env", p, &env, err);
+		if (r < 0)
+			return r;
+		for (size_t j = 0; !wrapped && j < o->n_secret_env; j++)
+			if (env_find(env, o->secret_env[j].name))
+				return bad(err, (join(p, sizeof(p), p, ".env"), p),
+					   "container '%s' sets %s, which gets the credential placeholder %s "
+					   "(--secret-env): remove it there", cname(c), o->secret_env[j].name,
+					   o->secret_env[j].value);
+	}
+	return 0;
+}
+
+/* The trust mount (a directory, not a subPath: files the sidecar replaces reach the container), the trust
+ * variables the container does not set itself, then the placeholders in name order (chart: the sorted keys
+ * of agent.secretEnv). */
+static void add_agent_extras(cJSON *c, const struct sk_inject_opts *o)
+{
+	if (!o->trust && !o->n_secret_env)
+		return;
+	cJSON *env = cJSON_GetObjectItemCaseSensitive(c, "env");
+	if (!cJSON_IsArray(env)) {
+		set_item(c, "env", cJSON_CreateArray());
+		env = cJSON_GetObjectItemCaseSensitive(c, "env");
+	}
+	for (size_t i = 0; o->trust && i < N_TRUST_ENV; i++) {
+		if (env_find(env, trust_env[i].name))
+			continue;
+		cJSON *e = cJSON_CreateObject();
+		add_str(e, "name", trust_env[i].name);
+		add_str(e, "value", trust_env[i].value);
+		cJSON_AddItemToArray(env, e);
+	}
+	/* name order without a copy to sort: each round takes the least name above the last one */
+	const char *last = NULL;
+	for (size_t n = 0; n < o->n_secret_env; n++) {
+		const struct sk_inject_env *next = NULL;
+		for (size_t j = 0; j < o->n_secret_env; j++) {
+			const struct sk_inject_env *s = &o->secret_env[j];
+			if ((!last || strcmp(s->name, last) > 0) && (!next || strcmp(s->name, next->name) < 0))
+				next = s;
+		}
+		if (!next)
+			break;
+		last = next->name;
+		cJSON *e = cJSON_CreateObject();
+		add_str(e, "name", next->name);
+		add_str(e, "value", next->value);
+		cJSON_AddItemToArray(env, e);
+	}
+	if (o->trust) {
+		cJSON *mounts = cJSON_GetObjectItemCaseSensitive(c, "volumeMounts");
+		if (!cJSON_IsArray(mounts)) {
+			set_item(c, "volumeMounts", cJSON_CreateArray());
+			mounts = cJSON_GetObjectItemCaseSensitive(c, "volumeMounts");
+		}
+		add_mount(mounts, VOL_TRUST, SK_INJECT_TRUST_DIR, true);
+	}
+}
+
 static int wrap_spec(cJSON *spec, const char *at, bool wrapped, bool job, const struct sk_inject_opts *o,
 		     struct sk_err *err)
 {
@@ -785,9 +921,13 @@ static int wrap_spec(cJSON *spec, const char *at, bool wrapped, bool job, const 
 		strip(inits, stockade_container);
 		strip(conts, stockade_container);
 		strip(vols, stockade_volume);
+		strip_agent_extras(inits, o);
+		strip_agent_extras(conts, o);
 	}
 	if ((r = check_list(inits, at, "initContainers", o, err)) < 0 ||
-	    (r = check_list(conts, at, "containers", o, err)) < 0)
+	    (r = check_list(conts, at, "containers", o, err)) < 0 ||
+	    (r = check_env(inits, at, "initContainers", wrapped, o, err)) < 0 ||
+	    (r = check_env(conts, at, "containers", wrapped, o, err)) < 0)
 		return r;
 	int i = 0;
 	const cJSON *v;
@@ -826,6 +966,12 @@ static int wrap_spec(cJSON *spec, const char *at, bool wrapped, bool job, const 
 	if (!has_tmp_vol) {
 		need_tmp_vol |= give_tmp(inits);
 		need_tmp_vol |= give_tmp(conts);
+	}
+	cJSON_ArrayForEach(c, inits) {
+		add_agent_extras(c, o);
+	}
+	cJSON_ArrayForEach(c, conts) {
+		add_agent_extras(c, o);
 	}
 
 	/* stockade-init first, then the native sidecar, so both run before any container of the pod's own
@@ -868,6 +1014,15 @@ static int wrap_spec(cJSON *spec, const char *at, bool wrapped, bool job, const 
 		 * UID read them; only the sidecar mounts this volume */
 		add_num(sec, "defaultMode", 0444);
 		cJSON_AddItemToArray(new_vols, sv);
+	}
+	if (o->trust) {
+		/* public certificates only (a bundle of ~200 KB twice, the PKCS#12 store): memory, bounded */
+		cJSON *tv = cJSON_CreateObject();
+		add_str(tv, "name", VOL_TRUST);
+		cJSON *ted = add_obj(tv, "emptyDir");
+		add_str(ted, "medium", "Memory");
+		add_str(ted, "sizeLimit", "4Mi");
+		cJSON_AddItemToArray(new_vols, tv);
 	}
 	if (o->guardrails) {
 		/* the annotation as a file: the kubelet rewrites it when the annotation changes, and the sidecar
@@ -953,6 +1108,120 @@ static int annotated_policy(const cJSON *meta, const char *meta_at, const struct
 	return 0;
 }
 
+/* An environment variable's name as shells and env(1) take it: [A-Za-z_][A-Za-z0-9_]*. */
+static bool env_name_ok(const char *s)
+{
+	if (!*s || (*s >= '0' && *s <= '9'))
+		return false;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_'))
+			return false;
+	return true;
+}
+
+/* The shape policy/validate_secrets.c accepts for a placeholder: what else could the sidecar swap? */
+static bool placeholder_ok(const char *s)
+{
+	size_t n = strlen(s);
+	if (n < SK_SECRET_PLACEHOLDER_MIN || n > SK_SECRET_PLACEHOLDER_MAX)
+		return false;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '.' ||
+		      *s == '_' || *s == '-'))
+			return false;
+	return true;
+}
+
+/* A pod's SK_INJECT_SECRETS_ANNOTATION and SK_INJECT_SECRET_ENV_ANNOTATION added to the options' lists:
+ * the combined arrays into *sec and *env (owned by the caller, NULL when the pod has neither), pointing
+ * into *buf (the annotations' text, split in place, owned by the caller). eo gets them. */
+struct annotated {
+	struct sk_inject_secret *sec;
+	struct sk_inject_env *env;
+	char *buf[2];
+};
+
+static void annotated_free(struct annotated *a)
+{
+	free(a->sec);
+	free(a->env);
+	free(a->buf[0]);
+	free(a->buf[1]);
+}
+
+static bool subdomain_ok(const char *s)
+{
+	bool ok = s[0] && strlen(s) <= 253;
+	for (; *s && ok; s++)
+		ok = (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '-' || *s == '.';
+	return ok;
+}
+
+static int annotated_secrets(const cJSON *meta, const char *meta_at, struct sk_inject_opts *eo, struct annotated *a,
+			     struct sk_err *err)
+{
+	cJSON *anns;
+	int r = opt_object(meta, "annotations", meta_at, &anns, err);
+	if (r < 0)
+		return r;
+	static const char *const keys[] = { SK_INJECT_SECRETS_ANNOTATION, SK_INJECT_SECRET_ENV_ANNOTATION };
+	for (int k = 0; k < 2; k++) {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(anns, keys[k]);
+		char p[256];
+		if (!v)
+			continue;
+		(void)snprintf(p, sizeof(p), "%s.annotations[%s]", meta_at, keys[k]);
+		if (!cJSON_IsString(v) || strlen(v->valuestring) > 8192)
+			return bad(err, p, "expected space-separated %s (at most %d)", k ? "NAME=PLACEHOLDER" : "NAME=SECRET",
+				   SK_INJECT_MAX_ANNOTATED);
+		size_t n_opt = k ? eo->n_secret_env : eo->n_secrets;
+		if (!(a->buf[k] = strdup(v->valuestring)) ||
+		    !(k ? (void *)(a->env = calloc(n_opt + SK_INJECT_MAX_ANNOTATED, sizeof(*a->env)))
+			: (void *)(a->sec = calloc(n_opt + SK_INJECT_MAX_ANNOTATED, sizeof(*a->sec)))))
+			return sk_err_set(err, ENOMEM, "inject: out of memory");
+		if (k && n_opt)
+			memcpy(a->env, eo->secret_env, n_opt * sizeof(*a->env));
+		else if (n_opt)
+			memcpy(a->sec, eo->secrets, n_opt * sizeof(*a->sec));
+		size_t n = n_opt;
+		for (char *tok = a->buf[k], *next; *tok; tok = next) {
+			size_t l = strcspn(tok, " ");
+			next = tok + l;
+			while (*next == ' ')
+				*next++ = '\0';
+			if (!l)
+				continue;
+			char *eq = strchr(tok, '=');
+			if (!eq || n == n_opt + SK_INJECT_MAX_ANNOTATED)
+				return bad(err, p, "expected space-separated %s (at most %d)",
+					   k ? "NAME=PLACEHOLDER" : "NAME=SECRET", SK_INJECT_MAX_ANNOTATED);
+			*eq = '\0';
+			const char *name = tok, *val = eq + 1;
+			if (k ? !env_name_ok(name) : !sk_dns_label(name, strlen(name)))
+				return bad(err, p, "'%.64s': expected %s", name,
+					   k ? "a variable name ([A-Za-z_][A-Za-z0-9_]*)" : "a name of [a-z0-9-], 1-63");
+			if (k ? !placeholder_ok(val) : !subdomain_ok(val))
+				return bad(err, p, "%.64s: '%.128s' is not %s", name, val,
+					   k ? "a placeholder (16 to 128 of [A-Za-z0-9._-])" : "a Secret name");
+			for (size_t j = 0; j < n; j++)
+				if (!strcmp(k ? a->env[j].name : a->sec[j].name, name))
+					return bad(err, p, "%.64s is given twice (here or in the injector's own options)", name);
+			if (k)
+				a->env[n++] = (struct sk_inject_env){ name, val };
+			else
+				a->sec[n++] = (struct sk_inject_secret){ name, val };
+		}
+		if (k) {
+			eo->secret_env = a->env;
+			eo->n_secret_env = n;
+		} else {
+			eo->secrets = a->sec;
+			eo->n_secrets = n;
+		}
+	}
+	return 0;
+}
+
 /* The pod template (metadata + spec) of doc, following kp->path; NULL with err when the shape is wrong. */
 static cJSON *find_template(cJSON *doc, const struct kind_path *kp, char *at, size_t atsz, struct sk_err *err)
 {
@@ -974,6 +1243,19 @@ static cJSON *find_template(cJSON *doc, const struct kind_path *kp, char *at, si
 
 int sk_inject_opts_check(const struct sk_inject_opts *o, struct sk_err *err)
 {
+	for (size_t i = 0; i < o->n_secret_env; i++) {
+		const struct sk_inject_env *e = &o->secret_env[i];
+		if (!env_name_ok(e->name))
+			return sk_err_set(err, EINVAL, "--secret-env %.64s: expected NAME=PLACEHOLDER, NAME a variable "
+					  "name ([A-Za-z_][A-Za-z0-9_]*)", e->name);
+		if (!placeholder_ok(e->value))
+			return sk_err_set(err, EINVAL, "--secret-env %.64s: the placeholder must be %d to %d characters "
+					  "of [A-Za-z0-9._-], as the policy's secrets[].placeholder", e->name,
+					  SK_SECRET_PLACEHOLDER_MIN, SK_SECRET_PLACEHOLDER_MAX);
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(o->secret_env[j].name, e->name))
+				return sk_err_set(err, EINVAL, "--secret-env %.64s: given twice", e->name);
+	}
 	if (o->agent_uid == 0 || o->agent_uid == o->sidecar_uid || o->sidecar_uid == 0)
 		return sk_err_set(err, EINVAL, "inject: the agent and sidecar UIDs must be non-zero and differ");
 	/* the chart's refusal of init.inSidecar, in inject's words */
@@ -989,7 +1271,8 @@ int sk_inject_opts_check(const struct sk_inject_opts *o, struct sk_err *err)
 	return 0;
 }
 
-int sk_inject_doc(cJSON *doc, const struct sk_inject_opts *o, struct sk_err *err)
+/* sk_inject_doc, with what the pod's annotations add kept in ann (freed by the caller on every path). */
+static int inject_doc(cJSON *doc, const struct sk_inject_opts *o, struct annotated *ann, struct sk_err *err)
 {
 	const struct kind_path *kp = cJSON_IsObject(doc) ? find_kind(doc) : NULL;
 	if (!kp)
@@ -1016,6 +1299,8 @@ int sk_inject_doc(cJSON *doc, const struct sk_inject_opts *o, struct sk_err *err
 	struct sk_inject_opts eo = *o;
 	if ((r = annotated_profile(meta_in, meta_at, o, &eo.seccomp_profile, err)) < 0 ||
 	    (r = annotated_policy(meta_in, meta_at, o, &eo.policy_configmap, err)) < 0)
+		return r;
+	if ((r = annotated_secrets(meta_in, meta_at, &eo, ann, err)) < 0)
 		return r;
 	o = &eo;
 
@@ -1055,6 +1340,14 @@ int sk_inject_doc(cJSON *doc, const struct sk_inject_opts *o, struct sk_err *err
 	    cJSON_GetObjectItemCaseSensitive(tmpl, "spec") != nspec)
 		return sk_err_set(err, ENOMEM, "inject: out of memory");
 	return SK_INJECT_WRAPPED;
+}
+
+int sk_inject_doc(cJSON *doc, const struct sk_inject_opts *o, struct sk_err *err)
+{
+	struct annotated ann = { 0 };
+	int r = inject_doc(doc, o, &ann, err);
+	annotated_free(&ann);
+	return r;
 }
 
 /* Fields the API server fills in when an object is created without them (pkg/apis/core/v1/defaults.go):

@@ -38,6 +38,14 @@ struct sk_err;
  * table from (cni/kube.h), and the first init container that proves the table is there. */
 #define SK_INJECT_NETNS_POLICY_ANNOTATION "stockade.io/netns-policy"
 #define SK_INJECT_VALIDATE_NAME "stockade-validate"
+/* Annotations on a pod (template) adding to the options' secrets and placeholders, for stockade-injector,
+ * whose options are cluster-wide: "NAME=SECRET ..." (each Secret of the pod's namespace mounted into the
+ * sidecar alone at /var/run/stockade/secrets/NAME/, as --api-secret) and "NAME=PLACEHOLDER ..." (as
+ * --secret-env). At most SK_INJECT_MAX_ANNOTATED each; a malformed item, or a name the options give too, is
+ * refused with the annotation's path. */
+#define SK_INJECT_SECRETS_ANNOTATION "stockade.io/api-secrets"
+#define SK_INJECT_SECRET_ENV_ANNOTATION "stockade.io/secret-env"
+#define SK_INJECT_MAX_ANNOTATED 32
 
 /* A Secret for the API gateway, mounted into the sidecar only (chart: sidecar.apiSecrets[]). */
 struct sk_inject_secret {
@@ -45,6 +53,17 @@ struct sk_inject_secret {
 	                                * (at most 63 of [a-z0-9-], as the CLI checks) */
 	const char *secret_name;       /* borrows */
 };
+
+/* An environment variable given to every container of the pod's own: a credential placeholder (chart:
+ * agent.secretEnv), which the sidecar swaps for the real value on the wire (policy `secrets:`). */
+struct sk_inject_env {
+	const char *name;              /* borrows: a C identifier; unique among the options' */
+	const char *value;             /* borrows */
+};
+
+/* Where the sidecar writes the agent's trust files (--trust-dir) and the pod's own containers mount them
+ * read-only (chart: stockade.trustDir). */
+#define SK_INJECT_TRUST_DIR "/run/stockade-trust"
 
 struct sk_inject_opts {
 	const char *init_image;        /* borrows: "repository:tag" */
@@ -91,6 +110,14 @@ struct sk_inject_opts {
 	const char *guardrails;        /* borrows: the cluster guardrails' text, or NULL: put into the pod as
 	                                * SK_INJECT_GUARDRAILS_ANNOTATION, a downwardAPI volume
 	                                * stockade-guardrails and the sidecar's --guardrails */
+	bool trust;                    /* the chart's trust.enabled: the sidecar gets --trust-dir on the emptyDir
+	                                * stockade-trust, every container of the pod's own mounts it read-only
+	                                * at SK_INJECT_TRUST_DIR and gets the trust variables (SSL_CERT_FILE...)
+	                                * it does not set itself */
+	const struct sk_inject_env *secret_env;  /* borrows: appended to every container of the pod's own, in
+	                                * name order; a container that sets one of these names itself is
+	                                * refused (unless wrapped by stockade: the value is then replaced) */
+	size_t n_secret_env;
 };
 
 /* Sorts "--name=value" sidecar flags by name, as the chart's range over sidecar.settings orders them (so

@@ -266,7 +266,7 @@ static void test_init_in_sidecar_shape(void **state)
 		      "/usr/local/bin/stockade-sidecar");
 	/* the sidecar's own arguments, as without the entry */
 	assert_joined(at(side, "args"), "--policy=/etc/stockade/policy.yaml --marker=/run/stockade/init.marker "
-		      "--admin-addr=0.0.0.0:15000 --log-level=info");
+		      "--admin-addr=0.0.0.0:15000 --log-level=info --trust-dir=/run/stockade-trust");
 	assert_int_equal(at(side, "securityContext.runAsUser")->valueint, 0);
 	assert_int_equal(at(side, "securityContext.runAsGroup")->valueint, 0);
 	assert_true(cJSON_IsFalse(at(side, "securityContext.runAsNonRoot")));
@@ -573,6 +573,7 @@ static void test_api_secrets_and_settings(void **state)
 	o.n_settings = 2;
 	o.secrets = secrets;
 	o.n_secrets = 1;
+	o.trust = false;   /* positions without the trust files (test_trust_files) */
 	struct sk_err err = { 0 };
 	cJSON *d = yaml1(pod);
 	assert_int_equal(sk_inject_doc(d, &o, &err), SK_INJECT_WRAPPED);
@@ -909,6 +910,7 @@ static void test_agent_gets_a_writable_tmp(void **state)
 	(void)state;
 	struct sk_inject_opts o;
 	sk_inject_opts_default(&o);
+	o.trust = false;   /* mounts counted without the trust files' (test_trust_files) */
 	struct sk_err err = { 0 };
 	cJSON *d = yaml1("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  initContainers: [{name: setup, image: i}]\n"
 			 "  containers:\n  - {name: a, image: i}\n"
@@ -1062,6 +1064,7 @@ static void test_guardrails_into_the_pod(void **state)
 	struct sk_inject_opts o;
 	sk_inject_opts_default(&o);
 	o.guardrails = "version: 1\ndeniedHosts: [pastebin.com]\n";
+	o.trust = false;   /* positions without the trust files (test_trust_files) */
 	struct sk_err err = { 0 };
 	cJSON *d = yaml1(pod);
 	assert_int_equal(sk_inject_doc(d, &o, &err), SK_INJECT_WRAPPED);
@@ -1097,10 +1100,272 @@ static void test_guardrails_into_the_pod(void **state)
 	cJSON_Delete(d);
 }
 
+/* The value of env NAME in container c, or NULL; and how often NAME is there. */
+static const char *env_of(const cJSON *c, const char *name, int *count)
+{
+	const char *v = NULL;
+	int n = 0;
+	const cJSON *e;
+	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(c, "env")) {
+		if (!strcmp(str_at(e, "name"), name)) {
+			n++;
+			v = str_at(e, "value");
+		}
+	}
+	if (count)
+		*count = n;
+	return v;
+}
+
+/* Whether container c mounts volume vol, and where. */
+static const cJSON *mount_of(const cJSON *c, const char *vol)
+{
+	const cJSON *m;
+	cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(c, "volumeMounts")) {
+		if (!strcmp(str_at(m, "name"), vol))
+			return m;
+	}
+	return NULL;
+}
+
+/* The trust files (on by default, as the chart's trust.enabled): the sidecar writes them with --trust-dir
+ * on an in-memory emptyDir it mounts writable; every container of the pod's own (init containers too)
+ * mounts the directory read-only, no subPath, and gets each trust variable it does not set itself, once;
+ * stockade-init never sees it. A re-wrap changes nothing; a re-wrap without trust takes all of it away but
+ * the variable the container set itself. */
+static void test_trust_files(void **state)
+{
+	(void)state;
+	struct sk_inject_opts o;
+	sk_inject_opts_default(&o);
+	assert_true(o.trust);
+	struct sk_err err = { 0 };
+	cJSON *d = yaml1("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n"
+			 "  initContainers: [{name: setup, image: i}]\n"
+			 "  containers:\n"
+			 "  - {name: a, image: i, env: [{name: SSL_CERT_FILE, value: /mine.pem}, "
+			 "{name: JAVA_TOOL_OPTIONS, value: -Xmx1g}]}\n"
+			 "  - {name: b, image: i}\n");
+	assert_int_equal(sk_inject_doc(d, &o, &err), SK_INJECT_WRAPPED);
+	const cJSON *side = at(d, "spec.initContainers[1]");
+	assert_string_equal(str_at(side, "name"), "stockade-sidecar");
+	assert_string_equal(str_at(side, "args[4]"), "--trust-dir=/run/stockade-trust");
+	const cJSON *sm = mount_of(side, "stockade-trust");
+	assert_non_null(sm);
+	assert_string_equal(str_at(sm, "mountPath"), "/run/stockade-trust");
+	assert_null(at(sm, "readOnly"));   /* the sidecar writes there */
+	assert_null(mount_of(at(d, "spec.initContainers[0]"), "stockade-trust"));   /* stockade-init */
+	const cJSON *vol = NULL, *v;
+	cJSON_ArrayForEach(v, at(d, "spec.volumes")) {
+		if (!strcmp(str_at(v, "name"), "stockade-trust"))
+			vol = v;
+	}
+	assert_non_null(vol);
+	assert_string_equal(str_at(vol, "emptyDir.medium"), "Memory");
+	static const char *const own[] = { "spec.initContainers[2]", "spec.containers[0]", "spec.containers[1]" };
+	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++) {
+		const cJSON *c = at(d, own[i]);
+		const cJSON *m = mount_of(c, "stockade-trust");
+		assert_non_null(m);
+		assert_string_equal(str_at(m, "mountPath"), "/run/stockade-trust");
+		assert_true(cJSON_IsTrue(at(m, "readOnly")));
+		assert_null(at(m, "subPath"));
+		int n;
+		assert_string_equal(env_of(c, "REQUESTS_CA_BUNDLE", &n), "/run/stockade-trust/bundle.pem");
+		assert_int_equal(n, 1);
+		assert_string_equal(env_of(c, "CURL_CA_BUNDLE", NULL), "/run/stockade-trust/bundle.pem");
+		assert_string_equal(env_of(c, "GIT_SSL_CAINFO", NULL), "/run/stockade-trust/bundle.pem");
+		assert_string_equal(env_of(c, "PIP_CERT", NULL), "/run/stockade-trust/bundle.pem");
+		assert_string_equal(env_of(c, "AWS_CA_BUNDLE", NULL), "/run/stockade-trust/bundle.pem");
+		assert_string_equal(env_of(c, "NODE_EXTRA_CA_CERTS", NULL), "/run/stockade-trust/ca.pem");
+	}
+	/* the container's own values win, each once */
+	int n;
+	assert_string_equal(env_of(at(d, "spec.containers[0]"), "SSL_CERT_FILE", &n), "/mine.pem");
+	assert_int_equal(n, 1);
+	assert_string_equal(env_of(at(d, "spec.containers[0]"), "JAVA_TOOL_OPTIONS", &n), "-Xmx1g");
+	assert_int_equal(n, 1);
+	assert_string_equal(env_of(at(d, "spec.containers[1]"), "SSL_CERT_FILE", NULL), "/run/stockade-trust/bundle.pem");
+	const char *jto = env_of(at(d, "spec.containers[1]"), "JAVA_TOOL_OPTIONS", NULL);
+	assert_non_null(jto);
+	assert_non_null(strstr(jto, "-Djavax.net.ssl.trustStore=/run/stockade-trust/truststore.p12"));
+	assert_non_null(strstr(jto, "-Djavax.net.ssl.trustStoreType=PKCS12"));
+	assert_int_equal(sk_inject_is_wrapped(d, &o, &err), 1);
+	char *once = cJSON_PrintUnformatted(d);
+	assert_int_equal(sk_inject_doc(d, &o, &err), SK_INJECT_WRAPPED);
+	char *twice = cJSON_PrintUnformatted(d);
+	assert_string_equal(once, twice);
+	cJSON_free(once);
+	cJSON_free(twice);
+
+	o.trust = false;
+	assert_int_equal(sk_inject_is_wrapped(d, &o, &err), 0);
+	assert_int_equal(sk_inject_doc(d, &o, &err), SK_INJECT_WRAPPED);
+	char *all = cJSON_PrintUnformatted(d);
+	assert_null(strstr(all, "stockade-trust"));
+	cJSON_free(all);
+	assert_string_equal(env_of(at(d, "spec.containers[0]"), "SSL_CERT_FILE", NULL), "/mine.pem");
+	assert_null(env_of(at(d, "spec.containers[1]"), "SSL_CERT_FILE", NULL));
+	cJSON_Delete(d);
+
+	/* a container of the pod's own cannot mount the sidecar's trust volume writable (or at all) itself */
+	expect_refused("kind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: a, image: i, volumeMounts: "
+		       "[{name: stockade-trust, mountPath: /x}]}]\n", &o, "a volume only stockade's containers may mount");
+	o.trust = true;
+	expect_refused("kind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: a, image: i}]\n"
+		       "  volumes: [{name: stockade-trust, emptyDir: {}}]\n", &o, "the name of a stockade volume");
+}
+
+/* Credential placeholders: every container of the pod's own gets NAME=placeholder (in name order, after the
+ * trust variables); the Secret behind it is mounted into the sidecar alone. A container that sets the name
+ * itself is refused (its value might be the real token) unless stockade wrapped the pod: then replaced.
+ * Malformed names and placeholders, and a name given twice, are refused as options. */
+static void test_secret_env(void **state)
+{
+	(void)state;
+	static const struct sk_inject_secret secrets[] = { { "github", "gh-token" } };
+	static const struct sk_inject_env env[] = { { "ZZ_TOKEN", "stockade-secret-zzzzzz" },
+						    { "GITHUB_TOKEN", "stockade-secret-github" } };
+	struct sk_inject_opts o;
+	sk_inject_opts_default(&o);
+	o.secrets = secrets;
+	o.n_secrets = 1;
+	o.secret_env = env;
+	o.n_secret_env = 2;
+	struct sk_err err = { 0 };
+	cJSON *d = yaml1("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n"
+			 "  initContainers: [{name: setup, image: i}]\n"
+			 "  containers: [{name: a, image: i, env: [{name: HOME, value: /h}]}, {name: b, image: i}]\n");
+	assert_int_equal(sk_inject_doc(d, &o, &err), SK_INJECT_WRAPPED);
+	static const char *const own[] = { "spec.initContainers[2]", "spec.containers[0]", "spec.containers[1]" };
+	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++) {
+		const cJSON *c = at(d, own[i]);
+		const cJSON *e = cJSON_GetObjectItemCaseSensitive(c, "env");
+		int n = cJSON_GetArraySize(e);
+		assert_true(n >= 2);
+		/* the last two, in name order */
+		assert_string_equal(str_at(cJSON_GetArrayItem(e, n - 2), "name"), "GITHUB_TOKEN");
+		assert_string_equal(str_at(cJSON_GetArrayItem(e, n - 2), "value"), "stockade-secret-github");
+		assert_string_equal(str_at(cJSON_GetArrayItem(e, n - 1), "name"), "ZZ_TOKEN");
+		assert_null(mount_of(c, "stockade-secret-github"));
+	}
+	assert_string_equal(env_of(at(d, "spec.containers[0]"), "HOME", NULL), "/h");
+	/* the Secret: in the sidecar, in no other container */
+	int mounted = 0;
+	const char *lists[] = { "spec.initContainers", "spec.containers" };
+	for (size_t l = 0; l < 2; l++) {
+		const cJSON *c;
+		cJSON_ArrayForEach(c, at(d, lists[l])) {
+			const cJSON *m = mount_of(c, "stockade-secret-github");
+			if (!m)
+				continue;
+			mounted++;
+			assert_string_equal(str_at(c, "name"), "stockade-sidecar");
+			assert_true(cJSON_IsTrue(at(m, "readOnly")));
+		}
+	}
+	assert_int_equal(mounted, 1);
+	assert_int_equal(sk_inject_is_wrapped(d, &o, &err), 1);
+
+	/* wrapped: a placeholder the pod carries (or a value put there since) is replaced, not doubled */
+	cJSON *real = cJSON_CreateObject();
+	cJSON_AddStringToObject(real, "name", "GITHUB_TOKEN");
+	cJSON_AddStringToObject(real, "value", "ghp_real");
+	assert_true(cJSON_AddItemToArray((cJSON *)at(d, "spec.containers[1].env"), real));
+	assert_int_equal(sk_inject_doc(d, &o, &err), SK_INJECT_WRAPPED);
+	int n;
+	assert_string_equal(env_of(at(d, "spec.containers[1]"), "GITHUB_TOKEN", &n), "stockade-secret-github");
+	assert_int_equal(n, 1);
+	cJSON_Delete(d);
+
+	/* not wrapped: a container's own value of that name is refused, naming it */
+	expect_refused("kind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: a, image: i, env: "
+		       "[{name: GITHUB_TOKEN, valueFrom: {secretKeyRef: {name: gh, key: t}}}]}]\n", &o,
+		       "spec.containers[0].env: container 'a' sets GITHUB_TOKEN");
+
+	static const struct sk_inject_env bad_name[] = { { "1TOKEN", "stockade-secret-github" } };
+	static const struct sk_inject_env bad_value[] = { { "T", "short" } };
+	static const struct sk_inject_env bad_chars[] = { { "T", "stockade secret github" } };
+	static const struct sk_inject_env twice[] = { { "T", "stockade-secret-github" }, { "T", "stockade-secret-other1" } };
+	const struct { const struct sk_inject_env *e; size_t n; const char *msg; } cases[] = {
+		{ bad_name, 1, "NAME a variable name" },
+		{ bad_value, 1, "the placeholder must be 16 to 128 characters" },
+		{ bad_chars, 1, "the placeholder must be" },
+		{ twice, 2, "given twice" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		o.secret_env = cases[i].e;
+		o.n_secret_env = cases[i].n;
+		err = (struct sk_err){ 0 };
+		assert_int_equal(sk_inject_opts_check(&o, &err), -EINVAL);
+		if (!strstr(err.msg, cases[i].msg))
+			fail_msg("'%s' lacks '%s'", err.msg, cases[i].msg);
+		expect_refused(pod, &o, cases[i].msg);
+	}
+}
+
+/* The injector's per-pod form of --api-secret and --secret-env: annotations adding to the options' lists
+ * (the Secret mounted into the sidecar alone, the placeholder in the pod's own containers); wrapping again
+ * changes nothing; a malformed item, or a name the options give too, is refused with the annotation's path. */
+static void test_secret_annotations(void **state)
+{
+	(void)state;
+	static const struct sk_inject_secret secrets[] = { { "npm", "npm-token" } };
+	struct sk_inject_opts o;
+	sk_inject_opts_default(&o);
+	o.secrets = secrets;
+	o.n_secrets = 1;
+	struct sk_err err = { 0 };
+	cJSON *d = yaml1("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations:\n"
+			 "    stockade.io/api-secrets: 'github=gh-token'\n"
+			 "    stockade.io/secret-env: 'GITHUB_TOKEN=stockade-secret-github  B_TOKEN=stockade-secret-bbbbbb'\n"
+			 "spec:\n  containers: [{name: a, image: i}]\n");
+	assert_int_equal(sk_inject_doc(d, &o, &err), SK_INJECT_WRAPPED);
+	const cJSON *side = at(d, "spec.initContainers[1]");
+	assert_string_equal(str_at(side, "name"), "stockade-sidecar");
+	assert_non_null(mount_of(side, "stockade-secret-npm"));
+	const cJSON *m = mount_of(side, "stockade-secret-github");
+	assert_non_null(m);
+	assert_string_equal(str_at(m, "mountPath"), "/var/run/stockade/secrets/github");
+	const cJSON *agent = at(d, "spec.containers[0]");
+	assert_null(mount_of(agent, "stockade-secret-github"));
+	assert_string_equal(env_of(agent, "GITHUB_TOKEN", NULL), "stockade-secret-github");
+	assert_string_equal(env_of(agent, "B_TOKEN", NULL), "stockade-secret-bbbbbb");
+	bool vol = false;
+	const cJSON *v;
+	cJSON_ArrayForEach(v, at(d, "spec.volumes")) {
+		vol |= !strcmp(str_at(v, "name"), "stockade-secret-github") &&
+		       !strcmp(str_at(v, "secret.secretName"), "gh-token");
+	}
+	assert_true(vol);
+	assert_int_equal(sk_inject_is_wrapped(d, &o, &err), 1);
+	cJSON_Delete(d);
+
+	static const char *const bad_ones[][2] = {
+		{ "stockade.io/api-secrets: 'github'", "metadata.annotations[stockade.io/api-secrets]: expected space-separated NAME=SECRET" },
+		{ "stockade.io/api-secrets: 'Git=gh-token'", "'Git': expected a name of [a-z0-9-]" },
+		{ "stockade.io/api-secrets: 'github=Gh_Token'", "github: 'Gh_Token' is not a Secret name" },
+		{ "stockade.io/api-secrets: 'npm=other'", "npm is given twice" },
+		{ "stockade.io/secret-env: 'X=short'", "X: 'short' is not a placeholder" },
+		{ "stockade.io/secret-env: '9X=stockade-secret-github'", "'9X': expected a variable name" },
+		{ "stockade.io/secret-env: 'X=stockade-secret-github X=stockade-secret-github'", "X is given twice" },
+		{ "stockade.io/secret-env: 7", "expected space-separated NAME=PLACEHOLDER" },
+	};
+	for (size_t i = 0; i < sizeof(bad_ones) / sizeof(bad_ones[0]); i++) {
+		char doc[512];
+		assert_true(snprintf(doc, sizeof(doc), "kind: Pod\nmetadata:\n  name: p\n  annotations:\n    %s\n"
+				     "spec:\n  containers: [{name: a, image: i}]\n", bad_ones[i][0]) < (int)sizeof(doc));
+		expect_refused(doc, &o, bad_ones[i][1]);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pod_wrapped_like_the_chart),
+		cmocka_unit_test(test_trust_files),
+		cmocka_unit_test(test_secret_env),
+		cmocka_unit_test(test_secret_annotations),
 		cmocka_unit_test(test_profile_annotation),
 		cmocka_unit_test(test_policy_annotation),
 		cmocka_unit_test(test_guardrails_into_the_pod),

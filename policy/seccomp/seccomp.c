@@ -570,6 +570,7 @@ int sk_seccomp_generate(const struct sk_seccomp_opts *o, struct sk_scmp_profile 
 		return sk_err_sys(err, ENOMEM, "seccomp: generate");
 	p->default_action = SK_SCMP_ERRNO;
 	p->default_errno = EPERM;
+	p->log_denials = o->log_denials;
 	for (size_t i = 0; i < n_arches; i++)
 		if ((r = sk_scmp_profile_add_arch(p, arches[i], err)) < 0)
 			goto fail;

@@ -76,6 +76,8 @@ struct sk_seccomp_opts {
 	size_t n_deny;
 	const uint32_t *arches;    /* SCMP_ARCH_* tokens; n_arches == 0 means x86_64 + aarch64 */
 	size_t n_arches;
+	bool log_denials;          /* the profile's log_denials: off by default, as runc 1.1 refuses to start
+	                            * a container whose profile has any "flags" (docs/operating.md) */
 };
 
 /* Builds the agent profile. Names of opts->allow/deny must resolve on at least one selected architecture

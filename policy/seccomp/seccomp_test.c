@@ -501,6 +501,22 @@ static void test_log_flag_round_trip(void **state)
 	assert_null(strstr(json, "\"flags\""));
 	free(json);
 	sk_scmp_profile_free(p);
+	/* asked for (stockade-policy seccomp --log-denials): the same rules, plus the flag */
+	struct sk_seccomp_opts o = { .log_denials = true };
+	struct sk_scmp_profile *q = gen(NULL, 0, NULL, 0);
+	assert_int_equal(sk_seccomp_generate(&o, &p, &err), 0);
+	assert_true(p->log_denials);
+	assert_int_equal(p->n_rules, q->n_rules);
+	json = sk_scmp_profile_to_json(p, &err);
+	assert_non_null(strstr(json, "\"flags\":\t[\"SECCOMP_FILTER_FLAG_LOG\"]"));
+	free(json);
+	size_t n_diff = 1;
+	char *d = sk_scmp_profile_diff(p, q, &n_diff, &err);
+	assert_non_null(d);
+	assert_int_equal(n_diff, 0);
+	free(d);
+	sk_scmp_profile_free(q);
+	sk_scmp_profile_free(p);
 }
 
 static void test_diff_lists_both_sides(void **state)

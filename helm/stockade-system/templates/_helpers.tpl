@@ -105,5 +105,8 @@ list of strings is a CEL list literal). Usage: {{ include "stockade-system.insta
 {{- with .Values.seccompInstaller.apiServer -}}
 {{- $args = append $args (printf "--api-server=%s" .) -}}
 {{- end -}}
+{{- if .Values.seccompInstaller.logDenials -}}
+{{- $args = append $args "--log-denials" -}}
+{{- end -}}
 {{- toJson $args -}}
 {{- end -}}

@@ -113,6 +113,30 @@ stockade.validate: fails the render with a clear message on values the schema ca
 {{- if hasKey .Values.seccomp "installer" -}}
 {{- fail "seccomp.installer: the seccomp installer moved to the stockade-system chart (one per cluster: helm/stockade-system, values seccompInstaller.*); remove seccomp.installer from this release's values (docs/upgrading.md)" -}}
 {{- end -}}
+{{- if and (include "stockade.trustOn" .) (hasKey (.Values.sidecar.settings | default dict) "trust-dir") -}}
+{{- fail "sidecar.settings.trust-dir: trust.enabled already gives the sidecar --trust-dir (the directory the agent mounts); set trust.enabled=false to manage the trust files yourself" -}}
+{{- end -}}
+{{- /* secrets: the sidecar alone holds the real values, through sidecar.apiSecrets' mounts; a valueFile
+outside them would leave the sidecar with no value (every swap refused) or, worse, point at a file the
+operator meant to mount some other way. Checked on the inline policy only (existingConfigMap: not seen). */ -}}
+{{- if not .Values.policy.existingConfigMap -}}
+{{- $placeholders := list -}}
+{{- range $i, $s := (get (.Values.policy.spec | default dict) "secrets" | default list) -}}
+{{- $placeholders = append $placeholders (toString (default (printf "stockade-secret-%v" $s.name) $s.placeholder)) -}}
+{{- $covered := false -}}
+{{- range $.Values.sidecar.apiSecrets -}}
+{{- if hasPrefix (printf "/var/run/stockade/secrets/%s/" .name) (toString $s.valueFile) -}}{{- $covered = true -}}{{- end -}}
+{{- end -}}
+{{- if not $covered -}}
+{{- fail (printf "policy.spec.secrets[%d].valueFile: %s is in no Secret mounted into the sidecar: add sidecar.apiSecrets {name: NAME, secretName: ...} and point valueFile at /var/run/stockade/secrets/NAME/<key>" $i (toString $s.valueFile)) -}}
+{{- end -}}
+{{- end -}}
+{{- range $n, $v := (.Values.agent.secretEnv | default dict) -}}
+{{- if not (has (toString $v) $placeholders) -}}
+{{- fail (printf "agent.secretEnv.%s: %s is the placeholder of no policy.spec.secrets entry (%s)" $n (toString $v) (ternary "the policy has none" (join ", " $placeholders) (empty $placeholders))) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- if and .Values.seccomp.enabled .Values.policy.existingConfigMap (not .Values.seccomp.profileName) -}}
 {{- fail "policy.existingConfigMap with seccomp.enabled: set seccomp.profileName to the output of `stockade-policy seccomp --print-name --policy <that policy.yaml>` and label that ConfigMap stockade.dev/seccomp-profile=true so the stockade-system installer serves the profile (docs/install.md)" -}}
 {{- end -}}
@@ -306,6 +330,9 @@ add "values" .Values.stockade (without "native", sidecar.native decides, as for 
     - --marker=/run/stockade/init.marker
     - --admin-addr=0.0.0.0:{{ int $.Values.ports.admin }}
     - --log-level={{ $.Values.sidecar.logLevel }}
+    {{- if include "stockade.trustOn" $ }}
+    - --trust-dir={{ include "stockade.trustDir" $ }}
+    {{- end }}
     {{- range $name, $value := $.Values.sidecar.settings }}
     {{- /* YAML numbers arrive as float64: print 3600000, not 3.6e+06 */}}
     - {{ printf "--%s=%v" $name (ternary (int64 $value) $value (kindIs "float64" $value)) | quote }}
@@ -392,6 +419,11 @@ add "values" .Values.stockade (without "native", sidecar.native decides, as for 
       mountPath: /var/run/stockade/secrets/{{ .name }}
       readOnly: true
     {{- end }}
+    {{- if include "stockade.trustOn" $ }}
+    # the sidecar writes the agent's trust files here at start, before it is ready
+    - name: stockade-trust
+      mountPath: {{ include "stockade.trustDir" $ }}
+    {{- end }}
 {{- end -}}
 
 {{/*
@@ -448,6 +480,77 @@ Usage: volumes: {{- include "stockade.podVolumes" . | nindent 8 }} (or the paren
     # sidecar UID read them; only the sidecar mounts this volume, so the agent cannot reach them.
     defaultMode: 0444
 {{- end }}
+{{- if include "stockade.trustOn" . }}
+- name: stockade-trust
+  emptyDir:
+    medium: Memory
+    sizeLimit: 4Mi
+{{- end }}
+{{- end -}}
+{{- end -}}
+
+{{/*
+stockade.trustOn: "true" when the agent gets the sidecar's trust files (trust.enabled), else empty.
+stockade.trustDir: where the sidecar writes them and the agent containers mount them (read-only).
+Usage: {{ if include "stockade.trustOn" $c }} with the normalised context.
+*/}}
+{{- define "stockade.trustOn" -}}
+{{- if (.Values.trust | default dict).enabled -}}true{{- end -}}
+{{- end -}}
+
+{{- define "stockade.trustDir" -}}
+/run/stockade-trust
+{{- end -}}
+
+{{/*
+stockade.agentEnv: the environment stockade adds to an agent container after its own (env): the trust
+variables (trust.enabled; each skipped when the container sets it: theirs wins), then the credential
+placeholders of agent.secretEnv (a name the container sets too fails the render: one of the two would be
+lost, and the container's might be the real token). Empty when there is none. The same list and order as
+`stockade-policy inject` (policy/k8s/inject.c add_agent_env). Args: root (a chart context or the
+parent-chart dict), env (the container's env list), what (the container, for messages).
+Usage: {{- with include "stockade.agentEnv" (dict "root" . "env" $env "what" "agent.env") }}{{ . | nindent 6 }}{{- end }}
+*/}}
+{{- define "stockade.agentEnv" -}}
+{{- $c := dict -}}{{- include "stockade.ctx" (list .root $c) -}}
+{{- $have := list -}}
+{{- range .env -}}{{- $have = append $have (toString .name) -}}{{- end -}}
+{{- $out := list -}}
+{{- if include "stockade.trustOn" $c -}}
+{{- $d := include "stockade.trustDir" $c -}}
+{{- $bundle := printf "%s/bundle.pem" $d -}}
+{{- range $n := list "SSL_CERT_FILE" "REQUESTS_CA_BUNDLE" "CURL_CA_BUNDLE" "GIT_SSL_CAINFO" "PIP_CERT" "AWS_CA_BUNDLE" -}}
+{{- if not (has $n $have) -}}{{- $out = append $out (dict "name" $n "value" $bundle) -}}{{- end -}}
+{{- end -}}
+{{- /* Node adds NODE_EXTRA_CA_CERTS to its own roots: the pod CA alone */ -}}
+{{- if not (has "NODE_EXTRA_CA_CERTS" $have) -}}
+{{- $out = append $out (dict "name" "NODE_EXTRA_CA_CERTS" "value" (printf "%s/ca.pem" $d)) -}}
+{{- end -}}
+{{- /* the JVM reads no PEM bundle: the PKCS#12 store, its password public (sidecar/inspect/trust.h) */ -}}
+{{- if not (has "JAVA_TOOL_OPTIONS" $have) -}}
+{{- $out = append $out (dict "name" "JAVA_TOOL_OPTIONS" "value" (printf "-Djavax.net.ssl.trustStore=%s/truststore.p12 -Djavax.net.ssl.trustStoreType=PKCS12 -Djavax.net.ssl.trustStorePassword=changeit" $d)) -}}
+{{- end -}}
+{{- end -}}
+{{- range $n := keys ($c.Values.agent.secretEnv | default dict) | sortAlpha -}}
+{{- if has $n $have -}}
+{{- fail (printf "agent.secretEnv.%s: %s sets %s too; the placeholder and that value cannot both be given (remove it there)" $n $.what $n) -}}
+{{- end -}}
+{{- $out = append $out (dict "name" $n "value" (toString (get $c.Values.agent.secretEnv $n))) -}}
+{{- end -}}
+{{- if $out -}}{{- toYaml $out -}}{{- end -}}
+{{- end -}}
+
+{{/*
+stockade.agentTrustMount: the read-only mount of the trust files an agent container gets (trust.enabled),
+else empty: a directory, not a subPath, so files the sidecar replaces reach the agent.
+Usage: {{- with include "stockade.agentTrustMount" . }}{{ . | nindent 6 }}{{- end }}
+*/}}
+{{- define "stockade.agentTrustMount" -}}
+{{- $c := dict -}}{{- include "stockade.ctx" (list . $c) -}}
+{{- if include "stockade.trustOn" $c -}}
+- name: stockade-trust
+  mountPath: {{ include "stockade.trustDir" $c }}
+  readOnly: true
 {{- end -}}
 {{- end -}}
 
@@ -523,6 +626,9 @@ containers:
       {{- with .Values.agent.env }}
       {{- toYaml . | nindent 6 }}
       {{- end }}
+      {{- with include "stockade.agentEnv" (dict "root" . "env" (prepend (.Values.agent.env | default list) (dict "name" "HOME")) "what" "agent.env") }}
+      {{- . | nindent 6 }}
+      {{- end }}
     {{- with .Values.agent.envFrom }}
     envFrom: {{- toYaml . | nindent 6 }}
     {{- end }}
@@ -549,6 +655,9 @@ containers:
       {{- end }}
       {{- with .Values.agent.volumeMounts }}
       {{- toYaml . | nindent 6 }}
+      {{- end }}
+      {{- with include "stockade.agentTrustMount" . }}
+      {{- . | nindent 6 }}
       {{- end }}
 {{- if not (or $native .Values.sidecar.startFirst) }}
 {{- include "stockade.sidecarContainer" (dict "root" . "native" false) | nindent 2 }}
@@ -701,6 +810,13 @@ Usage: {{- include "stockade.workloadInitContainers" . }} inside initContainers 
 {{- $out := merge (dict "securityContext" $sc) (omit $c "securityContext") -}}
 {{- if include "stockade.initNeedsTmp" (dict "root" $ "container" $c "securityContext" $sc) -}}
 {{- $_ := set $out "volumeMounts" (append ($c.volumeMounts | default list) (dict "name" "agent-tmp" "mountPath" "/tmp")) -}}
+{{- end -}}
+{{- /* the agent's trust files and placeholders: its traffic goes through the sidecar as the agent's does */ -}}
+{{- with include "stockade.agentTrustMount" $ -}}
+{{- $_ := set $out "volumeMounts" (concat ($out.volumeMounts | default list) (fromYamlArray .)) -}}
+{{- end -}}
+{{- with include "stockade.agentEnv" (dict "root" $ "env" ($c.env | default list) "what" (printf "workload.initContainers[%d].env" $i)) -}}
+{{- $_ := set $out "env" (concat ($c.env | default list) (fromYamlArray .)) -}}
 {{- end -}}
 {{- list $out | toYaml | nindent 2 -}}
 {{- end -}}

@@ -1,6 +1,7 @@
 {{/*
 agent-platform.wrap: the stockade parts of a pod spec around the containers given in "containers" (a list of
-container maps); "root" is this chart's context. Each container gets stockade's agent securityContext.
+container maps); "root" is this chart's context. Each container gets stockade's agent securityContext, the
+sidecar's trust files (read-only) and their variables, and the credential placeholders (stockade.agentEnv).
 Usage: {{ include "agent-platform.wrap" (dict "root" . "containers" (list $c)) | nindent 6 }}
 */}}
 {{- define "agent-platform.wrap" -}}
@@ -15,7 +16,14 @@ initContainers:
   {{- include "stockade.sidecarContainer" $s | nindent 2 }}
 containers:
 {{- range .containers }}
-  - {{- toYaml (omit . "securityContext") | nindent 4 }}
+  {{- $c := omit . "securityContext" }}
+  {{- with include "stockade.agentTrustMount" $s }}
+  {{- $_ := set $c "volumeMounts" (concat ($c.volumeMounts | default list) (fromYamlArray .)) }}
+  {{- end }}
+  {{- with include "stockade.agentEnv" (dict "root" $s "env" ($c.env | default list) "what" (printf "%s's env" $c.name)) }}
+  {{- $_ := set $c "env" (concat ($c.env | default list) (fromYamlArray .)) }}
+  {{- end }}
+  - {{- toYaml $c | nindent 4 }}
     securityContext: {{- include "stockade.agentSecurityContext" $s | nindent 6 }}
 {{- end }}
 volumes:
