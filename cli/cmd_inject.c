@@ -59,6 +59,11 @@ static const char usage_text[] =
 	"                          the rules, drops to the sidecar UID and execs the sidecar (the chart's\n"
 	"                          init.inSidecar): one ordered step less at start; the sidecar container starts\n"
 	"                          as root with NET_ADMIN, SETUID, SETGID, SETPCAP; native sidecar only\n"
+	"  --cni                   CNI mode (the chart's cni.enabled): no NET_ADMIN container; the node's\n"
+	"                          stockade-cni programs the netns from the policy (with --policy in the pod's\n"
+	"                          stockade.io/netns-policy annotation, else its policy ConfigMap), and\n"
+	"                          stockade-validate (the sidecar image, as the agent UID, no capability)\n"
+	"                          first proves it did\n"
 	"  --log-level LEVEL       sidecar log level (default info)\n"
 	"  --ready-timeout S       seconds the sidecar may take to become ready (default 30)\n"
 	"  --sidecar-setting N=V   extra sidecar flag --N=V (repeatable; the chart's sidecar.settings)\n"
@@ -77,7 +82,7 @@ static const char usage_text[] =
 enum {
 	OPT_POLICY = 256, OPT_CHECK, OPT_CM, OPT_INIT_IMG, OPT_SIDECAR_IMG, OPT_PULL, OPT_AGENT_UID, OPT_SIDECAR_UID,
 	OPT_ADMIN, OPT_SECCOMP, OPT_NO_SECCOMP, OPT_CLASSIC, OPT_STARTUP, OPT_FIRST, OPT_IN_SIDECAR, OPT_LOG, OPT_READY,
-	OPT_SETTING, OPT_SECRET, OPT_GUARDRAILS, OPT_SECRET_ENV, OPT_NO_TRUST,
+	OPT_SETTING, OPT_SECRET, OPT_GUARDRAILS, OPT_SECRET_ENV, OPT_NO_TRUST, OPT_CNI,
 };
 
 #define MAX_EXTRA 64
@@ -99,6 +104,7 @@ static const struct option long_opts[] = {
 	{ "startup-probe", no_argument, NULL, OPT_STARTUP },
 	{ "sidecar-first", no_argument, NULL, OPT_FIRST },
 	{ "init-in-sidecar", no_argument, NULL, OPT_IN_SIDECAR },
+	{ "cni", no_argument, NULL, OPT_CNI },
 	{ "log-level", required_argument, NULL, OPT_LOG },
 	{ "ready-timeout", required_argument, NULL, OPT_READY },
 	{ "sidecar-setting", required_argument, NULL, OPT_SETTING },
@@ -520,6 +526,7 @@ int sk_cmd_inject(int argc, char **argv)
 		case OPT_STARTUP: o.hold_until_ready = false; break;
 		case OPT_FIRST: o.sidecar_first = true; break;
 		case OPT_IN_SIDECAR: o.init_in_sidecar = true; break;
+		case OPT_CNI: o.cni = true; break;
 		case OPT_NO_TRUST: o.trust = false; break;
 		case OPT_SECRET_ENV: {
 			/* the name and the placeholder are checked with the other options (sk_inject_opts_check) */
@@ -773,6 +780,8 @@ static int run_inject(struct sk_inject_opts *o_, const char *const *files, size_
 		ex = SK_EXIT_POLICY;
 		goto out;
 	}
+	if (o.cni)
+		o.netns_policy = policy_text;
 	if ((ex = expand_files(files, n_files, &fl)) != SK_EXIT_OK)
 		goto out;
 	for (size_t i = 0; i < fl.n; i++) {

@@ -206,13 +206,14 @@ static bool name_ok(const char *s)
 	return true;
 }
 
-int sk_kube_get_pod(struct sk_curl *cu, const struct sk_kubeconfig *kc, const char *ns, const char *name, char **body,
-		    size_t *len, struct sk_err *err)
+/* One GET of /api/v1/namespaces/NS/RESOURCE/NAME. */
+static int kube_get(struct sk_curl *cu, const struct sk_kubeconfig *kc, const char *resource, const char *ns,
+		    const char *name, char **body, size_t *len, struct sk_err *err)
 {
 	*body = NULL;
 	*len = 0;
 	if (!name_ok(ns) || !name_ok(name))
-		return sk_err_set(err, EINVAL, "pod %s/%s: not a Kubernetes name", ns ? ns : "", name ? name : "");
+		return sk_err_set(err, EINVAL, "%s %s/%s: not a Kubernetes name", resource, ns ? ns : "", name ? name : "");
 	int rc = sk_curl_load(cu, SK_CURL_SONAME, err);
 	if (rc < 0)
 		return rc;
@@ -220,7 +221,7 @@ int sk_kube_get_pod(struct sk_curl *cu, const struct sk_kubeconfig *kc, const ch
 	struct curl_slist *hdr = NULL;
 	CURL *c = NULL;
 	struct body b = { 0 };
-	if (asprintf(&url, "%s/api/v1/namespaces/%s/pods/%s", kc->server, ns, name) < 0) {
+	if (asprintf(&url, "%s/api/v1/namespaces/%s/%s/%s", kc->server, ns, resource, name) < 0) {
 		url = NULL;
 		goto nomem;
 	}
@@ -286,6 +287,47 @@ out:
 	return rc;
 }
 
+int sk_kube_get_pod(struct sk_curl *cu, const struct sk_kubeconfig *kc, const char *ns, const char *name, char **body,
+		    size_t *len, struct sk_err *err)
+{
+	return kube_get(cu, kc, "pods", ns, name, body, len, err);
+}
+
+int sk_kube_get_configmap(struct sk_curl *cu, const struct sk_kubeconfig *kc, const char *ns, const char *name,
+			  char **body, size_t *len, struct sk_err *err)
+{
+	return kube_get(cu, kc, "configmaps", ns, name, body, len, err);
+}
+
+int sk_kube_configmap_policy(const char *json, size_t len, struct sk_kube_pod *pod, struct sk_err *err)
+{
+	cJSON *cm = cJSON_ParseWithLength(json, len);
+	const char *pol = str(obj(cm, "data"), SK_KUBE_POLICY_KEY);
+	int rc = 0;
+	if (!pol || !pol[0]) {
+		rc = sk_err_set(err, EINVAL, "configmap %s: no %s", pod->policy_configmap, SK_KUBE_POLICY_KEY);
+	} else {
+		free(pod->policy);
+		pod->policy_len = strlen(pol);
+		if (!(pod->policy = strdup(pol)))
+			rc = sk_err_set(err, ENOMEM, "out of memory");
+	}
+	cJSON_Delete(cm);
+	return rc;
+}
+
+/* The ConfigMap of the pod's stockade-policy volume (the one stockade-init and the sidecar mount), or NULL. */
+static const char *policy_volume(const cJSON *spec)
+{
+	const cJSON *v;
+	cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(spec, "volumes")) {
+		const char *n = str(v, "name");
+		if (n && strcmp(n, SK_KUBE_POLICY_VOLUME) == 0)
+			return str(obj(v, "configMap"), "name");
+	}
+	return NULL;
+}
+
 int sk_kube_pod_decide(const char *json, size_t len, const char *want_uid, struct sk_kube_pod *out,
 		       struct sk_err *err)
 {
@@ -314,8 +356,17 @@ int sk_kube_pod_decide(const char *json, size_t len, const char *want_uid, struc
 	}
 	const char *pol = str(obj(meta, "annotations"), SK_KUBE_ANN_NETNS_POLICY);
 	if (!pol || !pol[0]) {
-		rc = sk_err_set(err, EINVAL, "pod: labelled %s=true but has no %s annotation", SK_KUBE_LABEL_WRAPPED,
-				SK_KUBE_ANN_NETNS_POLICY);
+		/* no policy of its own: the ConfigMap its policy volume mounts (the injector's pods), read next */
+		const char *cm = policy_volume(obj(pod, "spec"));
+		if (!cm || !cm[0]) {
+			rc = sk_err_set(err, EINVAL, "pod: labelled %s=true but has no %s annotation and no %s "
+					"ConfigMap volume", SK_KUBE_LABEL_WRAPPED, SK_KUBE_ANN_NETNS_POLICY,
+					SK_KUBE_POLICY_VOLUME);
+			goto out;
+		}
+		out->kind = SK_KUBE_POD_WRAPPED;
+		if (!(out->policy_configmap = strdup(cm)))
+			rc = sk_err_set(err, ENOMEM, "out of memory");
 		goto out;
 	}
 	out->kind = SK_KUBE_POD_WRAPPED;
@@ -331,5 +382,6 @@ out:
 void sk_kube_pod_free(struct sk_kube_pod *p)
 {
 	free(p->policy);
+	free(p->policy_configmap);
 	memset(p, 0, sizeof(*p));
 }

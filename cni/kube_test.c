@@ -93,6 +93,48 @@ static void test_refusals(void **state)
 	}
 }
 
+/* A wrapped pod without the annotation (stockade-injector's): the ConfigMap its stockade-policy volume
+ * mounts, then that ConfigMap's policy.yaml; a volume of another name or without a ConfigMap is no policy. */
+static void test_policy_from_configmap(void **state)
+{
+	(void)state;
+	static const char pod[] = POD("\"stockade.io/wrapped\":\"true\"", "",
+				      "\"volumes\":[{\"name\":\"stockade-run\",\"emptyDir\":{}},"
+				      "{\"name\":\"stockade-policy\",\"configMap\":{\"name\":\"agent-policy\"}}],");
+	struct sk_kube_pod p;
+	struct sk_err err = { 0 };
+	assert_int_equal(decide(pod, "u-1", &p, &err), 0);
+	assert_int_equal(p.kind, SK_KUBE_POD_WRAPPED);
+	assert_null(p.policy);
+	assert_string_equal(p.policy_configmap, "agent-policy");
+	static const char cm[] = "{\"kind\":\"ConfigMap\",\"data\":{\"policy.yaml\":\"version: 1\\n\"}}";
+	assert_int_equal(sk_kube_configmap_policy(cm, strlen(cm), &p, &err), 0);
+	assert_string_equal(p.policy, "version: 1\n");
+	assert_int_equal(p.policy_len, 11);
+	static const char nokey[] = "{\"kind\":\"ConfigMap\",\"data\":{\"other\":\"x\"}}";
+	assert_int_equal(sk_kube_configmap_policy(nokey, strlen(nokey), &p, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "configmap agent-policy: no policy.yaml"));
+	assert_int_equal(sk_kube_configmap_policy("nope", 4, &p, &err), -EINVAL);
+	sk_kube_pod_free(&p);
+	/* the annotation wins over the volume */
+	static const char both[] = POD("\"stockade.io/wrapped\":\"true\"", "\"stockade.io/netns-policy\":\"a\"",
+				       "\"volumes\":[{\"name\":\"stockade-policy\",\"configMap\":{\"name\":\"cm\"}}],");
+	assert_int_equal(decide(both, "u-1", &p, &err), 0);
+	assert_string_equal(p.policy, "a");
+	assert_null(p.policy_configmap);
+	sk_kube_pod_free(&p);
+	static const char *const none[] = {
+		POD("\"stockade.io/wrapped\":\"true\"", "", "\"volumes\":[{\"name\":\"other\",\"configMap\":{\"name\":\"cm\"}}],"),
+		POD("\"stockade.io/wrapped\":\"true\"", "", "\"volumes\":[{\"name\":\"stockade-policy\",\"emptyDir\":{}}],"),
+	};
+	for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++) {
+		assert_int_equal(decide(none[i], "u-1", &p, &err), -EINVAL);
+		assert_non_null(strstr(err.msg, "no stockade.io/netns-policy annotation and no stockade-policy"));
+		assert_null(p.policy_configmap);
+		sk_kube_pod_free(&p);
+	}
+}
+
 static char *write_tmp(const char *text)
 {
 	char *path = strdup("/tmp/sk_kube_test_XXXXXX");
@@ -167,6 +209,7 @@ int main(void)
 		cmocka_unit_test(test_wrapped),         cmocka_unit_test(test_unwrapped),
 		cmocka_unit_test(test_host_network),    cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_kubeconfig),      cmocka_unit_test(test_kubeconfig_refusals),
+		cmocka_unit_test(test_policy_from_configmap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,15 +10,22 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "cni/install.h"
 #include "cni/kube.h"
 #include "cni/proto.h"
 #include "common/curl_dl.h"
 #include "common/err.h"
+#include "common/log.h"
+#include "common/netns_mark.h"
+#include "common/settings.h"
 #include "common/util.h"
 #include "init/nft.h"
 #include "init/ruleset.h"
@@ -96,6 +103,7 @@ struct netns_job {
 	int fd;                        /* the netns, opened by the caller */
 	enum sk_cni_cmd cmd;
 	const struct sk_ruleset *rs;   /* ADD, CHECK */
+	const struct sk_marker *mark;  /* ADD, CHECK: what lo's alias says (common/netns_mark.h) */
 	int rc;
 	struct sk_err err;
 };
@@ -116,14 +124,27 @@ static void *netns_run(void *arg)
 		j->rc = sk_nft_apply(nft, j->rs, NULL, &j->err);
 		if (j->rc == 0 && (j->rc = sk_nft_verify(nft, j->rs, &j->err)) < 0)
 			(void)sk_err_prefix(&j->err, "verification after commit");
+		/* the marker only after a verified load: the pod's validator trusts it */
+		if (j->rc == 0)
+			j->rc = sk_netns_mark_set(j->mark, &j->err);
 		break;
-	case SK_CNI_CHECK:
+	case SK_CNI_CHECK: {
 		j->rc = sk_nft_verify(nft, j->rs, &j->err);
 		if (j->rc == -ENOENT)
 			(void)sk_err_set(&j->err, ENOENT, "table %s %s is missing", SK_RS_FAMILY_NAME, SK_RS_TABLE);
+		struct sk_marker have;
+		if (j->rc == 0 && (j->rc = sk_netns_mark_get(&have, &j->err)) == 0 &&
+		    strcmp(have.hash, j->mark->hash) != 0)
+			j->rc = sk_err_set(&j->err, EINVAL, "lo's marker says netns hash %s, the pod's policy %s",
+					   have.hash, j->mark->hash);
 		break;
+	}
 	default:
 		j->rc = sk_nft_remove(nft, &j->err);
+		if (j->rc == 0 || j->rc == -ENOENT) {
+			int r = sk_netns_mark_set(NULL, &j->err);
+			j->rc = r < 0 ? r : j->rc;
+		}
 		break;
 	}
 	sk_nft_close(nft);
@@ -132,9 +153,10 @@ static void *netns_run(void *arg)
 
 /* Runs cmd in the netns at path on a thread of its own: the thread that entered the namespace ends with
  * the work, and this one never leaves the node's namespace. -ENOENT when the netns is gone. */
-static int in_netns(const char *path, enum sk_cni_cmd cmd, const struct sk_ruleset *rs, struct sk_err *err)
+static int in_netns(const char *path, enum sk_cni_cmd cmd, const struct sk_ruleset *rs, const struct sk_marker *mark,
+		    struct sk_err *err)
 {
-	struct netns_job j = { .cmd = cmd, .rs = rs };
+	struct netns_job j = { .cmd = cmd, .rs = rs, .mark = mark };
 	j.fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (j.fd < 0)
 		return sk_err_sys(err, errno, "open netns %s", path);
@@ -154,7 +176,8 @@ static int in_netns(const char *path, enum sk_cni_cmd cmd, const struct sk_rules
 }
 
 /* The ruleset of a wrapped pod from its annotation, loaded as stockade-init loads a policy file. */
-static int build_ruleset(const struct sk_kube_pod *pod, struct sk_ruleset **rs, struct sk_err *err)
+static int build_ruleset(const struct sk_kube_pod *pod, struct sk_ruleset **rs, struct sk_marker *mark,
+			 struct sk_err *err)
 {
 	struct sk_diags diags = { 0 };
 	struct sk_policy *pol = NULL;
@@ -179,6 +202,12 @@ static int build_ruleset(const struct sk_kube_pod *pod, struct sk_ruleset **rs, 
 	}
 	sk_diags_free(&diags);
 	rc = sk_ruleset_build(pol, rs, err);
+	if (rc == 0) {
+		sk_policy_netns_hash(pol, mark->hash);
+		mark->rules = (unsigned)(*rs)->n_rules;
+		mark->sets = SK_RS_N_SETS;
+		mark->elements = (unsigned)sk_ruleset_n_elems(*rs);
+	}
 	sk_policy_free(pol);
 	return rc;
 }
@@ -218,32 +247,151 @@ static int add_or_check(const struct sk_cni_conf *conf, const struct sk_cni_env 
 		return rc;
 	}
 	rc = sk_kube_get_pod(&cu, &kc, env->pod_ns, env->pod_name, &body, &len, err);
-	sk_kubeconfig_free(&kc);
 	if (rc < 0) {
+		sk_kubeconfig_free(&kc);
 		*code = code_of(rc);
 		return rc;
 	}
 	*code = SK_CNI_E_DECODE;
 	rc = sk_kube_pod_decide(body, len, env->pod_uid, &pod, err);
 	free(body);
+	body = NULL;
 	if (rc < 0 || pod.kind != SK_KUBE_POD_WRAPPED)
 		goto out;
+	if (!pod.policy) {
+		/* the injector's pods: the policy ConfigMap their volume mounts */
+		if ((rc = sk_kube_get_configmap(&cu, &kc, env->pod_ns, pod.policy_configmap, &body, &len, err)) < 0) {
+			*code = code_of(rc);
+			goto out;
+		}
+		rc = sk_kube_configmap_policy(body, len, &pod, err);
+		free(body);
+		if (rc < 0)
+			goto out;
+	}
 	*code = SK_CNI_E_CONFIG;
-	if ((rc = build_ruleset(&pod, &rs, err)) < 0)
+	struct sk_marker mark = { 0 };
+	if ((rc = build_ruleset(&pod, &rs, &mark, err)) < 0)
 		goto out;
 	*code = SK_CNI_E_IO;
-	rc = in_netns(env->netns, env->cmd, rs, err);
+	rc = in_netns(env->netns, env->cmd, rs, &mark, err);
 	if (rc == 0 && rs && env->cmd == SK_CNI_ADD)
 		(void)fprintf(stderr, "stockade-cni: pod %s/%s: loaded and verified table %s %s: %zu rules\n",
 			      env->pod_ns, env->pod_name, SK_RS_FAMILY_NAME, SK_RS_TABLE, rs->n_rules);
 out:
+	sk_kubeconfig_free(&kc);
 	sk_ruleset_free(rs);
 	sk_kube_pod_free(&pod);
 	return rc;
 }
 
+/* `stockade-cni install`: the settings of the DaemonSet's container, flags only (the chart writes them). */
+struct install_cfg {
+	const char *host_root, *conf_dir, *bin_dir, *binary, *kubeconfig, *server, *ca_file, *token_file, *system_ns;
+	uint32_t refresh_s;
+	bool once, uninstall, help;
+	char *owned[9];
+};
+
+#define F(field) offsetof(struct install_cfg, field), sizeof(((struct install_cfg *)0)->field)
+static const struct sk_setting install_rows[] = {
+	{ "host-root", NULL, SK_SET_PATH, 0, 0, "/host", "where the node's / is mounted", F(host_root), false },
+	{ "conf-dir", NULL, SK_SET_PATH, 0, 0, "/etc/cni/net.d", "the node's CNI configuration directory", F(conf_dir), false },
+	{ "bin-dir", NULL, SK_SET_PATH, 0, 0, "/opt/cni/bin", "the node's CNI bin directory", F(bin_dir), false },
+	{ "binary", NULL, SK_SET_PATH, 0, 0, "/proc/self/exe", "the plugin to copy there", F(binary), false },
+	{ "kubeconfig", NULL, SK_SET_PATH, 0, 0, "/var/lib/stockade/cni.kubeconfig",
+	  "the plugin's kubeconfig on the node (mode 0600, outside the configuration directory)", F(kubeconfig), false },
+	{ "server", NULL, SK_SET_PATH, 0, 0, NULL,
+	  "API server URL (default https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT)", F(server), false },
+	{ "ca-file", NULL, SK_SET_PATH, 0, 0, "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt",
+	  "the API server's CA", F(ca_file), false },
+	{ "token-file", NULL, SK_SET_PATH, 0, 0, "/var/run/secrets/kubernetes.io/serviceaccount/token",
+	  "the service account token the plugin uses", F(token_file), false },
+	{ "system-namespace", NULL, SK_SET_PATH, 0, 0, NULL, "stockade's namespace (the entry's systemNamespace)",
+	  F(system_ns), false },
+	{ "refresh-seconds", NULL, SK_SET_UINT, 1, 86400, "60", "seconds between two token and binary checks",
+	  F(refresh_s), false },
+	{ "once", NULL, SK_SET_BOOL, 0, 0, NULL, "install and exit (no watch loop)", F(once), false },
+	{ "uninstall", NULL, SK_SET_BOOL, 0, 0, NULL,
+	  "with --once: remove the entry and exit; in the loop: remove it on SIGTERM", F(uninstall), false },
+};
+#undef F
+
+static const struct sk_settings_switch install_switches[] = {
+	{ "--help", offsetof(struct install_cfg, help) },
+	{ "-h", offsetof(struct install_cfg, help) },
+};
+
+static const struct sk_settings install_table = {
+	.rows = install_rows, .n = SK_ARRAY_SIZE(install_rows), .switches = install_switches,
+	.n_switches = SK_ARRAY_SIZE(install_switches), .owned_off = offsetof(struct install_cfg, owned),
+	.max_strings = SK_ARRAY_SIZE(((struct install_cfg *)0)->owned),
+};
+
+static void install_cfg_free(struct install_cfg *c) { sk_settings_free(&install_table, c); }
+
+static int install_main(int argc, char **argv)
+{
+	__attribute__((cleanup(install_cfg_free))) struct install_cfg cfg = { 0 };
+	struct sk_err err = { 0 };
+	sk_log_init("stockade-cni install", SK_LOG_INFO);
+	sk_settings_defaults(&install_table, &cfg);
+	if (sk_settings_parse(&install_table, argc, argv, NULL, &cfg, &err) < 0) {
+		sk_log(SK_LOG_ERROR, "%s", err.msg);
+		return SK_EXIT_USAGE;
+	}
+	if (cfg.help) {
+		(void)printf("usage: stockade-cni install [--once] [--uninstall] [OPTION...]\n");
+		for (size_t i = 0; i < SK_ARRAY_SIZE(install_rows); i++)
+			(void)printf("  --%-18s %s%s%s\n", install_rows[i].flag, install_rows[i].help,
+				     install_rows[i].def ? "; default " : "", install_rows[i].def ? install_rows[i].def : "");
+		return fflush(stdout) == 0 ? SK_EXIT_OK : SK_EXIT_RUNTIME;
+	}
+	sk_autofree char *server = NULL;
+	if (!cfg.server) {
+		const char *h = getenv("KUBERNETES_SERVICE_HOST"), *p = getenv("KUBERNETES_SERVICE_PORT");
+		if (!h || !*h || !p || !*p) {
+			sk_log(SK_LOG_ERROR, "--server is not set and KUBERNETES_SERVICE_HOST/PORT are not either");
+			return SK_EXIT_USAGE;
+		}
+		if (asprintf(&server, strchr(h, ':') ? "https://[%s]:%s" : "https://%s:%s", h, p) < 0)
+			return SK_EXIT_RUNTIME;
+	}
+	struct sk_cni_install o = {
+		.host_root = cfg.host_root, .conf_dir = cfg.conf_dir, .bin_dir = cfg.bin_dir, .binary = cfg.binary,
+		.kubeconfig = cfg.kubeconfig, .server = cfg.server ? cfg.server : server, .ca_file = cfg.ca_file,
+		.token_file = cfg.token_file, .system_ns = cfg.system_ns,
+	};
+	if (cfg.once) {
+		bool ch = false;
+		int rc = cfg.uninstall ? sk_cni_install_conf(&o, true, &ch, &err) : sk_cni_install_all(&o, &err);
+		if (rc < 0) {
+			sk_log(SK_LOG_ERROR, "%s", err.msg);
+			return SK_EXIT_FAIL;
+		}
+		return SK_EXIT_OK;
+	}
+	sigset_t ss;
+	sigemptyset(&ss);
+	sigaddset(&ss, SIGTERM);
+	sigaddset(&ss, SIGINT);
+	sk_autoclose int sfd = -1;
+	if (sigprocmask(SIG_BLOCK, &ss, NULL) < 0 || (sfd = signalfd(-1, &ss, SFD_CLOEXEC)) < 0) {
+		sk_log(SK_LOG_ERROR, "signalfd: %s", strerror(errno));
+		return SK_EXIT_RUNTIME;
+	}
+	if (sk_cni_install_watch(&o, sfd, (int)cfg.refresh_s * 1000, cfg.uninstall, &err) < 0) {
+		sk_log(SK_LOG_ERROR, "%s", err.msg);
+		return SK_EXIT_FAIL;
+	}
+	return SK_EXIT_OK;
+}
+
 int main(int argc, char **argv)
 {
+	/* the runtime runs the plugin with CNI_COMMAND and no argument; the DaemonSet runs `install` */
+	if (argc > 1 && strcmp(argv[1], "install") == 0)
+		return install_main(argc - 1, argv + 1);
 	if (argc > 1 && strcmp(argv[1], "--version") == 0) {
 		printf("stockade-cni %s\n", SK_VERSION);
 		return SK_EXIT_OK;
@@ -283,7 +431,7 @@ int main(int argc, char **argv)
 		break;
 	case SK_CNI_DEL:
 		/* the netns gone (or never given) leaves nothing to remove: DEL succeeds, as often as asked */
-		if (env.netns && access(env.netns, F_OK) == 0 && in_netns(env.netns, SK_CNI_DEL, NULL, &err) < 0 &&
+		if (env.netns && access(env.netns, F_OK) == 0 && in_netns(env.netns, SK_CNI_DEL, NULL, NULL, &err) < 0 &&
 		    err.code != ENOENT)
 			ex = fail(conf.version, SK_CNI_E_IO, &err);
 		break;

@@ -67,9 +67,10 @@ chart_pods() { # chart_pods NAME "STOCKADE ARGS" "STOCKADE-SYSTEM ARGS"
 	# shellcheck disable=SC2086  # word-split argument lists
 	sys_policy "$SK_TMP/p-$name.yaml" $yargs
 	for kind in Pod Job Deployment; do
-		for mode in native classic insidecar startupprobe startfirst; do
+		for mode in native classic insidecar startupprobe startfirst cni; do
 			extra=()
 			case $mode in
+			cni) extra=(--set cni.enabled=true) ;;
 			classic) extra=(--set sidecar.native=false) ;;
 			insidecar) extra=(--set init.inSidecar=true) ;;
 			startupprobe) extra=(--set sidecar.holdAgentUntilReady=false) ;;
@@ -144,7 +145,7 @@ t_inject_pods() {
 	cat "$SK_TMP/app-nojob.yaml" <(echo ---) "$SK_TMP/app-job.yaml" >"$SK_TMP/app.yaml"
 	local mode args i=0 files=()
 	for mode in "" "--init-in-sidecar" "--startup-probe" "--api-secret gh=gh-token" "--sidecar-uid 2000" \
-		"--guardrails policy/examples/guardrails.yaml"; do
+		"--guardrails policy/examples/guardrails.yaml" "--cni"; do
 		i=$((i + 1))
 		args=$mode
 		# shellcheck disable=SC2086  # word-split argument list
@@ -209,6 +210,12 @@ t_mutants() {
 	mutant "escalation only when asked for" bad-escalation-unset \
 		"__import__('re').sub(r'!\\(has\\(c.securityContext\\) && has\\(c.securityContext.allowPrivilegeEscalation\\)\\s+&& c.securityContext.allowPrivilegeEscalation == false\\)', '(has(c.securityContext) && has(c.securityContext.allowPrivilegeEscalation) && c.securityContext.allowPrivilegeEscalation)', s, count=1)"
 	mutant "pods/ephemeralcontainers unmatched" bad-ephemeral-net-admin "s.replace(', \"pods/ephemeralcontainers\"', '', 1)"
+	# CNI mode's validator: its arguments unchecked, its hook allowed, or known by its name alone
+	mutant "validator's arguments unchecked" bad-cni-validate-help \
+		"s.replace(\"c.command[2] == '--policy' && \", '', 1)"
+	mutant "validator may have a hook" bad-cni-validate-with-hook "s.replace('!has(c.args) && !has(c.lifecycle)', '!has(c.args)', 1)"
+	mutant "validator by name alone" bad-cni-validate-other-image \
+		"s.replace(\"c.name == 'stockade-validate' && c.image == 'localhost/stockade-sidecar:$TAG'\", \"c.name == 'stockade-validate'\")"
 }
 
 SK_CASES=(fixtures chart_pods inject_pods mutants)

@@ -819,6 +819,99 @@ print(" ".join(out))')"
 	rm -rf "$g"
 }
 
+# restricted [helm args] — every agent pod the chart renders, judged by Pod Security "restricted" (the
+# checks of k8s.io/pod-security-admission's restricted level that a pod spec can fail): one line per pod,
+# "NAME ok" or "NAME <what fails>".
+restricted() { render --kube-version 1.34.0 "$@" | python3 -c '
+import sys, yaml
+OK_VOLUMES = {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim", "projected", "secret"}
+for d in yaml.safe_load_all(sys.stdin):
+    if not d or d["kind"] not in ("Pod", "Deployment", "Job") or not d["metadata"]["name"].endswith("-agent"):
+        continue
+    s = d["spec"] if d["kind"] == "Pod" else d["spec"]["template"]["spec"]
+    psc, bad = s.get("securityContext") or {}, []
+    for k in ("hostNetwork", "hostPID", "hostIPC"):
+        if s.get(k): bad.append(k)
+    for v in s.get("volumes", []):
+        if not set(v) - {"name"} <= OK_VOLUMES: bad.append("volume " + v["name"])
+    for c in s.get("initContainers", []) + s["containers"]:
+        sc, n = c.get("securityContext") or {}, c["name"]
+        caps = sc.get("capabilities") or {}
+        if sc.get("privileged"): bad.append(n + " privileged")
+        if sc.get("allowPrivilegeEscalation") is not False: bad.append(n + " allowPrivilegeEscalation")
+        if "ALL" not in (caps.get("drop") or []): bad.append(n + " drop ALL")
+        if set(caps.get("add") or []) - {"NET_BIND_SERVICE"}: bad.append(n + " adds " + ",".join(caps["add"]))
+        if not sc.get("runAsNonRoot", psc.get("runAsNonRoot")): bad.append(n + " runAsNonRoot")
+        if sc.get("runAsUser", psc.get("runAsUser")) == 0: bad.append(n + " runAsUser 0")
+        if (sc.get("seccompProfile") or psc.get("seccompProfile") or {}).get("type") not in ("RuntimeDefault", "Localhost"):
+            bad.append(n + " seccompProfile")
+        if any(p.get("hostPort") for p in c.get("ports", [])): bad.append(n + " hostPort")
+    print(d["kind"], " ".join(bad) or "ok")'; }
+
+# CNI mode: no NET_ADMIN container, the validator first as the agent UID, the policy annotation the node's
+# plugin reads (the ConfigMap's policy, so both hash alike), and Pod Security "restricted" passes for every
+# workload kind, where the default (stockade-init's NET_ADMIN) fails it: the check can fail.
+t_cni() {
+	local k
+	for k in Pod Deployment Job; do
+		sk_check_eq "cni.enabled, $k: Pod Security restricted passes" "$k ok" "$(restricted --set cni.enabled=true --set workload.kind=$k)"
+	done
+	sk_check_eq "default (stockade-init): restricted fails on its NET_ADMIN and root" \
+		"Pod stockade-init adds NET_ADMIN stockade-init runAsNonRoot stockade-init runAsUser 0" "$(restricted)"
+	sk_check_eq "init.inSidecar: restricted fails too" \
+		"Pod stockade-sidecar adds NET_ADMIN,SETUID,SETGID,SETPCAP stockade-sidecar runAsNonRoot stockade-sidecar runAsUser 0" \
+		"$(restricted --set init.inSidecar=true)"
+	local got
+	got=$(render --kube-version 1.34.0 --set cni.enabled=true --set cni.validateTimeoutMs=1500 --set uids.agent=4242 | python3 -c '
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(sys.stdin) if d]
+pod = next(d for d in docs if d["kind"] == "Pod" and d["metadata"]["name"].endswith("-agent"))
+cm = next(d for d in docs if d["kind"] == "ConfigMap" and "policy.yaml" in d.get("data", {}))
+s = pod["spec"]; v = s["initContainers"][0]
+print(v["name"], " ".join(v["command"]), v["securityContext"]["runAsUser"], v["image"].split(":")[0],
+      pod["metadata"]["labels"]["stockade.io/wrapped"],
+      pod["metadata"]["annotations"]["stockade.io/netns-policy"] == cm["data"]["policy.yaml"],
+      [c["name"] for c in s["initContainers"]])')
+	sk_check_eq "cni.enabled: stockade-validate first, as the agent UID, the sidecar image; the annotation is the ConfigMap's policy" \
+		"stockade-validate /usr/local/bin/stockade-sidecar validate --policy /etc/stockade/policy.yaml --marker /run/stockade/init.marker --timeout-ms 1500 4242 localhost/stockade-sidecar true True ['stockade-validate', 'stockade-sidecar']" "$got"
+	sk_check_eq "cni.enabled, Deployment: the pod template carries the annotation" "True" \
+		"$(render --kube-version 1.34.0 --set cni.enabled=true --set workload.kind=Deployment | python3 -c '
+import sys, yaml
+for d in yaml.safe_load_all(sys.stdin):
+    if d and d["kind"] == "Deployment": print("stockade.io/netns-policy" in d["spec"]["template"]["metadata"]["annotations"])')"
+	sk_check_eq "cni off: no annotation" "False" "$(render --kube-version 1.34.0 | python3 -c '
+import sys, yaml
+for d in yaml.safe_load_all(sys.stdin):
+    if d and d["kind"] == "Pod" and d["metadata"]["name"].endswith("-agent"): print("stockade.io/netns-policy" in (d["metadata"].get("annotations") or {}))')"
+	refused "cni.enabled with init.inSidecar is refused" "cni.enabled and init.inSidecar" \
+		render --kube-version 1.34.0 --set cni.enabled=true --set init.inSidecar=true
+	refused "cni.enabled with policy.existingConfigMap is refused" "cni.enabled needs the chart's own policy" \
+		render --kube-version 1.34.0 --set cni.enabled=true --set policy.existingConfigMap=mine --set seccomp.enabled=false
+	# stockade-system: the installer DaemonSet
+	sk_check "stockade-system cni.enabled: every object passes the 1.34 schemas" \
+		bash -c "$(declare -f sys_render conform); HELM=$HELM KUBECONFORM=$KUBECONFORM SCHEMAS=$SCHEMAS SYS=$SYS; sys_render --set cni.enabled=true | conform 1.34.0"
+	got=$(sys_render --set cni.enabled=true --set cni.apiServer=https://10.0.0.1:6443 | python3 -c '
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(sys.stdin) if d]
+ds = next(d for d in docs if d["kind"] == "DaemonSet" and d["metadata"]["name"].endswith("-cni"))
+role = next(d for d in docs if d["kind"] == "ClusterRole" and d["metadata"]["name"].endswith("-cni"))
+c = ds["spec"]["template"]["spec"]["containers"][0]
+print(ds["metadata"]["namespace"], " ".join(c["args"]), c["securityContext"]["capabilities"],
+      sorted(v["hostPath"]["path"] for v in ds["spec"]["template"]["spec"]["volumes"]), role["rules"])')
+	sk_check_eq "stockade-system cni.enabled: the installer's arguments, no capability, three hostPaths, RBAC get pods and configmaps only" \
+		"stockade-system install --host-root=/host --conf-dir=/etc/cni/net.d --bin-dir=/opt/cni/bin --kubeconfig=/var/lib/stockade/cni.kubeconfig --binary=/usr/local/bin/stockade-cni --system-namespace=stockade-system --refresh-seconds=60 --server=https://10.0.0.1:6443 {'drop': ['ALL']} ['/etc/cni/net.d', '/opt/cni/bin', '/var/lib/stockade'] [{'apiGroups': [''], 'resources': ['pods', 'configmaps'], 'verbs': ['get']}]" "$got"
+	sk_check_eq "stockade-system: no CNI installer by default" "" "$(sys_render | grep -- '-cni$')"
+	refused "stockade-system: a kubeconfig inside the CNI conf dir is refused" "is inside cni.confDir" \
+		sys_render --set cni.enabled=true --set cni.kubeconfigPath=/etc/cni/net.d/stockade/kc
+	sk_check_eq "stockade-system injector.wrap.cni: the injector gets --cni" 1 \
+		"$(sys_render --kube-version 1.34.0 --set injector.enabled=true --set injector.wrap.cni=true | grep -c -- '- --cni$')"
+	sk_check_eq "stockade-system: no --cni by default" 0 \
+		"$(sys_render --kube-version 1.34.0 --set injector.enabled=true | grep -c -- '- --cni$')"
+	refused "stockade-system injector.wrap.cni with initInSidecar is refused" "injector.wrap.cni and injector.wrap.initInSidecar" \
+		sys_render --kube-version 1.34.0 --set injector.enabled=true --set injector.wrap.cni=true --set injector.wrap.initInSidecar=true
+}
+
+
 # --- The trust files and credentials: the sidecar writes the trust files (--trust-dir) on
 # an in-memory emptyDir the agent mounts read-only, the agent gets the trust variables it does not set
 # itself and the placeholders of agent.secretEnv, the Secrets of sidecar.apiSecrets are mounted into the
@@ -868,6 +961,6 @@ for d in yaml.safe_load_all(sys.stdin):
 	else sk_fail "kubeconform 1.34 with trust files and secrets" "$out"; fi
 }
 
-SK_CASES=(lint kubeconform system_chart seccomp_log governance security start_gate init_in_sidecar kube_version workload_extras values_schema rendered_policy seccomp_profiles as_dependency drift upgrades standard_settings monitoring name_overrides chart_metadata trust_and_secrets)
+SK_CASES=(lint kubeconform system_chart seccomp_log governance security start_gate init_in_sidecar cni kube_version workload_extras values_schema rendered_policy seccomp_profiles as_dependency drift upgrades standard_settings monitoring name_overrides chart_metadata trust_and_secrets)
 
 sk_main "$@"

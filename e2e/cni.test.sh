@@ -5,8 +5,12 @@
 # into the pod's netns ("skcni-pod") exactly the ruleset stockade-init loads from the same policy (compared
 # with `nft list ruleset` of a netns the real init programmed) and prints prevResult unchanged; a second ADD;
 # CHECK passes, and fails with the error object once the table is tampered with; DEL twice, and DEL with the
-# netns gone; an unwrapped and a hostNetwork pod are left untouched; a wrapped pod without its annotation,
-# and an unreachable API server, fail ADD with the error object (fail closed); VERSION, STATUS. Needs root.
+# netns gone; an unwrapped and a hostNetwork pod are left untouched; a wrapped pod with no policy at all,
+# and an unreachable API server, fail ADD with the error object (fail closed); VERSION, STATUS; a wrapped
+# pod without the annotation programmed from its policy volume's ConfigMap; and
+# `stockade-cni install` against a scratch node root (chained, re-chained after the primary CNI rewrites
+# its file, removed on SIGTERM); `stockade-sidecar validate` (CNI mode's init container) as the agent UID:
+# fails with one line before the plugin's ADD, passes after it and writes stockade-init's marker. Needs root.
 set -uo pipefail
 # shellcheck source=e2e/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -34,15 +38,19 @@ ruleset() { ip netns exec "$1" nft list ruleset; }
 table_absent() { ! ip netns exec "$N-pod" nft list table inet stockade >/dev/null 2>&1; }
 code_of() { python3 -c 'import json,sys; o=json.load(sys.stdin); print(sorted(o), o["code"])'; }
 
-# pod NAME LABELS-JSON ANNOTATIONS-JSON [hostNetwork] — writes the pod the API server serves
+# pod NAME LABELS-JSON ANNOTATIONS-JSON [hostNetwork] [CONFIGMAP] — writes the pod the API server serves;
+# CONFIGMAP: a volume stockade-policy mounting that ConfigMap, as the injector's pods have
 pod() {
-	python3 - "$SK_TMP/pods/agents/$1.json" "$1" "$2" "$3" "${4:-false}" <<'PY'
+	python3 - "$SK_TMP/pods/agents/$1.json" "$1" "$2" "$3" "${4:-false}" "${5:-}" <<'PY'
 import json, sys
-path, name, labels, ann, hostnet = sys.argv[1:6]
+path, name, labels, ann, hostnet, cm = sys.argv[1:7]
+spec = {"hostNetwork": hostnet == "true", "containers": [{"name": "agent", "image": "x"}]}
+if cm:
+    spec["volumes"] = [{"name": "stockade-run", "emptyDir": {}}, {"name": "stockade-policy", "configMap": {"name": cm}}]
 json.dump({"apiVersion": "v1", "kind": "Pod",
            "metadata": {"name": name, "namespace": "agents", "uid": "uid-" + name,
                         "labels": json.loads(labels), "annotations": json.loads(ann)},
-           "spec": {"hostNetwork": hostnet == "true", "containers": [{"name": "agent", "image": "x"}]}},
+           "spec": spec},
           open(path, "w"))
 PY
 }
@@ -92,6 +100,15 @@ EOF2
 	pod plain '{"app":"web"}' '{}'
 	pod hostnet '{"stockade.io/wrapped":"true"}' "{\"stockade.io/netns-policy\":$pol}" true
 	pod noannotation '{"stockade.io/wrapped":"true"}' '{}'
+	# the injector's pods: no annotation, the policy in the ConfigMap their stockade-policy volume mounts
+	pod injected '{"stockade.io/wrapped":"true"}' '{}' false agent-policy
+	pod injected-nocm '{"stockade.io/wrapped":"true"}' '{}' false missing-policy
+	pod injected-badcm '{"stockade.io/wrapped":"true"}' '{}' false empty-policy
+	mkdir -p "$SK_TMP/pods/agents/configmaps"
+	python3 -c 'import json, sys
+json.dump({"kind": "ConfigMap", "metadata": {"name": "agent-policy"}, "data": {"policy.yaml": open(sys.argv[1]).read()}}, open(sys.argv[2], "w"))
+json.dump({"kind": "ConfigMap", "metadata": {"name": "empty-policy"}, "data": {"other": "x"}}, open(sys.argv[3], "w"))' \
+		"$SK_TMP/policy.yaml" "$SK_TMP/pods/agents/configmaps/agent-policy.json" "$SK_TMP/pods/agents/configmaps/empty-policy.json"
 	# the reference: what stockade-init loads from the same policy
 	ip netns exec "$REF-pod" "$INIT" --policy "$SK_TMP/policy.yaml" --force 2>>"$SK_TMP/init.err" ||
 		sk_fail "setup: stockade-init loads the reference table" "$(cat "$SK_TMP/init.err")"
@@ -218,5 +235,151 @@ t_version_status() {
 	sk_check "GC: exit 0" bash -c "echo '{\"cniVersion\":\"1.1.0\",\"name\":\"n\",\"type\":\"stockade-cni\"}' | env -i CNI_COMMAND=GC $CNI"
 }
 
-SK_CASES=(add add_again check del untouched fail_closed version_status)
+# entries FILE — how many stockade-cni entries the conflist holds (-1: not readable JSON)
+entries() {
+	python3 -c 'import json,sys
+try: print(sum(p.get("type") == "stockade-cni" for p in json.load(open(sys.argv[1]))["plugins"]))
+except Exception: print(-1)' "$1"
+}
+
+# wait_entries FILE N — up to 5 s for the conflist to hold N entries
+wait_entries() {
+	for _ in $(seq 100); do [ "$(entries "$1")" = "$2" ] && return 0; sleep 0.05; done
+	return 1
+}
+
+# The installer as the DaemonSet runs it, against a scratch node root: the binary copied, the kubeconfig
+# (0600) that the plugin then uses against the API server, the entry chained into the first conflist, a
+# primary CNI's rewrite undone, one entry after a second installer run, and the entry removed on SIGTERM.
+t_install() {
+	local H=$SK_TMP/host C=$SK_TMP/host/etc/cni/net.d rc
+	rm -rf "$H"
+	mkdir -p "$C" "$H/opt/cni/bin" "$SK_TMP/sa"
+	printf '%s\n' "$TOKEN" >"$SK_TMP/sa/token"
+	cp "$SK_TMP/ca.pem" "$SK_TMP/sa/ca.crt"
+	primary() {
+		printf '{"cniVersion":"0.4.0","name":"k8s","plugins":[{"type":"bridge","bridge":"cni0"},{"type":"portmap","capabilities":{"portMappings":true}},{"type":"loopback"}]}\n' >"$C/.10-k8s.tmp"
+		mv "$C/.10-k8s.tmp" "$C/10-k8s.conflist"
+	}
+	primary
+	echo '{"cniVersion":"0.4.0","name":"later","type":"ptp"}' >"$C/20-later.conf"
+	local args=(install --host-root "$H" --server "https://127.0.0.1:$PORT" --ca-file "$SK_TMP/sa/ca.crt"
+		--token-file "$SK_TMP/sa/token" --binary "$CNI")
+	"$CNI" "${args[@]}" --uninstall 2>"$SK_TMP/install.err" &
+	local pid=$!
+	sk_check "install: the entry is chained into the first conflist" wait_entries "$C/10-k8s.conflist" 1
+	sk_check "install: last in the chain, after loopback" python3 -c 'import json,sys
+p=json.load(open(sys.argv[1]))["plugins"]; sys.exit(not (p[-2]["type"] == "loopback" and p[-1] == {"type":"stockade-cni","kubeconfig":"/var/lib/stockade/cni.kubeconfig"}))' "$C/10-k8s.conflist"
+	sk_check_eq "install: the later .conf is left alone" '{"cniVersion":"0.4.0","name":"later","type":"ptp"}' "$(cat "$C/20-later.conf")"
+	sk_check "install: the plugin binary is copied" cmp "$CNI" "$H/opt/cni/bin/stockade-cni"
+	sk_check_eq "install: kubeconfig mode 600, outside the conf dir" 600 "$(stat -c %a "$H/var/lib/stockade/cni.kubeconfig")"
+	# the plugin works with what the installer wrote: ADD of a wrapped pod through the API server
+	cni DEL wrapped >/dev/null
+	local out
+	out=$(cni ADD wrapped "$NETNS" "$H/var/lib/stockade/cni.kubeconfig"); rc=$?
+	sk_check_eq "install: ADD with the installer's kubeconfig loads the table" "0 $PREV" "$rc $out"
+	cni DEL wrapped >/dev/null
+	# the primary CNI rewrites its file (write temp + rename): the entry comes back, once
+	primary
+	sk_check "install: re-inserted after the primary's rewrite" wait_entries "$C/10-k8s.conflist" 1
+	primary
+	sk_check "install: re-inserted after a second rewrite" wait_entries "$C/10-k8s.conflist" 1
+	"$CNI" "${args[@]}" --once 2>>"$SK_TMP/install.err"
+	sk_check_eq "install --once again: exit 0, still one entry" "0 1" "$? $(entries "$C/10-k8s.conflist")"
+	kill -TERM "$pid"
+	wait "$pid"; rc=$?
+	sk_check_eq "install: SIGTERM ends the watch, exit 0" 0 "$rc"
+	sk_check_eq "install --uninstall: the entry is removed on SIGTERM" 0 "$(entries "$C/10-k8s.conflist")"
+	# a primary that writes a single-plugin .conf: made a .conflist, the .conf removed
+	rm -f "$C"/*
+	echo '{"cniVersion":"0.4.0","name":"net","type":"ptp","ipam":{"type":"host-local"}}' >"$C/05-ptp.conf"
+	"$CNI" "${args[@]}" --once 2>>"$SK_TMP/install.err"
+	sk_check_eq "install --once on a .conf: exit 0, one entry in 05-ptp.conflist" "0 1" "$? $(entries "$C/05-ptp.conflist")"
+	sk_check "install: the .conf is gone" test ! -e "$C/05-ptp.conf"
+	# no configuration at all: --once fails with a reason
+	rm -f "$C"/*
+	"$CNI" "${args[@]}" --once 2>"$SK_TMP/install1.err"; rc=$?
+	sk_check_eq "install --once without a configuration: exit 1" 1 "$rc"
+	sk_check "install: the reason names the directory" grep -q 'holds no .conf, .conflist or .json file yet' "$SK_TMP/install1.err"
+}
+
+# validate [UID] — stockade-sidecar validate in the pod's netns as UID (the agent's), no capability, the
+# marker to $SK_TMP/v.marker; stdout+stderr is its output
+validate() {
+	ip netns exec "$N-pod" setpriv --reuid="${1:-$SK_AGENT_UID}" --regid="${1:-$SK_AGENT_UID}" --clear-groups \
+		--inh-caps=-all "$SK_BIN/stockade-sidecar" validate --policy "$SK_TMP/policy.yaml" \
+		--marker "$SK_TMP/vm/v.marker" --timeout-ms 2000 2>&1
+}
+
+# CNI mode's stockade-validate init container: as the agent UID without a capability it proves the
+# redirect by behaviour (TCP and DNS probes to TEST-NET-1 arriving at its own listeners with their original
+# destination) and the plugin's lo marker carries the policy's netns hash; fails with one line when the
+# plugin did not run, when another UID runs it, when the table is not the plugin's, when the hash differs.
+t_validate() {
+	local out rc
+	cni DEL wrapped >/dev/null
+	# the pod's emptyDir the validator writes the marker into (the agent's, as its securityContext.fsGroup)
+	rm -rf "$SK_TMP/vm"
+	install -d -o "$SK_AGENT_UID" -m 700 "$SK_TMP/vm"
+	out=$(validate); rc=$?
+	sk_check_eq "validate without the plugin's ADD: exit 1" 1 "$rc"
+	sk_check_eq "validate without the plugin's ADD: one line" 1 "$(wc -l <<<"$out")"
+	sk_check "validate without the plugin's ADD: says the redirect is missing" \
+		grep -Eq '^stockade-validate: FAIL: TCP to 192.0.2.1:[0-9]+ did not arrive at 127.0.0.1:15001 within 2000 ms: no stockade redirect in this netns$' <<<"$out"
+	sk_check "validate without the plugin's ADD: no marker written" test ! -e "$SK_TMP/vm/v.marker"
+	cni ADD wrapped >/dev/null
+	out=$(validate); rc=$?
+	sk_check_eq "validate after the plugin's ADD: exit 0" 0 "$rc"; [ "$rc" = 0 ] || echo "$out"
+	sk_check "validate after ADD: says what it proved" grep -q '^stockade-validate: ok: TCP and DNS redirected' <<<"$out"
+	# the marker the sidecar's /readyz reads: the hash stockade-init writes for the same policy
+	ip netns exec "$REF-pod" "$INIT" --policy "$SK_TMP/policy.yaml" --marker "$SK_TMP/ref.marker" --force 2>>"$SK_TMP/init.err"
+	sk_check_eq "validate: its marker's hash and rule count are stockade-init's" \
+		"$(grep -E '^(hash|rules|sets|elements)=' "$SK_TMP/ref.marker")" "$(grep -E '^(hash|rules|sets|elements)=' "$SK_TMP/vm/v.marker")"
+	# the sidecar binds its ports right after: nothing of the validator's is left on them (no SO_REUSEADDR here)
+	sk_check "validate: ports 15001, 15080 (TCP) and 15053 (UDP) free right after" ip netns exec "$N-pod" python3 -c '
+import socket
+t = socket.socket(); t.bind(("127.0.0.1", 15001)); t.listen()
+a = socket.socket(); a.bind(("0.0.0.0", 15080)); a.listen()
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(("127.0.0.1", 15053))'
+	out=$(validate "$SK_SIDECAR_UID"); rc=$?
+	sk_check_eq "validate as another UID: exit 1" 1 "$rc"
+	sk_check "validate as another UID: names the agent uid" grep -q "runs as uid $SK_SIDECAR_UID, not the policy's agent uid $SK_AGENT_UID" <<<"$out"
+	ip -n "$N-pod" link set lo alias "stockade hash=0123456789abcdef rules=1 sets=6 elements=0"
+	out=$(validate); rc=$?
+	sk_check_eq "validate with another policy's marker: exit 1" 1 "$rc"
+	sk_check "validate with another policy's marker: says so" grep -q 'the node loaded another policy' <<<"$out"; grep -q "the node loaded another policy" <<<"$out" || echo "$out"
+	out=$(cni CHECK wrapped); rc=$?
+	sk_check "CHECK with another policy's marker: fails" grep -q "lo's marker says netns hash 0123456789abcdef" <<<"$out"
+	# a table loaded by someone other than the plugin (no marker): the redirect works, the marker is missing
+	cni DEL wrapped >/dev/null
+	sk_check_eq "DEL clears lo's marker" "" "$(ip -n "$N-pod" -o link show lo | grep -o 'alias.*')"
+	ip netns exec "$N-pod" "$INIT" --policy "$SK_TMP/policy.yaml" --force 2>>"$SK_TMP/init.err"
+	out=$(validate); rc=$?
+	sk_check_eq "validate with stockade-init's table but no plugin marker: exit 1" 1 "$rc"
+	sk_check "validate without the marker: says lo has no alias" grep -q 'lo has no alias' <<<"$out"
+	cni DEL wrapped >/dev/null
+}
+
+# A wrapped pod without the annotation (stockade-injector's): the policy of the ConfigMap its stockade-policy
+# volume mounts, GET from the API server, gives the same table; a missing ConfigMap or one without
+# policy.yaml fails ADD with the error object and loads nothing.
+t_configmap() {
+	cni DEL wrapped >/dev/null
+	local out rc
+	out=$(cni ADD injected); rc=$?
+	sk_check_eq "ADD of a pod with the policy in its volume's ConfigMap: exit 0, prevResult" "0 $PREV" "$rc $out"
+	ruleset "$N-pod" >"$SK_TMP/cm.nft"
+	sk_check "ADD via the ConfigMap: nft list ruleset equals stockade-init's for the same policy" \
+		diff -u "$SK_TMP/ref.nft" "$SK_TMP/cm.nft"
+	sk_check "ADD via the ConfigMap: CHECK passes" cni CHECK injected
+	cni DEL injected >/dev/null
+	out=$(cni ADD injected-nocm); rc=$?
+	sk_check_eq "ConfigMap missing: ADD exits 1, code 3" "1 ['cniVersion', 'code', 'msg'] 3" "$rc $(code_of <<<"$out")"
+	sk_check "ConfigMap missing: the message names it" grep -q 'configmaps/missing-policy: HTTP 404' <<<"$out"
+	out=$(cni ADD injected-badcm); rc=$?
+	sk_check_eq "ConfigMap without policy.yaml: ADD exits 1, code 6" "1 ['cniVersion', 'code', 'msg'] 6" "$rc $(code_of <<<"$out")"
+	sk_check "none of these loaded a table" table_absent
+}
+
+SK_CASES=(add add_again check del untouched fail_closed version_status configmap install validate)
 sk_main "$@"

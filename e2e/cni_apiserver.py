@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """e2e/cni_apiserver.py — the fake Kubernetes API server of e2e/cni.test.sh: HTTPS on 127.0.0.1 with the
-suite's test CA, answering GET /api/v1/namespaces/NS/pods/NAME from DIR/NS/NAME.json for the bearer
-token TOKEN (401 otherwise, 404 for an unknown pod). Writes the port it listens on to PORTFILE.
+suite's test CA, answering GET /api/v1/namespaces/NS/pods/NAME from DIR/NS/NAME.json and
+/api/v1/namespaces/NS/configmaps/NAME from DIR/NS/configmaps/NAME.json for the bearer token TOKEN (401
+otherwise, 404 for an unknown object). Writes the port it listens on to PORTFILE.
 
 usage: cni_apiserver.py CERT KEY TOKEN DIR PORTFILE"""
 import http.server
@@ -11,7 +12,7 @@ import ssl
 import sys
 
 CERT, KEY, TOKEN, DIR, PORTFILE = sys.argv[1:6]
-PATH_RE = re.compile(r"^/api/v1/namespaces/([a-z0-9.-]+)/pods/([a-z0-9.-]+)$")
+PATH_RE = re.compile(r"^/api/v1/namespaces/([a-z0-9.-]+)/(pods|configmaps)/([a-z0-9.-]+)$")
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -28,9 +29,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.answer(401, '{"kind":"Status","message":"Unauthorized"}')
             return
         m = PATH_RE.match(self.path)
-        f = os.path.join(DIR, m.group(1), m.group(2) + ".json") if m else None
+        sub = "" if m and m.group(2) == "pods" else "configmaps"
+        f = os.path.join(DIR, m.group(1), sub, m.group(3) + ".json") if m else None
         if not f or not os.path.exists(f):
-            self.answer(404, '{"kind":"Status","message":"pods \\"%s\\" not found"}' % (m.group(2) if m else ""))
+            self.answer(404, '{"kind":"Status","message":"%s \\"%s\\" not found"}' % (m.group(2), m.group(3)) if m else "{}")
             return
         with open(f, encoding="utf-8") as fh:
             self.answer(200, fh.read())

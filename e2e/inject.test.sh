@@ -453,6 +453,53 @@ print(t["metadata"]["annotations"]["stockade.io/guardrails"] == open(sys.argv[1]
 	sk_check_eq "inject --guardrails with a file that is not guardrails exits 2" 2 "$rc"
 }
 
+# --- CNI mode: inject --cni gives the chart's cni.enabled pod (stockade-validate first, no NET_ADMIN
+# container) and the same stockade.io/netns-policy annotation, the policy the node's plugin reads.
+# nsann KIND — the netns-policy annotation of the first KIND on stdin ("-" when there is none)
+nsann() { python3 -c '
+import sys, yaml
+kind = sys.argv[1]
+for d in yaml.safe_load_all(sys.stdin):
+    if d and d.get("kind") == kind:
+        m = d["metadata"] if kind == "Pod" else d["spec"]["template"]["metadata"]
+        print((m.get("annotations") or {}).get("stockade.io/netns-policy", "-"), end="")
+        break' "$1"; }
+t_cni() {
+	"$HELM" template stockade helm/stockade --namespace default --kube-version 1.34.0 >"$SK_TMP/cni-chart.yaml"
+	python3 -c 'import sys, yaml
+for d in yaml.safe_load_all(open(sys.argv[1])):
+    if d and d["kind"] == "ConfigMap" and d["metadata"]["name"] == "stockade-policy": print(d["data"]["policy.yaml"], end="")' \
+		"$SK_TMP/cni-chart.yaml" >"$SK_TMP/cni-policy.yaml"
+	local k
+	for k in Pod Deployment Job; do
+		same "$k, CNI mode" $k "--set cni.enabled=true" "--cni --policy $SK_TMP/cni-policy.yaml"
+		sk_check_eq "$k, CNI mode: inject's netns-policy annotation is the chart's" \
+			"$("$HELM" template stockade helm/stockade --namespace default --kube-version 1.34.0 --set cni.enabled=true --set workload.kind=$k | nsann $k)" \
+			"$(app_pod $k | "$P" inject -f - --cni --policy "$SK_TMP/cni-policy.yaml" | nsann $k)"
+	done
+	app_pod Pod | "$P" inject -f - --cni --policy "$SK_TMP/cni-policy.yaml" >"$SK_TMP/cni-once.yaml"
+	"$P" inject -f "$SK_TMP/cni-once.yaml" --cni --policy "$SK_TMP/cni-policy.yaml" >"$SK_TMP/cni-twice.yaml"
+	sk_check "CNI mode: wrapping twice changes nothing" diff -u "$SK_TMP/cni-once.yaml" "$SK_TMP/cni-twice.yaml"
+	sk_check "CNI mode: --check accepts the wrapped pod" "$P" inject --check -f "$SK_TMP/cni-once.yaml" --cni --policy "$SK_TMP/cni-policy.yaml"
+	# re-wrapped without --cni: stockade-init back, the validator and the annotation gone
+	"$P" inject -f "$SK_TMP/cni-once.yaml" >"$SK_TMP/cni-off.yaml"
+	sk_check_eq "CNI-wrapped pod re-wrapped without --cni: stockade-init first, no annotation" \
+		"stockade-init -" "$(python3 -c 'import sys, yaml
+d = next(d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "Pod")
+print(d["spec"]["initContainers"][0]["name"], end=" ")' "$SK_TMP/cni-off.yaml")$(nsann Pod <"$SK_TMP/cni-off.yaml")"
+	sk_check "CNI mode: the default pod is not wrapped as --check --cni wants" bash -c \
+		"! \"$P\" inject --check -f \"$SK_TMP/cni-off.yaml\" --cni --policy \"$SK_TMP/cni-policy.yaml\" 2>/dev/null"
+	# without --policy (as stockade-injector): no annotation, the node's plugin reads the policy ConfigMap
+	app_pod Pod | "$P" inject -f - --cni >"$SK_TMP/cni-bare.yaml"
+	sk_check_eq "--cni without --policy: stockade-validate first, no annotation" "stockade-validate -" \
+		"$(python3 -c 'import sys, yaml
+d = next(d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "Pod")
+print(d["spec"]["initContainers"][0]["name"], end=" ")' "$SK_TMP/cni-bare.yaml")$(nsann Pod <"$SK_TMP/cni-bare.yaml")"
+	run "$P" inject --cni --init-in-sidecar --policy "$SK_TMP/cni-policy.yaml" -f "$SK_TMP/root.yaml"
+	sk_check_eq "--cni with --init-in-sidecar: exit 2, why" "2 1" "$rc $(grep -c -- '--cni and --init-in-sidecar' <<<"$err")"
+}
+
+
 # --- The trust files and credential placeholders: the chart's trust.enabled, sidecar.apiSecrets and
 # agent.secretEnv are inject's --no-trust, --api-secret and --secret-env (the same pod); the Secret is
 # mounted into the sidecar and no other container, the agent gets the placeholder, the read-only trust mount
@@ -526,5 +573,5 @@ print(" ".join(e["value"] for e in c["env"] if e["name"] == "SSL_CERT_FILE"))' <
 	sk_check_eq "--policy with the Secret mounted and its placeholder: wrapped" "0" "$rc"
 }
 
-SK_CASES=(same_as_chart seccomp_hashed kinds idempotence refusals lists_json_policy real_workloads governance trust_and_secrets)
+SK_CASES=(same_as_chart seccomp_hashed kinds idempotence refusals lists_json_policy real_workloads governance trust_and_secrets cni)
 sk_main "$@"

@@ -376,6 +376,18 @@ names = [c["name"] for c in s["initContainers"]]
 cmd = s["initContainers"][0]["command"]
 print(" ".join(names), cmd[0], cmd[-4])' "$T/admitted-insidecar.json")"
 stop
+start cni --cni || sk_fail "injector (CNI mode) listens"
+post "$T/r-pod.json" >/dev/null
+python3 "$T/patched.py" "$T/pod.json" <"$T/resp" >"$T/admitted-cni.json"
+"$P" inject -f "$T/pod.json" --cni | sorted >"$T/cli-cni.json"
+sk_check "--cni: the patch gives the pod inject --cni writes" cmp -s "$T/admitted-cni.json" "$T/cli-cni.json"
+sk_check_eq "... stockade-validate first, no container adds a capability, no netns-policy annotation (the plugin reads the ConfigMap)" \
+	"stockade-validate [] False" "$(python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1])); s = d["spec"]
+adds = [c["name"] for c in s["initContainers"] + s["containers"] if (c.get("securityContext") or {}).get("capabilities", {}).get("add")]
+print(s["initContainers"][0]["name"], adds, "stockade.io/netns-policy" in (d["metadata"].get("annotations") or {}))' "$T/admitted-cni.json")"
+stop
 out=$("$INJ" --tls-cert x --tls-key y --init-in-sidecar --sidecar-first 2>&1); rc=$?
 sk_check_eq "--init-in-sidecar with --sidecar-first: exit 2, saying why (fail open)" "2 yes" \
 	"$rc $(grep -q -- "--init-in-sidecar needs the native sidecar .*so the agent could run with no rules (fail open)" <<<"$out" && echo yes)"

@@ -102,6 +102,10 @@ static const struct sk_setting settings[] = {
 	  "no init container: the native sidecar's entry is stockade-init, which applies the rules and execs the "
 	  "sidecar as its UID (inject --init-in-sidecar); refused with --classic-sidecar or --sidecar-first",
 	  F(init_in_sidecar), false },
+	{ "cni", "STOCKADE_CNI", SK_SET_BOOL, 0, 0, "false",
+	  "CNI mode (inject --cni): no NET_ADMIN container; the node's stockade-cni programs the netns from the "
+	  "pod's policy ConfigMap, stockade-validate first proves it did; refused with --init-in-sidecar",
+	  F(inject.cni), false },
 	{ "sidecar-settings", "STOCKADE_SIDECAR_SETTINGS", &pairs, 0, 0, NULL,
 	  "extra sidecar flags, space-separated NAME=VALUE, each given as --NAME=VALUE in this order (inject's "
 	  "--sidecar-setting)", F(settings_list), false },

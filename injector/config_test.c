@@ -226,6 +226,30 @@ static void test_init_in_sidecar(void **state)
 	sk_injector_config_free(&cfg);
 }
 
+/* inject's --cni, by flag or variable; refused with --init-in-sidecar, saying why as inject does. */
+static void test_cni(void **state)
+{
+	(void)state;
+	char *env[] = { "STOCKADE_TLS_CERT=c", "STOCKADE_TLS_KEY=k", "STOCKADE_CNI=true", NULL };
+	char *a0[] = { "x", NULL };
+	struct sk_injector_config cfg;
+	struct sk_err err = { 0 };
+	assert_int_equal(sk_injector_config_parse(1, a0, env, &cfg, &err), 0);
+	assert_true(cfg.inject.cni);
+	assert_null(cfg.inject.netns_policy);   /* the plugin reads the pod's policy ConfigMap */
+	sk_injector_config_free(&cfg);
+	char *tls_only[] = { env[0], env[1], NULL };
+	assert_int_equal(sk_injector_config_parse(1, a0, tls_only, &cfg, &err), 0);
+	assert_false(cfg.inject.cni);
+	sk_injector_config_free(&cfg);
+	char *a1[] = { "x", "--cni", NULL };
+	assert_int_equal(sk_injector_config_parse(2, a1, tls_only, &cfg, &err), 0);
+	assert_true(cfg.inject.cni);
+	sk_injector_config_free(&cfg);
+	char *a2[] = { "x", "--init-in-sidecar", NULL };
+	expect_error(a2, 2, env, "--cni and --init-in-sidecar: in CNI mode the node's plugin programs the netns");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -236,6 +260,7 @@ int main(void)
 		cmocka_unit_test(test_sidecar_extras),
 		cmocka_unit_test(test_secret_env_and_trust),
 		cmocka_unit_test(test_init_in_sidecar),
+		cmocka_unit_test(test_cni),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

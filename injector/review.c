@@ -473,7 +473,9 @@ static int handle_tree(const cJSON *root, const struct sk_review_cfg *cfg, const
 		(void)snprintf(out->reason, sizeof(out->reason), "opted out (" SK_REVIEW_OPT_OUT_ANNOTATION ": false)");
 		return respond(out, NULL, NULL, err);
 	}
-	if (pod_security) {
+	/* in CNI mode the wrapped pod adds no capability (the node's plugin programs its network): baseline and
+	 * restricted admit it, so it is wrapped like any other */
+	if (pod_security && !(cfg->inject && cfg->inject->cni)) {
 		char msg[768];
 		out->verdict = SK_REVIEW_REFUSED;
 		(void)snprintf(out->reason, sizeof(out->reason), "namespace enforces Pod Security %s", pod_security);

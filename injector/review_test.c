@@ -661,9 +661,34 @@ static void test_pod_security_refusal_states_the_level(void **state)
 	free(body);
 }
 
+/* In CNI mode (--cni) the wrapped pod has no NET_ADMIN container, so a namespace enforcing baseline or
+ * restricted gets it wrapped, not refused: stockade-validate first, no capability added anywhere. */
+static void test_pod_security_cni_mode_wraps(void **state)
+{
+	(void)state;
+	struct sk_inject_opts copts = opts;
+	copts.cni = true;
+	struct sk_review_cfg ccfg = cfg;
+	ccfg.inject = &copts;
+	static const char *const levels[] = { "baseline", "restricted" };
+	for (size_t i = 0; i < 2; i++) {
+		struct sk_review_out out;
+		struct sk_err err = { 0 };
+		char *body = review("agents", "CREATE", POD);
+		assert_int_equal(sk_review_handle_pod_security(body, strlen(body), &ccfg, levels[i], &out, &err), 0);
+		assert_int_equal(out.verdict, SK_REVIEW_PATCHED);
+		cJSON *r = response_of(&out);
+		assert_true(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "response"), "allowed")));
+		cJSON_Delete(r);
+		sk_review_out_free(&out);
+		free(body);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_pod_security_cni_mode_wraps),
 		cmocka_unit_test(test_pod_in_scope_gets_the_inject_wrap_as_a_patch),
 		cmocka_unit_test(test_pod_gets_trust_and_placeholders),
 		cmocka_unit_test(test_secret_annotations),

@@ -29,6 +29,7 @@
 #include "sidecar/proxy/proxy.h"
 #include "sidecar/core/reload.h"  /* sk_reload_log_diags */
 #include "sidecar/core/sidecar.h"
+#include "sidecar/admin/validate.h"  /* the validate subcommand (CNI mode's first init container) */
 #include "sidecar/admin/wait_ready.h"  /* the wait-ready subcommand (postStart hook) */
 #include "sidecar/inspect/bridge.h"
 #include "sidecar/inspect/ca.h"
@@ -220,6 +221,9 @@ int main(int argc, char **argv)
 	/* `stockade-sidecar wait-ready ...`: the postStart hook; polls the running sidecar's /readyz. */
 	if (argc >= 2 && strcmp(argv[1], "wait-ready") == 0)
 		return sk_wait_ready_main(argc - 1, argv + 1);
+	/* `stockade-sidecar validate ...`: CNI mode's stockade-validate init container (validate.h) */
+	if (argc >= 2 && strcmp(argv[1], "validate") == 0)
+		return sk_validate_main(argc - 1, argv + 1);
 	sk_log_init("stockade-sidecar", SK_LOG_INFO);
 	if (sk_config_parse(argc, argv, environ, &cfg, &err) < 0) {
 		/* The settings reader already points at --help where a flag is unknown or out of place. */
@@ -237,6 +241,7 @@ int main(int argc, char **argv)
 	if (cfg.help) {
 		sk_config_usage(stdout, "stockade-sidecar");
 		printf("subcommand: stockade-sidecar wait-ready --help (the postStart hook: waits for /readyz 200)\n");
+		printf("subcommand: stockade-sidecar validate --help (CNI mode: proves the node's redirect is in place)\n");
 		sk_config_free(&cfg);
 		return stdout_done("--help");
 	}

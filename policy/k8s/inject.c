@@ -65,6 +65,7 @@ void sk_inject_opts_default(struct sk_inject_opts *o)
 		.drain_seconds = 10,
 		.native = true,
 		.hold_until_ready = true,
+		.validate_timeout_ms = 3000,
 		.ready_timeout_s = 30,
 		.probe_period_s = 5,
 		.probe_failures = 3,
@@ -205,6 +206,35 @@ static cJSON *build_init(const struct sk_inject_opts *o)
 	return c;
 }
 
+/* stockade.validateContainer: CNI mode's first init container, `stockade-sidecar validate` as the agent UID
+ * with no capability (sidecar/admin/validate.h) */
+static cJSON *build_validate(const struct sk_inject_opts *o)
+{
+	static const char *const all[] = { "ALL" };
+	char timeout[16];
+	(void)snprintf(timeout, sizeof(timeout), "%u", o->validate_timeout_ms);
+	const char *const cmd[] = { SIDECAR_PATH, "validate", "--policy", "/etc/stockade/policy.yaml", "--marker",
+				    "/run/stockade/init.marker", "--timeout-ms", timeout };
+	cJSON *c = cJSON_CreateObject();
+	add_str(c, "name", SK_INJECT_VALIDATE_NAME);
+	add_str(c, "image", o->sidecar_image);
+	add_str(c, "imagePullPolicy", o->pull_policy);
+	add_strs(c, "command", cmd, sizeof(cmd) / sizeof(cmd[0]));
+	/* the agent's UID: the redirect applies to its sockets only */
+	cJSON *sc = add_obj(c, "securityContext");
+	add_num(sc, "runAsUser", o->agent_uid);
+	add_num(sc, "runAsGroup", o->agent_uid);
+	add_bool(sc, "runAsNonRoot", true);
+	add_sc_base(sc);
+	add_strs(add_obj(sc, "capabilities"), "drop", all, 1);
+	add_str(add_obj(sc, "seccompProfile"), "type", "RuntimeDefault");
+	add_resources(c, "10m", "8Mi", "32Mi");
+	cJSON *vm = cJSON_AddArrayToObject(c, "volumeMounts");
+	add_mount(vm, VOL_POLICY, "/etc/stockade", true);
+	add_mount(vm, VOL_RUN, "/run/stockade", false);
+	return c;
+}
+
 /* The capabilities of the sidecar container's entry with init_in_sidecar: NET_ADMIN for the nftables batch,
  * SETUID and SETGID to drop to the sidecar UID, SETPCAP to empty the bounding set before that. */
 static const char *const entry_caps[] = { "NET_ADMIN", "SETUID", "SETGID", "SETPCAP" };
@@ -319,7 +349,7 @@ static bool is_true(const cJSON *o, const char *k)
 
 static bool stockade_container(const char *name)
 {
-	return !strcmp(name, INIT_NAME) || !strcmp(name, SIDECAR_NAME);
+	return !strcmp(name, INIT_NAME) || !strcmp(name, SIDECAR_NAME) || !strcmp(name, SK_INJECT_VALIDATE_NAME);
 }
 
 static bool stockade_volume(const char *name)
@@ -639,6 +669,17 @@ static bool sandboxed(const cJSON *spec, const struct sk_inject_opts *o)
 	const cJSON *side;
 	if (o->init_in_sidecar) {
 		side = cJSON_GetArrayItem(inits, 0);
+	} else if (o->cni) {
+		const cJSON *v = cJSON_GetArrayItem(inits, 0);
+		const cJSON *vsc = cJSON_GetObjectItemCaseSensitive(v, "securityContext");
+		if (!str_is(v, "name", SK_INJECT_VALIDATE_NAME) || !str_is(v, "image", o->sidecar_image) ||
+		    !num_is(vsc, "runAsUser", o->agent_uid) || !has_all_dropped(vsc) ||
+		    cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(vsc, "capabilities"), "add") ||
+		    cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(v, "command")) != 8)
+			return false;
+		side = is_native(o)       ? cJSON_GetArrayItem(inits, 1)
+		       : o->sidecar_first ? cJSON_GetArrayItem(conts, 0)
+					  : cJSON_GetArrayItem(conts, cJSON_GetArraySize(conts) - 1);
 	} else {
 		const cJSON *init = cJSON_GetArrayItem(inits, 0);
 		const cJSON *isc = cJSON_GetObjectItemCaseSensitive(init, "securityContext");
@@ -664,7 +705,10 @@ static bool sandboxed(const cJSON *spec, const struct sk_inject_opts *o)
 		cJSON_ArrayForEach(c, lists[l]) {
 			const char *n = cname(c);
 			/* the one stockade-init is the one checked above: with init_in_sidecar there is none */
-			if (n && !strcmp(n, INIT_NAME) && (o->init_in_sidecar || c != cJSON_GetArrayItem(inits, 0)))
+			if (n && !strcmp(n, INIT_NAME) &&
+			    (o->init_in_sidecar || o->cni || c != cJSON_GetArrayItem(inits, 0)))
+				return false;
+			if (n && !strcmp(n, SK_INJECT_VALIDATE_NAME) && (!o->cni || c != cJSON_GetArrayItem(inits, 0)))
 				return false;
 			if (n && !strcmp(n, SIDECAR_NAME) && c != side)
 				return false;
@@ -933,7 +977,9 @@ static int wrap_spec(cJSON *spec, const char *at, bool wrapped, bool job, const 
 	/* stockade-init first, then the native sidecar, so both run before any container of the pod's own
 	 * (with init_in_sidecar the sidecar alone, its entry being stockade-init) */
 	cJSON *new_inits = cJSON_CreateArray();
-	if (!o->init_in_sidecar)
+	if (o->cni)
+		cJSON_AddItemToArray(new_inits, build_validate(o));
+	else if (!o->init_in_sidecar)
 		cJSON_AddItemToArray(new_inits, build_init(o));
 	if (is_native(o))
 		cJSON_AddItemToArray(new_inits, build_sidecar(o));
@@ -1217,6 +1263,11 @@ int sk_inject_opts_check(const struct sk_inject_opts *o, struct sk_err *err)
 		return sk_err_set(err, EINVAL, "--init-in-sidecar needs the native sidecar (not --classic-sidecar, not "
 				  "--sidecar-first): a classic sidecar's failed postStart hook does not stop the kubelet "
 				  "from starting the agent, so the agent could run with no rules (fail open)");
+	if (o->cni && o->init_in_sidecar)
+		return sk_err_set(err, EINVAL, "--cni and --init-in-sidecar: in CNI mode the node's plugin programs the "
+				  "netns and no container of the pod has NET_ADMIN; choose one");
+	if (o->cni && (o->validate_timeout_ms < 100 || o->validate_timeout_ms > 60000))
+		return sk_err_set(err, EINVAL, "inject: the validator's timeout must be 100..60000 ms");
 	return 0;
 }
 
@@ -1270,6 +1321,18 @@ static int inject_doc(cJSON *doc, const struct sk_inject_opts *o, struct annotat
 		set_item(anns, SK_INJECT_GUARDRAILS_ANNOTATION, cJSON_CreateString(o->guardrails));
 		if (!cJSON_GetObjectItemCaseSensitive(anns, SK_INJECT_GUARDRAILS_ANNOTATION))
 			return sk_err_set(err, ENOMEM, "inject: out of memory");
+	}
+	if (o->cni && o->netns_policy) {
+		/* what the node's stockade-cni loads into the netns; the pod's own value of it is never kept */
+		cJSON *anns = ensure_object(meta, "annotations");
+		set_item(anns, SK_INJECT_NETNS_POLICY_ANNOTATION, cJSON_CreateString(o->netns_policy));
+		if (!cJSON_GetObjectItemCaseSensitive(anns, SK_INJECT_NETNS_POLICY_ANNOTATION))
+			return sk_err_set(err, ENOMEM, "inject: out of memory");
+	} else {
+		/* without CNI mode stockade-init programs the netns; without the text the node's plugin reads the
+		 * pod's policy volume's ConfigMap (cni/kube.h): either way never the pod's own text */
+		cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(meta, "annotations"),
+							SK_INJECT_NETNS_POLICY_ANNOTATION);
 	}
 	set_item(tmpl, "spec", nspec);
 	/* An allocation that failed anywhere above left an item out; say so rather than emit a partial pod. */

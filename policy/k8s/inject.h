@@ -34,6 +34,10 @@ struct sk_err;
  * downwardAPI volume into the sidecar alone, which narrows its policy to them (docs/governance.md). */
 #define SK_INJECT_GUARDRAILS_ANNOTATION "stockade.io/guardrails"
 
+/* CNI mode (opts.cni): the annotation carrying the policy the node's stockade-cni builds the pod's netns
+ * table from (cni/kube.h), and the first init container that proves the table is there. */
+#define SK_INJECT_NETNS_POLICY_ANNOTATION "stockade.io/netns-policy"
+#define SK_INJECT_VALIDATE_NAME "stockade-validate"
 /* Annotations on a pod (template) adding to the options' secrets and placeholders, for stockade-injector,
  * whose options are cluster-wide: "NAME=SECRET ..." (each Secret of the pod's namespace mounted into the
  * sidecar alone at /var/run/stockade/secrets/NAME/, as --api-secret) and "NAME=PLACEHOLDER ..." (as
@@ -85,6 +89,14 @@ struct sk_inject_opts {
 	                                * sidecar_uid -- stockade-sidecar, root with NET_ADMIN, SETUID, SETGID,
 	                                * SETPCAP until it drops (the chart's init.inSidecar). Native only: with
 	                                * sidecar_first or !native every workload is refused (fail open) */
+	bool cni;                      /* CNI mode (the chart's cni.enabled): no NET_ADMIN container; the node's
+	                                * stockade-cni programs the netns from SK_INJECT_NETNS_POLICY_ANNOTATION
+	                                * (netns_policy), and SK_INJECT_VALIDATE_NAME (the sidecar image, as
+	                                * agent_uid, no capability) is the first init container. Not with
+	                                * init_in_sidecar */
+	const char *netns_policy;      /* borrows: the policy text the annotation carries; NULL: no annotation,
+	                                * the plugin reads the ConfigMap of the pod's policy volume */
+	unsigned validate_timeout_ms;  /* stockade-validate --timeout-ms (the chart's cni.validateTimeoutMs) */
 	unsigned ready_timeout_s;      /* wait-ready bound / startupProbe failureThreshold */
 	unsigned probe_period_s;       /* liveness/readiness periodSeconds */
 	unsigned probe_failures;       /* liveness failureThreshold */

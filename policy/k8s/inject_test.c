@@ -472,6 +472,82 @@ static void test_init_in_sidecar_allocation_failures(void **state)
 	assert_true(wrapped > 1);
 }
 
+/* cni, the chart's cni.enabled: no NET_ADMIN container anywhere; stockade-validate first (the sidecar image,
+ * `stockade-sidecar validate` as the agent UID, nothing added, both mounts), the native sidecar after it; the
+ * pod carries the policy in stockade.io/netns-policy (its own value replaced), which a wrap without cni
+ * removes again; without the text no annotation at all. The options refuse cni with init_in_sidecar. */
+static void test_cni_shape(void **state)
+{
+	(void)state;
+	struct sk_inject_opts o;
+	sk_inject_opts_default(&o);
+	o.cni = true;
+	o.netns_policy = "version: 1\nagent: { uid: 1000 }\n";
+	struct sk_err err = { 0 };
+	cJSON *d = yaml1("kind: Pod\nmetadata: {name: p, annotations: {stockade.io/netns-policy: \"mine\"}}\n"
+			 "spec: {containers: [{name: app, image: x}]}\n");
+	assert_int_equal(sk_inject_doc(d, &o, &err), SK_INJECT_WRAPPED);
+	assert_names(at(d, "spec"), "i:stockade-validate,stockade-sidecar c:app");
+	const cJSON *v = at(d, "spec.initContainers[0]");
+	assert_string_equal(str_at(v, "image"), "localhost/stockade-sidecar:" SK_RELEASE);
+	assert_joined(at(v, "command"), "/usr/local/bin/stockade-sidecar validate --policy /etc/stockade/policy.yaml "
+		      "--marker /run/stockade/init.marker --timeout-ms 3000");
+	assert_int_equal(at(v, "securityContext.runAsUser")->valueint, 1000);
+	assert_int_equal(at(v, "securityContext.runAsGroup")->valueint, 1000);
+	assert_true(cJSON_IsTrue(at(v, "securityContext.runAsNonRoot")));
+	assert_true(cJSON_IsFalse(at(v, "securityContext.allowPrivilegeEscalation")));
+	assert_null(at(v, "securityContext.capabilities.add"));
+	assert_joined(at(v, "securityContext.capabilities.drop"), "ALL");
+	assert_string_equal(str_at(v, "volumeMounts[1].name"), "stockade-run");
+	/* no container of the pod adds a capability */
+	const cJSON *lists[] = { at(d, "spec.initContainers"), at(d, "spec.containers") };
+	for (size_t l = 0; l < 2; l++) {
+		const cJSON *c;
+		cJSON_ArrayForEach(c, lists[l]) {
+			assert_null(at(c, "securityContext.capabilities.add"));
+		}
+	}
+	const cJSON *anns = at(d, "metadata.annotations");
+	const cJSON *np = cJSON_GetObjectItemCaseSensitive(anns, "stockade.io/netns-policy");
+	assert_true(cJSON_IsString(np));
+	assert_string_equal(np->valuestring, o.netns_policy);
+	assert_int_equal(sk_inject_is_wrapped(d, &o, &err), 1);
+	/* the same pod wrapped without cni: stockade-init is back, the annotation gone */
+	struct sk_inject_opts plain;
+	sk_inject_opts_default(&plain);
+	assert_int_equal(sk_inject_is_wrapped(d, &plain, &err), 0);
+	assert_int_equal(sk_inject_doc(d, &plain, &err), SK_INJECT_WRAPPED);
+	assert_names(at(d, "spec"), "i:stockade-init,stockade-sidecar c:app");
+	assert_null(cJSON_GetObjectItemCaseSensitive(at(d, "metadata.annotations"), "stockade.io/netns-policy"));
+	assert_int_equal(sk_inject_is_wrapped(d, &o, &err), 0);
+	cJSON_Delete(d);
+
+	/* a container of the pod's own named stockade-validate, in a pod stockade did not wrap: a collision */
+	d = yaml1("kind: Pod\nspec: {initContainers: [{name: stockade-validate, image: evil}], containers: [{name: app}]}\n");
+	assert_int_equal(sk_inject_doc(d, &o, &err), -EINVAL);
+	cJSON_Delete(d);
+
+	/* without the text (stockade-injector): no annotation, a pod's own removed; the plugin reads the
+	 * ConfigMap of the pod's policy volume */
+	struct sk_inject_opts bare = o;
+	bare.netns_policy = NULL;
+	d = yaml1("kind: Pod\nmetadata: {annotations: {stockade.io/netns-policy: \"mine\"}}\n"
+		  "spec: {containers: [{name: app, image: x}]}\n");
+	assert_int_equal(sk_inject_doc(d, &bare, &err), SK_INJECT_WRAPPED);
+	assert_names(at(d, "spec"), "i:stockade-validate,stockade-sidecar c:app");
+	assert_null(cJSON_GetObjectItemCaseSensitive(at(d, "metadata.annotations"), "stockade.io/netns-policy"));
+	assert_string_equal(str_at(d, "spec.volumes[0].configMap.name"), "stockade-policy");
+	cJSON_Delete(d);
+
+	struct sk_inject_opts bad = o;
+	bad.init_in_sidecar = true;
+	assert_int_equal(sk_inject_opts_check(&bad, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "--cni and --init-in-sidecar"));
+	bad = o;
+	bad.validate_timeout_ms = 50;
+	assert_int_equal(sk_inject_opts_check(&bad, &err), -EINVAL);
+}
+
 static void test_startup_probe_instead_of_hook(void **state)
 {
 	(void)state;
@@ -1299,6 +1375,7 @@ int main(void)
 		cmocka_unit_test(test_init_in_sidecar_refused_without_native),
 		cmocka_unit_test(test_init_in_sidecar_idempotent_and_switching),
 		cmocka_unit_test(test_init_in_sidecar_allocation_failures),
+		cmocka_unit_test(test_cni_shape),
 		cmocka_unit_test(test_startup_probe_instead_of_hook),
 		cmocka_unit_test(test_api_secrets_and_settings),
 		cmocka_unit_test(test_every_kind_idempotent),

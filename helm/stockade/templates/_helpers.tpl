@@ -201,7 +201,9 @@ parent chart {{ include "stockade.initContainer" (dict "root" . "values" .Values
 {{- $c := dict -}}{{- include "stockade.ctx" (list . $c) -}}
 {{- /* init.inSidecar: the native sidecar's own entry applies the rules (stockade.sidecarContainer) */ -}}
 {{- with $c -}}
-{{- if not .Values.init.inSidecar -}}
+{{- if (.Values.cni | default dict).enabled -}}
+{{- include "stockade.validateContainer" . -}}
+{{- else if not .Values.init.inSidecar -}}
 - name: stockade-init
   image: {{ include "stockade.image" (list . .Values.images.init) }}
   imagePullPolicy: {{ .Values.images.init.pullPolicy }}
@@ -228,6 +230,56 @@ parent chart {{ include "stockade.initContainer" (dict "root" . "values" .Values
       mountPath: /run/stockade
 {{- end }}
 {{- end -}}
+{{- end -}}
+
+{{/*
+stockade.validateContainer: CNI mode's first init container (cni.enabled): the node's stockade-cni has
+programmed the netns before any container; `stockade-sidecar validate`, as the agent UID with no capability,
+proves the redirect by probes that must arrive at its own listeners, checks the plugin's marker against the
+policy, and writes the marker the sidecar's /readyz reads. A pod whose netns has no redirect fails here.
+Usage: as stockade.initContainer (which renders it in CNI mode), with the normalised context.
+*/}}
+{{- define "stockade.validateContainer" -}}
+{{- if .Values.init.inSidecar -}}
+{{- fail "cni.enabled and init.inSidecar: in CNI mode the node's plugin programs the netns and no container of the pod has NET_ADMIN; turn one off" -}}
+{{- end -}}
+{{- if .Values.policy.existingConfigMap -}}
+{{- fail "cni.enabled needs the chart's own policy (policy.spec): the pod's stockade.io/netns-policy annotation, which the node's plugin reads, carries it, and the chart cannot read policy.existingConfigMap" -}}
+{{- end -}}
+{{- $agent := int .Values.uids.agent -}}
+- name: stockade-validate
+  image: {{ include "stockade.image" (list . .Values.images.sidecar) }}
+  imagePullPolicy: {{ .Values.images.sidecar.pullPolicy }}
+  command: ["/usr/local/bin/stockade-sidecar", "validate", "--policy", "/etc/stockade/policy.yaml",
+    "--marker", "/run/stockade/init.marker", "--timeout-ms", "{{ int .Values.cni.validateTimeoutMs }}"]
+  securityContext:
+    # The agent's UID: the redirect applies to its sockets only. No capability at all.
+    runAsUser: {{ $agent }}
+    runAsGroup: {{ $agent }}
+    runAsNonRoot: true
+    allowPrivilegeEscalation: false
+    readOnlyRootFilesystem: true
+    capabilities:
+      drop: [ALL]
+    seccompProfile:
+      type: RuntimeDefault
+  resources: {{- toYaml .Values.init.resources | nindent 4 }}
+  volumeMounts:
+    - name: stockade-policy
+      mountPath: /etc/stockade
+      readOnly: true
+    - name: stockade-run
+      mountPath: /run/stockade
+{{- end -}}
+
+{{/*
+stockade.cniAnnotations: CNI mode's pod annotation, the policy the node's stockade-cni builds the netns
+ruleset from (cni/kube.h); nothing in CNI mode off. Usage: inside a pod's metadata.annotations (indent 4 or 8).
+*/}}
+{{- define "stockade.cniAnnotations" -}}
+{{- if (.Values.cni | default dict).enabled }}
+stockade.io/netns-policy: {{ printf "%s\n" (include "stockade.policyYaml" .) | quote }}
+{{- end }}
 {{- end -}}
 
 {{/*
