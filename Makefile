@@ -112,7 +112,7 @@ $(BUILD)/bin/stockade-sidecar: $(call rel_obj,sidecar/main.c) $(BUILD)/rel/libst
 $(BUILD)/bin/stockade-injector: $(call rel_obj,injector/main.c) $(BUILD)/rel/libstockade.a
 	@mkdir -p $(dir $@)
 	$(CC) $(REL_LDFLAGS) -o $@ $^ $(PKG_LIBS) -lpthread
-# The chained CNI plugin (issue 34): runs on the node as the runtime's child, one command per process.
+# The chained CNI plugin: runs on the node as the runtime's child, one command per process.
 $(BUILD)/bin/stockade-cni: $(call rel_obj,cni/main.c) $(BUILD)/rel/libstockade.a
 	@mkdir -p $(dir $@)
 	$(CC) $(REL_LDFLAGS) -o $@ $^ $(PKG_LIBS) -lpthread

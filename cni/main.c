@@ -1,4 +1,4 @@
-/* cni/main.c — stockade-cni, the chained CNI plugin (issue 34; docs/install.md "CNI mode (preview)"). The
+/* cni/main.c — stockade-cni, the chained CNI plugin (docs/install.md "CNI mode (preview)"). The
  * runtime runs it after creating the pod's network namespace and before any container: ADD reads the pod
  * from the API server and, for a wrapped pod, loads the same table inet stockade stockade-init would
  * (init/ruleset.h, init/nft.h) into the pod's netns and reads it back; DEL removes it; CHECK compares.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# e2e/admission.test.sh — the stockade-system admission policy's CEL, evaluated without a cluster (issue 30
-# items 5 and 6): e2e/admission/vapcheck compiles the rendered ValidatingAdmissionPolicy with
+# e2e/admission.test.sh — the stockade-system admission policy's CEL, evaluated without a cluster:
+# e2e/admission/vapcheck compiles the rendered ValidatingAdmissionPolicy with
 # k8s.io/apiserver's own policy code and judges pods as the API server would. Every pod shape the charts
 # and `stockade-policy inject` render is admitted, with default and non-default values; every attack in
 # e2e/admission/fixtures is denied with its message; and mutants of the policy (one check weakened each)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Chart checks (issue 10): helm lint, schema validation of every rendering against the Kubernetes 1.29
+# Chart checks: helm lint, schema validation of every rendering against the Kubernetes 1.29
 # and 1.34-1.37 JSON schemas (from a package, see scripts/install-tools), the values schema's good and
 # bad files, the security settings of each workload kind in native and classic mode, and drift of
 # deploy/ and of the generated values table. Needs no root and no cluster.
@@ -81,7 +81,7 @@ t_kubeconform() {
 	done
 }
 
-# --- The once-per-cluster chart (issue 22): lint, every object valid on each version, and the installer's
+# --- The once-per-cluster chart: lint, every object valid on each version, and the installer's
 # RBAC is read-only on ConfigMaps and nothing else.
 t_system_chart() {
 	sk_check "stockade-system: helm lint --strict (1.34)" "$HELM" lint --strict "$SYS" --kube-version 1.34.0
@@ -102,7 +102,7 @@ import sys, yaml
 print(" ".join(sorted(d["kind"] for d in yaml.safe_load_all(sys.stdin) if d and d["kind"] in ("DaemonSet", "ValidatingAdmissionPolicy"))))')"
 	refused "stockade-system: unknown values refused" "at '/seccompInstaller': additional properties 'bogus' not allowed" \
 		sys_render --kube-version 1.34.0 --set seccompInstaller.bogus=1
-	# The injector (issue 21 item 3): fail closed, both scopes, kube-system and its own namespace excluded, a
+	# The injector: fail closed, both scopes, kube-system and its own namespace excluded, a
 	# caBundle that verifies the served certificate for the Service's name, two replicas under a PDB.
 	injtmp=$(mktemp -d)
 	sys_render --kube-version 1.34.0 --set injector.enabled=true --set 'injector.excludeNamespaces={ops}' \
@@ -127,7 +127,7 @@ for d in yaml.safe_load_all(open(sys.argv[1])):
 import sys, yaml
 print(" ".join(d["metadata"]["labels"].get("stockade.io/policy", "-") for d in yaml.safe_load_all(sys.stdin)
                if d and d["kind"] == "ConfigMap" and d["metadata"]["labels"].get("app.kubernetes.io/component") == "policy"))')"
-	# (issue 35) the namespace scope leaves namespaces labelled stockade.io/rev to their revision and those
+	# the namespace scope leaves namespaces labelled stockade.io/rev to their revision and those
 	# enforcing Pod Security baseline/restricted to the two webhooks that refuse there, naming the level.
 	sk_check_eq "stockade-system: injector webhooks fail closed, pods CREATE, both scopes, exclusions" \
 		"namespace Fail None [CREATE] In [kube-system,stockade-system,ops] - rev:DoesNotExist ps:NotIn[baseline,restricted] /mutate|pod Fail None [CREATE] NotIn [kube-system,stockade-system,ops] In[enabled],rev:DoesNotExist rev:- ps:- /mutate|baseline Fail None [CREATE] In [kube-system,stockade-system,ops] - rev:DoesNotExist ps:In[baseline] /mutate/pod-security/baseline|restricted Fail None [CREATE] In [kube-system,stockade-system,ops] - rev:DoesNotExist ps:In[restricted] /mutate/pod-security/restricted|" \
@@ -162,7 +162,7 @@ pdb = [d for d in ds if d["kind"] == "PodDisruptionBudget"][0]
 print(dep["spec"]["replicas"], pdb["spec"]["minAvailable"], dep["spec"]["template"]["spec"]["automountServiceAccountToken"])' "$injtmp/inj.yaml")"
 	sk_check "stockade-system: injector on 1.28 puts a classic sidecar" grep -q -- "--classic-sidecar" \
 		<(sys_render --kube-version 1.28.0 --set injector.enabled=true)
-	# The wrapped pods' seccomp profile (issue 22): by default none named, so the injector's own default, the
+	# The wrapped pods' seccomp profile: by default none named, so the injector's own default, the
 	# profile every installer serves; a name the installer would never serve is refused by the schema.
 	inj_seccomp() { sys_render --kube-version 1.34.0 --set injector.enabled=true "$@" 2>&1 | grep -oE -- '--(no-seccomp|seccomp-profile=[^ ]*)' | paste -sd' '; }
 	sk_check_eq "stockade-system: the injector gets no profile flag by default (its default: the installer's)" "" "$(inj_seccomp)"
@@ -286,7 +286,7 @@ for d in yaml.safe_load_all(sys.stdin):
 		"$(gate 1.34.0 --set sidecar.readyTimeoutSeconds=5)"
 }
 
-# --- `helm template` without --kube-version (issue 36 item 4): no Chart.yaml kubeVersion constraint refuses
+# --- `helm template` without --kube-version: no Chart.yaml kubeVersion constraint refuses
 # helm's default version any more; the sidecar's shape follows the version the render is for (said in a
 # comment on the workload), and a shape that version cannot run fails naming it instead of rendering wrong.
 t_kube_version() {
@@ -322,7 +322,7 @@ print("ok" if m and native == want_native and (m.group(1) == "native sidecar") =
 		"$(sys_render --kube-version 1.28.0 --set injector.enabled=true | grep -o '# classic sidecars: .*')"
 }
 
-# --- workload.initContainers and workload.podSecurityContext (issue 36 item 4): the workload's own init
+# --- workload.initContainers and workload.podSecurityContext: the workload's own init
 # containers come after stockade-init and after a native sidecar (the kubelet starts them once it is ready,
 # so their traffic is filtered as the agent's is), hardened as the agent; the pod-level securityContext is
 # the user's merged with RuntimeDefault, a weakening value refused (the bad-pod-* and bad-init-container-*
@@ -415,7 +415,7 @@ t_rendered_policy() {
 	fi
 }
 
-# --- Cluster-wide pieces once per cluster (issue 22): the per-workload chart renders no installer and no
+# --- Cluster-wide pieces once per cluster: the per-workload chart renders no installer and no
 # admission policy; each release publishes its seccomp section in a labelled ConfigMap whose policy.yaml
 # stockade-policy accepts and whose profile name is the one the CLI computes; the agent's localhostProfile
 # is that name; two different sections give two names, the same section in another order one.
@@ -462,7 +462,7 @@ dep = next(d for d in docs if d["kind"] == "Deployment")
 print(n, dep["spec"]["template"]["spec"]["containers"][0]["securityContext"]["seccompProfile"]["localhostProfile"])')"
 }
 
-# --- The chart as a dependency (issue 21): workload.enabled=false renders no agent workload; the example
+# --- The chart as a dependency: workload.enabled=false renders no agent workload; the example
 # parent chart wraps its own Deployment and CronJob through the named templates with
 # (dict "root" . "values" .Values.stockade), validates, and its pods are wrapped exactly as
 # `stockade-policy inject` would wrap them.
@@ -496,7 +496,7 @@ Deployment plat-worker stockade-init,stockade-sidecar Localhost plat-stockade-po
 	fi
 }
 
-# --- init.inSidecar (issue 18 item 5): off by default (the init container stays); on, the native sidecar's
+# --- init.inSidecar: off by default (the init container stays); on, the native sidecar's
 # entry is stockade-init, which applies the rules and execs the sidecar as its UID with the sidecar's usual
 # arguments; refused where a failed entry would not hold the agent (startFirst, a classic sidecar).
 # entry [helm args] — the agent pod's init container names | the sidecar's command | args | hook | run mount
@@ -634,7 +634,7 @@ print(*(json.dumps(t.get(k)) for k in ("imagePullSecrets", "nodeSelector", "tole
 		render --kube-version 1.34.0 --set images.init.digest=sha256:abc
 }
 
-# --- Observability (issue 36 item 6): the PodMonitors and the PrometheusRule render only where the cluster
+# --- Observability: the PodMonitors and the PrometheusRule render only where the cluster
 # serves monitoring.coreos.com/v1, so an install without the Prometheus Operator's CRDs does not fail; with
 # it, every metric the alerts and the dashboard name is one docs/metrics.md lists, each alert has a summary,
 # a description and a runbook_url whose anchor is a docs/troubleshooting.md heading.
@@ -756,7 +756,7 @@ print(", ".join(bad)); sys.exit(1 if bad else 0)' 2>&1) && [ "$(sed -n 's/^home:
 	done
 }
 
-# --- Governance (issue 35): guardrails from values into the injector, a canary revision's selectors, one
+# --- Governance: guardrails from values into the injector, a canary revision's selectors, one
 # namespace label binding the admission policy too.
 t_governance() {
 	local g

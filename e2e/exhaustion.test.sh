@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e/exhaustion.test.sh — a sidecar out of file descriptors does not spin (issue 16 item 8). The real
+# e2e/exhaustion.test.sh — a sidecar out of file descriptors does not spin. The real
 # stockade-init programs a pod netns, the real sidecar runs there as UID 1337 with its descriptor limit
 # at 256 (soft and hard, so raise_nofile cannot lift it), and the agent (UID 1000) opens and holds 400
 # proxied connections to an echo server in the internet netns: each costs the sidecar two descriptors, so

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e/inject.test.sh — `stockade-policy inject` (issue 21): the pod spec it writes around an agent
+# e2e/inject.test.sh — `stockade-policy inject`: the pod spec it writes around an agent
 # container is the one the chart renders around the same container (helm template, compared with keys
 # sorted, lists in order), in native, classic, sidecar-first, init-in-sidecar, startupProbe, no-seccomp and
 # other-UID modes and for Pod, Job and Deployment; every workload kind it writes passes kubeconform;
@@ -187,7 +187,7 @@ t_same_as_chart() {
 		"--api-secret gh=gh-token --api-secret pypi=pypi-token --sidecar-setting peek-timeout-ms=2000 --sidecar-setting dns-upstream-sockets=64"
 }
 
-# --- A seccomp section: both name the profile after its content hash (issue 22), the chart from values,
+# --- A seccomp section: both name the profile after its content hash, the chart from values,
 # inject from the policy file the chart renders; the seccomp ConfigMaps they publish for the installer agree.
 sc_field() { # sc_field FILE — "<profile> <localhostProfile of the first agent container>"
 	python3 -c '
@@ -427,7 +427,7 @@ yaml.safe_dump_all(out, sys.stdout)' "$SK_TMP/rw-once.yaml" >"$SK_TMP/rw-live.ya
 	sk_check_eq "... and not wrapped when a stockade flag differs (the control)" 1 "$rc"
 }
 
-# --- Governance (issue 35): the guardrails into the pod as the injector puts them, held against --policy;
+# --- Governance: the guardrails into the pod as the injector puts them, held against --policy;
 # a pod's own policy ConfigMap by annotation.
 t_governance() {
 	local G=policy/examples/guardrails.yaml

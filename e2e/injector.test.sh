@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e/injector.test.sh — stockade-injector (issue 21 item 3) as the API server and the kubelet see it:
+# e2e/injector.test.sh — stockade-injector as the API server and the kubelet see it:
 # real TLS from a throwaway CA on the loopback of a network namespace of its own, AdmissionReviews POSTed
 # with curl. The patch it answers with, applied to the pod, is what `stockade-policy inject` writes for that
 # pod; a wrapped pod gets no patch; an unsandboxable one is refused with the field; malformed requests get
@@ -222,7 +222,7 @@ stop
 sk_check "SIGTERM: stopped cleanly" grep -q "stockade-injector: stopped" "$T/main.log"
 cp "$T/inj1.pem" "$T/tls.pem"; cp "$T/inj1.key" "$T/tls.key"
 
-# ---- cluster guardrails (issue 35): refused at admission naming the guardrail, carried into the pod ----
+# ---- cluster guardrails: refused at admission naming the guardrail, carried into the pod ----
 printf 'version: 1\ndeniedHosts: [api.github.com]\nblockPrivate: true\n' >"$T/guardrails.yaml"
 start guardrails --guardrails "$T/guardrails.yaml"
 sk_check "guardrails: loaded at start, named with their hash" grep -q "guardrails $T/guardrails.yaml ([0-9a-f]\{16\})" "$T/guardrails.log"

@@ -40,7 +40,7 @@ BLOCKED=(
 	"rawsys umount2|errno=1" "rawsys io_uring_enter|errno=1" "rawsys io_uring_register|errno=1"
 	"rawsys reboot|errno=1" "rawsys lookup_dcookie|errno=1" "rawsys fsopen|errno=1" "rawsys open_tree|errno=1"
 	"rawsys kcmp|errno=1" "rawsys pidfd_getfd|errno=1"
-	# multicast membership (issue 16 item 1); on lo, so the unfiltered baseline sends nothing off the host
+	# multicast membership; on lo, so the unfiltered baseline sends nothing off the host
 	"mcast_join ip4 lo|errno=1" "mcast_join ip4-high lo|errno=1" "mcast_join ip4-on6 lo|errno=1"
 	"mcast_join src4 lo|errno=1" "mcast_join mcast4 lo|errno=1" "mcast_join ip6 lo|errno=1"
 	"mcast_join mcast6 lo|errno=1" "mcast_join anycast6 lo|errno=1"

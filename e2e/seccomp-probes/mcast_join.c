@@ -1,4 +1,4 @@
-/* Multicast membership (issue 16 item 1): the joins make the kernel send IGMP/MLD reports naming a group the
+/* Multicast membership: the joins make the kernel send IGMP/MLD reports naming a group the
  * caller picked, with no socket UID on them. argv[1]:
  *   ip4       IP_ADD_MEMBERSHIP 239.83.69.67 on a UDP socket
  *   ip4-high  the same through syscall() with high garbage above level and optname (the kernel reads ints)

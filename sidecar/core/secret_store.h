@@ -1,5 +1,5 @@
 /* sidecar/core/secret_store.h — the one secret store of the sidecar, shared by the API gateway (`apis:`) and
- * the placeholder swap (`secrets:`, issue 33). Owns: the small-file cache of a secret (an api's valueFile
+ * the placeholder swap (`secrets:`). Owns: the small-file cache of a secret (an api's valueFile
  * and caller token, a secret's valueFile), re-read when the file is rotated (no restart), wiped before it
  * is freed, never logged; the table of `secrets:` values following the policy in force (sk_secret_store);
  * and the streaming redaction matcher that masks a secret wherever an upstream echoes it. No sockets, no
@@ -39,8 +39,8 @@ void sk_secret_file_clear(struct sk_secret_file *f);   /* wipes and frees the ca
 void sk_secret_wipe_free(char *p, size_t n);        /* explicit_bzero(p, n), then free; NULL ok */
 
 /* Replaces every occurrence of the secret in a stream with '*' bytes of the same length (so
- * Content-Length still holds), across write boundaries, whatever the secret's length (issue 16 item 7:
- * a fixed 256-byte hold window let longer secrets through). A streaming Knuth-Morris-Pratt matcher: the
+ * Content-Length still holds), across write boundaries, whatever the secret's length (a fixed
+ * 256-byte hold window once let longer secrets through). A streaming Knuth-Morris-Pratt matcher: the
  * bytes held back are always the longest secret prefix the stream ends with, so they are never copied
  * (they equal secret[0..n_hold)) and each input byte costs O(1) amortised; overlapping occurrences are
  * masked as one run. */

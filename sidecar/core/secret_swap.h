@@ -1,4 +1,4 @@
-/* sidecar/core/secret_swap.h — the placeholder swap of `secrets:` (issue 33; docs/policy.md "Secrets"). Owns:
+/* sidecar/core/secret_swap.h — the placeholder swap of `secrets:` (docs/policy.md "Secrets"). Owns:
  * deciding, for one request, where each secret's placeholder may be replaced by its value and doing it
  * (an HTTP/1 head in one call, an HTTP/2 header in one call), finding a placeholder or a value anywhere
  * else (credential_misuse), and masking values a response echoes. Pure: no I/O, no loop; the values come

@@ -1,4 +1,4 @@
-/* sidecar/core/secret_swap_test.c — the placeholder swap (issue 33): HTTP/1 heads (several occurrences,
+/* sidecar/core/secret_swap_test.c — the placeholder swap: HTTP/1 heads (several occurrences,
  * Basic with and without a user, Bearer, folding refused, misuse in path, query, another header, toward
  * another host or path), HTTP/2 headers (never-index), the scan's encodings, masking across cuts, the
  * store's rotation, and no value in any text produced. */

@@ -483,7 +483,7 @@ static void test_source_limit_resets_extra_connections(void **state)
 	world_down(&w);
 }
 
-/* ---- issue 15: every client byte that can name a host is checked ---- */
+/* ---- every client byte that can name a host is checked ---- */
 
 static int accept_up(struct world *w)
 {
@@ -941,7 +941,7 @@ static void test_declared_tcp_port_connects_at_accept(void **state)
 	world_down(&w);
 }
 
-/* ---- TLS: every hello is judged, not only the first (issue 30: the second ClientHello) ---- */
+/* ---- TLS: every hello is judged, not only the first (the second ClientHello) ---- */
 
 /* A ServerHello record, or a HelloRetryRequest (its random is SHA-256("HelloRetryRequest")). */
 static size_t server_hello_record(bool hrr, uint8_t *out)

@@ -43,8 +43,8 @@ const char *sk_req_gate_judge(const struct sk_rule *r, const char *rule_label, c
  * ("request_unreadable": TLS on a rule that does not inspect, or a stream that is not HTTP). */
 const char *sk_req_gate_conn(const struct sk_rule *r, enum sk_proto seen);
 
-/* A plain-HTTP request head head[0..n) that carries a `secrets:` placeholder or value anywhere (issue 33:
- * plain HTTP is never a swap target, whatever the host): "credential_misuse", else NULL. values: the
+/* A plain-HTTP request head head[0..n) that carries a `secrets:` placeholder or value anywhere (plain
+ * HTTP is never a swap target, whatever the host): "credential_misuse", else NULL. values: the
  * store's, p->n_secrets entries, or NULL (placeholders only). The denial builds no answer naming the
  * path: nothing of the head reaches a log. */
 const char *sk_req_gate_credentials(const struct sk_policy *p, const struct sk_secret_value *values,

@@ -179,7 +179,7 @@ static void test_which_connections(void **state)
 	assert_null(d);
 }
 
-/* issue 33: plain HTTP is never a swap target: a placeholder or value anywhere in a head, to any host */
+/* plain HTTP is never a swap target: a placeholder or value anywhere in a head, to any host */
 static void test_credentials(void **state)
 {
 	(void)state;
