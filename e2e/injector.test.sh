@@ -5,7 +5,8 @@
 # pod; a wrapped pod gets no patch; an unsandboxable one is refused with the field; malformed requests get
 # their HTTP status; the serving certificate rotates without a restart (and a broken one is not taken); one
 # slow client holds one worker, never the others, and is cut at its deadline; the accept queue is bounded;
-# SIGTERM stops it cleanly. Root (network namespace).
+# SIGTERM stops it cleanly. Root (network namespace). Unlike the other netns suites this is one sequence of
+# sections, not SK_CASES: each section restarts the injector with the flags the next ones check.
 set -uo pipefail
 # shellcheck source=e2e/lib.sh
 . "$(dirname "$0")/lib.sh"
