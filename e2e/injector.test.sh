@@ -6,7 +6,8 @@
 # their HTTP status; the serving certificate rotates without a restart (and a broken one is not taken); one
 # slow client holds one worker, never the others, and is cut at its deadline; the accept queue is bounded;
 # SIGTERM stops it cleanly. Root (network namespace). Unlike the other netns suites this is one sequence of
-# sections, not SK_CASES: each section restarts the injector with the flags the next ones check.
+# sections, not SK_CASES: the injector is started with the flags a run of sections checks, and those sections
+# share it (serving, policy review, malformed and rotation run against one).
 set -uo pipefail
 # shellcheck source=e2e/lib.sh
 . "$(dirname "$0")/lib.sh"
