@@ -29,6 +29,9 @@ SKN_LOGS=$SKN_STATE/logs
 SKN_PIDS=$SKN_RUN/pid
 SKN_KUBECONFIG=$SKN_STATE/admin.kubeconfig
 SKN_CNI_BIN=${SKN_CNI_BIN:-/usr/lib/cni}
+# containerd's bin_dir: a directory of symlinks to $SKN_CNI_BIN's plugins (made by up), where stockade-cni's
+# installer may add its plugin without writing into the package's directory.
+SKN_CNI_LINKS=$SKN_STATE/cni/bin
 
 SKN_BRIDGE=skbr0
 SKN_BR_IP4=198.19.0.1 SKN_BR_IP6=2001:db8:2a::1
