@@ -651,6 +651,14 @@ static void m_release(struct h1 *h, struct sk_pt_out *o)
 	memmove(h->mpend.p, h->mpend.p + n, h->mpend.len - n);
 	explicit_bzero(h->mpend.p + h->mpend.len - n, n);
 	h->mpend.len -= n;
+	if (h->nspans && n > h->spans[0].off) {
+		/* the released part of the first span leaves it: its offset stays within mpend (subtracting n
+		 * alone wrapped it below 0, and m_fill's pointer overflowed before span_done brought it back) */
+		size_t k = n - h->spans[0].off;
+		h->spans[0].off += k;
+		h->spans[0].len -= k;
+		h->span_done -= k;
+	}
 	for (size_t i = 0; i < h->nspans; i++)
 		h->spans[i].off -= n;
 	h->head_at = h->head_at > n ? h->head_at - n : 0;

@@ -425,6 +425,32 @@ static void test_responses_are_masked_across_records_and_chunks(void **state)
 	}
 }
 
+/* Regression (fuzz_inspect_h1_mask): a record ending in the middle of a chunk, its last bytes a possible
+ * start of the value, released the span's head and held the rest; the span's offset then wrapped below 0
+ * and the next release wrote through an overflowed pointer (UBSan under clang). Every cut, both orders of
+ * the held bytes: the same bytes as the server's, each value masked. */
+static void test_mask_release_inside_a_chunk(void **state)
+{
+	struct fx *x = *state;
+	const char *resp = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+			   "4\r\naas3\r\n10\r\ncr3t-VALUE-1234x\r\n0\r\nX-T: s3" VAL "\r\n\r\n";
+	const char *want = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+			   "4\r\naa**\r\n10\r\n***************x\r\n0\r\nX-T: s3" STARS "\r\n\r\n";
+	assert_int_equal(strlen(resp), strlen(want));
+	for (size_t cut = 1; cut <= strlen(resp); cut++) {
+		struct sk_pt_filter *f = secret_filter(x, true);
+		feed_request(x, f, GET_OK);
+		struct sk_strbuf down = { 0 };
+		bool closed;
+		serve_cut(f, resp, cut, &down, &closed);
+		if (down.len != strlen(want) || memcmp(down.p, want, down.len) != 0)
+			fail_msg("cut %zu: got %.*s", cut, (int)down.len, str(&down));
+		assert_false(closed);
+		f->ops->free(f);
+		sk_strbuf_free(&down);
+	}
+}
+
 /* A body delimited by the close: what the mask holds at the end goes with the close, masked. */
 static void test_masked_body_until_close(void **state)
 {
@@ -620,6 +646,7 @@ int main(void)
 		T(test_websocket_upgrade_is_refused),
 		T(test_mode_audit_lets_it_through),
 		T(test_responses_are_masked_across_records_and_chunks),
+		T(test_mask_release_inside_a_chunk),
 		T(test_masked_body_until_close),
 		T(test_masked_connection_refuses_a_compressed_response),
 		T(test_value_in_chunk_framing_fails_closed),
