@@ -799,7 +799,11 @@ static enum sk_pt_verdict from_server(struct sk_pt_filter *f, const uint8_t *buf
 			n = collect(h, buf + off, len - off, false, &done);
 			if (h->masking && !content && (done || h->rs == RS_UNTIL_CLOSE)) {
 				h->head_held = false;
-				if (done && sk_swap_mask_finds(&h->mask, (const uint8_t *)h->line.p, h->line.len)) {
+				/* bytes before a chunk's CRLF (data past its size) right after content the mask holds
+				 * back would join it unsearched: fail closed as for a value in the framing */
+				bool overrun = h->rs == RS_CHUNK_CRLF && sk_swap_mask_held(&h->mask) &&
+					       !(h->line.len == 1 || (h->line.len == 2 && h->line.p[0] == '\r'));
+				if (done && (overrun || sk_swap_mask_finds(&h->mask, (const uint8_t *)h->line.p, h->line.len))) {
 					sk_strbuf_reset(&h->line);
 					mrc = -EPROTO;
 					break;

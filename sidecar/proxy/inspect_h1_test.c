@@ -520,16 +520,21 @@ static void test_masked_connection_refuses_a_compressed_response(void **state)
 	sk_strbuf_free(&down);
 }
 
-/* The value in chunk framing (an extension, or bytes before a chunk's CRLF), where the mask does not
- * search: the line is held whole and the connection fails, nothing of the line sent, at every cut. */
+/* The value in chunk framing (an extension, or bytes before a chunk's CRLF, whole or after the value's
+ * head ending the chunk), where the mask does not search: the line is held whole and the connection
+ * fails, nothing of the line sent, at every cut. */
 static void test_value_in_chunk_framing_fails_closed(void **state)
 {
 	struct fx *x = *state;
 	static const char *const bad[] = {
 		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3;e=" VAL "\r\nabc\r\n0\r\n\r\n",
 		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc" VAL "\r\n0\r\n\r\n",
+		/* regression (fuzz_inspect_h1_mask): the value's head ends a chunk, its last byte comes before
+		 * the CRLF; the mask held the head, the framing line went on unsearched and the agent's stream
+		 * held the value whole */
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n12\r\nab" "s3cr3t-VALUE-123" "4\r\n0\r\n\r\n",
 	};
-	for (size_t i = 0; i < 2; i++) {
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		for (size_t cut = 1; cut <= strlen(bad[i]); cut++) {
 			struct sk_pt_filter *f = secret_filter(x, true);
 			feed_request(x, f, GET_OK);
