@@ -877,6 +877,11 @@ static enum sk_pt_verdict on_closed(struct sk_pt_filter *f, bool client_side, st
 	if (!h->masking)
 		return SK_PT_PASS;
 	/* the server's end: what the mask held goes, masked (a head cut short too: the agent sees it cut) */
+	if (h->head_held && (h->rs == RS_CHUNK_SIZE || h->rs == RS_CHUNK_CRLF)) {
+		/* but a chunk line cut short is framing, never searched: dropped, not released */
+		explicit_bzero(h->mpend.p + h->head_at, h->mpend.len - h->head_at);
+		h->mpend.len = h->head_at;
+	}
 	h->head_held = false;
 	if (m_content(h, NULL, 0, true) < 0) {
 		o->reason = "client_data_refused";

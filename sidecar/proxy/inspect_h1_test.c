@@ -520,6 +520,35 @@ static void test_masked_connection_refuses_a_compressed_response(void **state)
 	sk_strbuf_free(&down);
 }
 
+/* Regression (fuzz_inspect_h1_mask): a chunk line cut short by the server's close, the value in its
+ * extension or before its CRLF: framing the mask does not search, released as it was at the close. It is
+ * dropped now; the content before it goes, masked. */
+static void test_chunk_line_cut_short_at_close_is_dropped(void **state)
+{
+	struct fx *x = *state;
+	static const char *const bad[] = {
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3;e=" VAL,
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc" VAL,
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		for (size_t cut = 1; cut <= strlen(bad[i]); cut++) {
+			struct sk_pt_filter *f = secret_filter(x, true);
+			feed_request(x, f, GET_OK);
+			struct sk_strbuf down = { 0 };
+			bool closed;
+			serve_cut(f, bad[i], cut, &down, &closed);
+			struct sk_pt_out o = { 0 };
+			assert_int_equal(f->ops->closed(f, false, &o), SK_PT_EMIT);
+			(void)sk_strbuf_put(&down, o.to_peer.p, o.to_peer.len);
+			assert_null(strstr(str(&down), "s3cr3t-"));
+			assert_non_null(strstr(str(&down), i ? "chunked\r\n\r\n3\r\nabc" : "chunked\r\n\r\n"));
+			sk_pt_out_free(&o);
+			f->ops->free(f);
+			sk_strbuf_free(&down);
+		}
+	}
+}
+
 /* The value in chunk framing (an extension, or bytes before a chunk's CRLF, whole or after the value's
  * head ending the chunk), where the mask does not search: the line is held whole and the connection
  * fails, nothing of the line sent, at every cut. */
@@ -653,6 +682,7 @@ int main(void)
 		T(test_responses_are_masked_across_records_and_chunks),
 		T(test_mask_release_inside_a_chunk),
 		T(test_masked_body_until_close),
+		T(test_chunk_line_cut_short_at_close_is_dropped),
 		T(test_masked_connection_refuses_a_compressed_response),
 		T(test_value_in_chunk_framing_fails_closed),
 		T(test_body_carrying_a_placeholder_ends_the_connection),
