@@ -10,8 +10,8 @@
  * Invariants:
  *   - what goes on toward the server (read again by a fresh request tracker) never holds the placeholder
  *     or the value, in any case, in a head or in a body's data: a body carrying one is always refused;
- *   - what the agent receives never holds the raw value (unless the agent sent it: the filter's answers
- *     echo its host and path), whatever the cut, but straddling the end of a
+ *   - what the agent receives never holds the raw value (unless the agent sent it, in any case: the
+ *     filter's answers echo its host, lower-cased, and path), whatever the cut, but straddling the end of a
  *     response as the server framed it (each response is released whole; a third run, the server's
  *     stream a byte at a time, shows where the filter released a value's head before its last byte);
  *   - masking keeps lengths: with no refusal on the connection, the agent receives the server's bytes
@@ -278,7 +278,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	run(agent, alen, srv, slen, val, 0, &whole, NULL);
 	run(agent, alen, srv, slen, val, seed, &cut, NULL);
 	run(agent, alen, srv, slen, val, 0, &bytes, rel);
-	bool agent_has = memmem(agent, alen, val, strlen(val)) != NULL;
+	bool agent_has = has_ci(agent, alen, val);   /* (the answers name the host lower-cased) */
 	check_back(&bytes, srv, slen, val, rel, agent_has);
 	check_upstream(&whole.up, val);
 	check_upstream(&cut.up, val);
