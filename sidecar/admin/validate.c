@@ -282,7 +282,7 @@ static int usage(FILE *f)
 int sk_validate_main(int argc, char **argv)
 {
 	struct sk_validate o = { .timeout_ms = SK_VALIDATE_TIMEOUT_MS };
-	for (int i = 1; i < argc; i++) {
+	for (int i = 1; i < argc; i += 2) {   /* each option takes a value */
 		const char *a = argv[i];
 		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
 			return usage(stdout) < 0 || fflush(stdout) != 0 ? SK_EXIT_RUNTIME : SK_EXIT_OK;
@@ -305,7 +305,6 @@ int sk_validate_main(int argc, char **argv)
 			(void)usage(stderr);
 			return SK_EXIT_USAGE;
 		}
-		i++;
 	}
 	if (!o.policy_path) {
 		(void)fprintf(stderr, "stockade-sidecar validate: --policy is required\n");

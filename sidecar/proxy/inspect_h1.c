@@ -651,6 +651,14 @@ static void m_release(struct h1 *h, struct sk_pt_out *o)
 	memmove(h->mpend.p, h->mpend.p + n, h->mpend.len - n);
 	explicit_bzero(h->mpend.p + h->mpend.len - n, n);
 	h->mpend.len -= n;
+	if (h->nspans && n > h->spans[0].off) {
+		/* the released part of the first span leaves it: its offset stays within mpend (subtracting n
+		 * alone wrapped it below 0, and m_fill's pointer overflowed before span_done brought it back) */
+		size_t k = n - h->spans[0].off;
+		h->spans[0].off += k;
+		h->spans[0].len -= k;
+		h->span_done -= k;
+	}
 	for (size_t i = 0; i < h->nspans; i++)
 		h->spans[i].off -= n;
 	h->head_at = h->head_at > n ? h->head_at - n : 0;
@@ -791,7 +799,11 @@ static enum sk_pt_verdict from_server(struct sk_pt_filter *f, const uint8_t *buf
 			n = collect(h, buf + off, len - off, false, &done);
 			if (h->masking && !content && (done || h->rs == RS_UNTIL_CLOSE)) {
 				h->head_held = false;
-				if (done && sk_swap_mask_finds(&h->mask, (const uint8_t *)h->line.p, h->line.len)) {
+				/* bytes before a chunk's CRLF (data past its size) right after content the mask holds
+				 * back would join it unsearched: fail closed as for a value in the framing */
+				bool overrun = h->rs == RS_CHUNK_CRLF && sk_swap_mask_held(&h->mask) &&
+					       !(h->line.len == 1 || (h->line.len == 2 && h->line.p[0] == '\r'));
+				if (done && (overrun || sk_swap_mask_finds(&h->mask, (const uint8_t *)h->line.p, h->line.len))) {
 					sk_strbuf_reset(&h->line);
 					mrc = -EPROTO;
 					break;
@@ -865,6 +877,11 @@ static enum sk_pt_verdict on_closed(struct sk_pt_filter *f, bool client_side, st
 	if (!h->masking)
 		return SK_PT_PASS;
 	/* the server's end: what the mask held goes, masked (a head cut short too: the agent sees it cut) */
+	if (h->head_held && (h->rs == RS_CHUNK_SIZE || h->rs == RS_CHUNK_CRLF)) {
+		/* but a chunk line cut short is framing, never searched: dropped, not released */
+		explicit_bzero(h->mpend.p + h->head_at, h->mpend.len - h->head_at);
+		h->mpend.len = h->head_at;
+	}
 	h->head_held = false;
 	if (m_content(h, NULL, 0, true) < 0) {
 		o->reason = "client_data_refused";

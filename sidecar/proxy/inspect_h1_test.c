@@ -425,6 +425,32 @@ static void test_responses_are_masked_across_records_and_chunks(void **state)
 	}
 }
 
+/* Regression (fuzz_inspect_h1_mask): a record ending in the middle of a chunk, its last bytes a possible
+ * start of the value, released the span's head and held the rest; the span's offset then wrapped below 0
+ * and the next release wrote through an overflowed pointer (UBSan under clang). Every cut, both orders of
+ * the held bytes: the same bytes as the server's, each value masked. */
+static void test_mask_release_inside_a_chunk(void **state)
+{
+	struct fx *x = *state;
+	const char *resp = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+			   "4\r\naas3\r\n10\r\ncr3t-VALUE-1234x\r\n0\r\nX-T: s3" VAL "\r\n\r\n";
+	const char *want = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+			   "4\r\naa**\r\n10\r\n***************x\r\n0\r\nX-T: s3" STARS "\r\n\r\n";
+	assert_int_equal(strlen(resp), strlen(want));
+	for (size_t cut = 1; cut <= strlen(resp); cut++) {
+		struct sk_pt_filter *f = secret_filter(x, true);
+		feed_request(x, f, GET_OK);
+		struct sk_strbuf down = { 0 };
+		bool closed;
+		serve_cut(f, resp, cut, &down, &closed);
+		if (down.len != strlen(want) || memcmp(down.p, want, down.len) != 0)
+			fail_msg("cut %zu: got %.*s", cut, (int)down.len, str(&down));
+		assert_false(closed);
+		f->ops->free(f);
+		sk_strbuf_free(&down);
+	}
+}
+
 /* A body delimited by the close: what the mask holds at the end goes with the close, masked. */
 static void test_masked_body_until_close(void **state)
 {
@@ -494,16 +520,50 @@ static void test_masked_connection_refuses_a_compressed_response(void **state)
 	sk_strbuf_free(&down);
 }
 
-/* The value in chunk framing (an extension, or bytes before a chunk's CRLF), where the mask does not
- * search: the line is held whole and the connection fails, nothing of the line sent, at every cut. */
+/* Regression (fuzz_inspect_h1_mask): a chunk line cut short by the server's close, the value in its
+ * extension or before its CRLF: framing the mask does not search, released as it was at the close. It is
+ * dropped now; the content before it goes, masked. */
+static void test_chunk_line_cut_short_at_close_is_dropped(void **state)
+{
+	struct fx *x = *state;
+	static const char *const bad[] = {
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3;e=" VAL,
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc" VAL,
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		for (size_t cut = 1; cut <= strlen(bad[i]); cut++) {
+			struct sk_pt_filter *f = secret_filter(x, true);
+			feed_request(x, f, GET_OK);
+			struct sk_strbuf down = { 0 };
+			bool closed;
+			serve_cut(f, bad[i], cut, &down, &closed);
+			struct sk_pt_out o = { 0 };
+			assert_int_equal(f->ops->closed(f, false, &o), SK_PT_EMIT);
+			(void)sk_strbuf_put(&down, o.to_peer.p, o.to_peer.len);
+			assert_null(strstr(str(&down), "s3cr3t-"));
+			assert_non_null(strstr(str(&down), i ? "chunked\r\n\r\n3\r\nabc" : "chunked\r\n\r\n"));
+			sk_pt_out_free(&o);
+			f->ops->free(f);
+			sk_strbuf_free(&down);
+		}
+	}
+}
+
+/* The value in chunk framing (an extension, or bytes before a chunk's CRLF, whole or after the value's
+ * head ending the chunk), where the mask does not search: the line is held whole and the connection
+ * fails, nothing of the line sent, at every cut. */
 static void test_value_in_chunk_framing_fails_closed(void **state)
 {
 	struct fx *x = *state;
 	static const char *const bad[] = {
 		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3;e=" VAL "\r\nabc\r\n0\r\n\r\n",
 		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc" VAL "\r\n0\r\n\r\n",
+		/* regression (fuzz_inspect_h1_mask): the value's head ends a chunk, its last byte comes before
+		 * the CRLF; the mask held the head, the framing line went on unsearched and the agent's stream
+		 * held the value whole */
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n12\r\nab" "s3cr3t-VALUE-123" "4\r\n0\r\n\r\n",
 	};
-	for (size_t i = 0; i < 2; i++) {
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		for (size_t cut = 1; cut <= strlen(bad[i]); cut++) {
 			struct sk_pt_filter *f = secret_filter(x, true);
 			feed_request(x, f, GET_OK);
@@ -620,7 +680,9 @@ int main(void)
 		T(test_websocket_upgrade_is_refused),
 		T(test_mode_audit_lets_it_through),
 		T(test_responses_are_masked_across_records_and_chunks),
+		T(test_mask_release_inside_a_chunk),
 		T(test_masked_body_until_close),
+		T(test_chunk_line_cut_short_at_close_is_dropped),
 		T(test_masked_connection_refuses_a_compressed_response),
 		T(test_value_in_chunk_framing_fails_closed),
 		T(test_body_carrying_a_placeholder_ends_the_connection),
