@@ -88,6 +88,7 @@ struct h1 {
 	enum ws_state ws;
 	char ws_accept[32];      /* the Sec-WebSocket-Accept the server must answer */
 	bool ws_ext;             /* the server agreed an extension: RSV bits may be set */
+	bool ws_declined;        /* declined with the agent's bytes held: they are judged now */
 	const char *ws_fail;     /* the server's 101 or frames broke the protocol: the connection fails */
 	struct ws_dir wc, wsv;   /* the agent's frames, the server's */
 };
@@ -576,6 +577,8 @@ static int refuse_framing(struct h1 *h, const char *why, const struct sk_http_he
 	return owe_answer(h, a, len, true) < 0 ? -ENOMEM : 0;
 }
 
+static enum sk_pt_verdict client_run(struct h1 *h, const uint8_t *buf, size_t len, struct sk_pt_out *o);
+
 static enum sk_pt_verdict from_client(struct sk_pt_filter *f, const uint8_t *buf, size_t len, struct sk_pt_out *o)
 {
 	struct h1 *h = h1_of(f);
@@ -587,6 +590,13 @@ static enum sk_pt_verdict from_client(struct sk_pt_filter *f, const uint8_t *buf
 		}
 		return SK_PT_PASS;
 	}
+	return client_run(h, buf, len, o);
+}
+
+/* The agent's bytes buf[0..len) after those held in h->pend (len 0: the held ones alone): what goes to
+ * the server into o->to_peer, our answers due now into o->to_sender. */
+static enum sk_pt_verdict client_run(struct h1 *h, const uint8_t *buf, size_t len, struct sk_pt_out *o)
+{
 	if (h->unjudged)
 		return SK_PT_PASS;
 	if (h->ended)
@@ -782,14 +792,11 @@ static void response_head(struct h1 *h)
 		q_pop(h);
 	h->rs = RS_HEAD;
 	if (h->ws == WS_WAIT) {
-		/* a declined upgrade: the connection stays HTTP. What the agent sent after the upgrade request
-		 * was held unjudged; rather than judge it late, the connection ends after this response */
+		/* a declined upgrade: the connection stays HTTP; what the agent sent behind the upgrade request
+		 * was held, and is judged as the next requests (ws_declined) */
 		h->ws = WS_NONE;
 		sk_http_track_upgrade_result(&h->track, false);
-		if (h->pend.len) {
-			sk_strbuf_reset(&h->pend);
-			(void)owe_answer(h, NULL, 0, true);   /* an empty answer that closes: after this response */
-		}
+		h->ws_declined = h->pend.len > 0;   /* judged now, at the end of from_server */
 	}
 	if (head_method || status == 204 || status == 304)
 		return;
@@ -1145,6 +1152,36 @@ static enum sk_pt_verdict from_server(struct sk_pt_filter *f, const uint8_t *buf
 	}
 	if (closed)
 		o->close_after = true;
+	if (!h->masking && h->ws_declined) {
+		/* the agent's bytes held behind a declined upgrade: judged as requests now, as they would have
+		 * been had they come after this answer; what they send goes toward the server (to_sender), our
+		 * answers to the agent after what this chunk carried */
+		h->ws_declined = false;
+		enum sk_pt_verdict v = out_end(h, o, true, len, buf);
+		if (v == SK_PT_PASS)
+			(void)sk_strbuf_put(&o->to_peer, buf, len);
+		struct sk_pt_out tmp = { 0 };
+		enum sk_pt_verdict cv = client_run(h, NULL, 0, &tmp);
+		if (cv == SK_PT_FAIL || v == SK_PT_FAIL) {
+			sk_pt_out_free(&tmp);
+			sk_strbuf_reset(&o->to_peer);
+			sk_strbuf_reset(&o->to_sender);
+			o->reason = "client_data_refused";
+			return SK_PT_FAIL;
+		}
+		/* a PASS of the held bytes is impossible (they were in pend); EMIT carries them in tmp */
+		(void)sk_strbuf_put(&o->to_sender, tmp.to_peer.p, tmp.to_peer.len);
+		(void)sk_strbuf_put(&o->to_peer, tmp.to_sender.p, tmp.to_sender.len);
+		o->close_after = o->close_after || tmp.close_after;
+		sk_pt_out_free(&tmp);
+		if (sk_strbuf_ok(&o->to_peer) < 0 || sk_strbuf_ok(&o->to_sender) < 0) {
+			sk_strbuf_reset(&o->to_peer);
+			sk_strbuf_reset(&o->to_sender);
+			o->reason = "client_data_refused";
+			return SK_PT_FAIL;
+		}
+		return SK_PT_EMIT;
+	}
 	if (!h->masking)
 		return out_end(h, o, true, len, buf);
 	m_release(h, o);

@@ -17,8 +17,8 @@
  * held until the server answers. A 101 is held whole and checked (Upgrade, Connection and the
  * Sec-WebSocket-Accept its key asks for; else websocket_bad_accept, SK_PT_FAIL); after it the held bytes
  * go on as the agent's first frames (to_sender of from_server) and every frame both ways is followed and
- * passed unchanged (websocket_bad_frame on a violation). A declined upgrade leaves the connection HTTP;
- * if the agent had sent more behind it, the connection ends after that response.
+ * passed unchanged (websocket_bad_frame on a violation). A declined upgrade leaves the connection HTTP:
+ * the held bytes are judged then as the next requests (what goes on leaves in from_server's to_sender).
  *
  * Secrets (core/secret_swap.h): the body prefix of every request is shown to the body hook (the misuse
  * scan); a refusal there comes after the head and part of the body went on, so the server holds a partial
