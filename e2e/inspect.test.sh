@@ -553,6 +553,27 @@ echo world" "$out"
 	sk_check "its reason: websocket_secret_host" grep -q '"reason":"websocket_secret_host"' <<<"$out"
 	sk_check_eq "the upstreams never got the refused upgrades" 0 \
 		"$(grep -c -e '^GET /ws/other git.example' -e '^GET /repos/acme/ws github.example' "$SK_TMP/upstream.log")"
+	# requests written behind an upgrade the server declines (200): held, then judged like any other
+	out=$(agent "$PY" "$HERE/raw_tls.py" pypi.example 443 "$SK_TMP/podca.pem" <<'REQ'
+GET /nows/up HTTP/1.1
+Host: pypi.example
+Upgrade: websocket
+Connection: Upgrade
+Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==
+Sec-WebSocket-Version: 13
+
+POST /nows/upload HTTP/1.1
+Host: pypi.example
+
+GET /nows/after HTTP/1.1
+Host: pypi.example
+
+REQ
+	)
+	sk_check "a declined upgrade is answered by the upstream" grep -q '^ok GET /nows/up' <<<"$out"
+	sk_check "the POST written behind it is answered 403 by the sidecar" grep -q '"method":"POST"' <<<"$out"
+	sk_check "the GET behind that goes on" grep -q '^ok GET /nows/after' <<<"$out"
+	sk_check_eq "the upstream never got the POST" 0 "$(seen "POST /nows/upload pypi.example")"
 	settle
 	sk_check_eq "audit: deny websocket_secret_host, inspected" 1 \
 		"$(aq event=deny reason=websocket_secret_host name=github.example inspected=True method=GET path=/repos/acme/ws)"
