@@ -531,6 +531,15 @@ static int judge_head(struct h1 *h, const uint8_t *head, size_t n, const struct 
 				return -ENOMEM;
 			sent = 2;
 		}
+		/* the hook turns masking on for a host a secret lists (one a reload added since the connection
+		 * began too): frames toward it would not be searched, so the upgrade is refused after all */
+		if (hd->upgrade && h->masking &&
+		    (!h->hooks.refuse || h->hooks.refuse(h->hooks.ctx, h->request, "websocket_secret_host", hd->method, path))) {
+			size_t len = 0;
+			char *a = sk_req_answer(403, "Forbidden", "websocket_secret_host", h->rule_label, hd->method,
+						host_text(hd, ip), path, true, &len);
+			return owe_answer(h, a, len, true) < 0 ? -ENOMEM : 0;
+		}
 	}
 allowed:
 	if (q_push(h, (struct owed){ .head_method = strcmp(hd->method, "HEAD") == 0, .request = h->request }) < 0)

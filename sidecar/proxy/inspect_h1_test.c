@@ -796,6 +796,38 @@ static void test_websocket_refused_toward_a_secret_host(void **state)
 	f->ops->free(f);
 }
 
+/* A rewrite hook that turns masking on as it sees the head (a host a reload made secret-listed): the
+ * upgrade it was about to let on is refused after all. */
+static int mask_on_rewrite(void *ctx, uint32_t request, const uint8_t *head, size_t n, const struct sk_http_head *h,
+			   struct sk_strbuf *out, const char **reason)
+{
+	(void)request;
+	(void)head;
+	(void)n;
+	(void)h;
+	(void)out;
+	(void)reason;
+	struct fx *x = ctx;
+	assert_int_equal(sk_swap_mask_add(sk_h1_filter_mask(x->f), VAL, sizeof(VAL) - 1), 0);
+	return 0;
+}
+
+static void test_websocket_refused_when_the_swap_turns_masking_on(void **state)
+{
+	struct fx *x = *state;
+	x->f->ops->free(x->f);
+	struct sk_h1_hooks hooks = { .ctx = x, .refuse = refuse, .rewrite = mask_on_rewrite };
+	struct sk_err err = { 0 };
+	assert_int_equal(sk_h1_filter_new("api.example.com", "gh", &hooks, &x->f, &err), 0);
+	struct sk_strbuf up = { 0 }, down = { 0 };
+	assert_int_equal(client(x, WS_REQ("/repos/acme/ws"), &up, &down), SK_PT_EMIT);
+	assert_int_equal(up.len, 0);
+	assert_true(x->out.close_after);
+	assert_string_equal(x->reasons, "websocket_secret_host#1");
+	sk_strbuf_free(&up);
+	sk_strbuf_free(&down);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -826,6 +858,7 @@ int main(void)
 		T(test_websocket_request_pipelined_after_the_upgrade),
 		T(test_websocket_frames_held_then_checked),
 		T(test_websocket_refused_toward_a_secret_host),
+		T(test_websocket_refused_when_the_swap_turns_masking_on),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
