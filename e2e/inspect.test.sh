@@ -537,6 +537,48 @@ EOF
 	fi
 }
 
+# A websocket through an inspected HTTP/1.1 connection: the upgrade judged like a GET, the server's 101
+# checked, frames echoed both ways; refused by a rule's paths, and toward a host a secret lists.
+t_websocket() {
+	out=$(agent "$PY" "$HERE/ws_client.py" pypi.example /ws/echo "$SK_TMP/podca.pem" hello world 2>&1)
+	sk_check_eq "an allowed upgrade switches and frames echo both ways" "status 101
+echo hello
+echo world" "$out"
+	sk_check_eq "the upstream got the upgrade" 1 "$(seen "GET /ws/echo pypi.example")"
+	out=$(agent "$PY" "$HERE/ws_client.py" git.example /ws/other "$SK_TMP/podca.pem" hello 2>&1)
+	sk_check "an upgrade on a path the rule does not allow is answered 403" grep -q '^status 403' <<<"$out"
+	sk_check "its reason: no_request_rule" grep -q '"reason":"no_request_rule"' <<<"$out"
+	out=$(agent "$PY" "$HERE/ws_client.py" github.example /repos/acme/ws "$SK_TMP/podca.pem" hello 2>&1)
+	sk_check "an upgrade toward a host a secret lists is answered 403" grep -q '^status 403' <<<"$out"
+	sk_check "its reason: websocket_secret_host" grep -q '"reason":"websocket_secret_host"' <<<"$out"
+	sk_check_eq "the upstreams never got the refused upgrades" 0 \
+		"$(grep -c -e '^GET /ws/other git.example' -e '^GET /repos/acme/ws github.example' "$SK_TMP/upstream.log")"
+	# requests written behind an upgrade the server declines (200): held, then judged like any other
+	out=$(agent "$PY" "$HERE/raw_tls.py" pypi.example 443 "$SK_TMP/podca.pem" <<'REQ'
+GET /nows/up HTTP/1.1
+Host: pypi.example
+Upgrade: websocket
+Connection: Upgrade
+Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==
+Sec-WebSocket-Version: 13
+
+POST /nows/upload HTTP/1.1
+Host: pypi.example
+
+GET /nows/after HTTP/1.1
+Host: pypi.example
+
+REQ
+	)
+	sk_check "a declined upgrade is answered by the upstream" grep -q '^ok GET /nows/up' <<<"$out"
+	sk_check "the POST written behind it is answered 403 by the sidecar" grep -q '"method":"POST"' <<<"$out"
+	sk_check "the GET behind that goes on" grep -q '^ok GET /nows/after' <<<"$out"
+	sk_check_eq "the upstream never got the POST" 0 "$(seen "POST /nows/upload pypi.example")"
+	settle
+	sk_check_eq "audit: deny websocket_secret_host, inspected" 1 \
+		"$(aq event=deny reason=websocket_secret_host name=github.example inspected=True method=GET path=/repos/acme/ws)"
+}
+
 SK_CASES=(get_allowed post_denied read_only host_not_sni smuggled_second_request http2 upstream_cert_invalid
-	git_read_only secret_swap secret_mask pinned_client_fails_closed ca_key_out_of_reach no_inspect_untouched reload_toggles_inspection budget_counts_plaintext trust_files sigterm_with_a_bridge_open)
+	git_read_only secret_swap secret_mask pinned_client_fails_closed ca_key_out_of_reach no_inspect_untouched reload_toggles_inspection budget_counts_plaintext trust_files websocket sigterm_with_a_bridge_open)
 sk_main "$@"

@@ -5,7 +5,12 @@ TLS with that certificate (ALPN h2 and http/1.1), every method on every path ans
 "METHOD TARGET :authority h2") is appended to LOG, so the suite can show a denied request never arrived.
 With SK_GIT_ROOT set, targets under /git/ are git's smart HTTP, served by `git http-backend` (CGI) over
 the repositories there, on both protocols: real clones and pushes for the suite's git case. Targets with
-/echo or /gzip reflect the request's Authorization (see Handler.echo): the suite's masking case."""
+/echo or /gzip reflect the request's Authorization (see Handler.echo): the suite's masking case. Targets
+with /ws answer a websocket upgrade (RFC 6455 handshake) and echo every text or binary frame until a
+close frame (Handler.websocket): the suite's websocket case."""
+import base64
+import hashlib
+import struct
 import gzip
 import http.server
 import os
@@ -65,6 +70,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             f.write("%s %s %s\n" % (self.command, self.path, self.headers.get("Host", "")))
         if self.headers.get("Authorization"):
             log_auth(self.path, self.headers["Authorization"])
+        if "/ws" in self.path and self.headers.get("Upgrade", "").lower() == "websocket":
+            self.websocket()
+            return
         n = int(self.headers.get("Content-Length") or 0)
         data = self.rfile.read(n) if n else b""
         if GIT_ROOT and self.path.startswith("/git/"):
@@ -86,6 +94,36 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
+
+    def websocket(self):
+        """The server side of RFC 6455: the 101 with the key's accept, then each frame's payload (unmasked)
+        echoed back in an unmasked frame of the same opcode; a close frame is answered and ends it."""
+        key = self.headers.get("Sec-WebSocket-Key", "")
+        accept = base64.b64encode(hashlib.sha1((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").encode()).digest())
+        self.send_response(101, "Switching Protocols")
+        self.send_header("Upgrade", "websocket")
+        self.send_header("Connection", "Upgrade")
+        self.send_header("Sec-WebSocket-Accept", accept.decode())
+        self.end_headers()
+        self.wfile.flush()
+        while True:
+            hdr = self.rfile.read(2)
+            if len(hdr) < 2:
+                break
+            op, n = hdr[0] & 0x0F, hdr[1] & 0x7F
+            if n == 126:
+                n = struct.unpack("!H", self.rfile.read(2))[0]
+            elif n == 127:
+                n = struct.unpack("!Q", self.rfile.read(8))[0]
+            mask = self.rfile.read(4) if hdr[1] & 0x80 else b"\0\0\0\0"
+            payload = bytes(b ^ mask[i % 4] for i, b in enumerate(self.rfile.read(n)))
+            out = bytes([0x80 | op]) + (bytes([len(payload)]) if len(payload) < 126 else
+                                         bytes([126]) + struct.pack("!H", len(payload))) + payload
+            self.wfile.write(out)
+            self.wfile.flush()
+            if op == 8:
+                break
+        self.close_connection = True
 
     def echo(self, data):
         """A server that reflects the request's credential (a debug endpoint, an error page): the

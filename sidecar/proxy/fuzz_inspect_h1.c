@@ -10,7 +10,9 @@
  *   - a PASS leaves the out buffers empty;
  *   - what the agent gets is whole responses one after another: the server's and the filter's answers,
  *     never an answer inside a response;
- *   - how the stream is cut changes nothing: the same bytes go on and the same answers come back.
+ *   - how the stream is cut changes nothing: the same bytes go on and the same answers come back (also
+ *     for what the agent sends behind a websocket upgrade, which this server declines: held, then judged);
+ *   - an upgrade reaches the server only as a websocket GET on the first request.
  * Seeds: sidecar/proxy/fuzz/fuzz_inspect_h1/. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -89,6 +91,11 @@ static void server_read(struct server *sv, const struct sk_strbuf *up)
 		struct sk_http_head h;
 		enum sk_track_result r = sk_http_track_next(&sv->t, (const uint8_t *)up->p + sv->off, up->len - sv->off,
 							    &n, &h, NULL);
+		if (r == SK_TRACK_HOLD) {
+			/* a websocket upgrade: this server declines it (the 200 queued at its head) */
+			sk_http_track_upgrade_result(&sv->t, false);
+			continue;
+		}
 		if (r != SK_TRACK_FORWARD && r != SK_TRACK_HEAD)
 			return;
 		if (r == SK_TRACK_HEAD)
@@ -97,10 +104,11 @@ static void server_read(struct server *sv, const struct sk_strbuf *up)
 	}
 }
 
-/* Feeds the owed responses to the filter in pieces; what reaches the agent into back. false: the filter
- * ended the connection. */
+/* Feeds the owed responses to the filter in pieces; what reaches the agent into back, what the filter
+ * sends the server meanwhile (the agent's bytes held behind a declined upgrade) into up, read and answered
+ * in turn. false: the filter ended the connection. */
 static bool server_answer(struct sk_pt_filter *f, struct server *sv, uint32_t *seed, struct sk_strbuf *back,
-			  struct sk_pt_out *out)
+			  struct sk_pt_out *out, struct sk_strbuf *up)
 {
 	size_t off = 0;
 	bool open = true;
@@ -115,7 +123,11 @@ static bool server_answer(struct sk_pt_filter *f, struct server *sv, uint32_t *s
 		const uint8_t *p = (const uint8_t *)sv->owed.p + off;
 		enum sk_pt_verdict v = f->ops->from_server(f, p, n, out);
 		CHECK(v != SK_PT_FAIL);
-		CHECK(out->to_sender.len == 0);
+		CHECK(v != SK_PT_PASS || out->to_sender.len == 0);
+		if (out->to_sender.len) {
+			(void)sk_strbuf_put(up, out->to_sender.p, out->to_sender.len);
+			server_read(sv, up);
+		}
 		if (v == SK_PT_PASS)
 			(void)sk_strbuf_put(back, p, n);
 		else
@@ -186,7 +198,7 @@ static void run(const uint8_t *buf, size_t len, uint32_t seed, struct sk_strbuf 
 		off += n;
 		server_read(&sv, up);
 		if (open)
-			open = server_answer(f, &sv, &seed, back, &out);
+			open = server_answer(f, &sv, &seed, back, &out, up);
 	}
 	sk_strbuf_free(&sv.owed);
 	sk_pt_out_reset(&out);
@@ -210,11 +222,17 @@ static void check_upstream(const struct sk_strbuf *up)
 		enum sk_track_result r = sk_http_track_next(&t, p + off, up->len - off, &n, &h, NULL);
 		if (r == SK_TRACK_NEED_MORE)
 			return;   /* a body or head the agent had not finished */
+		if (r == SK_TRACK_HOLD) {
+			sk_http_track_upgrade_result(&t, false);   /* as the server declined it */
+			continue;
+		}
 		CHECK(r == SK_TRACK_FORWARD || r == SK_TRACK_HEAD);
 		if (r == SK_TRACK_HEAD) {
 			CHECK(allowed_method(h.method));
 			CHECK(!h.host_is_ip && strcasecmp(h.host, SNI) == 0);
-			CHECK(!h.upgrade);
+			/* an upgrade only as a websocket GET on the first request */
+			CHECK(!h.upgrade || (h.upgrade == SK_HTTP_UPGRADE_WEBSOCKET && strcmp(h.method, "GET") == 0 &&
+					     t.requests == 1));
 		}
 		off += n;
 	}

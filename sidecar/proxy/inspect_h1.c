@@ -7,6 +7,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include <openssl/evp.h>
+
 #include "common/strbuf.h"
 #include "policy/addr.h"
 #include "sidecar/proxy/http_track.h"
@@ -31,6 +33,18 @@ enum resp_state {
 	RS_TRAILERS,     /* trailer lines up to the empty one */
 	RS_UNTIL_CLOSE,  /* a body delimited by the server's close, or framing we cannot follow: nothing
 			  * of ours can go after it any more */
+	RS_WS,           /* the connection switched to a websocket: the server's frames */
+};
+
+/* A websocket upgrade (RFC 6455 §4): none, its request forwarded and its response awaited, switched. */
+enum ws_state { WS_NONE = 0, WS_WAIT, WS_OPEN };
+
+/* The frame framing of one direction of a websocket (RFC 6455 §5.2), followed byte by byte. */
+struct ws_dir {
+	uint8_t hdr[14];   /* the frame header collected so far */
+	uint8_t hlen, need;
+	uint64_t left;     /* payload bytes of the current frame still to come */
+	bool frag;         /* inside a fragmented message (a continuation frame is owed) */
 };
 
 struct h1 {
@@ -70,6 +84,13 @@ struct h1 {
 	struct span { size_t off, len; } *spans;
 	size_t nspans, capspans, span_done;
 	size_t head_at;
+	/* websocket (inspect_h1.h) */
+	enum ws_state ws;
+	char ws_accept[32];      /* the Sec-WebSocket-Accept the server must answer */
+	bool ws_ext;             /* the server agreed an extension: RSV bits may be set */
+	bool ws_declined;        /* declined with the agent's bytes held: they are judged now */
+	const char *ws_fail;     /* the server's 101 or frames broke the protocol: the connection fails */
+	struct ws_dir wc, wsv;   /* the agent's frames, the server's */
 };
 
 static struct h1 *h1_of(struct sk_pt_filter *f)
@@ -263,6 +284,195 @@ static const char *host_text(const struct sk_http_head *hd, char ip[SK_ADDR_STRL
 	return ip;
 }
 
+/* ---- websocket (RFC 6455) ---- */
+
+/* The next field line named `name` of the head p[0..n) from *pos on (0: the start line is skipped), its
+ * value trimmed in *v, *vlen; false when there is none more. */
+static bool field_next(const char *p, size_t n, size_t *pos, const char *name, const char **v, size_t *vlen)
+{
+	size_t nl = strlen(name);
+	if (*pos == 0) {
+		const char *e = memchr(p, '\n', n);
+		if (!e)
+			return false;
+		*pos = (size_t)(e + 1 - p);
+	}
+	while (*pos < n) {
+		const char *s = p + *pos, *e = memchr(s, '\n', n - *pos);
+		if (!e)
+			return false;
+		*pos = (size_t)(e + 1 - p);
+		if ((size_t)(e - s) > nl && strncasecmp(s, name, nl) == 0 && s[nl] == ':') {
+			const char *b = s + nl + 1, *ve = e;
+			while (b < ve && (*b == ' ' || *b == '\t'))
+				b++;
+			while (ve > b && (ve[-1] == '\r' || ve[-1] == ' ' || ve[-1] == '\t'))
+				ve--;
+			*v = b;
+			*vlen = (size_t)(ve - b);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Whether the comma-separated list v[0..vl) holds the token tok (case-insensitive). */
+static bool token_has(const char *v, size_t vl, const char *tok)
+{
+	size_t tl = strlen(tok);
+	for (size_t i = 0; i < vl;) {
+		while (i < vl && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
+			i++;
+		size_t b = i;
+		while (i < vl && v[i] != ',')
+			i++;
+		size_t e = i;
+		while (e > b && (v[e - 1] == ' ' || v[e - 1] == '\t'))
+			e--;
+		if (e - b == tl && strncasecmp(v + b, tok, tl) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* A Sec-WebSocket-Key: the base64 of 16 bytes (24 characters, the last two "=="). */
+static bool ws_key_ok(const char *k, size_t n)
+{
+	static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	if (n != 24 || k[22] != '=' || k[23] != '=')
+		return false;
+	for (size_t i = 0; i < 22; i++)
+		if (!k[i] || !strchr(b64, k[i]))
+			return false;
+	return true;
+}
+
+/* The upgrade request head p[0..n) as RFC 6455 §4.1 has a client send it: GET over HTTP/1.1, Upgrade
+ * exactly websocket, Connection naming upgrade, one Sec-WebSocket-Key, one Sec-WebSocket-Version 13.
+ * NULL when it is one (h->ws_accept then holds the answer the server owes, §4.2.2), else the reason. */
+static const char *ws_request(struct h1 *h, const uint8_t *head, size_t n, const struct sk_http_head *hd)
+{
+	const char *p = (const char *)head, *v = NULL, *key = NULL;
+	size_t pos, vl = 0, keys = 0, vers = 0;
+	bool conn_up = false, v13 = false;
+	if (hd->upgrade != SK_HTTP_UPGRADE_WEBSOCKET || strcmp(hd->method, "GET") != 0 || hd->version_minor != 1)
+		return "http_upgrade_unsupported";
+	for (pos = 0; field_next(p, n, &pos, "upgrade", &v, &vl);)
+		if (vl != 9 || strncasecmp(v, "websocket", 9) != 0)
+			return "http_upgrade_unsupported";
+	for (pos = 0; field_next(p, n, &pos, "connection", &v, &vl);)
+		conn_up = conn_up || token_has(v, vl, "upgrade");
+	for (pos = 0; field_next(p, n, &pos, "sec-websocket-version", &v, &vl);) {
+		vers++;
+		v13 = vl == 2 && memcmp(v, "13", 2) == 0;
+	}
+	for (pos = 0; field_next(p, n, &pos, "sec-websocket-key", &v, &vl);) {
+		keys++;
+		key = ws_key_ok(v, vl) ? v : NULL;
+	}
+	if (!conn_up || vers != 1 || !v13 || keys != 1 || !key)
+		return "http_upgrade_unsupported";
+	if (h->masking)
+		return "websocket_secret_host";   /* frames are not searched for secrets: refused, fail closed */
+	static const char guid[] = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
+	uint8_t in[24 + sizeof(guid)], md[EVP_MAX_MD_SIZE];
+	unsigned mdlen = 0;
+	memcpy(in, key, 24);
+	memcpy(in + 24, guid, sizeof(guid) - 1);
+	if (EVP_Digest(in, 24 + sizeof(guid) - 1, md, &mdlen, EVP_sha1(), NULL) != 1 || mdlen != 20)
+		return "http_upgrade_unsupported";
+	_Static_assert(sizeof(h->ws_accept) > 28, "base64 of a SHA-1 and its NUL");
+	(void)EVP_EncodeBlock((unsigned char *)h->ws_accept, md, 20);
+	return NULL;
+}
+
+/* The server's 101 (head p[0..n)) to the upgrade: Upgrade websocket, Connection upgrade, and exactly one
+ * Sec-WebSocket-Accept equal to the one its key asks for. NULL when it is, else the reason. */
+static const char *ws_response(struct h1 *h, const char *p, size_t n)
+{
+	const char *v = NULL;
+	size_t pos, vl = 0, accepts = 0;
+	bool up = false, conn = false, ok = false;
+	for (pos = 0; field_next(p, n, &pos, "sec-websocket-accept", &v, &vl);) {
+		accepts++;
+		ok = vl == strlen(h->ws_accept) && memcmp(v, h->ws_accept, vl) == 0;
+	}
+	for (pos = 0; field_next(p, n, &pos, "upgrade", &v, &vl);)
+		up = vl == 9 && strncasecmp(v, "websocket", 9) == 0;
+	for (pos = 0; field_next(p, n, &pos, "connection", &v, &vl);)
+		conn = conn || token_has(v, vl, "upgrade");
+	pos = 0;
+	h->ws_ext = field_next(p, n, &pos, "sec-websocket-extensions", &v, &vl);
+	return accepts == 1 && ok && up && conn ? NULL : "websocket_bad_accept";
+}
+
+/* Follows the frames of one direction over p[0..n) (RFC 6455 §5): the agent's masked, the server's not;
+ * opcodes known, control frames whole and at most 125 bytes, continuations only inside a fragmented
+ * message, no RSV bit unless an extension was agreed, a 64-bit length with its top bit clear. The bytes
+ * themselves pass as they are. -EPROTO on a frame that breaks these. */
+static int ws_scan(struct ws_dir *d, bool client, bool ext, const uint8_t *p, size_t n)
+{
+	size_t i = 0;
+	while (i < n) {
+		if (d->left) {
+			uint64_t take = n - i < d->left ? n - i : d->left;
+			d->left -= take;
+			i += (size_t)take;
+			continue;
+		}
+		d->hdr[d->hlen++] = p[i++];
+		if (d->hlen == 2) {
+			uint8_t b0 = d->hdr[0], b1 = d->hdr[1], op = b0 & 0x0f, len7 = b1 & 0x7f;
+			bool fin = b0 & 0x80, masked = b1 & 0x80;
+			if (((b0 & 0x70) && !ext) || masked != client)
+				return -EPROTO;
+			if (op >= 8) {
+				if ((op != 8 && op != 9 && op != 10) || !fin || len7 > 125)
+					return -EPROTO;
+			} else if (op == 0) {
+				if (!d->frag)
+					return -EPROTO;
+				d->frag = !fin;
+			} else if (op == 1 || op == 2) {
+				if (d->frag)
+					return -EPROTO;
+				d->frag = !fin;
+			} else {
+				return -EPROTO;
+			}
+			d->need = (uint8_t)(2 + (len7 == 126 ? 2 : len7 == 127 ? 8 : 0) + (masked ? 4 : 0));
+		}
+		if (d->hlen >= 2 && d->hlen == d->need) {
+			uint8_t len7 = d->hdr[1] & 0x7f;
+			uint64_t len = len7;
+			if (len7 == 126) {
+				len = (uint64_t)d->hdr[2] << 8 | d->hdr[3];
+			} else if (len7 == 127) {
+				len = 0;
+				for (int k = 2; k < 10; k++)
+					len = len << 8 | d->hdr[k];
+				if (len >> 63)
+					return -EPROTO;
+			}
+			d->left = len;
+			d->hlen = 0;
+			d->need = 0;
+		}
+	}
+	return 0;
+}
+
+/* A direction broke the frame rules: its audit line; true when it is enforced (the connection fails),
+ * false in mode audit (that direction is not followed any more). */
+static bool ws_bad(struct h1 *h, struct ws_dir *d)
+{
+	if (h->hooks.refuse && !h->hooks.refuse(h->hooks.ctx, h->request, "websocket_bad_frame", NULL, NULL)) {
+		d->left = UINT64_MAX;
+		return false;
+	}
+	return true;
+}
+
 /* One complete head: 1 goes on, 2 goes on as h->swapped, 0 refused (its bytes dropped), < 0 the filter
  * cannot go on. */
 static int judge_head(struct h1 *h, const uint8_t *head, size_t n, const struct sk_http_head *hd)
@@ -271,7 +481,8 @@ static int judge_head(struct h1 *h, const uint8_t *head, size_t n, const struct 
 	char path[SK_AUDIT_PATH_MAX], ip[SK_ADDR_STRLEN];
 	int sent = 1;
 	bool body = hd->te_count > 0 || (hd->cl_count > 0 && hd->content_length > 0);
-	bool close_after = body || hd->version_minor == 0;
+	/* a refused upgrade ends the connection: the tracker waits for a 101 that will not come */
+	bool close_after = body || hd->version_minor == 0 || hd->upgrade;
 	target_path(head, n, path, sizeof(path));
 	if (!host_is_sni(h, hd) &&
 	    (!h->hooks.refuse || h->hooks.refuse(h->hooks.ctx, h->request, "host_sni_mismatch", hd->method, path))) {
@@ -280,16 +491,16 @@ static int judge_head(struct h1 *h, const uint8_t *head, size_t n, const struct 
 					host_text(hd, ip), path, close_after, &len);
 		return owe_answer(h, a, len, close_after) < 0 ? -ENOMEM : 0;
 	}
-	if (hd->upgrade) {
-		/* a switched protocol would be read by no one: refused rather than passed unread */
-		if (h->hooks.refuse &&
-		    !h->hooks.refuse(h->hooks.ctx, h->request, "http_upgrade_unsupported", hd->method, path)) {
+	const char *ws_why = hd->upgrade ? ws_request(h, head, n, hd) : NULL;
+	if (ws_why) {
+		/* a switched protocol we cannot follow would be read by no one: refused rather than passed */
+		if (h->hooks.refuse && !h->hooks.refuse(h->hooks.ctx, h->request, ws_why, hd->method, path)) {
 			h->unjudged = true;   /* mode audit: the switched protocol passes unread */
 			goto allowed;
 		}
 		size_t len = 0;
-		char *a = sk_req_answer(403, "Forbidden", "http_upgrade_unsupported", h->rule_label, hd->method,
-					host_text(hd, ip), path, true, &len);
+		char *a = sk_req_answer(403, "Forbidden", ws_why, h->rule_label, hd->method, host_text(hd, ip), path,
+					true, &len);
 		return owe_answer(h, a, len, true) < 0 ? -ENOMEM : 0;
 	}
 	if (h->hooks.judge) {
@@ -320,6 +531,15 @@ static int judge_head(struct h1 *h, const uint8_t *head, size_t n, const struct 
 				return -ENOMEM;
 			sent = 2;
 		}
+		/* the hook turns masking on for a host a secret lists (one a reload added since the connection
+		 * began too): frames toward it would not be searched, so the upgrade is refused after all */
+		if (hd->upgrade && h->masking &&
+		    (!h->hooks.refuse || h->hooks.refuse(h->hooks.ctx, h->request, "websocket_secret_host", hd->method, path))) {
+			size_t len = 0;
+			char *a = sk_req_answer(403, "Forbidden", "websocket_secret_host", h->rule_label, hd->method,
+						host_text(hd, ip), path, true, &len);
+			return owe_answer(h, a, len, true) < 0 ? -ENOMEM : 0;
+		}
 	}
 allowed:
 	if (q_push(h, (struct owed){ .head_method = strcmp(hd->method, "HEAD") == 0, .request = h->request }) < 0)
@@ -328,6 +548,8 @@ allowed:
 		sk_swap_body_reset(&h->scan);
 	_Static_assert(sizeof(h->method) == sizeof(hd->method), "the head's method, copied whole");
 	memcpy(h->method, hd->method, sizeof(h->method));   /* NUL-terminated by the parser */
+	if (hd->upgrade && !h->unjudged)
+		h->ws = WS_WAIT;   /* what the agent sends next is held until the server answers (from_server) */
 	return sent;
 }
 
@@ -364,9 +586,26 @@ static int refuse_framing(struct h1 *h, const char *why, const struct sk_http_he
 	return owe_answer(h, a, len, true) < 0 ? -ENOMEM : 0;
 }
 
+static enum sk_pt_verdict client_run(struct h1 *h, const uint8_t *buf, size_t len, struct sk_pt_out *o);
+
 static enum sk_pt_verdict from_client(struct sk_pt_filter *f, const uint8_t *buf, size_t len, struct sk_pt_out *o)
 {
 	struct h1 *h = h1_of(f);
+	if (h->ws == WS_OPEN) {
+		/* the agent's frames: followed, passed as they are */
+		if (ws_scan(&h->wc, true, h->ws_ext, buf, len) < 0 && ws_bad(h, &h->wc)) {
+			o->reason = "websocket_bad_frame";
+			return SK_PT_FAIL;
+		}
+		return SK_PT_PASS;
+	}
+	return client_run(h, buf, len, o);
+}
+
+/* The agent's bytes buf[0..len) after those held in h->pend (len 0: the held ones alone): what goes to
+ * the server into o->to_peer, our answers due now into o->to_sender. */
+static enum sk_pt_verdict client_run(struct h1 *h, const uint8_t *buf, size_t len, struct sk_pt_out *o)
+{
 	if (h->unjudged)
 		return SK_PT_PASS;
 	if (h->ended)
@@ -440,9 +679,26 @@ static enum sk_pt_verdict from_client(struct sk_pt_filter *f, const uint8_t *buf
 			stop = true;
 			break;
 		case SK_TRACK_HOLD:
+			/* a websocket upgrade awaits its answer: what follows is held (frames after a 101, the
+			 * next request after a decline: from_server decides) */
+			if (h->ws == WS_WAIT) {
+				if (dlen - off > SK_H1_HEAD_MAX) {
+					if (refuse_framing(h, "http_head_too_big", NULL) < 0) {
+						o->reason = "client_data_refused";
+						return SK_PT_FAIL;
+					}
+					if (h->unjudged)
+						out_range(h, o, data, off, dlen);
+					off = dlen;
+				}
+				stop = true;
+				break;
+			}
+			/* a hold without an upgrade we forwarded: a tracker out of step, refused */
+			__attribute__((fallthrough));
 		case SK_TRACK_OPAQUE:
 		case SK_TRACK_ERROR:
-			/* HOLD/OPAQUE cannot come (upgrades are refused at their head) */
+			/* OPAQUE cannot come (the filter follows the frames itself after a 101) */
 			if (refuse_framing(h, why ? why : "http_malformed", &hd) < 0) {
 				o->reason = "client_data_refused";
 				return SK_PT_FAIL;
@@ -517,6 +773,22 @@ static void response_head(struct h1 *h)
 	const char *p = h->line.p;
 	size_t n = h->line.len;
 	int status = status_of(p, n);
+	if (status == 101 && h->ws == WS_WAIT) {
+		struct owed *e = q_front(h);
+		uint32_t request = e && !e->local ? e->request : h->request;
+		const char *why = ws_response(h, p, n);
+		if (why && (!h->hooks.refuse || h->hooks.refuse(h->hooks.ctx, request, why, "GET", NULL))) {
+			h->ws_fail = why;   /* the agent never sees this 101: the connection fails */
+			h->rs = RS_UNTIL_CLOSE;
+			return;
+		}
+		if (e && !e->local)
+			q_pop(h);
+		h->ws = WS_OPEN;
+		h->rs = RS_WS;
+		sk_http_track_upgrade_result(&h->track, true);
+		return;
+	}
 	if (status < 0 || status == 101) {
 		h->rs = RS_UNTIL_CLOSE;   /* not a response we can follow: nothing of ours after it */
 		return;
@@ -528,6 +800,13 @@ static void response_head(struct h1 *h)
 	if (e && !e->local)
 		q_pop(h);
 	h->rs = RS_HEAD;
+	if (h->ws == WS_WAIT) {
+		/* a declined upgrade: the connection stays HTTP; what the agent sent behind the upgrade request
+		 * was held, and is judged as the next requests (ws_declined) */
+		h->ws = WS_NONE;
+		sk_http_track_upgrade_result(&h->track, false);
+		h->ws_declined = h->pend.len > 0;   /* judged now, at the end of from_server */
+	}
 	if (head_method || status == 204 || status == 304)
 		return;
 	size_t vl = 0;
@@ -738,7 +1017,7 @@ static enum sk_pt_verdict from_server(struct sk_pt_filter *f, const uint8_t *buf
 	bool closed = false;
 	struct sk_strbuf ours = { 0 };
 	int mrc = 0;
-	while (off < len && !closed && mrc == 0) {
+	while (off < len && !closed && mrc == 0 && !h->ws_fail) {
 		if (flush_local(h, &ours, &closed)) {
 			if (h->masking)
 				m_frame(h, ours.p, ours.len);
@@ -752,6 +1031,32 @@ static enum sk_pt_verdict from_server(struct sk_pt_filter *f, const uint8_t *buf
 		bool done = false, content = true;
 		switch (h->rs) {
 		case RS_HEAD:
+			if (h->ws == WS_WAIT && !h->masking) {
+				/* the answer to an upgrade: held whole until judged (a bad 101 reaches no one) */
+				n = collect(h, buf + off, len - off, true, &done);
+				off += n;
+				n = 0;
+				if (h->rs != RS_HEAD) {
+					h->ws_fail = "client_data_refused";   /* a head beyond what we follow */
+					break;
+				}
+				if (!done)
+					break;
+				out_insert(h, o, buf, h->line.p, h->line.len);
+				response_head(h);
+				sk_strbuf_reset(&h->line);
+				if (h->ws == WS_OPEN && h->pend.len) {
+					/* what the agent sent after its upgrade request: its first frames */
+					if (ws_scan(&h->wc, true, h->ws_ext, (const uint8_t *)h->pend.p, h->pend.len) < 0 &&
+					    ws_bad(h, &h->wc)) {
+						h->ws_fail = "websocket_bad_frame";
+						break;
+					}
+					(void)sk_strbuf_put(&o->to_sender, h->pend.p, h->pend.len);
+					sk_strbuf_reset(&h->pend);
+				}
+				break;
+			}
 			if (h->masking && h->line.len == 0) {
 				h->head_held = true;
 				h->head_at = h->mpend.len;
@@ -832,7 +1137,13 @@ static enum sk_pt_verdict from_server(struct sk_pt_filter *f, const uint8_t *buf
 			break;
 		case RS_UNTIL_CLOSE:
 			break;
+		case RS_WS:
+			if (ws_scan(&h->wsv, false, h->ws_ext, buf + off, n) < 0 && ws_bad(h, &h->wsv))
+				h->ws_fail = "websocket_bad_frame";
+			break;
 		}
+		if (h->ws_fail)
+			break;
 		if (!h->masking) {
 			out_range(h, o, buf, off, off + n);
 		} else if (n) {
@@ -853,8 +1164,45 @@ static enum sk_pt_verdict from_server(struct sk_pt_filter *f, const uint8_t *buf
 			out_insert(h, o, buf, ours.p, ours.len);
 	}
 	sk_strbuf_free(&ours);
+	if (h->ws_fail) {
+		/* nothing of it goes on (the agent has not seen the 101 or gets no more frames) */
+		sk_strbuf_reset(&o->to_peer);
+		sk_strbuf_reset(&o->to_sender);
+		o->reason = h->ws_fail;
+		return SK_PT_FAIL;
+	}
 	if (closed)
 		o->close_after = true;
+	if (!h->masking && h->ws_declined) {
+		/* the agent's bytes held behind a declined upgrade: judged as requests now, as they would have
+		 * been had they come after this answer; what they send goes toward the server (to_sender), our
+		 * answers to the agent after what this chunk carried */
+		h->ws_declined = false;
+		enum sk_pt_verdict v = out_end(h, o, true, len, buf);
+		if (v == SK_PT_PASS)
+			(void)sk_strbuf_put(&o->to_peer, buf, len);
+		struct sk_pt_out tmp = { 0 };
+		enum sk_pt_verdict cv = client_run(h, NULL, 0, &tmp);
+		if (cv == SK_PT_FAIL || v == SK_PT_FAIL) {
+			sk_pt_out_free(&tmp);
+			sk_strbuf_reset(&o->to_peer);
+			sk_strbuf_reset(&o->to_sender);
+			o->reason = "client_data_refused";
+			return SK_PT_FAIL;
+		}
+		/* a PASS of the held bytes is impossible (they were in pend); EMIT carries them in tmp */
+		(void)sk_strbuf_put(&o->to_sender, tmp.to_peer.p, tmp.to_peer.len);
+		(void)sk_strbuf_put(&o->to_peer, tmp.to_sender.p, tmp.to_sender.len);
+		o->close_after = o->close_after || tmp.close_after;
+		sk_pt_out_free(&tmp);
+		if (sk_strbuf_ok(&o->to_peer) < 0 || sk_strbuf_ok(&o->to_sender) < 0) {
+			sk_strbuf_reset(&o->to_peer);
+			sk_strbuf_reset(&o->to_sender);
+			o->reason = "client_data_refused";
+			return SK_PT_FAIL;
+		}
+		return SK_PT_EMIT;
+	}
 	if (!h->masking)
 		return out_end(h, o, true, len, buf);
 	m_release(h, o);

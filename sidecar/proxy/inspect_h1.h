@@ -8,8 +8,17 @@
  * A refusal is an answer in the agent's own stream, in the order of its requests: the responses to the
  * requests before it are tracked (status line, Content-Length, chunked, no-body statuses and HEAD) so the
  * answer goes out between responses, never inside one. A refused request without a body leaves the
- * connection going; one with a body, a framing error (400) or a websocket upgrade ends it (Connection:
+ * connection going; one with a body, a framing error (400) or a refused upgrade ends it (Connection:
  * close). Nothing the filter did not judge reaches the server: a head cut short at the end is dropped.
+ *
+ * Websockets (docs/policy.md "Websockets"): an upgrade that is exactly RFC 6455's handshake (else
+ * http_upgrade_unsupported) on the first request is judged like any GET and forwarded, except on a
+ * masked connection (websocket_secret_host: frames are not searched). What the agent sends behind it is
+ * held until the server answers. A 101 is held whole and checked (Upgrade, Connection and the
+ * Sec-WebSocket-Accept its key asks for; else websocket_bad_accept, SK_PT_FAIL); after it the held bytes
+ * go on as the agent's first frames (to_sender of from_server) and every frame both ways is followed and
+ * passed unchanged (websocket_bad_frame on a violation). A declined upgrade leaves the connection HTTP:
+ * the held bytes are judged then as the next requests (what goes on leaves in from_server's to_sender).
  *
  * Secrets (core/secret_swap.h): the body prefix of every request is shown to the body hook (the misuse
  * scan); a refusal there comes after the head and part of the body went on, so the server holds a partial

@@ -663,6 +663,231 @@ static void test_body_refusal_after_an_early_response(void **state)
 	f->ops->free(f);
 }
 
+/* ---- websockets (RFC 6455) ---- */
+
+#define WS_KEY "dGhlIHNhbXBsZSBub25jZQ=="      /* RFC 6455 §1.3's example: its accept below */
+#define WS_ACCEPT "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="
+#define WS_REQ(path) "GET " path " HTTP/1.1\r\nHost: api.example.com\r\nUpgrade: websocket\r\n" \
+		     "Connection: keep-alive, Upgrade\r\nSec-WebSocket-Key: " WS_KEY "\r\nSec-WebSocket-Version: 13\r\n\r\n"
+#define WS_101(accept) "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" \
+		       "Sec-WebSocket-Accept: " accept "\r\n\r\n"
+
+/* A masked text frame from the agent ("hi" under the mask 01 02 03 04) and the server's unmasked echo. */
+static const uint8_t ws_cframe[] = { 0x81, 0x82, 0x01, 0x02, 0x03, 0x04, 'h' ^ 0x01, 'i' ^ 0x02 };
+static const uint8_t ws_sframe[] = { 0x81, 0x02, 'h', 'i' };
+
+static enum sk_pt_verdict client_n(struct fx *x, const void *p, size_t n)
+{
+	sk_pt_out_reset(&x->out);
+	return x->f->ops->from_client(x->f, p, n, &x->out);
+}
+
+static enum sk_pt_verdict server_n(struct fx *x, const void *p, size_t n)
+{
+	sk_pt_out_reset(&x->out);
+	return x->f->ops->from_server(x->f, p, n, &x->out);
+}
+
+/* An upgrade the rules allow goes on; the server's 101 with the right accept switches the connection; the
+ * frames both ways go on as they are (zero-copy), split across records anywhere. */
+static void test_websocket_upgrade_allowed_and_frames_pass(void **state)
+{
+	struct fx *x = *state;
+	struct sk_strbuf up = { 0 }, down = { 0 };
+	assert_int_equal(client(x, WS_REQ("/repos/acme/ws"), &up, &down), SK_PT_PASS);
+	assert_string_equal(str(&up), WS_REQ("/repos/acme/ws"));
+	/* the 101 is held until whole, then goes on */
+	static const char r101[] = WS_101(WS_ACCEPT);
+	assert_int_equal(server(x, "HTTP/1.1 101 Switching", &down), SK_PT_EMIT);
+	assert_int_equal(down.len, 0);
+	assert_int_equal(server(x, r101 + 22, &down), SK_PT_EMIT);
+	assert_string_equal(str(&down), r101);
+	for (size_t i = 0; i < sizeof(ws_cframe); i++)
+		assert_int_equal(client_n(x, ws_cframe + i, 1), SK_PT_PASS);
+	assert_int_equal(server_n(x, ws_sframe, 3), SK_PT_PASS);
+	assert_int_equal(server_n(x, ws_sframe + 3, 1), SK_PT_PASS);
+	/* a frame of 300 bytes (16-bit length), its header split */
+	uint8_t big[4 + 300] = { 0x82, 126, 0x01, 0x2c };
+	assert_int_equal(server_n(x, big, 3), SK_PT_PASS);
+	assert_int_equal(server_n(x, big + 3, sizeof(big) - 3), SK_PT_PASS);
+	assert_int_equal(server_n(x, ws_sframe, sizeof(ws_sframe)), SK_PT_PASS);
+	assert_string_equal(x->reasons, "");
+	sk_strbuf_free(&up);
+	sk_strbuf_free(&down);
+}
+
+/* The request rules decide the upgrade like any GET: a path they do not allow is a 403 that ends it. */
+static void test_websocket_upgrade_refused_by_the_rules(void **state)
+{
+	struct fx *x = *state;
+	struct sk_strbuf up = { 0 }, down = { 0 };
+	assert_int_equal(client(x, WS_REQ("/other/ws"), &up, &down), SK_PT_EMIT);
+	assert_int_equal(up.len, 0);
+	assert_string_equal(x->reasons, "request_denied#1");
+	assert_non_null(strstr(str(&down), "403"));
+	assert_true(x->out.close_after);
+	sk_strbuf_free(&up);
+	sk_strbuf_free(&down);
+}
+
+/* Without the handshake's fields (a version other than 13 here) the upgrade keeps the old refusal. */
+static void test_websocket_upgrade_without_its_handshake_is_refused(void **state)
+{
+	struct fx *x = *state;
+	struct sk_strbuf up = { 0 }, down = { 0 };
+	assert_int_equal(client(x, "GET /repos/acme/ws HTTP/1.1\r\nHost: api.example.com\r\nUpgrade: websocket\r\n"
+				   "Connection: Upgrade\r\nSec-WebSocket-Key: " WS_KEY "\r\nSec-WebSocket-Version: 8\r\n\r\n",
+				   &up, &down), SK_PT_EMIT);
+	assert_int_equal(up.len, 0);
+	assert_string_equal(x->reasons, "http_upgrade_unsupported#1");
+	assert_true(x->out.close_after);
+	sk_strbuf_free(&up);
+	sk_strbuf_free(&down);
+}
+
+/* A 101 whose Sec-WebSocket-Accept is not the one the key asks for reaches no one: the connection fails. */
+static void test_websocket_bad_accept_fails_closed(void **state)
+{
+	struct fx *x = *state;
+	struct sk_strbuf up = { 0 }, down = { 0 };
+	assert_int_equal(client(x, WS_REQ("/repos/acme/ws"), &up, &down), SK_PT_PASS);
+	assert_int_equal(server_n(x, WS_101("AAAAAAAAAAAAAAAAAAAAAAAAAAA="), strlen(WS_101("AAAAAAAAAAAAAAAAAAAAAAAAAAA="))),
+			 SK_PT_FAIL);
+	assert_string_equal(x->out.reason, "websocket_bad_accept");
+	assert_int_equal(x->out.to_peer.len, 0);
+	assert_string_equal(x->reasons, "websocket_bad_accept#1");
+	sk_strbuf_free(&up);
+	sk_strbuf_free(&down);
+}
+
+/* A declined upgrade leaves the connection HTTP: the next request is judged as before. */
+static void test_websocket_declined_stays_http(void **state)
+{
+	struct fx *x = *state;
+	struct sk_strbuf up = { 0 }, down = { 0 };
+	assert_int_equal(client(x, WS_REQ("/repos/acme/ws"), &up, &down), SK_PT_PASS);
+	assert_int_equal(server(x, "HTTP/1.1 426 Upgrade Required\r\nContent-Length: 2\r\n\r\nno", &down), SK_PT_EMIT);
+	assert_string_equal(str(&down), "HTTP/1.1 426 Upgrade Required\r\nContent-Length: 2\r\n\r\nno");
+	assert_false(x->out.close_after);
+	assert_int_equal(client(x, "POST /repos/acme/x HTTP/1.1\r\nHost: api.example.com\r\n\r\n", &up, &down),
+			 SK_PT_EMIT);
+	assert_string_equal(x->reasons, "request_denied#2");
+	assert_int_equal(client(x, GET_OK, &up, &down), SK_PT_PASS);
+	assert_int_equal(sk_h1_filter_requests(x->f), 3);
+	sk_strbuf_free(&up);
+	sk_strbuf_free(&down);
+}
+
+/* A request pipelined behind the upgrade is held, never forwarded unjudged: after a 101 its bytes are read
+ * as frames (they are none: the connection fails); after a decline they are judged as requests. */
+static void test_websocket_request_pipelined_after_the_upgrade(void **state)
+{
+	struct fx *x = *state;
+	struct sk_strbuf up = { 0 }, down = { 0 };
+	assert_int_equal(client(x, WS_REQ("/repos/acme/ws") "POST /gist HTTP/1.1\r\nHost: api.example.com\r\n\r\n", &up,
+				&down), SK_PT_EMIT);
+	assert_string_equal(str(&up), WS_REQ("/repos/acme/ws"));
+	assert_int_equal(client(x, GET_OK, &up, &down), SK_PT_EMIT);
+	assert_string_equal(str(&up), WS_REQ("/repos/acme/ws"));
+	assert_int_equal(server_n(x, WS_101(WS_ACCEPT), strlen(WS_101(WS_ACCEPT))), SK_PT_FAIL);
+	assert_string_equal(x->out.reason, "websocket_bad_frame");
+	assert_int_equal(x->out.to_sender.len, 0);
+
+	/* declined: the held requests are judged as if they came after the answer (so how the agent's bytes
+	 * were cut against the server's does not matter): the POST refused after the 404, never sent; the
+	 * GET behind it sent toward the server */
+	x->f->ops->free(x->f);
+	struct sk_h1_hooks hooks = { .ctx = x, .judge = judge, .refuse = refuse };
+	struct sk_err err = { 0 };
+	assert_int_equal(sk_h1_filter_new("api.example.com", "gh", &hooks, &x->f, &err), 0);
+	x->reasons[0] = '\0';
+	sk_strbuf_reset(&up);
+	sk_strbuf_reset(&down);
+	assert_int_equal(client(x, WS_REQ("/repos/acme/ws") "POST /gist HTTP/1.1\r\nHost: api.example.com\r\n\r\n" GET_OK,
+				&up, &down), SK_PT_EMIT);
+	assert_string_equal(str(&up), WS_REQ("/repos/acme/ws"));
+	assert_string_equal(x->reasons, "");
+	static const char r404[] = "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n";
+	assert_int_equal(server_n(x, r404, sizeof(r404) - 1), SK_PT_EMIT);
+	assert_string_equal(x->reasons, "request_denied#2");
+	assert_false(x->out.close_after);
+	assert_string_equal(str(&x->out.to_sender), GET_OK);
+	assert_true(x->out.to_peer.len > sizeof(r404) - 1);
+	assert_memory_equal(x->out.to_peer.p, r404, sizeof(r404) - 1);
+	assert_non_null(strstr(x->out.to_peer.p + sizeof(r404) - 1, "\"method\":\"POST\""));
+	assert_int_equal(sk_h1_filter_requests(x->f), 3);
+	sk_strbuf_free(&up);
+	sk_strbuf_free(&down);
+}
+
+/* Frames the agent sent before the 101 (allowed by RFC 6455 once the handshake is sent) are held, then go on
+ * toward the server with the 101; an unmasked frame from the agent, or a masked one from the server, fails. */
+static void test_websocket_frames_held_then_checked(void **state)
+{
+	struct fx *x = *state;
+	struct sk_strbuf up = { 0 }, down = { 0 };
+	uint8_t req[sizeof(WS_REQ("/repos/acme/ws")) - 1 + sizeof(ws_cframe)];
+	memcpy(req, WS_REQ("/repos/acme/ws"), sizeof(WS_REQ("/repos/acme/ws")) - 1);
+	memcpy(req + sizeof(WS_REQ("/repos/acme/ws")) - 1, ws_cframe, sizeof(ws_cframe));
+	assert_int_equal(client_n(x, req, sizeof(req)), SK_PT_EMIT);
+	assert_int_equal(x->out.to_peer.len, sizeof(req) - sizeof(ws_cframe));
+	assert_int_equal(server_n(x, WS_101(WS_ACCEPT), strlen(WS_101(WS_ACCEPT))), SK_PT_EMIT);
+	assert_int_equal(x->out.to_sender.len, sizeof(ws_cframe));
+	assert_memory_equal(x->out.to_sender.p, ws_cframe, sizeof(ws_cframe));
+	assert_int_equal(client_n(x, ws_sframe, sizeof(ws_sframe)), SK_PT_FAIL);   /* unmasked from the agent */
+	assert_string_equal(x->out.reason, "websocket_bad_frame");
+	assert_int_equal(server_n(x, ws_cframe, sizeof(ws_cframe)), SK_PT_FAIL);   /* masked from the server */
+	assert_string_equal(x->reasons, "websocket_bad_frame#1,websocket_bad_frame#1");
+	sk_strbuf_free(&up);
+	sk_strbuf_free(&down);
+}
+
+/* Toward a host a secret lists (its responses masked), frames are not searched: the upgrade is refused. */
+static void test_websocket_refused_toward_a_secret_host(void **state)
+{
+	struct fx *x = *state;
+	struct sk_pt_filter *f = secret_filter(x, true);
+	sk_pt_out_reset(&x->out);
+	static const char req[] = WS_REQ("/repos/acme/ws");
+	assert_int_equal(f->ops->from_client(f, (const uint8_t *)req, sizeof(req) - 1, &x->out), SK_PT_EMIT);
+	assert_int_equal(x->out.to_peer.len, 0);
+	assert_true(x->out.close_after);
+	assert_string_equal(x->reasons, "websocket_secret_host#1");
+	f->ops->free(f);
+}
+
+/* A rewrite hook that turns masking on as it sees the head (a host a reload made secret-listed): the
+ * upgrade it was about to let on is refused after all. */
+static int mask_on_rewrite(void *ctx, uint32_t request, const uint8_t *head, size_t n, const struct sk_http_head *h,
+			   struct sk_strbuf *out, const char **reason)
+{
+	(void)request;
+	(void)head;
+	(void)n;
+	(void)h;
+	(void)out;
+	(void)reason;
+	struct fx *x = ctx;
+	assert_int_equal(sk_swap_mask_add(sk_h1_filter_mask(x->f), VAL, sizeof(VAL) - 1), 0);
+	return 0;
+}
+
+static void test_websocket_refused_when_the_swap_turns_masking_on(void **state)
+{
+	struct fx *x = *state;
+	x->f->ops->free(x->f);
+	struct sk_h1_hooks hooks = { .ctx = x, .refuse = refuse, .rewrite = mask_on_rewrite };
+	struct sk_err err = { 0 };
+	assert_int_equal(sk_h1_filter_new("api.example.com", "gh", &hooks, &x->f, &err), 0);
+	struct sk_strbuf up = { 0 }, down = { 0 };
+	assert_int_equal(client(x, WS_REQ("/repos/acme/ws"), &up, &down), SK_PT_EMIT);
+	assert_int_equal(up.len, 0);
+	assert_true(x->out.close_after);
+	assert_string_equal(x->reasons, "websocket_secret_host#1");
+	sk_strbuf_free(&up);
+	sk_strbuf_free(&down);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -687,6 +912,15 @@ int main(void)
 		T(test_value_in_chunk_framing_fails_closed),
 		T(test_body_carrying_a_placeholder_ends_the_connection),
 		T(test_body_refusal_after_an_early_response),
+		T(test_websocket_upgrade_allowed_and_frames_pass),
+		T(test_websocket_upgrade_refused_by_the_rules),
+		T(test_websocket_upgrade_without_its_handshake_is_refused),
+		T(test_websocket_bad_accept_fails_closed),
+		T(test_websocket_declined_stays_http),
+		T(test_websocket_request_pipelined_after_the_upgrade),
+		T(test_websocket_frames_held_then_checked),
+		T(test_websocket_refused_toward_a_secret_host),
+		T(test_websocket_refused_when_the_swap_turns_masking_on),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
