@@ -75,6 +75,7 @@ egress:
     requests:
       - { methods: [GET], paths: ["/git/acme/*/info/refs"] }
       - { methods: [POST], paths: ["/git/acme/*/git-upload-pack"] }
+      - { methods: [GET], paths: ["/ws/echo", "/nows/**"] }
 secrets:
   - name: github
     valueFile: $SK_TMP/secret/token
@@ -540,11 +541,16 @@ EOF
 # A websocket through an inspected HTTP/1.1 connection: the upgrade judged like a GET, the server's 101
 # checked, frames echoed both ways; refused by a rule's paths, and toward a host a secret lists.
 t_websocket() {
-	out=$(agent "$PY" "$HERE/ws_client.py" pypi.example /ws/echo "$SK_TMP/podca.pem" hello world 2>&1)
-	sk_check_eq "an allowed upgrade switches and frames echo both ways" "status 101
+	out=$(agent "$PY" "$HERE/ws_client.py" git.example /ws/echo "$SK_TMP/podca.pem" hello world 2>&1)
+	sk_check_eq "an upgrade a GET request rule names switches and frames echo both ways" "status 101
 echo hello
 echo world" "$out"
-	sk_check_eq "the upstream got the upgrade" 1 "$(seen "GET /ws/echo pypi.example")"
+	sk_check_eq "the upstream got the upgrade" 1 "$(seen "GET /ws/echo git.example")"
+	# access: read-only allows GET /ws/echo as a read, never as an upgrade (a channel both ways)
+	out=$(agent "$PY" "$HERE/ws_client.py" pypi.example /ws/echo "$SK_TMP/podca.pem" hello 2>&1)
+	sk_check "an upgrade under access: read-only is answered 403" grep -q '^status 403' <<<"$out"
+	sk_check "its reason: upgrade_read_only" grep -q '"reason":"upgrade_read_only"' <<<"$out"
+	sk_check_eq "the upstream never got it" 0 "$(seen "GET /ws/echo pypi.example")"
 	out=$(agent "$PY" "$HERE/ws_client.py" git.example /ws/other "$SK_TMP/podca.pem" hello 2>&1)
 	sk_check "an upgrade on a path the rule does not allow is answered 403" grep -q '^status 403' <<<"$out"
 	sk_check "its reason: no_request_rule" grep -q '"reason":"no_request_rule"' <<<"$out"
@@ -554,26 +560,26 @@ echo world" "$out"
 	sk_check_eq "the upstreams never got the refused upgrades" 0 \
 		"$(grep -c -e '^GET /ws/other git.example' -e '^GET /repos/acme/ws github.example' "$SK_TMP/upstream.log")"
 	# requests written behind an upgrade the server declines (200): held, then judged like any other
-	out=$(agent "$PY" "$HERE/raw_tls.py" pypi.example 443 "$SK_TMP/podca.pem" <<'REQ'
+	out=$(agent "$PY" "$HERE/raw_tls.py" git.example 443 "$SK_TMP/podca.pem" <<'REQ'
 GET /nows/up HTTP/1.1
-Host: pypi.example
+Host: git.example
 Upgrade: websocket
 Connection: Upgrade
 Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==
 Sec-WebSocket-Version: 13
 
 POST /nows/upload HTTP/1.1
-Host: pypi.example
+Host: git.example
 
 GET /nows/after HTTP/1.1
-Host: pypi.example
+Host: git.example
 
 REQ
 	)
 	sk_check "a declined upgrade is answered by the upstream" grep -q '^ok GET /nows/up' <<<"$out"
 	sk_check "the POST written behind it is answered 403 by the sidecar" grep -q '"method":"POST"' <<<"$out"
 	sk_check "the GET behind that goes on" grep -q '^ok GET /nows/after' <<<"$out"
-	sk_check_eq "the upstream never got the POST" 0 "$(seen "POST /nows/upload pypi.example")"
+	sk_check_eq "the upstream never got the POST" 0 "$(seen "POST /nows/upload git.example")"
 	settle
 	sk_check_eq "audit: deny websocket_secret_host, inspected" 1 \
 		"$(aq event=deny reason=websocket_secret_host name=github.example inspected=True method=GET path=/repos/acme/ws)"

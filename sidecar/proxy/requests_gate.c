@@ -87,7 +87,11 @@ const char *sk_req_gate_judge(const struct sk_rule *r, const char *rule_label, c
 	char path[SK_HTTP_PATH_MAX];
 	enum sk_path_result pr = sk_http_path_normalize(t, tlen, h->host_is_ip ? NULL : h->host, path, sizeof(path), NULL);
 	struct sk_req_decision dec = { .allow = false, .index = -1 };
-	if (pr == SK_PATH_OK) {
+	/* `access: read-only` promises that nothing but reads goes out, and an upgrade (a websocket) opens a
+	 * channel both ways behind one GET: the shorthand never allows one. A request rule that names the
+	 * path with GET does (the policy's author saw that path). */
+	bool upgrade_ro = h->upgrade && r->requests->access == SK_ACCESS_READ_ONLY;
+	if (pr == SK_PATH_OK && !upgrade_ro) {
 		sk_requests_decide(r->requests, h->method, path, &dec);
 		if (dec.allow)
 			return NULL;
@@ -99,7 +103,7 @@ const char *sk_req_gate_judge(const struct sk_rule *r, const char *rule_label, c
 	copy_cut(d->method, sizeof(d->method), h->method, strlen(h->method));
 	if (pr == SK_PATH_OK) {
 		copy_cut(d->path, sizeof(d->path), path, strlen(path));
-		d->detail = "no_request_rule";
+		d->detail = upgrade_ro ? "upgrade_read_only" : "no_request_rule";
 	} else {
 		/* As sent, without the query: its values may be secrets, and they decide nothing. */
 		const char *q = memchr(t, '?', tlen);

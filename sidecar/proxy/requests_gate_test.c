@@ -2,6 +2,7 @@
  * with the 403's JSON body and header, a refused path, and which connections such a rule cannot admit. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -179,6 +180,39 @@ static void test_which_connections(void **state)
 	assert_null(d);
 }
 
+/* An upgrade (a websocket: a channel both ways behind one GET) is never allowed by `access: read-only`,
+ * whose plain GET on the same path is; a request rule naming the path with GET allows it. */
+static const char *judge_upgrade(size_t rule, const char *host, const char *path, bool upgrade,
+				 struct sk_req_denial **d)
+{
+	static const char ws[] = "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+				 "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n";
+	char head[512];
+	int n = snprintf(head, sizeof(head), "GET %s HTTP/1.1\r\nHost: %s\r\n%s\r\n", path, host, upgrade ? ws : "");
+	assert_true(n > 0 && (size_t)n < sizeof(head));
+	struct sk_http_head h;
+	assert_int_equal(sk_http_head_parse((const uint8_t *)head, (size_t)n, &h), SK_HTTP_OK);
+	return sk_req_gate_judge(&pol->rules[rule], "r", (const uint8_t *)head, (size_t)n, &h, d);
+}
+
+static void test_upgrade_under_read_only(void **state)
+{
+	(void)state;
+	struct sk_req_denial *d = (void *)1;
+	assert_null(judge_upgrade(2, "inspected.example.com", "/ws", false, &d));   /* the control: a read */
+	assert_null(d);
+	assert_string_equal(judge_upgrade(2, "inspected.example.com", "/ws", true, &d), "request_denied");
+	assert_non_null(d);
+	assert_string_equal(d->detail, "upgrade_read_only");
+	sk_req_denial_free(d);
+	assert_string_equal(judge_upgrade(0, "api.example.com", "/ws", true, &d), "request_denied");
+	assert_string_equal(d->detail, "no_request_rule");
+	sk_req_denial_free(d);
+	d = (void *)1;
+	assert_null(judge_upgrade(0, "api.example.com", "/user", true, &d));   /* GET /user is listed */
+	assert_null(d);
+}
+
 /* plain HTTP is never a swap target: a placeholder or value anywhere in a head, to any host */
 static void test_credentials(void **state)
 {
@@ -213,6 +247,7 @@ int main(void)
 		cmocka_unit_test(test_methods),
 		cmocka_unit_test(test_which_connections),
 		cmocka_unit_test(test_credentials),
+		cmocka_unit_test(test_upgrade_under_read_only),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
