@@ -1467,6 +1467,55 @@ static const char *masked_frame(struct h2f *f, struct sk_strbuf *dst)
 	return NULL;
 }
 
+/* The server's next frame header, taken from buf[*i..len) as far as it goes (*i advanced): false while it
+ * is incomplete; true once it is whole, the frame begun and the connection's bookkeeping of it done (the
+ * SETTINGS it carries, header blocks, the ack of ours, a reset stream). Both from_server paths start a
+ * frame here. */
+static bool server_frame_header(struct h2f *f, const uint8_t *buf, size_t len, size_t *i)
+{
+	size_t n = len - *i < FRAME_HDR - f->shdr_have ? len - *i : FRAME_HDR - f->shdr_have;
+	memcpy(f->shdr + f->shdr_have, buf + *i, n);
+	f->shdr_have += n;
+	*i += n;
+	if (f->shdr_have < FRAME_HDR)
+		return false;
+	f->shdr_have = 0;
+	f->s_in_frame = true;
+	f->srem = (uint32_t)f->shdr[0] << 16 | (uint32_t)f->shdr[1] << 8 | f->shdr[2];
+	uint32_t sid = ((uint32_t)f->shdr[5] & 0x7f) << 24 | (uint32_t)f->shdr[6] << 16 | (uint32_t)f->shdr[7] << 8 |
+		       f->shdr[8];
+	uint8_t type = f->shdr[3];
+	f->s_settings = type == FT_SETTINGS && !(f->shdr[4] & FL_ACK) && sid == 0;
+	f->sparam_have = 0;
+	f->s_hts = NO_HTS;
+	if (type == FT_HEADERS || type == FT_PUSH_PROMISE || type == FT_CONTINUATION)
+		f->s_in_block = !(f->shdr[4] & FL_END_HEADERS);
+	if (type == FT_HEADERS || type == FT_PUSH_PROMISE)
+		f->c_expect = false;  /* the server's block carries the update itself */
+	if (type == FT_SETTINGS && (f->shdr[4] & FL_ACK) && sid == 0)
+		client_settings_acked(f);
+	/* the server reset a stream: the agent's DATA for it is dropped from now on */
+	if (type == FT_RST_STREAM)
+		stream_remove(f, (int32_t)sid);
+	return true;
+}
+
+/* The current server frame's payload in buf[i..len): the part of it there (returned, at most what the
+ * frame has left), its SETTINGS parameters read. */
+static size_t server_frame_payload(struct h2f *f, const uint8_t *buf, size_t len, size_t i)
+{
+	size_t n = len - i < f->srem ? len - i : f->srem;
+	for (size_t k = 0; f->s_settings && k < n; k++) {
+		f->sparam[f->sparam_have++] = buf[i + k];
+		if (f->sparam_have == 6) {
+			server_param(f);
+			f->sparam_have = 0;
+		}
+	}
+	f->srem -= (uint32_t)n;
+	return n;
+}
+
 static enum sk_pt_verdict from_server_masked(struct h2f *f, const uint8_t *buf, size_t len, struct sk_pt_out *out);
 
 static enum sk_pt_verdict h2_from_server(struct sk_pt_filter *pf, const uint8_t *buf, size_t len,
@@ -1486,41 +1535,10 @@ static enum sk_pt_verdict h2_from_server(struct sk_pt_filter *pf, const uint8_t 
 		take_to_client(f, &ins);
 	while (i < len) {
 		if (!f->s_in_frame) {
-			size_t n = len - i < FRAME_HDR - f->shdr_have ? len - i : FRAME_HDR - f->shdr_have;
-			memcpy(f->shdr + f->shdr_have, buf + i, n);
-			f->shdr_have += n;
-			i += n;
-			if (f->shdr_have < FRAME_HDR)
+			if (!server_frame_header(f, buf, len, &i))
 				break;
-			f->shdr_have = 0;
-			f->s_in_frame = true;
-			f->srem = (uint32_t)f->shdr[0] << 16 | (uint32_t)f->shdr[1] << 8 | f->shdr[2];
-			uint32_t sid = ((uint32_t)f->shdr[5] & 0x7f) << 24 | (uint32_t)f->shdr[6] << 16 |
-				       (uint32_t)f->shdr[7] << 8 | f->shdr[8];
-			f->s_settings = f->shdr[3] == FT_SETTINGS && !(f->shdr[4] & FL_ACK) && sid == 0;
-			f->sparam_have = 0;
-			f->s_hts = NO_HTS;
-			uint8_t type = f->shdr[3];
-			if (type == FT_HEADERS || type == FT_PUSH_PROMISE || type == FT_CONTINUATION)
-				f->s_in_block = !(f->shdr[4] & FL_END_HEADERS);
-			if (type == FT_HEADERS || type == FT_PUSH_PROMISE)
-				f->c_expect = false;  /* the server's block carries the update itself */
-			if (type == FT_SETTINGS && (f->shdr[4] & FL_ACK) && sid == 0)
-				client_settings_acked(f);
-			/* the server reset a stream: the agent's DATA for it is dropped from now on */
-			if (f->shdr[3] == FT_RST_STREAM)
-				stream_remove(f, (int32_t)sid);
 		} else {
-			size_t n = len - i < f->srem ? len - i : f->srem;
-			for (size_t k = 0; f->s_settings && k < n; k++) {
-				f->sparam[f->sparam_have++] = buf[i + k];
-				if (f->sparam_have == 6) {
-					server_param(f);
-					f->sparam_have = 0;
-				}
-			}
-			f->srem -= (uint32_t)n;
-			i += n;
+			i += server_frame_payload(f, buf, len, i);
 		}
 		if (f->s_in_frame && f->srem == 0) {
 			if (!server_frame_end(f)) {
@@ -1561,43 +1579,14 @@ static enum sk_pt_verdict from_server_masked(struct h2f *f, const uint8_t *buf, 
 		take_to_client(f, &out->to_peer);
 	while (i < len && !bad) {
 		if (!f->s_in_frame) {
-			size_t n = len - i < FRAME_HDR - f->shdr_have ? len - i : FRAME_HDR - f->shdr_have;
-			memcpy(f->shdr + f->shdr_have, buf + i, n);
-			f->shdr_have += n;
-			i += n;
-			if (f->shdr_have < FRAME_HDR)
+			if (!server_frame_header(f, buf, len, &i))
 				break;
-			f->shdr_have = 0;
-			f->s_in_frame = true;
-			f->srem = (uint32_t)f->shdr[0] << 16 | (uint32_t)f->shdr[1] << 8 | f->shdr[2];
-			uint32_t sid = ((uint32_t)f->shdr[5] & 0x7f) << 24 | (uint32_t)f->shdr[6] << 16 |
-				       (uint32_t)f->shdr[7] << 8 | f->shdr[8];
-			uint8_t type = f->shdr[3];
-			f->s_settings = type == FT_SETTINGS && !(f->shdr[4] & FL_ACK) && sid == 0;
-			f->sparam_have = 0;
-			f->s_hts = NO_HTS;
-			if (type == FT_HEADERS || type == FT_PUSH_PROMISE || type == FT_CONTINUATION)
-				f->s_in_block = !(f->shdr[4] & FL_END_HEADERS);
-			if (type == FT_HEADERS || type == FT_PUSH_PROMISE)
-				f->c_expect = false;
-			if (type == FT_SETTINGS && (f->shdr[4] & FL_ACK) && sid == 0)
-				client_settings_acked(f);
-			if (type == FT_RST_STREAM)
-				stream_remove(f, (int32_t)sid);
 			/* read whole, so held whole: at most 16 MiB, the 24-bit length (RFC 9113 §4.2) */
 			sk_strbuf_reset(&f->sframe);
 			(void)sk_strbuf_put(&f->sframe, f->shdr, FRAME_HDR);
 		} else {
-			size_t n = len - i < f->srem ? len - i : f->srem;
-			for (size_t k = 0; f->s_settings && k < n; k++) {
-				f->sparam[f->sparam_have++] = buf[i + k];
-				if (f->sparam_have == 6) {
-					server_param(f);
-					f->sparam_have = 0;
-				}
-			}
+			size_t n = server_frame_payload(f, buf, len, i);
 			(void)sk_strbuf_put(&f->sframe, buf + i, n);
-			f->srem -= (uint32_t)n;
 			i += n;
 		}
 		if (f->s_in_frame && f->srem == 0) {
