@@ -588,6 +588,23 @@ static int refuse_framing(struct h1 *h, const char *why, const struct sk_http_he
 
 static enum sk_pt_verdict client_run(struct h1 *h, const uint8_t *buf, size_t len, struct sk_pt_out *o);
 
+/* The agent's bytes data[*off..dlen) wait for more (a head not yet whole, or bytes held behind an upgrade):
+ * past a head's bound they are refused http_head_too_big (passed, in mode audit). false: the filter cannot
+ * go on (o->reason set). */
+static bool wait_for_more(struct h1 *h, struct sk_pt_out *o, const uint8_t *data, size_t *off, size_t dlen)
+{
+	if (dlen - *off <= SK_H1_HEAD_MAX)
+		return true;
+	if (refuse_framing(h, "http_head_too_big", NULL) < 0) {
+		o->reason = "client_data_refused";
+		return false;
+	}
+	if (h->unjudged)
+		out_range(h, o, data, *off, dlen);
+	*off = dlen;
+	return true;
+}
+
 static enum sk_pt_verdict from_client(struct sk_pt_filter *f, const uint8_t *buf, size_t len, struct sk_pt_out *o)
 {
 	struct h1 *h = h1_of(f);
@@ -667,30 +684,16 @@ static enum sk_pt_verdict client_run(struct h1 *h, const uint8_t *buf, size_t le
 			}
 			break;
 		case SK_TRACK_NEED_MORE:
-			if (dlen - off > SK_H1_HEAD_MAX) {
-				if (refuse_framing(h, "http_head_too_big", NULL) < 0) {
-					o->reason = "client_data_refused";
-					return SK_PT_FAIL;
-				}
-				if (h->unjudged)
-					out_range(h, o, data, off, dlen);
-				off = dlen;
-			}
+			if (!wait_for_more(h, o, data, &off, dlen))
+				return SK_PT_FAIL;
 			stop = true;
 			break;
 		case SK_TRACK_HOLD:
 			/* a websocket upgrade awaits its answer: what follows is held (frames after a 101, the
 			 * next request after a decline: from_server decides) */
 			if (h->ws == WS_WAIT) {
-				if (dlen - off > SK_H1_HEAD_MAX) {
-					if (refuse_framing(h, "http_head_too_big", NULL) < 0) {
-						o->reason = "client_data_refused";
-						return SK_PT_FAIL;
-					}
-					if (h->unjudged)
-						out_range(h, o, data, off, dlen);
-					off = dlen;
-				}
+				if (!wait_for_more(h, o, data, &off, dlen))
+					return SK_PT_FAIL;
 				stop = true;
 				break;
 			}
